@@ -1,0 +1,168 @@
+"""The error tree of modular-sdk.
+
+Every error a mod author or host integrator can catch derives from `ModularError`, and
+also from the builtin it resembles, so ``except ValueError`` keeps working::
+
+    ModularError
+    ├── ModDefinitionError      (ValueError)    a declaration breaks a rule
+    ├── SerializationError      (ValueError)    JSON that is not one of our values
+    ├── NoConversationError     (RuntimeError)  fork of a session with no completed turn
+    ├── SpawnContextError       (RuntimeError)  spawn outside a command or tool handler
+    ├── TurnFailedError         (RuntimeError)  the model or a tool failed the turn
+    ├── ReentrantTurnError      (RuntimeError)  a handler sent to the session it runs in
+    ├── ReplyValidationError    (ValueError)    a reply does not match ``output_type``
+    ├── ActionDeniedError       (PermissionError) a ``before_action`` hook said ``Deny``
+    ├── UnknownSessionError     (LookupError)   no session by that id
+    └── ManifestBuildError      (RuntimeError)  the build-time fold refused a module
+
+Each error carries the offending value as an attribute, and its message says what was
+wrong and what to do instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ActionDeniedError",
+    "ManifestBuildError",
+    "ModDefinitionError",
+    "ModularError",
+    "NoConversationError",
+    "ReentrantTurnError",
+    "ReplyValidationError",
+    "SerializationError",
+    "SpawnContextError",
+    "TurnFailedError",
+    "UnknownSessionError",
+]
+
+
+class ModularError(Exception):
+    """Base class of every error raised by modular-sdk and the host simulator."""
+
+
+class ModDefinitionError(ModularError, ValueError):
+    """A mod declaration breaks a rule.
+
+    ``field`` names the offending field (``"commands[1].id"``), ``value`` is the offending
+    value. When `define_mod` finds several problems it raises one `ModDefinitionError` whose
+    message lists them all and whose ``problems`` holds one `ModDefinitionError` each.
+    """
+
+    field: str | None
+    value: object
+    problems: tuple[ModDefinitionError, ...]
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        value: object = None,
+        problems: Sequence[ModDefinitionError] = (),
+    ) -> None:
+        super().__init__(message)
+        self.field = field
+        self.value = value
+        self.problems = tuple(problems) if problems else (self,)
+
+
+class SerializationError(ModularError, ValueError):
+    """JSON data that does not describe one of our values.
+
+    ``value`` is the offending JSON value and ``type_name`` the type it was read as.
+    """
+
+    def __init__(self, message: str, *, value: object = None, type_name: str = "") -> None:
+        super().__init__(message)
+        self.value = value
+        self.type_name = type_name
+
+
+class NoConversationError(ModularError, RuntimeError):
+    """A fork of a session (or at a turn) with no completed turn to copy.
+
+    ``session_id`` names the session.
+    """
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+
+class SpawnContextError(ModularError, RuntimeError):
+    """`AiSessionHandle.spawn` called outside a command or tool handler."""
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+
+class TurnFailedError(ModularError, RuntimeError):
+    """A turn failed: the model or a tool raised, timed out, or was cancelled.
+
+    ``turn_id`` names the failed turn, ``reason`` says why.
+    """
+
+    def __init__(self, message: str, *, turn_id: str, reason: str) -> None:
+        super().__init__(message)
+        self.turn_id = turn_id
+        self.reason = reason
+
+
+class ReentrantTurnError(ModularError, RuntimeError):
+    """A handler running inside a turn of a session sent a message to that same session.
+
+    The turn would wait for itself; the host refuses at once instead of deadlocking.
+    """
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+
+class ReplyValidationError(ModularError, ValueError):
+    """A model reply does not match the ``output_type`` asked of `AiSessionHandle.run`.
+
+    ``raw`` is the reply text exactly as the model gave it; it is never coerced.
+    """
+
+    def __init__(self, message: str, *, raw: str, output_type: str) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.output_type = output_type
+
+
+class ActionDeniedError(ModularError, PermissionError):
+    """A ``before_action`` hook answered `Deny`; ``reason`` is what it said."""
+
+    def __init__(self, message: str, *, action: str, reason: str, mod_id: str) -> None:
+        super().__init__(message)
+        self.action = action
+        self.reason = reason
+        self.mod_id = mod_id
+
+
+class UnknownSessionError(ModularError, LookupError):
+    """No session has this id; ``session_id`` is the id asked for."""
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+    def __str__(self) -> str:  # LookupError subclasses would quote the message
+        return str(self.args[0])
+
+
+class ManifestBuildError(ModularError, RuntimeError):
+    """The build-time fold refused a mod module.
+
+    ``spec`` is the mod spec, ``problems`` one line per reason (an impure statement with
+    its ``file:line``, an import error, a missing attribute ...).
+    """
+
+    def __init__(self, message: str, *, spec: str, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.spec = spec
+        self.problems = tuple(problems)

@@ -1,0 +1,90 @@
+"""Messages that drive turns, and the authors the host stamps on them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+from typing_extensions import TypeAlias
+
+__all__ = [
+    "AiMessage",
+    "AiNotificationMessage",
+    "AiPromptMessage",
+    "AiSessionDisplayMetadata",
+    "Author",
+    "ModAuthor",
+    "UserAuthor",
+]
+
+
+def _non_empty(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not value.strip():
+        raise ValueError(
+            f"{type(instance).__name__}.{attribute.name} must not be empty, got {value!r}; "
+            "pass some text"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class AiPromptMessage:
+    """A prompt: text for the model. Immutable; ``type`` is always ``"prompt"``.
+
+    Messages carry no author: the host stamps who sent one from the calling context.
+
+    >>> AiPromptMessage(text="Refactor the parser").type
+    'prompt'
+    """
+
+    type: Literal["prompt"] = attrs.field(default="prompt", init=False)
+    text: str = attrs.field(validator=attrs.validators.instance_of(str))
+
+
+@attrs.frozen(kw_only=True)
+class AiNotificationMessage:
+    """A system event delivered into a session (never something the user said).
+
+    Immutable; ``type`` is always ``"notification"``. It drives a turn like a prompt, and the
+    model sees it as a notification.
+    """
+
+    type: Literal["notification"] = attrs.field(default="notification", init=False)
+    title: str = attrs.field(validator=[attrs.validators.instance_of(str), _non_empty])
+    body: str = attrs.field(validator=attrs.validators.instance_of(str))
+
+
+AiMessage: TypeAlias = AiPromptMessage | AiNotificationMessage
+"""What drives a turn; discriminated by ``type``."""
+
+
+@attrs.frozen(kw_only=True)
+class UserAuthor:
+    """The person at the keyboard: the stamp outside any mod handler. Immutable."""
+
+    kind: Literal["user"] = attrs.field(default="user", init=False)
+
+
+@attrs.frozen(kw_only=True)
+class ModAuthor:
+    """A mod, stamped on what its handler sends: the mod id and its command or tool.
+
+    Immutable. Exactly one of ``command_id`` and ``tool_name`` is set for a message sent from
+    a command or tool handler; both are ``None`` for an effect.
+    """
+
+    kind: Literal["mod"] = attrs.field(default="mod", init=False)
+    mod_id: str = attrs.field(validator=attrs.validators.instance_of(str))
+    command_id: str | None = None
+    tool_name: str | None = None
+
+
+Author: TypeAlias = UserAuthor | ModAuthor
+"""Who produced a turn's input; discriminated by ``kind``."""
+
+
+@attrs.frozen(kw_only=True)
+class AiSessionDisplayMetadata:
+    """How a session is shown (label and optional icon). Immutable."""
+
+    label: str = attrs.field(validator=[attrs.validators.instance_of(str), _non_empty])
+    icon: str | None = None

@@ -1,0 +1,496 @@
+"""Declarations and their constructors: what a mod is made of.
+
+Every constructor returns frozen data and does nothing else: it registers nothing, starts
+nothing, touches no host state and does no I/O. Each checks its own fields at the call;
+`define_mod` checks the whole and reports every problem at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Generic, Literal, TypeVar
+
+import attrs
+
+from ._actions import ActionEvent
+from ._ids import HOST_ACTIONS
+from ._protocols import CommandContext, EffectContext, SlashCommandContext, ToolContext
+from ._rules import Problem, check_handler, check_id, check_text, close_match, raise_problems, slug
+from ._schema import JsonObject, SchemaError, json_schema
+
+__all__ = [
+    "Agent",
+    "AiContributions",
+    "AnyCommand",
+    "BeforeActionHook",
+    "Effect",
+    "Mod",
+    "ModMetadata",
+    "PaletteCommand",
+    "SlashCommand",
+    "Tool",
+    "View",
+    "agent",
+    "before_action",
+    "command",
+    "define_mod",
+    "effect",
+    "slash_command",
+    "tool",
+    "view",
+]
+
+IdT = TypeVar("IdT", bound=str, covariant=True)
+IdT_inv = TypeVar("IdT_inv", bound=str)
+TargetT = TypeVar("TargetT", bound=str, covariant=True)
+TargetT_inv = TypeVar("TargetT_inv", bound=str)
+InputT = TypeVar("InputT")
+DataT = TypeVar("DataT")
+
+SlashCommandRun = Callable[[str | None, SlashCommandContext], object]
+"""``run(argument, ctx)``; ``def`` or ``async def``; its result is shown as ``str(value)``."""
+CommandRun = Callable[[CommandContext], object]
+"""``run(ctx)`` of a palette command; ``def`` or ``async def``."""
+HookHandle = Callable[[ActionEvent], object]
+"""``handle(event)`` returning (or awaiting to) `Allow` or `Deny`."""
+
+
+def _raise_own(where: str, problems: list[Problem]) -> None:
+    raise_problems(where, problems)
+
+
+@attrs.frozen(kw_only=True)
+class ModMetadata:
+    """What the user sees of a mod: display name and one-line description. Immutable."""
+
+    display_name: str
+    description: str
+
+    def __attrs_post_init__(self) -> None:
+        _raise_own(
+            "ModMetadata",
+            check_text("metadata.display_name", self.display_name)
+            + check_text("metadata.description", self.description),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class SlashCommand(Generic[IdT]):
+    """A command typed in a chat session as ``/<id> [argument]``. Immutable.
+
+    Make one with `slash_command`.
+    """
+
+    kind: Literal["slash"] = attrs.field(default="slash", init=False)
+    id: IdT
+    description: str
+    run: SlashCommandRun
+    argument_hint: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        _raise_own(
+            f"slash_command(id={self.id!r})",
+            check_id("id", self.id, "slash command id")
+            + check_text("description", self.description)
+            + check_text("argument_hint", self.argument_hint, optional=True)
+            + check_handler("run", self.run, ("argument", "ctx")),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class PaletteCommand(Generic[IdT]):
+    """A workbench command run from the palette, with no session. Immutable.
+
+    Make one with `command`.
+    """
+
+    kind: Literal["palette"] = attrs.field(default="palette", init=False)
+    id: IdT
+    title: str
+    run: CommandRun
+
+    def __attrs_post_init__(self) -> None:
+        _raise_own(
+            f"command(id={self.id!r})",
+            check_id("id", self.id, "command id")
+            + check_text("title", self.title)
+            + check_handler("run", self.run, ("ctx",)),
+        )
+
+
+AnyCommand = SlashCommand[str] | PaletteCommand[str]
+"""Any entry of ``define_mod(commands=[...])``."""
+
+
+@attrs.frozen(kw_only=True)
+class Tool(Generic[InputT]):
+    """An AI tool the model decides to call. Immutable; make one with `tool`.
+
+    ``input_schema`` is the JSON Schema of ``input_type``, derived at construction.
+    """
+
+    name: str
+    description: str
+    input_type: type[InputT]
+    run: Callable[[InputT, ToolContext], object]
+    input_schema: JsonObject = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        problems = (
+            check_id("name", self.name, "tool name")
+            + check_text("description", self.description)
+            + check_handler("run", self.run, ("input", "ctx"))
+        )
+        schema: JsonObject = {}
+        try:
+            schema = json_schema(self.input_type)
+        except SchemaError as exc:
+            problems.append(Problem("input_type", self.input_type, str(exc)))
+        _raise_own(f"tool(name={self.name!r})", problems)
+        object.__setattr__(self, "input_schema", schema)
+
+
+@attrs.frozen(kw_only=True)
+class Agent:
+    """A declared agent: ``ctx.ai.agents.get(id).spawn()`` makes a root session with it.
+
+    Immutable; make one with `agent`.
+    """
+
+    id: str
+    description: str
+    model: str | None = None
+    instructions: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        _raise_own(
+            f"agent(id={self.id!r})",
+            check_id("id", self.id, "agent id")
+            + check_text("description", self.description)
+            + check_text("model", self.model, optional=True)
+            + check_text("instructions", self.instructions, optional=True),
+        )
+
+
+def _tools(value: Iterable[Tool[Any]]) -> tuple[Tool[Any], ...]:
+    return tuple(value)
+
+
+def _agents(value: Iterable[Agent]) -> tuple[Agent, ...]:
+    return tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class AiContributions:
+    """A mod's AI contributions: tools the model may call and declared agents. Immutable."""
+
+    tools: tuple[Tool[Any], ...] = attrs.field(default=(), converter=_tools)
+    agents: tuple[Agent, ...] = attrs.field(default=(), converter=_agents)
+
+
+@attrs.frozen(kw_only=True)
+class BeforeActionHook(Generic[TargetT]):
+    """A policy hook run before a host action or one of the mod's own commands. Immutable.
+
+    Make one with `before_action`.
+    """
+
+    target: TargetT
+    handle: HookHandle
+
+    def __attrs_post_init__(self) -> None:
+        problems: list[Problem] = []
+        if not isinstance(self.target, str) or not self.target:
+            problems.append(
+                Problem(
+                    "target",
+                    self.target,
+                    f"hook target must be a host action or 'command:<id>', got {self.target!r}",
+                )
+            )
+        _raise_own(
+            f"before_action({self.target!r})",
+            problems + check_handler("handle", self.handle, ("event",)),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Effect:
+    """Long-running work started when the host activates the mod, cancelled when it closes.
+
+    Immutable; make one with `effect`.
+    """
+
+    id: str
+    activate: Callable[[EffectContext], object]
+
+    def __attrs_post_init__(self) -> None:
+        _raise_own(
+            f"effect(id={self.id!r})",
+            check_id("id", self.id, "effect id") + check_handler("activate", self.activate, ("ctx",)),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class View(Generic[DataT]):
+    """A renderer-lane view: pure data in, text out, no session access. Immutable.
+
+    Make one with `view`.
+    """
+
+    id: str
+    title: str
+    render: Callable[[DataT], str]
+
+    def __attrs_post_init__(self) -> None:
+        _raise_own(
+            f"view(id={self.id!r})",
+            check_id("id", self.id, "view id")
+            + check_text("title", self.title)
+            + check_handler("render", self.render, ("data",)),
+        )
+
+
+def _commands(value: Iterable[AnyCommand]) -> tuple[AnyCommand, ...]:
+    return tuple(value)
+
+
+def _hooks(value: Iterable[BeforeActionHook[str]]) -> tuple[BeforeActionHook[str], ...]:
+    return tuple(value)
+
+
+def _effects(value: Iterable[Effect]) -> tuple[Effect, ...]:
+    return tuple(value)
+
+
+def _views(value: Iterable[View[Any]]) -> tuple[View[Any], ...]:
+    return tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class Mod:
+    """A whole mod, as returned by `define_mod`. Immutable data; the host folds it.
+
+    A mod module exposes it as its module attribute ``mod``.
+    """
+
+    id: str
+    metadata: ModMetadata
+    commands: tuple[AnyCommand, ...] = attrs.field(default=(), converter=_commands)
+    ai: AiContributions = attrs.field(factory=AiContributions)
+    hooks: tuple[BeforeActionHook[str], ...] = attrs.field(default=(), converter=_hooks)
+    effects: tuple[Effect, ...] = attrs.field(default=(), converter=_effects)
+    views: tuple[View[Any], ...] = attrs.field(default=(), converter=_views)
+
+    def __attrs_post_init__(self) -> None:
+        raise_problems(f"define_mod(id={self.id!r})", _mod_problems(self))
+
+
+def _typed(field: str, value: object, cls: type | tuple[type, ...], what: str) -> list[Problem]:
+    if isinstance(value, cls):
+        return []
+    return [
+        Problem(
+            field,
+            value,
+            f"{field} must be {what}, got {value!r} ({type(value).__name__}); "
+            f"build it with {what.split()[-1]}(...)",
+        )
+    ]
+
+
+def _duplicates(field: str, ids: Sequence[tuple[int, str]], what: str) -> list[Problem]:
+    seen: dict[str, int] = {}
+    problems: list[Problem] = []
+    for index, ident in ids:
+        if ident in seen:
+            problems.append(
+                Problem(
+                    f"{field}[{index}].id",
+                    ident,
+                    f"{what} {ident!r} is declared twice ({field}[{seen[ident]}] and "
+                    f"{field}[{index}]); give each a distinct id",
+                )
+            )
+        else:
+            seen[ident] = index
+    return problems
+
+
+def _mod_problems(mod: Mod) -> list[Problem]:
+    problems = check_id("id", mod.id, "mod id")
+    problems += _typed("metadata", mod.metadata, ModMetadata, "a ModMetadata")
+    problems += _typed("ai", mod.ai, AiContributions, "an AiContributions")
+    command_ids: list[tuple[int, str]] = []
+    for index, cmd in enumerate(mod.commands):
+        if isinstance(cmd, (SlashCommand, PaletteCommand)):
+            command_ids.append((index, cmd.id))
+        else:
+            problems.append(
+                Problem(
+                    f"commands[{index}]",
+                    cmd,
+                    f"commands[{index}] must be made by slash_command(...) or command(...), "
+                    f"got {cmd!r} ({type(cmd).__name__})",
+                )
+            )
+    problems += _duplicates("commands", command_ids, "command id")
+    if isinstance(mod.ai, AiContributions):
+        for index, t in enumerate(mod.ai.tools):
+            problems += _typed(f"ai.tools[{index}]", t, Tool, "made by tool")
+        problems += _duplicates(
+            "ai.tools",
+            [(i, t.name) for i, t in enumerate(mod.ai.tools) if isinstance(t, Tool)],
+            "tool name",
+        )
+        for index, a in enumerate(mod.ai.agents):
+            problems += _typed(f"ai.agents[{index}]", a, Agent, "made by agent")
+        problems += _duplicates(
+            "ai.agents",
+            [(i, a.id) for i, a in enumerate(mod.ai.agents) if isinstance(a, Agent)],
+            "agent id",
+        )
+    own = [ident for _, ident in command_ids]
+    for index, hook in enumerate(mod.hooks):
+        if not isinstance(hook, BeforeActionHook):
+            problems += _typed(f"hooks[{index}]", hook, BeforeActionHook, "made by before_action")
+            continue
+        problems += hook_target_problems(f"hooks[{index}].target", hook.target, mod.id, own)
+    for index, e in enumerate(mod.effects):
+        problems += _typed(f"effects[{index}]", e, Effect, "made by effect")
+    problems += _duplicates(
+        "effects", [(i, e.id) for i, e in enumerate(mod.effects) if isinstance(e, Effect)], "effect id"
+    )
+    for index, v in enumerate(mod.views):
+        problems += _typed(f"views[{index}]", v, View, "made by view")
+    problems += _duplicates(
+        "views", [(i, v.id) for i, v in enumerate(mod.views) if isinstance(v, View)], "view id"
+    )
+    return problems
+
+
+def hook_target_problems(field: str, target: str, mod_id: str, own_commands: Sequence[str]) -> list[Problem]:
+    """Problems of one hook target against a mod's own command ids (empty if valid)."""
+    valid = list(dict.fromkeys([*HOST_ACTIONS, *(f"command:{ident}" for ident in own_commands)]))
+    if target in valid:
+        return []
+    if target.startswith("command:"):
+        known = ", ".join(repr(c) for c in dict.fromkeys(own_commands)) or "none"
+        rule = f"names no command of mod {mod_id!r} (its commands: {known})"
+    else:
+        rule = "is neither a host action nor 'command:<id>' of this mod"
+    expected = ", ".join(repr(t) for t in valid)
+    return [
+        Problem(
+            field,
+            target,
+            f"hook target {target!r} {rule}{close_match(target, valid)} "
+            f"(expected one of: {expected})",
+        )
+    ]
+
+
+def slash_command(
+    *, id: IdT_inv, description: str, run: SlashCommandRun, argument_hint: str | None = None
+) -> SlashCommand[IdT_inv]:
+    """Declare a command the user types inside a chat session as ``/<id> [argument]``.
+
+    ``run(argument, ctx)`` (``def`` or ``async def``) gets the text after the name with the
+    separating space removed (``None`` when the user typed nothing) and a
+    `SlashCommandContext`; its return value is shown to the user (``None`` shows nothing).
+    Raises `ModDefinitionError` for a bad id, an empty description or a handler that cannot
+    take ``(argument, ctx)``.
+
+    >>> task = slash_command(id="task", description="Run work in the background", run=run_task)
+    """
+    return SlashCommand(id=id, description=description, run=run, argument_hint=argument_hint)
+
+
+def command(*, id: IdT_inv, title: str, run: CommandRun) -> PaletteCommand[IdT_inv]:
+    """Declare a palette command: workbench work with no session; ``run(ctx)``."""
+    return PaletteCommand(id=id, title=title, run=run)
+
+
+def tool(
+    *,
+    name: str,
+    description: str,
+    input_type: type[InputT],
+    run: Callable[[InputT, ToolContext], object],
+) -> Tool[InputT]:
+    """Declare an AI tool the model may call with JSON matching ``input_type``.
+
+    ``input_type`` is an attrs class of JSON-representable fields; the host validates the
+    model's input against its schema and passes ``run(input, ctx)`` an instance.
+    """
+    return Tool(name=name, description=description, input_type=input_type, run=run)
+
+
+def agent(
+    *, id: str, description: str, model: str | None = None, instructions: str | None = None
+) -> Agent:
+    """Declare an agent for ``AiContributions(agents=[...])``."""
+    return Agent(id=id, description=description, model=model, instructions=instructions)
+
+
+def before_action(target: TargetT_inv, handle: HookHandle) -> BeforeActionHook[TargetT_inv]:
+    """Declare a hook run before ``target``: a `HostAction` or ``"command:<own id>"``.
+
+    ``handle(event)`` (``def`` or ``async def``) returns `Allow()` or `Deny(reason=...)`;
+    a `Deny` raises `ActionDeniedError` in the caller. `define_mod` checks the target.
+    """
+    return BeforeActionHook(target=target, handle=handle)
+
+
+def effect(*, id: str, activate: Callable[[EffectContext], object]) -> Effect:
+    """Declare long-running work: started when the host opens, cancelled when it closes."""
+    return Effect(id=id, activate=activate)
+
+
+def view(*, id: str, title: str, render: Callable[[DataT], str]) -> View[DataT]:
+    """Declare a renderer-lane view: ``render(data) -> str``, with no session access."""
+    return View(id=id, title=title, render=render)
+
+
+def define_mod(
+    *,
+    metadata: ModMetadata,
+    commands: Sequence[AnyCommand] = (),
+    ai: AiContributions | None = None,
+    hooks: Sequence[BeforeActionHook[str]] = (),
+    effects: Sequence[Effect] = (),
+    views: Sequence[View[Any]] = (),
+    id: str | None = None,
+) -> Mod:
+    """The entry point of the SDK: gather a mod's declarations into one frozen `Mod`.
+
+    Returns data: registers nothing, starts nothing, touches no host state, does no I/O;
+    equal inputs give equal values. ``id`` defaults to the slug of
+    ``metadata.display_name`` (``"Background Tasks"`` -> ``"background-tasks"``).
+    Raises one `ModDefinitionError` listing every problem (duplicate ids, hook targets that
+    are neither a `HostAction` nor ``"command:<own id>"``, ...).
+    """
+    if id is None:
+        display = getattr(metadata, "display_name", "")
+        id = slug(display) if isinstance(display, str) else ""
+        if not id or not id[0].isalpha():
+            raise_problems(
+                "define_mod",
+                [
+                    Problem(
+                        "id",
+                        display,
+                        f"metadata.display_name {display!r} gives no valid mod id "
+                        "(it must start with a letter); pass id='my-mod'",
+                    )
+                ],
+            )
+    return Mod(
+        id=id,
+        metadata=metadata,
+        commands=commands,
+        ai=ai if ai is not None else AiContributions(),
+        hooks=hooks,
+        effects=effects,
+        views=views,
+    )
