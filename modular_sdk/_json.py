@@ -1,21 +1,35 @@
 """The one JSON converter of modular-sdk.
 
 Built from `cattrs.preconf.json`, strict: no silent coercion (``"yes"`` is not a ``bool``,
-``123`` is not a `SessionId`), unknown keys refused, and tagged unions dispatched on an
-explicit, stable tag (``kind`` or ``type``), never a class name. Every failure is a
-`SerializationError` naming the offending value.
+``123`` is not a `SessionId`, ``true`` is not an ``int``, ``"ab"`` is not a ``list``),
+unknown keys refused, and tagged unions dispatched on an explicit, stable tag (``kind`` or
+``type``), never a class name. Every failure is a `SerializationError` naming the offending
+value and, inside an attrs class, the field (``field 'items[2].count': ...``).
+
+The host structures tool inputs with it too: ``structure(json_value, tool.input_type)``
+accepts exactly what `json_schema` describes. Plain unions (``int | str``, ``A | B | None``)
+try their members in order and take the first that fits; ``None`` only matches ``null``.
 """
 
 from __future__ import annotations
 
+import collections.abc
+import enum
 import json
-from collections.abc import Mapping
+import types
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from types import UnionType
-from typing import Any, TypeVar, get_args, overload
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, overload
 
 import attrs
 import cattrs
+from cattrs.cols import (
+    homogenous_tuple_structure_factory,
+    list_structure_factory,
+    mapping_structure_factory,
+)
+from cattrs.errors import AttributeValidationNote, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.preconf.json import JsonConverter, make_converter
 
@@ -30,10 +44,37 @@ T = TypeVar("T")
 
 
 def _type_name(tp: object) -> str:
-    return getattr(tp, "__name__", None) or str(tp)
+    """``int``, ``list[str]``, ``N | None``: the type as an author wrote it."""
+    if tp is type(None) or tp is None:
+        return "None"
+    if get_origin(tp) in (Union, types.UnionType):
+        return " | ".join(_type_name(arg) for arg in get_args(tp))
+    if get_origin(tp) is not None:
+        return str(tp).replace("typing.", "").replace("collections.abc.", "")
+    name = getattr(tp, "__name__", None)
+    return name if isinstance(name, str) else str(tp)
 
 
-def _strict_str(value: object, tp: type) -> str:
+def _strict_enum(value: object, tp: type[enum.Enum]) -> enum.Enum:
+    """An enum member by its exact JSON value (``true`` is not ``1``, ``1.0`` is not ``1``)."""
+    for member in tp:
+        if type(member.value) is type(value) and member.value == value:
+            return member
+    known = ", ".join(repr(m.value) for m in tp)
+    raise SerializationError(
+        f"expected one of {known} for {tp.__name__}, got {value!r} ({type(value).__name__})",
+        value=value,
+        type_name=tp.__name__,
+    )
+
+
+def _is_enum(tp: object) -> bool:
+    return isinstance(tp, type) and issubclass(tp, enum.Enum)
+
+
+def _strict_str(value: object, tp: type) -> Any:
+    if _is_enum(tp):  # a ``str`` mixin enum dispatches here before ``Enum``
+        return _strict_enum(value, tp)
     if not isinstance(value, str):
         raise SerializationError(
             f"expected a JSON string for {_type_name(tp)}, got {value!r} ({type(value).__name__})",
@@ -43,7 +84,9 @@ def _strict_str(value: object, tp: type) -> str:
     return value
 
 
-def _strict_int(value: object, tp: type) -> int:
+def _strict_int(value: object, tp: type) -> Any:
+    if _is_enum(tp):  # IntEnum dispatches here before ``Enum``
+        return _strict_enum(value, tp)
     if isinstance(value, bool) or not isinstance(value, int):
         raise SerializationError(
             f"expected a JSON integer, got {value!r} ({type(value).__name__})",
@@ -53,7 +96,9 @@ def _strict_int(value: object, tp: type) -> int:
     return value
 
 
-def _strict_float(value: object, tp: type) -> float:
+def _strict_float(value: object, tp: type) -> Any:
+    if _is_enum(tp):
+        return _strict_enum(value, tp)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SerializationError(
             f"expected a JSON number, got {value!r} ({type(value).__name__})",
@@ -97,6 +142,185 @@ converter.register_structure_hook(float, _strict_float)
 converter.register_structure_hook(bool, _strict_bool)
 converter.register_structure_hook(datetime, _aware_datetime)
 converter.register_unstructure_hook(datetime, lambda value: value.isoformat())
+converter.register_structure_hook(enum.Enum, _strict_enum)
+
+
+def _literal_hook(tp: Any) -> Callable[[object, object], object]:
+    choices: tuple[object, ...] = get_args(tp)
+    known = ", ".join(repr(c.value if isinstance(c, enum.Enum) else c) for c in choices)
+
+    def structure_literal(value: object, _: object) -> object:
+        for choice in choices:
+            plain = choice.value if isinstance(choice, enum.Enum) else choice
+            if type(plain) is type(value) and plain == value:
+                return choice
+        raise SerializationError(
+            f"expected one of {known}, got {value!r} ({type(value).__name__})",
+            value=value,
+            type_name="Literal",
+        )
+
+    return structure_literal
+
+
+def _array_hook(
+    factory: Callable[[Any, Any], Callable[[Any, Any], Any]],
+) -> Callable[[Any], Callable[[object, object], object]]:
+    """Wrap a cattrs sequence hook: only a JSON array (list or tuple) is a sequence."""
+
+    def make(tp: Any) -> Callable[[object, object], object]:
+        inner = factory(tp, converter)
+
+        def structure_array(value: object, t: object) -> object:
+            if not isinstance(value, (list, tuple)):
+                raise SerializationError(
+                    f"expected a JSON array for {_type_name(tp)}, got {value!r} "
+                    f"({type(value).__name__})",
+                    value=value,
+                    type_name=_type_name(tp),
+                )
+            return inner(value, t)
+
+        return structure_array
+
+    return make
+
+
+def _fixed_tuple_hook(tp: Any) -> Callable[[object, object], object]:
+    items: tuple[Any, ...] = get_args(tp)
+    hooks = [converter.get_structure_hook(item) for item in items]
+
+    def structure_tuple(value: object, _: object) -> tuple[object, ...]:
+        if not isinstance(value, (list, tuple)) or len(value) != len(items):
+            raise SerializationError(
+                f"expected a JSON array of exactly {len(items)} items for {_type_name(tp)}, "
+                f"got {value!r}",
+                value=value,
+                type_name=_type_name(tp),
+            )
+        out: list[object] = []
+        errors: list[Exception] = []
+        for index, (item, hook, item_type) in enumerate(zip(value, hooks, items)):
+            try:
+                out.append(hook(item, item_type))
+            except Exception as exc:
+                note = IterableValidationNote(f"Structuring {tp} @ index {index}", index, item_type)
+                exc.__notes__ = [*getattr(exc, "__notes__", []), note]
+                errors.append(exc)
+        if errors:
+            raise cattrs.IterableValidationError(f"While structuring {tp!r}", errors, tp)
+        return tuple(out)
+
+    return structure_tuple
+
+
+def _object_hook(tp: Any) -> Callable[[object, object], object]:
+    inner = mapping_structure_factory(tp, converter)
+
+    def structure_object(value: object, t: object) -> object:
+        if not isinstance(value, Mapping):
+            raise SerializationError(
+                f"expected a JSON object for {_type_name(tp)}, got {value!r} "
+                f"({type(value).__name__})",
+                value=value,
+                type_name=_type_name(tp),
+            )
+        return inner(value, t)
+
+    return structure_object
+
+
+_LISTS = (list, collections.abc.Sequence, collections.abc.MutableSequence)
+_MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+
+
+def _origin(tp: object) -> object:
+    return get_origin(tp) or tp
+
+
+def _is_union(tp: object) -> bool:
+    return get_origin(tp) in (Union, types.UnionType)
+
+
+def _union_hook(tp: Any) -> Callable[[object, object], object]:
+    members: tuple[Any, ...] = get_args(tp)
+
+    def structure_union(value: object, _: object) -> object:
+        if value is None:
+            if type(None) in members:
+                return None
+        failures: list[str] = []
+        for member in members:
+            if member is type(None):
+                continue
+            try:
+                return converter.structure(value, member)
+            except _FAILURES as exc:
+                failures.append(f"not {_type_name(member)}: " + "; ".join(_flatten(exc)))
+        expected = _type_name(tp)
+        raise SerializationError(
+            f"expected {expected}, got {value!r} ({type(value).__name__}) ("
+            + "; ".join(failures)
+            + ")",
+            value=value,
+            type_name=expected,
+        )
+
+    return structure_union
+
+
+def _is_literal(tp: Any) -> bool:
+    return get_origin(tp) is Literal
+
+
+def _is_list(tp: Any) -> bool:
+    return _origin(tp) in _LISTS and tp not in _LISTS
+
+
+def _is_variadic_tuple(tp: Any) -> bool:
+    args = get_args(tp)
+    return get_origin(tp) is tuple and len(args) == 2 and args[1] is ...
+
+
+def _is_fixed_tuple(tp: Any) -> bool:
+    return get_origin(tp) is tuple and not _is_variadic_tuple(tp)
+
+
+def _is_mapping(tp: Any) -> bool:
+    return _origin(tp) in _MAPPINGS and tp not in _MAPPINGS
+
+
+converter.register_structure_hook_factory(_is_literal, _literal_hook)
+converter.register_structure_hook_factory(_is_list, _array_hook(list_structure_factory))
+converter.register_structure_hook_factory(
+    _is_variadic_tuple, _array_hook(homogenous_tuple_structure_factory)
+)
+converter.register_structure_hook_factory(_is_fixed_tuple, _fixed_tuple_hook)
+converter.register_structure_hook_factory(_is_mapping, _object_hook)
+converter.register_structure_hook_factory(_is_union, _union_hook)
+
+
+def _attrs_hook(tp: Any) -> Callable[[object, object], object]:
+    inner = make_dict_structure_fn(tp, converter, _cattrs_forbid_extra_keys=True)
+
+    def structure_attrs(value: object, t: object) -> object:
+        if not isinstance(value, Mapping):
+            raise SerializationError(
+                f"expected a JSON object for {_type_name(tp)}, got {value!r} "
+                f"({type(value).__name__})",
+                value=value,
+                type_name=_type_name(tp),
+            )
+        return inner(value, t)
+
+    return structure_attrs
+
+
+def _is_attrs(tp: Any) -> bool:
+    return isinstance(tp, type) and attrs.has(tp)
+
+
+converter.register_structure_hook_factory(_is_attrs, _attrs_hook)
 
 _TAGS: dict[type, tuple[str, str]] = {}
 
@@ -106,8 +330,10 @@ def register_tagged(cls: type, tag_name: str) -> None:
     tag_value = attrs.fields_dict(cls)[tag_name].default
     assert isinstance(tag_value, str)
     _TAGS[cls] = (tag_name, tag_value)
-    base_unstructure = make_dict_unstructure_fn(cls, converter)
-    base_structure = make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True)
+    base_unstructure: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, converter)
+    base_structure: Callable[[Mapping[str, Any], Any], Any] = make_dict_structure_fn(
+        cls, converter, _cattrs_forbid_extra_keys=True
+    )
 
     def unstructure_tagged(value: Any) -> dict[str, Any]:
         data: dict[str, Any] = {tag_name: tag_value}
@@ -135,7 +361,7 @@ def register_tagged(cls: type, tag_name: str) -> None:
     converter.register_structure_hook(cls, structure_tagged)
 
 
-def _register_union(union: UnionType, name: str) -> None:
+def _register_union(union: object, name: str) -> None:
     members: tuple[type, ...] = get_args(union)
     tag_name = _TAGS[members[0]][0]
     by_tag = {_TAGS[m][1]: m for m in members}
@@ -162,11 +388,23 @@ def _register_union(union: UnionType, name: str) -> None:
             )
         return converter.structure(value, member)
 
-    converter.register_structure_hook(union, structure_union)
+    # a predicate registered after the generic union hook takes precedence over it
+    converter.register_structure_hook_func(lambda t: t == union, structure_union)
     converter.register_unstructure_hook(union, lambda value: converter.unstructure(value, type(value)))
 
 
-for _cls in (RootLineage, SpawnLineage, ForkLineage, CommandTrigger, ToolTrigger, UserAuthor, ModAuthor, Allow, Deny):
+_KIND_TAGGED: tuple[type, ...] = (
+    RootLineage,
+    SpawnLineage,
+    ForkLineage,
+    CommandTrigger,
+    ToolTrigger,
+    UserAuthor,
+    ModAuthor,
+    Allow,
+    Deny,
+)
+for _cls in _KIND_TAGGED:
     register_tagged(_cls, "kind")
 for _cls in (AiPromptMessage, AiNotificationMessage):
     register_tagged(_cls, "type")
@@ -177,30 +415,57 @@ _register_union(AiPromptMessage | AiNotificationMessage, "AiMessage")
 _register_union(Allow | Deny, "HookDecision")
 
 
-def _flatten(exc: BaseException) -> list[str]:
-    if isinstance(exc, SerializationError):
-        return [str(exc)]
+_FAILURES = (
+    cattrs.BaseValidationError,
+    cattrs.StructureHandlerNotFoundError,
+    SerializationError,
+    KeyError,
+    TypeError,
+    ValueError,
+    AttributeError,
+)
+
+
+def _step(note: object) -> str:
+    if isinstance(note, AttributeValidationNote):
+        return f".{note.name}"
+    if isinstance(note, IterableValidationNote):
+        return f"[{note.index!r}]"
+    return ""
+
+
+def _flatten(exc: BaseException, path: str = "") -> list[str]:
+    """One line per leaf error, prefixed with the field path (``field 'a.b[2]': ...``)."""
     if isinstance(exc, BaseExceptionGroup):
-        notes: list[str] = []
+        lines: list[str] = []
         for sub in exc.exceptions:
-            where = [n for n in getattr(sub, "__notes__", []) if isinstance(n, str)]
-            for line in _flatten(sub):
-                notes.append(f"{line} ({where[0]})" if where else line)
-        return notes
-    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
-        return [f"unknown keys {sorted(exc.extra_fields)!r}; remove them"]
-    if isinstance(exc, KeyError):
-        return [f"missing required key {exc.args[0]!r}"]
-    return [f"{type(exc).__name__}: {exc}"]
+            steps = "".join(_step(n) for n in reversed(getattr(sub, "__notes__", [])))
+            lines += _flatten(sub, path + steps)
+        return lines
+    if isinstance(exc, SerializationError):
+        line = str(exc)
+    elif isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        line = f"unknown keys {sorted(exc.extra_fields)!r}; remove them"
+    elif isinstance(exc, KeyError):
+        where = path.lstrip(".") or str(exc.args[0])
+        return [f"field {where!r} is required but missing"]
+    else:
+        line = f"{type(exc).__name__}: {exc}"
+    where = path.lstrip(".")
+    return [f"field {where!r}: {line}" if where else line]
 
 
 def structure(value: object, tp: object) -> Any:
-    """Structure plain JSON data into ``tp``; raises `SerializationError`."""
+    """Structure plain JSON data into ``tp``; raises `SerializationError`.
+
+    The message names the field (``field 'items[2].count': expected a JSON integer, got
+    '1' (str)``); the host uses it for tool inputs: ``structure(data, tool.input_type)``.
+    """
     try:
-        return converter.structure(value, tp)
+        return converter.structure(value, tp)  # type: ignore[arg-type]  # unions, aliases
     except SerializationError:
         raise
-    except (cattrs.BaseValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
+    except _FAILURES as exc:
         name = _type_name(tp)
         lines = _flatten(exc)
         raise SerializationError(
