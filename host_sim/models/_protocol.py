@@ -66,11 +66,13 @@ class ModelRequest:
     """
 
     session_id: str
+    model: str
     kind: Literal["prompt", "notification"]
     text: str
     message: AiMessage
     history: tuple[HistoryEntry, ...]
     output_schema: JsonValue = None
+    instructions: str | None = None
     tools: tuple[ToolSpec, ...] = ()
     tool_results: tuple[ToolResult, ...] = ()
 

@@ -1,0 +1,1 @@
+"""Complete, runnable, type-checked example mods."""

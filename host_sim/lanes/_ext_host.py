@@ -1,0 +1,100 @@
+"""The ext-host lane: runs mod handlers (commands, tools, hooks, effects) in isolation.
+
+A handler may be ``def`` or ``async def``. Plain functions run in a worker thread so a
+blocking one cannot stall the host. Every call has a timeout; a handler that raises, hangs
+past it, or is cancelled becomes a `HandlerFailed` carrying a clear message, and the
+caller fails only its own command or turn. Cancellation from outside (the host closing)
+is never swallowed.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio
+import anyio.lowlevel
+
+from modular_sdk import ModularError
+
+from ._calling import HandlerFrame, frame_var
+
+__all__ = ["HandlerFailed", "call_handler", "describe_exception"]
+
+T = TypeVar("T")
+
+
+class HandlerFailed(Exception):
+    """A mod handler failed; ``reason`` is the message shown to the user."""
+
+    def __init__(self, reason: str, *, cause: BaseException | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.cause = cause
+
+
+def describe_exception(exc: BaseException) -> str:
+    if isinstance(exc, ModularError):
+        return str(exc)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _is_async(fn: Callable[..., object]) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)
+    )
+
+
+async def _invoke(fn: Callable[..., object], args: tuple[object, ...]) -> object:
+    if _is_async(fn):
+        result = fn(*args)
+    else:
+        context = contextvars.copy_context()
+        result = await anyio.to_thread.run_sync(
+            functools.partial(context.run, fn, *args), abandon_on_cancel=True
+        )
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+async def call_handler(
+    what: str,
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    *,
+    frame: HandlerFrame | None,
+    timeout: float | None,
+) -> object:
+    """Run ``fn(*args)`` as ``frame``'s handler; raise `HandlerFailed` on any failure.
+
+    ``what`` names the handler in messages (``"command /task"``, ``"tool 'grep'"``).
+    """
+    token = frame_var.set(frame) if frame is not None else None
+    try:
+        with anyio.CancelScope() as scope:
+            if timeout is not None:
+                scope.deadline = anyio.current_time() + timeout
+            try:
+                return await _invoke(fn, args)
+            except anyio.get_cancelled_exc_class():
+                if scope.cancel_called:
+                    raise  # our timeout: the scope swallows it, handled below
+                # A cancellation we did not ask for: either the host is closing (the next
+                # checkpoint raises again and we let it go) or the handler cancelled itself.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+                raise HandlerFailed(f"{what} was cancelled") from None
+            except HandlerFailed:
+                raise
+            except Exception as exc:
+                raise HandlerFailed(f"{what} failed: {describe_exception(exc)}", cause=exc) from exc
+        raise HandlerFailed(f"{what} timed out after {timeout:g}s; make it finish sooner or raise the host's handler_timeout")
+    finally:
+        if token is not None:
+            frame_var.reset(token)

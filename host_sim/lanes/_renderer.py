@@ -1,0 +1,35 @@
+"""The renderer lane: views turn data into text, with no session access."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._calling import HandlerFrame
+from ._ext_host import HandlerFailed, call_handler
+
+if TYPE_CHECKING:
+    from modular_sdk._mod import View
+
+    from ..sessions._host import ViewResult
+
+__all__ = ["render"]
+
+
+async def render(mod_id: str, declared: View[object], data: object, *, timeout: float | None) -> ViewResult:
+    """``declared.render(data)``; a failure or a non-str result becomes ``ViewResult.error``."""
+    from ..sessions._host import ViewResult
+
+    try:
+        text = await call_handler(
+            f"view {declared.id!r} of mod {mod_id!r}",
+            declared.render,
+            (data,),
+            frame=HandlerFrame(mod_id=mod_id, kind="view"),
+            timeout=timeout,
+        )
+    except HandlerFailed as failed:
+        return ViewResult(text=failed.reason, error=failed.reason)
+    if not isinstance(text, str):
+        message = f"view {declared.id!r} of mod {mod_id!r} returned {text!r}; render(data) must return a str"
+        return ViewResult(text=message, error=message)
+    return ViewResult(text=text)

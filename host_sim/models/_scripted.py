@@ -1,0 +1,51 @@
+"""`ScriptedModel`: a model whose every reply comes from your function."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import final
+
+from ._protocol import ModelRequest, ToolCall
+
+__all__ = ["ScriptedModel"]
+
+
+@final
+class ScriptedModel:
+    """A model that answers each request with ``respond(request)`` (``def`` or ``async def``).
+
+    ``respond`` returns the reply text, or a `ToolCall` to make the host call that mod tool
+    and ask again with its result in ``request.tool_results``::
+
+        def respond(request: ModelRequest) -> str | ToolCall:
+            if request.tool_results:
+                return f"the tool said {request.tool_results[-1].output}"
+            return ToolCall(name="grep", input={"pattern": "TODO"})
+
+        model = ScriptedModel(respond)
+    """
+
+    def __init__(
+        self,
+        respond: Callable[[ModelRequest], str | ToolCall | Awaitable[str | ToolCall]],
+        *,
+        name: str = "scripted",
+    ) -> None:
+        if not callable(respond):
+            raise TypeError(f"ScriptedModel needs a function respond(request), got {respond!r}")
+        self._respond = respond
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def respond(self, request: ModelRequest) -> str | ToolCall:
+        result = self._respond(request)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    def __repr__(self) -> str:
+        return f"ScriptedModel({self._respond!r}, name={self._name!r})"

@@ -1,0 +1,415 @@
+"""The handles and contexts the host gives to handlers and integrators.
+
+None has a public constructor: obtain sessions from ``host.sessions`` or ``ctx.session``,
+turns from a session's ``send``/``notify``/``turns``, contexts as handler arguments.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, final, overload
+
+from modular_sdk import (
+    AgentHandle,
+    AiMessage,
+    AiNotificationMessage,
+    AiRunnerId,
+    AiRunResult,
+    AiSessionDisplayMetadata,
+    AiSessionLineage,
+    Author,
+    SessionId,
+    TurnId,
+    TurnStatus,
+)
+from modular_sdk._mod import Agent
+
+from ._state import SessionState, TurnState, history
+
+if TYPE_CHECKING:
+    from ._engine import Engine
+
+__all__ = [
+    "AgentHandleImpl",
+    "AiAgentsImpl",
+    "AiContextImpl",
+    "AiSessionsImpl",
+    "CommandContextImpl",
+    "EffectContextImpl",
+    "SessionHandle",
+    "SlashCommandContextImpl",
+    "ToolContextImpl",
+    "TurnHandle",
+]
+
+T = TypeVar("T")
+C = TypeVar("C")
+
+
+class NoPublicConstructor(type):
+    """Metaclass refusing ``Cls(...)``: instances come from ``Cls._create(...)`` (host only)."""
+
+    def __call__(cls, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__} has no public constructor; "
+            f"{(cls.__doc__ or '').strip().splitlines()[-1].strip()}"
+        )
+
+    def _create(cls: type[C], *args: Any, **kwargs: Any) -> C:
+        return super().__call__(*args, **kwargs)  # type: ignore[misc, no-any-return]
+
+
+@final
+class TurnHandle(metaclass=NoPublicConstructor):
+    """One turn of a session (implements `modular_sdk.AiTurnHandle`).
+
+    Obtain one from `SessionHandle.send`, `SessionHandle.notify` or `SessionHandle.turns`.
+    """
+
+    __slots__ = ("_engine", "_session", "_turn")
+
+    def __init__(self, engine: Engine, session: SessionState, turn: TurnState) -> None:
+        self._engine = engine
+        self._session = session  # the session this handle forks (it was read through)
+        self._turn = turn
+
+    @property
+    def id(self) -> TurnId:
+        return self._turn.id
+
+    @property
+    def ordinal(self) -> int:
+        return self._turn.ordinal
+
+    @property
+    def session_id(self) -> SessionId:
+        return self._turn.session_id
+
+    @property
+    def status(self) -> TurnStatus:
+        return self._turn.status
+
+    @property
+    def message(self) -> AiMessage:
+        return self._turn.message
+
+    @property
+    def message_id(self) -> str:
+        return self._turn.message_id
+
+    @property
+    def author(self) -> Author:
+        return self._turn.author
+
+    @property
+    def reply(self) -> str | None:
+        return self._turn.reply
+
+    @property
+    def error(self) -> str | None:
+        return self._turn.error
+
+    @property
+    def runner_id(self) -> AiRunnerId:
+        return self._turn.runner_id
+
+    async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
+        """A new session whose history is exactly turns ``0..ordinal``.
+
+        Waits for a running turn; raises `TurnFailedError` for a failed one.
+        """
+        turn = await self._engine.wait_completed(self._session, self._turn)
+        state = await self._engine.fork(self._session, turn, metadata)
+        return SessionHandle._create(self._engine, state)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TurnHandle) and other._turn is self._turn and other._session is self._session
+
+    def __hash__(self) -> int:
+        return hash((id(self._turn), id(self._session)))
+
+    def __repr__(self) -> str:
+        return f"<TurnHandle {self.id} #{self.ordinal} of {self.session_id} {self.status}>"
+
+
+@final
+class SessionHandle(metaclass=NoPublicConstructor):
+    """An AI session (implements `modular_sdk.AiSessionHandle`).
+
+    Obtain one from ``host.sessions.create()``/``get()``, ``ctx.session``, or another
+    handle's ``fork``, ``spawn``, ``parent`` and ``children``.
+    """
+
+    __slots__ = ("_engine", "_state")
+
+    def __init__(self, engine: Engine, state: SessionState) -> None:
+        self._engine = engine
+        self._state = state
+
+    @property
+    def id(self) -> SessionId:
+        return self._state.record.id
+
+    @property
+    def lineage(self) -> AiSessionLineage:
+        return self._state.record.lineage
+
+    @property
+    def metadata(self) -> AiSessionDisplayMetadata | None:
+        return self._state.record.metadata
+
+    @property
+    def model(self) -> str:
+        return self._state.record.model
+
+    @property
+    def cwd(self) -> str:
+        return self._state.record.cwd
+
+    def _turn(self, turn: TurnState) -> TurnHandle:
+        return TurnHandle._create(self._engine, self._state, turn)
+
+    async def send(self, message: AiMessage) -> TurnHandle:
+        """Drive one turn with ``message`` and wait for it; raises `TurnFailedError`."""
+        from ._engine import turn_failed
+
+        turn = await self._engine.send(self._state, message)
+        if turn.status != "completed":
+            raise turn_failed(turn)
+        return self._turn(turn)
+
+    @overload
+    async def run(self, prompt: str) -> AiRunResult: ...
+
+    @overload
+    async def run(self, prompt: str, *, output_type: type[T]) -> T: ...
+
+    async def run(self, prompt: str, *, output_type: type[T] | None = None) -> AiRunResult | T:
+        """Send a prompt and wait for the answer, structured into ``output_type`` if given."""
+        if not isinstance(prompt, str):
+            raise TypeError(f"run() takes the prompt text as a str, got {prompt!r}")
+        turn, value = await self._engine.run(self._state, prompt, output_type)
+        if output_type is None:
+            return AiRunResult(text=turn.reply or "", turn=self._turn(turn))
+        assert value is not None or turn.reply is not None
+        return value  # type: ignore[return-value]
+
+    async def notify(self, *, title: str, body: str) -> TurnHandle:
+        """Deliver a system event: ``send(AiNotificationMessage(title=..., body=...))``."""
+        return await self.send(AiNotificationMessage(title=title, body=body))
+
+    async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
+        """Copy the conversation through its last completed turn into a new session."""
+        state = await self._engine.fork(self._state, None, metadata)
+        return SessionHandle._create(self._engine, state)
+
+    async def spawn(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
+        """A fresh child (empty history); only inside a command or tool handler."""
+        state = await self._engine.spawn(self._state, metadata)
+        return SessionHandle._create(self._engine, state)
+
+    async def parent(self) -> SessionHandle | None:
+        parent = self._state.parent
+        return None if parent is None else SessionHandle._create(self._engine, parent)
+
+    async def children(self) -> list[SessionHandle]:
+        return [SessionHandle._create(self._engine, c) for c in self._state.children or ()]
+
+    async def turns(self) -> list[TurnHandle]:
+        return [self._turn(t) for t in history(self._state)]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionHandle) and other._state is self._state
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        return f"<SessionHandle {self.id} {self.lineage.kind}>"
+
+
+@final
+class AiSessionsImpl(metaclass=NoPublicConstructor):
+    """The session catalogue (``host.sessions``, ``ctx.ai.sessions``).
+
+    Obtain it as ``host.sessions`` or ``ctx.ai.sessions``.
+    """
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    async def create(
+        self,
+        *,
+        metadata: AiSessionDisplayMetadata | None = None,
+        model: str | None = None,
+        cwd: str | None = None,
+    ) -> SessionHandle:
+        """A new, empty root session (``session.create`` hooks run first)."""
+        state = await self._engine.create_root(metadata=metadata, model=model, cwd=cwd)
+        return SessionHandle._create(self._engine, state)
+
+    async def get(self, session_id: str) -> SessionHandle:
+        """The session with this id; raises `UnknownSessionError`."""
+        return SessionHandle._create(self._engine, self._engine.get(session_id))
+
+    async def list(self) -> list[SessionHandle]:
+        """Every session of the host, in creation order."""
+        return [SessionHandle._create(self._engine, s) for s in self._engine.sessions.values()]
+
+
+@final
+class AgentHandleImpl(metaclass=NoPublicConstructor):
+    """A declared agent. Obtain one from ``ctx.ai.agents.get(id)``."""
+
+    __slots__ = ("_agent", "_engine")
+
+    def __init__(self, engine: Engine, agent: Agent) -> None:
+        self._engine = engine
+        self._agent = agent
+
+    @property
+    def id(self) -> str:
+        return self._agent.id
+
+    async def spawn(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
+        """A new root session configured by this agent (not a child of the current one)."""
+        state = await self._engine.create_root(metadata=metadata, model=None, cwd=None, agent=self._agent)
+        return SessionHandle._create(self._engine, state)
+
+
+@final
+class AiAgentsImpl(metaclass=NoPublicConstructor):
+    """The agents declared by loaded mods. Obtain it as ``ctx.ai.agents``."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def get(self, agent_id: str) -> AgentHandle:
+        entry = self._engine.tables.agents.get(agent_id)
+        if entry is None:
+            from ._engine import close_commands
+
+            known = list(self._engine.tables.agents)
+            close = close_commands(agent_id, known)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise LookupError(
+                f"no agent {agent_id!r}{hint} (declared agents: {', '.join(map(repr, known)) or 'none'}); "
+                "declare it with AiContributions(agents=[agent(id=...)])"
+            )
+        return AgentHandleImpl._create(self._engine, entry[1])
+
+
+@final
+class AiContextImpl(metaclass=NoPublicConstructor):
+    """``ctx.ai``: sessions and agents. Obtain it from a handler's context."""
+
+    __slots__ = ("_agents", "_sessions")
+
+    def __init__(self, engine: Engine) -> None:
+        self._sessions = AiSessionsImpl._create(engine)
+        self._agents = AiAgentsImpl._create(engine)
+
+    @property
+    def sessions(self) -> AiSessionsImpl:
+        return self._sessions
+
+    @property
+    def agents(self) -> AiAgentsImpl:
+        return self._agents
+
+
+class _Context:
+    __slots__ = ("_ai", "_mod_id")
+
+    def __init__(self, engine: Engine, mod_id: str) -> None:
+        self._ai = AiContextImpl._create(engine)
+        self._mod_id = mod_id
+
+    @property
+    def ai(self) -> AiContextImpl:
+        return self._ai
+
+    @property
+    def mod_id(self) -> str:
+        return self._mod_id
+
+
+@final
+class SlashCommandContextImpl(_Context, metaclass=NoPublicConstructor):
+    """What a slash command's ``run(argument, ctx)`` gets. Made by the host per call."""
+
+    __slots__ = ("_command_id", "_session")
+
+    def __init__(self, *, engine: Engine, session: SessionHandle, mod_id: str, command_id: str) -> None:
+        super().__init__(engine, mod_id)
+        self._session = session
+        self._command_id = command_id
+
+    @property
+    def session(self) -> SessionHandle:
+        """The chat session the command was typed into."""
+        return self._session
+
+    @property
+    def command_id(self) -> str:
+        return self._command_id
+
+
+@final
+class CommandContextImpl(_Context, metaclass=NoPublicConstructor):
+    """What a palette command's ``run(ctx)`` gets (no session). Made by the host per call."""
+
+    __slots__ = ("_command_id",)
+
+    def __init__(self, *, engine: Engine, mod_id: str, command_id: str) -> None:
+        super().__init__(engine, mod_id)
+        self._command_id = command_id
+
+    @property
+    def command_id(self) -> str:
+        return self._command_id
+
+
+@final
+class ToolContextImpl(_Context, metaclass=NoPublicConstructor):
+    """What a tool's ``run(input, ctx)`` gets. Made by the host per call."""
+
+    __slots__ = ("_call_id", "_session", "_tool_name")
+
+    def __init__(self, *, engine: Engine, session: SessionHandle, mod_id: str, tool_name: str, call_id: str) -> None:
+        super().__init__(engine, mod_id)
+        self._session = session
+        self._tool_name = tool_name
+        self._call_id = call_id
+
+    @property
+    def session(self) -> SessionHandle:
+        """The session whose turn called this tool."""
+        return self._session
+
+    @property
+    def tool_name(self) -> str:
+        return self._tool_name
+
+    @property
+    def call_id(self) -> str:
+        return self._call_id
+
+
+@final
+class EffectContextImpl(_Context, metaclass=NoPublicConstructor):
+    """What an effect's ``activate(ctx)`` gets. Made by the host when it opens."""
+
+    __slots__ = ("_effect_id",)
+
+    def __init__(self, *, engine: Engine, mod_id: str, effect_id: str) -> None:
+        super().__init__(engine, mod_id)
+        self._effect_id = effect_id
+
+    @property
+    def effect_id(self) -> str:
+        return self._effect_id

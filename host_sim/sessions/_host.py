@@ -1,0 +1,411 @@
+"""`Host`: the simulator's front door, an async context manager on anyio."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from types import TracebackType
+from typing import Literal, final
+
+import anyio
+import anyio.abc
+import attrs
+
+from modular_sdk import ActionDeniedError, AiPromptMessage, Mod, ReentrantTurnError, SessionId
+
+from ..lanes._calling import HandlerFrame, current_author
+from ..lanes._ext_host import HandlerFailed, call_handler
+from ..lanes._renderer import render
+from ..lineage._graph import LineageGraph
+from ..models._echo import EchoModel
+from ..models._protocol import Model
+from ..stores._memory import MemoryStore
+from ..stores._protocol import Store
+from ._engine import Engine, ModTables, close_commands
+from ._handles import (
+    AiSessionsImpl,
+    CommandContextImpl,
+    EffectContextImpl,
+    SessionHandle,
+    SlashCommandContextImpl,
+    TurnHandle,
+)
+from ._state import SessionState, history
+from ._transcript import render_transcript
+
+__all__ = ["Completion", "EffectStatus", "Host", "Submission", "ViewResult"]
+
+
+@attrs.frozen(kw_only=True)
+class Submission:
+    """What ``host.submit`` (or ``host.run_command``) gives back. Immutable.
+
+    ``kind`` is ``"prompt"`` or ``"command"``; ``text`` is what the user sees (the reply,
+    or the command's output, or the error message); ``turn`` the prompt's turn (else
+    ``None``); ``error`` is set when the command or turn failed, and is never raised.
+    """
+
+    kind: Literal["prompt", "command"]
+    text: str
+    turn: TurnHandle | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed."""
+        return self.error is None
+
+
+@attrs.frozen(kw_only=True)
+class Completion:
+    """One typeahead entry of ``host.completions("/ta")``. Immutable."""
+
+    name: str
+    description: str
+    argument_hint: str | None
+    mod_id: str
+
+
+@attrs.frozen(kw_only=True)
+class EffectStatus:
+    """Where an effect is: ``running``, ``finished``, ``failed`` or ``cancelled``."""
+
+    mod_id: str
+    effect_id: str
+    state: Literal["running", "finished", "failed", "cancelled"]
+    error: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ViewResult:
+    """What ``host.render_view`` gives back: the text, or the error that replaced it."""
+
+    text: str
+    error: str | None = None
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@final
+class Host:
+    """The host simulator: folds mods into lanes and runs their AI sessions.
+
+    Use it as an async context manager (asyncio or trio, through anyio)::
+
+        async with Host(mods=[background_tasks.mod]) as host:
+            chat = await host.sessions.create()
+            await host.submit(chat, "Refactor the parser")
+            out = await host.submit(chat, "/task write the tests")
+
+    ``mods`` are `Mod` values or mod specs (``"path/to/file.py"``, ``"package.module"``,
+    either with ``":attr"``); a spec is built in the sandbox first and refused when its
+    manifest and runtime fold disagree. ``model`` defaults to `EchoModel`, ``store`` to
+    `MemoryStore`, ``clock`` to UTC now. ``handler_timeout`` bounds every mod handler
+    (commands, tools, hooks, views; not effects) and ``model_timeout`` every model call,
+    in seconds (``None``: no limit).
+    """
+
+    def __init__(
+        self,
+        mods: Sequence[Mod | str] = (),
+        *,
+        model: Model | None = None,
+        store: Store | None = None,
+        clock: Callable[[], datetime] | None = None,
+        handler_timeout: float | None = 30.0,
+        model_timeout: float | None = 120.0,
+        max_tool_rounds: int = 8,
+        cwd: str | None = None,
+    ) -> None:
+        for name, value in (("handler_timeout", handler_timeout), ("model_timeout", model_timeout)):
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds or None, got {value!r}")
+        self._specs = tuple(mods)
+        self._model: Model = model if model is not None else EchoModel()
+        self._store: Store = store if store is not None else MemoryStore()
+        self._clock = clock if clock is not None else _utc_now
+        self._handler_timeout = handler_timeout
+        self._model_timeout = model_timeout
+        self._max_tool_rounds = max_tool_rounds
+        self._cwd = cwd if cwd is not None else os.getcwd()
+        self._engine: Engine | None = None
+        self._lineage: LineageGraph | None = None
+        self._sessions: AiSessionsImpl | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._effects: dict[tuple[str, str], EffectStatus] = {}
+        self._state: Literal["new", "open", "closed"] = "new"
+
+    # -- lifecycle ----------------------------------------------------------------------
+    async def __aenter__(self) -> Host:
+        if self._state != "new":
+            raise RuntimeError("a Host can be entered once; make a new Host(...) to open again")
+        mods: list[Mod] = []
+        for spec in self._specs:
+            if isinstance(spec, str):
+                from ..build import load_verified
+
+                mods.append(await load_verified(spec))
+            else:
+                mods.append(spec)
+        tables = ModTables.build(mods)
+        stored = await self._store.open()
+        graph = LineageGraph(self._store, clock=self._clock, nodes=stored.nodes, edges=stored.edges)
+        engine = Engine(
+            tables=tables,
+            model=self._model,
+            store=self._store,
+            graph=graph,
+            clock=self._clock,
+            handler_timeout=self._handler_timeout,
+            model_timeout=self._model_timeout,
+            max_tool_rounds=self._max_tool_rounds,
+            cwd=self._cwd,
+        )
+        engine.restore(stored)
+        self._engine, self._lineage = engine, graph
+        self._sessions = AiSessionsImpl._create(engine)
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        self._state = "open"
+        for mod in tables.mods:
+            for declared in mod.effects:
+                self._effects[(mod.id, declared.id)] = EffectStatus(mod_id=mod.id, effect_id=declared.id, state="running")
+                task_group.start_soon(self._run_effect, mod, declared.id, declared.activate)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        self._state = "closed"
+        try:
+            if self._task_group is not None:
+                self._task_group.cancel_scope.cancel()
+                await self._task_group.__aexit__(exc_type, exc, tb)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._store.close()
+        return None
+
+    async def _run_effect(self, mod: Mod, effect_id: str, activate: Callable[..., object]) -> None:
+        assert self._engine is not None
+        ctx = EffectContextImpl._create(engine=self._engine, mod_id=mod.id, effect_id=effect_id)
+        key = (mod.id, effect_id)
+        try:
+            await call_handler(
+                f"effect {effect_id!r} of mod {mod.id!r}",
+                activate,
+                (ctx,),
+                frame=HandlerFrame(mod_id=mod.id, kind="effect"),
+                timeout=None,
+            )
+        except HandlerFailed as failed:
+            self._effects[key] = attrs.evolve(self._effects[key], state="failed", error=failed.reason)
+        except anyio.get_cancelled_exc_class():
+            self._effects[key] = attrs.evolve(self._effects[key], state="cancelled")
+            raise
+        else:
+            self._effects[key] = attrs.evolve(self._effects[key], state="finished")
+
+    def _open(self) -> Engine:
+        if self._state != "open" or self._engine is None:
+            raise RuntimeError(
+                f"this Host is {self._state}; use it inside 'async with Host(...) as host:'"
+            )
+        return self._engine
+
+    # -- public surface -----------------------------------------------------------------
+    @property
+    def sessions(self) -> AiSessionsImpl:
+        """The session catalogue: ``await host.sessions.create()`` / ``get(id)``."""
+        self._open()
+        assert self._sessions is not None
+        return self._sessions
+
+    @property
+    def lineage(self) -> LineageGraph:
+        """The lineage graph of every session this host (and its store) has seen."""
+        self._open()
+        assert self._lineage is not None
+        return self._lineage
+
+    @property
+    def mods(self) -> tuple[Mod, ...]:
+        """The mods loaded, in the order given."""
+        return self._open().tables.mods
+
+    @property
+    def model(self) -> Model:
+        return self._model
+
+    @property
+    def effects(self) -> list[EffectStatus]:
+        """Every effect's status, in declaration order."""
+        return list(self._effects.values())
+
+    def _session(self, session: SessionHandle | SessionId | str) -> SessionState:
+        engine = self._open()
+        if isinstance(session, SessionHandle):
+            return engine.get(session.id)
+        if not isinstance(session, str):
+            raise TypeError(f"expected a session handle or id, got {session!r}")
+        return engine.get(session)
+
+    async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
+        """What the user types: ``/name argument`` runs a slash command, anything else is a prompt.
+
+        Never raises for a failed command or turn: see `Submission.error`.
+        """
+        engine = self._open()
+        state = self._session(session)
+        if not isinstance(text, str):
+            raise TypeError(f"submit() takes the typed text as a str, got {text!r}")
+        if text.startswith("/"):
+            return await self._slash(engine, state, text)
+        try:
+            turn = await engine.send(state, AiPromptMessage(text=text))
+        except (ActionDeniedError, ReentrantTurnError) as exc:
+            return Submission(kind="prompt", text=str(exc), error=str(exc))
+        handle = TurnHandle._create(engine, state, turn)
+        if turn.status != "completed":
+            message = f"turn {turn.ordinal} failed: {turn.error}"
+            return Submission(kind="prompt", text=message, turn=handle, error=message)
+        return Submission(kind="prompt", text=turn.reply or "", turn=handle)
+
+    async def _slash(self, engine: Engine, state: SessionState, text: str) -> Submission:
+        body = text[1:]
+        name, sep, rest = body.partition(" ")
+        argument = rest if sep else None
+        entry = engine.tables.slash.get(name)
+        if entry is None:
+            known = sorted(engine.tables.slash)
+            if not name:
+                message = "type a command name after '/'"
+            else:
+                message = f"unknown command '/{name}'"
+            close = close_commands(name, known) if name else []
+            if close:
+                message += "; did you mean " + " or ".join(f"'/{c}'" for c in close) + "?"
+            message += f" (commands: {', '.join('/' + c for c in known) or 'none loaded'})"
+            return Submission(kind="command", text=message, error=message)
+        mod, declared = entry
+        return await self._command(
+            engine,
+            mod,
+            declared.id,
+            f"/{declared.id}",
+            declared.run,
+            state,
+            argument,
+        )
+
+    async def run_command(self, command_id: str) -> Submission:
+        """Run a palette command (no session) and report like `submit`."""
+        engine = self._open()
+        entry = engine.tables.palette.get(command_id)
+        if entry is None:
+            known = sorted(engine.tables.palette)
+            close = close_commands(command_id, known)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            message = f"unknown palette command {command_id!r}{hint} (commands: {', '.join(map(repr, known)) or 'none loaded'})"
+            return Submission(kind="command", text=message, error=message)
+        mod, declared = entry
+        return await self._command(engine, mod, declared.id, repr(declared.id), declared.run, None, None)
+
+    async def _command(
+        self,
+        engine: Engine,
+        mod: Mod,
+        command_id: str,
+        label: str,
+        run: Callable[..., object],
+        state: SessionState | None,
+        argument: str | None,
+    ) -> Submission:
+        try:
+            await engine.before(f"command:{command_id}", None if state is None else state.id, current_author(), owner=mod)
+        except ActionDeniedError as denied:
+            return Submission(kind="command", text=str(denied), error=str(denied))
+        if state is not None:
+            ctx: object = SlashCommandContextImpl._create(
+                engine=engine, session=SessionHandle._create(engine, state), mod_id=mod.id, command_id=command_id
+            )
+            args: tuple[object, ...] = (argument, ctx)
+            kind = "command"
+        else:
+            ctx = CommandContextImpl._create(engine=engine, mod_id=mod.id, command_id=command_id)
+            args = (ctx,)
+            kind = "palette"
+        try:
+            value = await call_handler(
+                f"command {label} of mod {mod.id!r}",
+                run,
+                args,
+                frame=HandlerFrame(mod_id=mod.id, kind=kind, command_id=command_id),
+                timeout=self._handler_timeout,
+            )
+        except HandlerFailed as failed:
+            return Submission(kind="command", text=failed.reason, error=failed.reason)
+        return Submission(kind="command", text="" if value is None else str(value))
+
+    def completions(self, text: str) -> list[Completion]:
+        """Slash-command typeahead for what the user typed so far (``"/ta"``), best first."""
+        engine = self._open()
+        query = text[1:] if text.startswith("/") else text
+        query = query.split(" ", 1)[0].lower()
+        ranked: list[tuple[tuple[int, float, str], Completion]] = []
+        for name, (mod, declared) in engine.tables.slash.items():
+            rank = _rank(query, name)
+            if rank is None:
+                continue
+            ranked.append(
+                (
+                    (rank[0], rank[1], name),
+                    Completion(
+                        name=name,
+                        description=declared.description,
+                        argument_hint=declared.argument_hint,
+                        mod_id=mod.id,
+                    ),
+                )
+            )
+        ranked.sort(key=lambda pair: pair[0])
+        return [c for _, c in ranked]
+
+    async def render_view(self, view_id: str, data: object) -> ViewResult:
+        """Render a view in the renderer lane (pure data in, text out, no session access)."""
+        engine = self._open()
+        entry = engine.tables.views.get(view_id)
+        if entry is None:
+            known = sorted(engine.tables.views)
+            message = f"unknown view {view_id!r} (views: {', '.join(map(repr, known)) or 'none loaded'})"
+            return ViewResult(text=message, error=message)
+        mod, declared = entry
+        return await render(mod.id, declared, data, timeout=self._handler_timeout)
+
+    async def transcript(self, session: SessionHandle | SessionId | str) -> str:
+        """The session's history as text, authors and notifications marked."""
+        return render_transcript(history(self._session(session)))
+
+
+def _rank(query: str, name: str) -> tuple[int, float] | None:
+    if not query:
+        return (1, 0.0)
+    if name == query:
+        return (0, 0.0)
+    if name.startswith(query):
+        return (1, float(len(name)))
+    if query in name:
+        return (2, float(name.index(query)))
+    ratio = difflib.SequenceMatcher(None, query, name).ratio()
+    if ratio >= 0.5:
+        return (3, -ratio)
+    return None
+
