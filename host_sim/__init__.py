@@ -1,1 +1,83 @@
-"""host_sim: the host simulator that folds modular-sdk mods and runs their AI sessions."""
+"""host_sim: the host simulator that folds modular-sdk mods and runs their AI sessions.
+
+Everything public is re-exported here; the ``_`` modules and the sub-packages' private
+modules are implementation.
+"""
+
+from __future__ import annotations
+
+from .lineage._graph import LineageGraph as LineageGraph
+from .lineage._types import LineageArtifact as LineageArtifact
+from .lineage._types import LineageChain as LineageChain
+from .lineage._types import LineageEdge as LineageEdge
+from .lineage._types import LineageRelation as LineageRelation
+from .lineage._types import SessionMetrics as SessionMetrics
+from .lineage._types import SessionNode as SessionNode
+from .models._echo import EchoModel as EchoModel
+from .models._protocol import HistoryEntry as HistoryEntry
+from .models._protocol import Model as Model
+from .models._protocol import ModelRequest as ModelRequest
+from .models._protocol import ToolCall as ToolCall
+from .models._protocol import ToolResult as ToolResult
+from .models._protocol import ToolSpec as ToolSpec
+from .models._scripted import ScriptedModel as ScriptedModel
+from .sessions._handles import SessionHandle as SessionHandle
+from .sessions._handles import TurnHandle as TurnHandle
+from .sessions._host import Completion as Completion
+from .sessions._host import EffectStatus as EffectStatus
+from .sessions._host import Host as Host
+from .sessions._host import Submission as Submission
+from .sessions._host import ViewResult as ViewResult
+from .stores._memory import MemoryStore as MemoryStore
+from .stores._protocol import Store as Store
+from .stores._records import SessionRecord as SessionRecord
+from .stores._records import StoredState as StoredState
+from .stores._records import TurnRecord as TurnRecord
+from .stores._sqlite import SqliteStore as SqliteStore
+
+__all__ = [
+    "Completion",
+    "EchoModel",
+    "EffectStatus",
+    "HistoryEntry",
+    "Host",
+    "LineageArtifact",
+    "LineageChain",
+    "LineageEdge",
+    "LineageGraph",
+    "LineageRelation",
+    "MemoryStore",
+    "Model",
+    "ModelRequest",
+    "ScriptedModel",
+    "SessionHandle",
+    "SessionMetrics",
+    "SessionNode",
+    "SessionRecord",
+    "SqliteStore",
+    "Store",
+    "StoredState",
+    "Submission",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
+    "TurnHandle",
+    "TurnRecord",
+    "ViewResult",
+]
+
+
+def _publish() -> None:
+    """Say ``host_sim.X`` in reprs and docs (annotations are resolved first)."""
+    import attrs
+
+    for name in __all__:
+        obj = globals()[name]
+        if not isinstance(obj, type) or not obj.__module__.startswith("host_sim."):
+            continue
+        if attrs.has(obj):
+            attrs.resolve_types(obj)
+        obj.__module__ = "host_sim"
+
+
+_publish()

@@ -76,8 +76,9 @@ class ModTables:
     views: dict[str, tuple[Mod, View[object]]]
 
     @classmethod
-    def build(cls, mods: Sequence[Mod]) -> ModTables:
+    def build(cls, mods: Sequence[object]) -> ModTables:
         problems: list[str] = []
+        loaded: list[Mod] = []
         seen_mods: dict[str, int] = {}
         slash: dict[str, tuple[Mod, SlashCommand[str]]] = {}
         palette: dict[str, tuple[Mod, PaletteCommand[str]]] = {}
@@ -104,6 +105,7 @@ class ModTables:
                 problems.append(f"mod id {mod.id!r} is loaded twice (mods[{seen_mods[mod.id]}] and mods[{index}])")
                 continue
             seen_mods[mod.id] = index
+            loaded.append(mod)
             for cmd in mod.commands:
                 if isinstance(cmd, SlashCommand):
                     claim(slash, cmd.id, mod, cmd, "slash command /")
@@ -124,7 +126,7 @@ class ModTables:
             lines = "\n".join(f"  - {p}" for p in problems)
             raise ModDefinitionError(f"cannot load these mods together:\n{lines}", field="mods", value=list(mods))
         return cls(
-            mods=tuple(m for m in mods),
+            mods=tuple(loaded),
             slash=slash,
             palette=palette,
             tools=tools,
@@ -194,8 +196,8 @@ class Engine:
     def restore(self, stored: StoredState) -> None:
         """Rebuild live state from what the store held (parents before children)."""
         turns_by_session: dict[SessionId, list[TurnState]] = {}
-        for record in sorted(stored.turns, key=lambda t: t.ordinal):
-            turns_by_session.setdefault(record.session_id, []).append(TurnState.from_record(record))
+        for turn_record in sorted(stored.turns, key=lambda t: t.ordinal):
+            turns_by_session.setdefault(turn_record.session_id, []).append(TurnState.from_record(turn_record))
         pending = list(stored.sessions)
         while pending:
             progressed = False

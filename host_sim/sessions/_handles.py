@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, final, overload
 
 from modular_sdk import (
     AgentHandle,
+    AiSessionHandle,
+    AiTurnHandle,
     AiMessage,
     AiNotificationMessage,
     AiRunnerId,
@@ -211,10 +213,10 @@ class SessionHandle(metaclass=NoPublicConstructor):
         parent = self._state.parent
         return None if parent is None else SessionHandle._create(self._engine, parent)
 
-    async def children(self) -> list[SessionHandle]:
+    async def children(self) -> list[AiSessionHandle]:
         return [SessionHandle._create(self._engine, c) for c in self._state.children or ()]
 
-    async def turns(self) -> list[TurnHandle]:
+    async def turns(self) -> list[AiTurnHandle]:
         return [self._turn(t) for t in history(self._state)]
 
     def __eq__(self, other: object) -> bool:
