@@ -7,7 +7,7 @@ the forked session's parent to the fork, ``spawned_by`` from the spawner to the 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypeVar, get_args
 
 import attrs
 from typing_extensions import TypeAlias
@@ -41,35 +41,77 @@ HOST_RELATIONS: tuple[LineageRelation, ...] = (
 NATIVE_ARTIFACT_TYPES: tuple[str, ...] = ("canvas_card", "job_result", "plan_step", "file", "checkpoint", "turn")
 """Artifact types the host knows. The set is open: never switch exhaustively on it."""
 
+_RELATIONS: frozenset[str] = frozenset(get_args(LineageRelation))
+
+
+_S = TypeVar("_S", bound=str)
+
+
+def _aware(instance: object, attribute: attrs.Attribute[datetime], value: datetime) -> None:
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise ValueError(
+            f"{type(instance).__name__}.{attribute.name} must be a timezone-aware datetime, "
+            f"got {value!r}; use datetime.now(timezone.utc)"
+        )
+
+
+def _count(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"{type(instance).__name__}.{attribute.name} must be an int >= 0, got {value!r}"
+        )
+
+
+def _relation(instance: object, attribute: attrs.Attribute[_S], value: _S) -> None:
+    if value not in _RELATIONS:
+        raise ValueError(
+            f"{type(instance).__name__}.{attribute.name} must be one of "
+            f"{sorted(_RELATIONS)!r}, got {value!r}"
+        )
+
+
+def _optional_aware(
+    instance: object, attribute: attrs.Attribute[datetime | None], value: datetime | None
+) -> None:
+    if value is not None:
+        _aware(instance, attribute, value)  # type: ignore[arg-type]
+
+
+def _str(instance: object, attribute: attrs.Attribute[_S], value: _S) -> None:
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{type(instance).__name__}.{attribute.name} must be a str, got {value!r}"
+        )
+
 
 @attrs.frozen(kw_only=True)
 class LineageArtifact:
     """What was carried from one session to another. Immutable; ``type`` is open."""
 
-    type: str
-    source_id: str
-    label: str
+    type: str = attrs.field(validator=_str)
+    source_id: str = attrs.field(validator=_str)
+    label: str = attrs.field(validator=_str)
 
 
 @attrs.frozen(kw_only=True)
 class SessionMetrics:
     """Aggregates stamped by ``complete_session``. Immutable."""
 
-    tool_calls: int
-    token_usage: int
-    duration_ms: int
-    sessions_spawned: int
+    tool_calls: int = attrs.field(validator=_count)
+    token_usage: int = attrs.field(validator=_count)
+    duration_ms: int = attrs.field(validator=_count)
+    sessions_spawned: int = attrs.field(validator=_count)
 
 
 @attrs.frozen(kw_only=True)
 class SessionNode:
     """A vertex of the lineage graph: one session. Immutable (completion makes a new one)."""
 
-    session_id: SessionId
-    created_at: datetime
+    session_id: SessionId = attrs.field(validator=_str)
+    created_at: datetime = attrs.field(validator=_aware)
     summary: str | None = None
     agent_id: str | None = None
-    completed_at: datetime | None = None
+    completed_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
     metrics: SessionMetrics | None = None
 
 
@@ -80,10 +122,10 @@ class LineageEdge:
     Writing the same (from, to) pair again replaces the edge.
     """
 
-    from_session_id: SessionId
-    to_session_id: SessionId
-    relation: LineageRelation
-    created_at: datetime
+    from_session_id: SessionId = attrs.field(validator=_str)
+    to_session_id: SessionId = attrs.field(validator=_str)
+    relation: LineageRelation = attrs.field(validator=_relation)
+    created_at: datetime = attrs.field(validator=_aware)
     artifact: LineageArtifact | None = None
 
 

@@ -1,0 +1,21 @@
+"""Where a host keeps sessions, finished turns and lineage: `MemoryStore`, `SqliteStore`."""
+
+from ._errors import StoreError as StoreError
+from ._memory import MemoryStore as MemoryStore
+from ._protocol import Store as Store
+from ._records import SessionRecord as SessionRecord
+from ._records import StoredState as StoredState
+from ._records import TurnRecord as TurnRecord
+from ._sqlite import SCHEMA_VERSION as SCHEMA_VERSION
+from ._sqlite import SqliteStore as SqliteStore
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "MemoryStore",
+    "SessionRecord",
+    "SqliteStore",
+    "Store",
+    "StoreError",
+    "StoredState",
+    "TurnRecord",
+]

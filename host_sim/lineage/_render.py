@@ -1,0 +1,170 @@
+"""Render sessions as a lineage tree: roots at the left, forks and spawns indented below.
+
+Pure functions over `SessionRecord`s: no host, no store, no I/O. Used by ``host-sim
+lineage`` and ``host-sim demo``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from typing_extensions import assert_never
+
+from modular_sdk import (
+    CommandTrigger,
+    ForkLineage,
+    RootLineage,
+    SessionId,
+    SpawnLineage,
+    ToolTrigger,
+    UnknownSessionError,
+)
+
+from ..stores._records import SessionRecord
+
+__all__ = ["lineage_parent", "render_lineage_tree", "select_lineage_chain"]
+
+
+def lineage_parent(record: SessionRecord) -> SessionId | None:
+    """The session a fork or spawn came from; ``None`` for a root."""
+    lineage = record.lineage
+    match lineage:
+        case RootLineage():
+            return None
+        case SpawnLineage(parent_session_id=parent) | ForkLineage(parent_session_id=parent):
+            return parent
+        case _:
+            assert_never(lineage)
+
+
+def describe_session(record: SessionRecord, turn_count: int | None) -> str:
+    """One line for a session: id, how it came to be, its label, its turn count.
+
+    >>> describe_session(record, 2)  # doctest: +SKIP
+    's-2  fork@1  "Work: write the tests"  2 turns'
+    """
+    lineage = record.lineage
+    match lineage:
+        case RootLineage():
+            how = "root" if record.agent_id is None else f"root (agent {record.agent_id})"
+        case ForkLineage(parent_turn_ordinal=ordinal):
+            how = f"fork@{ordinal}"
+        case SpawnLineage(trigger=trigger):
+            match trigger:
+                case CommandTrigger(mod_id=mod_id, command_id=command_id):
+                    how = f"spawn via command {mod_id}:{command_id}"
+                case ToolTrigger(mod_id=mod_id, tool_name=tool_name, call_id=call_id):
+                    how = f"spawn via tool {mod_id}:{tool_name} (call {call_id})"
+                case _:
+                    assert_never(trigger)
+        case _:
+            assert_never(lineage)
+    parts = [record.id, how]
+    if record.metadata is not None:
+        parts.append(_quote(record.metadata.label))
+    if turn_count is not None:
+        parts.append(f"{turn_count} turn" if turn_count == 1 else f"{turn_count} turns")
+    return "  ".join(parts)
+
+
+def render_lineage_tree(
+    sessions: Sequence[SessionRecord],
+    turn_counts: Mapping[SessionId, int],
+    root: SessionId | None = None,
+) -> str:
+    """The sessions as a tree, one line each: roots first, their forks and spawns below.
+
+    Children are listed in the order of ``sessions`` (creation order, as a store returns
+    them). A session whose parent is not among ``sessions`` is shown as a root, noting its
+    parent. ``turn_counts`` gives the number shown per session (a session missing from it
+    shows none). With ``root``, only that session and what came from it are shown; raises
+    `modular_sdk.UnknownSessionError` if it is not among ``sessions``.
+
+    ::
+
+        s-1  root  "Chat"  2 turns
+        ├── s-2  fork@0  "Work: write the tests"  2 turns
+        │   └── s-3  fork@1  "Report"  3 turns
+        └── s-4  spawn via command background-tasks:task  0 turns
+    """
+    by_id = {record.id: record for record in sessions}
+    children: dict[SessionId, list[SessionRecord]] = {}
+    roots: list[SessionRecord] = []
+    for record in sessions:
+        parent = lineage_parent(record)
+        if parent is None or parent not in by_id:
+            roots.append(record)
+        else:
+            children.setdefault(parent, []).append(record)
+    if root is not None:
+        if root not in by_id:
+            raise UnknownSessionError(
+                f"root {root!r} is not among the {len(sessions)} sessions to render; "
+                "pass the id of one of them, or root=None for all",
+                session_id=root,
+            )
+        roots = [by_id[root]]
+
+    lines: list[str] = []
+    shown: set[SessionId] = set()
+
+    def emit(record: SessionRecord, lead: str, branch: str, is_root: bool) -> None:
+        line = describe_session(record, turn_counts.get(record.id))
+        parent = lineage_parent(record)
+        if is_root and parent is not None and parent not in by_id:
+            line += f"  (parent {parent} not shown)"
+        if record.id in shown:  # only a damaged store can make lineage loop
+            lines.append(f"{lead}{branch}{line}  (already shown above)")
+            return
+        shown.add(record.id)
+        lines.append(f"{lead}{branch}{line}")
+        kids = children.get(record.id, [])
+        inner = lead + ("" if is_root else ("    " if branch == "└── " else "│   "))
+        for i, kid in enumerate(kids):
+            emit(kid, inner, "└── " if i == len(kids) - 1 else "├── ", False)
+
+    for record in roots:
+        emit(record, "", "", True)
+    if root is None:
+        for record in sessions:  # lineage that loops (a damaged store) has no root
+            if record.id not in shown:
+                emit(record, "", "", True)
+    return "\n".join(lines)
+
+
+def select_lineage_chain(
+    sessions: Sequence[SessionRecord], session_id: SessionId
+) -> list[SessionRecord]:
+    """The session, the forks and spawns it came from, and all that came from it.
+
+    In the order of ``sessions``. Raises `modular_sdk.UnknownSessionError` if the session
+    is not among ``sessions``.
+    """
+    by_id = {record.id: record for record in sessions}
+    if session_id not in by_id:
+        raise UnknownSessionError(
+            f"session {session_id!r} is not among the {len(sessions)} stored sessions; "
+            "pass the id of a stored session",
+            session_id=session_id,
+        )
+    keep: set[SessionId] = set()
+    current: SessionId | None = session_id
+    while current is not None and current in by_id and current not in keep:
+        keep.add(current)
+        current = lineage_parent(by_id[current])
+    children: dict[SessionId, list[SessionId]] = {}
+    for record in sessions:
+        parent = lineage_parent(record)
+        if parent is not None:
+            children.setdefault(parent, []).append(record.id)
+    stack = list(children.get(session_id, []))
+    while stack:
+        sid = stack.pop()
+        if sid not in keep:
+            keep.add(sid)
+            stack.extend(children.get(sid, []))
+    return [record for record in sessions if record.id in keep]
+
+
+def _quote(label: str) -> str:
+    return '"' + label.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
