@@ -1,0 +1,243 @@
+"""The manifest: the serializable half of a mod, derived by the build-time fold.
+
+This file also runs inside the sandbox child, which loads it by path: it imports only the
+standard library, attrs and modular_sdk, and uses no relative imports.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Literal, cast
+
+import attrs
+from modular_sdk import Mod, PaletteCommand, SerializationError, SlashCommand
+from modular_sdk._json import converter, register_tagged, structure
+from modular_sdk._schema import JsonObject
+
+__all__ = [
+    "MANIFEST_VERSION",
+    "AgentEntry",
+    "CommandEntry",
+    "EffectEntry",
+    "HookEntry",
+    "Manifest",
+    "ManifestMetadata",
+    "PaletteCommandEntry",
+    "SlashCommandEntry",
+    "ToolEntry",
+    "ViewEntry",
+    "manifest_from_mod",
+]
+
+MANIFEST_VERSION = 1
+"""The manifest format version written by this host; bumped on incompatible changes."""
+
+
+@attrs.frozen(kw_only=True)
+class ManifestMetadata:
+    """What the user sees of a mod: display name and one-line description. Immutable."""
+
+    display_name: str
+    description: str
+
+
+@attrs.frozen(kw_only=True)
+class SlashCommandEntry:
+    """A slash command: ``/<id> [argument]`` in a chat session. Immutable."""
+
+    kind: Literal["slash"] = attrs.field(default="slash", init=False)
+    id: str
+    description: str
+    argument_hint: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PaletteCommandEntry:
+    """A palette command: workbench work with no session. Immutable."""
+
+    kind: Literal["palette"] = attrs.field(default="palette", init=False)
+    id: str
+    title: str
+
+
+CommandEntry = SlashCommandEntry | PaletteCommandEntry
+"""One entry of `Manifest.commands`, discriminated by ``kind``."""
+
+
+@attrs.frozen(kw_only=True)
+class ToolEntry:
+    """An AI tool: its name, description and the JSON Schema of its input. Immutable."""
+
+    name: str
+    description: str
+    input_schema: JsonObject = attrs.field(hash=False)
+
+
+@attrs.frozen(kw_only=True)
+class AgentEntry:
+    """A declared agent. Immutable."""
+
+    id: str
+    description: str
+    model: str | None = None
+    instructions: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class HookEntry:
+    """A ``before_action`` hook: its target (a host action or ``command:<id>``). Immutable."""
+
+    target: str
+
+
+@attrs.frozen(kw_only=True)
+class EffectEntry:
+    """A long-running effect, by id. Immutable."""
+
+    id: str
+
+
+@attrs.frozen(kw_only=True)
+class ViewEntry:
+    """A renderer-lane view. Immutable."""
+
+    id: str
+    title: str
+
+
+def _version(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value != MANIFEST_VERSION:
+        raise ValueError(
+            f"manifest_version {value!r} is not supported (this host reads version "
+            f"{MANIFEST_VERSION}); rebuild the manifest with this host"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Manifest:
+    """The build-time fold of a mod: everything about it that is data, nothing callable.
+
+    Immutable. Made by `build_manifest` (in a sandbox) or `manifest_from_mod`; `to_json`
+    gives the same bytes for the same module on any machine. The format is published as
+    ``docs/manifest.schema.json``.
+    """
+
+    manifest_version: int = attrs.field(default=MANIFEST_VERSION, validator=_version)
+    id: str
+    metadata: ManifestMetadata
+    commands: tuple[CommandEntry, ...] = ()
+    tools: tuple[ToolEntry, ...] = ()
+    agents: tuple[AgentEntry, ...] = ()
+    hooks: tuple[HookEntry, ...] = ()
+    effects: tuple[EffectEntry, ...] = ()
+    views: tuple[ViewEntry, ...] = ()
+
+    def to_data(self) -> JsonObject:
+        """The manifest as plain JSON data (dicts, lists, strings, numbers, None)."""
+        return cast(JsonObject, converter.unstructure(self))
+
+    def to_json(self) -> str:
+        """Deterministic JSON: sorted keys, two-space indent, UTF-8 text, trailing newline."""
+        return dump_json(self.to_data())
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Manifest:
+        """Read JSON written by `to_json`; raises `SerializationError` naming the problem."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SerializationError(f"not JSON: {exc}", value=text, type_name="Manifest") from None
+        return cls.from_data(data)
+
+    @classmethod
+    def from_data(cls, data: object) -> Manifest:
+        """Structure plain JSON data into a `Manifest`; raises `SerializationError`."""
+        result = structure(data, cls)
+        assert isinstance(result, Manifest)
+        return result
+
+
+def dump_json(data: object) -> str:
+    """The one JSON layout of manifests (sorted keys, fixed separators, final newline)."""
+    return json.dumps(data, sort_keys=True, indent=2, separators=(",", ": "), ensure_ascii=False) + "\n"
+
+
+def _json_object(value: object, _: object) -> JsonObject:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise SerializationError(
+            f"expected a JSON object (a JSON Schema), got {value!r}", value=value, type_name="JsonObject"
+        )
+    return cast(JsonObject, copy.deepcopy(dict(value)))
+
+
+def _structure_command(value: object, _: object) -> CommandEntry:
+    kind = value.get("kind") if isinstance(value, Mapping) else None
+    if kind == "slash":
+        return cast(SlashCommandEntry, converter.structure(value, SlashCommandEntry))
+    if kind == "palette":
+        return cast(PaletteCommandEntry, converter.structure(value, PaletteCommandEntry))
+    raise SerializationError(
+        f"a manifest command needs 'kind' 'slash' or 'palette', got {kind!r} in {value!r}",
+        value=value,
+        type_name="CommandEntry",
+    )
+
+
+register_tagged(SlashCommandEntry, "kind")
+register_tagged(PaletteCommandEntry, "kind")
+converter.register_structure_hook(CommandEntry, _structure_command)
+converter.register_unstructure_hook(CommandEntry, lambda value: converter.unstructure(value, type(value)))
+converter.register_structure_hook_func(lambda tp: tp == JsonObject, _json_object)
+converter.register_unstructure_hook_func(lambda tp: tp == JsonObject, lambda value: copy.deepcopy(value))
+
+
+def _schema(value: object, where: str) -> JsonObject:
+    try:
+        data = json.loads(json.dumps(value, sort_keys=True, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise SerializationError(
+            f"{where} is not JSON data ({exc}): {value!r}", value=value, type_name="JsonObject"
+        ) from None
+    if not isinstance(data, dict):
+        raise SerializationError(f"{where} must be a JSON object, got {value!r}", value=value, type_name="JsonObject")
+    return cast(JsonObject, data)
+
+
+def manifest_from_mod(mod: Mod) -> Manifest:
+    """Derive the manifest of a `Mod`: pure, the same for equal mods.
+
+    Used by the sandbox child (build-time fold) and by `load_verified` to check that the
+    runtime fold agrees with the build.
+    """
+    commands: list[CommandEntry] = []
+    for cmd in mod.commands:
+        if isinstance(cmd, SlashCommand):
+            commands.append(
+                SlashCommandEntry(id=cmd.id, description=cmd.description, argument_hint=cmd.argument_hint)
+            )
+        elif isinstance(cmd, PaletteCommand):
+            commands.append(PaletteCommandEntry(id=cmd.id, title=cmd.title))
+    return Manifest(
+        id=mod.id,
+        metadata=ManifestMetadata(
+            display_name=mod.metadata.display_name, description=mod.metadata.description
+        ),
+        commands=tuple(commands),
+        tools=tuple(
+            ToolEntry(
+                name=t.name,
+                description=t.description,
+                input_schema=_schema(t.input_schema, f"ai.tools[{i}].input_schema"),
+            )
+            for i, t in enumerate(mod.ai.tools)
+        ),
+        agents=tuple(
+            AgentEntry(id=a.id, description=a.description, model=a.model, instructions=a.instructions)
+            for a in mod.ai.agents
+        ),
+        hooks=tuple(HookEntry(target=h.target) for h in mod.hooks),
+        effects=tuple(EffectEntry(id=e.id) for e in mod.effects),
+        views=tuple(ViewEntry(id=v.id, title=v.title) for v in mod.views),
+    )
