@@ -316,6 +316,23 @@ def _attrs_hook(tp: Any) -> Callable[[object, object], object]:
     return structure_attrs
 
 
+def _is_new_type(tp: Any) -> bool:
+    return hasattr(tp, "__supertype__")
+
+
+def _new_type_hook(tp: Any) -> Callable[[object, object], object]:
+    """``SessionId``: its base type's hook, with the NewType's name in messages."""
+    base = converter.get_structure_hook(tp.__supertype__)
+
+    def structure_new_type(value: object, _: object) -> object:
+        return base(value, tp)
+
+    return structure_new_type
+
+
+converter.register_structure_hook_factory(_is_new_type, _new_type_hook)
+
+
 def _is_attrs(tp: Any) -> bool:
     return isinstance(tp, type) and attrs.has(tp)
 
@@ -331,9 +348,9 @@ def register_tagged(cls: type, tag_name: str) -> None:
     assert isinstance(tag_value, str)
     _TAGS[cls] = (tag_name, tag_value)
     base_unstructure: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, converter)
-    base_structure: Callable[[Mapping[str, Any], Any], Any] = make_dict_structure_fn(
-        cls, converter, _cattrs_forbid_extra_keys=True
-    )
+    # built on first use, so that fields typed with a tagged union (``trigger:
+    # SpawnTrigger``) pick up the union hooks registered after this call
+    base_structure: list[Callable[[Mapping[str, Any], Any], Any]] = []
 
     def unstructure_tagged(value: Any) -> dict[str, Any]:
         data: dict[str, Any] = {tag_name: tag_value}
@@ -355,7 +372,11 @@ def register_tagged(cls: type, tag_name: str) -> None:
                 type_name=cls.__name__,
             )
         rest = {k: v for k, v in value.items() if k != tag_name}
-        return base_structure(rest, cls)
+        if not base_structure:
+            base_structure.append(
+                make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True)
+            )
+        return base_structure[0](rest, cls)
 
     converter.register_unstructure_hook(cls, unstructure_tagged)
     converter.register_structure_hook(cls, structure_tagged)
