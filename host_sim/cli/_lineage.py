@@ -1,0 +1,139 @@
+"""``host-sim lineage [--store PATH] [--json] [SESSION]``: show how stored sessions relate.
+
+Reads a `SqliteStore` a host wrote (never creates one) and prints its sessions as a tree:
+roots, their forks (``fork@<anchor ordinal>``) and spawns (with what triggered them),
+labels and turn counts, then any other lineage edges. With SESSION, only that session's
+chain: where it came from and what came from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+import anyio
+from typing_extensions import assert_never
+
+from modular_sdk import ForkLineage, RootLineage, SessionId, SpawnLineage, UnknownSessionError
+from modular_sdk._json import unstructure
+
+from ..lineage._render import render_lineage_tree, select_lineage_chain
+from ..stores._errors import StoreError
+from ..stores._records import SessionRecord, StoredState
+from ..stores._sqlite import SqliteStore
+
+__all__ = ["DEFAULT_STORE", "register", "run_lineage", "turn_counts"]
+
+DEFAULT_STORE = ".host-sim/store.sqlite"
+"""The store ``host-sim lineage`` reads when neither ``--store`` nor ``$HOST_SIM_STORE`` is given."""
+
+_PROG = "host-sim lineage"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``lineage`` subcommand."""
+    parser = subparsers.add_parser(
+        "lineage",
+        help="show the lineage tree of the sessions in a store",
+        description=(
+            "Print the sessions of a SQLite store as a lineage tree: root sessions, their "
+            "forks (fork@ORDINAL: the anchor turn) and spawns (with the command or tool that "
+            "made them), each with its label and turn count. With SESSION, print only its "
+            "chain: its ancestors and its descendants."
+        ),
+    )
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        default=os.environ.get("HOST_SIM_STORE", DEFAULT_STORE),
+        help=f"the SQLite store to read (default: $HOST_SIM_STORE or {DEFAULT_STORE})",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a tree")
+    parser.add_argument("session", nargs="?", metavar="SESSION", help="show only this session's chain")
+    parser.set_defaults(handler=run_lineage)
+
+
+def run_lineage(args: argparse.Namespace) -> int:
+    """Run ``host-sim lineage``; returns the exit code (1 for an unusable store or session)."""
+    store_path: str = args.store
+    try:
+        state = anyio.run(_read, store_path)
+    except StoreError as exc:
+        print(f"{_PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    sessions: Sequence[SessionRecord] = state.sessions
+    counts = turn_counts(state)
+    focus: SessionId | None = None
+    if args.session is not None:
+        focus = SessionId(args.session)
+        try:
+            sessions = select_lineage_chain(state.sessions, focus)
+        except UnknownSessionError:
+            ids = [record.id for record in state.sessions]
+            close = difflib.get_close_matches(focus, ids, n=3)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            print(
+                f"{_PROG}: error: no session {focus!r} in {store_path!r} "
+                f"({len(ids)} stored){hint}",
+                file=sys.stderr,
+            )
+            return 1
+    members = {record.id for record in sessions}
+    edges = [e for e in state.edges if e.from_session_id in members and e.to_session_id in members]
+    if args.json:
+        document = {
+            "store": store_path,
+            "sessions": [
+                {**unstructure(record), "turn_count": counts.get(record.id, 0)} for record in sessions
+            ],
+            "nodes": [unstructure(n) for n in state.nodes if n.session_id in members],
+            "edges": [unstructure(e) for e in edges],
+        }
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+        return 0
+    if not sessions:
+        print(f"no sessions in {store_path!r}")
+        return 0
+    print(render_lineage_tree(sessions, counts))
+    others = [e for e in edges if e.relation not in ("branched_from", "spawned_by")]
+    if others:
+        print()
+        print("other lineage edges:")
+        for edge in others:
+            line = f"  {edge.from_session_id} -> {edge.to_session_id}  {edge.relation}"
+            if edge.artifact is not None:
+                a = edge.artifact
+                line += f"  [{a.type} {a.source_id}: {a.label}]"
+            print(line)
+    return 0
+
+
+def turn_counts(state: StoredState) -> dict[SessionId, int]:
+    """Turns in each session's conversation: a fork's copied turns (through its anchor) included."""
+    own: dict[SessionId, int] = {}
+    for turn in state.turns:
+        own[turn.session_id] = own.get(turn.session_id, 0) + 1
+    counts: dict[SessionId, int] = {}
+    for record in state.sessions:
+        lineage = record.lineage
+        match lineage:
+            case ForkLineage(parent_turn_ordinal=anchor):
+                inherited = anchor + 1
+            case RootLineage() | SpawnLineage():
+                inherited = 0
+            case _:
+                assert_never(lineage)
+        counts[record.id] = inherited + own.get(record.id, 0)
+    return counts
+
+
+async def _read(path: str) -> StoredState:
+    store = SqliteStore(path, create=False)
+    try:
+        return await store.open()
+    finally:
+        await store.close()
