@@ -151,7 +151,7 @@ def find_mod(module: ModuleType, attr: str, spec_base: str, mod_type: type) -> o
     if not isinstance(value, mod_type):
         raise LoadFailure(
             [
-                f"{module.__name__}.{attr} is {type(value).__name__} {_short(value)}, not a Mod; "
+                f"{module.__name__}.{attr} is a {type(value).__name__} ({_short(value)}), not a Mod; "
                 f"set it to define_mod(...) ({others})"
             ]
         )

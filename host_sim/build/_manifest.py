@@ -175,9 +175,9 @@ def _json_object(value: object, _: object) -> JsonObject:
 def _structure_command(value: object, _: object) -> CommandEntry:
     kind = value.get("kind") if isinstance(value, Mapping) else None
     if kind == "slash":
-        return cast(SlashCommandEntry, converter.structure(value, SlashCommandEntry))
+        return converter.structure(value, SlashCommandEntry)
     if kind == "palette":
-        return cast(PaletteCommandEntry, converter.structure(value, PaletteCommandEntry))
+        return converter.structure(value, PaletteCommandEntry)
     raise SerializationError(
         f"a manifest command needs 'kind' 'slash' or 'palette', got {kind!r} in {value!r}",
         value=value,

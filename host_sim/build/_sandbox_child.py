@@ -22,6 +22,10 @@ import json
 import os
 import sys
 from types import FrameType, ModuleType
+from typing import TYPE_CHECKING, SupportsIndex
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 _state: dict[str, object] = {"active": False, "mod_file": None, "busy": False}
 _MAIN = _thread.get_ident()
@@ -107,7 +111,10 @@ def _describe(event: str, args: tuple[object, ...]) -> str | None:
     if event == "subprocess.Popen":
         return f"starts a subprocess {args[1]!r} (subprocess.Popen)"
     if event == "os.system":
-        return f"runs a shell command {args[0]!r} (os.system)"
+        command = args[0]
+        if isinstance(command, bytes):
+            command = command.decode("utf-8", "replace")
+        return f"runs a shell command {command!r} (os.system)"
     if event in ("os.exec", "os.posix_spawn", "os.spawn"):
         path = args[1] if event == "os.spawn" else args[0]
         return f"starts program {_path(path)} ({event}{'*' if event != 'os.posix_spawn' else ''})"
@@ -206,11 +213,11 @@ class _TextGuard:
         return self._fd
 
 
-def _guarded_write(fd: int, data: bytes) -> int:
+def _guarded_write(fd: int, data: Buffer) -> int:
     if fd in (1, 2) and _state["active"]:
         name = "stdout" if fd == 1 else "stderr"
         _record(f"writes to {name} (os.write({fd}, ...))", sys._getframe(1))
-        return len(data)
+        return len(memoryview(data))
     return _write(fd, data)
 
 
@@ -221,7 +228,7 @@ def _install() -> None:
     real_sleep = time.sleep
     real_start = threading.Thread.start
 
-    def sleep(seconds: float) -> None:
+    def sleep(seconds: float | SupportsIndex) -> None:
         if not _state["active"]:
             real_sleep(seconds)
             return
@@ -290,7 +297,7 @@ def main() -> None:
             finally:
                 _state["active"] = False
     except load_failure as exc:
-        problems.extend(exc.problems)
+        problems.extend(getattr(exc, "problems", [str(exc)]))
     if module is not None and not problems:
         try:
             from modular_sdk import Mod
@@ -299,7 +306,7 @@ def main() -> None:
             manifest_module = _load_helper("_modular_build_manifest", payload["manifest"])
             manifest = manifest_module.manifest_from_mod(mod).to_data()
         except load_failure as exc:
-            problems.extend(exc.problems)
+            problems.extend(getattr(exc, "problems", [str(exc)]))
         except Exception as exc:  # noqa: BLE001 - reported to the parent, never shown raw
             problems.append(f"deriving the manifest failed: {type(exc).__name__}: {exc}")
     _report(fd, {"effects": _effects, "problems": problems, "manifest": manifest})

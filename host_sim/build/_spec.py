@@ -109,8 +109,7 @@ def search_path(target: Target) -> list[str]:
     entries = [target.root]
     for entry in sys.path:
         entries.append(os.path.abspath(entry) if entry else os.getcwd())
-    seen: set[str] = set()
-    return [e for e in entries if not (e in seen or seen.add(e))]
+    return list(dict.fromkeys(entries))
 
 
 def load_mod(spec: str) -> Mod:

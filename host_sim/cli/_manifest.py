@@ -1,0 +1,46 @@
+"""``host-sim manifest SPEC [-o FILE]``: build a mod's manifest in the sandbox, print its JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from modular_sdk import ManifestBuildError
+
+from ..build import build_manifest
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "manifest",
+        help="build a mod's manifest in the sandbox and print its JSON",
+        description="Import the mod in a throwaway sandbox (no host attached), refuse it if its "
+        "top level does I/O, and print its manifest as deterministic JSON.",
+    )
+    parser.add_argument("spec", metavar="SPEC", help="path/to/file.py or package.module, optionally with :attr")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the JSON to FILE instead of stdout")
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS", help="time limit of the import (default 10)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print (or write) the manifest; exit 1 with the refusal on stderr."""
+    try:
+        text = build_manifest(args.spec, timeout=args.timeout).to_json()
+    except ManifestBuildError as exc:
+        print(f"host-sim manifest: {exc}", file=sys.stderr)
+        return 1
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.output).write_bytes(text.encode("utf-8"))
+    except OSError as exc:
+        print(f"host-sim manifest: cannot write {args.output!r}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0
