@@ -195,12 +195,11 @@ def _target_problem(
     if is_command:
         known = ", ".join(repr(c) for c in own) or "none"
         rule = f"names no command of {mod} (its commands: {known})"
+        # Compare the ids alone: every 'command:...' target looks alike to difflib.
+        close = difflib.get_close_matches(target.removeprefix("command:"), own, n=1, cutoff=0.6)
+        found = [f"command:{ident}" for ident in close]
     else:
         rule = "is neither a host action nor 'command:<id>' of this mod"
-    if is_command:  # compare ids: every 'command:...' target looks alike
-        found = difflib.get_close_matches(target.removeprefix("command:"), own, n=1, cutoff=0.6)
-        found = [f"command:{ident}" for ident in found]
-    else:
         found = difflib.get_close_matches(target, valid, n=1, cutoff=0.6)
     suggestion = f"; did you mean {found[0]!r}?" if found else ""
     expected = ", ".join(repr(t) for t in valid)
