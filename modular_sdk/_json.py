@@ -49,8 +49,12 @@ def _type_name(tp: object) -> str:
         return "None"
     if get_origin(tp) in (Union, types.UnionType):
         return " | ".join(_type_name(arg) for arg in get_args(tp))
-    if get_origin(tp) is not None:
-        return str(tp).replace("typing.", "").replace("collections.abc.", "")
+    origin = get_origin(tp)
+    if origin is Literal:
+        return f"Literal[{', '.join(repr(arg) for arg in get_args(tp))}]"
+    if origin is not None:
+        args = ", ".join("..." if arg is ... else _type_name(arg) for arg in get_args(tp))
+        return f"{_type_name(origin)}[{args}]"
     name = getattr(tp, "__name__", None)
     return name if isinstance(name, str) else str(tp)
 

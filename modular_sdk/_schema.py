@@ -36,6 +36,7 @@ import datetime as _dt
 import enum
 import inspect
 import json
+import sys
 import types
 import typing
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
@@ -105,10 +106,18 @@ def _show(tp: object) -> str:
     if tp is Any:
         return "Any"
     if isinstance(tp, type) and get_origin(tp) is None:
-        if tp.__module__ in ("builtins", "typing"):
-            return tp.__qualname__
-        return f"{tp.__module__}.{tp.__qualname__}"
-    return repr(tp).replace("typing.", "").replace("collections.abc.", "")
+        if tp.__module__.partition(".")[0] in sys.stdlib_module_names - {"builtins", "typing"}:
+            return f"{tp.__module__}.{tp.__qualname__}"  # datetime.date, decimal.Decimal
+        return tp.__qualname__
+    origin = get_origin(tp)
+    if origin is Literal:
+        return f"Literal[{', '.join(repr(arg) for arg in get_args(tp))}]"
+    if origin in (Union, types.UnionType):
+        return " | ".join(_show(arg) for arg in get_args(tp))
+    if origin is not None:
+        args = ", ".join("..." if arg is ... else _show(arg) for arg in get_args(tp))
+        return f"{_show(origin)}[{args}]"
+    return repr(tp).replace("typing.", "")
 
 
 def _instead(tp: object) -> str:
@@ -128,6 +137,8 @@ def _instead(tp: object) -> str:
         return "use datetime (an ISO 8601 date-time with an offset) or str"
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return "give the enum str or int values, or use Literal[...]"
+    if isinstance(origin, type) and attrs.has(origin):
+        return "declare a non-generic attrs class with concrete field types for the input"
     if isinstance(tp, typing.TypeVar):
         return "use a concrete type (generic input types are not supported)"
     if isinstance(tp, type):
