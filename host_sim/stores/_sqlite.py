@@ -15,7 +15,8 @@ JSON columns hold what the one converter (``modular_sdk._json``) writes, tags in
 (a lineage's ``kind``, a message's ``type``, an author's ``kind``); times are ISO 8601
 with their offset. Rows are read back in the order first written (an upsert keeps the
 row). WAL journal, ``synchronous = FULL``, and every write is its own committed
-transaction: once a ``save_*`` returns, the record survives a crash.
+transaction: once a ``save_*`` returns, the record survives a crash. Writes made while
+another is being committed are committed together (group commit: one fsync for all).
 
 All database work runs in a worker thread (``anyio.to_thread``) on one connection, one
 call at a time in the order the calls were made, so the store works the same under
@@ -144,6 +145,15 @@ class _Table:
         return structure(data, self.record)
 
 
+@attrs.define
+class _Batch:
+    """Rows queued for one transaction, and how it went."""
+
+    rows: list[tuple[str, tuple[object, ...]]] = attrs.Factory(list)
+    done: bool = False
+    error: StoreError | None = None
+
+
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata"}))
 _TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
@@ -166,13 +176,14 @@ class SqliteStore:
     >>> async with Host(store=SqliteStore("chats.sqlite")) as host: ...  # doctest: +SKIP
     """
 
-    __slots__ = ("_conn", "_create", "_lock", "_path")
+    __slots__ = ("_batch", "_conn", "_create", "_lock", "_path")
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
         self._path = Path(path)
         self._create = create
         self._conn: sqlite3.Connection | None = None
         self._lock: anyio.Lock | None = None
+        self._batch = _Batch()
 
     def __repr__(self) -> str:
         state = "open" if self._conn is not None else "closed"
@@ -205,6 +216,8 @@ class SqliteStore:
         if lock is None:
             return
         async with lock:
+            if not self._batch.done and self._batch.rows:
+                await self._flush(self._batch)  # rows of writers cancelled while queued
             conn, self._conn = self._conn, None
             self._lock = None  # made again by the next open(), in whatever event loop runs it
             if conn is not None:
@@ -231,13 +244,33 @@ class SqliteStore:
     async def _write(self, table: _Table, record: object) -> None:
         row = table.row(record)
         lock = self._lock
-        if lock is None:
+        if lock is None or self._conn is None:
             raise self._closed_error()
+        # Group commit: a write queues its row in the open batch; whoever holds the lock
+        # next commits the whole batch in one transaction, so concurrent writers share one
+        # fsync. Each caller returns once its own row is committed (or raises its error).
+        batch = self._batch
+        batch.rows.append((table.upsert, row))
         async with lock:
-            conn = self._conn
+            if not batch.done:
+                await self._flush(batch)
+        if batch.error is not None:
+            raise batch.error
+
+    async def _flush(self, batch: _Batch) -> None:
+        """Commit ``batch`` (the open one); call with the lock held."""
+        self._batch = _Batch()
+        conn = self._conn
+        try:
             if conn is None:
-                raise self._closed_error()
-            await anyio.to_thread.run_sync(self._execute, conn, table.upsert, row)
+                batch.error = self._closed_error()
+            elif batch.rows:
+                with anyio.CancelScope(shield=True):  # a started write always finishes
+                    await anyio.to_thread.run_sync(self._commit, conn, batch.rows)
+        except StoreError as exc:
+            batch.error = exc
+        finally:
+            batch.done = True
 
     def _closed_error(self) -> StoreError:
         return StoreError(
@@ -249,9 +282,19 @@ class SqliteStore:
     def _fail(self, problem: str, remedy: str) -> StoreError:
         return StoreError(f"{str(self._path)!r} {problem}; {remedy}", path=str(self._path))
 
-    def _execute(self, conn: sqlite3.Connection, sql: str, row: tuple[object, ...]) -> None:
+    def _commit(self, conn: sqlite3.Connection, rows: list[tuple[str, tuple[object, ...]]]) -> None:
         try:
-            conn.execute(sql, row)
+            if len(rows) == 1:
+                conn.execute(*rows[0])  # autocommit: one statement, one transaction
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, row in rows:
+                    conn.execute(sql, row)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise self._fail(
                 f"could not be written ({exc})", "check the disk and the file's permissions"
