@@ -4,8 +4,6 @@ for AI chat sessions as pure, typed, declarative data.
 Everything public is re-exported here; the ``_`` modules are private.
 """
 
-from __future__ import annotations
-
 from ._actions import ActionEvent as ActionEvent
 from ._actions import Allow as Allow
 from ._actions import Deny as Deny

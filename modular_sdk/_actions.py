@@ -36,7 +36,10 @@ class Allow:
 
 @attrs.frozen(kw_only=True)
 class Deny:
-    """A hook's answer: refuse the action; the caller gets `ActionDeniedError` with ``reason``."""
+    """A hook's answer: refuse the action. Immutable.
+
+    The caller gets `ActionDeniedError` carrying ``reason``.
+    """
 
     kind: Literal["deny"] = attrs.field(default="deny", init=False)
     reason: str = attrs.field(validator=attrs.validators.instance_of(str))

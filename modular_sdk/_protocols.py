@@ -184,7 +184,7 @@ class AiSessionHandle(Protocol):
 
 @attrs.frozen(kw_only=True)
 class AiRunResult:
-    """The finished answer of `AiSessionHandle.run`: reply ``text`` and the ``turn``."""
+    """The finished answer of `AiSessionHandle.run`: reply ``text`` and the ``turn``. Immutable."""
 
     text: str
     turn: AiTurnHandle

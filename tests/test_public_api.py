@@ -1,0 +1,212 @@
+"""The public surface of `modular_sdk` is exactly the contract (API.md sections 2, 3, 4, 6).
+
+An added, removed or renamed export fails here first, so an API change is a reviewed diff.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import types
+from typing import Any, get_args
+
+import attrs
+import pytest
+
+import modular_sdk
+
+# API.md section 2: the authoring import block, and the names its prose relies on
+AUTHORING = {
+    "define_mod", "slash_command", "command", "tool", "agent", "before_action", "effect", "view",
+    "ModMetadata", "AiContributions", "SlashCommandContext",
+    "AiSessionHandle", "AiTurnHandle", "AiPromptMessage", "AiNotificationMessage",
+    "AiSessionDisplayMetadata", "AiRunResult",
+    "AiSessionLineage", "RootLineage", "SpawnLineage", "ForkLineage",
+    "CommandTrigger", "ToolTrigger", "SessionId", "TurnId", "AiRunnerId",
+    "Mod", "SlashCommand", "HostAction",
+}  # fmt: skip
+# section 3: sessions and turns
+SESSIONS = {
+    "AiSessionHandle", "AiTurnHandle", "AiMessage", "AiPromptMessage", "AiNotificationMessage",
+    "AiRunResult", "UserAuthor", "ModAuthor", "AiSessionDisplayMetadata",
+}  # fmt: skip
+# section 4: lineage
+LINEAGE = {"AiSessionLineage", "RootLineage", "SpawnLineage", "ForkLineage", "CommandTrigger", "ToolTrigger"}
+# section 6: errors and the values hooks see
+ERRORS = {
+    "ModularError", "ModDefinitionError", "NoConversationError", "SpawnContextError",
+    "TurnFailedError", "ReentrantTurnError", "ReplyValidationError", "ActionDeniedError",
+    "UnknownSessionError", "ManifestBuildError",
+    "UserAuthor", "ModAuthor", "Allow", "Deny", "ActionEvent", "HostAction",
+}  # fmt: skip
+CONTRACT = AUTHORING | SESSIONS | LINEAGE | ERRORS
+
+# Documented extras: the declaration classes the constructors return, the other handler
+# contexts, the union aliases, the JSON helpers and their error.
+EXTRAS = {
+    "HOST_ACTIONS", "Agent", "AgentHandle", "AiAgents", "AiContext", "AiSessions",
+    "AnyCommand", "Author", "BeforeActionHook", "CommandContext", "Effect", "EffectContext",
+    "HookDecision", "PaletteCommand", "SerializationError", "SpawnTrigger", "Tool",
+    "ToolContext", "TurnStatus", "View", "from_json", "to_json",
+}  # fmt: skip
+
+PINNED = [
+    "ActionDeniedError", "ActionEvent", "Agent", "AgentHandle", "AiAgents", "AiContext",
+    "AiContributions", "AiMessage", "AiNotificationMessage", "AiPromptMessage", "AiRunResult",
+    "AiRunnerId", "AiSessionDisplayMetadata", "AiSessionHandle", "AiSessionLineage",
+    "AiSessions", "AiTurnHandle", "Allow", "AnyCommand", "Author", "BeforeActionHook",
+    "CommandContext", "CommandTrigger", "Deny", "Effect", "EffectContext", "ForkLineage",
+    "HOST_ACTIONS", "HookDecision", "HostAction", "ManifestBuildError", "Mod", "ModAuthor",
+    "ModDefinitionError", "ModMetadata", "ModularError", "NoConversationError",
+    "PaletteCommand", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
+    "SerializationError", "SessionId", "SlashCommand", "SlashCommandContext",
+    "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolContext", "ToolTrigger",
+    "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UserAuthor", "View",
+    "agent", "before_action", "command", "define_mod", "effect", "from_json",
+    "slash_command", "to_json", "tool", "view",
+]  # fmt: skip
+
+# What the `_` modules declare but keep inside the package (helpers for the host and the
+# plugin, not for mod authors).
+INTERNAL = {
+    "_json": {"converter", "register_tagged", "structure", "unstructure"},
+    "_rules": {"ID_PATTERN", "Problem", "close_match", "raise_problems", "slug"},
+    "_schema": {"DRAFT", "JsonObject", "JsonValue", "SchemaError", "json_schema"},
+}
+
+PUBLIC = [getattr(modular_sdk, name) for name in modular_sdk.__all__]
+CLASSES = [obj for obj in PUBLIC if isinstance(obj, type)]
+DECLARATIONS = [
+    cls for cls in CLASSES if attrs.has(cls) and not getattr(cls, "_is_protocol", False)
+]
+ERROR_CLASSES = [cls for cls in CLASSES if issubclass(cls, BaseException)]
+PROTOCOLS = [cls for cls in CLASSES if getattr(cls, "_is_protocol", False)]
+
+
+def name_of(obj: object) -> str:
+    return str(getattr(obj, "__name__", obj))
+
+
+def test_all_is_pinned() -> None:
+    assert sorted(modular_sdk.__all__) == sorted(PINNED)
+    assert len(modular_sdk.__all__) == len(set(modular_sdk.__all__))
+
+
+def test_all_is_the_contract_plus_the_documented_extras() -> None:
+    assert set(modular_sdk.__all__) == CONTRACT | EXTRAS
+    assert not CONTRACT & EXTRAS
+
+
+def test_star_import_gives_exactly_all() -> None:
+    namespace: dict[str, Any] = {}
+    exec("from modular_sdk import *", namespace)  # noqa: S102
+    namespace.pop("__builtins__")
+    assert set(namespace) == set(modular_sdk.__all__)
+
+
+def test_nothing_public_outside_all() -> None:
+    public = {n for n in vars(modular_sdk) if not n.startswith("_")}
+    assert public == set(modular_sdk.__all__)
+    assert not hasattr(modular_sdk, "Any")
+
+
+@pytest.mark.parametrize(
+    "module_name",
+    sorted(m.name for m in pkgutil.iter_modules(modular_sdk.__path__) if m.name.startswith("_")),
+)
+def test_every_name_of_a_private_module_is_exported_or_known_internal(module_name: str) -> None:
+    module = importlib.import_module(f"modular_sdk.{module_name}")
+    declared = set(getattr(module, "__all__", ()))
+    assert declared, f"modular_sdk.{module_name} has no __all__"
+    missing = declared - set(modular_sdk.__all__) - INTERNAL.get(module_name, set())
+    assert not missing
+    for name in declared & set(modular_sdk.__all__):
+        assert getattr(module, name) is getattr(modular_sdk, name)
+
+
+@pytest.mark.parametrize("obj", [o for o in PUBLIC if isinstance(o, type) or inspect.isfunction(o)], ids=name_of)
+def test_classes_and_functions_say_modular_sdk_as_their_module(obj: Any) -> None:
+    assert obj.__module__ == "modular_sdk"
+    assert "modular_sdk._" not in repr(obj)
+
+
+@pytest.mark.parametrize("name", ["SessionId", "TurnId", "AiRunnerId"])
+def test_id_new_types_say_modular_sdk(name: str) -> None:
+    new_type = getattr(modular_sdk, name)
+    assert new_type.__module__ == "modular_sdk"
+    assert new_type.__supertype__ is str
+    assert new_type("x") == "x"
+
+
+@pytest.mark.parametrize(
+    ("alias", "members"),
+    [
+        ("AiSessionLineage", {"RootLineage", "SpawnLineage", "ForkLineage"}),
+        ("SpawnTrigger", {"CommandTrigger", "ToolTrigger"}),
+        ("AiMessage", {"AiPromptMessage", "AiNotificationMessage"}),
+        ("Author", {"UserAuthor", "ModAuthor"}),
+        ("HookDecision", {"Allow", "Deny"}),
+        ("AnyCommand", {"SlashCommand", "PaletteCommand"}),
+    ],
+)
+def test_union_aliases_are_closed_unions_of_exported_classes(alias: str, members: set[str]) -> None:
+    args = get_args(getattr(modular_sdk, alias))
+    assert {getattr(a, "__origin__", a).__name__ for a in args} == members
+    for arg in args:
+        assert getattr(arg, "__origin__", arg) is getattr(modular_sdk, getattr(arg, "__origin__", arg).__name__)
+
+
+def test_host_actions_literal_matches_the_tuple() -> None:
+    assert get_args(modular_sdk.HostAction) == modular_sdk.HOST_ACTIONS == (
+        "session.create", "session.spawn", "session.fork", "session.send", "session.notify",
+    )  # fmt: skip
+    assert get_args(modular_sdk.TurnStatus) == ("running", "completed", "failed")
+
+
+@pytest.mark.parametrize("cls", DECLARATIONS, ids=name_of)
+def test_declarations_are_frozen_keyword_only_attrs_classes(cls: type) -> None:
+    assert attrs.has(cls)
+    assert getattr(cls.__setattr__, "__name__", "") == "_frozen_setattrs", f"{cls.__name__} is not frozen"
+    assert all(a.kw_only for a in attrs.fields(cls) if a.init), f"{cls.__name__} is not kw_only"
+    assert "Immutable" in (cls.__doc__ or ""), f"{cls.__name__}'s docstring does not say it is immutable"
+
+
+@pytest.mark.parametrize("cls", DECLARATIONS, ids=name_of)
+def test_declarations_say_modular_sdk_in_their_repr(cls: type) -> None:
+    assert repr(cls) == f"<class 'modular_sdk.{cls.__name__}'>"
+
+
+@pytest.mark.parametrize("cls", ERROR_CLASSES, ids=name_of)
+def test_errors_subclass_modular_error_and_a_builtin(cls: type) -> None:
+    assert issubclass(cls, modular_sdk.ModularError)
+    if cls is not modular_sdk.ModularError:
+        builtins = [b for b in cls.__mro__[1:] if b.__module__ == "builtins" and b not in (Exception, BaseException, object)]
+        assert builtins, f"{cls.__name__} inherits no matching builtin"
+
+
+def test_protocols_are_protocols_and_cannot_be_instantiated() -> None:
+    assert {cls.__name__ for cls in PROTOCOLS} == {
+        "AgentHandle", "AiAgents", "AiContext", "AiSessionHandle", "AiSessions", "AiTurnHandle",
+        "CommandContext", "EffectContext", "SlashCommandContext", "ToolContext",
+    }  # fmt: skip
+    for cls in PROTOCOLS:
+        with pytest.raises(TypeError):
+            cls()
+
+
+@pytest.mark.parametrize("obj", [o for o in PUBLIC if isinstance(o, type) or inspect.isfunction(o)], ids=name_of)
+def test_every_public_class_and_function_has_a_docstring(obj: Any) -> None:
+    assert inspect.getdoc(obj), f"{name_of(obj)} has no docstring"
+
+
+def test_the_package_imports_no_host() -> None:
+    for module in list(vars(modular_sdk).values()):
+        if isinstance(module, types.ModuleType):
+            assert not module.__name__.startswith("host_sim")
+    source = "\n".join(
+        inspect.getsource(importlib.import_module(f"modular_sdk.{m.name}"))
+        for m in pkgutil.iter_modules(modular_sdk.__path__)
+        if m.name != "mypy_plugin"
+    )
+    assert "host_sim" not in source.replace("`host_sim`", "")
