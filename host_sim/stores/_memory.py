@@ -45,9 +45,11 @@ class MemoryStore:
         )
 
     async def open(self) -> StoredState:
-        """Open the store; returns everything written to it so far, in writing order.
+        """Open the store; returns everything written to it so far.
 
-        Opening an open store only reads it again.
+        Sessions, turns and nodes come in the order first written (a rewrite keeps its
+        place); edges grouped by receiving session, in the order that session first received
+        one. Opening an open store only reads it again.
         """
         self._open = True
         return StoredState(
