@@ -6,8 +6,9 @@ anchor, and the command or tool that created a spawn.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 from typing_extensions import TypeAlias
@@ -48,7 +49,8 @@ def _non_negative(instance: object, attribute: attrs.Attribute[int], value: int)
         )
 
 
-_str = attrs.validators.instance_of(str)
+# typed loosely so that NewType fields (SessionId, AiRunnerId) accept it
+_str: Callable[[Any, attrs.Attribute[Any], Any], Any] = attrs.validators.instance_of(str)
 
 
 @attrs.frozen(kw_only=True)

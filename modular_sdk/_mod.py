@@ -322,7 +322,8 @@ def _mod_problems(mod: Mod) -> list[Problem]:
     problems += _typed("metadata", mod.metadata, ModMetadata, "a ModMetadata")
     problems += _typed("ai", mod.ai, AiContributions, "an AiContributions")
     command_ids: list[tuple[int, str]] = []
-    for index, cmd in enumerate(mod.commands):
+    commands: tuple[object, ...] = mod.commands  # checked: callers may pass anything
+    for index, cmd in enumerate(commands):
         if isinstance(cmd, (SlashCommand, PaletteCommand)):
             command_ids.append((index, cmd.id))
         else:
@@ -351,7 +352,8 @@ def _mod_problems(mod: Mod) -> list[Problem]:
             "agent id",
         )
     own = [ident for _, ident in command_ids]
-    for index, hook in enumerate(mod.hooks):
+    hooks: tuple[object, ...] = mod.hooks
+    for index, hook in enumerate(hooks):
         if not isinstance(hook, BeforeActionHook):
             problems += _typed(f"hooks[{index}]", hook, BeforeActionHook, "made by before_action")
             continue
