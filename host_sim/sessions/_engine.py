@@ -239,7 +239,7 @@ class Engine:
         if not hooks:
             return
         event = ActionEvent(action=action, session_id=session_id, author=author)
-        where = f"on session {session_id!r}" if session_id is not None else ""
+        where = f" on session {session_id!r}" if session_id is not None else ""
         for mod, hook in hooks:
             frame = HandlerFrame(mod_id=mod.id, kind="hook")
             try:
@@ -252,14 +252,14 @@ class Engine:
                 )
             except HandlerFailed as failed:
                 raise ActionDeniedError(
-                    f"{action} {where} was denied because {failed.reason} (a failing hook denies; fix the hook)",
+                    f"{action}{where} was denied because {failed.reason} (a failing hook denies; fix the hook)",
                     action=action,
                     reason=failed.reason,
                     mod_id=mod.id,
                 ) from failed.cause
             if isinstance(decision, Deny):
                 raise ActionDeniedError(
-                    f"{action} {where} was denied by mod {mod.id!r}: {decision.reason}",
+                    f"{action}{where} was denied by mod {mod.id!r}: {decision.reason}",
                     action=action,
                     reason=decision.reason,
                     mod_id=mod.id,
@@ -267,7 +267,7 @@ class Engine:
             if not isinstance(decision, Allow):
                 reason = f"hook returned {decision!r}; a hook must return Allow() or Deny(reason=...)"
                 raise ActionDeniedError(
-                    f"{action} {where} was denied: mod {mod.id!r} {reason}",
+                    f"{action}{where} was denied: mod {mod.id!r} {reason}",
                     action=action,
                     reason=reason,
                     mod_id=mod.id,
@@ -362,7 +362,7 @@ class Engine:
         frame = current_frame()
         trigger = frame.trigger if frame is not None else None
         if trigger is None:
-            where = "outside any mod handler" if frame is None else f"in a {frame.kind} of mod {frame.mod_id!r}"
+            where = "outside any mod handler" if frame is None else f"in {_article(frame.kind)} {frame.kind} of mod {frame.mod_id!r}"
             raise SpawnContextError(
                 f"spawn() of session {parent.id!r} was called {where}; a spawn needs a command or "
                 "tool handler as its trigger: call it from a slash command, palette command or "
@@ -629,6 +629,10 @@ def _render_output(value: object) -> str:
     if attrs.has(type(value)) or isinstance(value, (dict, list, tuple, int, float, bool)):
         return json.dumps(unstructure(value), sort_keys=True)
     return str(value)
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[:1] in ("a", "e", "i", "o", "u") else "a"
 
 
 def _check_metadata(metadata: object) -> None:

@@ -221,7 +221,7 @@ async def test_spawn_inside_an_effect_raises_spawn_context_error() -> None:
             await anyio.sleep(0.001)
 
     (error,) = errors
-    assert "effect of mod 'watcher'; a spawn needs a command or tool handler" in str(error)
+    assert "in an effect of mod 'watcher'; a spawn needs a command or tool handler" in str(error)
 
 
 @pytest.mark.anyio
