@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from modular_sdk import ManifestBuildError, Mod
 
 from ._manifest import Manifest, manifest_from_mod
@@ -11,28 +13,33 @@ from ._spec import load_mod
 __all__ = ["check_drift", "load_verified", "manifest_differences"]
 
 
+def _show(value: object) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return repr(value)
+
+
 def _differences(path: str, built: object, runtime: object, out: list[str]) -> None:
     if isinstance(built, dict) and isinstance(runtime, dict):
         for key in sorted(set(built) | set(runtime)):
             where = f"{path}.{key}" if path else str(key)
             if key not in built or key not in runtime:
-                out.append(
-                    f"{where}: build gave {built.get(key, '<absent>')!r}, "
-                    f"runtime fold gave {runtime.get(key, '<absent>')!r}"
-                )
+                shown_b = _show(built[key]) if key in built else "nothing"
+                shown_r = _show(runtime[key]) if key in runtime else "nothing"
+                out.append(f"{where}: build gave {shown_b}, runtime fold gave {shown_r}")
             else:
                 _differences(where, built[key], runtime[key], out)
     elif isinstance(built, list) and isinstance(runtime, list):
         for index in range(max(len(built), len(runtime))):
             where = f"{path}[{index}]"
             if index >= len(built) or index >= len(runtime):
-                shown_b = built[index] if index < len(built) else "<absent>"
-                shown_r = runtime[index] if index < len(runtime) else "<absent>"
-                out.append(f"{where}: build gave {shown_b!r}, runtime fold gave {shown_r!r}")
+                shown_b = _show(built[index]) if index < len(built) else "nothing"
+                shown_r = _show(runtime[index]) if index < len(runtime) else "nothing"
+                out.append(f"{where}: build gave {shown_b}, runtime fold gave {shown_r}")
             else:
                 _differences(where, built[index], runtime[index], out)
     elif built != runtime or type(built) is not type(runtime):
-        out.append(f"{path or 'manifest'}: build gave {built!r}, runtime fold gave {runtime!r}")
+        out.append(f"{path or 'manifest'}: build gave {_show(built)}, runtime fold gave {_show(runtime)}")
 
 
 def manifest_differences(built: Manifest, runtime: Manifest) -> list[str]:
