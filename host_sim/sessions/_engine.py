@@ -330,6 +330,7 @@ class Engine:
         await self.before("session.fork", parent.id, current_author())
         session_id = new_session_id()
         author = anchor.author
+        now = self.now()
         record = SessionRecord(
             id=session_id,
             lineage=ForkLineage(
@@ -337,24 +338,21 @@ class Engine:
                 parent_turn_ordinal=anchor.ordinal,
                 parent_runner_id=anchor.runner_id,
                 depth=parent.depth + 1,
-                forked_at=self.now(),
+                forked_at=now,
                 parent_user_message_id=anchor.message_id if author.kind == "user" else None,
             ),
             metadata=metadata,
             model=parent.record.model,
             cwd=parent.record.cwd,
             runner_id=self._runner(session_id, parent.record.model),
-            created_at=self.now(),
+            created_at=now,
             agent_id=parent.record.agent_id,
         )
         state = SessionState(record=record, parent=parent, anchor=anchor, last_completed=anchor)
         await self._add_session(state)
-        await self.graph._record_edge(
-            parent.id,
-            session_id,
-            "branched_from",
-            LineageArtifact(type="turn", source_id=anchor.id, label=f"turn {anchor.ordinal}"),
-        )
+        if anchor.artifact is None:  # one artifact per anchor turn, shared by its forks
+            anchor.artifact = LineageArtifact(type="turn", source_id=anchor.id, label=f"turn {anchor.ordinal}")
+        await self.graph._record_edge(parent.id, session_id, "branched_from", anchor.artifact, at=now)
         return state
 
     async def spawn(self, parent: SessionState, metadata: AiSessionDisplayMetadata | None) -> SessionState:
@@ -371,24 +369,25 @@ class Engine:
             )
         await self.before("session.spawn", parent.id, current_author())
         session_id = new_session_id()
+        now = self.now()
         record = SessionRecord(
             id=session_id,
             lineage=SpawnLineage(
                 parent_session_id=parent.id,
                 parent_chat_uri=f"chat://{parent.id}",
                 depth=parent.depth + 1,
-                spawned_at=self.now(),
+                spawned_at=now,
                 trigger=trigger,
             ),
             metadata=metadata,
             model=parent.record.model,
             cwd=parent.record.cwd,
             runner_id=self._runner(session_id, parent.record.model),
-            created_at=self.now(),
+            created_at=now,
         )
         state = SessionState(record=record, parent=parent)
         await self._add_session(state)
-        await self.graph._record_edge(parent.id, session_id, "spawned_by", None)
+        await self.graph._record_edge(parent.id, session_id, "spawned_by", None, at=now)
         return state
 
     async def wait_completed(self, session: SessionState, turn: TurnState) -> TurnState:

@@ -14,6 +14,7 @@ import attrs
 
 from modular_sdk import AiMessage, AiRunnerId, Author, SessionId, TurnId, TurnStatus
 
+from ..lineage._types import LineageArtifact
 from ..stores._records import SessionRecord, TurnRecord
 
 __all__ = ["SessionState", "TurnState", "history"]
@@ -36,6 +37,7 @@ class TurnState:
     error: str | None = None
     finished_at: datetime | None = None
     done: anyio.Event | None = None
+    artifact: LineageArtifact | None = None  # the branched_from artifact of forks made here
 
     def record(self) -> TurnRecord:
         assert self.finished_at is not None and self.status != "running"
