@@ -11,7 +11,6 @@ import importlib
 import importlib.util
 import os
 import sys
-import traceback
 from collections.abc import Iterator
 from types import FrameType, ModuleType, TracebackType
 
@@ -36,7 +35,9 @@ def display_path(path: str) -> str:
 
 
 def _tb_frames(tb: TracebackType | None) -> Iterator[tuple[FrameType, int]]:
-    return traceback.walk_tb(tb)
+    while tb is not None:
+        yield tb.tb_frame, tb.tb_lineno
+        tb = tb.tb_next
 
 
 def _where(exc: BaseException, mod_file: str | None) -> str:
