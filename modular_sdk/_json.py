@@ -19,7 +19,6 @@ import json
 import types
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from types import UnionType
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, overload
 
 import attrs
