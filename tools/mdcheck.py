@@ -183,7 +183,7 @@ def _options(text: str, where: str) -> dict[str, str | bool | None]:
 
 
 def _validate(block: Block) -> None:
-    where = block.where
+    where = f"{block.label}:{block.start - 1}"  # the fence line
     if block.skip is not None and len(block.skip.split()) < 2:
         raise DocFormatError(f"{where}: skip={block.skip!r} must say why the block is not checked")
     if block.match is not None and block.expect_error is None:
@@ -329,6 +329,17 @@ def where_raised(exc: BaseException, generated: Sequence[Program]) -> str:
     return place
 
 
+def _doc_traceback(exc: BaseException, generated: Sequence[Program]) -> str:
+    """The traceback frames of ``exc`` that are document code, as ``docs/x.md:LINE in name``."""
+    by_file = {str(p.path.resolve()): p.label for p in generated}
+    lines = []
+    for frame in traceback.extract_tb(exc.__traceback__):
+        label = by_file.get(str(Path(frame.filename).resolve()))
+        if label is not None:
+            lines.append(f"  {label}:{frame.lineno} in {frame.name}: {frame.line}\n")
+    return "".join(lines)
+
+
 def _exception_names(exc: BaseException) -> list[str]:
     return [cls.__name__ for cls in type(exc).__mro__]
 
@@ -383,8 +394,7 @@ def check(
             continue
         if exc is not None:
             problems.append(
-                f"{where_raised(exc, programs)}: raised {type(exc).__name__}: {exc}\n"
-                + "".join(traceback.format_exception(exc)[-6:])
+                f"{where_raised(exc, programs)}: raised {type(exc).__name__}: {exc}\n" + _doc_traceback(exc, programs)
             )
             continue
         if block.pytest:
