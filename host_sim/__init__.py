@@ -6,6 +6,10 @@ modules are implementation.
 
 from __future__ import annotations
 
+from .build._manifest import Manifest as Manifest
+from .build._sandbox import build_manifest as build_manifest
+from .build._spec import discover_mods as discover_mods
+from .build._spec import load_mod as load_mod
 from .lineage._graph import LineageGraph as LineageGraph
 from .lineage._types import LineageArtifact as LineageArtifact
 from .lineage._types import LineageChain as LineageChain
@@ -46,6 +50,7 @@ __all__ = [
     "LineageEdge",
     "LineageGraph",
     "LineageRelation",
+    "Manifest",
     "MemoryStore",
     "Model",
     "ModelRequest",
@@ -64,6 +69,9 @@ __all__ = [
     "TurnHandle",
     "TurnRecord",
     "ViewResult",
+    "build_manifest",
+    "discover_mods",
+    "load_mod",
 ]
 
 
@@ -73,11 +81,12 @@ def _publish() -> None:
 
     for name in __all__:
         obj = globals()[name]
-        if not isinstance(obj, type) or not obj.__module__.startswith("host_sim."):
+        if not getattr(obj, "__module__", "").startswith("host_sim."):
             continue
-        if attrs.has(obj):
+        if isinstance(obj, type) and attrs.has(obj):
             attrs.resolve_types(obj)
-        obj.__module__ = "host_sim"
+        if isinstance(obj, type) or callable(obj):
+            obj.__module__ = "host_sim"
 
 
 _publish()

@@ -392,7 +392,8 @@ class Host:
 
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """The session's history as text, authors and notifications marked."""
-        return render_transcript(history(self._session(session)))
+        state = self._session(session)
+        return render_transcript(history(state), state.id)
 
 
 def _rank(query: str, name: str) -> tuple[int, float] | None:

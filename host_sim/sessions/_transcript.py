@@ -28,11 +28,16 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines() or [""])
 
 
-def render_transcript(turns: Sequence[TurnState]) -> str:
-    """One block per turn: ordinal, the input (prompt or notification) and its author, reply."""
+def render_transcript(turns: Sequence[TurnState], session_id: str | None = None) -> str:
+    """One block per turn: ordinal, the input (prompt or notification) and its author, reply.
+
+    Turns run by another session than ``session_id`` (inherited by a fork) say so.
+    """
     blocks: list[str] = []
     for turn in turns:
         who = describe_author(turn.author)
+        if session_id is not None and turn.session_id != session_id:
+            who += f", inherited from {turn.session_id}"
         message = turn.message
         if isinstance(message, AiNotificationMessage):
             head = f"#{turn.ordinal} [notification, system event from {who}] {message.title}"
