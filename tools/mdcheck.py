@@ -152,7 +152,19 @@ def parse(doc: Path) -> list[Block]:
             end += 1
         if end == len(lines):
             raise DocFormatError(f"{label}:{opening}: the ```python block is never closed with ```")
-        block = Block(doc=doc, label=label, start=opening + 1, lines=tuple(lines[index + 1 : end]), **options)
+        text = {key: value for key, value in options.items() if isinstance(value, str)}
+        block = Block(
+            doc=doc,
+            label=label,
+            start=opening + 1,
+            lines=tuple(lines[index + 1 : end]),
+            expect_error=text.get("expect_error"),
+            match=text.get("match"),
+            expect_mypy=text.get("expect_mypy"),
+            file=text.get("file"),
+            pytest=options.get("pytest") is True,
+            skip=text.get("skip"),
+        )
         _validate(block)
         blocks.append(block)
         index = end + 1
