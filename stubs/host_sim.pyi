@@ -1,0 +1,409 @@
+# The public API of `host_sim`, rendered from the code by `python -m tools.render_stubs`.
+# Do not edit: change the code, re-run the command, review the diff.
+
+"""host_sim: the host simulator that folds modular-sdk mods and runs their AI sessions."""
+
+@attrs.frozen(kw_only=True)
+class Completion:
+    """One typeahead entry of ``host.completions("/ta")``. Immutable."""
+    name: str
+    description: str
+    argument_hint: str | None
+    mod_id: str
+
+
+@final
+class EchoModel:
+    """A deterministic offline model whose reply contains the input text verbatim."""
+    @property
+    def name(self) -> str: ...
+    async def respond(self, request: ModelRequest) -> str | ToolCall: ...
+
+
+@attrs.frozen(kw_only=True)
+class EffectStatus:
+    """Where an effect is: ``running``, ``finished``, ``failed`` or ``cancelled``."""
+    mod_id: str
+    effect_id: str
+    state: Literal['running', 'finished', 'failed', 'cancelled']
+    error: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class HistoryEntry:
+    """One completed earlier turn as the model sees it."""
+    kind: Literal['prompt', 'notification']
+    text: str
+    reply: str
+
+
+@final
+class Host:
+    """The host simulator: folds mods into lanes and runs their AI sessions."""
+    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None) -> None: ...
+    async def __aenter__(self) -> Host: ...
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None: ...
+    @property
+    def sessions(self) -> AiSessionsImpl:
+        """The session catalogue: ``await host.sessions.create()`` / ``get(id)``."""
+    @property
+    def lineage(self) -> LineageGraph:
+        """The lineage graph of every session this host (and its store) has seen."""
+    @property
+    def mods(self) -> tuple[Mod, ...]:
+        """The mods loaded, in the order given."""
+    @property
+    def model(self) -> Model: ...
+    @property
+    def effects(self) -> list[EffectStatus]:
+        """Every effect's status, in declaration order."""
+    async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
+        """What the user types: ``/name argument`` runs a slash command, anything else is a prompt."""
+    async def run_command(self, command_id: str) -> Submission:
+        """Run a palette command (no session) and report like `submit`."""
+    def completions(self, text: str) -> list[Completion]:
+        """Slash-command typeahead for what the user typed so far (``"/ta"``), best first."""
+    async def render_view(self, view_id: str, data: object) -> ViewResult:
+        """Render a view in the renderer lane (pure data in, text out, no session access)."""
+    async def transcript(self, session: SessionHandle | SessionId | str) -> str:
+        """The session's history as text, authors and notifications marked."""
+
+
+@attrs.frozen(kw_only=True)
+class LineageArtifact:
+    """What was carried from one session to another. Immutable; ``type`` is open."""
+    type: str = attrs.field(validator=_str)
+    source_id: str = attrs.field(validator=_str)
+    label: str = attrs.field(validator=_str)
+
+
+@attrs.frozen(kw_only=True)
+class LineageChain:
+    """A session with its ancestors and descendants, and the edges between them."""
+    nodes: tuple[SessionNode, ...]
+    edges: tuple[LineageEdge, ...]
+
+
+@attrs.frozen(kw_only=True)
+class LineageEdge:
+    """A typed relation from ``from_session_id`` to ``to_session_id``. Immutable."""
+    from_session_id: SessionId = attrs.field(validator=_str)
+    to_session_id: SessionId = attrs.field(validator=_str)
+    relation: LineageRelation = attrs.field(validator=_relation)
+    created_at: datetime = attrs.field(validator=_aware)
+    artifact: LineageArtifact | None = None
+
+
+@final
+class LineageGraph:
+    """How the sessions of a host relate: forks, spawns, and the edges integrators add."""
+    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now, nodes: Iterable[SessionNode] = (), edges: Iterable[LineageEdge] = ()) -> None:
+        """Internal: the host builds its graph over its store (and what the store held)."""
+    async def node(self, session_id: str) -> SessionNode:
+        """The node of one session (with its metrics once `complete_session` ran)."""
+    async def ancestors(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
+        """Sessions this one came from, breadth-first over incoming edges, nearest first."""
+    async def descendants(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
+        """Sessions that came from this one, breadth-first over outgoing edges, nearest first."""
+    async def chain(self, session_id: str, max_depth: int = 10) -> LineageChain:
+        """The session, its ancestors and its descendants, and every edge between them."""
+    async def find_by_artifact(self, type: str, source_id: str) -> list[SessionNode]:
+        """The sessions at the receiving end of edges that carried this artifact."""
+    async def add_edge(self, from_id: str, to_id: str, relation: LineageRelation, artifact: LineageArtifact | None = None) -> LineageEdge:
+        """Record that ``to_id`` relates to ``from_id`` (continued from it, used its result ...)."""
+    async def complete_session(self, session_id: str, metrics: SessionMetrics) -> SessionNode:
+        """Stamp a session completed now (host clock) with its aggregate metrics."""
+
+
+LineageRelation: TypeAlias = Literal['continued_from', 'branched_from', 'spawned_by', 'used_result_of', 'delegated_from', 'planned_by']
+"""How one session relates to another. Closed: consumers may switch on it exhaustively."""
+
+@attrs.frozen(kw_only=True)
+class Manifest:
+    """The build-time fold of a mod: everything about it that is data, nothing callable."""
+    manifest_version: int = attrs.field(default=MANIFEST_VERSION, validator=_version)
+    id: str
+    metadata: ManifestMetadata
+    commands: tuple[CommandEntry, ...] = ()
+    tools: tuple[ToolEntry, ...] = ()
+    agents: tuple[AgentEntry, ...] = ()
+    hooks: tuple[HookEntry, ...] = ()
+    effects: tuple[EffectEntry, ...] = ()
+    views: tuple[ViewEntry, ...] = ()
+    def to_data(self) -> JsonObject:
+        """The manifest as plain JSON data (dicts, lists, strings, numbers, None)."""
+    def to_json(self) -> str:
+        """Deterministic JSON: sorted keys, two-space indent, UTF-8 text, trailing newline."""
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Manifest:
+        """Read JSON written by `to_json`; raises `SerializationError` naming the problem."""
+    @classmethod
+    def from_data(cls, data: object) -> Manifest:
+        """Structure plain JSON data into a `Manifest`; raises `SerializationError`."""
+
+
+@final
+class MemoryStore:
+    """A store that keeps what a host writes in memory, for as long as this object lives."""
+    def __init__(self) -> None: ...
+    async def open(self) -> StoredState:
+        """Open the store; returns everything written to it so far."""
+    async def close(self) -> None:
+        """Close the store; the records stay, and `open` returns them again."""
+    async def save_session(self, record: SessionRecord) -> None:
+        """Keep a session record (a record with the same id replaces it)."""
+    async def save_turn(self, record: TurnRecord) -> None:
+        """Keep a finished turn (a record with the same id replaces it)."""
+    async def save_node(self, node: SessionNode) -> None:
+        """Keep a lineage node (a node of the same session replaces it)."""
+    async def save_edge(self, edge: LineageEdge) -> None:
+        """Keep a lineage edge (an edge between the same two sessions replaces it)."""
+
+
+class Model(Protocol):
+    """A model: answers a request with reply text or a `ToolCall`."""
+    @property
+    def name(self) -> str:
+        """The model name sessions report as ``session.model``."""
+    async def respond(self, request: ModelRequest) -> str | ToolCall: ...
+
+
+@attrs.frozen(kw_only=True)
+class ModelRequest:
+    """What a model is asked for one step of a turn."""
+    session_id: str
+    model: str
+    kind: Literal['prompt', 'notification']
+    text: str
+    message: AiMessage
+    history: tuple[HistoryEntry, ...]
+    output_schema: JsonValue = None
+    instructions: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+
+
+@final
+class ScriptedModel:
+    """A model that answers each request with ``respond(request)`` (``def`` or ``async def``)."""
+    def __init__(self, respond: Callable[[ModelRequest], str | ToolCall | Awaitable[str | ToolCall]], *, name: str = 'scripted') -> None: ...
+    @property
+    def name(self) -> str: ...
+    async def respond(self, request: ModelRequest) -> str | ToolCall: ...
+
+
+@final
+class SessionHandle:
+    """An AI session (implements `modular_sdk.AiSessionHandle`)."""
+    def __init__(self, engine: Engine, state: SessionState) -> None: ...
+    @property
+    def id(self) -> SessionId: ...
+    @property
+    def lineage(self) -> AiSessionLineage: ...
+    @property
+    def metadata(self) -> AiSessionDisplayMetadata | None: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def cwd(self) -> str: ...
+    async def send(self, message: AiMessage) -> TurnHandle:
+        """Drive one turn with ``message`` and wait for it; raises `TurnFailedError`."""
+
+    @overload
+    async def run(self, prompt: str) -> AiRunResult: ...
+    @overload
+    async def run(self, prompt: str, *, output_type: type[T]) -> T: ...
+    async def run(self, prompt: str, *, output_type: type[T] | None = None) -> AiRunResult | T:
+        """Send a prompt and wait for the answer, structured into ``output_type`` if given."""
+    async def notify(self, *, title: str, body: str) -> TurnHandle:
+        """Deliver a system event: ``send(AiNotificationMessage(title=..., body=...))``."""
+    async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
+        """Copy the conversation through its last completed turn into a new session."""
+    async def spawn(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
+        """A fresh child (empty history); only inside a command or tool handler."""
+    async def parent(self) -> SessionHandle | None: ...
+    async def children(self) -> list[AiSessionHandle]: ...
+    async def turns(self) -> list[AiTurnHandle]: ...
+
+
+@attrs.frozen(kw_only=True)
+class SessionMetrics:
+    """Aggregates stamped by ``complete_session``. Immutable."""
+    tool_calls: int = attrs.field(validator=_count)
+    token_usage: int = attrs.field(validator=_count)
+    duration_ms: int = attrs.field(validator=_count)
+    sessions_spawned: int = attrs.field(validator=_count)
+
+
+@attrs.frozen(kw_only=True)
+class SessionNode:
+    """A vertex of the lineage graph: one session. Immutable (completion makes a new one)."""
+    session_id: SessionId = attrs.field(validator=_str)
+    created_at: datetime = attrs.field(validator=_aware)
+    summary: str | None = None
+    agent_id: str | None = None
+    completed_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
+    metrics: SessionMetrics | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SessionRecord:
+    """A session as created: never changes afterwards. Immutable."""
+    id: SessionId
+    lineage: AiSessionLineage
+    metadata: AiSessionDisplayMetadata | None
+    model: str
+    cwd: str
+    runner_id: AiRunnerId
+    created_at: datetime
+    agent_id: str | None = None
+
+
+@final
+class SqliteStore:
+    """A durable store in one SQLite file: a reopened host sees every finished turn and all lineage."""
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None: ...
+    @property
+    def path(self) -> Path:
+        """The store's file."""
+    async def open(self) -> StoredState:
+        """Open (or create) the file and read back everything it holds, in writing order."""
+    async def close(self) -> None:
+        """Close the connection; everything written is already on disk. Idempotent."""
+    async def save_session(self, record: SessionRecord) -> None:
+        """Write a session (same id: replaced) and commit."""
+    async def save_turn(self, record: TurnRecord) -> None:
+        """Write a finished turn (same id: replaced) and commit."""
+    async def save_node(self, node: SessionNode) -> None:
+        """Write a lineage node (same session: replaced) and commit."""
+    async def save_edge(self, edge: LineageEdge) -> None:
+        """Write a lineage edge (same two sessions: replaced) and commit."""
+
+
+class Store(Protocol):
+    """Durable (or not) persistence for a `Host`."""
+    async def open(self) -> StoredState:
+        """Open the store and read back everything it holds."""
+    async def close(self) -> None:
+        """Flush and close; the store may be opened again."""
+    async def save_session(self, record: SessionRecord) -> None: ...
+    async def save_turn(self, record: TurnRecord) -> None: ...
+    async def save_node(self, node: SessionNode) -> None: ...
+    async def save_edge(self, edge: LineageEdge) -> None: ...
+
+
+@attrs.frozen(kw_only=True)
+class StoredState:
+    """Everything a store holds, read back when a host opens on it."""
+    sessions: tuple[SessionRecord, ...] = ()
+    turns: tuple[TurnRecord, ...] = ()
+    nodes: tuple[SessionNode, ...] = ()
+    edges: tuple[LineageEdge, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class Submission:
+    """What ``host.submit`` (or ``host.run_command``) gives back. Immutable."""
+    kind: Literal['prompt', 'command']
+    text: str
+    turn: TurnHandle | None = None
+    error: str | None = None
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed."""
+
+
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    """A model's request to call a mod tool with JSON ``input``; the host answers it."""
+    name: str
+    input: JsonObject = attrs.field(factory=dict)
+    call_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolResult:
+    """What a tool call gave back to the model (``error`` set when it failed)."""
+    call_id: str
+    name: str
+    input: JsonObject
+    output: str | None
+    error: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolSpec:
+    """A tool the model may call: name, description and input JSON Schema."""
+    name: str
+    description: str
+    input_schema: JsonObject
+
+
+@final
+class TurnHandle:
+    """One turn of a session (implements `modular_sdk.AiTurnHandle`)."""
+    def __init__(self, engine: Engine, session: SessionState, turn: TurnState) -> None: ...
+    @property
+    def id(self) -> TurnId: ...
+    @property
+    def ordinal(self) -> int: ...
+    @property
+    def session_id(self) -> SessionId: ...
+    @property
+    def status(self) -> TurnStatus: ...
+    @property
+    def message(self) -> AiMessage: ...
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def author(self) -> Author: ...
+    @property
+    def reply(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def runner_id(self) -> AiRunnerId: ...
+    async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
+        """A new session whose history is exactly turns ``0..ordinal``."""
+
+
+@attrs.frozen(kw_only=True)
+class TurnRecord:
+    """A finished turn (``completed`` or ``failed``), written once when it finishes."""
+    id: TurnId
+    session_id: SessionId
+    ordinal: int
+    message: AiMessage
+    message_id: str
+    author: Author
+    runner_id: AiRunnerId
+    status: TurnStatus
+    reply: str | None
+    error: str | None
+    started_at: datetime
+    finished_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class ViewResult:
+    """What ``host.render_view`` gives back: the text, or the error that replaced it."""
+    text: str
+    error: str | None = None
+
+
+def build_manifest(spec: str, *, timeout: float = 10.0) -> Manifest:
+    """Fold ``spec`` at build time: import it in a throwaway sandbox and derive its manifest."""
+
+def discover_mods() -> dict[str, str]:
+    """Installed mods: entry-point name -> mod spec, from the group ``modular.mods``."""
+
+def load_mod(spec: str) -> Mod:
+    """Import the mod module named by ``spec`` in this process and return its `Mod`."""
+
+
+# -- Not exported, referenced above --------------------------------------------------
+
+CommandEntry = SlashCommandEntry | PaletteCommandEntry
+"""One entry of `Manifest.commands`, discriminated by ``kind``."""
+
+T = TypeVar('T')

@@ -1,0 +1,528 @@
+# The public API of `modular_sdk`, rendered from the code by `python -m tools.render_stubs`.
+# Do not edit: change the code, re-run the command, review the diff.
+
+"""modular-sdk: write slash commands, palette commands, AI tools, hooks, effects and views"""
+
+HOST_ACTIONS: tuple[HostAction, ...] = ('session.create', 'session.spawn', 'session.fork', 'session.send', 'session.notify')
+
+class ActionDeniedError(ModularError, PermissionError):
+    """A ``before_action`` hook answered `Deny`; ``reason`` is what it said."""
+    def __init__(self, message: str, *, action: str, reason: str, mod_id: str) -> None: ...
+    action: str
+    reason: str
+    mod_id: str
+
+
+@attrs.frozen(kw_only=True)
+class ActionEvent:
+    """An action about to happen, shown to ``before_action`` hooks. Immutable."""
+    action: str
+    session_id: SessionId | None
+    author: Author
+
+
+@attrs.frozen(kw_only=True)
+class Agent:
+    """A declared agent: ``ctx.ai.agents.get(id).spawn()`` makes a root session with it."""
+    id: str
+    description: str
+    model: str | None = None
+    instructions: str | None = None
+
+
+class AgentHandle(Protocol):
+    """A declared agent; obtain one from ``ctx.ai.agents.get(id)``."""
+    @property
+    def id(self) -> str:
+        """The agent id as declared."""
+    async def spawn(self, *, metadata: AiSessionDisplayMetadata | None = None) -> AiSessionHandle:
+        """A new root session configured by this agent (not a child of any session)."""
+
+
+class AiAgents(Protocol):
+    """The agents declared by loaded mods, ``ctx.ai.agents``."""
+    def get(self, agent_id: str) -> AgentHandle:
+        """The agent with this id; raises `LookupError` naming the known agents."""
+
+
+class AiContext(Protocol):
+    """``ctx.ai``: sessions and agents."""
+    @property
+    def sessions(self) -> AiSessions: ...
+    @property
+    def agents(self) -> AiAgents: ...
+
+
+@attrs.frozen(kw_only=True)
+class AiContributions:
+    """A mod's AI contributions: tools the model may call and declared agents. Immutable."""
+    tools: tuple[Tool[Any], ...] = attrs.field(default=(), converter=_tools)
+    agents: tuple[Agent, ...] = attrs.field(default=(), converter=_agents)
+
+
+AiMessage: TypeAlias = AiPromptMessage | AiNotificationMessage
+"""What drives a turn; discriminated by ``type``."""
+
+@attrs.frozen(kw_only=True)
+class AiNotificationMessage:
+    """A system event delivered into a session (never something the user said)."""
+    type: Literal['notification'] = attrs.field(default='notification', init=False)
+    title: str = attrs.field(validator=[attrs.validators.instance_of(str), _non_empty])
+    body: str = attrs.field(validator=attrs.validators.instance_of(str))
+
+
+@attrs.frozen(kw_only=True)
+class AiPromptMessage:
+    """A prompt: text for the model. Immutable; ``type`` is always ``"prompt"``."""
+    type: Literal['prompt'] = attrs.field(default='prompt', init=False)
+    text: str = attrs.field(validator=attrs.validators.instance_of(str))
+
+
+@attrs.frozen(kw_only=True)
+class AiRunResult:
+    """The finished answer of `AiSessionHandle.run`: reply ``text`` and the ``turn``. Immutable."""
+    text: str
+    turn: AiTurnHandle
+
+
+AiRunnerId = NewType('AiRunnerId', str)
+"""Identifier of the model runner that produced a turn."""
+
+@attrs.frozen(kw_only=True)
+class AiSessionDisplayMetadata:
+    """How a session is shown (label and optional icon). Immutable."""
+    label: str = attrs.field(validator=[attrs.validators.instance_of(str), _non_empty])
+    icon: str | None = None
+
+
+class AiSessionHandle(Protocol):
+    """An AI session: a conversation the host runs turn by turn."""
+    @property
+    def id(self) -> SessionId:
+        """Stable identifier of this session."""
+    @property
+    def lineage(self) -> AiSessionLineage:
+        """How this session came to exist: root, spawned, or forked."""
+    @property
+    def metadata(self) -> AiSessionDisplayMetadata | None:
+        """Immutable presentation metadata, if any was given."""
+    @property
+    def model(self) -> str:
+        """The model this session runs on."""
+    @property
+    def cwd(self) -> str:
+        """The working directory of this session."""
+    async def send(self, message: AiMessage) -> AiTurnHandle:
+        """Put a message into this session and wait for the turn it drives to complete."""
+
+    @overload
+    async def run(self, prompt: str) -> AiRunResult: ...
+    @overload
+    async def run(self, prompt: str, *, output_type: type[T]) -> T: ...
+    async def run(self, prompt: str, *, output_type: type[T] | None = None) -> AiRunResult | T:
+        """Send a prompt and wait for the finished answer."""
+    async def notify(self, *, title: str, body: str) -> AiTurnHandle:
+        """Shorthand for ``send(AiNotificationMessage(title=..., body=...))``."""
+    async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> AiSessionHandle:
+        """Copy the conversation through its last completed turn into a new session."""
+    async def spawn(self, *, metadata: AiSessionDisplayMetadata | None = None) -> AiSessionHandle:
+        """Make a fresh child session (empty history, same model and cwd)."""
+    async def parent(self) -> AiSessionHandle | None:
+        """The session this one was forked or spawned from, or ``None`` for a root."""
+    async def children(self) -> list[AiSessionHandle]:
+        """Forks and spawns of this session, in creation order."""
+    async def turns(self) -> list[AiTurnHandle]:
+        """The history, inherited turns included, in ordinal order."""
+
+
+AiSessionLineage: TypeAlias = RootLineage | SpawnLineage | ForkLineage
+"""How a session came to exist; discriminated by ``kind``. ``match`` on it exhaustively."""
+
+class AiSessions(Protocol):
+    """The workspace session catalogue, ``ctx.ai.sessions``."""
+    async def create(self, *, metadata: AiSessionDisplayMetadata | None = None, model: str | None = None, cwd: str | None = None) -> AiSessionHandle:
+        """A new, empty root session."""
+    async def get(self, session_id: str) -> AiSessionHandle:
+        """The session with this id; raises `UnknownSessionError`."""
+
+
+class AiTurnHandle(Protocol):
+    """One turn of a session: its input message, author, reply and status."""
+    @property
+    def id(self) -> TurnId:
+        """Stable identifier of this turn."""
+    @property
+    def ordinal(self) -> int:
+        """0-based position in the conversation (forks keep their parent's ordinals)."""
+    @property
+    def session_id(self) -> SessionId:
+        """The session that ran this turn (for a copied turn: the ancestor that ran it)."""
+    @property
+    def status(self) -> TurnStatus:
+        """``"running"``, ``"completed"`` or ``"failed"``, as of now."""
+    @property
+    def message(self) -> AiMessage:
+        """The input message that drove this turn."""
+    @property
+    def message_id(self) -> str:
+        """Identifier of the stamped input message."""
+    @property
+    def author(self) -> Author:
+        """Who sent the input, stamped by the host from the calling context."""
+    @property
+    def reply(self) -> str | None:
+        """The model's final reply; ``None`` until completed (and for a failed turn)."""
+    @property
+    def error(self) -> str | None:
+        """Why the turn failed; ``None`` unless ``status == "failed"``."""
+    @property
+    def runner_id(self) -> AiRunnerId:
+        """The model runner that produced this turn."""
+    async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> AiSessionHandle:
+        """Fork the session immediately after this turn, whatever entered it afterwards."""
+
+
+@attrs.frozen(kw_only=True)
+class Allow:
+    """A hook's answer: let the action happen. Immutable."""
+    kind: Literal['allow'] = attrs.field(default='allow', init=False)
+
+
+AnyCommand = SlashCommand[str] | PaletteCommand[str]
+"""Any entry of ``define_mod(commands=[...])``."""
+
+Author: TypeAlias = UserAuthor | ModAuthor
+"""Who produced a turn's input; discriminated by ``kind``."""
+
+@attrs.frozen(kw_only=True)
+class BeforeActionHook(Generic[TargetT]):
+    """A policy hook run before a host action or one of the mod's own commands. Immutable."""
+    target: TargetT
+    handle: HookHandle
+
+
+class CommandContext(Protocol):
+    """What a palette command's ``run(ctx)`` receives: no session."""
+    @property
+    def ai(self) -> AiContext: ...
+    @property
+    def mod_id(self) -> str: ...
+    @property
+    def command_id(self) -> str: ...
+
+
+@attrs.frozen(kw_only=True)
+class CommandTrigger:
+    """A spawn made by a command handler. Immutable."""
+    kind: Literal['command'] = attrs.field(default='command', init=False)
+    mod_id: str = attrs.field(validator=_str)
+    command_id: str = attrs.field(validator=_str)
+
+
+@attrs.frozen(kw_only=True)
+class Deny:
+    """A hook's answer: refuse the action. Immutable."""
+    kind: Literal['deny'] = attrs.field(default='deny', init=False)
+    reason: str = attrs.field(validator=attrs.validators.instance_of(str))
+
+
+@attrs.frozen(kw_only=True)
+class Effect:
+    """Long-running work started when the host activates the mod, cancelled when it closes."""
+    id: str
+    activate: Callable[[EffectContext], object]
+
+
+class EffectContext(Protocol):
+    """What an effect's ``activate(ctx)`` receives."""
+    @property
+    def ai(self) -> AiContext: ...
+    @property
+    def mod_id(self) -> str: ...
+    @property
+    def effect_id(self) -> str: ...
+
+
+@attrs.frozen(kw_only=True)
+class ForkLineage:
+    """A session whose history is its parent's turns ``0..parent_turn_ordinal``. Immutable."""
+    kind: Literal['fork'] = attrs.field(default='fork', init=False)
+    parent_session_id: SessionId = attrs.field(validator=_str)
+    parent_turn_ordinal: int = attrs.field(validator=_non_negative)
+    parent_runner_id: AiRunnerId = attrs.field(validator=_str)
+    depth: int = attrs.field(validator=_positive)
+    forked_at: datetime = attrs.field(validator=_aware)
+    parent_user_message_id: str | None = attrs.field(default=None, validator=attrs.validators.optional(_str))
+
+
+HookDecision: TypeAlias = Allow | Deny
+"""A hook's answer; discriminated by ``kind``."""
+
+HostAction: TypeAlias = Literal['session.create', 'session.spawn', 'session.fork', 'session.send', 'session.notify']
+"""The host actions a ``before_action`` hook can target."""
+
+class ManifestBuildError(ModularError, RuntimeError):
+    """The build-time fold refused a mod module."""
+    def __init__(self, message: str, *, spec: str, problems: Sequence[str] = ()) -> None: ...
+    spec: str
+    problems
+
+
+@attrs.frozen(kw_only=True)
+class Mod:
+    """A whole mod, as returned by `define_mod`. Immutable data; the host folds it."""
+    id: str
+    metadata: ModMetadata
+    commands: tuple[AnyCommand, ...] = attrs.field(default=(), converter=_commands)
+    ai: AiContributions = attrs.field(factory=AiContributions)
+    hooks: tuple[BeforeActionHook[str], ...] = attrs.field(default=(), converter=_hooks)
+    effects: tuple[Effect, ...] = attrs.field(default=(), converter=_effects)
+    views: tuple[View[Any], ...] = attrs.field(default=(), converter=_views)
+
+
+@attrs.frozen(kw_only=True)
+class ModAuthor:
+    """A mod, stamped on what its handler sends: the mod id and its command or tool."""
+    kind: Literal['mod'] = attrs.field(default='mod', init=False)
+    mod_id: str = attrs.field(validator=attrs.validators.instance_of(str))
+    command_id: str | None = None
+    tool_name: str | None = None
+
+
+class ModDefinitionError(ModularError, ValueError):
+    """A mod declaration breaks a rule."""
+    field: str | None = field
+    value: object = value
+    problems: tuple[ModDefinitionError, ...] = tuple(problems) if problems else (self,)
+    def __init__(self, message: str, *, field: str | None = None, value: object = None, problems: Sequence[ModDefinitionError] = ()) -> None: ...
+
+
+@attrs.frozen(kw_only=True)
+class ModMetadata:
+    """What the user sees of a mod: display name and one-line description. Immutable."""
+    display_name: str
+    description: str
+
+
+class ModularError(Exception):
+    """Base class of every error raised by modular-sdk and the host simulator."""
+
+
+class NoConversationError(ModularError, RuntimeError):
+    """A fork of a session (or at a turn) with no completed turn to copy."""
+    def __init__(self, message: str, *, session_id: str) -> None: ...
+    session_id: str
+
+
+@attrs.frozen(kw_only=True)
+class PaletteCommand(Generic[IdT]):
+    """A workbench command run from the palette, with no session. Immutable."""
+    kind: Literal['palette'] = attrs.field(default='palette', init=False)
+    id: IdT
+    title: str
+    run: CommandRun
+
+
+class ReentrantTurnError(ModularError, RuntimeError):
+    """A handler running inside a turn of a session sent a message to that same session."""
+    def __init__(self, message: str, *, session_id: str) -> None: ...
+    session_id: str
+
+
+class ReplyValidationError(ModularError, ValueError):
+    """A model reply does not match the ``output_type`` asked of `AiSessionHandle.run`."""
+    def __init__(self, message: str, *, raw: str, output_type: str) -> None: ...
+    raw: str
+    output_type: str
+
+
+@attrs.frozen(kw_only=True)
+class RootLineage:
+    """A session with no parent: made by the user or ``ctx.ai.sessions.create``. Immutable."""
+    kind: Literal['root'] = attrs.field(default='root', init=False)
+
+
+class SerializationError(ModularError, ValueError):
+    """JSON data that does not describe one of our values."""
+    def __init__(self, message: str, *, value: object = None, type_name: str = '') -> None: ...
+    value: object
+    type_name: str
+
+
+SessionId = NewType('SessionId', str)
+"""Stable identifier of an AI session."""
+
+@attrs.frozen(kw_only=True)
+class SlashCommand(Generic[IdT]):
+    """A command typed in a chat session as ``/<id> [argument]``. Immutable."""
+    kind: Literal['slash'] = attrs.field(default='slash', init=False)
+    id: IdT
+    description: str
+    run: SlashCommandRun
+    argument_hint: str | None = None
+
+
+class SlashCommandContext(Protocol):
+    """What a slash command's ``run(argument, ctx)`` receives."""
+    @property
+    def session(self) -> AiSessionHandle:
+        """The chat session the command was typed into."""
+    @property
+    def ai(self) -> AiContext: ...
+    @property
+    def mod_id(self) -> str: ...
+    @property
+    def command_id(self) -> str: ...
+
+
+class SpawnContextError(ModularError, RuntimeError):
+    """`AiSessionHandle.spawn` called outside a command or tool handler."""
+    def __init__(self, message: str, *, session_id: str) -> None: ...
+    session_id: str
+
+
+@attrs.frozen(kw_only=True)
+class SpawnLineage:
+    """A fresh child with empty history, made by a command or tool handler. Immutable."""
+    kind: Literal['spawn'] = attrs.field(default='spawn', init=False)
+    parent_session_id: SessionId = attrs.field(validator=_str)
+    parent_chat_uri: str = attrs.field(validator=_str)
+    depth: int = attrs.field(validator=_positive)
+    spawned_at: datetime = attrs.field(validator=_aware)
+    trigger: SpawnTrigger = attrs.field(validator=attrs.validators.instance_of((CommandTrigger, ToolTrigger)))
+
+
+SpawnTrigger: TypeAlias = CommandTrigger | ToolTrigger
+"""What made a spawn; discriminated by ``kind``."""
+
+@attrs.frozen(kw_only=True)
+class Tool(Generic[InputT]):
+    """An AI tool the model decides to call. Immutable; make one with `tool`."""
+    name: str
+    description: str
+    input_type: type[InputT]
+    run: Callable[[InputT, ToolContext], object]
+    input_schema: JsonObject = attrs.field(init=False, eq=False, repr=False)
+
+
+class ToolContext(Protocol):
+    """What a tool's ``run(input, ctx)`` receives when the model calls it."""
+    @property
+    def session(self) -> AiSessionHandle:
+        """The session whose turn called the tool (sending to it raises `ReentrantTurnError`)."""
+    @property
+    def ai(self) -> AiContext: ...
+    @property
+    def mod_id(self) -> str: ...
+    @property
+    def tool_name(self) -> str: ...
+    @property
+    def call_id(self) -> str: ...
+
+
+@attrs.frozen(kw_only=True)
+class ToolTrigger:
+    """A spawn made by a tool handler the model called. Immutable."""
+    kind: Literal['tool'] = attrs.field(default='tool', init=False)
+    mod_id: str = attrs.field(validator=_str)
+    tool_name: str = attrs.field(validator=_str)
+    call_id: str = attrs.field(validator=_str)
+
+
+class TurnFailedError(ModularError, RuntimeError):
+    """A turn failed: the model or a tool raised, timed out, or was cancelled."""
+    def __init__(self, message: str, *, turn_id: str, reason: str) -> None: ...
+    turn_id: str
+    reason: str
+
+
+TurnId = NewType('TurnId', str)
+"""Stable identifier of one turn of a session."""
+
+TurnStatus: TypeAlias = Literal['running', 'completed', 'failed']
+"""Where a turn is: still running, completed with a reply, or failed."""
+
+class UnknownSessionError(ModularError, LookupError):
+    """No session has this id; ``session_id`` is the id asked for."""
+    def __init__(self, message: str, *, session_id: str) -> None: ...
+    session_id: str
+
+
+@attrs.frozen(kw_only=True)
+class UserAuthor:
+    """The person at the keyboard: the stamp outside any mod handler. Immutable."""
+    kind: Literal['user'] = attrs.field(default='user', init=False)
+
+
+@attrs.frozen(kw_only=True)
+class View(Generic[DataT]):
+    """A renderer-lane view: pure data in, text out, no session access. Immutable."""
+    id: str
+    title: str
+    render: Callable[[DataT], str]
+
+
+def agent(*, id: str, description: str, model: str | None = None, instructions: str | None = None) -> Agent:
+    """Declare an agent for ``AiContributions(agents=[...])``."""
+
+def before_action(target: TargetT_inv, handle: HookHandle) -> BeforeActionHook[TargetT_inv]:
+    """Declare a hook run before ``target``: a `HostAction` or ``"command:<own id>"``."""
+
+def command(*, id: IdT_inv, title: str, run: CommandRun) -> PaletteCommand[IdT_inv]:
+    """Declare a palette command: workbench work with no session; ``run(ctx)``."""
+
+def define_mod(*, metadata: ModMetadata, commands: Sequence[AnyCommand] = (), ai: AiContributions | None = None, hooks: Sequence[BeforeActionHook[str]] = (), effects: Sequence[Effect] = (), views: Sequence[View[Any]] = (), id: str | None = None) -> Mod:
+    """The entry point of the SDK: gather a mod's declarations into one frozen `Mod`."""
+
+def effect(*, id: str, activate: Callable[[EffectContext], object]) -> Effect:
+    """Declare long-running work: started when the host opens, cancelled when it closes."""
+
+
+@overload
+def from_json(text: str | bytes, tp: type[T]) -> T: ...
+@overload
+def from_json(text: str | bytes, tp: object) -> object: ...
+def from_json(text: str | bytes, tp: object) -> object:
+    """Read JSON written by `to_json` back as ``tp`` (a class or a union alias)."""
+
+def slash_command(*, id: IdT_inv, description: str, run: SlashCommandRun, argument_hint: str | None = None) -> SlashCommand[IdT_inv]:
+    """Declare a command the user types inside a chat session as ``/<id> [argument]``."""
+
+def tool(*, name: str, description: str, input_type: type[InputT], run: Callable[[InputT, ToolContext], object]) -> Tool[InputT]:
+    """Declare an AI tool the model may call with JSON matching ``input_type``."""
+
+def to_json(value: object) -> str:
+    """Serialize a message, author, lineage, trigger or decision to JSON (sorted keys)."""
+
+def view(*, id: str, title: str, render: Callable[[DataT], str]) -> View[DataT]:
+    """Declare a renderer-lane view: ``render(data) -> str``, with no session access."""
+
+
+# -- Not exported, referenced above --------------------------------------------------
+
+CommandRun = Callable[[CommandContext], object]
+"""``run(ctx)`` of a palette command; ``def`` or ``async def``."""
+
+DataT = TypeVar('DataT')
+
+HookHandle = Callable[[ActionEvent], object]
+"""``handle(event)`` returning (or awaiting to) `Allow` or `Deny`."""
+
+IdT = TypeVar('IdT', bound=str, covariant=True)
+
+IdT_inv = TypeVar('IdT_inv', bound=str)
+
+InputT = TypeVar('InputT')
+
+JsonObject: TypeAlias = dict[str, JsonValue]
+
+SlashCommandRun = Callable[[str | None, SlashCommandContext], object]
+"""``run(argument, ctx)``; ``def`` or ``async def``; its result is shown as ``str(value)``."""
+
+T = TypeVar('T')
+
+TargetT = TypeVar('TargetT', bound=str, covariant=True)
+
+TargetT_inv = TypeVar('TargetT_inv', bound=str)
+
+JsonValue: TypeAlias = Union[None, bool, int, float, str, list['JsonValue'], dict[str, 'JsonValue']]
