@@ -247,7 +247,7 @@ class View(Generic[DataT]):
             f"view(id={self.id!r})",
             check_id("id", self.id, "view id")
             + check_text("title", self.title)
-            + check_handler("render", self.render, ("data",)),
+            + check_handler("render", self.render, ("data",), define="def"),
         )
 
 

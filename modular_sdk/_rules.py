@@ -70,8 +70,13 @@ def check_text(field: str, value: object, *, optional: bool = False) -> list[Pro
     return []
 
 
-def check_handler(field: str, handler: object, params: Sequence[str]) -> list[Problem]:
-    """The handler is callable with ``len(params)`` positional arguments."""
+def check_handler(
+    field: str, handler: object, params: Sequence[str], *, define: str = "async def"
+) -> list[Problem]:
+    """The handler is callable with ``len(params)`` positional arguments.
+
+    ``define`` is how the fix spells the function (``"def"`` for pure views).
+    """
     call = f"{field.rsplit('.', 1)[-1]}({', '.join(params)})"
     if not callable(handler):
         return [
@@ -95,7 +100,7 @@ def check_handler(field: str, handler: object, params: Sequence[str]) -> list[Pr
                 field,
                 handler,
                 f"{field} {name}{signature} cannot be called as {call} ({exc}); "
-                f"define it as `async def {field.rsplit('.', 1)[-1]}({', '.join(params)})`",
+                f"define it as `{define} {field.rsplit('.', 1)[-1]}({', '.join(params)})`",
             )
         ]
     return []
