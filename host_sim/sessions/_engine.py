@@ -173,6 +173,26 @@ class Engine:
             for _, t in tables.tools.values()
         )
         self.counters = Counters()
+        self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
+        self._idle: anyio.Event | None = None
+        self._closed = False
+
+    async def close(self) -> None:
+        """Cancel every turn still running (in whatever task sent it) and wait until each
+        has recorded its failure, so nothing writes to the store after the host closes it."""
+        self._closed = True
+        for scope in list(self._inflight):
+            scope.cancel()
+        if self._inflight:
+            self._idle = anyio.Event()
+            with anyio.CancelScope(shield=True):
+                await self._idle.wait()
+
+    def _check_open(self, session: SessionState) -> None:
+        if self._closed:
+            raise RuntimeError(
+                f"cannot send to session {session.id!r}: its host is closed; use sessions of an open Host"
+            )
 
     # -- time ---------------------------------------------------------------------------
     def now(self) -> datetime:
@@ -424,9 +444,11 @@ class Engine:
                 "spawn one) or return your result from the handler instead",
                 session_id=session.id,
             )
+        self._check_open(session)
         author = current_author()
         action = "session.notify" if isinstance(message, AiNotificationMessage) else "session.send"
         await self.before(action, session.id, author)
+        self._check_open(session)  # the host may have closed while the hooks ran
         turn = TurnState(
             id=new_turn_id(),
             session_id=session.id,
@@ -444,28 +466,37 @@ class Engine:
             session.own = [turn]
         else:
             own.append(turn)
-        try:
-            if previous is not None and previous.done is not None:
-                await previous.done.wait()
-            await self._run_turn(session, turn, output_schema)
-        except BaseException as exc:
-            if turn.status == "running":
-                turn.status = "failed"
-                turn.error = (
-                    "cancelled before it completed"
-                    if isinstance(exc, anyio.get_cancelled_exc_class())
-                    else f"host error: {exc!r}"
-                )
-            raise
-        finally:
-            turn.finished_at = self.now()
-            if turn.status == "running":
-                turn.status = "failed"
-                turn.error = turn.error or "did not complete"
-            assert turn.done is not None
-            turn.done.set()
-            with anyio.CancelScope(shield=True):
-                await self.store.save_turn(turn.record())
+        with anyio.CancelScope() as closing:  # cancelled by close() if the host closes first
+            self._inflight.add(closing)
+            try:
+                if previous is not None and previous.done is not None:
+                    await previous.done.wait()
+                await self._run_turn(session, turn, output_schema)
+            except BaseException as exc:
+                if turn.status == "running":
+                    turn.status = "failed"
+                    turn.error = (
+                        "the host closed before it completed"
+                        if closing.cancel_called
+                        else "cancelled before it completed"
+                        if isinstance(exc, anyio.get_cancelled_exc_class())
+                        else f"host error: {exc!r}"
+                    )
+                raise
+            finally:
+                turn.finished_at = self.now()
+                if turn.status == "running":
+                    turn.status = "failed"
+                    turn.error = turn.error or "did not complete"
+                assert turn.done is not None
+                turn.done.set()
+                try:
+                    with anyio.CancelScope(shield=True):
+                        await self.store.save_turn(turn.record())
+                finally:
+                    self._inflight.discard(closing)
+                    if not self._inflight and self._idle is not None:
+                        self._idle.set()
         return turn
 
     async def _run_turn(self, session: SessionState, turn: TurnState, output_schema: JsonValue) -> None:

@@ -191,6 +191,8 @@ class Host:
                 await self._task_group.__aexit__(exc_type, exc, tb)
         finally:
             with anyio.CancelScope(shield=True):
+                if self._engine is not None:
+                    await self._engine.close()
                 await self._store.close()
         return None
 
