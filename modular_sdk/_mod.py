@@ -373,21 +373,24 @@ def _mod_problems(mod: Mod) -> list[Problem]:
 
 def hook_target_problems(field: str, target: str, mod_id: str, own_commands: Sequence[str]) -> list[Problem]:
     """Problems of one hook target against a mod's own command ids (empty if valid)."""
-    valid = list(dict.fromkeys([*HOST_ACTIONS, *(f"command:{ident}" for ident in own_commands)]))
+    commands = list(dict.fromkeys(own_commands))
+    valid = [*HOST_ACTIONS, *(f"command:{ident}" for ident in commands)]
     if target in valid:
         return []
     if target.startswith("command:"):
-        known = ", ".join(repr(c) for c in dict.fromkeys(own_commands)) or "none"
+        known = ", ".join(repr(c) for c in commands) or "none"
         rule = f"names no command of mod {mod_id!r} (its commands: {known})"
+        # compare ids with ids: 'command:review' is not close to 'command:b'
+        suggestion = close_match(target.removeprefix("command:"), commands, prefix="command:")
     else:
         rule = "is neither a host action nor 'command:<id>' of this mod"
+        suggestion = close_match(target, valid)
     expected = ", ".join(repr(t) for t in valid)
     return [
         Problem(
             field,
             target,
-            f"hook target {target!r} {rule}{close_match(target, valid)} "
-            f"(expected one of: {expected})",
+            f"hook target {target!r} {rule}{suggestion} (expected one of: {expected})",
         )
     ]
 

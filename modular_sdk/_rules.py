@@ -33,10 +33,13 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def close_match(word: str, candidates: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest candidate, or ``""``."""
+def close_match(word: str, candidates: Iterable[str], *, prefix: str = "") -> str:
+    """``"; did you mean 'x'?"`` for the closest candidate, or ``""``.
+
+    ``prefix`` is put before the match in the suggestion (``"command:"`` + id).
+    """
     found = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return f"; did you mean {found[0]!r}?" if found else ""
+    return f"; did you mean {prefix + found[0]!r}?" if found else ""
 
 
 def check_id(field: str, value: object, what: str) -> list[Problem]:
