@@ -7,10 +7,15 @@ modules are implementation.
 from __future__ import annotations
 
 from .build._manifest import Manifest as Manifest
+from .build._fold import load_verified as load_verified
 from .build._sandbox import build_manifest as build_manifest
+from .build._sandbox import build_manifest_async as build_manifest_async
 from .build._spec import discover_mods as discover_mods
 from .build._spec import load_mod as load_mod
+from .lineage._errors import LineageEdgeError as LineageEdgeError
 from .lineage._graph import LineageGraph as LineageGraph
+from .lineage._types import HOST_RELATIONS as HOST_RELATIONS
+from .lineage._types import NATIVE_ARTIFACT_TYPES as NATIVE_ARTIFACT_TYPES
 from .lineage._types import LineageArtifact as LineageArtifact
 from .lineage._types import LineageChain as LineageChain
 from .lineage._types import LineageEdge as LineageEdge
@@ -32,6 +37,7 @@ from .sessions._host import EffectStatus as EffectStatus
 from .sessions._host import Host as Host
 from .sessions._host import Submission as Submission
 from .sessions._host import ViewResult as ViewResult
+from .stores._errors import StoreError as StoreError
 from .stores._memory import MemoryStore as MemoryStore
 from .stores._protocol import Store as Store
 from .stores._records import SessionRecord as SessionRecord
@@ -40,6 +46,8 @@ from .stores._records import TurnRecord as TurnRecord
 from .stores._sqlite import SqliteStore as SqliteStore
 
 __all__ = [
+    "HOST_RELATIONS",
+    "NATIVE_ARTIFACT_TYPES",
     "Completion",
     "EchoModel",
     "EffectStatus",
@@ -48,6 +56,7 @@ __all__ = [
     "LineageArtifact",
     "LineageChain",
     "LineageEdge",
+    "LineageEdgeError",
     "LineageGraph",
     "LineageRelation",
     "Manifest",
@@ -61,6 +70,7 @@ __all__ = [
     "SessionRecord",
     "SqliteStore",
     "Store",
+    "StoreError",
     "StoredState",
     "Submission",
     "ToolCall",
@@ -70,8 +80,10 @@ __all__ = [
     "TurnRecord",
     "ViewResult",
     "build_manifest",
+    "build_manifest_async",
     "discover_mods",
     "load_mod",
+    "load_verified",
 ]
 
 

@@ -210,3 +210,78 @@ def test_the_package_imports_no_host() -> None:
         if m.name != "mypy_plugin"
     )
     assert "host_sim" not in source.replace("`host_sim`", "")
+
+
+# -- host_sim -------------------------------------------------------------------------------
+
+HOST_CONTRACT = {"Host", "EchoModel", "ScriptedModel", "MemoryStore", "SqliteStore", "build_manifest"}
+HOST_PINNED = sorted(
+    [
+        "HOST_RELATIONS",
+        "NATIVE_ARTIFACT_TYPES",
+        "Completion",
+        "EchoModel",
+        "EffectStatus",
+        "HistoryEntry",
+        "Host",
+        "LineageArtifact",
+        "LineageChain",
+        "LineageEdge",
+        "LineageEdgeError",
+        "LineageGraph",
+        "LineageRelation",
+        "Manifest",
+        "MemoryStore",
+        "Model",
+        "ModelRequest",
+        "ScriptedModel",
+        "SessionHandle",
+        "SessionMetrics",
+        "SessionNode",
+        "SessionRecord",
+        "SqliteStore",
+        "Store",
+        "StoreError",
+        "StoredState",
+        "Submission",
+        "ToolCall",
+        "ToolResult",
+        "ToolSpec",
+        "TurnHandle",
+        "TurnRecord",
+        "ViewResult",
+        "build_manifest",
+        "build_manifest_async",
+        "discover_mods",
+        "load_mod",
+        "load_verified",
+    ]
+)
+
+
+def test_host_sim_all_is_pinned_and_holds_the_contract() -> None:
+    import host_sim
+
+    assert sorted(host_sim.__all__) == HOST_PINNED
+    assert HOST_CONTRACT <= set(host_sim.__all__)
+
+
+def test_host_sim_classes_and_functions_say_host_sim_as_their_module() -> None:
+    import host_sim
+
+    leaks = [
+        name
+        for name in host_sim.__all__
+        if (isinstance(getattr(host_sim, name), type) or inspect.isfunction(getattr(host_sim, name)))
+        and getattr(host_sim, name).__module__ != "host_sim"
+    ]
+    assert leaks == []
+
+
+def test_handles_have_no_public_constructor() -> None:
+    import host_sim
+
+    for cls in (host_sim.SessionHandle, host_sim.TurnHandle):
+        with pytest.raises(TypeError, match="has no public constructor"):
+            cls()
+        assert getattr(cls, "__final__", False) is True
