@@ -3,6 +3,12 @@
 
 """host_sim: the host simulator that folds modular-sdk mods and runs their AI sessions."""
 
+HOST_RELATIONS: tuple[LineageRelation, ...] = ('continued_from', 'used_result_of', 'delegated_from', 'planned_by')
+"""Relations an integrator records with ``add_edge``; the host records the other two."""
+
+NATIVE_ARTIFACT_TYPES: tuple[str, ...] = ('canvas_card', 'job_result', 'plan_step', 'file', 'checkpoint', 'turn')
+"""Artifact types the host knows. The set is open: never switch exhaustively on it."""
+
 @attrs.frozen(kw_only=True)
 class Completion:
     """One typeahead entry of ``host.completions("/ta")``. Immutable."""
@@ -92,6 +98,14 @@ class LineageEdge:
     relation: LineageRelation = attrs.field(validator=_relation)
     created_at: datetime = attrs.field(validator=_aware)
     artifact: LineageArtifact | None = None
+
+
+class LineageEdgeError(ModularError, ValueError):
+    """`LineageGraph.add_edge` refused an edge."""
+    def __init__(self, message: str, *, from_session_id: str, to_session_id: str, relation: str) -> None: ...
+    from_session_id: str
+    to_session_id: str
+    relation: str
 
 
 @final
@@ -292,6 +306,12 @@ class Store(Protocol):
     async def save_edge(self, edge: LineageEdge) -> None: ...
 
 
+class StoreError(ModularError, RuntimeError):
+    """A store cannot be used: a file that is not a host-sim store, a newer schema, a closed store."""
+    def __init__(self, message: str, *, path: str | None = None) -> None: ...
+    path: str | None
+
+
 @attrs.frozen(kw_only=True)
 class StoredState:
     """Everything a store holds, read back when a host opens on it."""
@@ -394,11 +414,17 @@ class ViewResult:
 def build_manifest(spec: str, *, timeout: float = 10.0) -> Manifest:
     """Fold ``spec`` at build time: import it in a throwaway sandbox and derive its manifest."""
 
+async def build_manifest_async(spec: str, *, timeout: float = 10.0) -> Manifest:
+    """`build_manifest` for async code (asyncio or trio): the same sandbox, awaited."""
+
 def discover_mods() -> dict[str, str]:
     """Installed mods: entry-point name -> mod spec, from the group ``modular.mods``."""
 
 def load_mod(spec: str) -> Mod:
     """Import the mod module named by ``spec`` in this process and return its `Mod`."""
+
+async def load_verified(spec: str, *, timeout: float = 10.0) -> Mod:
+    """Load a mod for the runtime fold, after the build-time fold vouched for it."""
 
 
 # -- Not exported, referenced above --------------------------------------------------
