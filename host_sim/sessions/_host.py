@@ -187,8 +187,11 @@ class Host:
         self._state = "closed"
         try:
             if self._task_group is not None:
+                # The body's exception is not the effects' business: close the task group
+                # as if the body ended cleanly, so the caller's exception propagates as it
+                # is (`except NoConversationError` works) instead of in an ExceptionGroup.
                 self._task_group.cancel_scope.cancel()
-                await self._task_group.__aexit__(exc_type, exc, tb)
+                await self._task_group.__aexit__(None, None, None)
         finally:
             with anyio.CancelScope(shield=True):
                 if self._engine is not None:
