@@ -217,8 +217,10 @@ def _fixed_tuple_hook(tp: Any) -> Callable[[object, object], object]:
     return structure_tuple
 
 
-def _object_hook(tp: Any) -> Callable[[object, object], object]:
-    inner = mapping_structure_factory(tp, converter)
+def _json_object_only(
+    tp: Any, inner: Callable[[Any, Any], object]
+) -> Callable[[object, object], object]:
+    """``inner`` behind a check that the value is a JSON object (never a list of pairs)."""
 
     def structure_object(value: object, t: object) -> object:
         if not isinstance(value, Mapping):
@@ -231,6 +233,10 @@ def _object_hook(tp: Any) -> Callable[[object, object], object]:
         return inner(value, t)
 
     return structure_object
+
+
+def _object_hook(tp: Any) -> Callable[[object, object], object]:
+    return _json_object_only(tp, mapping_structure_factory(tp, converter))
 
 
 _LISTS = (list, collections.abc.Sequence, collections.abc.MutableSequence)
@@ -304,19 +310,7 @@ converter.register_structure_hook_factory(_is_union, _union_hook)
 
 
 def _attrs_hook(tp: Any) -> Callable[[object, object], object]:
-    inner = make_dict_structure_fn(tp, converter, _cattrs_forbid_extra_keys=True)
-
-    def structure_attrs(value: object, t: object) -> object:
-        if not isinstance(value, Mapping):
-            raise SerializationError(
-                f"expected a JSON object for {_type_name(tp)}, got {value!r} "
-                f"({type(value).__name__})",
-                value=value,
-                type_name=_type_name(tp),
-            )
-        return inner(value, t)
-
-    return structure_attrs
+    return _json_object_only(tp, make_dict_structure_fn(tp, converter, _cattrs_forbid_extra_keys=True))
 
 
 def _is_new_type(tp: Any) -> bool:
