@@ -603,18 +603,24 @@ class Engine:
         )
         return ToolResult(call_id=call_id, name=call.name, input=call.input, output=_render_output(output))
 
-    async def run(self, session: SessionState, prompt: str, output_type: type[T] | None) -> tuple[TurnState, T | None]:
-        schema: JsonValue = None
-        if output_type is not None:
-            try:
-                schema = json_schema(output_type)
-            except SchemaError:
-                schema = None
-        turn = await self.send(session, AiPromptMessage(text=prompt), output_schema=schema)
+    async def run(self, session: SessionState, prompt: str, output_schema: JsonValue = None) -> TurnState:
+        """One prompt turn that must complete; raises `TurnFailedError` otherwise."""
+        turn = await self.send(session, AiPromptMessage(text=prompt), output_schema=output_schema)
         if turn.status != "completed":
             raise turn_failed(turn)
-        if output_type is None:
-            return turn, None
+        return turn
+
+    @staticmethod
+    def output_schema(output_type: type[object]) -> JsonValue:
+        """The JSON Schema the model is asked to match, when the type has one."""
+        try:
+            return json_schema(output_type)
+        except SchemaError:
+            return None
+
+    @staticmethod
+    def parse_reply(turn: TurnState, output_type: type[T]) -> T:
+        """The reply parsed as JSON and structured into ``output_type``, never coerced."""
         raw = turn.reply or ""
         name = getattr(output_type, "__name__", repr(output_type))
         try:
@@ -634,7 +640,7 @@ class Engine:
                 raw=raw,
                 output_type=name,
             ) from None
-        return turn, value
+        return value
 
 
 def turn_failed(turn: TurnState) -> TurnFailedError:

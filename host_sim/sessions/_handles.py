@@ -189,11 +189,12 @@ class SessionHandle(metaclass=NoPublicConstructor):
         """Send a prompt and wait for the answer, structured into ``output_type`` if given."""
         if not isinstance(prompt, str):
             raise TypeError(f"run() takes the prompt text as a str, got {prompt!r}")
-        turn, value = await self._engine.run(self._state, prompt, output_type)
+        engine = self._engine
         if output_type is None:
+            turn = await engine.run(self._state, prompt)
             return AiRunResult(text=turn.reply or "", turn=self._turn(turn))
-        assert value is not None or turn.reply is not None
-        return value  # type: ignore[return-value]
+        turn = await engine.run(self._state, prompt, engine.output_schema(output_type))
+        return engine.parse_reply(turn, output_type)
 
     async def notify(self, *, title: str, body: str) -> TurnHandle:
         """Deliver a system event: ``send(AiNotificationMessage(title=..., body=...))``."""
