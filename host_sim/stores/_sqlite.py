@@ -167,7 +167,7 @@ _TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
 class SqliteStore:
     """A durable store in one SQLite file: a reopened host sees every finished turn and all lineage.
 
-    ``path`` is created (with its schema) when missing, unless ``create=False``, which
+    ``path`` (and its folder) is created with its schema when missing, unless ``create=False``, which
     opens only an existing store and never writes a schema (what ``host-sim lineage``
     does). Opening raises `StoreError`, naming the path, for a file that is not a SQLite
     database, a SQLite database of another application, or a store written by a newer
@@ -308,6 +308,11 @@ class SqliteStore:
             )
         if path.is_dir():
             raise self._fail("is a directory", "pass a file path for the SQLite store")
+        if self._create:
+            try:  # '.host-sim/store.sqlite' in a fresh project: make the folder too
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise self._fail(f"cannot be created ({exc})", "check the path") from exc
         try:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:

@@ -261,3 +261,11 @@ async def test_an_unknown_id_on_a_reopened_host_raises_unknown_session(db: Path)
         with pytest.raises(UnknownSessionError, match="no session 'ses_gone'") as info:
             await again.sessions.get(SessionId("ses_gone"))
         assert info.value.session_id == "ses_gone"
+
+
+@pytest.mark.anyio
+async def test_a_store_path_in_a_missing_folder_is_created_with_its_folder(tmp_path: Path) -> None:
+    path = tmp_path / ".host-sim" / "store.sqlite"
+    async with Host(store=SqliteStore(path)) as host:
+        await host.sessions.create()
+    assert path.is_file()
