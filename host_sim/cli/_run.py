@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("specs", nargs="*", metavar="SPEC", help="mod spec: path/to/file.py or package.module, optionally :attr")
     parser.add_argument("-m", "--message", action="append", required=True, dest="messages", metavar="TEXT")
     parser.add_argument("--store", metavar="PATH", help="keep sessions in this SQLite file")
+    parser.add_argument(
+        "--session", metavar="ID", help="continue this session of the --store instead of creating one"
+    )
     parser.add_argument("--timeout", type=float, default=30.0, help="handler timeout in seconds")
     parser.add_argument("--transcript", action="store_true", help="print the session's transcript at the end")
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
@@ -31,7 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 async def run(args: argparse.Namespace) -> int:
     failed = False
     async with make_host(args.specs, store_path=args.store, timeout=args.timeout) as host:
-        chat = await host.sessions.create()
+        chat = await host.sessions.get(args.session) if args.session else await host.sessions.create()
+        print(f"session {chat.id}")
         for text in args.messages:
             submission = await host.submit(chat, text)
             print(f"> {text}")

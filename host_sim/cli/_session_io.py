@@ -29,8 +29,9 @@ def format_submission(submission: Submission) -> str:
     return submission.text
 
 
-def report_error(command: str, exc: BaseException, stream: TextIO = sys.stderr) -> int:
+def report_error(command: str, exc: BaseException, stream: TextIO | None = None) -> int:
     """Print a `ModularError` (or an `ExceptionGroup` of them) without a traceback; exit 1."""
+    stream = sys.stderr if stream is None else stream
     if isinstance(exc, BaseExceptionGroup):
         for sub in exc.exceptions:
             report_error(command, sub, stream)
