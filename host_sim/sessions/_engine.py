@@ -510,11 +510,7 @@ class Engine:
                 kind=message.type,
                 text=_text_of(message),
                 message=message,
-                history=tuple(
-                    HistoryEntry(kind=t.message.type, text=_text_of(t.message), reply=t.reply or "")
-                    for t in earlier
-                    if t.status == "completed"
-                ),
+                history=tuple(_history_entry(t) for t in earlier if t.status == "completed"),
                 output_schema=output_schema,
                 instructions=self._instructions(session),
                 tools=self.tool_specs,
@@ -649,6 +645,15 @@ def turn_failed(turn: TurnState) -> TurnFailedError:
         turn_id=turn.id,
         reason=turn.error or "failed",
     )
+
+
+def _history_entry(turn: TurnState) -> HistoryEntry:
+    """What the model sees of a completed turn; made once per turn, shared by later turns."""
+    entry = turn.history_entry
+    if entry is None:
+        entry = HistoryEntry(kind=turn.message.type, text=_text_of(turn.message), reply=turn.reply or "")
+        turn.history_entry = entry
+    return entry
 
 
 def _text_of(message: AiMessage) -> str:

@@ -15,6 +15,7 @@ import attrs
 from modular_sdk import AiMessage, AiRunnerId, Author, SessionId, TurnId, TurnStatus
 
 from ..lineage._types import LineageArtifact
+from ..models._protocol import HistoryEntry
 from ..stores._records import SessionRecord, TurnRecord
 
 __all__ = ["SessionState", "TurnState", "history"]
@@ -38,6 +39,7 @@ class TurnState:
     finished_at: datetime | None = None
     done: anyio.Event | None = None
     artifact: LineageArtifact | None = None  # the branched_from artifact of forks made here
+    history_entry: HistoryEntry | None = None  # what the model sees of it, once completed
 
     def record(self) -> TurnRecord:
         assert self.finished_at is not None and self.status != "running"
