@@ -7,7 +7,17 @@ caller.
 
 from __future__ import annotations
 
-from modular_sdk import ActionEvent, Allow, Deny, HookDecision, ModMetadata, before_action, define_mod, slash_command
+from modular_sdk import (
+    ActionEvent,
+    Allow,
+    Deny,
+    HookDecision,
+    ModMetadata,
+    SlashCommandContext,
+    before_action,
+    define_mod,
+    slash_command,
+)
 
 
 def no_deep_forks(event: ActionEvent) -> HookDecision:
@@ -22,7 +32,7 @@ def only_users_purge(event: ActionEvent) -> HookDecision:
     return Allow()
 
 
-def purge(argument: str | None, ctx: object) -> str:
+def purge(argument: str | None, ctx: SlashCommandContext) -> str:
     return "Nothing to purge."
 
 
