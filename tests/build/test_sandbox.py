@@ -100,11 +100,12 @@ def test_sleep_is_recorded_without_waiting() -> None:
 
 def test_a_hanging_import_is_killed_and_refused_at_the_hanging_line() -> None:
     started = time.monotonic()
-    error = _refusal("fx_hang", timeout=1.0)
-    assert time.monotonic() - started < 5
+    # 3 s: enough for the child to import modular_sdk on a busy machine before it hangs
+    error = _refusal("fx_hang", timeout=3.0)
+    assert time.monotonic() - started < 10
     path = FIXTURES / "fx_hang.py"
     (problem,) = error.problems
-    assert problem.startswith(f"{where(path, 'statement: hang')}: the import did not finish within 1 s")
+    assert problem.startswith(f"{where(path, 'statement: hang')}: the import did not finish within 3 s")
     assert f"inside _wait_forever() at {where(path, 'effect: hang')}" in problem
 
 
