@@ -8,6 +8,7 @@ nothing a mod passes can change the stamp.
 from __future__ import annotations
 
 from contextvars import ContextVar
+from typing import Literal
 
 import attrs
 
@@ -21,7 +22,7 @@ class HandlerFrame:
     """The mod handler running in this context."""
 
     mod_id: str
-    kind: str  # "command" | "palette" | "tool" | "hook" | "effect" | "view"
+    kind: Literal["command", "palette", "tool", "hook", "effect", "view"]
     command_id: str | None = None
     tool_name: str | None = None
     call_id: str | None = None

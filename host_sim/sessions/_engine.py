@@ -137,11 +137,6 @@ class ModTables:
         )
 
 
-@attrs.define(slots=True)
-class Counters:
-    tool_calls: int = 0
-
-
 class Engine:
     """Owns the live sessions and runs everything the handles ask for."""
 
@@ -172,7 +167,6 @@ class Engine:
             ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
             for _, t in tables.tools.values()
         )
-        self.counters = Counters()
         self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
         self._idle: anyio.Event | None = None
         self._closed = False
@@ -589,7 +583,6 @@ class Engine:
             session=SessionHandle._create(self, session), engine=self, mod_id=mod.id, tool_name=declared.name, call_id=call_id
         )
         frame = HandlerFrame(mod_id=mod.id, kind="tool", tool_name=declared.name, call_id=call_id)
-        self.counters.tool_calls += 1
         output = await call_handler(
             f"tool {declared.name!r} of mod {mod.id!r}",
             declared.run,
@@ -684,5 +677,5 @@ def _check_metadata(metadata: object) -> None:
         )
 
 
-def close_commands(name: str, known: Sequence[str]) -> list[str]:
+def close_names(name: str, known: Sequence[str]) -> list[str]:
     return difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)

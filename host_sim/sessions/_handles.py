@@ -294,10 +294,10 @@ class AiAgentsImpl(metaclass=NoPublicConstructor):
     def get(self, agent_id: str) -> AgentHandle:
         entry = self._engine.tables.agents.get(agent_id)
         if entry is None:
-            from ._engine import close_commands
+            from ._engine import close_names
 
             known = list(self._engine.tables.agents)
-            close = close_commands(agent_id, known)
+            close = close_names(agent_id, known)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise LookupError(
                 f"no agent {agent_id!r}{hint} (declared agents: {', '.join(map(repr, known)) or 'none'}); "

@@ -23,7 +23,7 @@ from ..models._echo import EchoModel
 from ..models._protocol import Model
 from ..stores._memory import MemoryStore
 from ..stores._protocol import Store
-from ._engine import Engine, ModTables, close_commands
+from ._engine import Engine, ModTables, close_names
 from ._handles import (
     AiSessionsImpl,
     CommandContextImpl,
@@ -295,7 +295,7 @@ class Host:
                 message = "type a command name after '/'"
             else:
                 message = f"unknown command '/{name}'"
-            close = close_commands(name, known) if name else []
+            close = close_names(name, known) if name else []
             if close:
                 message += "; did you mean " + " or ".join(f"'/{c}'" for c in close) + "?"
             message += f" (commands: {', '.join('/' + c for c in known) or 'none loaded'})"
@@ -317,7 +317,7 @@ class Host:
         entry = engine.tables.palette.get(command_id)
         if entry is None:
             known = sorted(engine.tables.palette)
-            close = close_commands(command_id, known)
+            close = close_names(command_id, known)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             message = f"unknown palette command {command_id!r}{hint} (commands: {', '.join(map(repr, known)) or 'none loaded'})"
             return Submission(kind="command", text=message, error=message)
@@ -343,7 +343,7 @@ class Host:
                 engine=engine, session=SessionHandle._create(engine, state), mod_id=mod.id, command_id=command_id
             )
             args: tuple[object, ...] = (argument, ctx)
-            kind = "command"
+            kind: Literal["command", "palette"] = "command"
         else:
             ctx = CommandContextImpl._create(engine=engine, mod_id=mod.id, command_id=command_id)
             args = (ctx,)
