@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-def _aware(instance: object, attribute: attrs.Attribute[datetime], value: datetime) -> None:
+def aware_datetime(instance: object, attribute: attrs.Attribute[datetime], value: datetime) -> None:
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(
             f"{type(instance).__name__}.{attribute.name} must be a timezone-aware datetime, "
@@ -42,7 +42,7 @@ def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> 
         )
 
 
-def _non_negative(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+def non_negative_int(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(
             f"{type(instance).__name__}.{attribute.name} must be an int >= 0, got {value!r}"
@@ -91,7 +91,7 @@ class SpawnLineage:
     parent_session_id: SessionId = attrs.field(validator=_str)
     parent_chat_uri: str = attrs.field(validator=_str)
     depth: int = attrs.field(validator=_positive)
-    spawned_at: datetime = attrs.field(validator=_aware)
+    spawned_at: datetime = attrs.field(validator=aware_datetime)
     trigger: SpawnTrigger = attrs.field(
         validator=attrs.validators.instance_of((CommandTrigger, ToolTrigger))
     )
@@ -108,10 +108,10 @@ class ForkLineage:
 
     kind: Literal["fork"] = attrs.field(default="fork", init=False)
     parent_session_id: SessionId = attrs.field(validator=_str)
-    parent_turn_ordinal: int = attrs.field(validator=_non_negative)
+    parent_turn_ordinal: int = attrs.field(validator=non_negative_int)
     parent_runner_id: AiRunnerId = attrs.field(validator=_str)
     depth: int = attrs.field(validator=_positive)
-    forked_at: datetime = attrs.field(validator=_aware)
+    forked_at: datetime = attrs.field(validator=aware_datetime)
     parent_user_message_id: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(_str)
     )

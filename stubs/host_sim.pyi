@@ -96,7 +96,7 @@ class LineageEdge:
     from_session_id: SessionId = attrs.field(validator=_str)
     to_session_id: SessionId = attrs.field(validator=_str)
     relation: LineageRelation = attrs.field(validator=_relation)
-    created_at: datetime = attrs.field(validator=_aware)
+    created_at: datetime = attrs.field(validator=aware_datetime)
     artifact: LineageArtifact | None = None
 
 
@@ -243,20 +243,20 @@ class SessionHandle:
 @attrs.frozen(kw_only=True)
 class SessionMetrics:
     """Aggregates stamped by ``complete_session``. Immutable."""
-    tool_calls: int = attrs.field(validator=_count)
-    token_usage: int = attrs.field(validator=_count)
-    duration_ms: int = attrs.field(validator=_count)
-    sessions_spawned: int = attrs.field(validator=_count)
+    tool_calls: int = attrs.field(validator=non_negative_int)
+    token_usage: int = attrs.field(validator=non_negative_int)
+    duration_ms: int = attrs.field(validator=non_negative_int)
+    sessions_spawned: int = attrs.field(validator=non_negative_int)
 
 
 @attrs.frozen(kw_only=True)
 class SessionNode:
     """A vertex of the lineage graph: one session. Immutable (completion makes a new one)."""
     session_id: SessionId = attrs.field(validator=_str)
-    created_at: datetime = attrs.field(validator=_aware)
+    created_at: datetime = attrs.field(validator=aware_datetime)
     summary: str | None = None
     agent_id: str | None = None
-    completed_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
+    completed_at: datetime | None = attrs.field(default=None, validator=attrs.validators.optional(aware_datetime))
     metrics: SessionMetrics | None = None
 
 

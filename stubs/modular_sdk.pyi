@@ -248,10 +248,10 @@ class ForkLineage:
     """A session whose history is its parent's turns ``0..parent_turn_ordinal``. Immutable."""
     kind: Literal['fork'] = attrs.field(default='fork', init=False)
     parent_session_id: SessionId = attrs.field(validator=_str)
-    parent_turn_ordinal: int = attrs.field(validator=_non_negative)
+    parent_turn_ordinal: int = attrs.field(validator=non_negative_int)
     parent_runner_id: AiRunnerId = attrs.field(validator=_str)
     depth: int = attrs.field(validator=_positive)
-    forked_at: datetime = attrs.field(validator=_aware)
+    forked_at: datetime = attrs.field(validator=aware_datetime)
     parent_user_message_id: str | None = attrs.field(default=None, validator=attrs.validators.optional(_str))
 
 
@@ -388,7 +388,7 @@ class SpawnLineage:
     parent_session_id: SessionId = attrs.field(validator=_str)
     parent_chat_uri: str = attrs.field(validator=_str)
     depth: int = attrs.field(validator=_positive)
-    spawned_at: datetime = attrs.field(validator=_aware)
+    spawned_at: datetime = attrs.field(validator=aware_datetime)
     trigger: SpawnTrigger = attrs.field(validator=attrs.validators.instance_of((CommandTrigger, ToolTrigger)))
 
 

@@ -13,6 +13,7 @@ import attrs
 from typing_extensions import TypeAlias
 
 from modular_sdk import SessionId
+from modular_sdk._lineage import aware_datetime, non_negative_int
 
 __all__ = [
     "HOST_RELATIONS",
@@ -47,34 +48,12 @@ _RELATIONS: frozenset[str] = frozenset(get_args(LineageRelation))
 _S = TypeVar("_S", bound=str)
 
 
-def _aware(instance: object, attribute: attrs.Attribute[datetime], value: datetime) -> None:
-    if not isinstance(value, datetime) or value.utcoffset() is None:
-        raise ValueError(
-            f"{type(instance).__name__}.{attribute.name} must be a timezone-aware datetime, "
-            f"got {value!r}; use datetime.now(timezone.utc)"
-        )
-
-
-def _count(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(
-            f"{type(instance).__name__}.{attribute.name} must be an int >= 0, got {value!r}"
-        )
-
-
 def _relation(instance: object, attribute: attrs.Attribute[_S], value: _S) -> None:
     if value not in _RELATIONS:
         raise ValueError(
             f"{type(instance).__name__}.{attribute.name} must be one of "
             f"{sorted(_RELATIONS)!r}, got {value!r}"
         )
-
-
-def _optional_aware(
-    instance: object, attribute: attrs.Attribute[datetime | None], value: datetime | None
-) -> None:
-    if value is not None:
-        _aware(instance, attribute, value)  # type: ignore[arg-type]
 
 
 def _str(instance: object, attribute: attrs.Attribute[_S], value: _S) -> None:
@@ -97,10 +76,10 @@ class LineageArtifact:
 class SessionMetrics:
     """Aggregates stamped by ``complete_session``. Immutable."""
 
-    tool_calls: int = attrs.field(validator=_count)
-    token_usage: int = attrs.field(validator=_count)
-    duration_ms: int = attrs.field(validator=_count)
-    sessions_spawned: int = attrs.field(validator=_count)
+    tool_calls: int = attrs.field(validator=non_negative_int)
+    token_usage: int = attrs.field(validator=non_negative_int)
+    duration_ms: int = attrs.field(validator=non_negative_int)
+    sessions_spawned: int = attrs.field(validator=non_negative_int)
 
 
 @attrs.frozen(kw_only=True)
@@ -108,10 +87,10 @@ class SessionNode:
     """A vertex of the lineage graph: one session. Immutable (completion makes a new one)."""
 
     session_id: SessionId = attrs.field(validator=_str)
-    created_at: datetime = attrs.field(validator=_aware)
+    created_at: datetime = attrs.field(validator=aware_datetime)
     summary: str | None = None
     agent_id: str | None = None
-    completed_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
+    completed_at: datetime | None = attrs.field(default=None, validator=attrs.validators.optional(aware_datetime))
     metrics: SessionMetrics | None = None
 
 
@@ -125,7 +104,7 @@ class LineageEdge:
     from_session_id: SessionId = attrs.field(validator=_str)
     to_session_id: SessionId = attrs.field(validator=_str)
     relation: LineageRelation = attrs.field(validator=_relation)
-    created_at: datetime = attrs.field(validator=_aware)
+    created_at: datetime = attrs.field(validator=aware_datetime)
     artifact: LineageArtifact | None = None
 
 
