@@ -556,27 +556,20 @@ class Engine:
 
     async def _call_tool(self, session: SessionState, call: ToolCall) -> ToolResult:
         call_id = call.call_id or new_call_id()
+
+        def refused(error: str) -> ToolResult:
+            """Told to the model instead of running the tool: its own mistake to correct."""
+            return ToolResult(call_id=call_id, name=call.name, input=call.input, output=None, error=error)
+
         entry = self.tables.tools.get(call.name)
         if entry is None:
             known = ", ".join(repr(n) for n in self.tables.tools) or "none"
-            return ToolResult(
-                call_id=call_id,
-                name=call.name,
-                input=call.input,
-                output=None,
-                error=f"unknown tool {call.name!r}; the tools are: {known}",
-            )
+            return refused(f"unknown tool {call.name!r}; the tools are: {known}")
         mod, declared = entry
         try:
             value = structure(call.input, declared.input_type)
         except SerializationError as exc:
-            return ToolResult(
-                call_id=call_id,
-                name=call.name,
-                input=call.input,
-                output=None,
-                error=f"invalid input for tool {call.name!r}: {exc}",
-            )
+            return refused(f"invalid input for tool {call.name!r}: {exc}")
         from ._handles import SessionHandle, ToolContextImpl
 
         ctx = ToolContextImpl._create(
