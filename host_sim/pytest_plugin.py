@@ -29,7 +29,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
-from typing import final
+from typing import TypedDict, final
+
+from typing_extensions import Unpack
 
 import attrs
 import pytest
@@ -47,7 +49,7 @@ from .models._protocol import Model
 from .sessions._host import Host
 from .stores._protocol import Store
 
-__all__ = ["ModHost", "Notification", "last_notification", "lineage", "mod_host", "notifications", "transcript"]
+__all__ = ["HostOptions", "ModHost", "Notification", "last_notification", "lineage", "mod_host", "notifications", "transcript"]
 
 
 @attrs.frozen(kw_only=True)
@@ -107,6 +109,18 @@ async def transcript(host: Host, session: AiSessionHandle) -> str:
     return await host.transcript(session.id)
 
 
+class HostOptions(TypedDict, total=False):
+    """The keyword arguments of `Host`, passed through by ``mod_host``; defaults are `Host`'s."""
+
+    model: Model | None
+    store: Store | None
+    clock: Callable[[], datetime] | None
+    handler_timeout: float | None
+    model_timeout: float | None
+    max_tool_rounds: int
+    cwd: str | None
+
+
 @final
 class ModHost:
     """The `mod_host` fixture: ``host = await mod_host(mod, model=...)``.
@@ -131,13 +145,7 @@ class ModHost:
     async def __call__(
         self,
         *mods: Mod | str,
-        model: Model | None = None,
-        store: Store | None = None,
-        clock: Callable[[], datetime] | None = None,
-        handler_timeout: float | None = 30.0,
-        model_timeout: float | None = 120.0,
-        max_tool_rounds: int = 8,
-        cwd: str | None = None,
+        **options: Unpack[HostOptions],
     ) -> Host:
         """Open a host with ``mods`` and return it entered; it is closed when the test ends."""
         if not self._open:
@@ -148,16 +156,7 @@ class ModHost:
                     f"mod_host takes mods as separate arguments, got a {type(given).__name__} "
                     f"at position {index}; write mod_host(mod_a, mod_b), not mod_host([mod_a, mod_b])"
                 )
-        host = Host(
-            mods,
-            model=model,
-            store=store,
-            clock=clock,
-            handler_timeout=handler_timeout,
-            model_timeout=model_timeout,
-            max_tool_rounds=max_tool_rounds,
-            cwd=cwd,
-        )
+        host = Host(mods, **options)
         entered = await self._stack.enter_async_context(host)
         self._hosts.append(entered)
         return entered

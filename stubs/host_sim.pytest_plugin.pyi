@@ -3,6 +3,17 @@
 
 """The modular-sdk pytest plugin: test your mod against a real `host_sim.Host`."""
 
+class HostOptions(TypedDict):
+    """The keyword arguments of `Host`, passed through by ``mod_host``; defaults are `Host`'s."""
+    model: Model | None
+    store: Store | None
+    clock: Callable[[], datetime] | None
+    handler_timeout: float | None
+    model_timeout: float | None
+    max_tool_rounds: int
+    cwd: str | None
+
+
 @final
 class ModHost:
     """The `mod_host` fixture: ``host = await mod_host(mod, model=...)``."""
@@ -10,7 +21,7 @@ class ModHost:
     @property
     def hosts(self) -> tuple[Host, ...]:
         """The hosts opened so far in this test, oldest first."""
-    async def __call__(self, *mods: Mod | str, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None) -> Host:
+    async def __call__(self, *mods: Mod | str, **options: Unpack[HostOptions]) -> Host:
         """Open a host with ``mods`` and return it entered; it is closed when the test ends."""
     async def transcript(self, session: AiSessionHandle) -> str:
         """The transcript of a session of one of this test's hosts (see ``Host.transcript``)."""
