@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from host_sim.build import build_manifest  # noqa: E402
+from host_sim.fold import build_manifest  # noqa: E402
 
 TARGET = 1.3
 

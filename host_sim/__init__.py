@@ -6,12 +6,12 @@ modules are implementation.
 
 from __future__ import annotations
 
-from .build._manifest import Manifest as Manifest
-from .build._fold import load_verified as load_verified
-from .build._sandbox import build_manifest as build_manifest
-from .build._sandbox import build_manifest_async as build_manifest_async
-from .build._spec import discover_mods as discover_mods
-from .build._spec import load_mod as load_mod
+from .fold._manifest import Manifest as Manifest
+from .fold._fold import load_verified as load_verified
+from .fold._sandbox import build_manifest as build_manifest
+from .fold._sandbox import build_manifest_async as build_manifest_async
+from .fold._spec import discover_mods as discover_mods
+from .fold._spec import load_mod as load_mod
 from .lineage._errors import LineageEdgeError as LineageEdgeError
 from .lineage._graph import LineageGraph as LineageGraph
 from .lineage._types import HOST_RELATIONS as HOST_RELATIONS

@@ -12,8 +12,8 @@ import attrs
 
 from modular_sdk import ManifestBuildError
 
-from ..build import Manifest, build_manifest_async, check_drift, load_mod
-from ..build._manifest import dump_json
+from ..fold import Manifest, build_manifest_async, check_drift, load_mod
+from ..fold._manifest import dump_json
 
 __all__ = ["CheckResult", "check", "register", "run"]
 

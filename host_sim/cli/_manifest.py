@@ -8,7 +8,7 @@ from pathlib import Path
 
 from modular_sdk import ManifestBuildError
 
-from ..build import build_manifest
+from ..fold import build_manifest
 
 __all__ = ["register", "run"]
 

@@ -146,7 +146,7 @@ class Host:
         mods: list[Mod] = []
         for spec in self._specs:
             if isinstance(spec, str):
-                from ..build import load_verified
+                from ..fold import load_verified
 
                 mods.append(await load_verified(spec))
             else:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from host_sim.build import Manifest, build_manifest, build_manifest_async
+from host_sim.fold import Manifest, build_manifest, build_manifest_async
 from modular_sdk import ManifestBuildError, ModularError
 
 from ._support import FIXTURES, ROOT, fixture, where
@@ -147,7 +147,7 @@ def test_manifests_are_byte_identical_across_processes(tmp_path: Path) -> None:
     here = build_manifest(spec).to_json().encode()
     assert build_manifest(spec).to_json().encode() == here
     elsewhere = subprocess.run(
-        [sys.executable, "-c", "import sys; from host_sim.build import build_manifest; "
+        [sys.executable, "-c", "import sys; from host_sim.fold import build_manifest; "
          "sys.stdout.buffer.write(build_manifest(sys.argv[1]).to_json().encode())", spec],
         cwd=tmp_path,
         env={"PYTHONPATH": str(ROOT)},

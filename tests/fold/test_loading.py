@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import host_sim.build._spec as spec_module
-from host_sim.build import build_manifest, discover_mods, load_mod
+import host_sim.fold._spec as spec_module
+from host_sim.fold import build_manifest, discover_mods, load_mod
 from modular_sdk import ManifestBuildError, Mod
 
 from ._support import FIXTURES, fixture, shown
@@ -81,7 +81,7 @@ def test_missing_attribute_lists_the_modules_mods(load: Loader) -> None:
     with pytest.raises(ManifestBuildError) as info:
         load(fixture("fx_attrs"))
     message = str(info.value)
-    assert "module 'build.fixtures.fx_attrs' has no attribute 'mod'" in message
+    assert "module 'fold.fixtures.fx_attrs' has no attribute 'mod'" in message
     assert f"'first' (use '{fixture('fx_attrs')}:first')" in message
     assert "'second'" in message
 
@@ -101,7 +101,7 @@ def test_module_without_mods(load: Loader) -> None:
 @pytest.mark.parametrize("load", LOADERS, ids=LOADER_IDS)
 def test_error_raised_at_import_names_the_line(load: Loader) -> None:
     line = next(i for i, t in enumerate((FIXTURES / "fx_raises.py").read_text().splitlines(), 1) if "Bad Id!" in t)
-    with pytest.raises(ManifestBuildError, match=rf"fx_raises\.py:{line}: importing 'build\.fixtures\.fx_raises' raised ModDefinitionError"):
+    with pytest.raises(ManifestBuildError, match=rf"fx_raises\.py:{line}: importing 'fold\.fixtures\.fx_raises' raised ModDefinitionError"):
         load(fixture("fx_raises"))
 
 

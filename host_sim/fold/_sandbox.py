@@ -1,6 +1,6 @@
 """The parent side of the build-time fold: run the sandbox child, read its report.
 
-The child is ``python -I -S host_sim/build/_sandbox_child.py``: isolated mode (no
+The child is ``python -I -S host_sim/fold/_sandbox_child.py``: isolated mode (no
 ``PYTHON*`` variables, no user site, no script directory on the path), no ``site`` import,
 an empty environment, stdin from ``/dev/null``. It gets the module search path explicitly
 (this process's ``sys.path`` after the mod's own root) and writes its report to an

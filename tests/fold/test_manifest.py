@@ -10,7 +10,7 @@ import attrs
 import jsonschema
 import pytest
 
-from host_sim.build import (
+from host_sim.fold import (
     Manifest,
     ManifestMetadata,
     PaletteCommandEntry,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from host_sim.build import (
+from host_sim.fold import (
     Manifest,
     ManifestMetadata,
     SlashCommandEntry,
