@@ -38,6 +38,7 @@ from .sessions._host import Host as Host
 from .sessions._host import Submission as Submission
 from .sessions._host import ViewResult as ViewResult
 from .stores._errors import StoreError as StoreError
+from .stores._errors import StoreLockedError as StoreLockedError
 from .stores._memory import MemoryStore as MemoryStore
 from .stores._protocol import Store as Store
 from .stores._records import SessionRecord as SessionRecord
@@ -71,6 +72,7 @@ __all__ = [
     "SqliteStore",
     "Store",
     "StoreError",
+    "StoreLockedError",
     "StoredState",
     "Submission",
     "ToolCall",

@@ -9,6 +9,8 @@ from ._actions import Allow as Allow
 from ._actions import Deny as Deny
 from ._actions import HookDecision as HookDecision
 from ._errors import ActionDeniedError as ActionDeniedError
+from ._errors import ActionStateError as ActionStateError
+from ._errors import HostClosedError as HostClosedError
 from ._errors import ManifestBuildError as ManifestBuildError
 from ._errors import ModDefinitionError as ModDefinitionError
 from ._errors import ModularError as ModularError
@@ -19,6 +21,7 @@ from ._errors import SerializationError as SerializationError
 from ._errors import SpawnContextError as SpawnContextError
 from ._errors import TurnFailedError as TurnFailedError
 from ._errors import UnknownSessionError as UnknownSessionError
+from ._errors import UnknownTurnError as UnknownTurnError
 from ._ids import HOST_ACTIONS as HOST_ACTIONS
 from ._ids import AiRunnerId as AiRunnerId
 from ._ids import HostAction as HostAction
@@ -76,6 +79,7 @@ __all__ = [
     "HOST_ACTIONS",
     "ActionDeniedError",
     "ActionEvent",
+    "ActionStateError",
     "Agent",
     "AgentHandle",
     "AiAgents",
@@ -102,6 +106,7 @@ __all__ = [
     "EffectContext",
     "ForkLineage",
     "HookDecision",
+    "HostClosedError",
     "HostAction",
     "ManifestBuildError",
     "Mod",
@@ -128,6 +133,7 @@ __all__ = [
     "TurnId",
     "TurnStatus",
     "UnknownSessionError",
+    "UnknownTurnError",
     "UserAuthor",
     "View",
     "agent",

@@ -13,6 +13,9 @@ also from the builtin it resembles, so ``except ValueError`` keeps working::
     ├── ReplyValidationError    (ValueError)    a reply does not match ``output_type``
     ├── ActionDeniedError       (PermissionError) a ``before_action`` hook said ``Deny``
     ├── UnknownSessionError     (LookupError)   no session by that id
+    ├── UnknownTurnError        (LookupError)   no turn or message by that id
+    ├── HostClosedError         (RuntimeError)  an operation on a host that is closed
+    ├── ActionStateError        (RuntimeError)  a proposed action confirmed twice or after dismissal
     └── ManifestBuildError      (RuntimeError)  the build-time fold refused a module
 
 Each error carries the offending value as an attribute, and its message says what was
@@ -25,6 +28,8 @@ from collections.abc import Sequence
 
 __all__ = [
     "ActionDeniedError",
+    "ActionStateError",
+    "HostClosedError",
     "ManifestBuildError",
     "ModDefinitionError",
     "ModularError",
@@ -35,6 +40,7 @@ __all__ = [
     "SpawnContextError",
     "TurnFailedError",
     "UnknownSessionError",
+    "UnknownTurnError",
 ]
 
 
@@ -153,6 +159,40 @@ class UnknownSessionError(ModularError, LookupError):
 
     def __str__(self) -> str:  # LookupError subclasses would quote the message
         return str(self.args[0])
+
+
+class UnknownTurnError(ModularError, LookupError):
+    """No turn or message has this id in this host; ``id`` is the id asked for."""
+
+    def __init__(self, message: str, *, id: str) -> None:
+        super().__init__(message)
+        self.id = id
+
+    def __str__(self) -> str:  # LookupError subclasses would quote the message
+        return str(self.args[0])
+
+
+class HostClosedError(ModularError, RuntimeError):
+    """An operation was asked of a host (or a handle of one) that is not open.
+
+    ``state`` is the host's state: ``"new"`` (not entered yet) or ``"closed"``.
+    """
+
+    def __init__(self, message: str, *, state: str = "closed") -> None:
+        super().__init__(message)
+        self.state = state
+
+
+class ActionStateError(ModularError, RuntimeError):
+    """A proposed action cannot move to the state asked: confirmed twice, or after dismissal.
+
+    ``action_id`` names the action, ``state`` is the state it is in.
+    """
+
+    def __init__(self, message: str, *, action_id: str, state: str) -> None:
+        super().__init__(message)
+        self.action_id = action_id
+        self.state = state
 
 
 class ManifestBuildError(ModularError, RuntimeError):

@@ -312,6 +312,12 @@ class StoreError(ModularError, RuntimeError):
     path: str | None
 
 
+class StoreLockedError(StoreError):
+    """Another host holds the store's file: a `SqliteStore` has one writer at a time."""
+    def __init__(self, message: str, *, path: str, pid: int | None) -> None: ...
+    pid: int | None
+
+
 @attrs.frozen(kw_only=True)
 class StoredState:
     """Everything a store holds, read back when a host opens on it."""

@@ -21,6 +21,13 @@ class ActionEvent:
     author: Author
 
 
+class ActionStateError(ModularError, RuntimeError):
+    """A proposed action cannot move to the state asked: confirmed twice, or after dismissal."""
+    def __init__(self, message: str, *, action_id: str, state: str) -> None: ...
+    action_id: str
+    state: str
+
+
 @attrs.frozen(kw_only=True)
 class Agent:
     """A declared agent: ``ctx.ai.agents.get(id).spawn()`` makes a root session with it."""
@@ -258,6 +265,12 @@ class ForkLineage:
 HookDecision: TypeAlias = Allow | Deny
 """A hook's answer; discriminated by ``kind``."""
 
+class HostClosedError(ModularError, RuntimeError):
+    """An operation was asked of a host (or a handle of one) that is not open."""
+    def __init__(self, message: str, *, state: str = 'closed') -> None: ...
+    state: str
+
+
 HostAction: TypeAlias = Literal['session.create', 'session.spawn', 'session.fork', 'session.send', 'session.notify']
 """The host actions a ``before_action`` hook can target."""
 
@@ -446,6 +459,12 @@ class UnknownSessionError(ModularError, LookupError):
     """No session has this id; ``session_id`` is the id asked for."""
     def __init__(self, message: str, *, session_id: str) -> None: ...
     session_id: str
+
+
+class UnknownTurnError(ModularError, LookupError):
+    """No turn or message has this id in this host; ``id`` is the id asked for."""
+    def __init__(self, message: str, *, id: str) -> None: ...
+    id: str
 
 
 @attrs.frozen(kw_only=True)

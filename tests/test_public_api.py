@@ -38,6 +38,7 @@ ERRORS = {
     "ModularError", "ModDefinitionError", "NoConversationError", "SpawnContextError",
     "TurnFailedError", "ReentrantTurnError", "ReplyValidationError", "ActionDeniedError",
     "UnknownSessionError", "ManifestBuildError",
+    "HostClosedError", "UnknownTurnError", "ActionStateError",
     "UserAuthor", "ModAuthor", "Allow", "Deny", "ActionEvent", "HostAction",
 }  # fmt: skip
 CONTRACT = AUTHORING | SESSIONS | LINEAGE | ERRORS
@@ -52,17 +53,17 @@ EXTRAS = {
 }  # fmt: skip
 
 PINNED = [
-    "ActionDeniedError", "ActionEvent", "Agent", "AgentHandle", "AiAgents", "AiContext",
+    "ActionDeniedError", "ActionEvent", "ActionStateError", "Agent", "AgentHandle", "AiAgents", "AiContext",
     "AiContributions", "AiMessage", "AiNotificationMessage", "AiPromptMessage", "AiRunResult",
     "AiRunnerId", "AiSessionDisplayMetadata", "AiSessionHandle", "AiSessionLineage",
     "AiSessions", "AiTurnHandle", "Allow", "AnyCommand", "Author", "BeforeActionHook",
     "CommandContext", "CommandTrigger", "Deny", "Effect", "EffectContext", "ForkLineage",
-    "HOST_ACTIONS", "HookDecision", "HostAction", "ManifestBuildError", "Mod", "ModAuthor",
+    "HOST_ACTIONS", "HookDecision", "HostAction", "HostClosedError", "ManifestBuildError", "Mod", "ModAuthor",
     "ModDefinitionError", "ModMetadata", "ModularError", "NoConversationError",
     "PaletteCommand", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
     "SerializationError", "SessionId", "SlashCommand", "SlashCommandContext",
     "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolContext", "ToolTrigger",
-    "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UserAuthor", "View",
+    "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "UserAuthor", "View",
     "agent", "before_action", "command", "define_mod", "effect", "from_json",
     "slash_command", "to_json", "tool", "view",
 ]  # fmt: skip
@@ -242,6 +243,7 @@ HOST_PINNED = sorted(
         "SqliteStore",
         "Store",
         "StoreError",
+        "StoreLockedError",
         "StoredState",
         "Submission",
         "ToolCall",

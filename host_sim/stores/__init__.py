@@ -1,6 +1,7 @@
 """Where a host keeps sessions, finished turns and lineage: `MemoryStore`, `SqliteStore`."""
 
 from ._errors import StoreError as StoreError
+from ._errors import StoreLockedError as StoreLockedError
 from ._memory import MemoryStore as MemoryStore
 from ._protocol import Store as Store
 from ._records import SessionRecord as SessionRecord
@@ -16,6 +17,7 @@ __all__ = [
     "SqliteStore",
     "Store",
     "StoreError",
+    "StoreLockedError",
     "StoredState",
     "TurnRecord",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from modular_sdk import ModularError
 
-__all__ = ["StoreError"]
+__all__ = ["StoreError", "StoreLockedError"]
 
 
 class StoreError(ModularError, RuntimeError):
@@ -17,3 +17,17 @@ class StoreError(ModularError, RuntimeError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class StoreLockedError(StoreError):
+    """Another host holds the store's file: a `SqliteStore` has one writer at a time.
+
+    ``path`` is the file and ``pid`` the process that holds it (``None`` when it cannot be
+    told). Close that host first, or open the store read-only (``SqliteStore(path,
+    read_only=True)``, what ``host-sim lineage`` and ``host-sim fsck`` do); several hosts on
+    one store is what `PostgresStore` is for.
+    """
+
+    def __init__(self, message: str, *, path: str, pid: int | None) -> None:
+        super().__init__(message, path=path)
+        self.pid = pid
