@@ -11,6 +11,7 @@ from ._actions import HookDecision as HookDecision
 from ._errors import ActionDeniedError as ActionDeniedError
 from ._errors import ActionStateError as ActionStateError
 from ._errors import HostClosedError as HostClosedError
+from ._errors import InvalidArgumentError as InvalidArgumentError
 from ._errors import ManifestBuildError as ManifestBuildError
 from ._errors import ModDefinitionError as ModDefinitionError
 from ._errors import ModularError as ModularError
@@ -107,6 +108,7 @@ __all__ = [
     "ForkLineage",
     "HookDecision",
     "HostClosedError",
+    "InvalidArgumentError",
     "HostAction",
     "ManifestBuildError",
     "Mod",

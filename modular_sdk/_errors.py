@@ -6,6 +6,7 @@ also from the builtin it resembles, so ``except ValueError`` keeps working::
     ModularError
     ├── ModDefinitionError      (ValueError)    a declaration breaks a rule
     ├── SerializationError      (ValueError)    JSON that is not one of our values
+    ├── InvalidArgumentError    (TypeError, ValueError) a bad argument to a host method or message
     ├── NoConversationError     (RuntimeError)  fork of a session with no completed turn
     ├── SpawnContextError       (RuntimeError)  spawn outside a command or tool handler
     ├── TurnFailedError         (RuntimeError)  the model or a tool failed the turn
@@ -30,6 +31,7 @@ __all__ = [
     "ActionDeniedError",
     "ActionStateError",
     "HostClosedError",
+    "InvalidArgumentError",
     "ManifestBuildError",
     "ModDefinitionError",
     "ModularError",
@@ -84,6 +86,19 @@ class SerializationError(ModularError, ValueError):
         super().__init__(message)
         self.value = value
         self.type_name = type_name
+
+
+class InvalidArgumentError(ModularError, TypeError, ValueError):
+    """A bad argument to a message constructor or a host method (wrong type, or a value it cannot take).
+
+    ``argument`` names it (``"model"``, ``"text"``), ``value`` is what was passed. It is
+    both a `TypeError` and a `ValueError`, so code catching either keeps working.
+    """
+
+    def __init__(self, message: str, *, argument: str, value: object = None) -> None:
+        super().__init__(message)
+        self.argument = argument
+        self.value = value
 
 
 class NoConversationError(ModularError, RuntimeError):

@@ -271,6 +271,13 @@ class HostClosedError(ModularError, RuntimeError):
     state: str
 
 
+class InvalidArgumentError(ModularError, TypeError, ValueError):
+    """A bad argument to a message constructor or a host method (wrong type, or a value it cannot take)."""
+    def __init__(self, message: str, *, argument: str, value: object = None) -> None: ...
+    argument: str
+    value: object
+
+
 HostAction: TypeAlias = Literal['session.create', 'session.spawn', 'session.fork', 'session.send', 'session.notify']
 """The host actions a ``before_action`` hook can target."""
 

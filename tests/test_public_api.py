@@ -48,7 +48,7 @@ CONTRACT = AUTHORING | SESSIONS | LINEAGE | ERRORS
 EXTRAS = {
     "HOST_ACTIONS", "Agent", "AgentHandle", "AiAgents", "AiContext", "AiSessions",
     "AnyCommand", "Author", "BeforeActionHook", "CommandContext", "Effect", "EffectContext",
-    "HookDecision", "PaletteCommand", "SerializationError", "SpawnTrigger", "Tool",
+    "HookDecision", "InvalidArgumentError", "PaletteCommand", "SerializationError", "SpawnTrigger", "Tool",
     "ToolContext", "TurnStatus", "View", "from_json", "to_json",
 }  # fmt: skip
 
@@ -58,7 +58,8 @@ PINNED = [
     "AiRunnerId", "AiSessionDisplayMetadata", "AiSessionHandle", "AiSessionLineage",
     "AiSessions", "AiTurnHandle", "Allow", "AnyCommand", "Author", "BeforeActionHook",
     "CommandContext", "CommandTrigger", "Deny", "Effect", "EffectContext", "ForkLineage",
-    "HOST_ACTIONS", "HookDecision", "HostAction", "HostClosedError", "ManifestBuildError", "Mod", "ModAuthor",
+    "HOST_ACTIONS", "HookDecision", "HostAction", "HostClosedError", "InvalidArgumentError",
+    "ManifestBuildError", "Mod", "ModAuthor",
     "ModDefinitionError", "ModMetadata", "ModularError", "NoConversationError",
     "PaletteCommand", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
     "SerializationError", "SessionId", "SlashCommand", "SlashCommandContext",
