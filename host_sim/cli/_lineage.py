@@ -132,7 +132,7 @@ def turn_counts(state: StoredState) -> dict[SessionId, int]:
 
 
 async def _read(path: str) -> StoredState:
-    store = SqliteStore(path, create=False)
+    store = SqliteStore(path, read_only=True)
     try:
         return await store.open()
     finally:

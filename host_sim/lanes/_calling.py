@@ -1,20 +1,22 @@
-"""Who is calling: the context variables that stamp authors and spawn triggers.
+"""Who is calling: the frame a handler runs as, which its handles carry as their authority.
 
-Outside any mod handler the caller is the user. The ext-host lane sets these around every
-handler it runs, so what a handler sends is stamped with its mod and command or tool, and
-nothing a mod passes can change the stamp.
+A handle the host gives to a mod handler carries that handler's `HandlerFrame`, and every
+handle reached from it carries the same frame: that is what stamps authors and spawn
+triggers (a handle with no frame acts as the user). Losing or replacing a ``contextvars``
+context, a thread hop, or a task started elsewhere never changes it. The context variables
+here only cache what is running, to refuse a handler that would wait for itself.
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import Literal
+from typing import Final, Literal, TypeAlias
 
 import attrs
 
-from modular_sdk import Author, CommandTrigger, ModAuthor, SessionId, SpawnTrigger, ToolTrigger, UserAuthor
+from modular_sdk import Author, CommandTrigger, ModAuthor, SessionId, SpawnTrigger, ToolTrigger, TurnId, UserAuthor
 
-__all__ = ["HandlerFrame", "current_author", "current_frame", "frame_var", "running_turns_var"]
+__all__ = ["USER", "Actor", "HandlerFrame", "author_of", "running_turns_var"]
 
 
 @attrs.frozen(kw_only=True)
@@ -26,6 +28,8 @@ class HandlerFrame:
     command_id: str | None = None
     tool_name: str | None = None
     call_id: str | None = None
+    running_sessions: frozenset[SessionId] = frozenset()  # turns this handler runs inside
+    running_turns: frozenset[TurnId] = frozenset()
 
     @property
     def author(self) -> ModAuthor:
@@ -41,17 +45,15 @@ class HandlerFrame:
         return None
 
 
-frame_var: ContextVar[HandlerFrame | None] = ContextVar("modular_handler_frame", default=None)
 running_turns_var: ContextVar[frozenset[SessionId]] = ContextVar(
     "modular_running_turns", default=frozenset()
 )
-_USER = UserAuthor()
+USER: Final = UserAuthor()
+
+Actor: TypeAlias = "HandlerFrame | None"
+"""Who a handle acts as: a mod handler's frame, or ``None`` for the user."""
 
 
-def current_frame() -> HandlerFrame | None:
-    return frame_var.get()
-
-
-def current_author() -> Author:
-    frame = frame_var.get()
-    return _USER if frame is None else frame.author
+def author_of(actor: Actor) -> Author:
+    """The author stamped on what ``actor`` sends."""
+    return USER if actor is None else actor.author

@@ -1,15 +1,16 @@
 """The ext-host lane: runs mod handlers (commands, tools, hooks, effects) in isolation.
 
-A handler may be ``def`` or ``async def``. Plain functions run in a worker thread so a
-blocking one cannot stall the host. Every call has a timeout; a handler that raises, hangs
-past it, or is cancelled becomes a `HandlerFailed` carrying a clear message, and the
-caller fails only its own command or turn. Cancellation from outside (the host closing)
-is never swallowed.
+A handler may be ``def`` or ``async def``. Plain functions run in a daemon thread so a
+blocking one can neither stall the host nor keep the process alive once abandoned. Every
+call has a timeout; a handler that raises anything (custom `BaseException` subclasses
+included), hangs past it, or is cancelled becomes a `HandlerFailed` carrying a clear
+message, and the caller fails only its own command or turn. Only cancellation from outside
+(the host closing, the caller cancelled), `KeyboardInterrupt` and `SystemExit` pass
+through.
 """
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
 from collections.abc import Callable
@@ -20,7 +21,7 @@ import anyio.lowlevel
 
 from modular_sdk import ModularError
 
-from ._calling import HandlerFrame, frame_var
+from ._threads import run_in_daemon_thread
 
 __all__ = ["HandlerFailed", "call_handler", "describe_exception"]
 
@@ -51,14 +52,11 @@ def _is_async(fn: Callable[..., object]) -> bool:
     )
 
 
-async def _invoke(fn: Callable[..., object], args: tuple[object, ...]) -> object:
+async def _invoke(what: str, fn: Callable[..., object], args: tuple[object, ...]) -> object:
     if _is_async(fn):
         result = fn(*args)
     else:
-        context = contextvars.copy_context()
-        result = await anyio.to_thread.run_sync(
-            functools.partial(context.run, fn, *args), abandon_on_cancel=True
-        )
+        result = await run_in_daemon_thread(fn, args, name=f"host-sim {what}")
     if inspect.isawaitable(result):
         result = await result
     return result
@@ -69,32 +67,27 @@ async def call_handler(
     fn: Callable[..., object],
     args: tuple[object, ...],
     *,
-    frame: HandlerFrame | None,
     timeout: float | None,
 ) -> object:
-    """Run ``fn(*args)`` as ``frame``'s handler; raise `HandlerFailed` on any failure.
+    """Run the handler ``fn(*args)``; raise `HandlerFailed` on any failure.
 
-    ``what`` names the handler in messages (``"command /task"``, ``"tool 'grep'"``).
+    ``what`` names the handler in messages (``"command /task"``, ``"tool 'grep'"``). Who
+    the handler acts as travels in the handles it is given, not in this call.
     """
-    token = frame_var.set(frame) if frame is not None else None
-    try:
-        with anyio.CancelScope() as scope:
-            if timeout is not None:
-                scope.deadline = anyio.current_time() + timeout
-            try:
-                return await _invoke(fn, args)
-            except anyio.get_cancelled_exc_class():
-                if scope.cancel_called:
-                    raise  # our timeout: the scope swallows it, handled below
-                # A cancellation we did not ask for: either the host is closing (the next
-                # checkpoint raises again and we let it go) or the handler cancelled itself.
-                await anyio.lowlevel.checkpoint_if_cancelled()
-                raise HandlerFailed(f"{what} was cancelled") from None
-            except HandlerFailed:
-                raise
-            except Exception as exc:
-                raise HandlerFailed(f"{what} failed: {describe_exception(exc)}", cause=exc) from exc
-        raise HandlerFailed(f"{what} timed out after {timeout:g}s; make it finish sooner or raise the host's handler_timeout")
-    finally:
-        if token is not None:
-            frame_var.reset(token)
+    with anyio.CancelScope() as scope:
+        if timeout is not None:
+            scope.deadline = anyio.current_time() + timeout
+        try:
+            return await _invoke(what, fn, args)
+        except anyio.get_cancelled_exc_class():
+            if scope.cancel_called:
+                raise  # our timeout: the scope swallows it, handled below
+            # A cancellation we did not ask for: either the host is closing (the next
+            # checkpoint raises again and we let it go) or the handler cancelled itself.
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            raise HandlerFailed(f"{what} was cancelled") from None
+        except (HandlerFailed, KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # custom BaseException subclasses fail the handler too
+            raise HandlerFailed(f"{what} failed: {describe_exception(exc)}", cause=exc) from exc
+    raise HandlerFailed(f"{what} timed out after {timeout:g}s; make it finish sooner or raise the host's handler_timeout")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._calling import HandlerFrame
 from ._ext_host import HandlerFailed, call_handler
 
 if TYPE_CHECKING:
@@ -24,7 +23,6 @@ async def render(mod_id: str, declared: View[object], data: object, *, timeout: 
             f"view {declared.id!r} of mod {mod_id!r}",
             declared.render,
             (data,),
-            frame=HandlerFrame(mod_id=mod_id, kind="view"),
             timeout=timeout,
         )
     except HandlerFailed as failed:

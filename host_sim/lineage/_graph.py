@@ -257,29 +257,13 @@ class LineageGraph:
 
     # -- host-only -----------------------------------------------------------------------
 
-    async def _register_session(self, node: SessionNode) -> None:
-        """Host: add the node of a session it just created, and write it to the store."""
+    def _add_session(self, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Host: add a session the host just created (and stored) with its fork or spawn edge."""
         if node.session_id in self._vertices:
             raise ValueError(f"session {node.session_id!r} is already in the lineage graph")
         self._vertices[node.session_id] = _Vertex(node)
-        await self._store.save_node(node)
-
-    async def _record_edge(
-        self,
-        from_id: str,
-        to_id: str,
-        relation: LineageRelation,
-        artifact: LineageArtifact | None = None,
-        *,
-        at: datetime | None = None,
-    ) -> LineageEdge:
-        """Host: record any relation (``branched_from``, ``spawned_by`` included).
-
-        ``at`` defaults to the clock; pass the fork's or spawn's own timestamp to share it.
-        """
-        source = self._vertex(from_id, role="from_id")
-        target = self._vertex(to_id, role="to_id")
-        return await self._write_edge(source, target, relation, artifact, at)
+        if edge is not None:
+            self._link(edge)
 
     def _children(self, session_id: str) -> list[SessionId]:
         """Host: the forks and spawns of a session, in the order they were recorded."""

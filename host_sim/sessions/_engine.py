@@ -1,8 +1,9 @@
 """The engine behind `Host`: session state, turns, forks, spawns, hooks and tools.
 
-Turns of one session run one at a time in arrival order: each waits for the turn before
-it. Different sessions run concurrently. Everything runs in the task of whoever asked
-for it (``send``, ``submit``...), so the host starts no task it does not own.
+Turns of one session run one at a time in arrival order: each send waits in the session's
+FIFO queue. Different sessions run concurrently. Everything runs in the task of whoever
+asked for it (``send``, ``submit``...), so the host starts no task it does not own. Each
+operation is one store transaction, written before the live state changes.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from modular_sdk import (
     Author,
     Deny,
     ForkLineage,
+    HostClosedError,
+    InvalidArgumentError,
     Mod,
     ModDefinitionError,
     NoConversationError,
@@ -38,6 +41,7 @@ from modular_sdk import (
     SpawnContextError,
     SpawnLineage,
     TurnFailedError,
+    TurnId,
     UnknownSessionError,
 )
 from modular_sdk._actions import ActionEvent
@@ -45,11 +49,12 @@ from modular_sdk._json import structure, unstructure
 from modular_sdk._mod import Agent, BeforeActionHook, PaletteCommand, SlashCommand, Tool, View
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
-from ..lanes._calling import HandlerFrame, current_author, current_frame, running_turns_var
+from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
 from ..lanes._ext_host import HandlerFailed, call_handler
-from ..lineage._types import LineageArtifact, SessionNode
+from ..lineage._types import LineageEdge, SessionNode
 from ..models._protocol import HistoryEntry, Model, ModelRequest, ToolCall, ToolResult, ToolSpec
 from ..stores._protocol import Store
+from ..stores._invariants import fork_artifact
 from ..stores._records import SessionRecord, StoredState
 from ._ids import new_call_id, new_message_id, new_session_id, new_turn_id
 from ._state import SessionState, TurnState, history, turn_at
@@ -138,7 +143,11 @@ class ModTables:
 
 
 class Engine:
-    """Owns the live sessions and runs everything the handles ask for."""
+    """Owns the live sessions and runs everything the handles ask for.
+
+    Every method that acts takes the ``actor`` it acts for: the `HandlerFrame` a handle
+    carries, or ``None`` for the user. Authors, spawn triggers and re-entrancy come from it.
+    """
 
     def __init__(
         self,
@@ -172,8 +181,8 @@ class Engine:
         self._closed = False
 
     async def close(self) -> None:
-        """Cancel every turn still running (in whatever task sent it) and wait until each
-        has recorded its failure, so nothing writes to the store after the host closes it."""
+        """Cancel every turn still running or queued (in whatever task sent it) and wait until
+        each has recorded its failure, so nothing writes to the store after the host closes it."""
         self._closed = True
         for scope in list(self._inflight):
             scope.cancel()
@@ -182,21 +191,25 @@ class Engine:
             with anyio.CancelScope(shield=True):
                 await self._idle.wait()
 
-    def _check_open(self, session: SessionState) -> None:
+    def check_open(self, what: str) -> None:
         if self._closed:
-            raise RuntimeError(
-                f"cannot send to session {session.id!r}: its host is closed; use sessions of an open Host"
+            raise HostClosedError(
+                f"cannot {what}: its host is closed; use handles of an open Host "
+                "(inside 'async with Host(...) as host:')"
             )
 
     # -- time ---------------------------------------------------------------------------
     def now(self) -> datetime:
-        value = self.clock()
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError(f"the host clock returned a naive datetime {value!r}; return datetime.now(timezone.utc)")
-        return value
+        return checked_now(self.clock)
 
     # -- lookup -------------------------------------------------------------------------
-    def get(self, session_id: str) -> SessionState:
+    def get(self, session_id: object) -> SessionState:
+        if not isinstance(session_id, str):
+            raise InvalidArgumentError(
+                f"a session id is a str (a SessionId), got {session_id!r}; pass session.id",
+                argument="session_id",
+                value=session_id,
+            )
         state = self.sessions.get(SessionId(session_id))
         if state is None:
             raise UnknownSessionError(
@@ -208,13 +221,12 @@ class Engine:
 
     # -- restore ------------------------------------------------------------------------
     def restore(self, stored: StoredState) -> None:
-        """Rebuild live state from what the store held (parents before children)."""
+        """Rebuild live state from sound records (`recover` ran first): parents before children."""
         turns_by_session: dict[SessionId, list[TurnState]] = {}
         for turn_record in sorted(stored.turns, key=lambda t: t.ordinal):
             turns_by_session.setdefault(turn_record.session_id, []).append(TurnState.from_record(turn_record))
         pending = list(stored.sessions)
         while pending:
-            progressed = False
             rest: list[SessionRecord] = []
             for record in pending:
                 lineage = record.lineage
@@ -236,9 +248,8 @@ class Engine:
                 self.sessions[record.id] = state
                 if parent is not None:
                     parent.add_child(state)
-                progressed = True
-            if not progressed:
-                break  # orphans (a parent the store lost): skip rather than guess
+            if len(rest) == len(pending):  # `check` refuses unknown parents: never reached
+                raise AssertionError(f"sessions with unknown parents: {[r.id for r in rest]}")
             pending = rest
 
     # -- hooks --------------------------------------------------------------------------
@@ -255,13 +266,11 @@ class Engine:
         event = ActionEvent(action=action, session_id=session_id, author=author)
         where = f" on session {session_id!r}" if session_id is not None else ""
         for mod, hook in hooks:
-            frame = HandlerFrame(mod_id=mod.id, kind="hook")
             try:
                 decision = await call_handler(
                     f"before_action hook {hook.target!r} of mod {mod.id!r}",
                     hook.handle,
                     (event,),
-                    frame=frame,
                     timeout=self.handler_timeout,
                 )
             except HandlerFailed as failed:
@@ -288,16 +297,17 @@ class Engine:
                 )
 
     # -- sessions -----------------------------------------------------------------------
-    async def _add_session(self, state: SessionState, *, summary: str | None = None) -> None:
+    async def _add_session(self, state: SessionState, edge: LineageEdge | None) -> None:
+        """Write the session, its node and its edge in one transaction, then make it live."""
         record = state.record
+        node = SessionNode(session_id=record.id, created_at=record.created_at, agent_id=record.agent_id)
+        self.check_open(f"create session {record.id!r}")
+        with anyio.CancelScope(shield=True):  # a started write always finishes and is seen
+            await self.store.create_session(record, node, edge)
         self.sessions[record.id] = state
         if state.parent is not None:
             state.parent.add_child(state)
-        with anyio.CancelScope(shield=True):
-            await self.store.save_session(record)
-            await self.graph._register_session(
-                SessionNode(session_id=record.id, created_at=record.created_at, agent_id=record.agent_id, summary=summary)
-            )
+        self.graph._add_session(node, edge)
 
     def _runner(self, session_id: SessionId, model: str) -> AiRunnerId:
         return AiRunnerId(f"{model}:{session_id}")
@@ -308,10 +318,14 @@ class Engine:
         metadata: AiSessionDisplayMetadata | None,
         model: str | None,
         cwd: str | None,
+        actor: Actor,
         agent: Agent | None = None,
     ) -> SessionState:
         _check_metadata(metadata)
-        await self.before("session.create", None, current_author())
+        _check_text("model", model)
+        _check_text("cwd", cwd)
+        self.check_open("create a session")
+        await self.before("session.create", None, author_of(actor))
         session_id = new_session_id()
         model_name = model or (agent.model if agent is not None else None) or self.model.name
         record = SessionRecord(
@@ -325,14 +339,19 @@ class Engine:
             agent_id=agent.id if agent is not None else None,
         )
         state = SessionState(record=record)
-        await self._add_session(state)
+        await self._add_session(state, None)
         return state
 
     async def fork(
-        self, parent: SessionState, anchor: TurnState | None, metadata: AiSessionDisplayMetadata | None
+        self,
+        parent: SessionState,
+        anchor: TurnState | None,
+        metadata: AiSessionDisplayMetadata | None,
+        actor: Actor,
     ) -> SessionState:
         """Fork ``parent`` after ``anchor`` (default: its last completed turn)."""
         _check_metadata(metadata)
+        self.check_open(f"fork session {parent.id!r}")
         if anchor is None:
             anchor = parent.last_completed
             if anchor is None:
@@ -341,7 +360,7 @@ class Engine:
                     "completed turn: send a prompt first and fork once it has completed",
                     session_id=parent.id,
                 )
-        await self.before("session.fork", parent.id, current_author())
+        await self.before("session.fork", parent.id, author_of(actor))
         session_id = new_session_id()
         author = anchor.author
         now = self.now()
@@ -362,26 +381,28 @@ class Engine:
             created_at=now,
             agent_id=parent.record.agent_id,
         )
-        state = SessionState(record=record, parent=parent, anchor=anchor, last_completed=anchor)
-        await self._add_session(state)
         if anchor.artifact is None:  # one artifact per anchor turn, shared by its forks
-            anchor.artifact = LineageArtifact(type="turn", source_id=anchor.id, label=f"turn {anchor.ordinal}")
-        await self.graph._record_edge(parent.id, session_id, "branched_from", anchor.artifact, at=now)
+            anchor.artifact = fork_artifact(anchor.id, anchor.ordinal)
+        edge = LineageEdge(
+            from_session_id=parent.id, to_session_id=session_id, relation="branched_from", created_at=now, artifact=anchor.artifact
+        )
+        state = SessionState(record=record, parent=parent, anchor=anchor, last_completed=anchor)
+        await self._add_session(state, edge)
         return state
 
-    async def spawn(self, parent: SessionState, metadata: AiSessionDisplayMetadata | None) -> SessionState:
+    async def spawn(self, parent: SessionState, metadata: AiSessionDisplayMetadata | None, actor: Actor) -> SessionState:
         _check_metadata(metadata)
-        frame = current_frame()
-        trigger = frame.trigger if frame is not None else None
+        self.check_open(f"spawn from session {parent.id!r}")
+        trigger = actor.trigger if actor is not None else None
         if trigger is None:
-            where = "outside any mod handler" if frame is None else f"in {_article(frame.kind)} {frame.kind} of mod {frame.mod_id!r}"
+            where = "outside any mod handler (on a handle acting as the user)" if actor is None else f"in {_article(actor.kind)} {actor.kind} of mod {actor.mod_id!r}"
             raise SpawnContextError(
                 f"spawn() of session {parent.id!r} was called {where}; a spawn needs a command or "
-                "tool handler as its trigger: call it from a slash command, palette command or "
-                "tool, or use ctx.ai.sessions.create() for a root session",
+                "tool handler as its trigger: call it on a handle from a slash command, palette "
+                "command or tool context, or use sessions.create() for a root session",
                 session_id=parent.id,
             )
-        await self.before("session.spawn", parent.id, current_author())
+        await self.before("session.spawn", parent.id, author_of(actor))
         session_id = new_session_id()
         now = self.now()
         record = SessionRecord(
@@ -399,15 +420,27 @@ class Engine:
             runner_id=self._runner(session_id, parent.record.model),
             created_at=now,
         )
+        edge = LineageEdge(from_session_id=parent.id, to_session_id=session_id, relation="spawned_by", created_at=now)
         state = SessionState(record=record, parent=parent)
-        await self._add_session(state)
-        await self.graph._record_edge(parent.id, session_id, "spawned_by", None, at=now)
+        await self._add_session(state, edge)
         return state
 
-    async def wait_completed(self, session: SessionState, turn: TurnState) -> TurnState:
-        """Wait for ``turn`` to finish; raise `TurnFailedError` unless it completed."""
-        if turn.status == "running" and turn.done is not None:
-            await turn.done.wait()
+    async def wait_completed(self, turn: TurnState, actor: Actor) -> TurnState:
+        """Wait for ``turn`` to finish; raise `TurnFailedError` unless it completed.
+
+        Refuses at once (`ReentrantTurnError`) to wait for the turn the caller runs inside.
+        """
+        done = turn.done
+        if done is not None and not done.is_set():  # running, or completed but not yet durable
+            if turn.id in _running_turns(actor) or turn.session_id in running_turns_var.get():
+                raise ReentrantTurnError(
+                    f"a handler running inside turn {turn.ordinal} ({turn.id!r}) of session "
+                    f"{turn.session_id!r} tried to fork that same turn, which would wait for itself "
+                    "to complete; fork the session at its last completed turn (ctx.session.fork()) "
+                    "or an earlier turn instead",
+                    session_id=turn.session_id,
+                )
+            await done.wait()
         if turn.status != "completed":
             raise TurnFailedError(
                 f"turn {turn.ordinal} ({turn.id!r}) of session {turn.session_id!r} failed "
@@ -420,29 +453,62 @@ class Engine:
 
     # -- turns --------------------------------------------------------------------------
     async def send(
-        self, session: SessionState, message: AiMessage, *, output_schema: JsonValue = None
+        self, session: SessionState, message: AiMessage, actor: Actor, *, output_schema: JsonValue = None
     ) -> TurnState:
-        """Run one turn of ``session`` driven by ``message``; returns it finished.
+        """Run one turn of ``session`` driven by ``message``, as ``actor``; returns it finished.
 
-        The returned turn may have failed; the caller decides whether to raise.
+        Turns of one session run one at a time, in the order their sends passed the
+        ``before_action`` hooks: each waits in the session's FIFO queue (a lock), and a send
+        cancelled while it waits leaves the queue without a trace. The turn is written
+        ``running`` before the model is called, and finished once. The returned turn may
+        have failed; the caller decides whether to raise.
         """
         if not isinstance(message, (AiPromptMessage, AiNotificationMessage)):
-            raise TypeError(
+            raise InvalidArgumentError(
                 f"send() takes an AiPromptMessage or AiNotificationMessage, got {message!r}; "
-                "use session.run(text) for a plain prompt"
+                "use session.run(text) for a plain prompt",
+                argument="message",
+                value=message,
             )
-        if session.id in running_turns_var.get():
+        if session.id in _running_sessions(actor) or session.id in running_turns_var.get():
             raise ReentrantTurnError(
                 f"a handler running inside a turn of session {session.id!r} tried to send to that "
                 "same session, which would wait for itself; send to another session (fork or "
                 "spawn one) or return your result from the handler instead",
                 session_id=session.id,
             )
-        self._check_open(session)
-        author = current_author()
+        self.check_open(f"send to session {session.id!r}")
+        author = author_of(actor)
         action = "session.notify" if isinstance(message, AiNotificationMessage) else "session.send"
         await self.before(action, session.id, author)
-        self._check_open(session)  # the host may have closed while the hooks ran
+        if session.queue is None:
+            session.queue = anyio.Lock()
+        started: list[TurnState] = []
+        with anyio.CancelScope() as closing:  # cancelled by close() if the host closes first
+            self._inflight.add(closing)
+            try:
+                async with session.queue:
+                    self.check_open(f"send to session {session.id!r}")  # closed while queued
+                    return await self._turn(session, message, author, actor, output_schema, closing, started)
+            finally:
+                self._inflight.discard(closing)
+                if not self._inflight and self._idle is not None:
+                    self._idle.set()
+        if started:  # close() cancelled the running turn: it is recorded failed
+            return started[0]
+        raise HostClosedError(f"cannot send to session {session.id!r}: its host closed before the turn started")
+
+    async def _turn(
+        self,
+        session: SessionState,
+        message: AiMessage,
+        author: Author,
+        actor: Actor,
+        output_schema: JsonValue,
+        closing: anyio.CancelScope,
+        started: list[TurnState],
+    ) -> TurnState:
+        """Run a turn; call holding the session's queue. ``started`` receives the turn once it exists."""
         turn = TurnState(
             id=new_turn_id(),
             session_id=session.id,
@@ -454,47 +520,51 @@ class Engine:
             started_at=self.now(),
             done=anyio.Event(),
         )
-        own = session.own
-        previous = own[-1] if own else None
-        if own is None:
+        with anyio.CancelScope(shield=True):
+            await self.store.begin_turn(turn.record())  # durable before the model is called
+        started.append(turn)
+        if session.own is None:
             session.own = [turn]
         else:
-            own.append(turn)
-        with anyio.CancelScope() as closing:  # cancelled by close() if the host closes first
-            self._inflight.add(closing)
+            session.own.append(turn)
+        try:
+            await self._run_turn(session, turn, actor, output_schema)
+        except BaseException as exc:
+            if turn.status == "running":
+                turn.status = "failed"
+                turn.error = (
+                    "the host closed before it completed"
+                    if closing.cancel_called
+                    else "cancelled before it completed"
+                    if isinstance(exc, anyio.get_cancelled_exc_class())
+                    else f"host error: {_storable(repr(exc))}"
+                )
+            raise
+        finally:
+            if turn.status == "running":
+                turn.status, turn.error = "failed", "did not complete"
+            turn.finished_at = self.now()
             try:
-                if previous is not None and previous.done is not None:
-                    await previous.done.wait()
-                await self._run_turn(session, turn, output_schema)
-            except BaseException as exc:
-                if turn.status == "running":
-                    turn.status = "failed"
-                    turn.error = (
-                        "the host closed before it completed"
-                        if closing.cancel_called
-                        else "cancelled before it completed"
-                        if isinstance(exc, anyio.get_cancelled_exc_class())
-                        else f"host error: {exc!r}"
-                    )
+                with anyio.CancelScope(shield=True):
+                    await self.store.finish_turn(turn.record())
+            except BaseException:
+                if turn.status == "completed":  # not durable: nobody may fork at it
+                    turn.status, turn.reply = "failed", None
+                    turn.error = "its result could not be stored"
                 raise
             finally:
-                turn.finished_at = self.now()
-                if turn.status == "running":
-                    turn.status = "failed"
-                    turn.error = turn.error or "did not complete"
+                if turn.status == "completed":
+                    session.last_completed = turn
                 assert turn.done is not None
                 turn.done.set()
-                try:
-                    with anyio.CancelScope(shield=True):
-                        await self.store.save_turn(turn.record())
-                finally:
-                    self._inflight.discard(closing)
-                    if not self._inflight and self._idle is not None:
-                        self._idle.set()
         return turn
 
-    async def _run_turn(self, session: SessionState, turn: TurnState, output_schema: JsonValue) -> None:
+    async def _run_turn(self, session: SessionState, turn: TurnState, actor: Actor, output_schema: JsonValue) -> None:
         token = running_turns_var.set(running_turns_var.get() | {session.id})
+        inside = (
+            _running_sessions(actor) | {session.id},
+            _running_turns(actor) | {turn.id},
+        )
         try:
             earlier = history(session, turn.ordinal - 1) if turn.ordinal > 0 else []
             message = turn.message
@@ -516,11 +586,10 @@ class Engine:
                         f"model {self.model.name!r}",
                         self.model.respond,
                         (request,),
-                        frame=None,
                         timeout=self.model_timeout,
                     )
                 except HandlerFailed as failed:
-                    turn.status, turn.error = "failed", failed.reason
+                    turn.status, turn.error = "failed", _storable(failed.reason)
                     return
                 if isinstance(reply, ToolCall):
                     rounds += 1
@@ -532,18 +601,25 @@ class Engine:
                         )
                         return
                     try:
-                        result = await self._call_tool(session, reply)
+                        result = await self._call_tool(session, reply, inside)
                     except HandlerFailed as failed:
-                        turn.status, turn.error = "failed", failed.reason
+                        turn.status, turn.error = "failed", _storable(failed.reason)
                         return
                     request = attrs.evolve(request, tool_results=(*request.tool_results, result))
                     continue
                 if not isinstance(reply, str):
                     turn.status = "failed"
-                    turn.error = f"the model returned {reply!r}; a model must return reply text or a ToolCall"
+                    turn.error = _storable(f"the model returned {reply!r}; a model must return reply text or a ToolCall")
+                    return
+                problem = _unstorable(reply)
+                if problem is not None:
+                    turn.status = "failed"
+                    turn.error = (
+                        f"the model's reply holds text that cannot be stored ({problem}); "
+                        "a reply must be valid Unicode text"
+                    )
                     return
                 turn.reply, turn.status = reply, "completed"
-                session.last_completed = turn
                 return
         finally:
             running_turns_var.reset(token)
@@ -554,7 +630,9 @@ class Engine:
             return None
         return self.tables.agents[agent_id][1].instructions
 
-    async def _call_tool(self, session: SessionState, call: ToolCall) -> ToolResult:
+    async def _call_tool(
+        self, session: SessionState, call: ToolCall, inside: tuple[frozenset[SessionId], frozenset[TurnId]]
+    ) -> ToolResult:
         call_id = call.call_id or new_call_id()
 
         def refused(error: str) -> ToolResult:
@@ -568,26 +646,33 @@ class Engine:
         mod, declared = entry
         try:
             value = structure(call.input, declared.input_type)
-        except SerializationError as exc:
-            return refused(f"invalid input for tool {call.name!r}: {exc}")
+        except (SerializationError, RecursionError) as exc:
+            problem = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            return refused(f"invalid input for tool {call.name!r}: {problem}")
         from ._handles import SessionHandle, ToolContextImpl
 
-        ctx = ToolContextImpl._create(
-            session=SessionHandle._create(self, session), engine=self, mod_id=mod.id, tool_name=declared.name, call_id=call_id
+        frame = HandlerFrame(
+            mod_id=mod.id,
+            kind="tool",
+            tool_name=declared.name,
+            call_id=call_id,
+            running_sessions=inside[0],
+            running_turns=inside[1],
         )
-        frame = HandlerFrame(mod_id=mod.id, kind="tool", tool_name=declared.name, call_id=call_id)
+        ctx = ToolContextImpl._create(
+            session=SessionHandle._create(self, session, frame), engine=self, frame=frame
+        )
         output = await call_handler(
             f"tool {declared.name!r} of mod {mod.id!r}",
             declared.run,
             (value, ctx),
-            frame=frame,
             timeout=self.handler_timeout,
         )
         return ToolResult(call_id=call_id, name=call.name, input=call.input, output=_render_output(output))
 
-    async def run(self, session: SessionState, prompt: str, output_schema: JsonValue = None) -> TurnState:
+    async def run(self, session: SessionState, prompt: str, actor: Actor, output_schema: JsonValue = None) -> TurnState:
         """One prompt turn that must complete; raises `TurnFailedError` otherwise."""
-        turn = await self.send(session, AiPromptMessage(text=prompt), output_schema=output_schema)
+        turn = await self.send(session, _prompt(prompt), actor, output_schema=output_schema)
         if turn.status != "completed":
             raise turn_failed(turn)
         return turn
@@ -607,22 +692,74 @@ class Engine:
         name = getattr(output_type, "__name__", repr(output_type))
         try:
             data = json.loads(raw)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
+            why = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
             raise ReplyValidationError(
-                f"the reply to run(..., output_type={name}) is not JSON ({exc.msg} at position "
-                f"{exc.pos}): {raw[:200]!r}; ask the model for JSON matching the schema",
+                f"the reply to run(..., output_type={name}) is not JSON ({why}): {raw[:200]!r}; "
+                "ask the model for JSON matching the schema",
                 raw=raw,
                 output_type=name,
             ) from None
         try:
             value: T = structure(data, output_type)
-        except SerializationError as exc:
+        except (SerializationError, RecursionError) as exc:
             raise ReplyValidationError(
-                f"the reply does not match output_type={name}: {exc}",
+                f"the reply does not match output_type={name}: {exc if isinstance(exc, SerializationError) else 'nested too deeply'}",
                 raw=raw,
                 output_type=name,
             ) from None
         return value
+
+
+def checked_now(clock: Callable[[], datetime]) -> datetime:
+    """``clock()``, refused unless it is a timezone-aware datetime."""
+    value = clock()
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+        what = "a naive datetime" if isinstance(value, datetime) else "a value that is not a datetime"
+        raise InvalidArgumentError(
+            f"the host clock returned {what}, {value!r}; return timezone-aware datetimes, "
+            "e.g. Host(clock=lambda: datetime.now(timezone.utc))",
+            argument="clock",
+            value=value,
+        )
+    return value
+
+
+def _running_sessions(actor: Actor) -> frozenset[SessionId]:
+    return frozenset() if actor is None else actor.running_sessions
+
+
+def _running_turns(actor: Actor) -> frozenset[TurnId]:
+    return frozenset() if actor is None else actor.running_turns
+
+
+def _unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be written to a store (a lone surrogate), or ``None``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"{exc.reason} at position {exc.start}"
+    return None
+
+
+def _storable(text: str) -> str:
+    """A message of ours made storable: lone surrogates quoted as escapes."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _prompt(text: object) -> AiPromptMessage:
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"a prompt is a str, got {text!r}; pass the text to send", argument="prompt", value=text)
+    return AiPromptMessage(text=text)
+
+
+def _check_text(argument: str, value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value or _unstorable(value) is not None):
+        raise InvalidArgumentError(
+            f"{argument} must be a non-empty str of valid text or None, got {value!r}",
+            argument=argument,
+            value=value,
+        )
 
 
 def turn_failed(turn: TurnState) -> TurnFailedError:
@@ -664,9 +801,11 @@ def _article(noun: str) -> str:
 
 def _check_metadata(metadata: object) -> None:
     if metadata is not None and not isinstance(metadata, AiSessionDisplayMetadata):
-        raise TypeError(
+        raise InvalidArgumentError(
             f"metadata must be an AiSessionDisplayMetadata, got {metadata!r}; "
-            "write metadata=AiSessionDisplayMetadata(label='Task')"
+            "write metadata=AiSessionDisplayMetadata(label='Task')",
+            argument="metadata",
+            value=metadata,
         )
 
 

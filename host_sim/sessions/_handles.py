@@ -2,6 +2,10 @@
 
 None has a public constructor: obtain sessions from ``host.sessions`` or ``ctx.session``,
 turns from a session's ``send``/``notify``/``turns``, contexts as handler arguments.
+
+Authority is the handle: each carries the actor it was given (``None``: the user; else the
+mod handler's frame) and passes it to every handle reached from it. What a handle sends
+is stamped with that actor, whatever task, thread or ``contextvars`` context sends it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from modular_sdk import (
 )
 from modular_sdk._mod import Agent
 
+from ..lanes._calling import Actor, HandlerFrame
 from ._state import SessionState, TurnState, history
 
 if TYPE_CHECKING:
@@ -67,12 +72,13 @@ class TurnHandle(metaclass=NoPublicConstructor):
     Obtain one from `SessionHandle.send`, `SessionHandle.notify` or `SessionHandle.turns`.
     """
 
-    __slots__ = ("_engine", "_session", "_turn")
+    __slots__ = ("_actor", "_engine", "_session", "_turn")
 
-    def __init__(self, engine: Engine, session: SessionState, turn: TurnState) -> None:
+    def __init__(self, engine: Engine, session: SessionState, turn: TurnState, actor: Actor) -> None:
         self._engine = engine
         self._session = session  # the session this handle forks (it was read through)
         self._turn = turn
+        self._actor = actor
 
     @property
     def id(self) -> TurnId:
@@ -117,11 +123,14 @@ class TurnHandle(metaclass=NoPublicConstructor):
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``.
 
-        Waits for a running turn; raises `TurnFailedError` for a failed one.
+        Waits for a running turn; raises `TurnFailedError` for a failed one, and
+        `ReentrantTurnError` at once when called from inside the turn itself.
         """
-        turn = await self._engine.wait_completed(self._session, self._turn)
-        state = await self._engine.fork(self._session, turn, metadata)
-        return SessionHandle._create(self._engine, state)
+        engine = self._engine
+        engine.check_open(f"fork turn {self._turn.id!r}")
+        turn = await engine.wait_completed(self._turn, self._actor)
+        state = await engine.fork(self._session, turn, metadata, self._actor)
+        return SessionHandle._create(engine, state, self._actor)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TurnHandle) and other._turn is self._turn and other._session is self._session
@@ -141,11 +150,12 @@ class SessionHandle(metaclass=NoPublicConstructor):
     handle's ``fork``, ``spawn``, ``parent`` and ``children``.
     """
 
-    __slots__ = ("_engine", "_state")
+    __slots__ = ("_actor", "_engine", "_state")
 
-    def __init__(self, engine: Engine, state: SessionState) -> None:
+    def __init__(self, engine: Engine, state: SessionState, actor: Actor) -> None:
         self._engine = engine
         self._state = state
+        self._actor = actor
 
     @property
     def id(self) -> SessionId:
@@ -168,13 +178,13 @@ class SessionHandle(metaclass=NoPublicConstructor):
         return self._state.record.cwd
 
     def _turn(self, turn: TurnState) -> TurnHandle:
-        return TurnHandle._create(self._engine, self._state, turn)
+        return TurnHandle._create(self._engine, self._state, turn, self._actor)
 
     async def send(self, message: AiMessage) -> TurnHandle:
         """Drive one turn with ``message`` and wait for it; raises `TurnFailedError`."""
         from ._engine import turn_failed
 
-        turn = await self._engine.send(self._state, message)
+        turn = await self._engine.send(self._state, message, self._actor)
         if turn.status != "completed":
             raise turn_failed(turn)
         return self._turn(turn)
@@ -187,13 +197,11 @@ class SessionHandle(metaclass=NoPublicConstructor):
 
     async def run(self, prompt: str, *, output_type: type[T] | None = None) -> AiRunResult | T:
         """Send a prompt and wait for the answer, structured into ``output_type`` if given."""
-        if not isinstance(prompt, str):
-            raise TypeError(f"run() takes the prompt text as a str, got {prompt!r}")
         engine = self._engine
         if output_type is None:
-            turn = await engine.run(self._state, prompt)
+            turn = await engine.run(self._state, prompt, self._actor)
             return AiRunResult(text=turn.reply or "", turn=self._turn(turn))
-        turn = await engine.run(self._state, prompt, engine.output_schema(output_type))
+        turn = await engine.run(self._state, prompt, self._actor, engine.output_schema(output_type))
         return engine.parse_reply(turn, output_type)
 
     async def notify(self, *, title: str, body: str) -> TurnHandle:
@@ -202,25 +210,26 @@ class SessionHandle(metaclass=NoPublicConstructor):
 
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """Copy the conversation through its last completed turn into a new session."""
-        state = await self._engine.fork(self._state, None, metadata)
-        return SessionHandle._create(self._engine, state)
+        state = await self._engine.fork(self._state, None, metadata, self._actor)
+        return SessionHandle._create(self._engine, state, self._actor)
 
     async def spawn(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A fresh child (empty history); only inside a command or tool handler."""
-        state = await self._engine.spawn(self._state, metadata)
-        return SessionHandle._create(self._engine, state)
+        state = await self._engine.spawn(self._state, metadata, self._actor)
+        return SessionHandle._create(self._engine, state, self._actor)
 
     async def parent(self) -> SessionHandle | None:
         parent = self._state.parent
-        return None if parent is None else SessionHandle._create(self._engine, parent)
+        return None if parent is None else SessionHandle._create(self._engine, parent, self._actor)
 
     async def children(self) -> list[AiSessionHandle]:
-        return [SessionHandle._create(self._engine, c) for c in self._state.children or ()]
+        return [SessionHandle._create(self._engine, c, self._actor) for c in self._state.children or ()]
 
     async def turns(self) -> list[AiTurnHandle]:
         return [self._turn(t) for t in history(self._state)]
 
     def __eq__(self, other: object) -> bool:
+        """Handles of the same session are equal, whoever they act as."""
         return isinstance(other, SessionHandle) and other._state is self._state
 
     def __hash__(self) -> int:
@@ -234,13 +243,15 @@ class SessionHandle(metaclass=NoPublicConstructor):
 class AiSessionsImpl(metaclass=NoPublicConstructor):
     """The session catalogue (``host.sessions``, ``ctx.ai.sessions``).
 
-    Obtain it as ``host.sessions`` or ``ctx.ai.sessions``.
+    Obtain it as ``host.sessions`` (acting as the user) or ``ctx.ai.sessions`` (acting as
+    the handler's mod).
     """
 
-    __slots__ = ("_engine",)
+    __slots__ = ("_actor", "_engine")
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, actor: Actor) -> None:
         self._engine = engine
+        self._actor = actor
 
     async def create(
         self,
@@ -250,27 +261,30 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         cwd: str | None = None,
     ) -> SessionHandle:
         """A new, empty root session (``session.create`` hooks run first)."""
-        state = await self._engine.create_root(metadata=metadata, model=model, cwd=cwd)
-        return SessionHandle._create(self._engine, state)
+        state = await self._engine.create_root(metadata=metadata, model=model, cwd=cwd, actor=self._actor)
+        return SessionHandle._create(self._engine, state, self._actor)
 
     async def get(self, session_id: str) -> SessionHandle:
         """The session with this id; raises `UnknownSessionError`."""
-        return SessionHandle._create(self._engine, self._engine.get(session_id))
+        self._engine.check_open(f"get session {session_id!r}")
+        return SessionHandle._create(self._engine, self._engine.get(session_id), self._actor)
 
     async def list(self) -> list[SessionHandle]:
         """Every session of the host, in creation order."""
-        return [SessionHandle._create(self._engine, s) for s in self._engine.sessions.values()]
+        self._engine.check_open("list sessions")
+        return [SessionHandle._create(self._engine, s, self._actor) for s in self._engine.sessions.values()]
 
 
 @final
 class AgentHandleImpl(metaclass=NoPublicConstructor):
     """A declared agent. Obtain one from ``ctx.ai.agents.get(id)``."""
 
-    __slots__ = ("_agent", "_engine")
+    __slots__ = ("_actor", "_agent", "_engine")
 
-    def __init__(self, engine: Engine, agent: Agent) -> None:
+    def __init__(self, engine: Engine, agent: Agent, actor: Actor) -> None:
         self._engine = engine
         self._agent = agent
+        self._actor = actor
 
     @property
     def id(self) -> str:
@@ -278,18 +292,21 @@ class AgentHandleImpl(metaclass=NoPublicConstructor):
 
     async def spawn(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new root session configured by this agent (not a child of the current one)."""
-        state = await self._engine.create_root(metadata=metadata, model=None, cwd=None, agent=self._agent)
-        return SessionHandle._create(self._engine, state)
+        state = await self._engine.create_root(
+            metadata=metadata, model=None, cwd=None, actor=self._actor, agent=self._agent
+        )
+        return SessionHandle._create(self._engine, state, self._actor)
 
 
 @final
 class AiAgentsImpl(metaclass=NoPublicConstructor):
     """The agents declared by loaded mods. Obtain it as ``ctx.ai.agents``."""
 
-    __slots__ = ("_engine",)
+    __slots__ = ("_actor", "_engine")
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, actor: Actor) -> None:
         self._engine = engine
+        self._actor = actor
 
     def get(self, agent_id: str) -> AgentHandle:
         entry = self._engine.tables.agents.get(agent_id)
@@ -303,7 +320,7 @@ class AiAgentsImpl(metaclass=NoPublicConstructor):
                 f"no agent {agent_id!r}{hint} (declared agents: {', '.join(map(repr, known)) or 'none'}); "
                 "declare it with AiContributions(agents=[agent(id=...)])"
             )
-        return AgentHandleImpl._create(self._engine, entry[1])
+        return AgentHandleImpl._create(self._engine, entry[1], self._actor)
 
 
 @final
@@ -312,9 +329,9 @@ class AiContextImpl(metaclass=NoPublicConstructor):
 
     __slots__ = ("_agents", "_sessions")
 
-    def __init__(self, engine: Engine) -> None:
-        self._sessions = AiSessionsImpl._create(engine)
-        self._agents = AiAgentsImpl._create(engine)
+    def __init__(self, engine: Engine, actor: Actor) -> None:
+        self._sessions = AiSessionsImpl._create(engine, actor)
+        self._agents = AiAgentsImpl._create(engine, actor)
 
     @property
     def sessions(self) -> AiSessionsImpl:
@@ -326,11 +343,11 @@ class AiContextImpl(metaclass=NoPublicConstructor):
 
 
 class _Context:
-    __slots__ = ("_ai", "_mod_id")
+    __slots__ = ("_ai", "_frame")
 
-    def __init__(self, engine: Engine, mod_id: str) -> None:
-        self._ai = AiContextImpl._create(engine)
-        self._mod_id = mod_id
+    def __init__(self, engine: Engine, frame: HandlerFrame) -> None:
+        self._ai = AiContextImpl._create(engine, frame)
+        self._frame = frame
 
     @property
     def ai(self) -> AiContextImpl:
@@ -338,69 +355,69 @@ class _Context:
 
     @property
     def mod_id(self) -> str:
-        return self._mod_id
+        return self._frame.mod_id
 
 
 @final
 class SlashCommandContextImpl(_Context, metaclass=NoPublicConstructor):
     """What a slash command's ``run(argument, ctx)`` gets. Made by the host per call."""
 
-    __slots__ = ("_command_id", "_session")
+    __slots__ = ("_session",)
 
-    def __init__(self, *, engine: Engine, session: SessionHandle, mod_id: str, command_id: str) -> None:
-        super().__init__(engine, mod_id)
-        self._session = session
-        self._command_id = command_id
+    def __init__(self, *, engine: Engine, session: SessionState, frame: HandlerFrame) -> None:
+        super().__init__(engine, frame)
+        self._session = SessionHandle._create(engine, session, frame)
 
     @property
     def session(self) -> SessionHandle:
-        """The chat session the command was typed into."""
+        """The chat session the command was typed into (acting as this command's mod)."""
         return self._session
 
     @property
     def command_id(self) -> str:
-        return self._command_id
+        assert self._frame.command_id is not None
+        return self._frame.command_id
 
 
 @final
 class CommandContextImpl(_Context, metaclass=NoPublicConstructor):
     """What a palette command's ``run(ctx)`` gets (no session). Made by the host per call."""
 
-    __slots__ = ("_command_id",)
+    __slots__ = ()
 
-    def __init__(self, *, engine: Engine, mod_id: str, command_id: str) -> None:
-        super().__init__(engine, mod_id)
-        self._command_id = command_id
+    def __init__(self, *, engine: Engine, frame: HandlerFrame) -> None:
+        super().__init__(engine, frame)
 
     @property
     def command_id(self) -> str:
-        return self._command_id
+        assert self._frame.command_id is not None
+        return self._frame.command_id
 
 
 @final
 class ToolContextImpl(_Context, metaclass=NoPublicConstructor):
     """What a tool's ``run(input, ctx)`` gets. Made by the host per call."""
 
-    __slots__ = ("_call_id", "_session", "_tool_name")
+    __slots__ = ("_session",)
 
-    def __init__(self, *, engine: Engine, session: SessionHandle, mod_id: str, tool_name: str, call_id: str) -> None:
-        super().__init__(engine, mod_id)
+    def __init__(self, *, engine: Engine, session: SessionHandle, frame: HandlerFrame) -> None:
+        super().__init__(engine, frame)
         self._session = session
-        self._tool_name = tool_name
-        self._call_id = call_id
 
     @property
     def session(self) -> SessionHandle:
-        """The session whose turn called this tool."""
+        """The session whose turn called this tool (acting as this tool's mod)."""
         return self._session
 
     @property
     def tool_name(self) -> str:
-        return self._tool_name
+        assert self._frame.tool_name is not None
+        return self._frame.tool_name
 
     @property
     def call_id(self) -> str:
-        return self._call_id
+        assert self._frame.call_id is not None
+        return self._frame.call_id
 
 
 @final
@@ -409,8 +426,8 @@ class EffectContextImpl(_Context, metaclass=NoPublicConstructor):
 
     __slots__ = ("_effect_id",)
 
-    def __init__(self, *, engine: Engine, mod_id: str, effect_id: str) -> None:
-        super().__init__(engine, mod_id)
+    def __init__(self, *, engine: Engine, frame: HandlerFrame, effect_id: str) -> None:
+        super().__init__(engine, frame)
         self._effect_id = effect_id
 
     @property

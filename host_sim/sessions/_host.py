@@ -13,17 +13,25 @@ import anyio
 import anyio.abc
 import attrs
 
-from modular_sdk import ActionDeniedError, AiPromptMessage, Mod, ReentrantTurnError, SessionId
+from modular_sdk import (
+    AiPromptMessage,
+    HostClosedError,
+    InvalidArgumentError,
+    Mod,
+    ModularError,
+    SessionId,
+)
 
-from ..lanes._calling import HandlerFrame, current_author
+from ..lanes._calling import USER, HandlerFrame
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..lanes._renderer import render
 from ..lineage._graph import LineageGraph
 from ..models._echo import EchoModel
 from ..models._protocol import Model
+from ..stores._invariants import recover
 from ..stores._memory import MemoryStore
 from ..stores._protocol import Store
-from ._engine import Engine, ModTables, close_names
+from ._engine import Engine, ModTables, checked_now, close_names
 from ._handles import (
     AiSessionsImpl,
     CommandContextImpl,
@@ -153,6 +161,12 @@ class Host:
                 mods.append(spec)
         tables = ModTables.build(mods)
         stored = await self._store.open()
+        try:
+            stored = await recover(self._store, stored, lambda: checked_now(self._clock))
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._store.close()
+            raise
         graph = LineageGraph(self._store, clock=self._clock, nodes=stored.nodes, edges=stored.edges)
         engine = Engine(
             tables=tables,
@@ -167,7 +181,7 @@ class Host:
         )
         engine.restore(stored)
         self._engine, self._lineage = engine, graph
-        self._sessions = AiSessionsImpl._create(engine)
+        self._sessions = AiSessionsImpl._create(engine, None)
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
@@ -201,16 +215,12 @@ class Host:
 
     async def _run_effect(self, mod: Mod, effect_id: str, activate: Callable[..., object]) -> None:
         assert self._engine is not None
-        ctx = EffectContextImpl._create(engine=self._engine, mod_id=mod.id, effect_id=effect_id)
+        ctx = EffectContextImpl._create(
+            engine=self._engine, frame=HandlerFrame(mod_id=mod.id, kind="effect"), effect_id=effect_id
+        )
         key = (mod.id, effect_id)
         try:
-            await call_handler(
-                f"effect {effect_id!r} of mod {mod.id!r}",
-                activate,
-                (ctx,),
-                frame=HandlerFrame(mod_id=mod.id, kind="effect"),
-                timeout=None,
-            )
+            await call_handler(f"effect {effect_id!r} of mod {mod.id!r}", activate, (ctx,), timeout=None)
         except HandlerFailed as failed:
             self._effects[key] = attrs.evolve(self._effects[key], state="failed", error=failed.reason)
         except anyio.get_cancelled_exc_class():
@@ -221,8 +231,10 @@ class Host:
 
     def _open(self) -> Engine:
         if self._state != "open" or self._engine is None:
-            raise RuntimeError(
-                f"this Host is {self._state}; use it inside 'async with Host(...) as host:'"
+            raise HostClosedError(
+                f"this Host is {'not entered yet' if self._state == 'new' else 'closed'}; use it "
+                "inside 'async with Host(...) as host:'",
+                state=self._state,
             )
         return self._engine
 
@@ -260,7 +272,12 @@ class Host:
         if isinstance(session, SessionHandle):
             return engine.get(session.id)
         if not isinstance(session, str):
-            raise TypeError(f"expected a session handle or id, got {session!r}")
+            raise InvalidArgumentError(
+                f"expected a session handle or id, got {session!r}; pass a handle from "
+                "host.sessions or its .id",
+                argument="session",
+                value=session,
+            )
         return engine.get(session)
 
     async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
@@ -271,14 +288,16 @@ class Host:
         engine = self._open()
         state = self._session(session)
         if not isinstance(text, str):
-            raise TypeError(f"submit() takes the typed text as a str, got {text!r}")
+            raise InvalidArgumentError(
+                f"submit() takes the typed text as a str, got {text!r}", argument="text", value=text
+            )
         if text.startswith("/"):
             return await self._slash(engine, state, text)
         try:
-            turn = await engine.send(state, AiPromptMessage(text=text))
-        except (ActionDeniedError, ReentrantTurnError) as exc:
+            turn = await engine.send(state, AiPromptMessage(text=text), None)
+        except ModularError as exc:  # denied, refused text, a store that failed the write...
             return Submission(kind="prompt", text=str(exc), error=str(exc))
-        handle = TurnHandle._create(engine, state, turn)
+        handle = TurnHandle._create(engine, state, turn, None)
         if turn.status != "completed":
             message = f"turn {turn.ordinal} failed: {turn.error}"
             return Submission(kind="prompt", text=message, turn=handle, error=message)
@@ -335,27 +354,19 @@ class Host:
         argument: str | None,
     ) -> Submission:
         try:
-            await engine.before(f"command:{command_id}", None if state is None else state.id, current_author(), owner=mod)
-        except ActionDeniedError as denied:
+            await engine.before(f"command:{command_id}", None if state is None else state.id, USER, owner=mod)
+        except ModularError as denied:
             return Submission(kind="command", text=str(denied), error=str(denied))
         if state is not None:
-            ctx: object = SlashCommandContextImpl._create(
-                engine=engine, session=SessionHandle._create(engine, state), mod_id=mod.id, command_id=command_id
-            )
+            frame = HandlerFrame(mod_id=mod.id, kind="command", command_id=command_id)
+            ctx: object = SlashCommandContextImpl._create(engine=engine, session=state, frame=frame)
             args: tuple[object, ...] = (argument, ctx)
-            kind: Literal["command", "palette"] = "command"
         else:
-            ctx = CommandContextImpl._create(engine=engine, mod_id=mod.id, command_id=command_id)
+            frame = HandlerFrame(mod_id=mod.id, kind="palette", command_id=command_id)
+            ctx = CommandContextImpl._create(engine=engine, frame=frame)
             args = (ctx,)
-            kind = "palette"
         try:
-            value = await call_handler(
-                f"command {label} of mod {mod.id!r}",
-                run,
-                args,
-                frame=HandlerFrame(mod_id=mod.id, kind=kind, command_id=command_id),
-                timeout=self._handler_timeout,
-            )
+            value = await call_handler(f"command {label} of mod {mod.id!r}", run, args, timeout=self._handler_timeout)
         except HandlerFailed as failed:
             return Submission(kind="command", text=failed.reason, error=failed.reason)
         return Submission(kind="command", text="" if value is None else str(value))
@@ -363,6 +374,12 @@ class Host:
     def completions(self, text: str) -> list[Completion]:
         """Slash-command typeahead for what the user typed so far (``"/ta"``), best first."""
         engine = self._open()
+        if not isinstance(text, str):
+            raise InvalidArgumentError(
+                f"completions() takes the typed text as a str (like '/ta'), got {text!r}",
+                argument="text",
+                value=text,
+            )
         query = text[1:] if text.startswith("/") else text
         query = query.split(" ", 1)[0].lower()
         ranked: list[tuple[tuple[int, float, str], Completion]] = []

@@ -42,7 +42,6 @@ class TurnState:
     history_entry: HistoryEntry | None = None  # what the model sees of it, once completed
 
     def record(self) -> TurnRecord:
-        assert self.finished_at is not None and self.status != "running"
         return TurnRecord(
             id=self.id,
             session_id=self.session_id,
@@ -90,7 +89,8 @@ class SessionState:
     anchor: TurnState | None = None
     own: list[TurnState] | None = None
     children: list[SessionState] | None = None
-    last_completed: TurnState | None = None
+    last_completed: TurnState | None = None  # the last turn completed *and* durable
+    queue: anyio.Lock | None = None  # FIFO of sends: the holder runs the session's one turn
 
     @property
     def id(self) -> SessionId:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import final
 
 from modular_sdk import SessionId, TurnId
@@ -19,73 +20,100 @@ class MemoryStore:
 
     The default store of `Host`. Records are kept as given (they are immutable), never
     copied. A host closed and reopened on the same `MemoryStore` sees every session, turn,
-    node and edge written before; nothing survives the process. Use `SqliteStore` to keep
-    them on disk.
+    node and edge written before; nothing survives the process. It keeps the same rules as
+    `SqliteStore`: session records never change, a turn is begun once and finished once.
+    Use `SqliteStore` to keep them on disk.
 
     >>> store = MemoryStore()
     >>> async with Host(store=store) as host: ...  # doctest: +SKIP
     """
 
-    __slots__ = ("_edges", "_extra_edges", "_nodes", "_open", "_sessions", "_turns")
+    __slots__ = ("_edges", "_nodes", "_open", "_ordinals", "_sessions", "_turns")
 
     def __init__(self) -> None:
         self._open = False
         self._sessions: dict[SessionId, SessionRecord] = {}
         self._turns: dict[TurnId, TurnRecord] = {}
+        self._ordinals: set[tuple[SessionId, int]] = set()
         self._nodes: dict[SessionId, SessionNode] = {}
-        # Most sessions have one incoming edge: key it by the receiving session alone, and
-        # keep the rare second edge into the same session under its (from, to) pair.
-        self._edges: dict[SessionId, LineageEdge] = {}
-        self._extra_edges: dict[tuple[SessionId, SessionId], LineageEdge] = {}
+        self._edges: dict[tuple[SessionId, SessionId], LineageEdge] = {}
 
     def __repr__(self) -> str:
-        return (
-            f"<MemoryStore {len(self._sessions)} sessions, {len(self._turns)} turns, "
-            f"{len(self._edges) + len(self._extra_edges)} edges>"
-        )
+        return f"<MemoryStore {len(self._sessions)} sessions, {len(self._turns)} turns, {len(self._edges)} edges>"
 
     async def open(self) -> StoredState:
         """Open the store; returns everything written to it so far.
 
-        Sessions, turns and nodes come in the order first written (a rewrite keeps its
-        place); edges grouped by receiving session, in the order that session first received
-        one. Opening an open store only reads it again.
+        Sessions, turns, nodes and edges come in the order first written (a rewrite keeps
+        its place). Opening an open store only reads it again.
         """
         self._open = True
         return StoredState(
             sessions=tuple(self._sessions.values()),
             turns=tuple(self._turns.values()),
             nodes=tuple(self._nodes.values()),
-            edges=(*self._edges.values(), *self._extra_edges.values()),
+            edges=tuple(self._edges.values()),
         )
 
     async def close(self) -> None:
         """Close the store; the records stay, and `open` returns them again."""
         self._open = False
 
-    async def save_session(self, record: SessionRecord) -> None:
-        """Keep a session record (a record with the same id replaces it)."""
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Keep a new session, its node and its edge; refuses an id already kept."""
         self._check_open()
+        if record.id in self._sessions:
+            raise StoreError(
+                f"session {record.id!r} is already stored and session records never change; "
+                "create a new session instead"
+            )
         self._sessions[record.id] = record
+        self._nodes[node.session_id] = node
+        if edge is not None:
+            self._edges[edge.from_session_id, edge.to_session_id] = edge
 
-    async def save_turn(self, record: TurnRecord) -> None:
-        """Keep a finished turn (a record with the same id replaces it)."""
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Keep a turn that starts (status ``running``)."""
         self._check_open()
+        key = (record.session_id, record.ordinal)
+        if record.status != "running" or record.id in self._turns or key in self._ordinals:
+            raise StoreError(
+                f"cannot begin turn {record.ordinal} ({record.id!r}) of session "
+                f"{record.session_id!r}: a turn begins once, running, at a free ordinal"
+            )
+        self._turns[record.id] = record
+        self._ordinals.add(key)
+
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record."""
+        self._check_open()
+        old = self._turns.get(record.id)
+        if old is None or old.status != "running" or record.status == "running" or old.ordinal != record.ordinal:
+            raise StoreError(
+                f"cannot finish turn {record.id!r}: only a running turn can be finished, once"
+            )
         self._turns[record.id] = record
 
     async def save_node(self, node: SessionNode) -> None:
-        """Keep a lineage node (a node of the same session replaces it)."""
+        """Replace the node of a session kept here."""
         self._check_open()
+        if node.session_id not in self._sessions:
+            raise StoreError(f"no session {node.session_id!r} is stored; a node belongs to a stored session")
         self._nodes[node.session_id] = node
 
     async def save_edge(self, edge: LineageEdge) -> None:
         """Keep a lineage edge (an edge between the same two sessions replaces it)."""
         self._check_open()
-        first = self._edges.get(edge.to_session_id)
-        if first is None or first.from_session_id == edge.from_session_id:
-            self._edges[edge.to_session_id] = edge
-        else:
-            self._extra_edges[edge.from_session_id, edge.to_session_id] = edge
+        for end in (edge.from_session_id, edge.to_session_id):
+            if end not in self._sessions:
+                raise StoreError(f"no session {end!r} is stored; an edge joins two stored sessions")
+        self._edges[edge.from_session_id, edge.to_session_id] = edge
+
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        """Replace every node and edge."""
+        self._check_open()
+        self._nodes = {n.session_id: n for n in nodes}
+        self._edges = {(e.from_session_id, e.to_session_id): e for e in edges}
 
     def _check_open(self) -> None:
         if not self._open:

@@ -1,7 +1,13 @@
-"""The `Store` protocol: where a host keeps sessions, finished turns and lineage."""
+"""The `Store` protocol: where a host keeps sessions, turns and lineage.
+
+Every method that writes is one transaction: when it returns, everything it was given is
+durable (for a durable store) and when it raises, nothing of it is. A write that fails
+fails only its own call.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from ..lineage._types import LineageEdge, SessionNode
@@ -11,13 +17,18 @@ __all__ = ["Store"]
 
 
 class Store(Protocol):
-    """Durable (or not) persistence for a `Host`.
+    """Durable (or not) persistence for a `Host`: authoritative records and a derived index.
 
-    The host keeps its live state in memory and writes through to the store: a session
-    when it is created, a turn when it finishes, lineage nodes and edges when they are
-    recorded. ``open`` returns what an earlier host wrote, so a host reopened on the same
-    store sees every finished turn and all lineage. Writes of one key replace the old value
-    (a node completed by ``complete_session``, an edge re-added).
+    Session and turn records are authoritative. A session record is written once and
+    never changes (``create_session`` refuses an id it already holds). A turn is written
+    ``running`` by ``begin_turn`` before its model is called, and finished once by
+    ``finish_turn``. The lineage index (one node per session, the ``branched_from`` and
+    ``spawned_by`` edges) is derived from the records: it is written with them and can be
+    rebuilt from them (``rebuild_index``). Edges of other relations and node completion
+    (``save_node``) are the host's own additions to the index.
+
+    Every method raises `host_sim.StoreError` naming the problem; ``open`` raises
+    `host_sim.StoreLockedError` when another host holds a store that allows one writer.
     """
 
     async def open(self) -> StoredState:
@@ -28,10 +39,31 @@ class Store(Protocol):
         """Flush and close; the store may be opened again."""
         ...
 
-    async def save_session(self, record: SessionRecord) -> None: ...
+    async def create_session(
+        self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None
+    ) -> None:
+        """Write a new session with its lineage node and (fork, spawn) its edge, in one transaction.
 
-    async def save_turn(self, record: TurnRecord) -> None: ...
+        Refuses a session id the store already holds: records never change.
+        """
+        ...
 
-    async def save_node(self, node: SessionNode) -> None: ...
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Write a turn that starts now (status ``running``). Refuses a taken id or ordinal."""
+        ...
 
-    async def save_edge(self, edge: LineageEdge) -> None: ...
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a ``running`` turn by its finished record (same id). Refuses any other."""
+        ...
+
+    async def save_node(self, node: SessionNode) -> None:
+        """Replace the lineage node of a session the store holds (completion, metrics)."""
+        ...
+
+    async def save_edge(self, edge: LineageEdge) -> None:
+        """Write a lineage edge between two sessions the store holds (same pair: replaced)."""
+        ...
+
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        """Replace the whole lineage index (nodes and edges) by these, in one transaction."""
+        ...

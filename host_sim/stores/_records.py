@@ -1,4 +1,8 @@
-"""What a store keeps: one record per session and per finished turn."""
+"""What a store keeps: one record per session and per turn.
+
+Session records are written once and never change. A turn record is written when the
+turn starts (status ``running``, no ``finished_at``) and replaced once when it finishes.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +42,10 @@ class SessionRecord:
 
 @attrs.frozen(kw_only=True)
 class TurnRecord:
-    """A finished turn (``completed`` or ``failed``), written once when it finishes."""
+    """A turn: written ``running`` when it starts, then once more when it finishes. Immutable.
+
+    ``finished_at`` is ``None`` exactly while ``status`` is ``"running"``.
+    """
 
     id: TurnId
     session_id: SessionId
@@ -51,7 +58,7 @@ class TurnRecord:
     reply: str | None
     error: str | None
     started_at: datetime
-    finished_at: datetime
+    finished_at: datetime | None
 
 
 @attrs.frozen(kw_only=True)

@@ -1,36 +1,48 @@
 """`SqliteStore`: a durable store in one SQLite file (stdlib ``sqlite3``).
 
-Layout (schema version 1)::
+Layout (schema version 2)::
 
-    meta(key PRIMARY KEY, value)             application = 'host-sim', schema_version = '1'
+    meta(key PRIMARY KEY, value)             application = 'host-sim', schema_version = '2'
     sessions(id PRIMARY KEY, lineage JSON, metadata JSON, model, cwd, runner_id,
-             created_at, agent_id)
+             created_at, agent_id)           -- never updated nor deleted (triggers refuse)
     turns(id PRIMARY KEY, session_id, ordinal, message JSON, message_id, author JSON,
           runner_id, status, reply, error, started_at, finished_at)
+          UNIQUE (session_id, ordinal)       -- a finished turn is never updated (trigger)
     nodes(session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics JSON)
     edges(from_session_id, to_session_id, relation, created_at, artifact JSON,
           PRIMARY KEY (from_session_id, to_session_id))
 
-JSON columns hold what the one converter (``modular_sdk._json``) writes, tags included
-(a lineage's ``kind``, a message's ``type``, an author's ``kind``); times are ISO 8601
-with their offset. Rows are read back in the order first written (an upsert keeps the
-row). WAL journal, ``synchronous = FULL``, and every write is its own committed
-transaction: once a ``save_*`` returns, the record survives a crash. Writes made while
-another is being committed are committed together (group commit: one fsync for all).
+``sessions`` and ``turns`` are the records; ``nodes`` and ``edges`` are the lineage index,
+derived from them (see ``_invariants``). JSON columns hold what the one converter
+(``modular_sdk._json``) writes, tags included; times are ISO 8601 with their offset. Rows
+are read back in the order first written.
+
+Durability: WAL journal, ``synchronous = FULL``. Each store call is one transaction: when
+it returns, all of it is on disk; when it raises, none of it is. Calls made while another
+commits are committed together (group commit: one fsync for all), each inside its own
+savepoint, so a call that fails (a refused or unencodable row) rolls back only itself;
+rows are encoded and checked before they join a batch, and a batch whose commit fails
+reports the failure to every call in it.
+
+One writer: while open, the store holds an exclusive ``flock`` on ``<path>-lock`` (which
+holds the writer's pid); a second writer gets `StoreLockedError`. The kernel drops the lock
+when the process dies, so a crashed host never blocks the next one. Readers
+(``read_only=True``) take no lock and never write.
 
 All database work runs in a worker thread (``anyio.to_thread``) on one connection, one
-call at a time in the order the calls were made, so the store works the same under
-asyncio and trio.
+call at a time, so the store works the same under asyncio and trio.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, TypeVar, final
+from typing import IO, Final, Literal, TypeVar, final
+from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
@@ -40,19 +52,47 @@ from modular_sdk import SerializationError
 from modular_sdk._json import structure, unstructure
 
 from ..lineage._types import LineageEdge, SessionNode
-from ._errors import StoreError
+from ._errors import StoreError, StoreLockedError
 from ._records import SessionRecord, StoredState, TurnRecord
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
-SCHEMA_VERSION: Final = 1
-"""The schema this host-sim writes and reads; a store with a newer one is refused."""
+SCHEMA_VERSION: Final = 2
+"""The schema this host-sim writes and reads; a store with a newer one is refused, an older one upgraded."""
 
 _APPLICATION: Final = "host-sim"
 
 _R = TypeVar("_R")
 
-_SCHEMA: Final = """
+_TURNS_TABLE: Final = """
+CREATE TABLE turns (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    author TEXT NOT NULL,
+    runner_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reply TEXT,
+    error TEXT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT
+);
+CREATE UNIQUE INDEX turns_by_session ON turns (session_id, ordinal);
+CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns WHEN OLD.status != 'running'
+BEGIN SELECT RAISE(ABORT, 'a finished turn never changes'); END;
+"""
+
+_RECORD_TRIGGERS: Final = """
+CREATE TRIGGER sessions_never_change BEFORE UPDATE ON sessions
+BEGIN SELECT RAISE(ABORT, 'a session record never changes'); END;
+CREATE TRIGGER sessions_are_kept BEFORE DELETE ON sessions
+BEGIN SELECT RAISE(ABORT, 'a session record is never deleted'); END;
+"""
+
+_SCHEMA: Final = (
+    """
 CREATE TABLE meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -67,21 +107,6 @@ CREATE TABLE sessions (
     created_at TEXT NOT NULL,
     agent_id TEXT
 );
-CREATE TABLE turns (
-    id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    ordinal INTEGER NOT NULL,
-    message TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    author TEXT NOT NULL,
-    runner_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    reply TEXT,
-    error TEXT,
-    started_at TEXT NOT NULL,
-    finished_at TEXT NOT NULL
-);
-CREATE INDEX turns_by_session ON turns (session_id, ordinal);
 CREATE TABLE nodes (
     session_id TEXT PRIMARY KEY,
     created_at TEXT NOT NULL,
@@ -99,6 +124,35 @@ CREATE TABLE edges (
     PRIMARY KEY (from_session_id, to_session_id)
 );
 """
+    + _TURNS_TABLE
+    + _RECORD_TRIGGERS
+)
+
+# Version 1 had no constraints on records and a turns table without running turns.
+_UPGRADE_FROM_1: Final = (
+    "ALTER TABLE turns RENAME TO turns_v1;\n"
+    "DROP INDEX IF EXISTS turns_by_session;\n"
+    + _TURNS_TABLE
+    + "INSERT INTO turns SELECT * FROM turns_v1 ORDER BY rowid;\n"
+    "DROP TABLE turns_v1;\n"
+    + _RECORD_TRIGGERS
+    + "UPDATE meta SET value = '2' WHERE key = 'schema_version';\n"
+)
+
+
+def _script(sql: str) -> list[str]:
+    """Statements of a script (triggers keep their inner ';')."""
+    out: list[str] = []
+    current = ""
+    for piece in sql.split(";"):
+        current += piece
+        if sqlite3.complete_statement(current + ";"):
+            if current.strip():
+                out.append(current.strip())
+            current = ""
+        else:
+            current += ";"
+    return out
 
 
 @attrs.frozen
@@ -110,32 +164,45 @@ class _Table:
     key: tuple[str, ...]
     json_columns: frozenset[str]
     columns: tuple[str, ...] = attrs.field(init=False)
+    insert: str = attrs.field(init=False)
     upsert: str = attrs.field(init=False)
     select: str = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         columns = tuple(f.name for f in attrs.fields(self.record))
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in self.key)
+        insert = f"INSERT INTO {self.name} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
         object.__setattr__(self, "columns", columns)
-        object.__setattr__(
-            self,
-            "upsert",
-            f"INSERT INTO {self.name} ({', '.join(columns)}) "
-            f"VALUES ({', '.join('?' for _ in columns)}) "
-            f"ON CONFLICT ({', '.join(self.key)}) DO UPDATE SET {updates}",
-        )
-        object.__setattr__(
-            self, "select", f"SELECT {', '.join(columns)} FROM {self.name} ORDER BY rowid"
-        )
+        object.__setattr__(self, "insert", insert)
+        object.__setattr__(self, "upsert", f"{insert} ON CONFLICT ({', '.join(self.key)}) DO UPDATE SET {updates}")
+        object.__setattr__(self, "select", f"SELECT {', '.join(columns)} FROM {self.name} ORDER BY rowid")
 
     def row(self, record: object) -> tuple[object, ...]:
-        data = unstructure(record)
-        return tuple(
-            json.dumps(data[c], ensure_ascii=False, separators=(",", ":"))
-            if c in self.json_columns and data[c] is not None
-            else data[c]
-            for c in self.columns
-        )
+        """The row of ``record``; raises `StoreError` naming the column it cannot store."""
+        try:
+            data = unstructure(record)
+            row = tuple(
+                json.dumps(data[c], ensure_ascii=False, separators=(",", ":"))
+                if c in self.json_columns and data[c] is not None
+                else data[c]
+                for c in self.columns
+            )
+        except (SerializationError, ValueError, TypeError, RecursionError) as exc:
+            raise StoreError(f"cannot store this {self.name} row ({self._key_of(record)}): {exc}") from None
+        for column, value in zip(self.columns, row, strict=True):
+            if isinstance(value, str):
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise StoreError(
+                        f"cannot store {self.name}.{column} of {self._key_of(record)}: it holds text "
+                        f"that is not valid Unicode ({exc.reason} at position {exc.start}); refuse such "
+                        "text where it enters (a lone surrogate cannot be written to a file)"
+                    ) from None
+        return row
+
+    def _key_of(self, record: object) -> str:
+        return ", ".join(f"{k}={getattr(record, k, '?')!r}" for k in self.key)
 
     def read(self, row: Sequence[object]) -> object:
         data = {
@@ -145,117 +212,214 @@ class _Table:
         return structure(data, self.record)
 
 
-@attrs.define
-class _Batch:
-    """Rows queued for one transaction, and how it went."""
-
-    rows: list[tuple[str, tuple[object, ...]]] = attrs.Factory(list)
-    done: bool = False
-    error: StoreError | None = None
-
-
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata"}))
 _TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
-_EDGES: Final = _Table(
-    "edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"})
-)
+_EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
+
+_FINISH_TURN: Final = (
+    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ? "
+    "WHERE id = ? AND session_id = ? AND ordinal = ? AND status = 'running'"
+)
+
+
+@attrs.frozen
+class _Step:
+    """One statement of a transaction; ``refusal`` is the error when it changes no row (or,
+    for a ``check``, finds none) or breaks a constraint."""
+
+    sql: str
+    params: tuple[object, ...]
+    refusal: str
+    expect: Literal["any", "change", "row"] = "any"
+
+
+@attrs.define(eq=False)
+class _Txn:
+    """One store call: its statements, and how it went."""
+
+    steps: list[_Step]
+    error: StoreError | None = None
+
+
+@attrs.define
+class _Batch:
+    """Store calls queued for one commit."""
+
+    txns: list[_Txn] = attrs.Factory(list)
+    done: bool = False
+
+
+class _Refused(Exception):
+    pass
 
 
 @final
 class SqliteStore:
-    """A durable store in one SQLite file: a reopened host sees every finished turn and all lineage.
+    """A durable store in one SQLite file: a reopened host sees every acknowledged write.
 
-    ``path`` (and its folder) is created with its schema when missing, unless ``create=False``, which
-    opens only an existing store and never writes a schema (what ``host-sim lineage``
-    does). Opening raises `StoreError`, naming the path, for a file that is not a SQLite
-    database, a SQLite database of another application, or a store written by a newer
-    host-sim (a newer schema version).
+    ``path`` (and its folder) is created with its schema when missing, unless
+    ``create=False``, which opens only an existing store. ``read_only=True`` opens an
+    existing store for reading only: it takes no lock, so it works while a host writes the
+    file (what ``host-sim lineage`` and ``host-sim fsck`` do), and every write raises
+    `StoreError`.
+
+    Opening raises `StoreLockedError` (naming the path and the pid) when another host
+    holds the file, and `StoreError`, naming the path and the problem, for a file that is
+    not a SQLite database, a database of another application, a store written by a newer
+    host-sim, a file this process may not write (unless ``read_only``), or a damaged row.
 
     >>> async with Host(store=SqliteStore("chats.sqlite")) as host: ...  # doctest: +SKIP
     """
 
-    __slots__ = ("_batch", "_conn", "_create", "_lock", "_path")
+    __slots__ = ("_batch", "_conn", "_create", "_lock", "_lock_file", "_path", "_read_only")
 
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None:
         self._path = Path(path)
-        self._create = create
+        self._create = create and not read_only
+        self._read_only = read_only
         self._conn: sqlite3.Connection | None = None
         self._lock: anyio.Lock | None = None
+        self._lock_file: IO[str] | None = None
         self._batch = _Batch()
 
     def __repr__(self) -> str:
         state = "open" if self._conn is not None else "closed"
-        return f"<SqliteStore {str(self._path)!r} ({state})>"
+        mode = ", read-only" if self._read_only else ""
+        return f"<SqliteStore {str(self._path)!r} ({state}{mode})>"
 
     @property
     def path(self) -> Path:
         """The store's file."""
         return self._path
 
+    @property
+    def read_only(self) -> bool:
+        """Whether this store only reads (and takes no lock)."""
+        return self._read_only
+
     async def open(self) -> StoredState:
         """Open (or create) the file and read back everything it holds, in writing order.
 
-        Opening an open store only reads it again. Raises `StoreError` naming the path
-        when the file cannot be used (see the class docstring).
+        Opening an open store only reads it again. Raises `StoreLockedError` or
+        `StoreError` naming the path (see the class docstring).
         """
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
+            fresh = self._conn is None
             if self._conn is None:
                 self._conn = await anyio.to_thread.run_sync(self._connect)
-            return await anyio.to_thread.run_sync(self._read_all, self._conn)
+            try:
+                return await anyio.to_thread.run_sync(self._read_all, self._conn)
+            except BaseException:
+                if fresh:  # a store that cannot be read is not left open (nor locked)
+                    conn, self._conn = self._conn, None
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(conn.close)
+                    self._unlock()
+                raise
 
     async def close(self) -> None:
-        """Close the connection; everything written is already on disk. Idempotent.
+        """Close the connection and release the file; everything acknowledged is on disk. Idempotent.
 
         The store may be opened again afterwards, under asyncio or trio.
         """
         lock = self._lock
         if lock is None:
             return
-        async with lock:
-            if not self._batch.done and self._batch.rows:
-                await self._flush(self._batch)  # rows of writers cancelled while queued
-            conn, self._conn = self._conn, None
-            self._lock = None  # made again by the next open(), in whatever event loop runs it
-            if conn is not None:
-                await anyio.to_thread.run_sync(conn.close)
+        with anyio.CancelScope(shield=True):
+            async with lock:
+                if not self._batch.done and self._batch.txns:
+                    await self._flush(self._batch)  # calls of writers cancelled while queued
+                conn, self._conn = self._conn, None
+                self._lock = None  # made again by the next open(), in whatever event loop runs it
+                if conn is not None:
+                    await anyio.to_thread.run_sync(conn.close)
+                self._unlock()
 
-    async def save_session(self, record: SessionRecord) -> None:
-        """Write a session (same id: replaced) and commit."""
-        await self._write(_SESSIONS, record)
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
+        steps = [
+            _Step(_SESSIONS.insert, _SESSIONS.row(record), f"session {record.id!r} is already stored and session records never change"),
+            _Step(_NODES.upsert, _NODES.row(node), f"cannot write the node of session {record.id!r}"),
+        ]
+        if edge is not None:
+            steps.append(_Step(_EDGES.upsert, _EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
+        await self._transact(steps)
 
-    async def save_turn(self, record: TurnRecord) -> None:
-        """Write a finished turn (same id: replaced) and commit."""
-        await self._write(_TURNS, record)
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Write a turn that starts (status ``running``); refuses a taken id or ordinal."""
+        where = f"turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}"
+        if record.status != "running" or record.finished_at is not None:
+            raise self._fail(f"cannot begin {where} as {record.status!r}", "a turn begins running")
+        await self._transact(
+            [_Step(_TURNS.insert, _TURNS.row(record), f"{where} cannot begin: its id or ordinal is taken")]
+        )
+
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record; refuses any turn that is not running."""
+        row = dict(zip(_TURNS.columns, _TURNS.row(record), strict=True))
+        if record.status == "running" or record.finished_at is None:
+            raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "id", "session_id", "ordinal"))
+        await self._transact(
+            [_Step(_FINISH_TURN, params, f"turn {record.id!r} is not a running turn of this store; a turn finishes once", "change")]
+        )
 
     async def save_node(self, node: SessionNode) -> None:
-        """Write a lineage node (same session: replaced) and commit."""
-        await self._write(_NODES, node)
+        """Replace the node of a stored session."""
+        await self._transact(
+            [
+                _Step("SELECT 1 FROM sessions WHERE id = ?", (node.session_id,), f"no session {node.session_id!r} is stored", "row"),
+                _Step(_NODES.upsert, _NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
+            ]
+        )
 
     async def save_edge(self, edge: LineageEdge) -> None:
-        """Write a lineage edge (same two sessions: replaced) and commit."""
-        await self._write(_EDGES, edge)
+        """Write a lineage edge between two stored sessions (same pair: replaced)."""
+        pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
+        await self._transact(
+            [
+                _Step(
+                    "SELECT 1 FROM sessions a, sessions b WHERE a.id = ? AND b.id = ?",
+                    (edge.from_session_id, edge.to_session_id),
+                    f"the edge {pair} names a session the store does not hold",
+                    "row",
+                ),
+                _Step(_EDGES.upsert, _EDGES.row(edge), f"cannot write the edge {pair}"),
+            ]
+        )
+
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        """Replace every node and edge in one transaction."""
+        steps = [_Step("DELETE FROM nodes", (), ""), _Step("DELETE FROM edges", (), "")]
+        steps += [_Step(_NODES.insert, _NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [_Step(_EDGES.insert, _EDGES.row(e), "cannot write an edge") for e in edges]
+        await self._transact(steps)
 
     # -- internals -----------------------------------------------------------------------
 
-    async def _write(self, table: _Table, record: object) -> None:
-        row = table.row(record)
+    async def _transact(self, steps: list[_Step]) -> None:
         lock = self._lock
         if lock is None or self._conn is None:
             raise self._closed_error()
-        # Group commit: a write queues its row in the open batch; whoever holds the lock
-        # next commits the whole batch in one transaction, so concurrent writers share one
-        # fsync. Each caller returns once its own row is committed (or raises its error).
+        if self._read_only:
+            raise self._fail(
+                "is open read-only", "open it with SqliteStore(path) (no read_only) in the one host that writes it"
+            )
+        # Group commit: a call queues its transaction in the open batch; whoever holds the
+        # lock next commits the whole batch at once, so concurrent writers share one fsync.
+        # Each caller returns once its own transaction is committed, or raises its error.
+        txn = _Txn(steps)
         batch = self._batch
-        batch.rows.append((table.upsert, row))
+        batch.txns.append(txn)
         async with lock:
             if not batch.done:
                 await self._flush(batch)
-        if batch.error is not None:
-            raise batch.error
+        if txn.error is not None:
+            raise txn.error
 
     async def _flush(self, batch: _Batch) -> None:
         """Commit ``batch`` (the open one); call with the lock held."""
@@ -263,12 +427,11 @@ class SqliteStore:
         conn = self._conn
         try:
             if conn is None:
-                batch.error = self._closed_error()
-            elif batch.rows:
+                for txn in batch.txns:
+                    txn.error = self._closed_error()
+            elif batch.txns:
                 with anyio.CancelScope(shield=True):  # a started write always finishes
-                    await anyio.to_thread.run_sync(self._commit, conn, batch.rows)
-        except StoreError as exc:
-            batch.error = exc
+                    await anyio.to_thread.run_sync(self._commit, conn, batch.txns)
         finally:
             batch.done = True
 
@@ -282,81 +445,173 @@ class SqliteStore:
     def _fail(self, problem: str, remedy: str) -> StoreError:
         return StoreError(f"{str(self._path)!r} {problem}; {remedy}", path=str(self._path))
 
-    def _commit(self, conn: sqlite3.Connection, rows: list[tuple[str, tuple[object, ...]]]) -> None:
-        try:
-            if len(rows) == 1:
-                conn.execute(*rows[0])  # autocommit: one statement, one transaction
-                return
-            conn.execute("BEGIN IMMEDIATE")
+    @staticmethod
+    def _run(conn: sqlite3.Connection, txn: _Txn) -> None:
+        for step in txn.steps:
             try:
-                for sql, row in rows:
-                    conn.execute(sql, row)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                cursor = conn.execute(step.sql, step.params)
+            except sqlite3.IntegrityError as exc:
+                raise _Refused(f"{step.refusal} ({exc})") from None
+            if step.expect == "change" and cursor.rowcount < 1:
+                raise _Refused(step.refusal)
+            if step.expect == "row" and cursor.fetchone() is None:
+                raise _Refused(step.refusal)
+
+    def _commit(self, conn: sqlite3.Connection, txns: list[_Txn]) -> None:
+        """Run every transaction of a batch, each in its own savepoint, and commit once."""
+        if len(txns) == 1 and len(txns[0].steps) == 1 and txns[0].steps[0].expect == "any":
+            try:  # autocommit: one statement is one transaction
+                self._run(conn, txns[0])
+            except _Refused as refused:
+                txns[0].error = self._fail(f"refused a write: {refused}", "records never change")
+            except sqlite3.Error as exc:
+                txns[0].error = self._write_error(exc)
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for txn in txns:
+                conn.execute("SAVEPOINT call")
+                try:
+                    self._run(conn, txn)
+                except (_Refused, sqlite3.Error) as exc:
+                    conn.execute("ROLLBACK TO call")
+                    txn.error = (
+                        self._fail(f"refused a write: {exc}", "records never change")
+                        if isinstance(exc, _Refused)
+                        else self._write_error(exc)
+                    )
+                conn.execute("RELEASE call")
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise self._fail(
-                f"could not be written ({exc})", "check the disk and the file's permissions"
-            ) from exc
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # the connection reports the first error below
+            error = self._write_error(exc)
+            for txn in txns:
+                txn.error = txn.error or error
+
+    def _write_error(self, exc: sqlite3.Error) -> StoreError:
+        if isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc):
+            return self._fail(
+                f"is read-only ({exc})",
+                "give this process write permission, or open it with read_only=True to read it",
+            )
+        return self._fail(f"could not be written ({exc})", "check the disk and the file's permissions")
+
+    # -- opening -------------------------------------------------------------------------
+
+    def _lock_path(self) -> Path:
+        return self._path.with_name(self._path.name + "-lock")
+
+    def _take_lock(self) -> None:
+        lock_path = self._lock_path()
+        try:
+            handle = open(lock_path, "a+", encoding="ascii")  # noqa: SIM115 (held while open)
+        except OSError as exc:
+            raise self._fail(f"cannot be locked: {lock_path} cannot be opened ({exc})", "check the folder's permissions") from exc
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip()
+            handle.close()
+            pid = int(holder) if holder.isdigit() else None
+            who = f"process {pid}" if pid is not None else "another process"
+            raise StoreLockedError(
+                f"{str(self._path)!r} is held by another host ({who}, lock {str(lock_path)!r}); "
+                "a SQLite store has one writer: close that host first, open it with "
+                "SqliteStore(path, read_only=True) to read it, or use PostgresStore for several hosts",
+                path=str(self._path),
+                pid=pid,
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._lock_file = handle
+
+    def _unlock(self) -> None:
+        handle, self._lock_file = self._lock_file, None
+        if handle is not None:
+            handle.close()  # closing the descriptor drops the flock
 
     def _connect(self) -> sqlite3.Connection:
         path = self._path
         if not self._create and not path.exists():
-            raise self._fail(
-                "does not exist", "pass the path of a store a host wrote (--store PATH)"
-            )
+            raise self._fail("does not exist", "pass the path of a store a host wrote (--store PATH)")
         if path.is_dir():
             raise self._fail("is a directory", "pass a file path for the SQLite store")
-        if self._create:
-            try:  # '.host-sim/store.sqlite' in a fresh project: make the folder too
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise self._fail(f"cannot be created ({exc})", "check the path") from exc
+        if not self._read_only:
+            if not path.parent.is_dir():
+                raise self._fail(
+                    f"cannot be created: its folder {str(path.parent)!r} does not exist",
+                    "create the folder first, or pass a path in an existing folder",
+                )
+            if path.exists() and not os.access(path, os.W_OK):
+                raise self._fail(
+                    "is read-only (this process may not write it)",
+                    "give it write permission, or open it with read_only=True to read it",
+                )
+            self._take_lock()
         try:
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            if self._read_only:
+                conn = sqlite3.connect(
+                    f"file:{quote(str(path.absolute()))}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+                )
+            else:
+                conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
+            self._unlock()
             raise self._fail(f"cannot be opened ({exc})", "check the path") from exc
         try:
             self._prepare(conn)
         except BaseException:
             conn.close()
+            self._unlock()
             raise
         return conn
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         try:
-            tables = {
-                name
-                for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            }
+            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError as exc:
             raise self._fail(
                 f"is not a SQLite database ({exc})",
-                "pass the path of a host-sim store, or a new path to create one",
+                "pass the path of a host-sim store" + (", or a new path to create one" if self._create else ""),
             ) from exc
         if not tables:
             if not self._create:
-                raise self._fail(
-                    "is an empty SQLite database, not a host-sim store",
-                    "pass the path of a store a host wrote",
-                )
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("BEGIN")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.executemany(
-                "INSERT INTO meta (key, value) VALUES (?, ?)",
-                [("application", _APPLICATION), ("schema_version", str(SCHEMA_VERSION))],
+                raise self._fail("is an empty SQLite database, not a host-sim store", "pass the path of a store a host wrote")
+            self._execute_script(conn, "PRAGMA journal_mode = WAL")
+            self._execute_script(
+                conn,
+                "BEGIN;\n"
+                + _SCHEMA
+                + f"INSERT INTO meta (key, value) VALUES ('application', '{_APPLICATION}');\n"
+                + f"INSERT INTO meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');\n"
+                + "COMMIT;",
             )
-            conn.execute("COMMIT")
         else:
-            self._check_meta(conn, tables)
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
+            version = self._check_meta(conn, tables)
+            if not self._read_only:
+                self._execute_script(conn, "PRAGMA journal_mode = WAL")
+                if version == 1:
+                    self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _UPGRADE_FROM_1 + "COMMIT;")
+        if not self._read_only:
+            conn.execute("PRAGMA synchronous = FULL")
 
-    def _check_meta(self, conn: sqlite3.Connection, tables: set[str]) -> None:
+    def _execute_script(self, conn: sqlite3.Connection, script: str) -> None:
+        try:
+            for statement in _script(script):
+                conn.execute(statement)
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._write_error(exc) from exc
+
+    def _check_meta(self, conn: sqlite3.Connection, tables: set[str]) -> int:
         meta: dict[str, str] = {}
         if "meta" in tables:
             try:
@@ -367,30 +622,24 @@ class SqliteStore:
             raise self._fail(
                 f"is a SQLite database of another application (tables: {', '.join(sorted(tables))}), "
                 "not a host-sim store",
-                "pass the path of a host-sim store, or a new path to create one",
+                "pass the path of a host-sim store" + (", or a new path to create one" if self._create else ""),
             )
         raw = meta.get("schema_version", "")
         try:
             version = int(raw)
         except ValueError:
-            raise self._fail(
-                f"has an unreadable schema version {raw!r}", "the file is damaged; use another path"
-            ) from None
+            raise self._fail(f"has an unreadable schema version {raw!r}", "the file is damaged; use another path") from None
         if version > SCHEMA_VERSION:
             raise self._fail(
-                f"was written by a newer host-sim (schema version {version}; this one reads "
-                f"up to {SCHEMA_VERSION})",
+                f"was written by a newer host-sim (schema version {version}; this one reads up to {SCHEMA_VERSION})",
                 "upgrade host-sim to open it",
             )
         if version < 1:
-            raise self._fail(
-                f"has an unknown schema version {version}", "the file is damaged; use another path"
-            )
+            raise self._fail(f"has an unknown schema version {version}", "the file is damaged; use another path")
         missing = {t.name for t in _TABLES} - tables
         if missing:
-            raise self._fail(
-                f"lacks the tables {', '.join(sorted(missing))}", "the file is damaged; use another path"
-            )
+            raise self._fail(f"lacks the tables {', '.join(sorted(missing))}", "the file is damaged; use another path")
+        return version
 
     def _read_all(self, conn: sqlite3.Connection) -> StoredState:
         return StoredState(
@@ -405,16 +654,17 @@ class SqliteStore:
         try:
             rows = conn.execute(table.select).fetchall()
         except sqlite3.Error as exc:
-            raise self._fail(f"cannot be read ({exc})", "the file is damaged; use another path") from exc
+            raise self._fail(f"cannot be read ({exc})", "the file is damaged; run host-sim fsck on it") from exc
         for row in rows:
             try:
                 value = table.read(row)
-            except (SerializationError, json.JSONDecodeError) as exc:
+            except (SerializationError, ValueError, TypeError, RecursionError) as exc:
                 key = ", ".join(repr(row[table.columns.index(k)]) for k in table.key)
+                problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
                 raise self._fail(
-                    f"holds an unreadable {table.name} row ({key}): {exc}",
-                    "the file is damaged or was edited by hand",
-                ) from exc
+                    f"holds an unreadable {table.name} row ({key}): {problem}",
+                    "the file is damaged or was edited by hand; run host-sim fsck on it",
+                ) from None
             assert isinstance(value, record)
             out.append(value)
         return tuple(out)

@@ -40,7 +40,7 @@ def test_run_prints_each_answer_and_fails_when_a_message_fails(capsys: pytest.Ca
 
 
 def test_run_continues_a_stored_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    store = str(tmp_path / "s" / "store.sqlite")
+    store = str(tmp_path / "store.sqlite")
     assert main(["run", TASK, "--store", store, "-m", "first"]) == 0
     session_id = capsys.readouterr().out.splitlines()[0].removeprefix("session ")
     assert main(["run", TASK, "--store", store, "--session", session_id, "-m", "/task go", "--transcript"]) == 0

@@ -134,14 +134,15 @@ def store_path(tmp_path: Path) -> Path:
         store = SqliteStore(path)
         await store.open()
         data = state()
-        for s in data.sessions:
-            await store.save_session(s)
+        structural = {e.to_session_id: e for e in data.edges if e.relation in ("branched_from", "spawned_by")}
+        for s, n in zip(data.sessions, data.nodes, strict=True):
+            await store.create_session(s, n, structural.get(s.id))
         for t in data.turns:
-            await store.save_turn(t)
-        for n in data.nodes:
-            await store.save_node(n)
+            await store.begin_turn(attrs.evolve(t, status="running", reply=None, error=None, finished_at=None))
+            await store.finish_turn(t)
         for e in data.edges:
-            await store.save_edge(e)
+            if e.to_session_id not in structural:
+                await store.save_edge(e)
         await store.close()
 
     anyio.run(write)

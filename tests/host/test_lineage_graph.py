@@ -22,10 +22,11 @@ from host_sim.lineage import (
     SessionMetrics,
     SessionNode,
 )
-from host_sim.stores import MemoryStore
-from modular_sdk import SessionId, UnknownSessionError
+from host_sim.stores import MemoryStore, SessionRecord
+from modular_sdk import AiRunnerId, RootLineage, SessionId, UnknownSessionError
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+RUNNER = AiRunnerId("echo:r")
 
 
 class Clock:
@@ -39,13 +40,46 @@ class Clock:
         return self.now
 
 
+def record_of(sid: str) -> SessionRecord:
+    return SessionRecord(
+        id=SessionId(sid), lineage=RootLineage(), metadata=None, model="echo", cwd="/", runner_id=RUNNER, created_at=T0
+    )
+
+
+async def register(
+    graph: LineageGraph, store: MemoryStore, sid: str, edge: LineageEdge | None = None, record: SessionRecord | None = None
+) -> None:
+    """What the host does for a new session: store its record, node and edge, then add it to the graph."""
+    node = SessionNode(session_id=SessionId(sid), created_at=T0)
+    await store.create_session(record or record_of(sid), node, edge)
+    graph._add_session(node, edge)
+
+
 async def make_graph(ids: Sequence[str], store: MemoryStore | None = None) -> tuple[LineageGraph, MemoryStore]:
     store = store or MemoryStore()
     await store.open()
     graph = LineageGraph(store, clock=Clock())
     for sid in ids:
-        await graph._register_session(SessionNode(session_id=SessionId(sid), created_at=T0))
+        await register(graph, store, sid)
     return graph, store
+
+
+async def record_edge(
+    graph: LineageGraph,
+    from_id: str,
+    to_id: str,
+    relation: LineageRelation,
+    artifact: LineageArtifact | None = None,
+    *,
+    at: datetime = T0,
+) -> LineageEdge:
+    """A structural edge between two sessions already in the graph and its store."""
+    edge = LineageEdge(
+        from_session_id=SessionId(from_id), to_session_id=SessionId(to_id), relation=relation, created_at=at, artifact=artifact
+    )
+    graph._link(edge)
+    await graph._store.save_edge(edge)
+    return edge
 
 
 def ids(nodes: Sequence[SessionNode]) -> list[str]:
@@ -55,8 +89,8 @@ def ids(nodes: Sequence[SessionNode]) -> list[str]:
 async def diamond() -> LineageGraph:
     """a -> b, a -> c, b -> d, c -> d, d -> e, plus x -> c (another parent of c)."""
     graph, _ = await make_graph(["a", "b", "c", "d", "e", "x"])
-    await graph._record_edge("a", "b", "branched_from")
-    await graph._record_edge("a", "c", "spawned_by")
+    await record_edge(graph, "a", "b", "branched_from")
+    await record_edge(graph, "a", "c", "spawned_by")
     await graph.add_edge("b", "d", "continued_from")
     await graph.add_edge("c", "d", "used_result_of")
     await graph.add_edge("d", "e", "planned_by")
@@ -91,7 +125,7 @@ async def test_default_max_depth_is_ten() -> None:
     names = [f"s{i}" for i in range(15)]
     graph, _ = await make_graph(names)
     for parent, child in zip(names, names[1:]):
-        await graph._record_edge(parent, child, "branched_from")
+        await record_edge(graph, parent, child, "branched_from")
     assert ids(await graph.descendants("s0")) == names[1:11]
     assert ids(await graph.ancestors("s14")) == names[13:3:-1]
 
@@ -173,7 +207,7 @@ async def test_find_by_artifact_returns_the_receiving_sessions_for_open_types() 
     await graph.add_edge("job", "chat1", "used_result_of", card)
     await graph.add_edge("job", "chat2", "used_result_of", card)
     await graph.add_edge("job", "other", "used_result_of", LineageArtifact(type="acme.report", source_id="r-8", label="Q4"))
-    await graph._record_edge("chat1", "other", "branched_from", LineageArtifact(type="turn", source_id="r-7", label="t"))
+    await record_edge(graph, "chat1", "other", "branched_from", LineageArtifact(type="turn", source_id="r-7", label="t"))
     assert ids(await graph.find_by_artifact("acme.report", "r-7")) == ["chat1", "chat2"]
     assert ids(await graph.find_by_artifact("turn", "r-7")) == ["other"]
     assert await graph.find_by_artifact("canvas_card", "r-7") == []
@@ -268,7 +302,7 @@ async def test_same_pair_replaces_the_old_edge() -> None:
 @pytest.mark.anyio
 async def test_add_edge_cannot_replace_a_host_recorded_edge() -> None:
     graph, _ = await make_graph(["parent", "fork"])
-    await graph._record_edge("parent", "fork", "branched_from")
+    await record_edge(graph, "parent", "fork", "branched_from")
     with pytest.raises(LineageEdgeError, match=r"already have the host-recorded 'branched_from' edge"):
         await graph.add_edge("parent", "fork", "continued_from")
     chain = await graph.chain("fork")
@@ -279,10 +313,10 @@ async def test_add_edge_cannot_replace_a_host_recorded_edge() -> None:
 async def test_host_records_structural_edges_and_lists_children_in_order() -> None:
     graph, _ = await make_graph(["p", "f1", "s1", "f2", "other"])
     at = T0 + timedelta(days=1)
-    edge = await graph._record_edge("p", "f1", "branched_from", at=at)
-    await graph._record_edge("p", "s1", "spawned_by")
+    edge = await record_edge(graph, "p", "f1", "branched_from", at=at)
+    await record_edge(graph, "p", "s1", "spawned_by")
     await graph.add_edge("p", "other", "continued_from")
-    await graph._record_edge("p", "f2", "branched_from")
+    await record_edge(graph, "p", "f2", "branched_from")
     assert edge.created_at is at
     assert graph._children("p") == ["f1", "s1", "f2"]
 
@@ -291,7 +325,7 @@ async def test_host_records_structural_edges_and_lists_children_in_order() -> No
 async def test_registering_a_session_twice_is_a_host_bug() -> None:
     graph, _ = await make_graph(["a"])
     with pytest.raises(ValueError, match="already in the lineage graph"):
-        await graph._register_session(SessionNode(session_id=SessionId("a"), created_at=T0))
+        graph._add_session(SessionNode(session_id=SessionId("a"), created_at=T0), None)
 
 
 # -- complete_session and node ----------------------------------------------------------
@@ -320,7 +354,7 @@ async def test_a_naive_clock_is_refused_with_a_fix() -> None:
     store = MemoryStore()
     await store.open()
     graph = LineageGraph(store, clock=lambda: datetime(2026, 1, 1))
-    await graph._register_session(SessionNode(session_id=SessionId("a"), created_at=T0))
+    await register(graph, store, "a")
     with pytest.raises(ValueError, match=r"timezone-aware datetimes, e\.g\. lambda: datetime\.now\(timezone\.utc\)"):
         await graph.complete_session("a", SessionMetrics(tool_calls=0, token_usage=0, duration_ms=0, sessions_spawned=0))
 
@@ -413,17 +447,20 @@ async def test_walks_agree_with_brute_force_reachability(
 @pytest.mark.anyio
 async def test_a_fork_costs_the_graph_and_memory_store_well_under_half_a_kilobyte() -> None:
     """Node + branched_from edge + adjacency + MemoryStore entries, ids and times shared."""
-    graph, _ = await make_graph(["root"])
+    graph, store = await make_graph(["root"])
     count = 2000
     new_ids = [SessionId(f"fork-{i:06d}") for i in range(count)]
     artifact = LineageArtifact(type="turn", source_id="t-0", label="anchor turn")
+    records = {sid: record_of(sid) for sid in new_ids}  # the session records themselves are not the graph's
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.take_snapshot()
         for sid in new_ids:
-            await graph._register_session(SessionNode(session_id=sid, created_at=T0))
-            await graph._record_edge("root", sid, "branched_from", artifact, at=T0)
+            edge = LineageEdge(
+                from_session_id=SessionId("root"), to_session_id=sid, relation="branched_from", created_at=T0, artifact=artifact
+            )
+            await register(graph, store, sid, edge, records[sid])
         gc.collect()
         after = tracemalloc.take_snapshot()
     finally:

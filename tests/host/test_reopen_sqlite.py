@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from examples import background_tasks, delegate
-from host_sim import Host, ModelRequest, ScriptedModel, SessionMetrics, SqliteStore
+from host_sim import Host, ModelRequest, ScriptedModel, SessionMetrics, SqliteStore, StoreError
 from modular_sdk import (
     AiPromptMessage,
     AiSessionDisplayMetadata,
@@ -264,8 +264,11 @@ async def test_an_unknown_id_on_a_reopened_host_raises_unknown_session(db: Path)
 
 
 @pytest.mark.anyio
-async def test_a_store_path_in_a_missing_folder_is_created_with_its_folder(tmp_path: Path) -> None:
-    path = tmp_path / ".host-sim" / "store.sqlite"
-    async with Host(store=SqliteStore(path)) as host:
-        await host.sessions.create()
-    assert path.is_file()
+async def test_a_store_path_in_a_missing_folder_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
+    """Like sqlite3 or git: an explicit path whose folder is missing is a mistake, not a request."""
+    path = tmp_path / "typo" / "store.sqlite"
+    with pytest.raises(StoreError, match=r"cannot be created: its folder '.*typo' does not exist; create the folder first") as info:
+        async with Host(store=SqliteStore(path)):
+            pass
+    assert info.value.path == str(path)
+    assert not path.parent.exists()

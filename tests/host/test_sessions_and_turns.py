@@ -12,6 +12,8 @@ from modular_sdk import (
     AiPromptMessage,
     AiRunResult,
     AiSessionDisplayMetadata,
+    HostClosedError,
+    InvalidArgumentError,
     RootLineage,
     TurnFailedError,
     UnknownSessionError,
@@ -246,18 +248,20 @@ async def test_handles_have_no_public_constructor() -> None:
 @pytest.mark.anyio
 async def test_a_host_refuses_use_outside_async_with() -> None:
     host = Host()
-    with pytest.raises(RuntimeError, match="this Host is new; use it inside 'async with Host"):
+    with pytest.raises(HostClosedError, match="this Host is not entered yet; use it inside 'async with Host") as info:
         host.sessions
+    assert info.value.state == "new"
     async with host:
         pass
-    with pytest.raises(RuntimeError, match="this Host is closed"):
+    with pytest.raises(HostClosedError, match="this Host is closed") as info:
         await host.sessions.create()
+    assert info.value.state == "closed"
 
 
 @pytest.mark.anyio
 async def test_a_naive_clock_is_refused_with_a_clear_message() -> None:
     async with Host(clock=lambda: datetime(2025, 1, 1)) as host:
-        with pytest.raises(ValueError, match="naive datetime"):
+        with pytest.raises(InvalidArgumentError, match="the host clock returned a naive datetime"):
             await host.sessions.create()
 
 

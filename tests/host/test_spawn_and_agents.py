@@ -194,7 +194,7 @@ async def test_spawn_outside_any_handler_raises_spawn_context_error() -> None:
     async with Host(mods=[mod]) as host:
         chat = await host.sessions.create()
 
-        with pytest.raises(SpawnContextError, match=r"was called outside any mod handler; a spawn needs a command or tool handler") as info:
+        with pytest.raises(SpawnContextError, match=r"was called outside any mod handler \(on a handle acting as the user\); a spawn needs a command or tool handler") as info:
             await chat.spawn()
 
         assert info.value.session_id == chat.id

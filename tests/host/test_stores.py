@@ -211,15 +211,20 @@ async def reopen(make_store: StoreFactory) -> StoredState:
         await store.close()
 
 
+def running(turn: TurnRecord) -> TurnRecord:
+    """The record ``turn`` had when it started."""
+    return attrs.evolve(turn, status="running", reply=None, error=None, finished_at=None)
+
+
 async def write_story(store: Store) -> None:
-    for s in sessions():
-        await store.save_session(s)
-    for n in nodes():
-        await store.save_node(n)
+    """Each session with its node and its edge, each turn begun then finished, then an integrator edge."""
+    structural = {e.to_session_id: e for e in edges()[:3]}
+    for s, n in zip(sessions(), nodes(), strict=True):
+        await store.create_session(s, n, structural.get(s.id))
     for t in turns():
-        await store.save_turn(t)
-    for e in edges():
-        await store.save_edge(e)
+        await store.begin_turn(running(t))
+        await store.finish_turn(t)
+    await store.save_edge(edges()[3])
 
 
 @pytest.mark.anyio
@@ -283,7 +288,7 @@ async def test_writes_to_a_closed_store_are_refused(make_store: StoreFactory) ->
     await store.open()
     await store.close()
     with pytest.raises(StoreError, match="not open"):
-        await store.save_session(sessions()[0])
+        await store.create_session(sessions()[0], nodes()[0], None)
 
 
 # -- SqliteStore on disk ----------------------------------------------------------------
@@ -316,7 +321,7 @@ async def test_sqlite_writes_are_committed_before_close(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     store = SqliteStore(path)
     await store.open()
-    await store.save_session(sessions()[0])
+    await store.create_session(sessions()[0], nodes()[0], None)
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT id FROM sessions").fetchall()
     conn.close()
@@ -333,7 +338,7 @@ async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     conn.close()
-    with pytest.raises(StoreError, match=r"newer host-sim \(schema version 99; this one reads up to 1\).*upgrade") as info:
+    with pytest.raises(StoreError, match=rf"newer host-sim \(schema version 99; this one reads up to {SCHEMA_VERSION}\).*upgrade") as info:
         await SqliteStore(path).open()
     assert info.value.path == str(path)
     assert str(path) in str(info.value)
@@ -384,9 +389,10 @@ async def test_sqlite_reports_a_damaged_row(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     store = SqliteStore(path)
     await store.open()
-    await store.save_session(sessions()[0])
+    await store.create_session(sessions()[0], nodes()[0], None)
     await store.close()
-    with sqlite3.connect(path) as conn:
+    with sqlite3.connect(path) as conn:  # by hand, past the trigger that keeps records as written
+        conn.execute("DROP TRIGGER sessions_never_change")
         conn.execute("""UPDATE sessions SET lineage = '{"kind": "graft"}'""")
     conn.close()
     with pytest.raises(StoreError, match=r"unreadable sessions row \('s-1'\).*'graft'"):
@@ -400,10 +406,16 @@ async def test_sqlite_concurrent_writes_all_land(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     store = SqliteStore(path)
     await store.open()
-    base = nodes()[0]
     async with anyio.create_task_group() as tg:
         for i in range(50):
-            tg.start_soon(store.save_node, attrs.evolve(base, session_id=SessionId(f"n-{i}")))
+            sid = SessionId(f"n-{i}")
+            tg.start_soon(
+                store.create_session,
+                attrs.evolve(sessions()[0], id=sid),
+                attrs.evolve(nodes()[0], session_id=sid),
+                None,
+            )
     await store.close()
     state = await reopen(lambda: SqliteStore(path))
     assert sorted(n.session_id for n in state.nodes) == sorted(f"n-{i}" for i in range(50))
+    assert sorted(s.id for s in state.sessions) == sorted(f"n-{i}" for i in range(50))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
 import anyio
@@ -14,6 +15,7 @@ from host_sim import (
     MemoryStore,
     ModelRequest,
     ScriptedModel,
+    SessionHandle,
     SessionNode,
     SessionRecord,
     StoredState,
@@ -159,11 +161,11 @@ async def test_task_without_a_prompt_shows_usage_and_creates_nothing() -> None:
 
 
 class GatedStore:
-    """A store whose write of one turn waits until another turn has been written.
+    """A store that holds the write of any fork of the work session until a racing turn completed.
 
-    It holds the work turn's write (inside ``send``, after the turn completed) until the
-    racing turn has completed too, so that turn is already in the work session, completed,
-    when the mod calls ``completed_work.fork()``.
+    Turns of one session run one at a time, so the racer's turn runs right after the work
+    turn; holding the report fork's write until the racer completed makes the work
+    session's current end move past the work turn while the mod forks it.
     """
 
     def __init__(self) -> None:
@@ -177,8 +179,19 @@ class GatedStore:
     async def close(self) -> None:
         await self._inner.close()
 
-    async def save_session(self, record: SessionRecord) -> None:
-        await self._inner.save_session(record)
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        lineage = record.lineage
+        if lineage.kind == "fork" and lineage.parent_session_id == self.work_session_id:
+            await self.racer_written.wait()
+        await self._inner.create_session(record, node, edge)
+
+    async def begin_turn(self, record: TurnRecord) -> None:
+        await self._inner.begin_turn(record)
+
+    async def finish_turn(self, record: TurnRecord) -> None:
+        await self._inner.finish_turn(record)
+        if record.session_id == self.work_session_id and record.ordinal == 2:
+            self.racer_written.set()
 
     async def save_node(self, node: SessionNode) -> None:
         await self._inner.save_node(node)
@@ -186,21 +199,25 @@ class GatedStore:
     async def save_edge(self, edge: LineageEdge) -> None:
         await self._inner.save_edge(edge)
 
-    async def save_turn(self, record: TurnRecord) -> None:
-        await self._inner.save_turn(record)
-        if record.session_id != self.work_session_id:
-            return
-        if record.ordinal == 1:
-            await self.racer_written.wait()
-        elif record.ordinal == 2:
-            self.racer_written.set()
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        await self._inner.rebuild_index(nodes, edges)
 
 
 @pytest.mark.anyio
-async def test_the_report_is_anchored_at_the_work_turn_even_when_another_turn_completed_first() -> None:
+async def test_the_report_is_anchored_at_the_work_turn_even_when_another_turn_completed_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     store = GatedStore()
     work_started = anyio.Event()
     seen: list[ModelRequest] = []
+    session_forks: list[str] = []
+    fork_session = SessionHandle.fork
+
+    async def spy(self: SessionHandle, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
+        session_forks.append(self.id)
+        return await fork_session(self, metadata=metadata)
+
+    monkeypatch.setattr(SessionHandle, "fork", spy)
 
     def respond(request: ModelRequest) -> str:
         seen.append(request)
@@ -242,6 +259,7 @@ async def test_the_report_is_anchored_at_the_work_turn_even_when_another_turn_co
         assert report_turns[2].message == AiPromptMessage(text=SUMMARY_PROMPT)
         (summary_request,) = [r for r in seen if r.text == SUMMARY_PROMPT]
         assert [h.text for h in summary_request.history] == ["Refactor the parser", "write the tests"]
+        assert store.work_session_id not in session_forks  # the mod forked the turn, not the session
         # The current end of the work session has moved: a session fork now copies the racer.
         again = await work.fork()
         assert isinstance(again.lineage, ForkLineage)

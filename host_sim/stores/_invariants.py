@@ -1,0 +1,358 @@
+"""The one invariant checker of a store, and the one function that derives its lineage index.
+
+`check` is what ``host-sim fsck`` runs, what a host runs when it opens a store, and what
+the tests run after every step of their state machines and after every crash. `derive_index`
+is what ``fsck --repair`` and a host opening a store with a stale index write back.
+
+Authoritative data (session and turn records) can only be reported; derived data (the
+lineage index: one node per session, the ``branched_from`` and ``spawned_by`` edges) can be
+rebuilt from it, and turns a crash left ``running`` can be marked failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Final, Literal
+
+import attrs
+
+from modular_sdk import SessionId
+
+from ..lineage._types import LineageArtifact, LineageEdge, SessionNode
+from ._errors import StoreError
+from ._protocol import Store
+from ._records import SessionRecord, StoredState, TurnRecord
+
+__all__ = [
+    "INTERRUPTED",
+    "Violation",
+    "ViolationCode",
+    "check",
+    "derive_index",
+    "fork_artifact",
+    "interrupted",
+    "recover",
+]
+
+INTERRUPTED: Final = "interrupted: the host stopped before it completed"
+"""The error of a turn a crash (or a killed process) left ``running``."""
+
+_STRUCTURAL: Final = frozenset({"branched_from", "spawned_by"})
+
+ViolationCode = Literal[
+    "unknown-parent",
+    "depth",
+    "anchor-missing",
+    "anchor-not-completed",
+    "anchor-mismatch",
+    "orphan-turn",
+    "ordinals",
+    "turn-running",
+    "index-stale",
+]
+"""What an invariant violation is about; every code but ``index-stale`` and ``turn-running``
+is damage to authoritative records that no repair can undo."""
+
+
+@attrs.frozen(kw_only=True)
+class Violation:
+    """One broken invariant of a store. Immutable.
+
+    ``subject`` is the session or turn id it is about, ``message`` says what is wrong,
+    ``repairable`` whether ``host-sim fsck --repair`` (or opening a host) fixes it.
+    """
+
+    code: ViolationCode
+    subject: str
+    message: str
+    repairable: bool
+
+    def to_data(self) -> dict[str, str | bool]:
+        """The violation as JSON data (what ``host-sim fsck --json`` prints)."""
+        return {"code": self.code, "subject": self.subject, "message": self.message, "repairable": self.repairable}
+
+
+def fork_artifact(turn_id: str, ordinal: int) -> LineageArtifact:
+    """The artifact a ``branched_from`` edge carries: the anchor turn it forked at."""
+    return LineageArtifact(type="turn", source_id=turn_id, label=f"turn {ordinal}")
+
+
+def interrupted(turn: TurnRecord, at: datetime) -> TurnRecord:
+    """``turn`` (left ``running`` by a crash) finished as failed at ``at``."""
+    return attrs.evolve(turn, status="failed", error=INTERRUPTED, reply=None, finished_at=at)
+
+
+class _Records:
+    """Sessions by id and each session's own turns by ordinal, to walk fork chains."""
+
+    def __init__(self, state: StoredState) -> None:
+        self.sessions: dict[SessionId, SessionRecord] = {s.id: s for s in state.sessions}
+        self.own: dict[SessionId, dict[int, TurnRecord]] = {}
+        self.duplicates: list[TurnRecord] = []
+        for turn in state.turns:
+            ordinals = self.own.setdefault(turn.session_id, {})
+            if turn.ordinal in ordinals:
+                self.duplicates.append(turn)
+            else:
+                ordinals[turn.ordinal] = turn
+
+    def turn_at(self, session_id: SessionId, ordinal: int) -> TurnRecord | None:
+        """The turn at ``ordinal`` of a session's history, walking up its fork chain."""
+        seen: set[SessionId] = set()
+        current = self.sessions.get(session_id)
+        while current is not None and current.id not in seen:
+            seen.add(current.id)
+            turn = self.own.get(current.id, {}).get(ordinal)
+            if turn is not None:
+                return turn
+            lineage = current.lineage
+            if lineage.kind != "fork" or ordinal > lineage.parent_turn_ordinal:
+                return None
+            current = self.sessions.get(lineage.parent_session_id)
+        return None
+
+    def depth(self, record: SessionRecord) -> int:
+        lineage = record.lineage
+        return 0 if lineage.kind == "root" else lineage.depth
+
+
+def _implied_edge(records: _Records, record: SessionRecord) -> LineageEdge | None:
+    lineage = record.lineage
+    if lineage.kind == "root" or lineage.parent_session_id not in records.sessions:
+        return None
+    if lineage.kind == "spawn":
+        return LineageEdge(
+            from_session_id=lineage.parent_session_id,
+            to_session_id=record.id,
+            relation="spawned_by",
+            created_at=lineage.spawned_at,
+        )
+    anchor = records.turn_at(lineage.parent_session_id, lineage.parent_turn_ordinal)
+    return LineageEdge(
+        from_session_id=lineage.parent_session_id,
+        to_session_id=record.id,
+        relation="branched_from",
+        created_at=lineage.forked_at,
+        artifact=None if anchor is None else fork_artifact(anchor.id, anchor.ordinal),
+    )
+
+
+def _implied_node(record: SessionRecord, old: SessionNode | None) -> SessionNode:
+    if old is not None and old.created_at == record.created_at and old.agent_id == record.agent_id:
+        return old
+    return SessionNode(
+        session_id=record.id,
+        created_at=record.created_at,
+        agent_id=record.agent_id,
+        summary=None if old is None else old.summary,
+        completed_at=None if old is None else old.completed_at,
+        metrics=None if old is None else old.metrics,
+    )
+
+
+def derive_index(state: StoredState) -> tuple[tuple[SessionNode, ...], tuple[LineageEdge, ...]]:
+    """The lineage index the records imply: what a store's nodes and edges must be.
+
+    One node per session (keeping the completion and summary an earlier node held); the
+    ``branched_from`` edge of every fork (its artifact the anchor turn) and the
+    ``spawned_by`` edge of every spawn; and every other stored edge whose two sessions
+    exist and which does not shadow a structural edge. Stored order is kept; missing
+    structural edges follow in session order.
+    """
+    records = _Records(state)
+    old_nodes = {n.session_id: n for n in state.nodes}
+    nodes = tuple(_implied_node(r, old_nodes.get(r.id)) for r in state.sessions)
+    implied: dict[tuple[SessionId, SessionId], LineageEdge] = {}
+    for record in state.sessions:
+        edge = _implied_edge(records, record)
+        if edge is not None:
+            implied[edge.from_session_id, edge.to_session_id] = edge
+    edges: list[LineageEdge] = []
+    placed: set[tuple[SessionId, SessionId]] = set()
+    for edge in state.edges:
+        pair = (edge.from_session_id, edge.to_session_id)
+        if pair in placed:
+            continue
+        if pair in implied:
+            edges.append(implied[pair])
+            placed.add(pair)
+        elif (
+            edge.relation not in _STRUCTURAL
+            and edge.from_session_id in records.sessions
+            and edge.to_session_id in records.sessions
+            and edge.from_session_id != edge.to_session_id
+        ):
+            edges.append(edge)
+            placed.add(pair)
+    edges.extend(edge for pair, edge in implied.items() if pair not in placed)
+    return nodes, tuple(edges)
+
+
+def _index_problems(
+    state: StoredState, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]
+) -> Iterable[Violation]:
+    def stale(subject: str, message: str) -> Violation:
+        return Violation(code="index-stale", subject=subject, message=message, repairable=True)
+
+    have_nodes: Mapping[SessionId, SessionNode] = {n.session_id: n for n in state.nodes}
+    want_nodes = {n.session_id: n for n in nodes}
+    for session_id, node in want_nodes.items():
+        got = have_nodes.get(session_id)
+        if got is None:
+            yield stale(session_id, f"session {session_id!r} has no lineage node")
+        elif got != node:
+            yield stale(session_id, f"the lineage node of session {session_id!r} does not match its record")
+    for session_id in have_nodes.keys() - want_nodes.keys():
+        yield stale(session_id, f"lineage node {session_id!r} belongs to no session")
+    if len(state.nodes) != len(have_nodes):
+        yield stale("nodes", "a session has more than one lineage node")
+    have_edges = {(e.from_session_id, e.to_session_id): e for e in state.edges}
+    want_edges = {(e.from_session_id, e.to_session_id): e for e in edges}
+    for (source, target), edge in want_edges.items():
+        got_edge = have_edges.get((source, target))
+        if got_edge is None:
+            yield stale(target, f"the {edge.relation!r} edge {source!r} -> {target!r} is missing")
+        elif got_edge != edge:
+            yield stale(target, f"the edge {source!r} -> {target!r} does not match what the records imply")
+    for source, target in have_edges.keys() - want_edges.keys():
+        relation = have_edges[source, target].relation
+        yield stale(target, f"the {relation!r} edge {source!r} -> {target!r} is implied by no record")
+
+
+def check(state: StoredState) -> list[Violation]:
+    """Every broken invariant of ``state``, authoritative damage first; empty when sound.
+
+    Checked: each fork or spawn names a parent the store holds and has depth = parent + 1;
+    each fork's anchor turn exists in its parent's history, is completed, and matches the
+    lineage's runner and message ids; each session's own turns have unique, contiguous
+    ordinals starting right after its anchor (0 for roots and spawns); no turn belongs to
+    an unknown session; no turn is left ``running``; the lineage index equals
+    `derive_index`.
+    """
+    records = _Records(state)
+    found: list[Violation] = []
+
+    def damage(code: ViolationCode, subject: str, message: str) -> None:
+        found.append(Violation(code=code, subject=subject, message=message, repairable=False))
+
+    for record in state.sessions:
+        lineage = record.lineage
+        if lineage.kind == "root":
+            continue
+        parent = records.sessions.get(lineage.parent_session_id)
+        if parent is None:
+            damage(
+                "unknown-parent",
+                record.id,
+                f"session {record.id!r} is a {lineage.kind} of {lineage.parent_session_id!r}, "
+                "which the store does not hold",
+            )
+            continue
+        if lineage.depth != records.depth(parent) + 1:
+            damage(
+                "depth",
+                record.id,
+                f"session {record.id!r} has depth {lineage.depth}, but its parent "
+                f"{parent.id!r} has depth {records.depth(parent)}",
+            )
+        if lineage.kind != "fork":
+            continue
+        anchor = records.turn_at(parent.id, lineage.parent_turn_ordinal)
+        if anchor is None:
+            damage(
+                "anchor-missing",
+                record.id,
+                f"fork {record.id!r} continues after turn {lineage.parent_turn_ordinal} of "
+                f"{parent.id!r}, which its history does not hold",
+            )
+        elif anchor.status != "completed":
+            damage(
+                "anchor-not-completed",
+                record.id,
+                f"fork {record.id!r} continues after turn {anchor.ordinal} ({anchor.id!r}), "
+                f"which is {anchor.status}; only completed turns are anchors",
+            )
+        elif anchor.runner_id != lineage.parent_runner_id or lineage.parent_user_message_id not in (
+            None,
+            anchor.message_id,
+        ):
+            damage(
+                "anchor-mismatch",
+                record.id,
+                f"fork {record.id!r} names runner {lineage.parent_runner_id!r} and message "
+                f"{lineage.parent_user_message_id!r} for its anchor, but turn {anchor.id!r} has "
+                f"{anchor.runner_id!r} and {anchor.message_id!r}",
+            )
+    for turn in records.duplicates:
+        damage("ordinals", turn.id, f"session {turn.session_id!r} has two turns at ordinal {turn.ordinal}")
+    for session_id, own in records.own.items():
+        owner = records.sessions.get(session_id)
+        if owner is None:
+            for turn in own.values():
+                damage("orphan-turn", turn.id, f"turn {turn.id!r} belongs to {session_id!r}, which the store does not hold")
+            continue
+        lineage = owner.lineage
+        first = lineage.parent_turn_ordinal + 1 if lineage.kind == "fork" else 0
+        ordinals = sorted(own)
+        if ordinals != list(range(first, first + len(ordinals))):
+            damage(
+                "ordinals",
+                session_id,
+                f"the turns of session {session_id!r} have ordinals {_ranges(ordinals)}; "
+                f"they must run contiguously from {first}",
+            )
+    for turn in state.turns:
+        if turn.status == "running":
+            found.append(
+                Violation(
+                    code="turn-running",
+                    subject=turn.id,
+                    message=f"turn {turn.ordinal} ({turn.id!r}) of session {turn.session_id!r} "
+                    "was left running by a host that stopped; it will be marked failed",
+                    repairable=True,
+                )
+            )
+    nodes, edges = derive_index(state)
+    found.extend(_index_problems(state, nodes, edges))
+    return found
+
+
+def _ranges(values: Sequence[int]) -> str:
+    shown = ", ".join(str(v) for v in values[:8])
+    return f"[{shown}{', ...' if len(values) > 8 else ''}]"
+
+
+async def recover(store: Store, state: StoredState, clock: Callable[[], datetime]) -> StoredState:
+    """Make what a store holds sound for a host to open, or raise `StoreError` naming the damage.
+
+    Marks turns a crash left ``running`` failed (`INTERRUPTED`) and rebuilds a missing or
+    stale lineage index from the records, each through the store; returns the state as it
+    now is. Damage to the records themselves cannot be repaired: it raises, listing it.
+    """
+    violations = check(state)
+    damage = [v for v in violations if not v.repairable]
+    if damage:
+        path = getattr(store, "path", None)
+        where = f"the store {str(path)!r}" if path is not None else "the store"
+        shown = "\n".join(f"  - {v.message}" for v in damage[:10])
+        more = f"\n  ... and {len(damage) - 10} more" if len(damage) > 10 else ""
+        raise StoreError(
+            f"{where} is damaged ({len(damage)} broken invariant{'s' if len(damage) != 1 else ''}):\n"
+            f"{shown}{more}\nthe records themselves are wrong, so no host can open it; see every "
+            "problem with 'host-sim fsck --store PATH'",
+            path=None if path is None else str(path),
+        )
+    if not violations:
+        return state
+    turns = list(state.turns)
+    for index, turn in enumerate(turns):
+        if turn.status == "running":
+            turns[index] = interrupted(turn, clock())
+            await store.finish_turn(turns[index])
+    state = attrs.evolve(state, turns=tuple(turns))
+    if any(v.code == "index-stale" for v in violations):
+        nodes, edges = derive_index(state)
+        await store.rebuild_index(nodes, edges)
+        state = attrs.evolve(state, nodes=nodes, edges=edges)
+    return state
