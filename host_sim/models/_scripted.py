@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import final
 
+from ..lanes._threads import run_in_daemon_thread
 from ._protocol import ModelRequest, ToolCall
 
 __all__ = ["ScriptedModel"]
@@ -42,7 +43,14 @@ class ScriptedModel:
         return self._name
 
     async def respond(self, request: ModelRequest) -> str | ToolCall:
-        result = self._respond(request)
+        """``respond(request)``; a plain ``def`` runs in a daemon thread, so a slow or blocked
+        one never stalls the event loop and the host's ``model_timeout`` holds for it."""
+        if inspect.iscoroutinefunction(self._respond) or inspect.iscoroutinefunction(
+            getattr(self._respond, "__call__", None)
+        ):
+            result = self._respond(request)
+        else:
+            result = await run_in_daemon_thread(self._respond, (request,), name=f"host-sim model {self._name!r}")
         if inspect.isawaitable(result):
             return await result
         return result
