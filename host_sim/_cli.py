@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 __all__ = ["main"]
 
-SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage")
+SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage", "fsck")
 
 
 def build_parser() -> argparse.ArgumentParser:
