@@ -18,6 +18,7 @@ import attrs
 import pytest
 
 from host_sim import Host, ModelRequest, ScriptedModel, SessionHandle, ToolCall
+from modular_sdk._schema import JsonValue
 from modular_sdk import (
     ActionEvent,
     AiContributions,
@@ -84,7 +85,7 @@ hooked = define_mod(
 )
 
 
-def calls(name: str, payload: object = None) -> ScriptedModel:
+def calls(name: str, payload: JsonValue = None) -> ScriptedModel:
     """A model that calls tool ``name`` once, then answers with what the tool said."""
 
     async def respond(request: ModelRequest) -> str | ToolCall:
@@ -142,7 +143,7 @@ async def test_a_base_exception_subclass_in_a_model_fails_only_its_turn() -> Non
 
 @pytest.mark.anyio
 async def test_a_tool_input_nested_five_thousand_deep_is_a_tool_error_not_a_crash() -> None:
-    deep: object = "x"
+    deep: JsonValue = "x"
     for _ in range(5000):
         deep = [deep]
     async with Host(mods=[faulty], model=calls("escape", deep)) as host:
