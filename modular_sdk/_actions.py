@@ -7,8 +7,20 @@ from typing import Literal
 import attrs
 from typing_extensions import TypeAlias
 
+from ._errors import ModDefinitionError
 from ._ids import SessionId
-from ._messages import Author
+from ._messages import Author, ModAuthor, UserAuthor
+from ._rules import show, text_validator
+
+
+def _author(instance: object, attribute: attrs.Attribute[Author], value: object) -> None:
+    if not isinstance(value, (UserAuthor, ModAuthor)):
+        raise ModDefinitionError(
+            f"ActionEvent.author must be a UserAuthor or a ModAuthor, got {show(value)} "
+            f"({type(value).__name__})",
+            field=attribute.name,
+            value=value,
+        )
 
 __all__ = ["ActionEvent", "Allow", "Deny", "HookDecision"]
 
@@ -22,9 +34,9 @@ class ActionEvent:
     commands); ``author`` who is doing it, stamped by the host.
     """
 
-    action: str
-    session_id: SessionId | None
-    author: Author
+    action: str = attrs.field(validator=text_validator())
+    session_id: SessionId | None = attrs.field(validator=text_validator(optional=True))
+    author: Author = attrs.field(validator=_author)
 
 
 @attrs.frozen(kw_only=True)
@@ -42,12 +54,9 @@ class Deny:
     """
 
     kind: Literal["deny"] = attrs.field(default="deny", init=False)
-    reason: str = attrs.field(validator=attrs.validators.instance_of(str))
-
-    @reason.validator
-    def _check_reason(self, attribute: attrs.Attribute[str], value: str) -> None:
-        if not value.strip():
-            raise ValueError("Deny.reason must not be empty; say why the action is refused")
+    reason: str = attrs.field(
+        validator=text_validator(non_empty=True, fix="say why the action is refused")
+    )
 
 
 HookDecision: TypeAlias = Allow | Deny

@@ -6,14 +6,15 @@ anchor, and the command or tool that created a spawn.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
 import attrs
 from typing_extensions import TypeAlias
 
+from ._errors import ModDefinitionError
 from ._ids import AiRunnerId, SessionId
+from ._rules import show, text_validator
 
 __all__ = [
     "AiSessionLineage",
@@ -28,29 +29,45 @@ __all__ = [
 
 def aware_datetime(instance: object, attribute: attrs.Attribute[datetime], value: datetime) -> None:
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(
+        raise ModDefinitionError(
             f"{type(instance).__name__}.{attribute.name} must be a timezone-aware datetime, "
-            f"got {value!r}; use datetime.now(timezone.utc)"
+            f"got {show(value)}; use datetime.now(timezone.utc)",
+            field=attribute.name,
+            value=value,
         )
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
+        raise ModDefinitionError(
             f"{type(instance).__name__}.{attribute.name} must be an int >= 1 "
-            f"(a child is one deeper than its parent), got {value!r}"
+            f"(a child is one deeper than its parent), got {show(value)}",
+            field=attribute.name,
+            value=value,
         )
 
 
 def non_negative_int(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(
-            f"{type(instance).__name__}.{attribute.name} must be an int >= 0, got {value!r}"
+        raise ModDefinitionError(
+            f"{type(instance).__name__}.{attribute.name} must be an int >= 0, got {show(value)}",
+            field=attribute.name,
+            value=value,
         )
 
 
-# typed loosely so that NewType fields (SessionId, AiRunnerId) accept it
-_str: Callable[[Any, attrs.Attribute[Any], Any], Any] = attrs.validators.instance_of(str)
+_str = text_validator()
+_optional_str = text_validator(optional=True)
+
+
+def _trigger(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, (CommandTrigger, ToolTrigger)):
+        raise ModDefinitionError(
+            f"{type(instance).__name__}.{attribute.name} must be a CommandTrigger or a "
+            f"ToolTrigger, got {show(value)} ({type(value).__name__})",
+            field=attribute.name,
+            value=value,
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -92,9 +109,7 @@ class SpawnLineage:
     parent_chat_uri: str = attrs.field(validator=_str)
     depth: int = attrs.field(validator=_positive)
     spawned_at: datetime = attrs.field(validator=aware_datetime)
-    trigger: SpawnTrigger = attrs.field(
-        validator=attrs.validators.instance_of((CommandTrigger, ToolTrigger))
-    )
+    trigger: SpawnTrigger = attrs.field(validator=_trigger)
 
 
 @attrs.frozen(kw_only=True)
@@ -112,9 +127,7 @@ class ForkLineage:
     parent_runner_id: AiRunnerId = attrs.field(validator=_str)
     depth: int = attrs.field(validator=_positive)
     forked_at: datetime = attrs.field(validator=aware_datetime)
-    parent_user_message_id: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(_str)
-    )
+    parent_user_message_id: str | None = attrs.field(default=None, validator=_optional_str)
 
 
 AiSessionLineage: TypeAlias = RootLineage | SpawnLineage | ForkLineage

@@ -1,4 +1,9 @@
-"""Messages that drive turns, and the authors the host stamps on them."""
+"""Messages that drive turns, and the authors the host stamps on them.
+
+Each refuses a bad field at its call with `ModDefinitionError` (also a ``ValueError``)
+naming the field and the value: text that is not a ``str``, empty where text is required,
+or holding a lone surrogate (which cannot be stored).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from typing import Literal
 
 import attrs
 from typing_extensions import TypeAlias
+
+from ._rules import text_validator
 
 __all__ = [
     "AiMessage",
@@ -18,12 +25,9 @@ __all__ = [
 ]
 
 
-def _non_empty(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not value.strip():
-        raise ValueError(
-            f"{type(instance).__name__}.{attribute.name} must not be empty, got {value!r}; "
-            "pass some text"
-        )
+_text = text_validator()
+_words = text_validator(non_empty=True)
+_optional_text = text_validator(optional=True)
 
 
 @attrs.frozen(kw_only=True)
@@ -37,7 +41,7 @@ class AiPromptMessage:
     """
 
     type: Literal["prompt"] = attrs.field(default="prompt", init=False)
-    text: str = attrs.field(validator=attrs.validators.instance_of(str))
+    text: str = attrs.field(validator=_text)
 
 
 @attrs.frozen(kw_only=True)
@@ -49,8 +53,8 @@ class AiNotificationMessage:
     """
 
     type: Literal["notification"] = attrs.field(default="notification", init=False)
-    title: str = attrs.field(validator=[attrs.validators.instance_of(str), _non_empty])
-    body: str = attrs.field(validator=attrs.validators.instance_of(str))
+    title: str = attrs.field(validator=_words)
+    body: str = attrs.field(validator=_text)
 
 
 AiMessage: TypeAlias = AiPromptMessage | AiNotificationMessage
@@ -73,9 +77,9 @@ class ModAuthor:
     """
 
     kind: Literal["mod"] = attrs.field(default="mod", init=False)
-    mod_id: str = attrs.field(validator=attrs.validators.instance_of(str))
-    command_id: str | None = None
-    tool_name: str | None = None
+    mod_id: str = attrs.field(validator=_text)
+    command_id: str | None = attrs.field(default=None, validator=_optional_text)
+    tool_name: str | None = attrs.field(default=None, validator=_optional_text)
 
 
 Author: TypeAlias = UserAuthor | ModAuthor
@@ -86,5 +90,5 @@ Author: TypeAlias = UserAuthor | ModAuthor
 class AiSessionDisplayMetadata:
     """How a session is shown (label and optional icon). Immutable."""
 
-    label: str = attrs.field(validator=[attrs.validators.instance_of(str), _non_empty])
-    icon: str | None = None
+    label: str = attrs.field(validator=_words)
+    icon: str | None = attrs.field(default=None, validator=_optional_text)

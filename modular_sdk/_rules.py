@@ -1,6 +1,9 @@
 """The rules a declaration must follow, shared by every constructor and `define_mod`.
 
-Each check returns problems instead of raising, so one call can report all of them.
+Each check returns problems instead of raising, so one call can report all of them. Also
+here: the limits every value of ours keeps so that it can be stored as JSON text (`MAX_DEPTH`,
+text with no lone surrogates, integers JSON can write), and `show`, the one way an error
+message quotes a value a caller passed (short, and it never raises).
 """
 
 from __future__ import annotations
@@ -8,15 +11,204 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
-from collections.abc import Callable, Iterable, Sequence
+import reprlib
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from typing import Any
 
 import attrs
 
-from ._errors import ModDefinitionError
+from ._errors import ModDefinitionError, SerializationError
 
-__all__ = ["ID_PATTERN", "Problem", "close_match", "raise_problems", "slug"]
+__all__ = [
+    "ID_PATTERN",
+    "MAX_DEPTH",
+    "Problem",
+    "check_json_data",
+    "close_match",
+    "raise_problems",
+    "show",
+    "slug",
+    "text_validator",
+    "unstorable_text",
+]
 
 ID_PATTERN = re.compile(r"[a-z][a-z0-9._-]*")
+
+MAX_DEPTH = 100
+"""How deeply JSON arrays and objects may nest in a value we read or write.
+
+Deeper data is refused with `SerializationError` before anything recurses into it: the
+converter, ``json``, ``repr`` and ``copy`` all recurse, and Python's stack ends near 1,000
+frames. Real tool inputs and records nest a handful of levels; 100 leaves room for recursive
+input types (a tree of attrs classes) with a wide margin under the stack, since structuring
+takes several frames per level.
+"""
+
+
+class _Shown(reprlib.Repr):
+    """`reprlib` sized for error messages, and safe for integers too long to print."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 4
+        self.maxstring = 160
+        self.maxother = 160
+        self.maxlong = 60
+        self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = self.maxdeque = 12
+        self.maxdict = 8
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 200:
+            return f"<int of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_SHOWN = _Shown()
+
+
+def show(value: object) -> str:
+    """``repr(value)`` for an error message: shortened when long, never raising.
+
+    A message must survive whatever a caller passes: a list nested 5,000 deep, an integer
+    of 10,000 digits, an object whose ``__repr__`` raises.
+    """
+    try:
+        return _SHOWN.repr(value)
+    except Exception:  # a __repr__ that raises, a RecursionError inside one
+        return f"<{type(value).__name__} object>"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unstorable_text(text: str) -> str | None:
+    """Why ``text`` cannot be stored as UTF-8 (it holds a lone surrogate), or ``None``."""
+    if text.isascii():
+        return None
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return (
+        f"holds the lone surrogate {found.group()!r} at index {found.start()}, which cannot be "
+        "stored as UTF-8; remove it (it usually comes from bytes decoded with "
+        "errors='surrogateescape' or from broken UTF-16)"
+    )
+
+
+def text_validator(
+    *, optional: bool = False, non_empty: bool = False, fix: str = "pass some text"
+) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    """An attrs validator: a ``str`` (or ``None`` when ``optional``) that can be stored.
+
+    Raises `ModDefinitionError` naming the class, the field and the value. (Typed loosely
+    so that ``NewType`` fields such as ``SessionId`` accept it.)
+    """
+
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        where = f"{type(instance).__name__}.{attribute.name}"
+        if value is None and optional:
+            return
+        if not isinstance(value, str):
+            expected = "a str or None" if optional else "a str"
+            raise ModDefinitionError(
+                f"{where} must be {expected}, got {show(value)} ({type(value).__name__}); {fix}",
+                field=attribute.name,
+                value=value,
+            )
+        if non_empty and not value.strip():
+            raise ModDefinitionError(
+                f"{where} must not be empty, got {show(value)}; {fix}",
+                field=attribute.name,
+                value=value,
+            )
+        why = unstorable_text(value)
+        if why is not None:
+            raise ModDefinitionError(f"{where} {show(value)} {why}", field=attribute.name, value=value)
+
+    return check
+
+
+def _fits_json_int(value: int) -> bool:
+    """Whether ``str(value)`` works: Python refuses integers over 4,300 digits by default."""
+    if value.bit_length() < 14_000:  # 4,214 digits at most: always printable
+        return True
+    try:
+        str(value)
+    except ValueError:
+        return False
+    return True
+
+
+_Path = tuple["_Path", object] | None
+
+
+def _where(path: _Path) -> str:
+    """``$['items'][2]``: where in the data; long paths keep their first steps."""
+    steps: list[str] = []
+    while path is not None:
+        path, step = path
+        steps.append(f"[{show(step)}]")
+    steps.reverse()
+    if len(steps) > 8:
+        steps = [*steps[:6], f"...({len(steps) - 6} more)"]
+    return "$" + "".join(steps)
+
+
+def check_json_data(value: object, type_name: str) -> None:
+    """Refuse data that could not be stored as JSON text, without recursing into it.
+
+    Raises `SerializationError` for arrays and objects nested more than `MAX_DEPTH` deep
+    (a cycle is infinitely deep), text with a lone surrogate (keys too), and integers
+    over Python's digit limit for ``str(int)``. Lists, tuples, sets, mappings and attrs
+    instances count as levels; anything else is left for the converter to judge.
+    """
+    stack: list[tuple[object, int, _Path]] = [(value, 0, None)]
+    while stack:
+        item, depth, path = stack.pop()
+        if isinstance(item, str):
+            why = unstorable_text(item)
+            if why is not None:
+                raise SerializationError(
+                    f"the text at {_where(path)} {show(item)} {why}", value=item, type_name=type_name
+                )
+            continue
+        if isinstance(item, int):
+            if not _fits_json_int(item):
+                raise SerializationError(
+                    f"the integer at {_where(path)} has more than the "
+                    f"{sys.get_int_max_str_digits()} digits Python writes as text "
+                    f"({item.bit_length()} bits); send it as a string of digits",
+                    value=item,
+                    type_name=type_name,
+                )
+            continue
+        children: Iterable[tuple[object, object]]
+        cls = type(item)
+        if isinstance(item, Mapping):
+            children = item.items()
+        elif isinstance(item, (list, tuple, Set)):
+            children = enumerate(item)
+        elif attrs.has(cls):
+            children = [(f.name, getattr(item, f.name, None)) for f in attrs.fields(cls)]
+        else:
+            continue
+        if depth >= MAX_DEPTH:
+            raise SerializationError(
+                f"the data at {_where(path)} is nested more than {MAX_DEPTH} levels deep "
+                "(arrays and objects inside each other); flatten it",
+                value=value,
+                type_name=type_name,
+            )
+        keys_are_text = isinstance(item, Mapping)
+        for key, child in children:
+            if keys_are_text and isinstance(key, str):
+                why = unstorable_text(key)
+                if why is not None:
+                    raise SerializationError(
+                        f"the key {show(key)} at {_where(path)} {why}", value=key, type_name=type_name
+                    )
+            stack.append((child, depth + 1, (path, key)))
 
 
 @attrs.frozen
@@ -44,7 +236,7 @@ def close_match(word: str, candidates: Iterable[str], *, prefix: str = "") -> st
 
 def check_id(field: str, value: object, what: str) -> list[Problem]:
     if not isinstance(value, str):
-        return [Problem(field, value, f"{field} must be a str, got {value!r} ({type(value).__name__})")]
+        return [Problem(field, value, f"{field} must be a str, got {show(value)} ({type(value).__name__})")]
     if ID_PATTERN.fullmatch(value):
         return []
     suggestion = slug(value)
@@ -57,7 +249,7 @@ def check_id(field: str, value: object, what: str) -> list[Problem]:
         Problem(
             field,
             value,
-            f"{what} {value!r} is not a valid id: use lowercase letters, digits, '.', '_' "
+            f"{what} {show(value)} is not a valid id: use lowercase letters, digits, '.', '_' "
             f"and '-', starting with a letter (pattern [a-z][a-z0-9._-]*){hint}",
         )
     ]
@@ -67,9 +259,12 @@ def check_text(field: str, value: object, *, optional: bool = False) -> list[Pro
     if value is None and optional:
         return []
     if not isinstance(value, str):
-        return [Problem(field, value, f"{field} must be a str, got {value!r} ({type(value).__name__})")]
+        return [Problem(field, value, f"{field} must be a str, got {show(value)} ({type(value).__name__})")]
     if not value.strip():
-        return [Problem(field, value, f"{field} must not be empty, got {value!r}; write a short sentence for the user")]
+        return [Problem(field, value, f"{field} must not be empty, got {show(value)}; write a short sentence for the user")]
+    why = unstorable_text(value)
+    if why is not None:
+        return [Problem(field, value, f"{field} {show(value)} {why}")]
     return []
 
 
@@ -87,7 +282,7 @@ def check_handler(
                 field,
                 handler,
                 f"{field} must be a function (def or async def) called as {call}, "
-                f"got {handler!r} ({type(handler).__name__})",
+                f"got {show(handler)} ({type(handler).__name__})",
             )
         ]
     try:
@@ -97,7 +292,8 @@ def check_handler(
     try:
         signature.bind(*params)
     except TypeError as exc:
-        name = getattr(handler, "__qualname__", repr(handler))
+        name = getattr(handler, "__qualname__", None)
+        name = name if isinstance(name, str) else show(handler)
         return [
             Problem(
                 field,
