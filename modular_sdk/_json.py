@@ -9,6 +9,12 @@ value and, inside an attrs class, the field (``field 'items[2].count': ...``).
 The host structures tool inputs with it too: ``structure(json_value, tool.input_type)``
 accepts exactly what `json_schema` describes. Plain unions (``int | str``, ``A | B | None``)
 try their members in order and take the first that fits; ``None`` only matches ``null``.
+
+Data that could not be stored as JSON text is refused with `SerializationError` before the
+converter (or ``json``) recurses into it, on the way in and on the way out: arrays and
+objects nested more than `MAX_DEPTH` (100) levels deep, text with a lone surrogate, integers
+over Python's 4,300-digit limit; and JSON text that is not a ``str`` or ``bytes``, or bytes
+that do not decode.
 """
 
 from __future__ import annotations
@@ -34,10 +40,20 @@ from cattrs.preconf.json import JsonConverter, make_converter
 
 from ._actions import Allow, Deny
 from ._errors import SerializationError
+from ._frozen import FrozenJsonObject, JsonArray, freeze_object, thaw, thaw_object
 from ._lineage import CommandTrigger, ForkLineage, RootLineage, SpawnLineage, ToolTrigger
 from ._messages import AiNotificationMessage, AiPromptMessage, ModAuthor, UserAuthor
+from ._rules import MAX_DEPTH, check_json_data, show
 
-__all__ = ["converter", "from_json", "register_tagged", "structure", "to_json", "unstructure"]
+__all__ = [
+    "converter",
+    "from_json",
+    "load_json",
+    "register_tagged",
+    "structure",
+    "to_json",
+    "unstructure",
+]
 
 T = TypeVar("T")
 
@@ -65,7 +81,7 @@ def _strict_enum(value: object, tp: type[enum.Enum]) -> enum.Enum:
             return member
     known = ", ".join(repr(m.value) for m in tp)
     raise SerializationError(
-        f"expected one of {known} for {tp.__name__}, got {value!r} ({type(value).__name__})",
+        f"expected one of {known} for {tp.__name__}, got {show(value)} ({type(value).__name__})",
         value=value,
         type_name=tp.__name__,
     )
@@ -80,7 +96,7 @@ def _strict_str(value: object, tp: type) -> Any:
         return _strict_enum(value, tp)
     if not isinstance(value, str):
         raise SerializationError(
-            f"expected a JSON string for {_type_name(tp)}, got {value!r} ({type(value).__name__})",
+            f"expected a JSON string for {_type_name(tp)}, got {show(value)} ({type(value).__name__})",
             value=value,
             type_name=_type_name(tp),
         )
@@ -92,7 +108,7 @@ def _strict_int(value: object, tp: type) -> Any:
         return _strict_enum(value, tp)
     if isinstance(value, bool) or not isinstance(value, int):
         raise SerializationError(
-            f"expected a JSON integer, got {value!r} ({type(value).__name__})",
+            f"expected a JSON integer, got {show(value)} ({type(value).__name__})",
             value=value,
             type_name="int",
         )
@@ -104,7 +120,7 @@ def _strict_float(value: object, tp: type) -> Any:
         return _strict_enum(value, tp)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SerializationError(
-            f"expected a JSON number, got {value!r} ({type(value).__name__})",
+            f"expected a JSON number, got {show(value)} ({type(value).__name__})",
             value=value,
             type_name="float",
         )
@@ -114,7 +130,7 @@ def _strict_float(value: object, tp: type) -> Any:
 def _strict_bool(value: object, tp: type) -> bool:
     if not isinstance(value, bool):
         raise SerializationError(
-            f"expected a JSON boolean (true or false), got {value!r} ({type(value).__name__})",
+            f"expected a JSON boolean (true or false), got {show(value)} ({type(value).__name__})",
             value=value,
             type_name="bool",
         )
@@ -127,11 +143,11 @@ def _aware_datetime(value: object, tp: type) -> datetime:
         parsed = datetime.fromisoformat(text)
     except ValueError:
         raise SerializationError(
-            f"expected an ISO 8601 date-time, got {value!r}", value=value, type_name="datetime"
+            f"expected an ISO 8601 date-time, got {show(value)}", value=value, type_name="datetime"
         ) from None
     if parsed.tzinfo is None:
         raise SerializationError(
-            f"expected a timezone-aware date-time (with an offset such as +00:00), got {value!r}",
+            f"expected a timezone-aware date-time (with an offset such as +00:00), got {show(value)}",
             value=value,
             type_name="datetime",
         )
@@ -158,7 +174,7 @@ def _literal_hook(tp: Any) -> Callable[[object, object], object]:
             if type(plain) is type(value) and plain == value:
                 return choice
         raise SerializationError(
-            f"expected one of {known}, got {value!r} ({type(value).__name__})",
+            f"expected one of {known}, got {show(value)} ({type(value).__name__})",
             value=value,
             type_name="Literal",
         )
@@ -177,7 +193,7 @@ def _array_hook(
         def structure_array(value: object, t: object) -> object:
             if not isinstance(value, (list, tuple)):
                 raise SerializationError(
-                    f"expected a JSON array for {_type_name(tp)}, got {value!r} "
+                    f"expected a JSON array for {_type_name(tp)}, got {show(value)} "
                     f"({type(value).__name__})",
                     value=value,
                     type_name=_type_name(tp),
@@ -197,7 +213,7 @@ def _fixed_tuple_hook(tp: Any) -> Callable[[object, object], object]:
         if not isinstance(value, (list, tuple)) or len(value) != len(items):
             raise SerializationError(
                 f"expected a JSON array of exactly {len(items)} items for {_type_name(tp)}, "
-                f"got {value!r}",
+                f"got {show(value)}",
                 value=value,
                 type_name=_type_name(tp),
             )
@@ -225,7 +241,7 @@ def _json_object_only(
     def structure_object(value: object, t: object) -> object:
         if not isinstance(value, Mapping):
             raise SerializationError(
-                f"expected a JSON object for {_type_name(tp)}, got {value!r} "
+                f"expected a JSON object for {_type_name(tp)}, got {show(value)} "
                 f"({type(value).__name__})",
                 value=value,
                 type_name=_type_name(tp),
@@ -268,7 +284,7 @@ def _union_hook(tp: Any) -> Callable[[object, object], object]:
                 failures.append(f"not {_type_name(member)}: " + "; ".join(_flatten(exc)))
         expected = _type_name(tp)
         raise SerializationError(
-            f"expected {expected}, got {value!r} ({type(value).__name__}) ("
+            f"expected {expected}, got {show(value)} ({type(value).__name__}) ("
             + "; ".join(failures)
             + ")",
             value=value,
@@ -357,14 +373,14 @@ def register_tagged(cls: type, tag_name: str) -> None:
     def structure_tagged(value: object, _: type) -> Any:
         if not isinstance(value, Mapping):
             raise SerializationError(
-                f"expected a JSON object for {cls.__name__}, got {value!r}",
+                f"expected a JSON object for {cls.__name__}, got {show(value)}",
                 value=value,
                 type_name=cls.__name__,
             )
         found = value.get(tag_name, None)
         if found != tag_value:
             raise SerializationError(
-                f"expected {tag_name!r} = {tag_value!r} for {cls.__name__}, got {found!r} in {value!r}",
+                f"expected {tag_name!r} = {tag_value!r} for {cls.__name__}, got {show(found)} in {show(value)}",
                 value=value,
                 type_name=cls.__name__,
             )
@@ -388,11 +404,11 @@ def _register_union(union: object, name: str) -> None:
     def structure_union(value: object, _: object) -> Any:
         if not isinstance(value, Mapping):
             raise SerializationError(
-                f"expected a JSON object for {name}, got {value!r}", value=value, type_name=name
+                f"expected a JSON object for {name}, got {show(value)}", value=value, type_name=name
             )
         if tag_name not in value:
             raise SerializationError(
-                f"{name} needs a {tag_name!r} key (one of {known}), got {value!r}",
+                f"{name} needs a {tag_name!r} key (one of {known}), got {show(value)}",
                 value=value,
                 type_name=name,
             )
@@ -400,7 +416,7 @@ def _register_union(union: object, name: str) -> None:
         member = by_tag.get(tag) if isinstance(tag, str) else None
         if member is None:
             raise SerializationError(
-                f"unknown {name} {tag_name} {tag!r} in {value!r}; expected one of {known}",
+                f"unknown {name} {tag_name} {show(tag)} in {show(value)}; expected one of {known}",
                 value=value,
                 type_name=name,
             )
@@ -433,22 +449,25 @@ _register_union(AiPromptMessage | AiNotificationMessage, "AiMessage")
 _register_union(Allow | Deny, "HookDecision")
 
 
-_FAILURES = (
-    cattrs.BaseValidationError,
-    cattrs.StructureHandlerNotFoundError,
-    SerializationError,
-    KeyError,
-    TypeError,
-    ValueError,
-    AttributeError,
+# Frozen JSON (a tool's input schema, as a declaration holds it) is written as plain JSON
+# and read back frozen.
+converter.register_unstructure_hook(JsonArray, thaw)
+converter.register_unstructure_hook(types.MappingProxyType, thaw)
+converter.register_unstructure_hook_func(lambda tp: tp == FrozenJsonObject, thaw_object)
+converter.register_structure_hook_func(
+    lambda tp: tp == FrozenJsonObject, lambda value, _: freeze_object(value)
 )
+
+# Anything a hook raises means "this value does not fit": cattrs' own errors, our
+# SerializationError, and whatever an attrs validator of an input type raises.
+_FAILURES = (Exception,)
 
 
 def _step(note: object) -> str:
     if isinstance(note, AttributeValidationNote):
         return f".{note.name}"
     if isinstance(note, IterableValidationNote):
-        return f"[{note.index!r}]"
+        return f"[{show(note.index)}]"
     return ""
 
 
@@ -463,7 +482,12 @@ def _flatten(exc: BaseException, path: str = "") -> list[str]:
     if isinstance(exc, SerializationError):
         line = str(exc)
     elif isinstance(exc, cattrs.ForbiddenExtraKeysError):
-        line = f"unknown keys {sorted(exc.extra_fields)!r}; remove them"
+        line = f"unknown keys {show(sorted(exc.extra_fields))}; remove them"
+    elif isinstance(exc, cattrs.StructureHandlerNotFoundError):
+        line = (
+            f"{_safe_type_name(exc.type_)} is not a type the SDK reads; pass one of its classes "
+            "(AiPromptMessage, ForkLineage ...), a union alias (AiMessage ...) or an attrs class"
+        )
     elif isinstance(exc, KeyError):
         where = path.lstrip(".") or str(exc.args[0])
         return [f"field {where!r} is required but missing"]
@@ -473,36 +497,115 @@ def _flatten(exc: BaseException, path: str = "") -> list[str]:
     return [f"field {where!r}: {line}" if where else line]
 
 
+def _safe_type_name(tp: object) -> str:
+    try:
+        return _type_name(tp)
+    except Exception:  # a junk "type" whose name or args cannot be read
+        return show(tp)
+
+
 def structure(value: object, tp: object) -> Any:
     """Structure plain JSON data into ``tp``; raises `SerializationError`.
 
     The message names the field (``field 'items[2].count': expected a JSON integer, got
     '1' (str)``); the host uses it for tool inputs: ``structure(data, tool.input_type)``.
+    Data nested more than `MAX_DEPTH` levels deep, text with a lone surrogate and
+    integers too long to write are refused before anything recurses into them.
     """
+    name = _safe_type_name(tp)
+    check_json_data(value, name)
     try:
         return converter.structure(value, tp)  # type: ignore[arg-type]  # unions, aliases
     except SerializationError:
         raise
     except _FAILURES as exc:
-        name = _type_name(tp)
         lines = _flatten(exc)
         raise SerializationError(
-            f"cannot read {value!r} as {name}: " + "; ".join(lines), value=value, type_name=name
+            f"cannot read {show(value)} as {name}: " + "; ".join(lines), value=value, type_name=name
         ) from None
 
 
 def unstructure(value: object) -> Any:
-    """Plain JSON data (dicts, lists, str, numbers) for one of our values."""
-    return converter.unstructure(value)
+    """Plain JSON data (dicts, lists, str, numbers) for one of our values.
+
+    Raises `SerializationError` for data that could not be stored as JSON text (see
+    `structure`), before recursing into it.
+    """
+    check_json_data(value, type(value).__name__)
+    try:
+        return converter.unstructure(value)
+    except Exception as exc:  # an unstructure hook that cannot handle the value
+        raise SerializationError(
+            f"cannot write {show(value)} ({type(value).__name__}) as JSON data: "
+            f"{type(exc).__name__}: {exc}",
+            value=value,
+            type_name=type(value).__name__,
+        ) from None
 
 
 def to_json(value: object) -> str:
     """Serialize a message, author, lineage, trigger or decision to JSON (sorted keys).
 
+    Raises `SerializationError` for a value with no JSON form.
+
     >>> to_json(RootLineage())
     '{"kind": "root"}'
     """
-    return json.dumps(unstructure(value), sort_keys=True, ensure_ascii=False)
+    data = unstructure(value)
+    try:
+        return json.dumps(data, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:  # an object json cannot write; unsortable keys
+        raise SerializationError(
+            f"cannot write {show(value)} ({type(value).__name__}) as JSON: {exc}; "
+            "pass one of the SDK's values (a message, author, lineage, trigger or decision) "
+            "or plain JSON data",
+            value=value,
+            type_name=type(value).__name__,
+        ) from None
+
+
+def load_json(text: object, type_name: str) -> object:
+    """Parse JSON text (``str``, or ``bytes`` in UTF-8, -16 or -32) into plain data.
+
+    Raises `SerializationError` for anything else: not text, bytes that do not decode,
+    text that is not JSON, nesting too deep to parse, integers over 4,300 digits.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        raw = bytes(text)
+        try:
+            text = raw.decode(json.detect_encoding(raw))
+        except UnicodeDecodeError as exc:
+            raise SerializationError(
+                f"the JSON bytes for {type_name} are not {exc.encoding}: {exc.reason} at byte "
+                f"{exc.start} ({show(raw[exc.start : exc.start + 8])}); send UTF-8 text",
+                value=raw,
+                type_name=type_name,
+            ) from None
+    if not isinstance(text, str):
+        raise SerializationError(
+            f"expected JSON text (str or bytes) for {type_name}, got {show(text)} "
+            f"({type(text).__name__}); to read data you already parsed, structure it instead",
+            value=text,
+            type_name=type_name,
+        )
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SerializationError(f"not JSON: {exc}", value=text, type_name=type_name) from None
+    except RecursionError:
+        raise SerializationError(
+            f"the JSON for {type_name} is nested more than {MAX_DEPTH} levels deep (arrays "
+            "and objects inside each other); flatten it",
+            value=text,
+            type_name=type_name,
+        ) from None
+    except ValueError as exc:  # an integer over Python's 4,300-digit limit
+        raise SerializationError(
+            f"the JSON for {type_name} holds a number Python will not read ({exc}); "
+            "send very long numbers as strings",
+            value=text,
+            type_name=type_name,
+        ) from None
 
 
 @overload
@@ -513,10 +616,8 @@ def from_json(text: str | bytes, tp: object) -> object:
     """Read JSON written by `to_json` back as ``tp`` (a class or a union alias).
 
     Raises `SerializationError` naming the offending value: unknown or missing ``kind`` /
-    ``type`` tags, wrong JSON types (never coerced), unknown keys.
+    ``type`` tags, wrong JSON types (never coerced), unknown keys; text that is not JSON or
+    not text at all, bytes that are not UTF-8 (or UTF-16/32); data nested more than 100
+    levels deep, text with a lone surrogate, integers over 4,300 digits.
     """
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SerializationError(f"not JSON: {exc}", value=text, type_name=_type_name(tp)) from None
-    return structure(data, tp)
+    return structure(load_json(text, _safe_type_name(tp)), tp)

@@ -7,16 +7,29 @@ nothing, touches no host state and does no I/O. Each checks its own fields at th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Generic, Literal, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, Literal, TypeVar, final
 
 import attrs
+from typing_extensions import Never
 
 from ._actions import ActionEvent
+from ._errors import SerializationError
+from ._frozen import FrozenJsonObject, freeze_object
 from ._ids import HOST_ACTIONS
 from ._protocols import CommandContext, EffectContext, SlashCommandContext, ToolContext
-from ._rules import Problem, check_handler, check_id, check_text, close_match, raise_problems, slug
-from ._schema import JsonObject, SchemaError, json_schema
+from ._rules import (
+    Problem,
+    check_handler,
+    check_id,
+    check_text,
+    close_match,
+    raise_problems,
+    show,
+    slug,
+    unstorable_text,
+)
+from ._schema import SchemaError, json_schema
 
 __all__ = [
     "Agent",
@@ -59,6 +72,50 @@ def _raise_own(where: str, problems: list[Problem]) -> None:
     raise_problems(where, problems)
 
 
+@final
+class _NotACollection(tuple[Never, ...]):
+    """What a collection field holds when it was given no collection (``commands=5``).
+
+    An empty tuple, so the field keeps its type, carrying the value for the class's own
+    check, which reports it together with every other problem.
+    """
+
+    value: object
+
+    def __new__(cls, value: object) -> _NotACollection:
+        self = super().__new__(cls, ())
+        self.value = value
+        return self
+
+
+T = TypeVar("T")
+
+
+def _items(value: Iterable[T]) -> tuple[T, ...]:
+    """A collection field's value as a tuple; `_NotACollection` for anything that is none.
+
+    Text and mappings are iterable but never a list of declarations.
+    """
+    given: object = value  # checked: callers may pass anything
+    if isinstance(given, (str, bytes, bytearray, Mapping)) or not isinstance(given, Iterable):
+        return _NotACollection(given)
+    return tuple(value)
+
+
+def _collection_problems(field: str, value: tuple[object, ...], made_by: str) -> list[Problem]:
+    if not isinstance(value, _NotACollection):
+        return []
+    given = value.value
+    return [
+        Problem(
+            field,
+            given,
+            f"{field} must be a list or tuple of declarations made by {made_by}, "
+            f"got {show(given)} ({type(given).__name__}); pass {field}=[...]",
+        )
+    ]
+
+
 @attrs.frozen(kw_only=True)
 class ModMetadata:
     """What the user sees of a mod: display name and one-line description. Immutable."""
@@ -89,7 +146,7 @@ class SlashCommand(Generic[IdT]):
 
     def __attrs_post_init__(self) -> None:
         _raise_own(
-            f"slash_command(id={self.id!r})",
+            f"slash_command(id={show(self.id)})",
             check_id("id", self.id, "slash command id")
             + check_text("description", self.description)
             + check_text("argument_hint", self.argument_hint, optional=True)
@@ -111,7 +168,7 @@ class PaletteCommand(Generic[IdT]):
 
     def __attrs_post_init__(self) -> None:
         _raise_own(
-            f"command(id={self.id!r})",
+            f"command(id={show(self.id)})",
             check_id("id", self.id, "command id")
             + check_text("title", self.title)
             + check_handler("run", self.run, ("ctx",)),
@@ -133,7 +190,7 @@ class Tool(Generic[InputT]):
     description: str
     input_type: type[InputT]
     run: Callable[[InputT, ToolContext], object]
-    input_schema: JsonObject = attrs.field(init=False, eq=False, repr=False)
+    input_schema: FrozenJsonObject = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         problems = (
@@ -141,12 +198,12 @@ class Tool(Generic[InputT]):
             + check_text("description", self.description)
             + check_handler("run", self.run, ("input", "ctx"))
         )
-        schema: JsonObject = {}
+        schema: FrozenJsonObject = {}
         try:
-            schema = json_schema(self.input_type)
-        except SchemaError as exc:
+            schema = freeze_object(json_schema(self.input_type), type_name="the input schema")
+        except (SchemaError, SerializationError) as exc:
             problems.append(Problem("input_type", self.input_type, str(exc)))
-        _raise_own(f"tool(name={self.name!r})", problems)
+        _raise_own(f"tool(name={show(self.name)})", problems)
         object.__setattr__(self, "input_schema", schema)
 
 
@@ -164,7 +221,7 @@ class Agent:
 
     def __attrs_post_init__(self) -> None:
         _raise_own(
-            f"agent(id={self.id!r})",
+            f"agent(id={show(self.id)})",
             check_id("id", self.id, "agent id")
             + check_text("description", self.description)
             + check_text("model", self.model, optional=True)
@@ -173,19 +230,32 @@ class Agent:
 
 
 def _tools(value: Iterable[Tool[Any]]) -> tuple[Tool[Any], ...]:
-    return tuple(value)
+    return _items(value)
 
 
 def _agents(value: Iterable[Agent]) -> tuple[Agent, ...]:
-    return tuple(value)
+    return _items(value)
 
 
 @attrs.frozen(kw_only=True)
 class AiContributions:
-    """A mod's AI contributions: tools the model may call and declared agents. Immutable."""
+    """A mod's AI contributions: tools the model may call and declared agents. Immutable.
+
+    Raises `ModDefinitionError` when ``tools`` or ``agents`` is not a list of declarations
+    made by `tool` or `agent`; `define_mod` checks that names are distinct.
+    """
 
     tools: tuple[Tool[Any], ...] = attrs.field(default=(), converter=_tools)
     agents: tuple[Agent, ...] = attrs.field(default=(), converter=_agents)
+
+    def __attrs_post_init__(self) -> None:
+        problems = _collection_problems("tools", self.tools, "tool(...)")
+        problems += _collection_problems("agents", self.agents, "agent(...)")
+        for index, t in enumerate(self.tools):
+            problems += _typed(f"tools[{index}]", t, Tool, "made by tool")
+        for index, a in enumerate(self.agents):
+            problems += _typed(f"agents[{index}]", a, Agent, "made by agent")
+        _raise_own("AiContributions", problems)
 
 
 @attrs.frozen(kw_only=True)
@@ -205,11 +275,13 @@ class BeforeActionHook(Generic[TargetT]):
                 Problem(
                     "target",
                     self.target,
-                    f"hook target must be a host action or 'command:<id>', got {self.target!r}",
+                    f"hook target must be a host action or 'command:<id>', got {show(self.target)}",
                 )
             )
+        elif (why := unstorable_text(self.target)) is not None:
+            problems.append(Problem("target", self.target, f"hook target {show(self.target)} {why}"))
         _raise_own(
-            f"before_action({self.target!r})",
+            f"before_action({show(self.target)})",
             problems + check_handler("handle", self.handle, ("event",)),
         )
 
@@ -226,7 +298,7 @@ class Effect:
 
     def __attrs_post_init__(self) -> None:
         _raise_own(
-            f"effect(id={self.id!r})",
+            f"effect(id={show(self.id)})",
             check_id("id", self.id, "effect id") + check_handler("activate", self.activate, ("ctx",)),
         )
 
@@ -244,7 +316,7 @@ class View(Generic[DataT]):
 
     def __attrs_post_init__(self) -> None:
         _raise_own(
-            f"view(id={self.id!r})",
+            f"view(id={show(self.id)})",
             check_id("id", self.id, "view id")
             + check_text("title", self.title)
             + check_handler("render", self.render, ("data",), define="def"),
@@ -252,19 +324,19 @@ class View(Generic[DataT]):
 
 
 def _commands(value: Iterable[AnyCommand]) -> tuple[AnyCommand, ...]:
-    return tuple(value)
+    return _items(value)
 
 
 def _hooks(value: Iterable[BeforeActionHook[str]]) -> tuple[BeforeActionHook[str], ...]:
-    return tuple(value)
+    return _items(value)
 
 
 def _effects(value: Iterable[Effect]) -> tuple[Effect, ...]:
-    return tuple(value)
+    return _items(value)
 
 
 def _views(value: Iterable[View[Any]]) -> tuple[View[Any], ...]:
-    return tuple(value)
+    return _items(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -283,7 +355,7 @@ class Mod:
     views: tuple[View[Any], ...] = attrs.field(default=(), converter=_views)
 
     def __attrs_post_init__(self) -> None:
-        raise_problems(f"define_mod(id={self.id!r})", _mod_problems(self))
+        raise_problems(f"define_mod(id={show(self.id)})", _mod_problems(self))
 
 
 def _typed(field: str, value: object, cls: type | tuple[type, ...], what: str) -> list[Problem]:
@@ -293,7 +365,7 @@ def _typed(field: str, value: object, cls: type | tuple[type, ...], what: str) -
         Problem(
             field,
             value,
-            f"{field} must be {what}, got {value!r} ({type(value).__name__}); "
+            f"{field} must be {what}, got {show(value)} ({type(value).__name__}); "
             f"build it with {what.split()[-1]}(...)",
         )
     ]
@@ -308,7 +380,7 @@ def _duplicates(field: str, ids: Sequence[tuple[int, str]], what: str) -> list[P
                 Problem(
                     f"{field}[{index}].id",
                     ident,
-                    f"{what} {ident!r} is declared twice ({field}[{seen[ident]}] and "
+                    f"{what} {show(ident)} is declared twice ({field}[{seen[ident]}] and "
                     f"{field}[{index}]); give each a distinct id",
                 )
             )
@@ -321,6 +393,10 @@ def _mod_problems(mod: Mod) -> list[Problem]:
     problems = check_id("id", mod.id, "mod id")
     problems += _typed("metadata", mod.metadata, ModMetadata, "a ModMetadata")
     problems += _typed("ai", mod.ai, AiContributions, "an AiContributions")
+    problems += _collection_problems("commands", mod.commands, "slash_command(...) or command(...)")
+    problems += _collection_problems("hooks", mod.hooks, "before_action(...)")
+    problems += _collection_problems("effects", mod.effects, "effect(...)")
+    problems += _collection_problems("views", mod.views, "view(...)")
     command_ids: list[tuple[int, str]] = []
     commands: tuple[object, ...] = mod.commands  # checked: callers may pass anything
     for index, cmd in enumerate(commands):
@@ -332,20 +408,16 @@ def _mod_problems(mod: Mod) -> list[Problem]:
                     f"commands[{index}]",
                     cmd,
                     f"commands[{index}] must be made by slash_command(...) or command(...), "
-                    f"got {cmd!r} ({type(cmd).__name__})",
+                    f"got {show(cmd)} ({type(cmd).__name__})",
                 )
             )
     problems += _duplicates("commands", command_ids, "command id")
-    if isinstance(mod.ai, AiContributions):
-        for index, t in enumerate(mod.ai.tools):
-            problems += _typed(f"ai.tools[{index}]", t, Tool, "made by tool")
+    if isinstance(mod.ai, AiContributions):  # which checked that its items are tools and agents
         problems += _duplicates(
             "ai.tools",
             [(i, t.name) for i, t in enumerate(mod.ai.tools) if isinstance(t, Tool)],
             "tool name",
         )
-        for index, a in enumerate(mod.ai.agents):
-            problems += _typed(f"ai.agents[{index}]", a, Agent, "made by agent")
         problems += _duplicates(
             "ai.agents",
             [(i, a.id) for i, a in enumerate(mod.ai.agents) if isinstance(a, Agent)],
@@ -379,7 +451,7 @@ def hook_target_problems(field: str, target: str, mod_id: str, own_commands: Seq
         return []
     if target.startswith("command:"):
         known = ", ".join(repr(c) for c in commands) or "none"
-        rule = f"names no command of mod {mod_id!r} (its commands: {known})"
+        rule = f"names no command of mod {show(mod_id)} (its commands: {known})"
         # compare ids with ids: 'command:review' is not close to 'command:b'
         suggestion = close_match(target.removeprefix("command:"), commands, prefix="command:")
     else:
@@ -390,7 +462,7 @@ def hook_target_problems(field: str, target: str, mod_id: str, own_commands: Seq
         Problem(
             field,
             target,
-            f"hook target {target!r} {rule}{suggestion} (expected one of: {expected})",
+            f"hook target {show(target)} {rule}{suggestion} (expected one of: {expected})",
         )
     ]
 
@@ -485,7 +557,7 @@ def define_mod(
                     Problem(
                         "id",
                         display,
-                        f"metadata.display_name {display!r} gives no valid mod id "
+                        f"metadata.display_name {show(display)} gives no valid mod id "
                         "(it must start with a letter); pass id='my-mod'",
                     )
                 ],

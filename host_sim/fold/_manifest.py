@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from typing import Literal, cast
 
 import attrs
-from modular_sdk import Mod, PaletteCommand, SerializationError, SlashCommand
-from modular_sdk._json import converter, register_tagged, structure
+from modular_sdk import ModDefinitionError, Mod, PaletteCommand, SerializationError, SlashCommand
+from modular_sdk._frozen import FrozenJsonObject, freeze_object
+from modular_sdk._json import converter, load_json, register_tagged, structure
+from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject
 
 __all__ = [
@@ -66,13 +68,20 @@ CommandEntry = SlashCommandEntry | PaletteCommandEntry
 """One entry of `Manifest.commands`, discriminated by ``kind``."""
 
 
+def _frozen_schema(value: FrozenJsonObject | JsonObject) -> FrozenJsonObject:
+    return freeze_object(value, type_name="ToolEntry.input_schema")
+
+
 @attrs.frozen(kw_only=True)
 class ToolEntry:
-    """An AI tool: its name, description and the JSON Schema of its input. Immutable."""
+    """An AI tool: its name, description and the JSON Schema of its input. Immutable.
+
+    ``input_schema`` is frozen JSON (read-only mappings and tuples), like the tool's own.
+    """
 
     name: str
     description: str
-    input_schema: JsonObject = attrs.field(hash=False)
+    input_schema: FrozenJsonObject = attrs.field(hash=False, converter=_frozen_schema)
 
 
 @attrs.frozen(kw_only=True)
@@ -108,10 +117,12 @@ class ViewEntry:
 
 
 def _version(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if value != MANIFEST_VERSION:
-        raise ValueError(
-            f"manifest_version {value!r} is not supported (this host reads version "
-            f"{MANIFEST_VERSION}); rebuild the manifest with this host"
+    if isinstance(value, bool) or value != MANIFEST_VERSION:
+        raise SerializationError(
+            f"manifest_version {show(value)} is not supported (this host reads version "
+            f"{MANIFEST_VERSION}); rebuild the manifest with this host",
+            value=value,
+            type_name="Manifest",
         )
 
 
@@ -144,12 +155,12 @@ class Manifest:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Manifest:
-        """Read JSON written by `to_json`; raises `SerializationError` naming the problem."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SerializationError(f"not JSON: {exc}", value=text, type_name="Manifest") from None
-        return cls.from_data(data)
+        """Read JSON written by `to_json`; raises `SerializationError` naming the problem.
+
+        That includes text that is not JSON or not text at all, bytes that do not decode,
+        data nested more than 100 levels deep and integers over 4,300 digits.
+        """
+        return cls.from_data(load_json(text, "Manifest"))
 
     @classmethod
     def from_data(cls, data: object) -> Manifest:
@@ -167,7 +178,7 @@ def dump_json(data: object) -> str:
 def _json_object(value: object, _: object) -> JsonObject:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise SerializationError(
-            f"expected a JSON object (a JSON Schema), got {value!r}", value=value, type_name="JsonObject"
+            f"expected a JSON object (a JSON Schema), got {show(value)}", value=value, type_name="JsonObject"
         )
     return cast(JsonObject, copy.deepcopy(dict(value)))
 
@@ -179,7 +190,7 @@ def _structure_command(value: object, _: object) -> CommandEntry:
     if kind == "palette":
         return converter.structure(value, PaletteCommandEntry)
     raise SerializationError(
-        f"a manifest command needs 'kind' 'slash' or 'palette', got {kind!r} in {value!r}",
+        f"a manifest command needs 'kind' 'slash' or 'palette', got {show(kind)} in {show(value)}",
         value=value,
         type_name="CommandEntry",
     )
@@ -193,24 +204,20 @@ converter.register_structure_hook_func(lambda tp: tp == JsonObject, _json_object
 converter.register_unstructure_hook_func(lambda tp: tp == JsonObject, lambda value: copy.deepcopy(value))
 
 
-def _schema(value: object, where: str) -> JsonObject:
-    try:
-        data = json.loads(json.dumps(value, sort_keys=True, allow_nan=False))
-    except (TypeError, ValueError) as exc:
-        raise SerializationError(
-            f"{where} is not JSON data ({exc}): {value!r}", value=value, type_name="JsonObject"
-        ) from None
-    if not isinstance(data, dict):
-        raise SerializationError(f"{where} must be a JSON object, got {value!r}", value=value, type_name="JsonObject")
-    return cast(JsonObject, data)
-
-
 def manifest_from_mod(mod: Mod) -> Manifest:
     """Derive the manifest of a `Mod`: pure, the same for equal mods.
 
     Used by the sandbox child (build-time fold) and by `load_verified` to check that the
-    runtime fold agrees with the build.
+    runtime fold agrees with the build. Raises `ModDefinitionError` when ``mod`` is not a
+    `Mod`.
     """
+    if not isinstance(mod, Mod):
+        raise ModDefinitionError(
+            f"manifest_from_mod needs a Mod made by define_mod(...), got {show(mod)} "
+            f"({type(mod).__name__})",
+            field="mod",
+            value=mod,
+        )
     commands: list[CommandEntry] = []
     for cmd in mod.commands:
         if isinstance(cmd, SlashCommand):
@@ -226,12 +233,8 @@ def manifest_from_mod(mod: Mod) -> Manifest:
         ),
         commands=tuple(commands),
         tools=tuple(
-            ToolEntry(
-                name=t.name,
-                description=t.description,
-                input_schema=_schema(t.input_schema, f"ai.tools[{i}].input_schema"),
-            )
-            for i, t in enumerate(mod.ai.tools)
+            ToolEntry(name=t.name, description=t.description, input_schema=t.input_schema)
+            for t in mod.ai.tools
         ),
         agents=tuple(
             AgentEntry(id=a.id, description=a.description, model=a.model, instructions=a.instructions)

@@ -8,6 +8,7 @@ import attrs
 from typing_extensions import TypeAlias
 
 from modular_sdk import AiMessage
+from modular_sdk._frozen import thaw_object
 from modular_sdk._schema import JsonObject, JsonValue
 
 __all__ = ["HistoryEntry", "Model", "ModelReply", "ModelRequest", "ToolCall", "ToolResult", "ToolSpec"]
@@ -38,11 +39,16 @@ class ToolResult:
 
 @attrs.frozen(kw_only=True)
 class ToolSpec:
-    """A tool the model may call: name, description and input JSON Schema."""
+    """A tool the model may call: name, description and input JSON Schema.
+
+    ``input_schema`` is plain JSON data (dicts and lists), the spec's own copy of the tool's
+    frozen schema: a model may hand it to ``json.dumps`` or change it without touching the
+    tool.
+    """
 
     name: str
     description: str
-    input_schema: JsonObject
+    input_schema: JsonObject = attrs.field(converter=thaw_object)
 
 
 @attrs.frozen(kw_only=True)
