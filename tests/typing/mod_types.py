@@ -5,6 +5,7 @@ Checked by mypy (with the ``modular_sdk.mypy_plugin`` plugin), never run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
@@ -30,6 +31,7 @@ from modular_sdk import (
     slash_command,
     tool,
 )
+from modular_sdk._frozen import FrozenJsonValue
 
 
 def run_task(argument: str | None, ctx: SlashCommandContext) -> str:
@@ -69,6 +71,9 @@ assert_type(before_action("session.fork", only_user), BeforeActionHook[Literal["
 
 finder = tool(name="search", description="Search the code", input_type=Search, run=search)
 assert_type(finder, Tool[Search])
+# The schema is frozen JSON: read-only to the type checker as at runtime.
+assert_type(finder.input_schema, Mapping[str, FrozenJsonValue])
+finder.input_schema["title"] = "changed"  # type: ignore[index]
 
 # The type parameters are covariant: literal declarations widen to the public aliases.
 widened: SlashCommand[str] = task
