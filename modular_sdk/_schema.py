@@ -45,6 +45,7 @@ import attrs
 from typing_extensions import TypeAlias
 
 from ._json import unstructure
+from ._rules import show
 
 __all__ = ["DRAFT", "JsonObject", "JsonValue", "SchemaError", "json_schema"]
 
@@ -288,7 +289,7 @@ def _literal(tp: object, args: tuple[object, ...]) -> JsonObject:
     for arg in args:
         value = arg.value if isinstance(arg, enum.Enum) else arg
         if value is not None and not isinstance(value, (str, int)):  # bool is an int
-            raise _Unsupported(tp, f"has the value {value!r}, which is not a JSON scalar")
+            raise _Unsupported(tp, f"has the value {show(value)}, which is not a JSON scalar")
         values.append(value)
     return {"const": values[0]} if len(values) == 1 else {"enum": values}
 
@@ -298,7 +299,7 @@ def _enum(tp: type[enum.Enum]) -> JsonObject:
     for member in tp:
         value = member.value
         if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise _Unsupported(tp, f"has the value {value!r} ({member.name}), not a str or int")
+            raise _Unsupported(tp, f"has the value {show(value)} ({member.name}), not a str or int")
         values.append(value)
     schema: JsonObject = {"enum": values}
     description = _doc(tp)
@@ -345,7 +346,7 @@ def json_schema(tp: type[object]) -> JsonObject:
     """
     if not (isinstance(tp, type) and attrs.has(tp)):
         raise SchemaError(
-            f"input_type must be an attrs class, got {tp!r}; decorate it with @attrs.frozen",
+            f"input_type must be an attrs class, got {show(tp)}; decorate it with @attrs.frozen",
             type=tp,
         )
     builder = _Builder(tp)
