@@ -273,7 +273,7 @@ class SqliteStore:
     >>> async with Host(store=SqliteStore("chats.sqlite")) as host: ...  # doctest: +SKIP
     """
 
-    __slots__ = ("_batch", "_conn", "_create", "_lock", "_lock_file", "_path", "_read_only")
+    __slots__ = ("_batch", "_conn", "_create", "_immutable_stat", "_lock", "_lock_file", "_path", "_read_only")
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None:
         self._path = Path(path)
@@ -282,6 +282,7 @@ class SqliteStore:
         self._conn: sqlite3.Connection | None = None
         self._lock: anyio.Lock | None = None
         self._lock_file: IO[str] | None = None
+        self._immutable_stat: tuple[int, int] | None = None  # a closed file read without its -shm
         self._batch = _Batch()
 
     def __repr__(self) -> str:
@@ -557,8 +558,19 @@ class SqliteStore:
             self._take_lock()
         try:
             if self._read_only:
+                # A reader of a WAL file needs its -shm file, and creates it when no host has
+                # the store open. Where this process may not create it (a folder it may not
+                # write), the store is closed (no -wal): its main file holds every committed
+                # write, so read that file as immutable; `_read_all` refuses the snapshot if a
+                # host changed the file meanwhile.
+                wal = path.with_name(path.name + "-wal")
+                immutable = not wal.exists() and not os.access(path.parent, os.W_OK)
+                self._immutable_stat = self._stat() if immutable else None
                 conn = sqlite3.connect(
-                    f"file:{quote(str(path.absolute()))}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+                    f"file:{quote(str(path.absolute()))}?mode=ro{'&immutable=1' if immutable else ''}",
+                    uri=True,
+                    isolation_level=None,
+                    check_same_thread=False,
                 )
             else:
                 conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -573,9 +585,19 @@ class SqliteStore:
             raise
         return conn
 
+    def _stat(self) -> tuple[int, int]:
+        stat = self._path.stat()
+        return stat.st_mtime_ns, stat.st_size
+
     def _prepare(self, conn: sqlite3.Connection) -> None:
         try:
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.OperationalError as exc:  # not the file's content: this process's access to it
+            raise self._fail(
+                f"cannot be read ({exc})",
+                "check that this process may read the file"
+                + ("" if self._read_only else ", and write it and its folder (SQLite adds -wal and -shm files there)"),
+            ) from exc
         except sqlite3.DatabaseError as exc:
             raise self._fail(
                 f"is not a SQLite database ({exc})",
@@ -642,12 +664,15 @@ class SqliteStore:
         return version
 
     def _read_all(self, conn: sqlite3.Connection) -> StoredState:
-        return StoredState(
+        state = StoredState(
             sessions=self._read(conn, _SESSIONS, SessionRecord),
             turns=self._read(conn, _TURNS, TurnRecord),
             nodes=self._read(conn, _NODES, SessionNode),
             edges=self._read(conn, _EDGES, LineageEdge),
         )
+        if self._immutable_stat is not None and self._immutable_stat != self._stat():
+            raise self._fail("changed while it was read (a host opened and wrote it)", "read it again")
+        return state
 
     def _read(self, conn: sqlite3.Connection, table: _Table, record: type[_R]) -> tuple[_R, ...]:
         out: list[_R] = []
