@@ -620,9 +620,23 @@ class SqliteStore:
             if not self._read_only:
                 self._execute_script(conn, "PRAGMA journal_mode = WAL")
                 if version == 1:
-                    self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _UPGRADE_FROM_1 + "COMMIT;")
+                    self._upgrade_from_1(conn)
         if not self._read_only:
             conn.execute("PRAGMA synchronous = FULL")
+
+    def _upgrade_from_1(self, conn: sqlite3.Connection) -> None:
+        try:
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _UPGRADE_FROM_1 + "COMMIT;")
+        except StoreError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, sqlite3.IntegrityError):
+                raise
+            # Version 1 enforced nothing: two hosts on one file left duplicate ordinals.
+            raise self._fail(
+                f"cannot be upgraded from schema version 1: its records break a rule of version "
+                f"{SCHEMA_VERSION} ({cause}); it is left as it was",
+                "see every problem with 'host-sim fsck --store PATH', which reads it without upgrading",
+            ) from cause
 
     def _execute_script(self, conn: sqlite3.Connection, script: str) -> None:
         try:
