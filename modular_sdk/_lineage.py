@@ -57,7 +57,6 @@ def non_negative_int(instance: object, attribute: attrs.Attribute[int], value: i
 
 
 _str = text_validator()
-_optional_str = text_validator(optional=True)
 
 
 def _trigger(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -127,7 +126,7 @@ class ForkLineage:
     parent_runner_id: AiRunnerId = attrs.field(validator=_str)
     depth: int = attrs.field(validator=_positive)
     forked_at: datetime = attrs.field(validator=aware_datetime)
-    parent_user_message_id: str | None = attrs.field(default=None, validator=_optional_str)
+    parent_user_message_id: str | None = attrs.field(default=None, validator=text_validator(optional=True))
 
 
 AiSessionLineage: TypeAlias = RootLineage | SpawnLineage | ForkLineage

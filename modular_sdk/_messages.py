@@ -25,11 +25,6 @@ __all__ = [
 ]
 
 
-_text = text_validator()
-_words = text_validator(non_empty=True)
-_optional_text = text_validator(optional=True)
-
-
 @attrs.frozen(kw_only=True)
 class AiPromptMessage:
     """A prompt: text for the model. Immutable; ``type`` is always ``"prompt"``.
@@ -41,7 +36,7 @@ class AiPromptMessage:
     """
 
     type: Literal["prompt"] = attrs.field(default="prompt", init=False)
-    text: str = attrs.field(validator=_text)
+    text: str = attrs.field(validator=text_validator())
 
 
 @attrs.frozen(kw_only=True)
@@ -53,8 +48,8 @@ class AiNotificationMessage:
     """
 
     type: Literal["notification"] = attrs.field(default="notification", init=False)
-    title: str = attrs.field(validator=_words)
-    body: str = attrs.field(validator=_text)
+    title: str = attrs.field(validator=text_validator(non_empty=True))
+    body: str = attrs.field(validator=text_validator())
 
 
 AiMessage: TypeAlias = AiPromptMessage | AiNotificationMessage
@@ -77,9 +72,9 @@ class ModAuthor:
     """
 
     kind: Literal["mod"] = attrs.field(default="mod", init=False)
-    mod_id: str = attrs.field(validator=_text)
-    command_id: str | None = attrs.field(default=None, validator=_optional_text)
-    tool_name: str | None = attrs.field(default=None, validator=_optional_text)
+    mod_id: str = attrs.field(validator=text_validator())
+    command_id: str | None = attrs.field(default=None, validator=text_validator(optional=True))
+    tool_name: str | None = attrs.field(default=None, validator=text_validator(optional=True))
 
 
 Author: TypeAlias = UserAuthor | ModAuthor
@@ -90,5 +85,5 @@ Author: TypeAlias = UserAuthor | ModAuthor
 class AiSessionDisplayMetadata:
     """How a session is shown (label and optional icon). Immutable."""
 
-    label: str = attrs.field(validator=_words)
-    icon: str | None = attrs.field(default=None, validator=_optional_text)
+    label: str = attrs.field(validator=text_validator(non_empty=True))
+    icon: str | None = attrs.field(default=None, validator=text_validator(optional=True))

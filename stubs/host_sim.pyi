@@ -362,7 +362,7 @@ class ToolSpec:
     """A tool the model may call: name, description and input JSON Schema."""
     name: str
     description: str
-    input_schema: JsonObject
+    input_schema: JsonObject = attrs.field(converter=thaw_object)
 
 
 @final

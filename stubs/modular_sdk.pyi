@@ -16,9 +16,9 @@ class ActionDeniedError(ModularError, PermissionError):
 @attrs.frozen(kw_only=True)
 class ActionEvent:
     """An action about to happen, shown to ``before_action`` hooks. Immutable."""
-    action: str
-    session_id: SessionId | None
-    author: Author
+    action: str = attrs.field(validator=text_validator())
+    session_id: SessionId | None = attrs.field(validator=text_validator(optional=True))
+    author: Author = attrs.field(validator=_author)
 
 
 class ActionStateError(ModularError, RuntimeError):
@@ -74,15 +74,15 @@ AiMessage: TypeAlias = AiPromptMessage | AiNotificationMessage
 class AiNotificationMessage:
     """A system event delivered into a session (never something the user said)."""
     type: Literal['notification'] = attrs.field(default='notification', init=False)
-    title: str = attrs.field(validator=[attrs.validators.instance_of(str), _non_empty])
-    body: str = attrs.field(validator=attrs.validators.instance_of(str))
+    title: str = attrs.field(validator=text_validator(non_empty=True))
+    body: str = attrs.field(validator=text_validator())
 
 
 @attrs.frozen(kw_only=True)
 class AiPromptMessage:
     """A prompt: text for the model. Immutable; ``type`` is always ``"prompt"``."""
     type: Literal['prompt'] = attrs.field(default='prompt', init=False)
-    text: str = attrs.field(validator=attrs.validators.instance_of(str))
+    text: str = attrs.field(validator=text_validator())
 
 
 @attrs.frozen(kw_only=True)
@@ -98,8 +98,8 @@ AiRunnerId = NewType('AiRunnerId', str)
 @attrs.frozen(kw_only=True)
 class AiSessionDisplayMetadata:
     """How a session is shown (label and optional icon). Immutable."""
-    label: str = attrs.field(validator=[attrs.validators.instance_of(str), _non_empty])
-    icon: str | None = None
+    label: str = attrs.field(validator=text_validator(non_empty=True))
+    icon: str | None = attrs.field(default=None, validator=text_validator(optional=True))
 
 
 class AiSessionHandle(Protocol):
@@ -230,7 +230,7 @@ class CommandTrigger:
 class Deny:
     """A hook's answer: refuse the action. Immutable."""
     kind: Literal['deny'] = attrs.field(default='deny', init=False)
-    reason: str = attrs.field(validator=attrs.validators.instance_of(str))
+    reason: str = attrs.field(validator=text_validator(non_empty=True, fix='say why the action is refused'))
 
 
 @attrs.frozen(kw_only=True)
@@ -259,7 +259,7 @@ class ForkLineage:
     parent_runner_id: AiRunnerId = attrs.field(validator=_str)
     depth: int = attrs.field(validator=_positive)
     forked_at: datetime = attrs.field(validator=aware_datetime)
-    parent_user_message_id: str | None = attrs.field(default=None, validator=attrs.validators.optional(_str))
+    parent_user_message_id: str | None = attrs.field(default=None, validator=text_validator(optional=True))
 
 
 HookDecision: TypeAlias = Allow | Deny
@@ -304,9 +304,9 @@ class Mod:
 class ModAuthor:
     """A mod, stamped on what its handler sends: the mod id and its command or tool."""
     kind: Literal['mod'] = attrs.field(default='mod', init=False)
-    mod_id: str = attrs.field(validator=attrs.validators.instance_of(str))
-    command_id: str | None = None
-    tool_name: str | None = None
+    mod_id: str = attrs.field(validator=text_validator())
+    command_id: str | None = attrs.field(default=None, validator=text_validator(optional=True))
+    tool_name: str | None = attrs.field(default=None, validator=text_validator(optional=True))
 
 
 class ModDefinitionError(ModularError, ValueError):
@@ -409,7 +409,7 @@ class SpawnLineage:
     parent_chat_uri: str = attrs.field(validator=_str)
     depth: int = attrs.field(validator=_positive)
     spawned_at: datetime = attrs.field(validator=aware_datetime)
-    trigger: SpawnTrigger = attrs.field(validator=attrs.validators.instance_of((CommandTrigger, ToolTrigger)))
+    trigger: SpawnTrigger = attrs.field(validator=_trigger)
 
 
 SpawnTrigger: TypeAlias = CommandTrigger | ToolTrigger
@@ -422,7 +422,7 @@ class Tool(Generic[InputT]):
     description: str
     input_type: type[InputT]
     run: Callable[[InputT, ToolContext], object]
-    input_schema: JsonObject = attrs.field(init=False, eq=False, repr=False)
+    input_schema: FrozenJsonObject = attrs.field(init=False, eq=False, repr=False)
 
 
 class ToolContext(Protocol):
@@ -531,6 +531,9 @@ CommandRun = Callable[[CommandContext], object]
 
 DataT = TypeVar('DataT')
 
+FrozenJsonObject: TypeAlias = Mapping[str, FrozenJsonValue]
+"""A frozen JSON object: a read-only mapping of frozen JSON values."""
+
 HookHandle = Callable[[ActionEvent], object]
 """``handle(event)`` returning (or awaiting to) `Allow` or `Deny`."""
 
@@ -539,8 +542,6 @@ IdT = TypeVar('IdT', bound=str, covariant=True)
 IdT_inv = TypeVar('IdT_inv', bound=str)
 
 InputT = TypeVar('InputT')
-
-JsonObject: TypeAlias = dict[str, JsonValue]
 
 SlashCommandRun = Callable[[str | None, SlashCommandContext], object]
 """``run(argument, ctx)``; ``def`` or ``async def``; its result is shown as ``str(value)``."""
@@ -551,4 +552,4 @@ TargetT = TypeVar('TargetT', bound=str, covariant=True)
 
 TargetT_inv = TypeVar('TargetT_inv', bound=str)
 
-JsonValue: TypeAlias = Union[None, bool, int, float, str, list['JsonValue'], dict[str, 'JsonValue']]
+FrozenJsonValue: TypeAlias = Union[None, bool, int, float, str, JsonArray, Mapping[str, 'FrozenJsonValue']]
