@@ -129,9 +129,13 @@ def text_validator(
     return check
 
 
+_ALWAYS_FITS = 14_000
+"""Bits of an integer that prints in any case: 4,214 digits at most."""
+
+
 def _fits_json_int(value: int) -> bool:
     """Whether ``str(value)`` works: Python refuses integers over 4,300 digits by default."""
-    if value.bit_length() < 14_000:  # 4,214 digits at most: always printable
+    if value.bit_length() < _ALWAYS_FITS:
         return True
     try:
         str(value)
@@ -155,42 +159,54 @@ def _where(path: _Path) -> str:
     return "$" + "".join(steps)
 
 
+def _check_text(text: str, path: _Path, type_name: str, what: str = "text") -> None:
+    why = unstorable_text(text)
+    if why is not None:
+        raise SerializationError(
+            f"the {what} {show(text)} at {_where(path)} {why}", value=text, type_name=type_name
+        )
+
+
+def _check_int(number: int, path: _Path, type_name: str) -> None:
+    if not _fits_json_int(number):
+        raise SerializationError(
+            f"the integer at {_where(path)} has more than the "
+            f"{sys.get_int_max_str_digits()} digits Python writes as text "
+            f"({number.bit_length()} bits); send it as a string of digits",
+            value=number,
+            type_name=type_name,
+        )
+
+
+_PLAIN = (float, type(None))
+
+
 def check_json_data(value: object, type_name: str) -> None:
     """Refuse data that could not be stored as JSON text, without recursing into it.
 
     Raises `SerializationError` for arrays and objects nested more than `MAX_DEPTH` deep
     (a cycle is infinitely deep), text with a lone surrogate (keys too), and integers
     over Python's digit limit for ``str(int)``. Lists, tuples, sets, mappings and attrs
-    instances count as levels; anything else is left for the converter to judge.
+    instances count as levels; anything else is left for the converter to judge. One pass
+    over the data, a fraction of what structuring it costs.
     """
     stack: list[tuple[object, int, _Path]] = [(value, 0, None)]
     while stack:
         item, depth, path = stack.pop()
         if isinstance(item, str):
-            why = unstorable_text(item)
-            if why is not None:
-                raise SerializationError(
-                    f"the text at {_where(path)} {show(item)} {why}", value=item, type_name=type_name
-                )
+            _check_text(item, path, type_name)
             continue
         if isinstance(item, int):
-            if not _fits_json_int(item):
-                raise SerializationError(
-                    f"the integer at {_where(path)} has more than the "
-                    f"{sys.get_int_max_str_digits()} digits Python writes as text "
-                    f"({item.bit_length()} bits); send it as a string of digits",
-                    value=item,
-                    type_name=type_name,
-                )
+            _check_int(item, path, type_name)
             continue
         children: Iterable[tuple[object, object]]
-        cls = type(item)
+        fields = getattr(type(item), "__attrs_attrs__", None)
         if isinstance(item, Mapping):
             children = item.items()
         elif isinstance(item, (list, tuple, Set)):
             children = enumerate(item)
-        elif attrs.has(cls):
-            children = [(f.name, getattr(item, f.name, None)) for f in attrs.fields(cls)]
+        elif fields is not None:
+            children = [(f.name, getattr(item, f.name, None)) for f in fields]
         else:
             continue
         if depth >= MAX_DEPTH:
@@ -202,13 +218,16 @@ def check_json_data(value: object, type_name: str) -> None:
             )
         keys_are_text = isinstance(item, Mapping)
         for key, child in children:
-            if keys_are_text and isinstance(key, str):
-                why = unstorable_text(key)
-                if why is not None:
-                    raise SerializationError(
-                        f"the key {show(key)} at {_where(path)} {why}", value=key, type_name=type_name
-                    )
-            stack.append((child, depth + 1, (path, key)))
+            if keys_are_text and isinstance(key, str) and not key.isascii():
+                _check_text(key, path, type_name, "key")
+            if isinstance(child, str):  # the common leaves, checked here rather than stacked
+                if not child.isascii():
+                    _check_text(child, (path, key), type_name)
+            elif isinstance(child, int):
+                if child.bit_length() >= _ALWAYS_FITS:
+                    _check_int(child, (path, key), type_name)
+            elif not isinstance(child, _PLAIN):
+                stack.append((child, depth + 1, (path, key)))
 
 
 @attrs.frozen

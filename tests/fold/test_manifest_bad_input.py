@@ -99,7 +99,7 @@ def test_from_json_refuses_what_is_not_text(text: Any) -> None:
 
 def test_from_json_refuses_a_lone_surrogate() -> None:
     text = manifest_from_mod(MOD).to_json().replace("Looks things up", "Looks \\ud800 up")
-    with pytest.raises(SerializationError, match=r"the text at \$\['metadata'\]\['description'\] 'Looks \\ud800 up' holds the lone surrogate"):
+    with pytest.raises(SerializationError, match=r"the text 'Looks \\ud800 up' at \$\['metadata'\]\['description'\] holds the lone surrogate"):
         Manifest.from_json(text)
 
 

@@ -260,7 +260,7 @@ def test_from_json_refuses_what_is_not_text(text: Any) -> None:
 
 
 def test_from_json_refuses_escaped_lone_surrogates() -> None:
-    with pytest.raises(SerializationError, match=r"^the text at \$\['text'\] '\\ud800' holds the lone surrogate"):
+    with pytest.raises(SerializationError, match=r"^the text '\\ud800' at \$\['text'\] holds the lone surrogate"):
         from_json('{"type": "prompt", "text": "\\ud800"}', AiPromptMessage)
 
 
@@ -296,7 +296,7 @@ def test_structure_refuses_a_cycle() -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ({"pattern": "a\udc80b"}, r"the text at \$\['pattern'\] 'a\\udc80b' holds the lone surrogate '\\udc80' at index 1"),
+        ({"pattern": "a\udc80b"}, r"the text 'a\\udc80b' at \$\['pattern'\] holds the lone surrogate '\\udc80' at index 1"),
         ({"pat\ud800": "a"}, r"the key 'pat\\ud800' at \$ holds the lone surrogate"),
         ({"pattern": "a", "max_results": 10**5000}, r"the integer at \$\['max_results'\] has more than the 4300 digits Python writes as text"),
     ],
