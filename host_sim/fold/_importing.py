@@ -14,7 +14,20 @@ import sys
 from collections.abc import Iterator
 from types import FrameType, ModuleType, TracebackType
 
-__all__ = ["LoadFailure", "display_path", "find_mod", "import_module", "locate"]
+__all__ = [
+    "BLOCKED",
+    "LoadFailure",
+    "display_path",
+    "expected_file",
+    "find_mod",
+    "import_module",
+    "locate",
+    "scope_dirs",
+]
+
+BLOCKED = "blocked by the mod purity guard: "
+"""How the purity guard's `PermissionError` starts (``_guard.BLOCKED``; this file imports no
+other file of the package)."""
 
 
 class LoadFailure(Exception):
@@ -22,7 +35,7 @@ class LoadFailure(Exception):
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__("; ".join(problems))
-        self.problems = problems
+        self.problems = [p for p in problems if p]
 
 
 def display_path(path: str) -> str:
@@ -56,8 +69,19 @@ def _first_line(exc: BaseException) -> str:
     return text if text else type(exc).__name__
 
 
-def describe(exc: BaseException, module: str, mod_file: str | None) -> str:
-    """One readable line for an exception raised while importing ``module``."""
+def describe(exc: BaseException, module: str, mod_file: str | None, *, memory: str = "") -> str:
+    """One readable line for an exception raised while importing ``module``.
+
+    ``""`` for the purity guard's own `PermissionError`: the guard reports that operation
+    itself. ``memory`` says what memory limit applies, for a `MemoryError`.
+    """
+    if isinstance(exc, PermissionError) and str(exc).startswith(BLOCKED):
+        return ""
+    if isinstance(exc, MemoryError):
+        return (
+            f"{_where(exc, mod_file)}: the import ran out of memory (MemoryError){memory}; a mod's "
+            "top level must not build large data: load it in a handler"
+        )
     if isinstance(exc, SyntaxError):
         where = display_path(exc.filename) if exc.filename else _where(exc, mod_file)
         line = f":{exc.lineno}" if exc.lineno else ""
@@ -118,6 +142,58 @@ def locate(module: str, expected_file: str | None) -> str | None:
             ]
         )
     return origin
+
+
+def expected_file(module: str, path: list[str]) -> str | None:
+    """The source file that importing ``module`` from ``path`` would run, found without
+    running any code (no parent package is imported); None if it cannot be told."""
+    from importlib.machinery import PathFinder
+
+    search: list[str] | None = path
+    spec = None
+    parts = module.split(".")
+    for index in range(len(parts)):
+        spec = PathFinder.find_spec(".".join(parts[: index + 1]), search)
+        if spec is None:
+            return None
+        search = list(spec.submodule_search_locations or [])
+    if spec is None or not spec.has_location or spec.origin is None:
+        return None
+    return os.path.abspath(spec.origin)
+
+
+def scope_dirs(module: str, mod_file: str | None, path: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(local, foreign)``: the directories of the mod's own modules, and those below them
+    that are not its own (the standard library, installed packages, a virtualenv).
+
+    A mod's own modules are its top-level package (every directory of it), or, for a
+    top-level module, the files beside it.
+    """
+    import sysconfig
+
+    from importlib.machinery import PathFinder
+
+    local: list[str] = []
+    top = module.split(".")[0]
+    spec = PathFinder.find_spec(top, path)
+    if spec is not None and spec.submodule_search_locations:
+        local = [os.path.abspath(d) for d in spec.submodule_search_locations]
+    elif spec is not None and spec.has_location and spec.origin:
+        local = [os.path.dirname(os.path.abspath(spec.origin))]
+    elif mod_file:
+        local = [os.path.dirname(mod_file)]
+    paths = sysconfig.get_paths()
+    candidates = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    candidates |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
+    candidates |= {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    foreign = sorted(
+        {
+            os.path.abspath(c)
+            for c in candidates
+            if any(os.path.abspath(c).startswith(d.rstrip(os.sep) + os.sep) for d in local)
+        }
+    )
+    return tuple(local), tuple(foreign)
 
 
 def _same(a: str, b: str) -> bool:

@@ -2,14 +2,17 @@
 
 The child is ``python -I -S host_sim/fold/_sandbox_child.py``: isolated mode (no
 ``PYTHON*`` variables, no user site, no script directory on the path), no ``site`` import,
-an empty environment, stdin from ``/dev/null``. It gets the module search path explicitly
-(this process's ``sys.path`` after the mod's own root) and writes its report to an
-inherited temporary file, never to stdout or stderr, which must stay empty.
+an empty environment, stdin from ``/dev/null``, its own session (process group), resource
+limits (address space, CPU time, file size, processes, no core dumps). It gets the module
+search path explicitly (this process's ``sys.path`` after the mod's own root) and the
+purity guard's scope. Its stdout and stderr go to files that must stay empty; its report
+is an append-only file of JSON lines (see ``_sandbox_child.py``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -20,31 +23,54 @@ from pathlib import Path
 from typing import IO
 
 import anyio
-from anyio.abc import ByteReceiveStream
+import attrs
 from modular_sdk import ManifestBuildError, SerializationError
 
-from ._importing import display_path
+from ._importing import display_path, expected_file, scope_dirs
 from ._manifest import Manifest
+from ._refusal import refusal
 from ._spec import Target, parse_spec, search_path
 
-__all__ = ["build_manifest", "build_manifest_async"]
+__all__ = ["FILE_SIZE_LIMIT", "MEMORY_LIMIT", "build_manifest", "build_manifest_async"]
 
 _HERE = Path(__file__).resolve().parent
 _CHILD = _HERE / "_sandbox_child.py"
 _GRACE = 2.0
 """Seconds past the time limit before the parent kills a child that did not stop itself."""
-_CRASH = 3
-"""The child's exit code when the sandbox itself failed (its traceback is on stderr)."""
+MEMORY_LIMIT = 2**30
+"""The sandbox child's address-space limit in bytes (``RLIMIT_AS``): a larger allocation
+fails with `MemoryError`, which is reported."""
+FILE_SIZE_LIMIT = 16 * 2**20
+"""The largest file the sandbox child may write (``RLIMIT_FSIZE``): its report and its
+captured output. Past it the child is killed by ``SIGXFSZ``, which is reported."""
+_SHOWN_OUTPUT = 4096
+"""Bytes of stray output read back for the report (the rest is counted, not read)."""
+
+
+def _limits(timeout: float) -> dict[str, int]:
+    return {
+        "RLIMIT_AS": MEMORY_LIMIT,
+        "RLIMIT_CPU": max(1, math.ceil(timeout)),  # soft; the hard limit (SIGKILL) is 1 s later
+        "RLIMIT_FSIZE": FILE_SIZE_LIMIT,
+        "RLIMIT_NPROC": 0,  # no new process (or C thread) for a non-root user; root is exempt
+        "RLIMIT_CORE": 0,
+    }
 
 
 def _command(target: Target, fd: int, timeout: float) -> list[str]:
+    path = search_path(target)
+    mod_file = target.file or expected_file(target.module, path) or ""
+    local, foreign = scope_dirs(target.module, mod_file or None, path)
     payload = {
         "module": target.module,
         "attr": target.attr,
         "file": target.file,
         "spec_base": target.spec_base,
-        "path": search_path(target),
+        "path": path,
         "timeout": timeout,
+        "limits": _limits(timeout),
+        "scope": [mod_file, list(local), list(foreign), []],
+        "guard": str(_HERE / "_guard.py"),
         "importing": str(_HERE / "_importing.py"),
         "manifest": str(_HERE / "_manifest.py"),
     }
@@ -61,6 +87,16 @@ def _check_timeout(timeout: float) -> None:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
 
+def _append_only(file: IO[bytes]) -> None:
+    """The child may add to its report but not rewrite it (the guard also refuses fcntl)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return
+    flags = fcntl.fcntl(file.fileno(), fcntl.F_GETFL)
+    fcntl.fcntl(file.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)
+
+
 def _kill(pid: int) -> None:
     try:
         if hasattr(os, "killpg"):
@@ -74,16 +110,50 @@ def _kill(pid: int) -> None:
 _FRAME = re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>.*)$')
 
 
-def _hang(report: str, timeout: float) -> str:
-    """The time-limit problem, with the hanging statement when faulthandler dumped it."""
-    advice = (
-        f"the import did not finish within {timeout:g} s (the sandbox's time limit); a mod's "
-        "top level must only define its mod: move long-running work into an effect"
-    )
-    header, _, dump = report.partition("\n")
-    if not header.startswith("#mod-file "):
-        return advice
-    mod_file = header[len("#mod-file ") :]
+@attrs.frozen(kw_only=True)
+class _Report:
+    """What the child wrote to its report file, parsed."""
+
+    armed: bool
+    mod_file: str | None
+    effects: list[str]
+    result: dict[str, object] | None
+    crash: str | None
+    dump: str
+    """faulthandler's text (a time-limit or fatal-signal stack dump), if any."""
+
+
+def _parse(data: bytes) -> _Report:
+    armed, mod_file, crash = False, None, None
+    effects: list[str] = []
+    result: dict[str, object] | None = None
+    dump: list[str] = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        record: object = None
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                record = None
+        if not isinstance(record, dict):
+            dump.append(line)
+        elif "effect" in record:
+            effects.append(str(record["effect"]))
+        elif "armed" in record:
+            armed = True
+        elif "mod_file" in record:
+            mod_file = record["mod_file"] if isinstance(record["mod_file"], str) else None
+        elif "result" in record and isinstance(record["result"], dict):
+            result = record["result"]
+        elif "crash" in record:
+            crash = str(record["crash"])
+    return _Report(armed=armed, mod_file=mod_file, effects=effects, result=result, crash=crash, dump="\n".join(dump))
+
+
+def _stack(dump: str, mod_file: str | None) -> str | None:
+    """``file:line`` of the mod's statement in a faulthandler dump, with the helpers inside it."""
+    if not mod_file:
+        return None
     own: list[tuple[str, str]] = []
     for text in dump.splitlines():  # most recent call first; stop at the module body
         match = _FRAME.match(text)
@@ -92,21 +162,68 @@ def _hang(report: str, timeout: float) -> str:
             if match["func"] == "<module>":
                 break
     if not own or own[-1][1] != "<module>":
-        return advice
+        return None
     where = display_path(mod_file)
     own.reverse()
-    text = f"{where}:{own[0][0]}: {advice}"
+    text = f"{where}:{own[0][0]}"
     for line, func in own[1:]:
-        text += f"; it was inside {func}() at {where}:{line}"
+        text += f", inside {func}() at {where}:{line}"
     return text
 
 
-def _output(name: str, data: bytes) -> str:
+def _hang(report: _Report, timeout: float) -> str:
+    """The time-limit problem, with the hanging statement when faulthandler dumped it."""
+    advice = (
+        f"the import did not finish within {timeout:g} s (the sandbox's time limit); a mod's "
+        "top level must only define its mod: move long-running work into an effect"
+    )
+    where = _stack(report.dump, report.mod_file)
+    if where is None:
+        return advice
+    head, _, inner = where.partition(", inside ")
+    return f"{head}: {advice}" + (f"; it was inside {inner.replace(', inside ', '; it was inside ')}" if inner else "")
+
+
+def _death(report: _Report, returncode: int | None, timeout: float) -> str:
+    """Why the child ended before it reported: an exit code, or a signal (a limit's or not)."""
+    advice = "a mod's top level must only define its mod"
+    where = _stack(report.dump, report.mod_file)
+    prefix = f"{where}: " if where else ""
+    if returncode is None or returncode >= 0:
+        return (
+            f"{prefix}the import exited with code {returncode} before it finished (os._exit, "
+            f"or a C extension that exits); {advice}"
+        )
+    number = -returncode
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = f"signal {number}"
+    killed = f"the import was killed by signal {name} ({number})"
+    if name == "SIGXCPU":
+        return (
+            f"{prefix}{killed}: it used more than {max(1, math.ceil(timeout))} s of CPU time "
+            f"(the sandbox's CPU limit); {advice}: move long-running work into an effect"
+        )
+    if name == "SIGXFSZ":
+        return (
+            f"{prefix}{killed}: it wrote past the sandbox's file size limit of "
+            f"{FILE_SIZE_LIMIT // 2**20} MiB; {advice}"
+        )
+    if name == "SIGKILL":
+        return (
+            f"{prefix}{killed} (out of memory, or killed from outside; the sandbox limits its "
+            f"address space to {MEMORY_LIMIT // 2**20} MiB); {advice}"
+        )
+    return f"{prefix}{killed}; {advice}"
+
+
+def _output(name: str, size: int, data: bytes) -> str:
     shown = data.decode("utf-8", "replace")
     if len(shown) > 200:
         shown = shown[:200] + "..."
     return (
-        f"the import wrote {len(data)} bytes to {name} past the sandbox's guards (from C code or "
+        f"the import wrote {size} bytes to {name} past the sandbox's guards (from C code or "
         f"a subprocess): {shown!r}; a mod's top level must not produce output"
     )
 
@@ -115,42 +232,38 @@ def _interpret(
     target: Target,
     *,
     returncode: int | None,
-    stdout: bytes,
-    stderr: bytes,
+    stdout: tuple[int, bytes],
+    stderr: tuple[int, bytes],
     report: bytes,
     timeout: float,
     timed_out: bool,
 ) -> Manifest:
     spec = target.spec
-    text = report.decode("utf-8", "replace")
-    data: object = None
-    if text.startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            data = None
-    if returncode == _CRASH or (not isinstance(data, dict) and not timed_out and not text):
-        detail = stderr.decode("utf-8", "replace").strip() or f"exit code {returncode}"
+    parsed = _parse(report)
+    if parsed.crash is not None or not parsed.armed and not timed_out:
+        detail = (parsed.crash or "").strip().splitlines()[-1:] or [
+            stderr[1].decode("utf-8", "replace").strip() or f"exit code {returncode}"
+        ]
         raise ManifestBuildError(
-            f"cannot build the manifest of {spec!r}: the sandbox process failed: {detail}",
+            f"cannot build the manifest of {spec!r}: the sandbox process failed: {detail[0]}",
             spec=spec,
-            problems=[f"the sandbox process failed: {detail}"],
+            problems=[f"the sandbox process failed: {detail[0]}"],
         )
-    effects: list[str] = []
     problems: list[str] = []
     manifest: object = None
-    if isinstance(data, dict):
-        effects = [str(e) for e in data.get("effects", [])]
-        problems = [str(p) for p in data.get("problems", [])]
-        manifest = data.get("manifest")
+    if timed_out or "Timeout (" in parsed.dump:
+        problems.append(_hang(parsed, timeout))
+    elif parsed.result is None:
+        problems.append(_death(parsed, returncode, timeout))
     else:
-        problems.append(_hang(text, timeout))
-    if stdout:
-        problems.append(_output("stdout", stdout))
-    if stderr:
-        problems.append(_output("stderr", stderr))
-    if effects or problems or manifest is None:
-        raise _refusal(spec, effects, problems)
+        found = parsed.result.get("problems")
+        problems.extend(str(p) for p in found) if isinstance(found, list) else None
+        manifest = parsed.result.get("manifest")
+    for name, (size, data) in (("stdout", stdout), ("stderr", stderr)):
+        if size:
+            problems.append(_output(name, size, data))
+    if parsed.effects or problems or manifest is None:
+        raise refusal(spec, parsed.effects, problems)
     try:
         return Manifest.from_data(manifest)
     except SerializationError as exc:
@@ -161,43 +274,24 @@ def _interpret(
         ) from None
 
 
-def _refusal(spec: str, effects: list[str], problems: list[str]) -> ManifestBuildError:
-    head = f"cannot build the manifest of {spec!r}"
-    lines: list[str] = []
-    if effects:
-        lines.append(
-            f"{head}: its top level does I/O, which would run on every build and every load "
-            "with no host attached; move it into a handler (run, activate, handle):"
-        )
-        lines += [f"  {e}" for e in effects]
-        if problems:
-            lines.append("and:")
-    elif len(problems) == 1:
-        return ManifestBuildError(f"{head}: {problems[0]}", spec=spec, problems=problems)
-    else:
-        lines.append(f"{head}:")
-    lines += [f"  {p}" for p in problems]
-    if not effects and not problems:  # pragma: no cover - the child always says why
-        lines.append("  the sandbox returned no manifest")
-    return ManifestBuildError("\n".join(lines), spec=spec, problems=effects + problems)
-
-
-def _read(report: IO[bytes]) -> bytes:
-    report.seek(0)
-    return report.read()
+def _read(file: IO[bytes], limit: int | None = None) -> tuple[int, bytes]:
+    size = os.fstat(file.fileno()).st_size
+    file.seek(0)
+    return size, file.read(limit) if limit is not None else file.read()
 
 
 def build_manifest(spec: str, *, timeout: float = 10.0) -> Manifest:
     """Fold ``spec`` at build time: import it in a throwaway sandbox and derive its manifest.
 
-    The sandbox is a ``python -I -S`` subprocess with no host attached and an empty
-    environment. It refuses a module whose top level does I/O: file opens (not the import
-    system's), sockets, subprocesses, ``os.system``/``exec``, ``time.sleep``, thread starts,
-    output to stdout or stderr (``print``, ``sys.stdout.write``, ``os.write(1, ...)``),
-    naming each operation with the ``file:line`` of the mod's statement (and of the line
-    inside a helper it called). A dependency's own import-time behaviour is not the mod's
-    and is not reported. An import that runs past ``timeout`` seconds is killed and
-    refused.
+    The sandbox is a ``python -I -S`` subprocess with no host attached, an empty
+    environment and resource limits. Its purity guard stops what a mod's top level may not
+    do before it happens (file writes and deletes, subprocesses, ``os.system``, forks,
+    sockets, threads, ``ctypes``, tracing hooks ...) and reports what it may not do but
+    that changes nothing (file reads, output, sleeps), each with the ``file:line`` of the
+    mod's statement (and of the line inside a helper it called, or of a local module it
+    imported). A dependency's reads at its own import are not the mod's. An import that
+    runs past ``timeout`` seconds, exits, or is killed (a crash, a resource limit) is
+    refused saying so.
 
     Raises `ManifestBuildError` listing every problem (and loading errors: file not found,
     syntax error, missing dependency, missing or wrong attribute).
@@ -206,45 +300,34 @@ def build_manifest(spec: str, *, timeout: float = 10.0) -> Manifest:
     """
     _check_timeout(timeout)
     target = parse_spec(spec)
-    with tempfile.TemporaryFile() as report:
+    with tempfile.TemporaryFile() as report, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        _append_only(report)
         proc = subprocess.Popen(
             _command(target, report.fileno(), timeout),
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
             env=_env(),
             pass_fds=(report.fileno(),),
             start_new_session=True,
         )
         timed_out = False
         try:
-            stdout, stderr = proc.communicate(timeout=timeout + _GRACE)
+            proc.wait(timeout=timeout + _GRACE)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill(proc.pid)
-            proc.kill()
-            stdout, stderr = proc.communicate()
         finally:
-            if proc.returncode is None:  # interrupted: never leave the child behind
-                _kill(proc.pid)
-                proc.kill()
-                proc.wait()
+            _kill(proc.pid)  # the child, or anything it left behind in its process group
+            proc.wait()
         return _interpret(
             target,
             returncode=proc.returncode,
-            stdout=stdout,
-            stderr=stderr,
-            report=_read(report),
+            stdout=_read(out, _SHOWN_OUTPUT),
+            stderr=_read(err, _SHOWN_OUTPUT),
+            report=_read(report)[1],
             timeout=timeout,
             timed_out=timed_out,
         )
-
-
-async def _drain(stream: ByteReceiveStream | None, into: bytearray) -> None:
-    if stream is None:
-        return
-    async for chunk in stream:
-        into += chunk
 
 
 async def build_manifest_async(spec: str, *, timeout: float = 10.0) -> Manifest:
@@ -254,35 +337,30 @@ async def build_manifest_async(spec: str, *, timeout: float = 10.0) -> Manifest:
     """
     _check_timeout(timeout)
     target = parse_spec(spec)
-    with tempfile.TemporaryFile() as report:
-        stdout, stderr = bytearray(), bytearray()
+    with tempfile.TemporaryFile() as report, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        _append_only(report)
         async with await anyio.open_process(
             _command(target, report.fileno(), timeout),
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
             env=_env(),
             pass_fds=(report.fileno(),),
             start_new_session=True,
         ) as proc:
             try:
                 with anyio.move_on_after(timeout + _GRACE) as scope:
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(_drain, proc.stdout, stdout)
-                        tg.start_soon(_drain, proc.stderr, stderr)
                     await proc.wait()
             finally:
-                if proc.returncode is None:
-                    _kill(proc.pid)
-                    proc.kill()
-                    with anyio.CancelScope(shield=True):
-                        await proc.wait()
+                _kill(proc.pid)
+                with anyio.CancelScope(shield=True):
+                    await proc.wait()
         return _interpret(
             target,
             returncode=proc.returncode,
-            stdout=bytes(stdout),
-            stderr=bytes(stderr),
-            report=_read(report),
+            stdout=_read(out, _SHOWN_OUTPUT),
+            stderr=_read(err, _SHOWN_OUTPUT),
+            report=_read(report)[1],
             timeout=timeout,
             timed_out=scope.cancelled_caught,
         )

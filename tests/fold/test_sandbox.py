@@ -13,7 +13,7 @@ import pytest
 from host_sim.fold import Manifest, build_manifest, build_manifest_async
 from modular_sdk import ManifestBuildError, ModularError
 
-from ._support import FIXTURES, ROOT, fixture, where
+from ._support import FIXTURES, ROOT, fixture, shown, where
 
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
 PURE_FIXTURES = [("fx_pure", "pure-fixture"), ("fx_uses_noisy_dep", "uses-noisy-dep"), ("fx_drift", "drift")]
@@ -109,25 +109,64 @@ def test_a_hanging_import_is_killed_and_refused_at_the_hanging_line() -> None:
     assert f"inside _wait_forever() at {where(path, 'effect: hang')}" in problem
 
 
-def test_a_dependency_doing_io_at_its_own_import_is_not_the_mods_fault() -> None:
+def test_a_dependency_doing_io_at_its_own_import_is_not_the_mods_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "chatty_dependency.py").write_text(
+        "import os, time\n"
+        "from pathlib import Path\n"
+        "print('chatty_dependency imported')\n"
+        "os.write(2, b'on stderr')\n"
+        "time.sleep(0.01)\n"
+        "SOURCE = Path(__file__).read_text()\n"
+        "def greeting() -> str:\n"
+        "    return 'hello'\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "uses_chatty_mod.py").write_text(
+        "from chatty_dependency import greeting\n"
+        "from modular_sdk import ModMetadata, define_mod\n"
+        "mod = define_mod(metadata=ModMetadata(display_name='Uses Chatty', description=f'Say {greeting()}'))\n"
+    )
+    manifest = build_manifest(str(mods / "uses_chatty_mod.py"))
+    assert manifest.metadata.description == "Say hello"
+
+
+def test_a_standard_library_module_printing_at_its_import_is_not_the_mods_fault() -> None:
     manifest = build_manifest(fixture("fx_uses_noisy_dep"))
     assert manifest.commands[0].kind == "slash"
     assert manifest.commands[0].description == "Say hello"
 
 
+def test_a_local_module_is_checked_like_the_mod() -> None:
+    error = _refusal("fx_uses_local_noisy")
+    helper = FIXTURES / "fx_noisy_dep" / "__init__.py"
+    imported = f"in a local module imported at {where(FIXTURES / 'fx_uses_local_noisy.py', 'statement: local import')}"
+    assert error.problems == (
+        f"{where(helper, 'effect: print')}: writes to stdout (print or sys.stdout.write), {imported}",
+        f"{where(helper, 'effect: os.write')}: writes to stderr (os.write(2, ...)), {imported}",
+        f"{where(helper, 'effect: sleep')}: sleeps 0.01 s (time.sleep), {imported}",
+        f"{where(helper, 'effect: read')}: opens file {shown(helper)!r} for reading (open), {imported}",
+    )
+
+
 def test_output_that_bypasses_the_guards_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "echoes_mod.py"
     path.write_text(
-        "import os\n"
+        "import importlib.machinery, importlib.util\n"
         "from modular_sdk import ModMetadata, define_mod\n"
-        "os.system('echo leaked')\n"
+        "spec = importlib.machinery.ModuleSpec('posix', importlib.machinery.BuiltinImporter)\n"
+        "importlib.util.module_from_spec(spec).write(1, b'leaked\\n')  # a fresh os.write\n"
         "mod = define_mod(metadata=ModMetadata(display_name='Echoes', description='d'))\n"
     )
     with pytest.raises(ManifestBuildError) as info:
         build_manifest(str(path))
-    problems = info.value.problems
-    assert any(p.endswith("runs a shell command 'echo leaked' (os.system)") for p in problems)
-    assert any("wrote 7 bytes to stdout past the sandbox's guards" in p and "leaked" in p for p in problems)
+    (problem,) = info.value.problems
+    assert "wrote 7 bytes to stdout past the sandbox's guards" in problem and "leaked" in problem
 
 
 def test_import_machinery_and_reads_after_import_are_not_effects(tmp_path: Path) -> None:
