@@ -8,7 +8,7 @@ from modular_sdk import ManifestBuildError, Mod
 
 from ._manifest import Manifest, manifest_from_mod
 from ._sandbox import build_manifest_async
-from ._spec import load_mod
+from ._spec import guarded, load_mod
 
 __all__ = ["check_drift", "load_verified", "manifest_differences"]
 
@@ -67,10 +67,12 @@ async def load_verified(spec: str, *, timeout: float = 10.0) -> Mod:
 
     Builds the manifest in the sandbox (refusing impure modules before any of their code
     runs here), then imports the module in this process and checks that its `Mod` folds
-    to the same manifest. Raises `ManifestBuildError`: the build's refusal, a loading
-    error, or drift naming each field that differed and both values.
+    to the same manifest, both under the purity guard (a mod that behaves differently
+    outside the sandbox is stopped here too). Raises `ManifestBuildError`: the build's
+    refusal, the guard's, a loading error, or drift naming each field that differed and
+    both values.
     """
     built = await build_manifest_async(spec, timeout=timeout)
     mod = load_mod(spec)
-    check_drift(spec, built, mod)
+    guarded(spec, lambda: check_drift(spec, built, mod))
     return mod

@@ -14,9 +14,9 @@ that would change anything outside the interpreter *before* it happens, by raisi
   ``gc.get_objects``/``get_referrers``/``get_referents``, ``sys._current_frames``, and
   replacing a function's ``__code__``;
 - thread starts and (in the host) ending the process (``os._exit``, ``os.abort``,
-  ``faulthandler._sigsegv`` ...), through trampolines: the module attributes are replaced by
-  bound ``sys.audit`` methods, so that the hook, which alone holds the original functions,
-  decides.
+  ``faulthandler._sigsegv`` ...), and re-creating the built-in modules the guard relies on,
+  through trampolines: the module attributes are replaced by stand-ins that hold no
+  original and ask the hook, which alone holds the originals, to decide.
 
 Reads, directory listings (and, in the sandbox, output and sleeps) are reported when the
 mod's own code does them, not blocked. Every operation is reported with the ``file:line``
@@ -110,6 +110,37 @@ _PROCESS_ENDS = (
     ("faulthandler", "_fatal_error_c_thread"),
 )
 
+_REBUILDS = (("_imp", "create_builtin"), ("_imp", "exec_builtin"))
+"""Re-creating or re-running a loaded built-in module hands out fresh, unguarded functions:
+refused for the modules the guard relies on, allowed otherwise."""
+
+_NOTHING = object()
+"""An argument a trampoline was not given."""
+
+
+def _trampoline(event: str) -> Callable[..., object]:
+    """A stand-in that holds no original: it asks the hook, which alone holds them, to decide
+    (and to call the original, putting the result in ``box``, when the caller may).
+
+    Its ``__defaults__`` are a tuple, and the hook refuses to replace them (or its code).
+    """
+
+    def trampoline(
+        a: object = _NOTHING,
+        b: object = _NOTHING,
+        c: object = _NOTHING,
+        /,
+        _audit: Callable[..., None] = sys.audit,
+        _event: str = event,
+    ) -> object:
+        box: list[object] = []
+        _audit(_event, (a, b, c), box)
+        return box[0] if box else None
+
+    trampoline.__name__ = trampoline.__qualname__ = event.rpartition(".")[2]
+    return trampoline
+
+
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 _FS_CHANGES = frozenset(
@@ -174,6 +205,8 @@ _PROCESS_STATE = {
     "gc.get_referents": "searches object referents (gc.get_referents)",
 }
 _CODE_ATTRIBUTES = frozenset({"__code__"})
+_PINNED = ("_thread", "threading", "os", os.name, "sys", "builtins", "_signal", "signal", "faulthandler", "importlib", "importlib._bootstrap", "importlib._bootstrap_external")
+"""Modules whose ``sys.modules`` entry a guarded region must leave as it found it."""
 _REIMPORTS = frozenset({"_thread", "threading", os.name, "os", "_signal", "signal", "faulthandler", "_frozen_importlib", "_frozen_importlib_external"})
 """Modules whose re-import during a guarded region would hand out unguarded originals."""
 
@@ -320,15 +353,18 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
     machinery = _frozenset(_id(c) for c in machinery_codes)
     fs_changes, processes, network = _FS_CHANGES, _PROCESSES, _NETWORK
     process_state = _frozenset(_PROCESS_STATE)
-    code_attributes, reimports, write_flags = _CODE_ATTRIBUTES, _REIMPORTS, _WRITE_FLAGS
+    code_attributes, reimports, write_flags, pinned = _CODE_ATTRIBUTES, _REIMPORTS, _WRITE_FLAGS, _PINNED
     soft_events = _frozenset({"os.listdir", "os.scandir"})
+    # `import ctypes` opens the interpreter itself (ctypes.pythonapi = PyDLL(None)): its own
+    # module body may; symbols looked up through it are still refused
+    ctypes_init = os.path.join(os.path.dirname(os.__file__), "ctypes", "__init__.py")
     control = _frozenset({_ENTER, _EXIT})
 
-    # trampolines: the module attributes become bound sys.audit methods during a region;
-    # only this closure holds the originals
+    # trampolines: during a region (for good in the sandbox child) these module attributes
+    # are stand-ins that hold no original; only this closure holds the originals
     originals: dict[str, Callable[..., object]] = {}
     slots: list[tuple[str, str, str]] = []
-    for group in (_THREAD_STARTS, _PROCESS_ENDS):
+    for group in (_THREAD_STARTS, _PROCESS_ENDS, _REBUILDS):
         for module_name, attr in group:
             module = modules.get(module_name)
             original = _getattr(module, attr, None) if module is not None else None
@@ -338,14 +374,17 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
             originals.setdefault(event, original)
             slots.append((module_name, attr, event))
     thread_events = _frozenset(e for _, a, e in slots if "start_new" in a)
-    trampolines = {event: types.MethodType(_sys.audit, event) for _, _, event in slots}
+    rebuild_events = _frozenset(e for _, a, e in slots if a in ("create_builtin", "exec_builtin"))
+    trampolines = {event: _trampoline(event) for _, _, event in slots}
+    trampoline_ids = _frozenset(_id(t) for t in trampolines.values())
+    nothing = _NOTHING
     interest = _frozenset(
         {"open", "import", "mmap.__new__", "object.__setattr__", "object.__delattr__", _SOFT}
-        | fs_changes | processes | network | process_state | soft_events | set(trampolines)
+        | fs_changes | processes | network | process_state | soft_events | _set(trampolines)
     )
 
     class Entry:
-        __slots__ = ("frame", "mod_file", "local", "foreign", "records", "seen", "cache", "snapshot", "threads")
+        __slots__ = ("frame", "mod_file", "local", "foreign", "records", "seen", "cache", "snapshot", "pins", "threads")
 
         def __init__(self, frame: FrameType | None, scope: Scope, threads: frozenset[int]) -> None:
             self.frame = frame
@@ -360,6 +399,7 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
                 module = modules.get(name)
                 if module is not None:
                     self.snapshot[name] = (module, _dict(module.__dict__))
+            self.pins = {name: modules[name] for name in pinned if name in modules}
             self.threads = threads
 
     active: dict[int, list[Entry]] = {}
@@ -417,6 +457,8 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
                         return where
                     if not block:
                         return None
+                    if local:  # the mod asked the import system to do it
+                        return f"{_display_of(filename)}:{f.f_lineno}: {{}}, through the import system"
                     outer = mod_body(entry, f.f_back)
                     return (f"{outer}: " if outer else "") + f"{{}}, while importing {_display_of(filename)}"
                 if local and not importing:
@@ -468,7 +510,9 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
         if event in fs_changes or event in processes or event in network or event in process_state:
             return 2
         if event == "object.__setattr__" or event == "object.__delattr__":
-            return 2 if _len(args) >= 2 and args[1] in code_attributes and _isinstance(args[0], _function) else 0
+            if _len(args) < 2 or not _isinstance(args[0], _function):
+                return 0
+            return 2 if args[1] in code_attributes or _id(args[0]) in trampoline_ids else 0
         if event == "import":
             return 2 if _len(args) >= 1 and args[0] in reimports else 0
         if event == "mmap.__new__":
@@ -490,6 +534,10 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
 
     def restore(entry: Entry) -> None:
         shown = _display_of(entry.mod_file) if entry.mod_file else "the mod"
+        for name, pinned_module in entry.pins.items():
+            if modules.get(name) is not pinned_module:
+                modules[name] = pinned_module
+                record(entry, f"{shown}: replaces module {name!r} in sys.modules (to get around the guard)")
         for name, (module, before) in entry.snapshot.items():
             if modules.get(name) is not module:
                 modules[name] = module
@@ -528,6 +576,18 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
                 _sys.dont_write_bytecode = saved.pop()
         _list_extend(args[0], entry.records)  # type: ignore[arg-type]
 
+    def call(event: str, args: tuple[object, ...]) -> None:
+        """A trampoline's call, allowed: call the original, hand back its result."""
+        if _len(args) == 2 and _type(args[0]) is _tuple and _type(args[1]) is _list:
+            given = [a for a in args[0] if a is not nothing]  # type: ignore[attr-defined]
+            _list_append(args[1], originals[event](*given))  # type: ignore[arg-type]
+
+    def rebuilds_a_guard_module(event: str, args: tuple[object, ...]) -> bool:
+        given = args[0] if _len(args) == 2 and _type(args[0]) is _tuple else ()
+        target = given[0] if given else None  # type: ignore[index]
+        name = _getattr(target, "name", None) if event.endswith("create_builtin") else _getattr(target, "__name__", None)
+        return name in reimports and (name in modules or event.endswith("exec_builtin"))
+
     def hook(event: str, args: tuple[object, ...]) -> None:
         if event in control:
             runner_frame = _getframe(1)
@@ -537,8 +597,8 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
                 leave(runner_frame, args)
             return
         if steady is None and not active:
-            if event in trampolines:  # a trampoline someone kept, called outside any region
-                originals[event](*args)
+            if event in trampolines:  # a stand-in someone kept, called outside any region
+                call(event, args)
             return
         if event not in interest:
             return
@@ -546,25 +606,34 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
             frame: FrameType | None = _getframe(1)  # the frame that asked for the operation
         except _ValueError:
             frame = None
+        if event in trampolines and frame is not None:
+            frame = frame.f_back  # past the stand-in itself
         entry = steady
         if entry is None:
             stack = active.get(_get_ident())
             entry = stack[-1] if stack is not None else foreign_thread(_get_ident(), frame)
         if entry is None:  # another thread of the host: not guarded
             if event in trampolines:
-                originals[event](*args)
+                call(event, args)
             return
         if event in trampolines:
+            if event in rebuild_events and not rebuilds_a_guard_module(event, args):
+                call(event, args)
+                return
+            given = args[0] if _len(args) == 2 and _type(args[0]) is _tuple else ()
             operation = event
             try:
-                operation = _call_text_of(event[_len(_CALL) :], args)
+                if event in rebuild_events:
+                    operation = f"re-creates a loaded built-in module to get around the guard ({event[_len(_CALL) :]})"
+                else:
+                    operation = _call_text_of(event[_len(_CALL) :], _tuple(a for a in given if a is not nothing))  # type: ignore[attr-defined]
                 place = owner(entry, frame, True)
                 if place is not None:
                     record(entry, place.replace("{}", operation, 1))
             finally:
-                if event in thread_events or steady is None:
+                if event in thread_events or event in rebuild_events or steady is None:
                     raise _PermissionError(BLOCKED + operation)
-            originals[event](*args)  # the sandbox child: end the process; the parent reports it
+            call(event, args)  # the sandbox child: end the process; the parent reports it
             return
         if event == _SOFT:
             if _len(args) == 2 and _type(args[1]) is _list:
@@ -576,6 +645,15 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
         verdict = classify(event, args)
         if verdict == 0:
             return
+        if event == "ctypes.dlopen" and args[:1] == (None,) and frame is not None:
+            body = frame.f_back
+            if (
+                frame.f_code.co_filename == ctypes_init
+                and body is not None
+                and body.f_code.co_filename == ctypes_init
+                and is_body(body)
+            ):
+                return
         block = verdict == 2
         operation = event
         try:
@@ -587,6 +665,12 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
         finally:
             if block:
                 raise _PermissionError(BLOCKED + operation)
+
+    if steady is not None:  # the sandbox child: the stand-ins stay, for good
+        for module_name, attr, event in slots:
+            module = modules.get(module_name)
+            if module is not None:
+                _setattr(module, attr, trampolines[event])
 
     return hook
 
@@ -680,12 +764,6 @@ def arm_process(scope: Scope, report_fd: int) -> None:
     sys.dont_write_bytecode = True
     hook = _make_hook(runner=arm_process.__code__, permanent=scope, sink=sink)
     sys.addaudithook(hook)
-    for group in (_THREAD_STARTS, _PROCESS_ENDS):
-        for module_name, attr in group:
-            module = sys.modules.get(module_name)
-            if module is not None and hasattr(module, attr):
-                key = f"{'os' if module_name == os.name else module_name}.{attr}"
-                setattr(module, attr, types.MethodType(sys.audit, _CALL + key))
 
 
 def soft(operation: str) -> bool:

@@ -7,6 +7,7 @@ imports.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
 import os
@@ -69,11 +70,13 @@ def _first_line(exc: BaseException) -> str:
     return text if text else type(exc).__name__
 
 
-def describe(exc: BaseException, module: str, mod_file: str | None, *, memory: str = "") -> str:
+def describe(
+    exc: BaseException, module: str, mod_file: str | None, *, memory: str = "", file_size: str = ""
+) -> str:
     """One readable line for an exception raised while importing ``module``.
 
     ``""`` for the purity guard's own `PermissionError`: the guard reports that operation
-    itself. ``memory`` says what memory limit applies, for a `MemoryError`.
+    itself. ``memory`` and ``file_size`` say which limits apply (in the sandbox).
     """
     if isinstance(exc, PermissionError) and str(exc).startswith(BLOCKED):
         return ""
@@ -81,6 +84,11 @@ def describe(exc: BaseException, module: str, mod_file: str | None, *, memory: s
         return (
             f"{_where(exc, mod_file)}: the import ran out of memory (MemoryError){memory}; a mod's "
             "top level must not build large data: load it in a handler"
+        )
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+        return (
+            f"{_where(exc, mod_file)}: the import wrote past the file size limit{file_size} "
+            "(EFBIG); a mod's top level must not write"
         )
     if isinstance(exc, SyntaxError):
         where = display_path(exc.filename) if exc.filename else _where(exc, mod_file)
@@ -203,13 +211,13 @@ def _same(a: str, b: str) -> bool:
         return False
 
 
-def import_module(module: str, mod_file: str | None) -> ModuleType:
+def import_module(module: str, mod_file: str | None, *, memory: str = "", file_size: str = "") -> ModuleType:
     """Import ``module``; raises `LoadFailure` describing any error with its ``file:line``."""
     try:
         return importlib.import_module(module)
     except (Exception, SystemExit) as exc:
         sys.modules.pop(module, None)
-        raise LoadFailure([describe(exc, module, mod_file)]) from None
+        raise LoadFailure([describe(exc, module, mod_file, memory=memory, file_size=file_size)]) from None
 
 
 def find_mod(module: ModuleType, attr: str, spec_base: str, mod_type: type) -> object:

@@ -167,15 +167,15 @@ def main() -> None:
     # from here on, the purity guard watches every thread of this process, for good
     module = None
     memory = f" at the sandbox's {payload['limits']['RLIMIT_AS'] // 2**20} MiB address-space limit"
+    file_size = f" of {payload['limits']['RLIMIT_FSIZE'] // 2**20} MiB"
     try:
         mod_file = importing.locate(module_name, payload["file"])
         _emit(fd, {"mod_file": mod_file})
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("ignore")
-            module = importing.import_module(module_name, mod_file)
+            module = importing.import_module(module_name, mod_file, memory=memory, file_size=file_size)
     except load_failure as exc:
-        found: list[str] = getattr(exc, "problems", [str(exc)])
-        problems.extend(p.replace(" (MemoryError)", f" (MemoryError){memory}") for p in found)
+        problems.extend(getattr(exc, "problems", [str(exc)]))
     threads = _count()
     if threads:
         problems.append(

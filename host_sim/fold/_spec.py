@@ -4,14 +4,34 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from importlib.metadata import entry_points
+from typing import TypeVar
 
 import attrs
 from modular_sdk import ManifestBuildError, Mod
 
-from ._importing import LoadFailure, find_mod, import_module, locate
+from ._guard import Scope, run_guarded
+from ._importing import LoadFailure, expected_file, find_mod, import_module, locate, scope_dirs
+from ._refusal import refusal
 
-__all__ = ["ENTRY_POINT_GROUP", "Target", "discover_mods", "load_mod", "parse_spec", "search_path"]
+__all__ = ["ENTRY_POINT_GROUP", "Target", "discover_mods", "guarded", "load_mod", "parse_spec", "search_path"]
+
+_T = TypeVar("_T")
+
+PROTECTED = (
+    "builtins",
+    "host_sim",
+    "host_sim.fold",
+    "host_sim.fold._fold",
+    "host_sim.fold._guard",
+    "host_sim.fold._importing",
+    "host_sim.fold._manifest",
+    "host_sim.fold._refusal",
+    "host_sim.fold._sandbox",
+    "host_sim.fold._spec",
+)
+"""Modules a mod's import must leave as they were: the guard restores them and refuses."""
 
 ENTRY_POINT_GROUP = "modular.mods"
 """The entry-point group through which installed packages expose mod specs."""
@@ -112,6 +132,47 @@ def search_path(target: Target) -> list[str]:
     return list(dict.fromkeys(entries))
 
 
+def guarded(spec: str, action: Callable[[], _T]) -> _T:
+    """Run ``action`` (importing or folding the mod of ``spec``) under the purity guard.
+
+    In this process, for this thread only: what the build sandbox blocks is blocked here
+    too, so a mod that behaves differently outside the sandbox gains nothing. Raises
+    `ManifestBuildError` naming every operation the guard stopped or reported (with its
+    ``file:line``), or the loading error `action` raised.
+    """
+    target = parse_spec(spec)
+    path = search_path(target)
+    mod_file = target.file or expected_file(target.module, path) or ""
+    local, foreign = scope_dirs(target.module, mod_file or None, path)
+    before = set(sys.modules)
+    result, error, records = run_guarded(action, Scope(mod_file, local, foreign, PROTECTED))
+    problems = error.problems if isinstance(error, LoadFailure) else []
+    if records:
+        _forget(set(sys.modules) - before, mod_file, local, foreign)
+        raise refusal(spec, records, problems, head=f"cannot load mod {spec!r} in this process") from None
+    if isinstance(error, LoadFailure):
+        raise ManifestBuildError(
+            f"cannot load mod {spec!r}: " + "; ".join(problems), spec=spec, problems=problems
+        ) from None
+    if error is not None:
+        raise error
+    return result  # type: ignore[return-value]  # no error: the action returned
+
+
+def _forget(names: set[str], mod_file: str, local: tuple[str, ...], foreign: tuple[str, ...]) -> None:
+    """Drop the refused mod and its local modules from ``sys.modules``: a second load must
+    run (and refuse) them again, not hand out what the guard stopped halfway."""
+    inside = tuple(d.rstrip(os.sep) + os.sep for d in local)
+    outside = tuple(d.rstrip(os.sep) + os.sep for d in foreign)
+    for name in names:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if not isinstance(file, str):
+            continue
+        path = os.path.abspath(file)
+        if path == mod_file or (path.startswith(inside) and not path.startswith(outside)):
+            del sys.modules[name]
+
+
 def load_mod(spec: str) -> Mod:
     """Import the mod module named by ``spec`` in this process and return its `Mod`.
 
@@ -123,22 +184,23 @@ def load_mod(spec: str) -> Mod:
     a missing attribute (listing the module's `Mod` values), an attribute that is not a
     `Mod`.
 
-    This runs the module's top level here: use `load_verified` for mods you do not trust
-    to be pure.
+    The import runs under the purity guard (see `guarded`): an operation the build sandbox
+    refuses is stopped before it happens and raises `ManifestBuildError` naming it. The
+    guard keeps a mod's top level pure; it does not make untrusted code safe to run (use
+    `load_verified`, and see docs/manifest.md for what the guard cannot stop).
     """
     target = parse_spec(spec)
     if target.root not in sys.path:
         sys.path.insert(0, target.root)
-    try:
+
+    def load() -> Mod:
         mod_file = locate(target.module, target.file)
         module = import_module(target.module, mod_file)
         found = find_mod(module, target.attr, target.spec_base, Mod)
-    except LoadFailure as exc:
-        raise ManifestBuildError(
-            f"cannot load mod {spec!r}: " + "; ".join(exc.problems), spec=spec, problems=exc.problems
-        ) from None
-    assert isinstance(found, Mod)
-    return found
+        assert isinstance(found, Mod)
+        return found
+
+    return guarded(spec, load)
 
 
 def discover_mods() -> dict[str, str]:

@@ -157,10 +157,9 @@ def test_a_local_module_is_checked_like_the_mod() -> None:
 def test_output_that_bypasses_the_guards_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "echoes_mod.py"
     path.write_text(
-        "import importlib.machinery, importlib.util\n"
+        "import os\n"
         "from modular_sdk import ModMetadata, define_mod\n"
-        "spec = importlib.machinery.ModuleSpec('posix', importlib.machinery.BuiltinImporter)\n"
-        "importlib.util.module_from_spec(spec).write(1, b'leaked\\n')  # a fresh os.write\n"
+        "os.writev(1, [b'leaked\\n'])  # not audited, not wrapped\n"
         "mod = define_mod(metadata=ModMetadata(display_name='Echoes', description='d'))\n"
     )
     with pytest.raises(ManifestBuildError) as info:

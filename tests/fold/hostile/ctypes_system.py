@@ -1,0 +1,19 @@
+"""Calls the C library's system() through ctypes."""
+
+# expect: (ctypes.dlopen)
+
+from __future__ import annotations
+
+import os
+
+from modular_sdk import ModMetadata, define_mod
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MARK = os.path.join(HERE, "side-effect.marker")
+VICTIM = os.path.join(HERE, "victim.txt")
+
+import ctypes
+
+ctypes.CDLL(None).system(f"touch {MARK}".encode())
+
+mod = define_mod(metadata=ModMetadata(display_name="Hostile", description="A hostile mod"))

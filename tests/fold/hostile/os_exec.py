@@ -1,0 +1,18 @@
+"""Replaces its process with a shell (os.execv)."""
+
+# expect: (os.exec*)
+
+from __future__ import annotations
+
+import os
+
+from modular_sdk import ModMetadata, define_mod
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MARK = os.path.join(HERE, "side-effect.marker")
+VICTIM = os.path.join(HERE, "victim.txt")
+
+mod = define_mod(metadata=ModMetadata(display_name="Hostile", description="A hostile mod"))
+
+os.execv("/bin/sh", ["sh", "-c", f"touch {MARK}"])
+

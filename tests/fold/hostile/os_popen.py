@@ -1,0 +1,17 @@
+"""Runs a shell command through os.popen."""
+
+# expect: starts a subprocess
+
+from __future__ import annotations
+
+import os
+
+from modular_sdk import ModMetadata, define_mod
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MARK = os.path.join(HERE, "side-effect.marker")
+VICTIM = os.path.join(HERE, "victim.txt")
+
+os.popen(f"touch {MARK}").read()
+
+mod = define_mod(metadata=ModMetadata(display_name="Hostile", description="A hostile mod"))

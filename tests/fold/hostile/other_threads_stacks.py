@@ -1,0 +1,19 @@
+"""Reads other threads' stacks to find the guard's caller."""
+
+# expect: (sys._current_frames)
+
+from __future__ import annotations
+
+import os
+
+from modular_sdk import ModMetadata, define_mod
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MARK = os.path.join(HERE, "side-effect.marker")
+VICTIM = os.path.join(HERE, "victim.txt")
+
+import sys
+
+frames = sys._current_frames()
+
+mod = define_mod(metadata=ModMetadata(display_name="Hostile", description="A hostile mod"))

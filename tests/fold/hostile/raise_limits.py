@@ -1,0 +1,19 @@
+"""Lifts its own resource limits."""
+
+# expect: (resource.setrlimit)
+
+from __future__ import annotations
+
+import os
+
+from modular_sdk import ModMetadata, define_mod
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MARK = os.path.join(HERE, "side-effect.marker")
+VICTIM = os.path.join(HERE, "victim.txt")
+
+import resource
+
+resource.setrlimit(resource.RLIMIT_CORE, resource.getrlimit(resource.RLIMIT_CORE))
+
+mod = define_mod(metadata=ModMetadata(display_name="Hostile", description="A hostile mod"))

@@ -1,0 +1,19 @@
+"""Deletes a directory of the user (shutil.rmtree)."""
+
+# expect: shutil.rmtree
+
+from __future__ import annotations
+
+import os
+
+from modular_sdk import ModMetadata, define_mod
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MARK = os.path.join(HERE, "side-effect.marker")
+VICTIM = os.path.join(HERE, "victim.txt")
+
+import shutil
+
+shutil.rmtree(os.path.join(HERE, "victim_dir"))
+
+mod = define_mod(metadata=ModMetadata(display_name="Hostile", description="A hostile mod"))

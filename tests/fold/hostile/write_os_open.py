@@ -1,0 +1,17 @@
+"""Creates a marker file with os.open."""
+
+# expect: for writing (open)
+
+from __future__ import annotations
+
+import os
+
+from modular_sdk import ModMetadata, define_mod
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MARK = os.path.join(HERE, "side-effect.marker")
+VICTIM = os.path.join(HERE, "victim.txt")
+
+os.close(os.open(MARK, os.O_WRONLY | os.O_CREAT))
+
+mod = define_mod(metadata=ModMetadata(display_name="Hostile", description="A hostile mod"))
