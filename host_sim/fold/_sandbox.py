@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -274,6 +275,24 @@ def _interpret(
         ) from None
 
 
+def _wait(proc: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Wait for ``proc`` to end, waking the moment it does (``Popen.wait`` with a timeout
+    polls, up to 50 ms late); False if it is still running after ``seconds``."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+: poll
+        try:
+            proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        ready, _, _ = select.select([pidfd], [], [], seconds)
+    finally:
+        os.close(pidfd)
+    return bool(ready)
+
+
 def _read(file: IO[bytes], limit: int | None = None) -> tuple[int, bytes]:
     size = os.fstat(file.fileno()).st_size
     file.seek(0)
@@ -313,9 +332,7 @@ def build_manifest(spec: str, *, timeout: float = 10.0) -> Manifest:
         )
         timed_out = False
         try:
-            proc.wait(timeout=timeout + _GRACE)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out = not _wait(proc, timeout + _GRACE)
         finally:
             _kill(proc.pid)  # the child, or anything it left behind in its process group
             proc.wait()

@@ -149,7 +149,6 @@ def main() -> None:
     fd = int(sys.argv[1])
     payload = json.loads(sys.argv[2])
     sys.path[:] = payload["path"]
-    sys.dont_write_bytecode = True
     module_name: str = payload["module"]
     problems: list[str] = []
     manifest: object = None
