@@ -122,11 +122,15 @@ def _build(spec: Path, timeout: float) -> Manifest | ManifestBuildError:
 def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Manifest | ManifestBuildError]]:
     """Every corpus mod built once, four at a time."""
     root = tmp_path_factory.mktemp("hostile-builds")
-    os.chdir(ROOT)  # module fixtures run before the autouse chdir of each test
     specs = {name: _plant(root, name) for name in CASES}
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {name: pool.submit(_build, spec, CASES[name].timeout) for name, spec in specs.items()}
-        return {name: (specs[name], future.result()) for name, future in futures.items()}
+    previous = os.getcwd()
+    os.chdir(ROOT)  # as the autouse fixture does for each test, which runs after this one
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            futures = {name: pool.submit(_build, spec, CASES[name].timeout) for name, spec in specs.items()}
+            return {name: (specs[name], future.result()) for name, future in futures.items()}
+    finally:
+        os.chdir(previous)
 
 
 @pytest.fixture
