@@ -2,6 +2,8 @@
 
 `build_manifest` imports a mod in a throwaway sandbox and derives its `Manifest`;
 `load_mod` imports it in this process; `load_verified` does both and checks they agree.
+Both imports run under the same purity guard (``_guard.py``), which stops what a mod's top
+level may not do before it happens.
 """
 
 from __future__ import annotations
