@@ -403,6 +403,7 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
             self.threads = threads
 
     active: dict[int, list[Entry]] = {}
+    bookkeeping = _thread.allocate_lock()  # two threads may open or close regions at once
     steady = Entry(None, permanent, _frozenset()) if permanent is not None else None
     saved: list[bool] = []  # sys.dont_write_bytecode while regions are open
 
@@ -481,7 +482,7 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
 
     def foreign_thread(ident: int, frame: FrameType | None) -> Entry | None:
         """A thread born while a region is open, running the mod's code (or no Python code)."""
-        for stack in active.values():
+        for stack in _list(active.values()):  # a copy: other threads open and close regions
             entry = stack[0]
             if ident in entry.threads:
                 continue
@@ -523,14 +524,15 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
         if frame.f_code is not runner or _len(args) != 2 or _type(args[1]) is not _frozenset:
             raise _PermissionError(BLOCKED + "entering a guarded region is for the guard's runner only")
         entry = Entry(frame, args[0], args[1])  # type: ignore[arg-type]
-        if not active:
-            saved[:] = [_bool(_sys.dont_write_bytecode)]
-            _sys.dont_write_bytecode = True
-            for module_name, attr, event in slots:
-                module = modules.get(module_name)
-                if module is not None:
-                    _setattr(module, attr, trampolines[event])
-        active.setdefault(_get_ident(), []).append(entry)
+        with bookkeeping:
+            if not active:
+                saved[:] = [_bool(_sys.dont_write_bytecode)]
+                _sys.dont_write_bytecode = True
+                for module_name, attr, event in slots:
+                    module = modules.get(module_name)
+                    if module is not None:
+                        _setattr(module, attr, trampolines[event])
+            active.setdefault(_get_ident(), []).append(entry)
 
     def restore(entry: Entry) -> None:
         shown = _display_of(entry.mod_file) if entry.mod_file else "the mod"
@@ -562,18 +564,19 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
                 _list_append(stack[-1].records, "tampers with the purity guard (a forged exit from a guarded region)")
             raise _PermissionError(BLOCKED + "leaving a guarded region is for the guard's runner only")
         entry = stack.pop()
-        if not stack:
-            del active[ident]
         restore(entry)
         if stack:  # a nested region (the mod called the runner): its findings are the outer one's too
             _list_extend(stack[-1].records, entry.records)
-        if not active:
-            for module_name, attr, event in slots:
-                module = modules.get(module_name)
-                if module is not None:
-                    _setattr(module, attr, originals[event])
-            if saved:
-                _sys.dont_write_bytecode = saved.pop()
+        with bookkeeping:
+            if not stack:
+                del active[ident]
+            if not active:
+                for module_name, attr, event in slots:
+                    module = modules.get(module_name)
+                    if module is not None:
+                        _setattr(module, attr, originals[event])
+                if saved:
+                    _sys.dont_write_bytecode = saved.pop()
         _list_extend(args[0], entry.records)  # type: ignore[arg-type]
 
     def call(event: str, args: tuple[object, ...]) -> None:
@@ -611,7 +614,7 @@ def _make_hook(*, runner: CodeType, permanent: Scope | None, sink: Callable[[str
         entry = steady
         if entry is None:
             stack = active.get(_get_ident())
-            entry = stack[-1] if stack is not None else foreign_thread(_get_ident(), frame)
+            entry = stack[-1] if stack else foreign_thread(_get_ident(), frame)
         if entry is None:  # another thread of the host: not guarded
             if event in trampolines:
                 call(event, args)
