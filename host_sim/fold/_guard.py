@@ -32,8 +32,9 @@ the per-thread state) is bound in that closure before any mod code runs, so rebi
 module global, a builtin or ``sys.modules['__main__']`` changes nothing. Entering and
 leaving a guarded region are audit events that the hook accepts only from the frame of
 `run_guarded` (checked by code object identity), so a mod cannot switch the guard off. At
-the end of a region the hook restores the host's own modules (``host_sim.fold``) and
-refuses a mod that changed them.
+the end of a region the hook puts back what the import changed of the host's own modules
+(``host_sim.fold``, ``builtins``) and of the ``sys.modules`` entries the guard relies on
+(``_thread``, ``os``, ...), and the mod is refused.
 
 What it cannot do (see docs/manifest.md): it is a purity guard for trusted code, not a
 jail. Code in C (extensions, ``ctypes`` function pointers created before the guard) can
