@@ -164,14 +164,18 @@ class MemoryStore:
         """Open the store; returns everything written to it so far."""
     async def close(self) -> None:
         """Close the store; the records stay, and `open` returns them again."""
-    async def save_session(self, record: SessionRecord) -> None:
-        """Keep a session record (a record with the same id replaces it)."""
-    async def save_turn(self, record: TurnRecord) -> None:
-        """Keep a finished turn (a record with the same id replaces it)."""
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Keep a new session, its node and its edge; refuses an id already kept."""
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Keep a turn that starts (status ``running``)."""
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record."""
     async def save_node(self, node: SessionNode) -> None:
-        """Keep a lineage node (a node of the same session replaces it)."""
+        """Replace the node of a session kept here."""
     async def save_edge(self, edge: LineageEdge) -> None:
         """Keep a lineage edge (an edge between the same two sessions replaces it)."""
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        """Replace every node and edge."""
 
 
 class Model(Protocol):
@@ -190,7 +194,7 @@ class ModelRequest:
     kind: Literal['prompt', 'notification']
     text: str
     message: AiMessage
-    history: tuple[HistoryEntry, ...]
+    history: Sequence[HistoryEntry]
     output_schema: JsonValue = None
     instructions: str | None = None
     tools: tuple[ToolSpec, ...] = ()
@@ -203,13 +207,14 @@ class ScriptedModel:
     def __init__(self, respond: Callable[[ModelRequest], str | ToolCall | Awaitable[str | ToolCall]], *, name: str = 'scripted') -> None: ...
     @property
     def name(self) -> str: ...
-    async def respond(self, request: ModelRequest) -> str | ToolCall: ...
+    async def respond(self, request: ModelRequest) -> str | ToolCall:
+        """``respond(request)``; a plain ``def`` runs in a daemon thread, so a slow or blocked"""
 
 
 @final
 class SessionHandle:
     """An AI session (implements `modular_sdk.AiSessionHandle`)."""
-    def __init__(self, engine: Engine, state: SessionState) -> None: ...
+    def __init__(self, engine: Engine, state: SessionState, actor: Actor) -> None: ...
     @property
     def id(self) -> SessionId: ...
     @property
@@ -275,35 +280,50 @@ class SessionRecord:
 
 @final
 class SqliteStore:
-    """A durable store in one SQLite file: a reopened host sees every finished turn and all lineage."""
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None: ...
+    """A durable store in one SQLite file: a reopened host sees every acknowledged write."""
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None: ...
     @property
     def path(self) -> Path:
         """The store's file."""
+    @property
+    def read_only(self) -> bool:
+        """Whether this store only reads (and takes no lock)."""
     async def open(self) -> StoredState:
         """Open (or create) the file and read back everything it holds, in writing order."""
     async def close(self) -> None:
-        """Close the connection; everything written is already on disk. Idempotent."""
-    async def save_session(self, record: SessionRecord) -> None:
-        """Write a session (same id: replaced) and commit."""
-    async def save_turn(self, record: TurnRecord) -> None:
-        """Write a finished turn (same id: replaced) and commit."""
+        """Close the connection and release the file; everything acknowledged is on disk. Idempotent."""
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Write a turn that starts (status ``running``); refuses a taken id or ordinal."""
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record; refuses any turn that is not running."""
     async def save_node(self, node: SessionNode) -> None:
-        """Write a lineage node (same session: replaced) and commit."""
+        """Replace the node of a stored session."""
     async def save_edge(self, edge: LineageEdge) -> None:
-        """Write a lineage edge (same two sessions: replaced) and commit."""
+        """Write a lineage edge between two stored sessions (same pair: replaced)."""
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        """Replace every node and edge in one transaction."""
 
 
 class Store(Protocol):
-    """Durable (or not) persistence for a `Host`."""
+    """Durable (or not) persistence for a `Host`: authoritative records and a derived index."""
     async def open(self) -> StoredState:
         """Open the store and read back everything it holds."""
     async def close(self) -> None:
         """Flush and close; the store may be opened again."""
-    async def save_session(self, record: SessionRecord) -> None: ...
-    async def save_turn(self, record: TurnRecord) -> None: ...
-    async def save_node(self, node: SessionNode) -> None: ...
-    async def save_edge(self, edge: LineageEdge) -> None: ...
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Write a new session with its lineage node and (fork, spawn) its edge, in one transaction."""
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Write a turn that starts now (status ``running``). Refuses a taken id or ordinal."""
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a ``running`` turn by its finished record (same id). Refuses any other."""
+    async def save_node(self, node: SessionNode) -> None:
+        """Replace the lineage node of a session the store holds (completion, metrics)."""
+    async def save_edge(self, edge: LineageEdge) -> None:
+        """Write a lineage edge between two sessions the store holds (same pair: replaced)."""
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        """Replace the whole lineage index (nodes and edges) by these, in one transaction."""
 
 
 class StoreError(ModularError, RuntimeError):
@@ -368,7 +388,7 @@ class ToolSpec:
 @final
 class TurnHandle:
     """One turn of a session (implements `modular_sdk.AiTurnHandle`)."""
-    def __init__(self, engine: Engine, session: SessionState, turn: TurnState) -> None: ...
+    def __init__(self, engine: Engine, session: SessionState, turn: TurnState, actor: Actor) -> None: ...
     @property
     def id(self) -> TurnId: ...
     @property
@@ -395,7 +415,7 @@ class TurnHandle:
 
 @attrs.frozen(kw_only=True)
 class TurnRecord:
-    """A finished turn (``completed`` or ``failed``), written once when it finishes."""
+    """A turn: written ``running`` when it starts, then once more when it finishes. Immutable."""
     id: TurnId
     session_id: SessionId
     ordinal: int
@@ -407,7 +427,7 @@ class TurnRecord:
     reply: str | None
     error: str | None
     started_at: datetime
-    finished_at: datetime
+    finished_at: datetime | None
 
 
 @attrs.frozen(kw_only=True)
@@ -434,6 +454,9 @@ async def load_verified(spec: str, *, timeout: float = 10.0) -> Mod:
 
 
 # -- Not exported, referenced above --------------------------------------------------
+
+Actor: TypeAlias = 'HandlerFrame | None'
+"""Who a handle acts as: a mod handler's frame, or ``None`` for the user."""
 
 CommandEntry = SlashCommandEntry | PaletteCommandEntry
 """One entry of `Manifest.commands`, discriminated by ``kind``."""

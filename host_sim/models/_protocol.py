@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, Protocol
 
 import attrs
@@ -66,7 +67,8 @@ class ModelRequest:
 
     ``text`` is the input exactly as sent (a prompt verbatim; a notification's title and
     body), ``kind`` says which (a notification is a system event, never the user),
-    ``history`` the completed turns before this one, ``output_schema`` the JSON Schema the
+    ``history`` the completed turns before this one (a read-only sequence: a view
+    over the host's own lists, never a copy; read what you need), ``output_schema`` the JSON Schema the
     reply must match (``run(..., output_type=T)``), ``tools`` what the model may call and
     ``tool_results`` the answers to its earlier calls in this turn.
     """
@@ -76,7 +78,7 @@ class ModelRequest:
     kind: Literal["prompt", "notification"]
     text: str
     message: AiMessage
-    history: tuple[HistoryEntry, ...]
+    history: Sequence[HistoryEntry]
     output_schema: JsonValue = None
     instructions: str | None = None
     tools: tuple[ToolSpec, ...] = ()

@@ -52,12 +52,12 @@ from modular_sdk._schema import JsonValue, SchemaError, json_schema
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..lineage._types import LineageEdge, SessionNode
-from ..models._protocol import HistoryEntry, Model, ModelRequest, ToolCall, ToolResult, ToolSpec
+from ..models._protocol import Model, ModelRequest, ToolCall, ToolResult, ToolSpec
 from ..stores._protocol import Store
 from ..stores._invariants import fork_artifact
 from ..stores._records import SessionRecord, StoredState
 from ._ids import new_call_id, new_message_id, new_session_id, new_turn_id
-from ._state import SessionState, TurnState, history, turn_at
+from ._state import SessionState, TurnState, history_view, text_of, turn_at
 
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
@@ -239,12 +239,12 @@ class Engine:
                         continue
                     if lineage.kind == "fork":
                         anchor = turn_at(parent, lineage.parent_turn_ordinal)
-                state = SessionState(record=record, parent=parent, anchor=anchor)
-                own = turns_by_session.get(record.id)
-                if own:
-                    state.own = own
-                completed = [t for t in (own or []) if t.status == "completed"]
-                state.last_completed = completed[-1] if completed else anchor
+                state = SessionState(record=record, parent=parent, anchor=anchor, last_completed=anchor)
+                for turn in turns_by_session.get(record.id, ()):
+                    state.add_turn(turn)
+                    if turn.status == "completed":
+                        state.add_entry(turn)
+                        state.last_completed = turn
                 self.sessions[record.id] = state
                 if parent is not None:
                     parent.add_child(state)
@@ -523,10 +523,7 @@ class Engine:
         with anyio.CancelScope(shield=True):
             await self.store.begin_turn(turn.record())  # durable before the model is called
         started.append(turn)
-        if session.own is None:
-            session.own = [turn]
-        else:
-            session.own.append(turn)
+        session.add_turn(turn)
         try:
             await self._run_turn(session, turn, actor, output_schema)
         except BaseException as exc:
@@ -554,6 +551,7 @@ class Engine:
                 raise
             finally:
                 if turn.status == "completed":
+                    session.add_entry(turn)
                     session.last_completed = turn
                 assert turn.done is not None
                 turn.done.set()
@@ -566,15 +564,14 @@ class Engine:
             _running_turns(actor) | {turn.id},
         )
         try:
-            earlier = history(session, turn.ordinal - 1) if turn.ordinal > 0 else []
             message = turn.message
             request = ModelRequest(
                 session_id=session.id,
                 model=session.record.model,
                 kind=message.type,
-                text=_text_of(message),
+                text=text_of(message),
                 message=message,
-                history=tuple(_history_entry(t) for t in earlier if t.status == "completed"),
+                history=history_view(session),  # the completed turns before this one
                 output_schema=output_schema,
                 instructions=self._instructions(session),
                 tools=self.tool_specs,
@@ -768,21 +765,6 @@ def turn_failed(turn: TurnState) -> TurnFailedError:
         turn_id=turn.id,
         reason=turn.error or "failed",
     )
-
-
-def _history_entry(turn: TurnState) -> HistoryEntry:
-    """What the model sees of a completed turn; made once per turn, shared by later turns."""
-    entry = turn.history_entry
-    if entry is None:
-        entry = HistoryEntry(kind=turn.message.type, text=_text_of(turn.message), reply=turn.reply or "")
-        turn.history_entry = entry
-    return entry
-
-
-def _text_of(message: AiMessage) -> str:
-    if isinstance(message, AiNotificationMessage):
-        return f"{message.title}\n\n{message.body}" if message.body else message.title
-    return message.text
 
 
 def _render_output(value: object) -> str:

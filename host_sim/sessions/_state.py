@@ -1,24 +1,30 @@
 """The host's live state of sessions and turns, and how a history is read.
 
 A fork never copies history: it is a `SessionState` pointing at its parent and the anchor
-turn. Reading a history walks that chain, so creating a fork costs the same whether the
-parent has ten turns or ten thousand.
+turn. A history is a view over shared segments: each session's own turns (a list indexed by
+ordinal) and its own completed turns' model entries (a list indexed by completed count),
+cut at each anchor of the fork chain. Reading costs what it returns plus one step per fork
+in the chain, never the parent's length: creating a fork, reading a fork's few turns, and
+building a model request cost the same whether the parent has ten turns or ten thousand.
 """
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Iterator, Sequence
 from datetime import datetime
+from typing import overload
 
 import anyio
 import attrs
 
-from modular_sdk import AiMessage, AiRunnerId, Author, SessionId, TurnId, TurnStatus
+from modular_sdk import AiMessage, AiNotificationMessage, AiRunnerId, Author, SessionId, TurnId, TurnStatus
 
 from ..lineage._types import LineageArtifact
 from ..models._protocol import HistoryEntry
 from ..stores._records import SessionRecord, TurnRecord
 
-__all__ = ["SessionState", "TurnState", "history"]
+__all__ = ["HistoryView", "SessionState", "TurnState", "history", "history_view", "turn_at"]
 
 
 @attrs.define(slots=True, eq=False, kw_only=True)
@@ -39,7 +45,7 @@ class TurnState:
     finished_at: datetime | None = None
     done: anyio.Event | None = None
     artifact: LineageArtifact | None = None  # the branched_from artifact of forks made here
-    history_entry: HistoryEntry | None = None  # what the model sees of it, once completed
+    completed_before: int = 0  # completed turns before it in its session's history
 
     def record(self) -> TurnRecord:
         return TurnRecord(
@@ -80,14 +86,16 @@ class SessionState:
     """A session: its record, its own turns, and (for a fork) the anchor it continues from.
 
     ``parent`` is the session it was forked or spawned from; ``anchor`` is set only for a
-    fork and is the last inherited turn. ``own`` and ``children`` are created on first use
-    to keep an untouched fork small.
+    fork and is the last inherited turn. ``own`` (own turns, by ordinal), ``entries`` (what
+    the model sees of own completed turns, in order) and ``children`` are created on first
+    use to keep an untouched fork small.
     """
 
     record: SessionRecord
     parent: SessionState | None = None
     anchor: TurnState | None = None
     own: list[TurnState] | None = None
+    entries: list[HistoryEntry] | None = None
     children: list[SessionState] | None = None
     last_completed: TurnState | None = None  # the last turn completed *and* durable
     queue: anyio.Lock | None = None  # FIFO of sends: the holder runs the session's one turn
@@ -97,10 +105,39 @@ class SessionState:
         return self.record.id
 
     @property
-    def next_ordinal(self) -> int:
-        if self.own:
-            return self.own[-1].ordinal + 1
+    def first_ordinal(self) -> int:
+        """The ordinal of this session's first own turn."""
         return 0 if self.anchor is None else self.anchor.ordinal + 1
+
+    @property
+    def next_ordinal(self) -> int:
+        return self.first_ordinal + (len(self.own) if self.own else 0)
+
+    @property
+    def inherited_completed(self) -> int:
+        """How many completed turns this session's history inherits."""
+        anchor = self.anchor
+        return 0 if anchor is None else anchor.completed_before + 1
+
+    def completed_count(self) -> int:
+        """Completed turns in this session's history so far."""
+        return self.inherited_completed + (len(self.entries) if self.entries else 0)
+
+    def add_turn(self, turn: TurnState) -> None:
+        """Append a new own turn (the next ordinal)."""
+        turn.completed_before = self.completed_count()
+        if self.own is None:
+            self.own = [turn]
+        else:
+            self.own.append(turn)
+
+    def add_entry(self, turn: TurnState) -> None:
+        """Record what the model sees of own turn ``turn``, which just completed (the last one)."""
+        entry = HistoryEntry(kind=turn.message.type, text=text_of(turn.message), reply=turn.reply or "")
+        if self.entries is None:
+            self.entries = [entry]
+        else:
+            self.entries.append(entry)
 
     @property
     def depth(self) -> int:
@@ -114,24 +151,36 @@ class SessionState:
             self.children.append(child)
 
 
+def _owner(session: SessionState, ordinal: int) -> SessionState | None:
+    """The session of ``session``'s fork chain whose own turns hold ``ordinal``."""
+    current: SessionState | None = session
+    while current is not None:
+        if ordinal >= current.first_ordinal:
+            return current if ordinal < current.next_ordinal else None
+        anchor = current.anchor
+        if anchor is None or ordinal > anchor.ordinal:
+            return None
+        current = current.parent
+    return None
+
+
 def history(session: SessionState, upto: int | None = None) -> list[TurnState]:
     """The turns of ``session`` in ordinal order, inherited ones included.
 
-    With ``upto``, only turns with ``ordinal <= upto``. Walks the fork chain; nothing is
-    copied.
+    With ``upto``, only turns with ``ordinal <= upto``. Slices each own list of the fork
+    chain by ordinal: costs what it returns plus one step per fork in the chain.
     """
     segments: list[list[TurnState]] = []
     current: SessionState | None = session
-    limit = upto
-    while current is not None:
-        own = current.own or []
-        if limit is not None:
-            own = [t for t in own if t.ordinal <= limit]
-        segments.append(own)
+    stop = session.next_ordinal - 1 if upto is None else min(upto, session.next_ordinal - 1)
+    while current is not None and stop >= 0:
+        first = current.first_ordinal
+        if stop >= first and current.own:
+            segments.append(current.own[: stop - first + 1])
         anchor = current.anchor
         if anchor is None:
             break
-        limit = anchor.ordinal if limit is None else min(limit, anchor.ordinal)
+        stop = min(stop, anchor.ordinal)
         current = current.parent
     turns: list[TurnState] = []
     for segment in reversed(segments):
@@ -141,15 +190,87 @@ def history(session: SessionState, upto: int | None = None) -> list[TurnState]:
 
 def turn_at(session: SessionState, ordinal: int) -> TurnState | None:
     """The turn of ``session``'s history at ``ordinal`` (walking the fork chain)."""
+    owner = _owner(session, ordinal)
+    if owner is None or not owner.own:
+        return None
+    return owner.own[ordinal - owner.first_ordinal]
+
+
+def history_view(session: SessionState) -> HistoryView:
+    """What the model sees of ``session``'s completed turns so far, as a read-only view.
+
+    One segment per session of the fork chain that contributes entries, each cut where the
+    history left it; nothing is copied.
+    """
+    segments: list[tuple[list[HistoryEntry], int]] = []
     current: SessionState | None = session
-    while current is not None:
-        if current.own and current.own[0].ordinal <= ordinal:
-            index = ordinal - current.own[0].ordinal
-            if index < len(current.own):
-                return current.own[index]
-            return None
-        anchor = current.anchor
-        if anchor is None or ordinal > anchor.ordinal:
-            return None
+    count = session.completed_count()
+    while current is not None and count > 0:
+        inherited = current.inherited_completed
+        if count > inherited and current.entries:
+            segments.append((current.entries, count - inherited))
+        if current.anchor is None:
+            break
+        count = min(count, inherited)
         current = current.parent
-    return None
+    segments.reverse()
+    return HistoryView(tuple(segments))
+
+
+class HistoryView(Sequence[HistoryEntry]):
+    """The completed turns a model is shown, oldest first: a read-only view, never a copy.
+
+    Indexing and ``len`` are cheap; iterating costs what it reads. Equal to any sequence of
+    the same entries (a tuple included). Immutable.
+    """
+
+    __slots__ = ("_segments", "_starts")
+
+    def __init__(self, segments: tuple[tuple[list[HistoryEntry], int], ...] = ()) -> None:
+        self._segments = segments
+        starts = [0]
+        for _, stop in segments:
+            starts.append(starts[-1] + stop)
+        self._starts = starts
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    @overload
+    def __getitem__(self, index: int) -> HistoryEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[HistoryEntry, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> HistoryEntry | tuple[HistoryEntry, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        size = len(self)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError(f"history index {index} out of range (the history has {size} entries)")
+        segment = bisect.bisect_right(self._starts, index) - 1
+        return self._segments[segment][0][index - self._starts[segment]]
+
+    def __iter__(self) -> Iterator[HistoryEntry]:
+        for entries, stop in self._segments:
+            yield from entries[:stop] if stop < len(entries) else entries
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"HistoryView({list(self)!r})"
+
+
+def text_of(message: AiMessage) -> str:
+    """The text a model is given for a message: a prompt verbatim; a notification's title and body."""
+    if isinstance(message, AiNotificationMessage):
+        return f"{message.title}\n\n{message.body}" if message.body else message.title
+    return message.text

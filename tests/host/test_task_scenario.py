@@ -219,7 +219,7 @@ async def test_the_report_is_anchored_at_the_work_turn_even_when_another_turn_co
 
     monkeypatch.setattr(SessionHandle, "fork", spy)
 
-    def respond(request: ModelRequest) -> str:
+    async def respond(request: ModelRequest) -> str:  # async: it sets an anyio.Event
         seen.append(request)
         if request.text == "write the tests":
             store.work_session_id = request.session_id
