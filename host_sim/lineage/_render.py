@@ -1,13 +1,17 @@
 """Render sessions as a lineage tree: roots at the left, forks and spawns indented below.
 
-Pure functions over `SessionRecord`s: no host, no store, no I/O. Used by ``host-sim
-lineage`` and ``host-sim demo``.
+Pure functions over `SessionRecord`s: no host, no store, no I/O, no recursion (lineage
+depth is made by users, so every walk keeps its own stack). Used by ``host-sim lineage``
+and ``host-sim demo``.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
+from typing import Final, Literal
 
+import attrs
 from typing_extensions import assert_never
 
 from modular_sdk import (
@@ -80,11 +84,19 @@ def render_lineage_tree(
     shows none). With ``root``, only that session and what came from it are shown; raises
     `modular_sdk.UnknownSessionError` if it is not among ``sessions``.
 
+    A chain is drawn as a column: the only child of a session that is drawn last among its
+    siblings (``└──``), or drawn in a column itself, goes directly below it at the same
+    indentation, with no branch. Indentation stops at 16 levels: the children of a session
+    that deep are drawn after its tree, at the left margin, each naming its parent. So the
+    text grows linearly with the number of sessions however deep lineage goes, and no walk
+    recurses.
+
     ::
 
         s-1  root  "Chat"  2 turns
         ├── s-2  fork@0  "Work: write the tests"  2 turns
         │   └── s-3  fork@1  "Report"  3 turns
+        │       s-5  fork@2  "Follow-up"  4 turns
         └── s-4  spawn via command background-tasks:task  0 turns
     """
     by_id = {record.id: record for record in sessions}
@@ -108,28 +120,75 @@ def render_lineage_tree(
     lines: list[str] = []
     shown: set[SessionId] = set()
 
-    def emit(record: SessionRecord, lead: str, branch: str, is_root: bool) -> None:
-        line = describe_session(record, turn_counts.get(record.id))
-        parent = lineage_parent(record)
-        if is_root and parent is not None and parent not in by_id:
-            line += f"  (parent {parent} not shown)"
-        if record.id in shown:  # only a damaged store can make lineage loop
-            lines.append(f"{lead}{branch}{line}  (already shown above)")
-            return
-        shown.add(record.id)
-        lines.append(f"{lead}{branch}{line}")
-        kids = children.get(record.id, [])
-        inner = lead + ("" if is_root else ("    " if branch == "└── " else "│   "))
-        for i, kid in enumerate(kids):
-            emit(kid, inner, "└── " if i == len(kids) - 1 else "├── ", False)
+    def draw(top: _Line) -> list[_Line]:
+        """Draw one tree, depth first with a stack; return the subtrees too deep to indent."""
+        moved: list[_Line] = []
+        stack = [top]
+        while stack:
+            item = stack.pop()
+            record = item.record
+            line = (
+                f"{item.lead}{_GLYPH[item.place]}"
+                f"{describe_session(record, turn_counts.get(record.id))}{item.note}"
+            )
+            if record.id in shown:  # only a damaged store can make lineage loop
+                lines.append(f"{line}  (already shown above)")
+                continue
+            shown.add(record.id)
+            kids = children.get(record.id, [])
+            column = item.lead + _BELOW[item.place]
+            if len(kids) == 1 and item.place in ("last", "column"):
+                lines.append(line)
+                stack.append(_Line(kids[0], column, "column"))
+            elif kids and len(column) >= _MAX_INDENT:
+                what = "its child continues" if len(kids) == 1 else f"its {len(kids)} children continue"
+                lines.append(f"{line}  ({what} below)")
+                note = f"  (child of {record.id}, continued from above)"
+                moved.extend(_Line(kid, "", "top", note) for kid in kids)
+            else:
+                lines.append(line)
+                last = len(kids) - 1
+                stack.extend(
+                    _Line(kid, column, "last" if i == last else "middle")
+                    for i, kid in reversed(list(enumerate(kids)))
+                )
+        return moved
 
-    for record in roots:
-        emit(record, "", "", True)
+    def draw_all(tops: deque[_Line]) -> None:
+        while tops:
+            tops.extendleft(reversed(draw(tops.popleft())))
+
+    def top(record: SessionRecord) -> _Line:
+        parent = lineage_parent(record)
+        orphan = parent is not None and parent not in by_id
+        return _Line(record, "", "top", f"  (parent {parent} not shown)" if orphan else "")
+
+    draw_all(deque(top(record) for record in roots))
     if root is None:
         for record in sessions:  # lineage that loops (a damaged store) has no root
             if record.id not in shown:
-                emit(record, "", "", True)
+                draw_all(deque([top(record)]))
     return "\n".join(lines)
+
+
+_Place = Literal["top", "middle", "last", "column"]
+"""Where a line sits: a tree's top, a branch with siblings below it, the last branch, or
+the only child continuing its parent's column."""
+
+_GLYPH: Final[Mapping[_Place, str]] = {"top": "", "middle": "├── ", "last": "└── ", "column": ""}
+_BELOW: Final[Mapping[_Place, str]] = {"top": "", "middle": "│   ", "last": "    ", "column": ""}
+_MAX_INDENT: Final = 16 * 4
+"""Columns of indentation after which children move to the left margin."""
+
+
+@attrs.frozen
+class _Line:
+    """A session waiting to be drawn: its record, the text left of its branch, its place."""
+
+    record: SessionRecord
+    lead: str
+    place: _Place
+    note: str = ""
 
 
 def select_lineage_chain(
