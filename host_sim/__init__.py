@@ -22,7 +22,10 @@ from .lineage._types import LineageEdge as LineageEdge
 from .lineage._types import LineageRelation as LineageRelation
 from .lineage._types import SessionMetrics as SessionMetrics
 from .lineage._types import SessionNode as SessionNode
+from .models._cassette import RecordingModel as RecordingModel
+from .models._cassette import ReplayModel as ReplayModel
 from .models._echo import EchoModel as EchoModel
+from .models._openai import OpenAIModel as OpenAIModel
 from .models._protocol import HistoryEntry as HistoryEntry
 from .models._protocol import Model as Model
 from .models._protocol import ModelRequest as ModelRequest
@@ -64,6 +67,9 @@ __all__ = [
     "MemoryStore",
     "Model",
     "ModelRequest",
+    "OpenAIModel",
+    "RecordingModel",
+    "ReplayModel",
     "ScriptedModel",
     "SessionHandle",
     "SessionMetrics",

@@ -213,6 +213,51 @@ class ScriptedModel:
 
 @final
 class SessionHandle:
+@final
+class OpenAIModel:
+    """A model served by any OpenAI-compatible Chat Completions server."""
+    def __init__(self, model: str, *, base_url: str = 'https://api.openai.com/v1', api_key: str | None = None, timeout: float = 60.0, max_retries: int = 2) -> None: ...
+    @property
+    def name(self) -> str:
+        """The model name as the server knows it (``session.model``)."""
+    @property
+    def base_url(self) -> str:
+        """The server's base URL, without a trailing slash."""
+    async def respond(self, request: ModelRequest) -> str | ToolCall:
+        """Ask the server for the next step of the turn; raises `ModelError` when it cannot."""
+
+
+@final
+class RecordingModel:
+    """A model that answers with ``inner`` and writes every call to the cassette at ``path``."""
+    def __init__(self, inner: Model, path: str | os.PathLike[str]) -> None: ...
+    @property
+    def name(self) -> str:
+        """``inner``'s name: sessions report the model they would have without the recording."""
+    @property
+    def path(self) -> str:
+        """The cassette being written."""
+    async def respond(self, request: ModelRequest) -> str | ToolCall:
+        """``inner``'s answer (or error), after appending the call to the cassette."""
+
+
+@final
+class ReplayModel:
+    """A model that answers from a cassette `RecordingModel` wrote, with no network."""
+    def __init__(self, path: str | os.PathLike[str]) -> None: ...
+    @property
+    def name(self) -> str:
+        """The model the cassette was recorded with (``"replay"`` for an empty cassette)."""
+    @property
+    def path(self) -> str:
+        """The cassette being replayed."""
+    @property
+    def remaining(self) -> int:
+        """How many recorded calls have not been asked for yet (``0`` once all were replayed)."""
+    async def respond(self, request: ModelRequest) -> str | ToolCall:
+        """The recorded answer to this request; raises `ModelError` when it was not recorded."""
+
+
     """An AI session (implements `modular_sdk.AiSessionHandle`)."""
     def __init__(self, engine: Engine, state: SessionState, actor: Actor) -> None: ...
     @property

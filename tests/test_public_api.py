@@ -237,7 +237,10 @@ def test_the_package_imports_no_host() -> None:
 
 # -- host_sim -------------------------------------------------------------------------------
 
-HOST_CONTRACT = {"Host", "EchoModel", "ScriptedModel", "MemoryStore", "SqliteStore", "build_manifest"}
+HOST_CONTRACT = {
+    "Host", "EchoModel", "ScriptedModel", "MemoryStore", "SqliteStore", "build_manifest",
+    "OpenAIModel", "RecordingModel", "ReplayModel",  # section 10
+}  # fmt: skip
 HOST_PINNED = sorted(
     [
         "HOST_RELATIONS",
@@ -257,6 +260,9 @@ HOST_PINNED = sorted(
         "MemoryStore",
         "Model",
         "ModelRequest",
+        "OpenAIModel",
+        "RecordingModel",
+        "ReplayModel",
         "ScriptedModel",
         "SessionHandle",
         "SessionMetrics",
