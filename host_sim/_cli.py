@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 from collections.abc import Callable, Sequence
 
@@ -16,11 +17,19 @@ __all__ = ["main"]
 SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage", "fsck")
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("modular-sdk")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout without installing
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="host-sim",
         description="Run modular-sdk mods in the host simulator.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"host_sim.cli._{name}")

@@ -1,55 +1,74 @@
-"""``host-sim chat SPEC...``: an interactive session with slash-command typeahead.
+"""``host-sim chat SPEC...``: an interactive session; commands run in the background.
 
-Type a prompt, or ``/command argument``. Tab completes slash commands (where the
-terminal supports readline); ``/`` alone or ``/?`` lists them; ``/quit`` or end of input
-leaves.
+The prompt stays usable while a command or prompt runs: each line you enter starts in a
+task group this command owns, and its output (and any notification or tool call) prints
+when it arrives. The event loop and the host run in a thread of their own (an anyio
+blocking portal); the terminal, readline and Ctrl-C stay on the main thread.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from collections.abc import Callable
+from typing import TextIO
 
 import anyio
+import anyio.abc
+from anyio.from_thread import start_blocking_portal
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..sessions._host import Host
-from ._session_io import format_submission, make_host, report_error
+from ..models._echo import EchoModel
+from ..sessions._host import Completion, Host
+from ._observe import Notified, Observation, ObservedModel, ToolReturned, describe
+from ._options import add_backend, add_store, add_timeout, open_store
+from ._session_io import format_submission, make_host, misplaced_palette, report_error
 
-__all__ = ["register"]
+__all__ = ["Chat", "complete_slash", "listing", "register"]
+
+_DESCRIPTION = """\
+Chat in one session with the mods loaded, on the offline model.
+
+Type a prompt, or /command argument. A command runs in the background: the prompt comes
+back at once, and its output, and any notification or tool call, prints when it arrives.
+When standard input is not a terminal, its lines run one after another.
+
+  Tab         completes a slash command (after /t: /task)
+  / or /?     lists the commands; /ta? lists those matching 'ta'
+  Ctrl-C      cancels the running commands, or clears the line; twice in a row leaves
+  Ctrl-D      leaves (after the running commands finish), as does /quit
+"""
+
+_PROMPT = "> "
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "chat",
-        help="chat in one session with the mods loaded (slash typeahead)",
-        description=__doc__,
+        help="chat in one session with the mods loaded (slash typeahead, background commands)",
+        description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("specs", nargs="*", metavar="SPEC")
-    parser.add_argument("--store", metavar="PATH", help="keep sessions in this SQLite file")
-    parser.add_argument("--timeout", type=float, default=30.0, help="handler timeout in seconds")
-    parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    parser.add_argument(
+        "specs", nargs="*", metavar="SPEC", help="mod spec: path/to/file.py or package.module, optionally :attr"
+    )
+    add_store(parser)
+    add_timeout(parser, default=30.0, what="each mod handler")
+    add_backend(parser)
     parser.set_defaults(handler=_main)
 
 
-def _install_completer(host: Host) -> None:
-    try:
-        import readline
-    except ImportError:  # pragma: no cover - not every platform has it
-        return
-    matches: list[str] = []
+def complete_slash(commands: list[Completion], line: str) -> list[str]:
+    """Tab completions of ``line``: ``/name `` for each command whose name starts with it.
 
-    def complete(text: str, state: int) -> str | None:
-        nonlocal matches
-        if state == 0:
-            line = readline.get_line_buffer()
-            matches = [f"/{c.name} " for c in host.completions(line)] if line.startswith("/") else []
-        return matches[state] if state < len(matches) else None
-
-    readline.set_completer_delims(" ")
-    readline.set_completer(complete)
-    readline.parse_and_bind("tab: complete")
+    Only prefix matches: readline replaces the word with the matches' common prefix, so a
+    fuzzy match (``/t`` -> ``/shout``) would cut the word back to ``/``.
+    """
+    if not line.startswith("/") or " " in line:
+        return []
+    typed = line[1:].lower()
+    return [f"/{c.name} " for c in commands if c.name.lower().startswith(typed)]
 
 
 def listing(host: Host, typed: str) -> str:
@@ -63,38 +82,224 @@ def listing(host: Host, typed: str) -> str:
     return "\n".join(lines)
 
 
-async def chat(args: argparse.Namespace, read: Callable[[str], str] = input) -> int:
-    async with make_host(args.specs, store_path=args.store, timeout=args.timeout) as host:
-        session = await host.sessions.create()
-        if sys.stdin.isatty():
-            _install_completer(host)
-        print(f"session {session.id}; type /? for commands, /quit to leave")
-        while True:
-            try:
-                line = await anyio.to_thread.run_sync(read, "> ")
-            except EOFError:
+class Chat:
+    """One chat: the host, the task group that runs each line, and the terminal output.
+
+    `serve` runs in the event loop; `submit`, `cancel_running` and `finish` are called
+    from the main thread through the portal.
+    """
+
+    def __init__(self, args: argparse.Namespace, out: TextIO, interactive: bool) -> None:
+        self._args = args
+        self._out = out
+        self._interactive = interactive
+        self._lock = threading.Lock()
+        self._at_prompt = False
+        self._running: dict[int, tuple[str, anyio.CancelScope]] = {}
+        self._next = 0
+        self._session_id = ""
+        self.commands: list[Completion] = []
+        self.ready = threading.Event()
+        self.host: Host | None = None
+        send, receive = anyio.create_memory_object_stream[str](64)
+        self._send: MemoryObjectSendStream[str] = send
+        self._receive: MemoryObjectReceiveStream[str] = receive
+
+    # -- output, from any thread --------------------------------------------------------
+
+    def show(self, text: str) -> None:
+        """Print ``text``; at a waiting prompt, above it, with the typed line redrawn."""
+        with self._lock:
+            if self._interactive and self._at_prompt:
+                typed = _line_buffer()
+                self._out.write(f"\r\x1b[K{text}\n{_PROMPT}{typed}")
+            else:
+                self._out.write(text + "\n")
+            self._out.flush()
+
+    def prompt_state(self, waiting: bool) -> None:
+        with self._lock:
+            self._at_prompt = waiting
+
+    def _observe(self, seen: Observation) -> None:
+        if isinstance(seen, ToolReturned) and seen.session_id == self._session_id:
+            self.show(f"  ({describe(seen.result)})")
+        elif isinstance(seen, Notified) and seen.session_id == self._session_id:
+            first = seen.text.splitlines()[0] if seen.text else ""
+            self.show(f"[notification] {first}")
+
+    # -- the event loop side ------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Open the host, run each submitted line in the task group until `finish`."""
+        store, _ = open_store(self._args)
+        model = ObservedModel(EchoModel(), self._observe)
+        try:
+            async with make_host(self._args.specs, store=store, timeout=self._args.timeout, model=model) as host:
+                session = await host.sessions.create()
+                self._session_id = session.id
+                self.host = host
+                self.commands = sorted(host.completions("/"), key=lambda c: c.name)
+                self.show(f"session {session.id}; type /? for commands, /quit to leave")
+                self.ready.set()
+                async with anyio.create_task_group() as tg:
+                    async with self._receive:
+                        async for text in self._receive:
+                            scope = anyio.CancelScope()
+                            self._next += 1
+                            self._running[self._next] = (text, scope)
+                            tg.start_soon(self._one, host, session.id, text, self._next, scope)
+        finally:
+            self.ready.set()
+
+    async def _one(self, host: Host, session_id: str, text: str, key: int, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                submission = await host.submit(session_id, text)
+                self.show(format_submission(submission))
+            if scope.cancelled_caught:
+                self.show(f"cancelled: {text}")
+        finally:
+            del self._running[key]
+
+    def running(self) -> int:
+        return len(self._running)
+
+    def cancel_running(self) -> int:
+        """Cancel every running line; how many there were."""
+        for _, scope in self._running.values():
+            scope.cancel()
+        return len(self._running)
+
+    async def submit(self, text: str) -> None:
+        """Start ``text`` in the task group; returns at once."""
+        await self._send.send(text)
+
+    async def submit_and_wait(self, text: str) -> None:
+        """Run ``text`` and print what it shows before returning."""
+        host = self.host
+        assert host is not None
+        self.show(format_submission(await host.submit(self._session_id, text)))
+
+    async def finish(self) -> None:
+        """No more lines: `serve` returns once the running ones are done."""
+        await self._send.aclose()
+
+
+def _line_buffer() -> str:
+    try:
+        import readline
+    except ImportError:  # pragma: no cover - not every platform has it
+        return ""
+    return readline.get_line_buffer()
+
+
+def _install_completer(chat: Chat) -> None:
+    try:
+        import readline
+    except ImportError:  # pragma: no cover - not every platform has it
+        return
+    matches: list[str] = []
+
+    def complete(text: str, state: int) -> str | None:
+        nonlocal matches
+        if state == 0:
+            line = readline.get_line_buffer()[: readline.get_endidx()]
+            matches = complete_slash(chat.commands, line)
+        return matches[state] if state < len(matches) else None
+
+    readline.set_completer_delims(" ")
+    readline.set_completer(complete)
+    readline.parse_and_bind("tab: complete")
+
+
+def converse(chat: Chat, portal: anyio.from_thread.BlockingPortal, read: Callable[[str], str], interactive: bool) -> None:
+    """The main thread's loop: read lines, hand them to the chat, handle Ctrl-C and the end."""
+    host = chat.host
+    assert host is not None
+    interrupts = 0
+    while True:
+        chat.prompt_state(True)
+        try:
+            line = read(_PROMPT if interactive else "")
+        except EOFError:
+            if interactive:
+                print()
+            break
+        except KeyboardInterrupt:
+            chat.prompt_state(False)
+            cancelled = portal.call(chat.cancel_running)
+            if cancelled:
+                interrupts = 0
+                print(f"^C cancelling {cancelled} running command{'s' if cancelled != 1 else ''}")
+                continue
+            interrupts += 1
+            if interrupts >= 2:
                 print()
                 break
-            text = line.rstrip("\n")
-            if not text.strip():
-                continue
-            if text.strip() in ("/quit", "/exit"):
-                break
-            if text.strip() in ("/", "/?"):
-                print(listing(host, "/"))
-                continue
-            if text.endswith("?") and text.startswith("/") and " " not in text:
-                print(listing(host, text[:-1]))
-                continue
-            print(format_submission(await host.submit(session, text)))
+            print("^C (Ctrl-C again or Ctrl-D to leave)")
+            continue
+        finally:
+            chat.prompt_state(False)
+        interrupts = 0
+        text = line.rstrip("\n")
+        stripped = text.strip()
+        if not stripped:
+            continue
+        if stripped in ("/quit", "/exit"):
+            break
+        if stripped in ("/", "/?"):
+            chat.show(listing(host, "/"))
+            continue
+        if text.endswith("?") and text.startswith("/") and " " not in text:
+            chat.show(listing(host, text[:-1]))
+            continue
+        advice = misplaced_palette(host, stripped)
+        if advice is not None:
+            chat.show(f"error: {advice}")
+            continue
+        if interactive:
+            portal.call(chat.submit, text)
+        else:  # a script's lines run one after another, as it was written
+            portal.call(chat.submit_and_wait, text)
+    waiting = portal.call(chat.running)
+    if waiting and interactive:
+        chat.show(f"waiting for {waiting} running command{'s' if waiting != 1 else ''} (Ctrl-C cancels)")
+    portal.call(chat.finish)
+
+
+def _read_line(prompt: str) -> str:
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line
+
+
+def run_chat(args: argparse.Namespace, read: Callable[[str], str] | None = None) -> int:
+    """Run the chat until /quit, end of input or two Ctrl-C; exit 0 (1 if the host failed)."""
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    reader: Callable[[str], str] = read if read is not None else (input if interactive else _read_line)
+    chat = Chat(args, sys.stdout, interactive and read is None)
+    with start_blocking_portal(backend=args.backend) as portal:
+        served = portal.start_task_soon(chat.serve)
+        chat.ready.wait()
+        if chat.host is None:  # the host did not open: serve's error follows
+            return report_error("chat", served.exception() or RuntimeError("the host did not open"))
+        if interactive and read is None:
+            _install_completer(chat)
+        try:
+            converse(chat, portal, reader, interactive and read is None)
+            served.result()
+        except KeyboardInterrupt:
+            portal.call(chat.cancel_running)
+            try:
+                served.result()
+            except BaseException as exc:  # noqa: BLE001 - report_error re-raises what it does not own
+                return report_error("chat", exc)
+        except BaseException as exc:  # noqa: BLE001 - report_error re-raises what it does not own
+            return report_error("chat", exc)
     return 0
 
 
 def _main(args: argparse.Namespace) -> int:
-    try:
-        code: int = anyio.run(chat, args, backend=args.backend)
-    except KeyboardInterrupt:
-        return 130
-    except BaseException as exc:  # noqa: BLE001 - report_error re-raises what it does not own
-        return report_error("chat", exc)
-    return code
+    return run_chat(args)

@@ -14,6 +14,7 @@ from modular_sdk import ManifestBuildError
 
 from ..fold import Manifest, build_manifest_async, check_drift, load_mod
 from ..fold._manifest import dump_json
+from ._options import add_timeout
 
 __all__ = ["CheckResult", "check", "register", "run"]
 
@@ -28,9 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("specs", nargs="+", metavar="SPEC", help="path/to/file.py or package.module[:attr]")
     parser.add_argument("--json", action="store_true", help="print one JSON report for tools")
-    parser.add_argument(
-        "--timeout", type=float, default=10.0, metavar="SECONDS", help="time limit of each import (default 10)"
-    )
+    add_timeout(parser, default=10.0, what="each import")
     parser.set_defaults(handler=run)
 
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-from pathlib import Path
 
 import anyio
 
-from modular_sdk import Mod
+from modular_sdk import SessionId
 
-from ..lineage._render import render_lineage_tree
-from ..models._echo import EchoModel
-from ..sessions._host import Host
+from .._examples.background_tasks import mod as task_mod
+from ..lineage._render import render_lineage_tree, select_lineage_chain
+from ._options import add_backend, add_store, open_store
+from ._session_io import make_host, report_error
 
 __all__ = ["register"]
 
@@ -21,31 +20,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "demo",
         help="run the /task scenario offline and print transcripts and lineage",
-        description="Run the /task example on the built-in offline EchoModel: one prompt, "
-        "then '/task write the tests'; print every session's transcript and the lineage tree.",
+        description="Run the /task example (shipped in the package; examples/background_tasks.py "
+        "is its readable copy) on the built-in offline EchoModel: one prompt, then "
+        "'/task write the tests'; print every session's transcript and the lineage tree. "
+        "The sessions are kept in the store (see --store), so host-sim lineage shows them.",
     )
-    parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    add_store(parser)
+    add_backend(parser)
     parser.set_defaults(handler=_main)
 
 
-def _example_mod() -> Mod:
-    """The ``/task`` mod from ``examples/background_tasks.py`` of this checkout."""
-    path = Path(__file__).resolve().parents[2] / "examples" / "background_tasks.py"
-    spec = importlib.util.spec_from_file_location("examples.background_tasks", path)
-    if spec is None or spec.loader is None or not path.exists():
-        raise SystemExit(f"host-sim demo: cannot find the /task example at {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    mod = module.mod
-    assert isinstance(mod, Mod)
-    return mod
-
-
-async def demo() -> str:
+async def demo(args: argparse.Namespace) -> str:
     """Run the scenario and return what the command prints."""
-    mod = _example_mod()
+    store, path = open_store(args)
     out: list[str] = []
-    async with Host(mods=[mod], model=EchoModel()) as host:
+    async with make_host([task_mod], store=store, timeout=30.0) as host:
         chat = await host.sessions.create()
         out.append(f"$ (in session {chat.id}) Refactor the parser")
         first = await host.submit(chat, "Refactor the parser")
@@ -53,21 +42,31 @@ async def demo() -> str:
         out.append(f"$ (in session {chat.id}) /task write the tests")
         started = await host.submit(chat, "/task write the tests")
         out.append(started.text)
-        sessions = await host.sessions.list()
-        for session in sessions:
+        # The store may hold earlier runs: show this run's sessions only.
+        listed = await host.sessions.list()
+        everything = [handle._state.record for handle in listed]
+        records = select_lineage_chain(everything, SessionId(chat.id))
+        counts: dict[SessionId, int] = {}
+        for record in records:
+            session = await host.sessions.get(record.id)
             label = session.metadata.label if session.metadata else "chat"
+            counts[record.id] = len(await session.turns())
             out.append("")
             out.append(f"== transcript of {session.id} ({label}, {session.lineage.kind}) ==")
             out.append(await host.transcript(session))
         out.append("")
         out.append("== lineage ==")
-        records = [host._session(s).record for s in sessions]
-        counts = {s.id: len(await s.turns()) for s in sessions}
         out.append(render_lineage_tree(records, counts))
+    if path is not None:
+        out.append("")
+        out.append(f"(sessions kept in {path}; draw them with: host-sim lineage --html lineage.html)")
     return "\n".join(out)
 
 
 def _main(args: argparse.Namespace) -> int:
     backend: str = args.backend
-    print(anyio.run(demo, backend=backend))
+    try:
+        print(anyio.run(demo, args, backend=backend))
+    except BaseException as exc:  # noqa: BLE001 - report_error re-raises what it does not own
+        return report_error("demo", exc)
     return 0

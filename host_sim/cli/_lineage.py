@@ -25,11 +25,10 @@ from ..lineage._render import render_lineage_tree, select_lineage_chain
 from ..stores._errors import StoreError
 from ..stores._records import SessionRecord, StoredState
 from ..stores._sqlite import SqliteStore
+from ._options import DEFAULT_STORE, default_store_path
 
 __all__ = ["DEFAULT_STORE", "register", "run_lineage", "turn_counts"]
 
-DEFAULT_STORE = ".host-sim/store.sqlite"
-"""The store ``host-sim lineage`` reads when neither ``--store`` nor ``$HOST_SIM_STORE`` is given."""
 
 _PROG = "host-sim lineage"
 
@@ -49,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--store",
         metavar="PATH",
-        default=os.environ.get("HOST_SIM_STORE", DEFAULT_STORE),
+        default=None,
         help=f"the SQLite store to read (default: $HOST_SIM_STORE or {DEFAULT_STORE})",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a tree")
@@ -59,7 +58,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_lineage(args: argparse.Namespace) -> int:
     """Run ``host-sim lineage``; returns the exit code (1 for an unusable store or session)."""
-    store_path: str = args.store
+    store_path: str = args.store if args.store is not None else default_store_path()
+    if not os.path.exists(store_path):
+        print(
+            f"{_PROG}: error: no store at {store_path!r}; host-sim run, chat and demo write "
+            f"their sessions to $HOST_SIM_STORE, else {DEFAULT_STORE} (or --store PATH): "
+            "run one of them first, or pass --store PATH of a store they wrote",
+            file=sys.stderr,
+        )
+        return 1
     try:
         state = anyio.run(_read, store_path)
     except StoreError as exc:

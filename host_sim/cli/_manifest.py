@@ -9,6 +9,7 @@ from pathlib import Path
 from modular_sdk import ManifestBuildError
 
 from ..fold import build_manifest
+from ._options import add_timeout
 
 __all__ = ["register", "run"]
 
@@ -20,18 +21,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Import the mod in a throwaway sandbox (no host attached), refuse it if its "
         "top level does I/O, and print its manifest as deterministic JSON.",
     )
-    parser.add_argument("spec", metavar="SPEC", help="path/to/file.py or package.module, optionally with :attr")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the JSON to FILE instead of stdout")
     parser.add_argument(
-        "--timeout", type=float, default=10.0, metavar="SECONDS", help="time limit of the import (default 10)"
+        "spec", nargs="+", metavar="SPEC", help="path/to/file.py or package.module, optionally with :attr"
     )
-    parser.set_defaults(handler=run)
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the JSON to FILE instead of stdout")
+    add_timeout(parser, default=10.0, what="the import")
+    parser.set_defaults(handler=run, parser=parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print (or write) the manifest; exit 1 with the refusal on stderr."""
+    """Print (or write) the manifest; exit 1 with the refusal on stderr, 2 for several specs."""
+    specs: list[str] = args.spec if isinstance(args.spec, list) else [args.spec]
+    if len(specs) != 1:
+        parser: argparse.ArgumentParser = args.parser
+        parser.error(
+            f"manifest builds one mod, got {len(specs)} specs ({', '.join(map(repr, specs))}); "
+            f"run it once per mod, or validate them all with: host-sim check {' '.join(specs)}"
+        )
     try:
-        text = build_manifest(args.spec, timeout=args.timeout).to_json()
+        text = build_manifest(specs[0], timeout=args.timeout).to_json()
     except ManifestBuildError as exc:
         print(f"host-sim manifest: {exc}", file=sys.stderr)
         return 1

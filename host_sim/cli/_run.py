@@ -1,53 +1,208 @@
-"""``host-sim run SPEC... -m TEXT...``: send messages to one session and print the answers."""
+"""``host-sim run SPEC... -m TEXT...``: send messages, run palette commands, render views.
+
+Steps run in the order given on the command line: ``-m TEXT`` (a prompt, or a slash
+command when it starts with ``/``), ``--palette ID`` (a palette command) and ``--view ID
+--data JSON`` (a view rendered from JSON data).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, TextIO, TypeVar
 
 import anyio
+import attrs
 
-from ._session_io import format_submission, make_host, report_error
+from modular_sdk import UnknownSessionError
 
-__all__ = ["register"]
+from ..models._echo import EchoModel
+from ..sessions._host import Host, Submission
+from ._observe import Notified, Observation, ObservedModel, ToolLog, ToolReturned, describe, with_tool_calls
+from ._options import add_backend, add_store, add_timeout, open_store
+from ._session_io import format_submission, make_host, misplaced_palette, report_error
+
+__all__ = ["Step", "register", "run"]
+
+T = TypeVar("T")
+
+
+@attrs.frozen(kw_only=True)
+class Step:
+    """One thing ``run`` does: a message, a palette command, or a view with its data."""
+
+    kind: Literal["message", "palette", "view"]
+    value: str
+    data: str | None = None
+
+
+class _AddStep(argparse.Action):
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        steps: list[Step] = list(getattr(namespace, "steps", None) or [])
+        kind: Literal["message", "palette", "view"] = self.const
+        steps.append(Step(kind=kind, value=str(values)))
+        namespace.steps = steps
+
+
+class _AddData(argparse.Action):
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        steps: list[Step] = list(getattr(namespace, "steps", None) or [])
+        if not steps or steps[-1].kind != "view" or steps[-1].data is not None:
+            parser.error(f"--data {values!r} must follow a --view ID (it is the data that view renders)")
+        try:
+            json.loads(str(values))
+        except json.JSONDecodeError as exc:
+            parser.error(f"--data {values!r} is not JSON ({exc.msg} at position {exc.pos}); pass JSON like '{{\"n\": 1}}'")
+        steps[-1] = attrs.evolve(steps[-1], data=str(values))
+        namespace.steps = steps
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "run",
-        help="load mods and submit messages to one session",
-        description="Load the mods, create one session, submit each -m TEXT in order (a "
-        "prompt, or a slash command when it starts with '/') and print what the user sees. "
-        "Exit code 1 if any message failed.",
+        help="load mods; send messages, run palette commands, render views",
+        description="Load the mods and create one session (or continue one with --session). "
+        "Then, in the order given: send each -m TEXT (a prompt, or a slash command when it "
+        "starts with '/'), run each --palette ID, render each --view ID with its --data "
+        "JSON; print what the user sees, tool calls included. On a terminal, a line on "
+        "standard error shows how long the current step has been running. Exit code 1 if "
+        "any step failed.",
     )
-    parser.add_argument("specs", nargs="*", metavar="SPEC", help="mod spec: path/to/file.py or package.module, optionally :attr")
-    parser.add_argument("-m", "--message", action="append", required=True, dest="messages", metavar="TEXT")
-    parser.add_argument("--store", metavar="PATH", help="keep sessions in this SQLite file")
     parser.add_argument(
-        "--session", metavar="ID", help="continue this session of the --store instead of creating one"
+        "specs", nargs="*", metavar="SPEC", help="mod spec: path/to/file.py or package.module, optionally :attr"
     )
-    parser.add_argument("--timeout", type=float, default=30.0, help="handler timeout in seconds")
+    parser.add_argument(
+        "-m", "--message", action=_AddStep, const="message", metavar="TEXT", help="a prompt or /command to send"
+    )
+    parser.add_argument("--palette", action=_AddStep, const="palette", metavar="ID", help="run this palette command")
+    parser.add_argument("--view", action=_AddStep, const="view", metavar="ID", help="render this view (with --data)")
+    parser.add_argument("--data", action=_AddData, metavar="JSON", help="the JSON data of the --view before it")
+    add_store(parser)
+    parser.add_argument(
+        "--session", metavar="ID", help="continue this session of the store instead of creating one"
+    )
+    add_timeout(parser, default=30.0, what="each mod handler")
     parser.add_argument("--transcript", action="store_true", help="print the session's transcript at the end")
-    parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
-    parser.set_defaults(handler=_main)
+    add_backend(parser)
+    parser.set_defaults(handler=_main, steps=[], parser=parser)
+
+
+async def _with_progress(label: str, work: Callable[[], Awaitable[T]], stream: TextIO) -> T:
+    """Await ``work``; on a terminal, show ``label`` and the elapsed seconds meanwhile."""
+    if not stream.isatty():
+        return await work()
+    result: list[T] = []
+    start = time.monotonic()
+    frames = "|/-\\"
+    async with anyio.create_task_group() as tg:
+
+        async def do() -> None:
+            result.append(await work())
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(do)
+        tick = 0
+        try:
+            while True:
+                await anyio.sleep(0.1)
+                tick += 1
+                text = f"{frames[tick % 4]} {label}  {time.monotonic() - start:.1f}s"
+                stream.write("\r" + text[:78] + "\x1b[K")
+                stream.flush()
+        finally:
+            stream.write("\r\x1b[K")
+            stream.flush()
+    return result[0]
 
 
 async def run(args: argparse.Namespace) -> int:
+    """Open the host, run every step in order, print what each shows; exit 1 if one failed."""
+    steps: list[Step] = args.steps
     failed = False
-    async with make_host(args.specs, store_path=args.store, timeout=args.timeout) as host:
-        chat = await host.sessions.get(args.session) if args.session else await host.sessions.create()
+    log = ToolLog()
+
+    def report(seen: Observation) -> None:
+        if isinstance(seen, ToolReturned):
+            log.add(seen)
+            print(f"  ({describe(seen.result)})", flush=True)
+        elif isinstance(seen, Notified) and seen.session_id == chat_id:
+            first = seen.text.splitlines()[0] if seen.text else ""
+            print(f"  (notification: {first})", flush=True)
+
+    chat_id = ""
+    store, store_path = open_store(args)
+    model = ObservedModel(EchoModel(), report)
+    async with make_host(args.specs, store=store, timeout=args.timeout, model=model) as host:
+        if args.session:
+            try:
+                chat = await host.sessions.get(args.session)
+            except UnknownSessionError:
+                print(
+                    f"host-sim run: no session {args.session!r} in the store {store_path!r}; "
+                    f"list its sessions with: host-sim lineage --store {store_path}",
+                    file=sys.stderr,
+                )
+                return 1
+        else:
+            chat = await host.sessions.create()
+        chat_id = chat.id
         print(f"session {chat.id}")
-        for text in args.messages:
-            submission = await host.submit(chat, text)
-            print(f"> {text}")
-            print(format_submission(submission))
-            failed = failed or submission.error is not None
+        for step in steps:
+            if step.kind == "message":
+                print(f"> {step.value}", flush=True)
+                advice = misplaced_palette(host, step.value)
+                if advice is not None:
+                    print(f"error: {advice}")
+                    failed = True
+                    continue
+                text = step.value
+                submission: Submission = await _with_progress(text, lambda: host.submit(chat, text), sys.stderr)
+                print(format_submission(submission))
+                failed = failed or submission.error is not None
+            elif step.kind == "palette":
+                print(f"> palette {step.value}", flush=True)
+                command = step.value
+                submission = await _with_progress(command, lambda: host.run_command(command), sys.stderr)
+                print(format_submission(submission))
+                failed = failed or submission.error is not None
+            else:
+                print(f"> view {step.value}", flush=True)
+                view, data = step.value, json.loads(step.data or "null")
+                shown = await _with_progress(view, lambda: host.render_view(view, data), sys.stderr)
+                print(f"error: {shown.error}" if shown.error is not None else shown.text)
+                failed = failed or shown.error is not None
         if args.transcript:
             print(f"\n== transcript of {chat.id} ==")
-            print(await host.transcript(chat))
+            ordinals = {turn.ordinal: log.of(turn.message) for turn in await chat.turns()}
+            print(with_tool_calls(await host.transcript(chat), ordinals))
     return 1 if failed else 0
 
 
 def _main(args: argparse.Namespace) -> int:
+    parser: argparse.ArgumentParser = args.parser
+    steps: list[Step] = args.steps
+    if not steps:
+        parser.error("nothing to do: pass -m TEXT, --palette ID or --view ID --data JSON")
+    missing = [s.value for s in steps if s.kind == "view" and s.data is None]
+    if missing:
+        parser.error(f"--view {missing[0]} needs its data: add --data JSON after it")
+    if args.session and args.no_store:
+        parser.error(f"--session {args.session} continues a stored session: drop --no-store")
     try:
         code: int = anyio.run(run, args, backend=args.backend)
     except BaseException as exc:  # noqa: BLE001 - report_error re-raises what it does not own

@@ -1,26 +1,26 @@
-"""Shared by ``host-sim run`` and ``host-sim chat``: open a host on mod specs, print results."""
+"""Shared by ``host-sim run``, ``chat`` and ``demo``: open a host on mod specs, print results."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TextIO
 
-from modular_sdk import ModularError
+from modular_sdk import Mod, ModularError, PaletteCommand, SlashCommand
 
 from ..models._echo import EchoModel
+from ..models._protocol import Model
 from ..sessions._host import Host, Submission
-from ..stores._memory import MemoryStore
 from ..stores._protocol import Store
-from ..stores._sqlite import SqliteStore
 
-__all__ = ["format_submission", "make_host", "report_error"]
+__all__ = ["format_submission", "make_host", "misplaced_palette", "report_error"]
 
 
-def make_host(specs: Sequence[str], *, store_path: str | None, timeout: float | None) -> Host:
-    store: Store = SqliteStore(Path(store_path)) if store_path else MemoryStore()
-    return Host(mods=list(specs), model=EchoModel(), store=store, handler_timeout=timeout)
+def make_host(
+    specs: Sequence[Mod | str], *, store: Store, timeout: float, model: Model | None = None
+) -> Host:
+    """A host on ``specs`` with ``store``; ``model`` defaults to the offline `EchoModel`."""
+    return Host(mods=list(specs), model=EchoModel() if model is None else model, store=store, handler_timeout=timeout)
 
 
 def format_submission(submission: Submission) -> str:
@@ -40,3 +40,22 @@ def report_error(command: str, exc: BaseException, stream: TextIO | None = None)
         print(f"host-sim {command}: {exc}", file=stream)
         return 1
     raise exc
+
+
+def _palette_ids(host: Host) -> set[str]:
+    return {c.id for mod in host.mods for c in mod.commands if isinstance(c, PaletteCommand)}
+
+
+def _slash_ids(host: Host) -> set[str]:
+    return {c.id for mod in host.mods for c in mod.commands if isinstance(c, SlashCommand)}
+
+
+def misplaced_palette(host: Host, text: str) -> str | None:
+    """Advice when ``/name`` names a palette command rather than a slash command."""
+    name = text[1:].split(" ", 1)[0]
+    if not text.startswith("/") or name in _slash_ids(host) or name not in _palette_ids(host):
+        return None
+    return (
+        f"{'/' + name!r} is a palette command, not a slash command: palette commands run "
+        f"without a chat; run it with: host-sim run SPEC... --palette {name}"
+    )

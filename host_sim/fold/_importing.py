@@ -229,18 +229,23 @@ def find_mod(module: ModuleType, attr: str, spec_base: str, mod_type: type) -> o
             f"{name!r} (use '{spec_base}:{name}')" for name in mods
         )
     else:
-        others = "it defines no Mod value: expose one as `mod = define_mod(...)`"
+        others = f"it defines no Mod value: define one as `{attr} = define_mod(...)`"
     if attr not in values:
         raise LoadFailure([f"module {module.__name__!r} has no attribute {attr!r}; {others}"])
     value = values[attr]
     if not isinstance(value, mod_type):
         raise LoadFailure(
             [
-                f"{module.__name__}.{attr} is a {type(value).__name__} ({_short(value)}), not a Mod; "
-                f"set it to define_mod(...) ({others})"
+                f"{module.__name__}.{attr} is {_short(value)} ({_a(type(value).__name__)}), not a Mod; "
+                "set it to define_mod(...)" + (f" ({others})" if mods else "")
             ]
         )
     return value
+
+
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article: 'an int', 'a str'."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def _short(value: object) -> str:

@@ -88,14 +88,20 @@ def test_missing_attribute_lists_the_modules_mods(load: Loader) -> None:
 
 @pytest.mark.parametrize("load", LOADERS, ids=LOADER_IDS)
 def test_attribute_that_is_not_a_mod(load: Loader) -> None:
-    with pytest.raises(ManifestBuildError, match=r"fx_attrs\.not_a_mod is a int \(42\), not a Mod"):
+    with pytest.raises(ManifestBuildError, match=r"fx_attrs\.not_a_mod is 42 \(an int\), not a Mod; set it to define_mod"):
         load(f"{fixture('fx_attrs')}:not_a_mod")
 
 
 @pytest.mark.parametrize("load", LOADERS, ids=LOADER_IDS)
 def test_module_without_mods(load: Loader) -> None:
-    with pytest.raises(ManifestBuildError, match=r"it defines no Mod value: expose one as `mod = define_mod\(...\)`"):
+    with pytest.raises(ManifestBuildError, match=r"it defines no Mod value: define one as `mod = define_mod\(...\)`"):
         load(fixture("fx_common"))
+
+
+@pytest.mark.parametrize("load", LOADERS, ids=LOADER_IDS)
+def test_module_without_mods_and_another_attribute_named(load: Loader) -> None:
+    with pytest.raises(ManifestBuildError, match=r"has no attribute 'other'; it defines no Mod value: define one as `other = define_mod\(...\)`"):
+        load(f"{fixture('fx_common')}:other")
 
 
 @pytest.mark.parametrize("load", LOADERS, ids=LOADER_IDS)

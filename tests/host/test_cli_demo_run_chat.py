@@ -6,14 +6,20 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from host_sim._cli import main
-from host_sim.cli._chat import chat
+from host_sim.cli._chat import run_chat
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = str(ROOT / "examples" / "background_tasks.py")
+
+
+@pytest.fixture(autouse=True)
+def _in_a_fresh_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run``, ``chat`` and ``demo`` keep sessions in .host-sim/ of the working directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HOST_SIM_STORE", raising=False)
 
 
 def test_demo_runs_task_and_prints_transcripts_and_the_lineage_tree(capsys: pytest.CaptureFixture[str]) -> None:
@@ -63,8 +69,8 @@ def test_chat_lists_commands_and_runs_them(capsys: pytest.CaptureFixture[str]) -
     def read(prompt: str) -> str:
         return next(lines)
 
-    args = argparse.Namespace(specs=[TASK], store=None, timeout=5.0)
-    assert anyio.run(chat, args, read) == 0
+    args = argparse.Namespace(specs=[TASK], store=None, no_store=True, timeout=5.0, backend="asyncio")
+    assert run_chat(args, read) == 0
     out = capsys.readouterr().out
     assert "echo: hello" in out
     assert "/task <prompt>  Fork this conversation and run background work.  (background-tasks)" in out
@@ -75,5 +81,5 @@ def test_chat_leaves_at_end_of_input(capsys: pytest.CaptureFixture[str]) -> None
     def read(prompt: str) -> str:
         raise EOFError
 
-    args = argparse.Namespace(specs=[], store=None, timeout=5.0)
-    assert anyio.run(chat, args, read) == 0
+    args = argparse.Namespace(specs=[], store=None, no_store=True, timeout=5.0, backend="trio")
+    assert run_chat(args, read) == 0

@@ -238,7 +238,8 @@ def test_missing_store_is_an_error_and_is_not_created(tmp_path: Path, capsys: py
     path = tmp_path / "nope.sqlite"
     assert run("--store", str(path)) == 1
     err = capsys.readouterr().err
-    assert f"host-sim lineage: error: '{path}' does not exist" in err
+    assert f"host-sim lineage: error: no store at '{path}'; host-sim run, chat and demo write" in err
+    assert "run one of them first, or pass --store PATH of a store they wrote" in err
     assert not path.exists()
 
 

@@ -1,0 +1,114 @@
+"""Options several subcommands share: ``--backend``, ``--timeout``, ``--store``/``--no-store``.
+
+Each check runs while argparse parses, so a bad value is a usage error (exit 2) that names
+the value and says what to pass instead, never a traceback from deep inside a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import os
+from pathlib import Path
+
+from ..stores._memory import MemoryStore
+from ..stores._protocol import Store
+from ..stores._sqlite import SqliteStore
+
+__all__ = [
+    "DEFAULT_STORE",
+    "add_backend",
+    "add_store",
+    "add_timeout",
+    "default_store_path",
+    "open_store",
+    "seconds",
+]
+
+DEFAULT_STORE = ".host-sim/store.sqlite"
+"""Where ``run``, ``chat`` and ``demo`` keep sessions and ``lineage`` and ``fsck`` read them,
+unless ``--store PATH`` or ``$HOST_SIM_STORE`` says otherwise."""
+
+
+def default_store_path() -> str:
+    """``$HOST_SIM_STORE`` when set (and not empty), else `DEFAULT_STORE`."""
+    return os.environ.get("HOST_SIM_STORE") or DEFAULT_STORE
+
+
+def _backend(text: str) -> str:
+    if text not in ("asyncio", "trio"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a backend; pass asyncio or trio")
+    if text == "trio" and importlib.util.find_spec("trio") is None:
+        raise argparse.ArgumentTypeError(
+            "'trio' needs the trio package, which is not installed here; install it "
+            "(pip install trio, or the dev extras: pip install 'modular-sdk[dev]') "
+            "or use --backend asyncio"
+        )
+    return text
+
+
+def add_backend(parser: argparse.ArgumentParser) -> None:
+    """``--backend {asyncio,trio}`` (default asyncio); trio is refused when not installed."""
+    parser.add_argument(
+        "--backend",
+        type=_backend,
+        default="asyncio",
+        metavar="{asyncio,trio}",
+        help="the event loop (default asyncio; trio needs the trio package)",
+    )
+
+
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds; argparse reports anything else as a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds; pass one like 30 or 2.5") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a positive number of seconds; pass one greater than 0, like 30 or 2.5"
+        )
+    return value
+
+
+def add_timeout(parser: argparse.ArgumentParser, *, default: float, what: str) -> None:
+    """``--timeout SECONDS``: a positive, finite time limit for ``what``."""
+    parser.add_argument(
+        "--timeout",
+        type=seconds,
+        default=default,
+        metavar="SECONDS",
+        help=f"time limit of {what} (default {default:g})",
+    )
+
+
+def add_store(parser: argparse.ArgumentParser) -> None:
+    """``--store PATH`` and ``--no-store``: where the run keeps its sessions."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--store",
+        metavar="PATH",
+        help="keep sessions in this SQLite file (default: $HOST_SIM_STORE, else "
+        f"{DEFAULT_STORE}; its folder must exist, except the default .host-sim/)",
+    )
+    where.add_argument(
+        "--no-store",
+        action="store_true",
+        help="keep sessions in memory only (host-sim lineage will not see them)",
+    )
+
+
+def open_store(args: argparse.Namespace) -> tuple[Store, str | None]:
+    """The store ``--store``/``--no-store`` ask for, and its path (``None`` in memory).
+
+    Only the default store's folder is created (``.host-sim/``); an explicit path whose
+    folder is missing is refused by `SqliteStore`, as sqlite3 and git refuse one.
+    """
+    if getattr(args, "no_store", False):
+        return MemoryStore(), None
+    explicit: str | None = args.store
+    path = explicit if explicit is not None else default_store_path()
+    if explicit is None and path == DEFAULT_STORE:
+        Path(path).parent.mkdir(exist_ok=True)
+    return SqliteStore(Path(path)), path

@@ -1,0 +1,51 @@
+"""A newcomer's first run: the wheel's ``host-sim demo``, ``--version``, the shipped example."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._support import ROOT, Installed, host_sim, no_traceback
+
+
+def test_the_shipped_task_example_is_the_readable_copy_byte_for_byte() -> None:
+    shipped = ROOT / "host_sim" / "_examples" / "background_tasks.py"
+    assert shipped.read_bytes() == (ROOT / "examples" / "background_tasks.py").read_bytes(), (
+        "examples/background_tasks.py changed: copy it to host_sim/_examples/background_tasks.py, "
+        "the module the wheel ships for host-sim demo"
+    )
+
+
+def test_demo_runs_from_the_wheel_in_an_empty_folder(installed: Installed, user_dir: Path) -> None:
+    result = host_sim(installed, user_dir, "demo")
+    no_traceback(result)
+    assert result.code == 0, result.err
+    assert "Started task ses_" in result.out
+    assert "[notification, system event from mod background-tasks /task] Task finished: write the tests" in result.out
+    assert "fork@1" in result.out and '"Task report"' in result.out
+    assert "sessions kept in .host-sim/store.sqlite" in result.out
+    assert (user_dir / ".host-sim" / "store.sqlite").is_file()
+
+
+def test_demo_then_lineage_shows_the_demo_sessions(installed: Installed, user_dir: Path) -> None:
+    assert host_sim(installed, user_dir, "demo").code == 0
+    result = host_sim(installed, user_dir, "lineage")
+    assert result.code == 0, result.err
+    assert 'fork@0  "Task"' in result.out and 'fork@1  "Task report"' in result.out
+
+
+def test_demo_twice_shows_only_its_own_sessions(installed: Installed, user_dir: Path) -> None:
+    assert host_sim(installed, user_dir, "demo").code == 0
+    second = host_sim(installed, user_dir, "demo")
+    assert second.code == 0, second.err
+    assert second.out.count("== transcript of ") == 3
+
+
+def test_demo_no_store_writes_nothing(installed: Installed, user_dir: Path) -> None:
+    assert host_sim(installed, user_dir, "demo", "--no-store").code == 0
+    assert list(user_dir.iterdir()) == []
+
+
+def test_version(installed: Installed, user_dir: Path) -> None:
+    result = host_sim(installed, user_dir, "--version")
+    assert result.code == 0
+    assert result.out.startswith("host-sim 0.")
