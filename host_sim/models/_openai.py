@@ -62,12 +62,13 @@ class OpenAIModel:
         model = OpenAIModel("gpt-4o-mini")                       # key from $OPENAI_API_KEY
         local = OpenAIModel("llama3.2", base_url="http://localhost:11434/v1")
 
-    A turn becomes one ``POST {base_url}/chat/completions``: the agent's instructions as
-    the first system message, the history (prompts as user messages, notifications as
-    system events, never the user), the input, the mod tools as function tools (their
-    schemas as declared), the tool calls and results of this turn, and ``output_schema`` as
-    a strict ``json_schema`` response format. The reply is the message's text, or its first
-    tool call as a `ToolCall`.
+    Each step of a turn is one ``POST {base_url}/chat/completions`` for the session's
+    model (``request.model``: this model's name unless the session or its agent names
+    another), with the agent's instructions as the first system message, the history
+    (prompts as user messages, notifications as system events, never the user), the input,
+    the mod tools as function tools (their schemas as declared), the tool calls and results
+    of this turn, and ``output_schema`` as a strict ``json_schema`` response format. The
+    reply is the message's text, or its first tool call as a `ToolCall`.
 
     429, 408, 5xx, refused connections and timeouts are retried with exponential backoff,
     waiting what ``Retry-After`` asks (up to 60 s): at most ``1 + max_retries`` attempts of
@@ -154,13 +155,13 @@ class OpenAIModel:
 
     async def respond(self, request: ModelRequest) -> str | ToolCall:
         """Ask the server for the next step of the turn; raises `ModelError` when it cannot."""
-        body = chat_completions_body(self._model, request)
-        payload = await self._post(body)
-        return self._parse(payload)
+        model = request.model or self._model
+        payload = await self._post(chat_completions_body(model, request), model)
+        return self._parse(payload, model)
 
     # -- HTTP -------------------------------------------------------------------------------
 
-    async def _post(self, body: JsonObject) -> JsonValue:
+    async def _post(self, body: JsonObject, model: str) -> JsonValue:
         httpx = self._httpx
         headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "host-sim"}
         if self._api_key is not None:
@@ -181,10 +182,10 @@ class OpenAIModel:
                         last, last_status = f"could not reach the server ({type(exc).__name__}: {detail})", None
                     else:
                         if response.is_success:
-                            return self._decode(response)
+                            return self._decode(response, model)
                         message = self._server_message(response)
                         if response.status_code not in _RETRY_STATUSES and response.status_code < 500:
-                            raise ModelError(self._refused(response.status_code, message), model=self._model, status=response.status_code)
+                            raise ModelError(self._refused(response.status_code, message, model), model=model, status=response.status_code)
                         last = f"the server answered {_status(response.status_code)}: {message}"
                         last_status = response.status_code
                         wait = _retry_after(response.headers)
@@ -194,22 +195,22 @@ class OpenAIModel:
                     break
                 await anyio.sleep(wait if wait is not None else _backoff(attempt))
         raise ModelError(
-            f"model {self._model!r} at {self._shown_endpoint} failed after {attempts} "
+            f"model {model!r} at {self._shown_endpoint} failed after {attempts} "
             f"attempt{'s' if attempts != 1 else ''}; the last: {last}; check that the server is up "
             "and not overloaded, or raise OpenAIModel(max_retries=..., timeout=...)",
-            model=self._model,
+            model=model,
             status=last_status,
         )
 
-    def _decode(self, response: httpx.Response) -> JsonValue:
+    def _decode(self, response: httpx.Response, model: str) -> JsonValue:
         try:
             payload: JsonValue = json.loads(self._scrub(response.text))  # a quoted key never reaches a reply
         except (ValueError, RecursionError):
             raise ModelError(
-                f"model {self._model!r} at {self._shown_endpoint} answered {_status(response.status_code)} "
+                f"model {model!r} at {self._shown_endpoint} answered {_status(response.status_code)} "
                 f"with a body that is not JSON: {self._quote(response.text)}; "
                 "check that base_url points at a Chat Completions API (it usually ends in /v1)",
-                model=self._model,
+                model=model,
                 status=response.status_code,
             ) from None
         return payload
@@ -231,13 +232,13 @@ class OpenAIModel:
                 return self._quote(data["message"])
         return self._quote(text) if text.strip() else "(no message)"
 
-    def _refused(self, status: int, message: str) -> str:
+    def _refused(self, status: int, message: str, model: str) -> str:
         hint = {
             401: "check the API key (api_key= or $OPENAI_API_KEY)",
             403: "check the API key and that it may use this model",
-            404: f"check the model name {self._model!r} and base_url (it usually ends in /v1)",
+            404: f"check the model name {model!r} and base_url (it usually ends in /v1)",
         }.get(status, "the request was refused; fix what the server names")
-        return f"model {self._model!r} at {self._shown_endpoint}: the server answered {_status(status)}: {message}; {hint}"
+        return f"model {model!r} at {self._shown_endpoint}: the server answered {_status(status)}: {message}; {hint}"
 
     def _scrub(self, text: str) -> str:
         if self._api_key is not None:
@@ -252,14 +253,14 @@ class OpenAIModel:
 
     # -- the answer -------------------------------------------------------------------------
 
-    def _parse(self, payload: JsonValue) -> str | ToolCall:
+    def _parse(self, payload: JsonValue, model: str) -> str | ToolCall:
         choices = payload.get("choices") if isinstance(payload, dict) else None
         message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
         if not isinstance(message, dict):
-            raise self._malformed(payload, "it has no choices[0].message")
+            raise self._malformed(payload, "it has no choices[0].message", model)
         calls = message.get("tool_calls")
         if isinstance(calls, list) and calls:
-            return self._tool_call(calls[0], payload)
+            return self._tool_call(calls[0], payload, model)
         content = message.get("content")
         if isinstance(content, list):  # content parts, as some servers send
             parts = [p.get("text") for p in content if isinstance(p, dict)]
@@ -269,16 +270,16 @@ class OpenAIModel:
         refusal = message.get("refusal")
         if isinstance(refusal, str) and refusal:
             raise ModelError(
-                f"model {self._model!r} refused to answer: {self._quote(refusal)}; rephrase the request",
-                model=self._model,
+                f"model {model!r} refused to answer: {self._quote(refusal)}; rephrase the request",
+                model=model,
             )
-        raise self._malformed(payload, "choices[0].message has neither text content nor tool calls")
+        raise self._malformed(payload, "choices[0].message has neither text content nor tool calls", model)
 
-    def _tool_call(self, call: JsonValue, payload: JsonValue) -> ToolCall:
+    def _tool_call(self, call: JsonValue, payload: JsonValue, model: str) -> ToolCall:
         function = call.get("function") if isinstance(call, dict) else None
         name = function.get("name") if isinstance(function, dict) else None
         if not isinstance(function, dict) or not isinstance(name, str) or not name:
-            raise self._malformed(payload, "its tool call has no function name")
+            raise self._malformed(payload, "its tool call has no function name", model)
         arguments = function.get("arguments")
         if arguments is None or arguments == "":
             arguments = "{}"
@@ -287,25 +288,25 @@ class OpenAIModel:
                 arguments = json.loads(arguments)
             except (ValueError, RecursionError):
                 raise ModelError(
-                    f"model {self._model!r} called tool {name!r} with arguments that are not JSON: "
+                    f"model {model!r} called tool {name!r} with arguments that are not JSON: "
                     f"{self._quote(str(function.get('arguments')))}; a model with better tool use may be needed",
-                    model=self._model,
+                    model=model,
                 ) from None
         if not isinstance(arguments, dict):
             raise ModelError(
-                f"model {self._model!r} called tool {name!r} with arguments that are not a JSON object: "
+                f"model {model!r} called tool {name!r} with arguments that are not a JSON object: "
                 f"{self._quote(json.dumps(arguments))}; a tool's input is an object",
-                model=self._model,
+                model=model,
             )
         call_id = call.get("id") if isinstance(call, dict) else None
         return ToolCall(name=name, input=arguments, call_id=call_id if isinstance(call_id, str) and call_id else None)
 
-    def _malformed(self, payload: JsonValue, why: str) -> ModelError:
+    def _malformed(self, payload: JsonValue, why: str, model: str) -> ModelError:
         return ModelError(
-            f"model {self._model!r} at {self._shown_endpoint} sent an answer that is not a Chat "
+            f"model {model!r} at {self._shown_endpoint} sent an answer that is not a Chat "
             f"Completions response ({why}): {self._quote(json.dumps(payload, ensure_ascii=False))}; "
             "check that base_url points at an OpenAI-compatible server",
-            model=self._model,
+            model=model,
         )
 
 
@@ -416,11 +417,9 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
             return None
         if when.tzinfo is None:
             return None
-        seconds = when.timestamp() - time.time()
+        seconds = max(0.0, when.timestamp() - time.time())  # a date just past: retry now
     if math.isfinite(seconds) and 0 <= seconds <= _MAX_RETRY_AFTER:
         return seconds
-    if math.isfinite(seconds) and -_MAX_RETRY_AFTER < seconds < 0:
-        return 0.0  # a date just past: retry now
     return None
 
 
