@@ -111,8 +111,8 @@ class LineageEdgeError(ModularError, ValueError):
 @final
 class LineageGraph:
     """How the sessions of a host relate: forks, spawns, and the edges integrators add."""
-    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now, nodes: Iterable[SessionNode] = (), edges: Iterable[LineageEdge] = ()) -> None:
-        """Internal: the host builds its graph over its store (and what the store held)."""
+    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now) -> None:
+        """Internal: the host builds its graph over its (open) store; users get ``host.lineage``."""
     async def node(self, session_id: str) -> SessionNode:
         """The node of one session (with its metrics once `complete_session` ran)."""
     async def ancestors(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
@@ -160,10 +160,10 @@ class Manifest:
 class MemoryStore:
     """A store that keeps what a host writes in memory, for as long as this object lives."""
     def __init__(self) -> None: ...
-    async def open(self) -> StoredState:
-        """Open the store; returns everything written to it so far."""
+    async def open(self) -> None:
+        """Open the store; what was written to it before is still there."""
     async def close(self) -> None:
-        """Close the store; the records stay, and `open` returns them again."""
+        """Close the store; the records stay for the next `open`."""
     async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
         """Keep a new session, its node and its edge; refuses an id already kept."""
     async def begin_turn(self, record: TurnRecord) -> None:
@@ -176,6 +176,18 @@ class MemoryStore:
         """Keep a lineage edge (an edge between the same two sessions replaces it)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge."""
+    async def index_version(self) -> int | None: ...
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None: ...
+    async def running_turns(self) -> Sequence[TurnRecord]: ...
+    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]: ...
+    async def list_sessions(self) -> Sequence[SessionRecord]: ...
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]: ...
+    async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal['out', 'in']) -> Sequence[LineageEdge]: ...
+    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]: ...
+    async def read_all(self) -> StoredState:
+        """Everything kept, in the order first written (a rewrite keeps its place)."""
 
 
 class Model(Protocol):
@@ -201,18 +213,6 @@ class ModelRequest:
     tool_results: tuple[ToolResult, ...] = ()
 
 
-@final
-class ScriptedModel:
-    """A model that answers each request with ``respond(request)`` (``def`` or ``async def``)."""
-    def __init__(self, respond: Callable[[ModelRequest], str | ToolCall | Awaitable[str | ToolCall]], *, name: str = 'scripted') -> None: ...
-    @property
-    def name(self) -> str: ...
-    async def respond(self, request: ModelRequest) -> str | ToolCall:
-        """``respond(request)``; a plain ``def`` runs in a daemon thread, so a slow or blocked"""
-
-
-@final
-class SessionHandle:
 @final
 class OpenAIModel:
     """A model served by any OpenAI-compatible Chat Completions server."""
@@ -258,6 +258,18 @@ class ReplayModel:
         """The recorded answer to this request; raises `ModelError` when it was not recorded."""
 
 
+@final
+class ScriptedModel:
+    """A model that answers each request with ``respond(request)`` (``def`` or ``async def``)."""
+    def __init__(self, respond: Callable[[ModelRequest], str | ToolCall | Awaitable[str | ToolCall]], *, name: str = 'scripted') -> None: ...
+    @property
+    def name(self) -> str: ...
+    async def respond(self, request: ModelRequest) -> str | ToolCall:
+        """``respond(request)``; a plain ``def`` runs in a daemon thread, so a slow or blocked"""
+
+
+@final
+class SessionHandle:
     """An AI session (implements `modular_sdk.AiSessionHandle`)."""
     def __init__(self, engine: Engine, state: SessionState, actor: Actor) -> None: ...
     @property
@@ -333,8 +345,8 @@ class SqliteStore:
     @property
     def read_only(self) -> bool:
         """Whether this store only reads (and takes no lock)."""
-    async def open(self) -> StoredState:
-        """Open (or create) the file and read back everything it holds, in writing order."""
+    async def open(self) -> None:
+        """Open (or create) the file, checking that it is a host-sim store; reads no records."""
     async def close(self) -> None:
         """Close the connection and release the file; everything acknowledged is on disk. Idempotent."""
     async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
@@ -348,13 +360,26 @@ class SqliteStore:
     async def save_edge(self, edge: LineageEdge) -> None:
         """Write a lineage edge between two stored sessions (same pair: replaced)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
-        """Replace every node and edge in one transaction."""
+        """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
+    async def index_version(self) -> int | None:
+        """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None: ...
+    async def running_turns(self) -> Sequence[TurnRecord]: ...
+    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]: ...
+    async def list_sessions(self) -> Sequence[SessionRecord]: ...
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]: ...
+    async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal['out', 'in']) -> Sequence[LineageEdge]: ...
+    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]: ...
+    async def read_all(self) -> StoredState:
+        """Every record and index row, in writing order (a check or a repair reads it all)."""
 
 
 class Store(Protocol):
     """Durable (or not) persistence for a `Host`: authoritative records and a derived index."""
-    async def open(self) -> StoredState:
-        """Open the store and read back everything it holds."""
+    async def open(self) -> None:
+        """Open the store (creating it if it allows); reads none of its records."""
     async def close(self) -> None:
         """Flush and close; the store may be opened again."""
     async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
@@ -368,7 +393,29 @@ class Store(Protocol):
     async def save_edge(self, edge: LineageEdge) -> None:
         """Write a lineage edge between two sessions the store holds (same pair: replaced)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
-        """Replace the whole lineage index (nodes and edges) by these, in one transaction."""
+        """Replace the whole lineage index by these and record `INDEX_VERSION`, in one transaction."""
+    async def index_version(self) -> int | None:
+        """The `INDEX_VERSION` the index was last rebuilt with (``None``: never). Reads no rows."""
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None:
+        """One session's record, or ``None``."""
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
+        """A session's own turns (not those a fork inherits), in ordinal order."""
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
+        """The turn with this turn id, or else with this message id, or ``None``."""
+    async def running_turns(self) -> Sequence[TurnRecord]:
+        """Every turn still ``running`` (after a crash: those it interrupted)."""
+    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
+        """The forks and spawns of a session, in creation order."""
+    async def list_sessions(self) -> Sequence[SessionRecord]:
+        """Every session, in creation order."""
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
+        """The nodes of these sessions (those the index holds), in the order asked."""
+    async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal['out', 'in']) -> Sequence[LineageEdge]:
+        """Edges out of (or into) these sessions: per session in the order asked, then in writing order."""
+    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
+        """Edges whose artifact has this type and source id, in writing order."""
+    async def read_all(self) -> StoredState:
+        """Everything the store holds (for checks, repair and export: it reads every row)."""
 
 
 class StoreError(ModularError, RuntimeError):

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 import anyio
 
 from ..stores._errors import StoreError
-from ..stores._invariants import Violation, check, recover
+from ..stores._invariants import Violation, check, repair as repair_store
 from ..stores._sqlite import SqliteStore
 from ._lineage import DEFAULT_STORE
 
@@ -61,12 +61,13 @@ async def _fsck(path: str, repair: bool, clock: Callable[[], datetime]) -> tuple
     """(violations found, violations left); the second is empty when sound or repaired."""
     store = SqliteStore(path, create=False, read_only=not repair)
     try:
-        state = await store.open()
+        await store.open()
+        state = await store.read_all()
         found = check(state)
         if not repair or not found or any(not v.repairable for v in found):
             return found, found
-        state = await recover(store, state, clock)
-        return found, check(state)
+        await repair_store(store, state, clock)
+        return found, check(await store.read_all())
     finally:
         await store.close()
 

@@ -141,6 +141,7 @@ def turn_counts(state: StoredState) -> dict[SessionId, int]:
 async def _read(path: str) -> StoredState:
     store = SqliteStore(path, read_only=True)
     try:
-        return await store.open()
+        await store.open()
+        return await store.read_all()
     finally:
         await store.close()

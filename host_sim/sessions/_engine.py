@@ -55,7 +55,8 @@ from ..lineage._types import LineageEdge, SessionNode
 from ..models._protocol import Model, ModelRequest, ToolCall, ToolResult, ToolSpec
 from ..stores._protocol import Store
 from ..stores._invariants import fork_artifact
-from ..stores._records import SessionRecord, StoredState
+from ..stores._errors import StoreError
+from ..stores._records import SessionRecord
 from ._ids import new_call_id, new_message_id, new_session_id, new_turn_id
 from ._state import SessionState, TurnState, history_view, text_of, turn_at
 
@@ -176,6 +177,7 @@ class Engine:
             ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
             for _, t in tables.tools.values()
         )
+        self._loading = anyio.Lock()
         self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
         self._idle: anyio.Event | None = None
         self._closed = False
@@ -202,8 +204,13 @@ class Engine:
     def now(self) -> datetime:
         return checked_now(self.clock)
 
-    # -- lookup -------------------------------------------------------------------------
-    def get(self, session_id: object) -> SessionState:
+    # -- lookup (lazy: a session is read from the store the first time it is touched) ----
+    async def load(self, session_id: object) -> SessionState:
+        """The live state of a session, read from the store (with its fork chain) on first use.
+
+        Costs one dictionary lookup for a session already touched; otherwise two reads per
+        session of its not-yet-touched ancestry (its record and its own turns).
+        """
         if not isinstance(session_id, str):
             raise InvalidArgumentError(
                 f"a session id is a str (a SessionId), got {session_id!r}; pass session.id",
@@ -211,46 +218,72 @@ class Engine:
                 value=session_id,
             )
         state = self.sessions.get(SessionId(session_id))
-        if state is None:
-            raise UnknownSessionError(
-                f"no session {session_id!r} in this host; use an id from host.sessions.create() "
-                "or a handle's .id",
-                session_id=session_id,
-            )
+        if state is not None:
+            return state
+        async with self._loading:  # one reader builds a session's state; the rest reuse it
+            return await self._load(SessionId(session_id))
+
+    async def _load(self, session_id: SessionId) -> SessionState:
+        chain: list[SessionRecord] = []  # the session, then ancestors not yet live (iterative)
+        current = session_id
+        while (state := self.sessions.get(current)) is None:
+            record = await self.store.get_session(current)
+            if record is None:
+                if not chain:
+                    raise UnknownSessionError(
+                        f"no session {session_id!r} in this host or its store; use an id from "
+                        "host.sessions.create() or a handle's .id",
+                        session_id=session_id,
+                    )
+                child = chain[-1]
+                raise _damaged(
+                    self.store,
+                    f"session {child.id!r} is a {child.lineage.kind} of {current!r}, which the store does not hold",
+                )
+            chain.append(record)
+            if record.lineage.kind == "root":
+                break
+            current = record.lineage.parent_session_id
+        for record in reversed(chain):
+            self.sessions[record.id] = await self._materialize(record)
+        return self.sessions[session_id]
+
+    async def _materialize(self, record: SessionRecord) -> SessionState:
+        """A session's live state from its record and own turns; its parent is already live."""
+        lineage = record.lineage
+        parent: SessionState | None = None
+        anchor: TurnState | None = None
+        if lineage.kind != "root":
+            parent = self.sessions[lineage.parent_session_id]
+            if lineage.kind == "fork":
+                anchor = turn_at(parent, lineage.parent_turn_ordinal)
+                if anchor is None or anchor.status != "completed":
+                    raise _damaged(
+                        self.store,
+                        f"fork {record.id!r} is anchored at turn {lineage.parent_turn_ordinal} of "
+                        f"{parent.id!r}, which is {'missing' if anchor is None else anchor.status}",
+                    )
+        state = SessionState(record=record, parent=parent, anchor=anchor, last_completed=anchor)
+        for turn_record in await self.store.get_turns(record.id):
+            turn = TurnState.from_record(turn_record)
+            if turn.ordinal != state.next_ordinal:
+                raise _damaged(
+                    self.store,
+                    f"session {record.id!r} has turn {turn.ordinal} where turn {state.next_ordinal} belongs",
+                )
+            state.add_turn(turn)
+            if turn.status == "completed":
+                state.add_entry(turn)
+                state.last_completed = turn
         return state
 
-    # -- restore ------------------------------------------------------------------------
-    def restore(self, stored: StoredState) -> None:
-        """Rebuild live state from sound records (`recover` ran first): parents before children."""
-        turns_by_session: dict[SessionId, list[TurnState]] = {}
-        for turn_record in sorted(stored.turns, key=lambda t: t.ordinal):
-            turns_by_session.setdefault(turn_record.session_id, []).append(TurnState.from_record(turn_record))
-        pending = list(stored.sessions)
-        while pending:
-            rest: list[SessionRecord] = []
-            for record in pending:
-                lineage = record.lineage
-                parent: SessionState | None = None
-                anchor: TurnState | None = None
-                if lineage.kind != "root":
-                    parent = self.sessions.get(lineage.parent_session_id)
-                    if parent is None:
-                        rest.append(record)
-                        continue
-                    if lineage.kind == "fork":
-                        anchor = turn_at(parent, lineage.parent_turn_ordinal)
-                state = SessionState(record=record, parent=parent, anchor=anchor, last_completed=anchor)
-                for turn in turns_by_session.get(record.id, ()):
-                    state.add_turn(turn)
-                    if turn.status == "completed":
-                        state.add_entry(turn)
-                        state.last_completed = turn
-                self.sessions[record.id] = state
-                if parent is not None:
-                    parent.add_child(state)
-            if len(rest) == len(pending):  # `check` refuses unknown parents: never reached
-                raise AssertionError(f"sessions with unknown parents: {[r.id for r in rest]}")
-            pending = rest
+    async def children(self, state: SessionState) -> list[SessionState]:
+        """The forks and spawns of a session, in creation order (read from the store)."""
+        return [await self.load(r.id) for r in await self.store.child_sessions(state.id)]
+
+    async def all_sessions(self) -> list[SessionState]:
+        """Every session of the store, in creation order."""
+        return [await self.load(r.id) for r in await self.store.list_sessions()]
 
     # -- hooks --------------------------------------------------------------------------
     async def before(
@@ -297,17 +330,15 @@ class Engine:
                 )
 
     # -- sessions -----------------------------------------------------------------------
-    async def _add_session(self, state: SessionState, edge: LineageEdge | None) -> None:
+    async def _add_session(self, state: SessionState, edge: LineageEdge | None) -> SessionState:
         """Write the session, its node and its edge in one transaction, then make it live."""
         record = state.record
         node = SessionNode(session_id=record.id, created_at=record.created_at, agent_id=record.agent_id)
         self.check_open(f"create session {record.id!r}")
         with anyio.CancelScope(shield=True):  # a started write always finishes and is seen
             await self.store.create_session(record, node, edge)
-        self.sessions[record.id] = state
-        if state.parent is not None:
-            state.parent.add_child(state)
-        self.graph._add_session(node, edge)
+        # A reader (list, children) may have loaded it from the store meanwhile: keep one state.
+        return self.sessions.setdefault(record.id, state)
 
     def _runner(self, session_id: SessionId, model: str) -> AiRunnerId:
         return AiRunnerId(f"{model}:{session_id}")
@@ -338,9 +369,7 @@ class Engine:
             created_at=self.now(),
             agent_id=agent.id if agent is not None else None,
         )
-        state = SessionState(record=record)
-        await self._add_session(state, None)
-        return state
+        return await self._add_session(SessionState(record=record), None)
 
     async def fork(
         self,
@@ -387,8 +416,7 @@ class Engine:
             from_session_id=parent.id, to_session_id=session_id, relation="branched_from", created_at=now, artifact=anchor.artifact
         )
         state = SessionState(record=record, parent=parent, anchor=anchor, last_completed=anchor)
-        await self._add_session(state, edge)
-        return state
+        return await self._add_session(state, edge)
 
     async def spawn(self, parent: SessionState, metadata: AiSessionDisplayMetadata | None, actor: Actor) -> SessionState:
         _check_metadata(metadata)
@@ -421,9 +449,7 @@ class Engine:
             created_at=now,
         )
         edge = LineageEdge(from_session_id=parent.id, to_session_id=session_id, relation="spawned_by", created_at=now)
-        state = SessionState(record=record, parent=parent)
-        await self._add_session(state, edge)
-        return state
+        return await self._add_session(SessionState(record=record, parent=parent), edge)
 
     async def wait_completed(self, turn: TurnState, actor: Actor) -> TurnState:
         """Wait for ``turn`` to finish; raise `TurnFailedError` unless it completed.
@@ -793,3 +819,13 @@ def _check_metadata(metadata: object) -> None:
 
 def close_names(name: str, known: Sequence[str]) -> list[str]:
     return difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
+
+
+def _damaged(store: Store, problem: str) -> StoreError:
+    path = getattr(store, "path", None)
+    where = "the store" if path is None else f"the store {str(path)!r}"
+    return StoreError(
+        f"{where} is damaged: {problem}; the records themselves are wrong: see every problem "
+        "with 'host-sim fsck --store PATH'",
+        path=None if path is None else str(path),
+    )

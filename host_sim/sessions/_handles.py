@@ -223,7 +223,8 @@ class SessionHandle(metaclass=NoPublicConstructor):
         return None if parent is None else SessionHandle._create(self._engine, parent, self._actor)
 
     async def children(self) -> list[AiSessionHandle]:
-        return [SessionHandle._create(self._engine, c, self._actor) for c in self._state.children or ()]
+        children = await self._engine.children(self._state)
+        return [SessionHandle._create(self._engine, c, self._actor) for c in children]
 
     async def turns(self) -> list[AiTurnHandle]:
         return [self._turn(t) for t in history(self._state)]
@@ -267,12 +268,12 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
     async def get(self, session_id: str) -> SessionHandle:
         """The session with this id; raises `UnknownSessionError`."""
         self._engine.check_open(f"get session {session_id!r}")
-        return SessionHandle._create(self._engine, self._engine.get(session_id), self._actor)
+        return SessionHandle._create(self._engine, await self._engine.load(session_id), self._actor)
 
     async def list(self) -> list[SessionHandle]:
         """Every session of the host, in creation order."""
         self._engine.check_open("list sessions")
-        return [SessionHandle._create(self._engine, s, self._actor) for s in self._engine.sessions.values()]
+        return [SessionHandle._create(self._engine, s, self._actor) for s in await self._engine.all_sessions()]
 
 
 @final

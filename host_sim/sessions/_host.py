@@ -160,14 +160,14 @@ class Host:
             else:
                 mods.append(spec)
         tables = ModTables.build(mods)
-        stored = await self._store.open()
+        await self._store.open()
         try:
-            stored = await recover(self._store, stored, lambda: checked_now(self._clock))
+            await recover(self._store, lambda: checked_now(self._clock))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._store.close()
             raise
-        graph = LineageGraph(self._store, clock=self._clock, nodes=stored.nodes, edges=stored.edges)
+        graph = LineageGraph(self._store, clock=self._clock)
         engine = Engine(
             tables=tables,
             model=self._model,
@@ -179,7 +179,6 @@ class Host:
             max_tool_rounds=self._max_tool_rounds,
             cwd=self._cwd,
         )
-        engine.restore(stored)
         self._engine, self._lineage = engine, graph
         self._sessions = AiSessionsImpl._create(engine, None)
         task_group = anyio.create_task_group()
@@ -267,10 +266,10 @@ class Host:
         """Every effect's status, in declaration order."""
         return list(self._effects.values())
 
-    def _session(self, session: SessionHandle | SessionId | str) -> SessionState:
+    async def _session(self, session: SessionHandle | SessionId | str) -> SessionState:
         engine = self._open()
         if isinstance(session, SessionHandle):
-            return engine.get(session.id)
+            return await engine.load(session.id)
         if not isinstance(session, str):
             raise InvalidArgumentError(
                 f"expected a session handle or id, got {session!r}; pass a handle from "
@@ -278,7 +277,7 @@ class Host:
                 argument="session",
                 value=session,
             )
-        return engine.get(session)
+        return await engine.load(session)
 
     async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
         """What the user types: ``/name argument`` runs a slash command, anything else is a prompt.
@@ -286,7 +285,7 @@ class Host:
         Never raises for a failed command or turn: see `Submission.error`.
         """
         engine = self._open()
-        state = self._session(session)
+        state = await self._session(session)
         if not isinstance(text, str):
             raise InvalidArgumentError(
                 f"submit() takes the typed text as a str, got {text!r}", argument="text", value=text
@@ -414,7 +413,7 @@ class Host:
 
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """The session's history as text, authors and notifications marked."""
-        state = self._session(session)
+        state = await self._session(session)
         return render_transcript(history(state), state.id)
 
 

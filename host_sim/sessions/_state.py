@@ -86,9 +86,9 @@ class SessionState:
     """A session: its record, its own turns, and (for a fork) the anchor it continues from.
 
     ``parent`` is the session it was forked or spawned from; ``anchor`` is set only for a
-    fork and is the last inherited turn. ``own`` (own turns, by ordinal), ``entries`` (what
-    the model sees of own completed turns, in order) and ``children`` are created on first
-    use to keep an untouched fork small.
+    fork and is the last inherited turn. ``own`` (own turns, by ordinal) and ``entries``
+    (what the model sees of own completed turns, in order) are created on first use to keep
+    an untouched fork small. Children are not held: the store lists them.
     """
 
     record: SessionRecord
@@ -96,7 +96,6 @@ class SessionState:
     anchor: TurnState | None = None
     own: list[TurnState] | None = None
     entries: list[HistoryEntry] | None = None
-    children: list[SessionState] | None = None
     last_completed: TurnState | None = None  # the last turn completed *and* durable
     queue: anyio.Lock | None = None  # FIFO of sends: the holder runs the session's one turn
 
@@ -144,11 +143,6 @@ class SessionState:
         lineage = self.record.lineage
         return 0 if lineage.kind == "root" else lineage.depth
 
-    def add_child(self, child: SessionState) -> None:
-        if self.children is None:
-            self.children = [child]
-        else:
-            self.children.append(child)
 
 
 def _owner(session: SessionState, ordinal: int) -> SessionState | None:

@@ -1,8 +1,9 @@
-"""Where a host keeps sessions, finished turns and lineage: `MemoryStore`, `SqliteStore`."""
+"""Where a host keeps sessions, turns and lineage: `MemoryStore`, `SqliteStore`."""
 
 from ._errors import StoreError as StoreError
 from ._errors import StoreLockedError as StoreLockedError
 from ._memory import MemoryStore as MemoryStore
+from ._protocol import INDEX_VERSION as INDEX_VERSION
 from ._protocol import Store as Store
 from ._records import SessionRecord as SessionRecord
 from ._records import StoredState as StoredState
@@ -11,6 +12,7 @@ from ._sqlite import SCHEMA_VERSION as SCHEMA_VERSION
 from ._sqlite import SqliteStore as SqliteStore
 
 __all__ = [
+    "INDEX_VERSION",
     "SCHEMA_VERSION",
     "MemoryStore",
     "SessionRecord",

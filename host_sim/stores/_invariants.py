@@ -1,7 +1,8 @@
 """The one invariant checker of a store, and the one function that derives its lineage index.
 
-`check` is what ``host-sim fsck`` runs, what a host runs when it opens a store, and what
-the tests run after every step of their state machines and after every crash. `derive_index`
+`check` is what ``host-sim fsck`` runs, what a host runs when it opens a store whose index
+is of another `INDEX_VERSION`, and what the tests run after every step of their state
+machines and after every crash. `derive_index`
 is what ``fsck --repair`` and a host opening a store with a stale index write back.
 
 Authoritative data (session and turn records) can only be reported; derived data (the
@@ -21,7 +22,7 @@ from modular_sdk import SessionId
 
 from ..lineage._types import LineageArtifact, LineageEdge, SessionNode
 from ._errors import StoreError
-from ._protocol import Store
+from ._protocol import INDEX_VERSION, Store
 from ._records import SessionRecord, StoredState, TurnRecord
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "fork_artifact",
     "interrupted",
     "recover",
+    "repair",
 ]
 
 INTERRUPTED: Final = "interrupted: the host stopped before it completed"
@@ -323,15 +325,32 @@ def _ranges(values: Sequence[int]) -> str:
     return f"[{shown}{', ...' if len(values) > 8 else ''}]"
 
 
-async def recover(store: Store, state: StoredState, clock: Callable[[], datetime]) -> StoredState:
-    """Make what a store holds sound for a host to open, or raise `StoreError` naming the damage.
+async def repair(store: Store, state: StoredState, clock: Callable[[], datetime]) -> None:
+    """What ``fsck --repair`` does to a store whose records are sound: fails turns a crash
+    left ``running`` and rebuilds the lineage index from the records (always: the repair is
+    also how an index damaged by hand is made right again)."""
+    for turn in state.turns:
+        if turn.status == "running":
+            await store.finish_turn(interrupted(turn, clock()))
+    nodes, edges = derive_index(await store.read_all())
+    await store.rebuild_index(nodes, edges)
 
-    Marks turns a crash left ``running`` failed (`INTERRUPTED`) and rebuilds a missing or
-    stale lineage index from the records, each through the store; returns the state as it
-    now is. Damage to the records themselves cannot be repaired: it raises, listing it.
+
+async def recover(store: Store, clock: Callable[[], datetime]) -> None:
+    """Make a store sound for a host to open, reading no more than it must.
+
+    Marks turns a crash left ``running`` failed (`INTERRUPTED`), found through the store's
+    index of running turns. When the store says its lineage index was not built by this
+    `INDEX_VERSION` (a store from an older host, or one ``fsck`` found stale but could not
+    repair), reads every record once, checks it, and rebuilds the index; damage to the
+    records themselves cannot be repaired: it raises `StoreError`, listing it.
     """
-    violations = check(state)
-    damage = [v for v in violations if not v.repairable]
+    for turn in await store.running_turns():
+        await store.finish_turn(interrupted(turn, clock()))
+    if await store.index_version() == INDEX_VERSION:
+        return
+    state = await store.read_all()
+    damage = [v for v in check(state) if not v.repairable]
     if damage:
         path = getattr(store, "path", None)
         where = f"the store {str(path)!r}" if path is not None else "the store"
@@ -343,16 +362,5 @@ async def recover(store: Store, state: StoredState, clock: Callable[[], datetime
             "problem with 'host-sim fsck --store PATH'",
             path=None if path is None else str(path),
         )
-    if not violations:
-        return state
-    turns = list(state.turns)
-    for index, turn in enumerate(turns):
-        if turn.status == "running":
-            turns[index] = interrupted(turn, clock())
-            await store.finish_turn(turns[index])
-    state = attrs.evolve(state, turns=tuple(turns))
-    if any(v.code == "index-stale" for v in violations):
-        nodes, edges = derive_index(state)
-        await store.rebuild_index(nodes, edges)
-        state = attrs.evolve(state, nodes=nodes, edges=edges)
-    return state
+    nodes, edges = derive_index(state)
+    await store.rebuild_index(nodes, edges)

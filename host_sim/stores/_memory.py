@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import final
+from typing import Literal, final
 
 from modular_sdk import SessionId, TurnId
 
 from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError
+from ._protocol import INDEX_VERSION
 from ._records import SessionRecord, StoredState, TurnRecord
 
 __all__ = ["MemoryStore"]
+
+_Pair = tuple[SessionId, SessionId]
 
 
 @final
@@ -19,8 +22,9 @@ class MemoryStore:
     """A store that keeps what a host writes in memory, for as long as this object lives.
 
     The default store of `Host`. Records are kept as given (they are immutable), never
-    copied. A host closed and reopened on the same `MemoryStore` sees every session, turn,
-    node and edge written before; nothing survives the process. It keeps the same rules as
+    copied, and indexed by every key a host reads by, so each read costs what it returns.
+    A host closed and reopened on the same `MemoryStore` sees every session, turn, node
+    and edge written before; nothing survives the process. It keeps the same rules as
     `SqliteStore`: session records never change, a turn is begun once and finished once.
     Use `SqliteStore` to keep them on disk.
 
@@ -28,36 +32,49 @@ class MemoryStore:
     >>> async with Host(store=store) as host: ...  # doctest: +SKIP
     """
 
-    __slots__ = ("_edges", "_nodes", "_open", "_ordinals", "_sessions", "_turns")
+    __slots__ = (
+        "_by_artifact",
+        "_by_message",
+        "_children",
+        "_edges",
+        "_in",
+        "_index_version",
+        "_nodes",
+        "_open",
+        "_out",
+        "_running",
+        "_sessions",
+        "_turns",
+        "_turns_of",
+    )
 
     def __init__(self) -> None:
         self._open = False
         self._sessions: dict[SessionId, SessionRecord] = {}
+        self._children: dict[SessionId, list[SessionId]] = {}
         self._turns: dict[TurnId, TurnRecord] = {}
-        self._ordinals: set[tuple[SessionId, int]] = set()
+        self._turns_of: dict[SessionId, list[TurnRecord]] = {}
+        self._by_message: dict[str, TurnId] = {}
+        self._running: dict[TurnId, None] = {}
         self._nodes: dict[SessionId, SessionNode] = {}
-        self._edges: dict[tuple[SessionId, SessionId], LineageEdge] = {}
+        self._edges: dict[_Pair, LineageEdge] = {}
+        self._out: dict[SessionId, dict[SessionId, None]] = {}
+        self._in: dict[SessionId, SessionId | dict[SessionId, None]] = {}  # one parent: held directly
+        self._by_artifact: dict[tuple[str, str], dict[_Pair, None]] = {}
+        self._index_version: int | None = INDEX_VERSION
 
     def __repr__(self) -> str:
         return f"<MemoryStore {len(self._sessions)} sessions, {len(self._turns)} turns, {len(self._edges)} edges>"
 
-    async def open(self) -> StoredState:
-        """Open the store; returns everything written to it so far.
-
-        Sessions, turns, nodes and edges come in the order first written (a rewrite keeps
-        its place). Opening an open store only reads it again.
-        """
+    async def open(self) -> None:
+        """Open the store; what was written to it before is still there."""
         self._open = True
-        return StoredState(
-            sessions=tuple(self._sessions.values()),
-            turns=tuple(self._turns.values()),
-            nodes=tuple(self._nodes.values()),
-            edges=tuple(self._edges.values()),
-        )
 
     async def close(self) -> None:
-        """Close the store; the records stay, and `open` returns them again."""
+        """Close the store; the records stay for the next `open`."""
         self._open = False
+
+    # -- writes ---------------------------------------------------------------------------
 
     async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
         """Keep a new session, its node and its edge; refuses an id already kept."""
@@ -68,31 +85,53 @@ class MemoryStore:
                 "create a new session instead"
             )
         self._sessions[record.id] = record
+        if record.lineage.kind != "root":
+            self._children.setdefault(record.lineage.parent_session_id, []).append(record.id)
         self._nodes[node.session_id] = node
         if edge is not None:
-            self._edges[edge.from_session_id, edge.to_session_id] = edge
+            self._put_edge(edge)
 
     async def begin_turn(self, record: TurnRecord) -> None:
         """Keep a turn that starts (status ``running``)."""
         self._check_open()
-        key = (record.session_id, record.ordinal)
-        if record.status != "running" or record.id in self._turns or key in self._ordinals:
+        own = self._turns_of.get(record.session_id, ())
+        if (
+            record.status != "running"
+            or record.id in self._turns
+            or any(t.ordinal == record.ordinal for t in own[-1:])
+            or (own and record.ordinal < own[-1].ordinal and any(t.ordinal == record.ordinal for t in own))
+        ):
             raise StoreError(
                 f"cannot begin turn {record.ordinal} ({record.id!r}) of session "
                 f"{record.session_id!r}: a turn begins once, running, at a free ordinal"
             )
         self._turns[record.id] = record
-        self._ordinals.add(key)
+        turns = self._turns_of.setdefault(record.session_id, [])
+        turns.append(record)
+        if len(turns) > 1 and turns[-2].ordinal > record.ordinal:
+            turns.sort(key=lambda t: t.ordinal)
+        self._by_message.setdefault(record.message_id, record.id)
+        self._running[record.id] = None
 
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record."""
         self._check_open()
         old = self._turns.get(record.id)
-        if old is None or old.status != "running" or record.status == "running" or old.ordinal != record.ordinal:
-            raise StoreError(
-                f"cannot finish turn {record.id!r}: only a running turn can be finished, once"
-            )
+        if (
+            old is None
+            or old.status != "running"
+            or record.status == "running"
+            or old.ordinal != record.ordinal
+            or old.session_id != record.session_id
+        ):
+            raise StoreError(f"cannot finish turn {record.id!r}: only a running turn can be finished, once")
         self._turns[record.id] = record
+        own = self._turns_of[record.session_id]
+        index = len(own) - 1
+        while own[index].id != record.id:  # the running turn is (nearly always) the last
+            index -= 1
+        own[index] = record
+        del self._running[record.id]
 
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a session kept here."""
@@ -107,13 +146,103 @@ class MemoryStore:
         for end in (edge.from_session_id, edge.to_session_id):
             if end not in self._sessions:
                 raise StoreError(f"no session {end!r} is stored; an edge joins two stored sessions")
-        self._edges[edge.from_session_id, edge.to_session_id] = edge
+        self._put_edge(edge)
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge."""
         self._check_open()
         self._nodes = {n.session_id: n for n in nodes}
-        self._edges = {(e.from_session_id, e.to_session_id): e for e in edges}
+        self._edges, self._out, self._in, self._by_artifact = {}, {}, {}, {}
+        for edge in edges:
+            self._put_edge(edge)
+        self._index_version = INDEX_VERSION
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def index_version(self) -> int | None:
+        self._check_open()
+        return self._index_version
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None:
+        self._check_open()
+        return self._sessions.get(session_id)
+
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
+        self._check_open()
+        return tuple(self._turns_of.get(session_id, ()))
+
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
+        self._check_open()
+        found = self._turns.get(TurnId(turn_or_message_id))
+        if found is None:
+            by_message = self._by_message.get(turn_or_message_id)
+            found = None if by_message is None else self._turns[by_message]
+        return found
+
+    async def running_turns(self) -> Sequence[TurnRecord]:
+        self._check_open()
+        return tuple(self._turns[t] for t in self._running)
+
+    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
+        self._check_open()
+        return tuple(self._sessions[c] for c in self._children.get(session_id, ()))
+
+    async def list_sessions(self) -> Sequence[SessionRecord]:
+        self._check_open()
+        return tuple(self._sessions.values())
+
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
+        self._check_open()
+        return tuple(node for s in session_ids if (node := self._nodes.get(s)) is not None)
+
+    async def get_edges(
+        self, session_ids: Sequence[SessionId], direction: Literal["out", "in"]
+    ) -> Sequence[LineageEdge]:
+        self._check_open()
+        out: list[LineageEdge] = []
+        if direction == "out":
+            for s in session_ids:
+                out += (self._edges[s, t] for t in self._out.get(s, ()))
+        else:
+            for s in session_ids:
+                sources = self._in.get(s, ())
+                out += (self._edges[f, s] for f in ((sources,) if isinstance(sources, str) else sources))
+        return tuple(out)
+
+    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
+        self._check_open()
+        return tuple(self._edges[p] for p in self._by_artifact.get((artifact_type, source_id), ()))
+
+    async def read_all(self) -> StoredState:
+        """Everything kept, in the order first written (a rewrite keeps its place)."""
+        self._check_open()
+        return StoredState(
+            sessions=tuple(self._sessions.values()),
+            turns=tuple(self._turns.values()),
+            nodes=tuple(self._nodes.values()),
+            edges=tuple(self._edges.values()),
+        )
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _put_edge(self, edge: LineageEdge) -> None:
+        pair = (edge.from_session_id, edge.to_session_id)
+        old = self._edges.get(pair)
+        new_key = None if edge.artifact is None else (edge.artifact.type, edge.artifact.source_id)
+        if old is not None and old.artifact is not None and (old.artifact.type, old.artifact.source_id) != new_key:
+            self._by_artifact[old.artifact.type, old.artifact.source_id].pop(pair, None)
+        self._edges[pair] = edge  # a replaced edge keeps its place
+        self._out.setdefault(pair[0], {})[pair[1]] = None
+        sources = self._in.get(pair[1])
+        if sources is None:
+            self._in[pair[1]] = pair[0]
+        elif isinstance(sources, str):
+            if sources != pair[0]:
+                self._in[pair[1]] = {sources: None, pair[0]: None}
+        else:
+            sources[pair[0]] = None
+        if edge.artifact is not None:
+            self._by_artifact.setdefault((edge.artifact.type, edge.artifact.source_id), {})[pair] = None
 
     def _check_open(self) -> None:
         if not self._open:

@@ -1,8 +1,9 @@
 """`SqliteStore`: a durable store in one SQLite file (stdlib ``sqlite3``).
 
-Layout (schema version 2)::
+Layout (schema version 3)::
 
-    meta(key PRIMARY KEY, value)             application = 'host-sim', schema_version = '2'
+    meta(key PRIMARY KEY, value)             application = 'host-sim', schema_version = '3',
+                                             index_version (see `INDEX_VERSION`)
     sessions(id PRIMARY KEY, lineage JSON, metadata JSON, model, cwd, runner_id,
              created_at, agent_id)           -- never updated nor deleted (triggers refuse)
     turns(id PRIMARY KEY, session_id, ordinal, message JSON, message_id, author JSON,
@@ -11,6 +12,10 @@ Layout (schema version 2)::
     nodes(session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics JSON)
     edges(from_session_id, to_session_id, relation, created_at, artifact JSON,
           PRIMARY KEY (from_session_id, to_session_id))
+
+Every read is by key and served by an index: sessions by id and by parent, turns by
+session and ordinal, by message id and (running ones) by status, edges by either end and
+by artifact. Opening reads no rows; a host reads what it touches.
 
 ``sessions`` and ``turns`` are the records; ``nodes`` and ``edges`` are the lineage index,
 derived from them (see ``_invariants``). JSON columns hold what the one converter
@@ -48,16 +53,17 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from modular_sdk import SerializationError
+from modular_sdk import SerializationError, SessionId
 from modular_sdk._json import structure, unstructure
 
 from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError, StoreLockedError
+from ._protocol import INDEX_VERSION
 from ._records import SessionRecord, StoredState, TurnRecord
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The schema this host-sim writes and reads; a store with a newer one is refused, an older one upgraded."""
 
 _APPLICATION: Final = "host-sim"
@@ -82,6 +88,16 @@ CREATE TABLE turns (
 CREATE UNIQUE INDEX turns_by_session ON turns (session_id, ordinal);
 CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns WHEN OLD.status != 'running'
 BEGIN SELECT RAISE(ABORT, 'a finished turn never changes'); END;
+"""
+
+# Version 3: every read a host makes is served by an index (no scans).
+_READ_INDEXES: Final = """
+CREATE INDEX turns_by_message ON turns (message_id);
+CREATE INDEX turns_running ON turns (status) WHERE status = 'running';
+CREATE INDEX sessions_by_parent ON sessions (json_extract(lineage, '$.parent_session_id'));
+CREATE INDEX edges_in ON edges (to_session_id);
+CREATE INDEX edges_by_artifact ON edges (json_extract(artifact, '$.type'), json_extract(artifact, '$.source_id'))
+    WHERE artifact IS NOT NULL;
 """
 
 _RECORD_TRIGGERS: Final = """
@@ -126,6 +142,7 @@ CREATE TABLE edges (
 """
     + _TURNS_TABLE
     + _RECORD_TRIGGERS
+    + _READ_INDEXES
 )
 
 # Version 1 had no constraints on records and a turns table without running turns.
@@ -138,6 +155,10 @@ _UPGRADE_FROM_1: Final = (
     + _RECORD_TRIGGERS
     + "UPDATE meta SET value = '2' WHERE key = 'schema_version';\n"
 )
+
+# Version 2 read everything at open; version 3 reads by key. The index was built by an
+# older host: leaving index_version unset makes the next host rebuild it once.
+_UPGRADE_FROM_2: Final = _READ_INDEXES + "UPDATE meta SET value = '3' WHERE key = 'schema_version';\n"
 
 
 def _script(sql: str) -> list[str]:
@@ -217,6 +238,8 @@ _TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "auth
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
+
+_SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
 
 _FINISH_TURN: Final = (
     "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ? "
@@ -300,27 +323,17 @@ class SqliteStore:
         """Whether this store only reads (and takes no lock)."""
         return self._read_only
 
-    async def open(self) -> StoredState:
-        """Open (or create) the file and read back everything it holds, in writing order.
+    async def open(self) -> None:
+        """Open (or create) the file, checking that it is a host-sim store; reads no records.
 
-        Opening an open store only reads it again. Raises `StoreLockedError` or
-        `StoreError` naming the path (see the class docstring).
+        Opening an open store does nothing. Raises `StoreLockedError` or `StoreError`
+        naming the path (see the class docstring).
         """
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
-            fresh = self._conn is None
             if self._conn is None:
                 self._conn = await anyio.to_thread.run_sync(self._connect)
-            try:
-                return await anyio.to_thread.run_sync(self._read_all, self._conn)
-            except BaseException:
-                if fresh:  # a store that cannot be read is not left open (nor locked)
-                    conn, self._conn = self._conn, None
-                    with anyio.CancelScope(shield=True):
-                        await anyio.to_thread.run_sync(conn.close)
-                    self._unlock()
-                raise
 
     async def close(self) -> None:
         """Close the connection and release the file; everything acknowledged is on disk. Idempotent.
@@ -394,13 +407,112 @@ class SqliteStore:
         )
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
-        """Replace every node and edge in one transaction."""
+        """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
         steps = [_Step("DELETE FROM nodes", (), ""), _Step("DELETE FROM edges", (), "")]
         steps += [_Step(_NODES.insert, _NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
         steps += [_Step(_EDGES.insert, _EDGES.row(e), "cannot write an edge") for e in edges]
+        steps.append(_Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
         await self._transact(steps)
 
+    # -- reads ----------------------------------------------------------------------------
+
+    async def index_version(self) -> int | None:
+        """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
+        rows = await self._query("SELECT value FROM meta WHERE key = 'index_version'", ())
+        if not rows:
+            return None
+        raw = rows[0][0]
+        return int(raw) if isinstance(raw, str) and raw.isdigit() else None
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None:
+        found = await self._records(_SESSIONS, SessionRecord, "WHERE id = ?", (session_id,))
+        return found[0] if found else None
+
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
+        return await self._records(_TURNS, TurnRecord, "WHERE session_id = ? ORDER BY ordinal", (session_id,))
+
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
+        found = await self._records(_TURNS, TurnRecord, "WHERE id = ?", (turn_or_message_id,))
+        if not found:
+            found = await self._records(
+                _TURNS, TurnRecord, "WHERE message_id = ? ORDER BY rowid LIMIT 1", (turn_or_message_id,)
+            )
+        return found[0] if found else None
+
+    async def running_turns(self) -> Sequence[TurnRecord]:
+        return await self._records(_TURNS, TurnRecord, "WHERE status = 'running' ORDER BY rowid", ())
+
+    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
+        return await self._records(
+            _SESSIONS,
+            SessionRecord,
+            "WHERE json_extract(lineage, '$.parent_session_id') = ? ORDER BY rowid",
+            (session_id,),
+        )
+
+    async def list_sessions(self) -> Sequence[SessionRecord]:
+        return await self._records(_SESSIONS, SessionRecord, "ORDER BY rowid", ())
+
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
+        found: dict[str, SessionNode] = {}
+        for chunk in _chunks(session_ids):
+            marks = ", ".join("?" for _ in chunk)
+            for node in await self._records(_NODES, SessionNode, f"WHERE session_id IN ({marks})", tuple(chunk)):
+                found[node.session_id] = node
+        return tuple(found[s] for s in session_ids if s in found)
+
+    async def get_edges(
+        self, session_ids: Sequence[SessionId], direction: Literal["out", "in"]
+    ) -> Sequence[LineageEdge]:
+        column = "from_session_id" if direction == "out" else "to_session_id"
+        by_session: dict[str, list[LineageEdge]] = {}
+        for chunk in _chunks(session_ids):
+            marks = ", ".join("?" for _ in chunk)
+            for edge in await self._records(
+                _EDGES, LineageEdge, f"WHERE {column} IN ({marks}) ORDER BY rowid", tuple(chunk)
+            ):
+                key = edge.from_session_id if direction == "out" else edge.to_session_id
+                by_session.setdefault(key, []).append(edge)
+        return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
+
+    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
+        return await self._records(
+            _EDGES,
+            LineageEdge,
+            "WHERE artifact IS NOT NULL AND json_extract(artifact, '$.type') = ? "
+            "AND json_extract(artifact, '$.source_id') = ? ORDER BY rowid",
+            (artifact_type, source_id),
+        )
+
+    async def read_all(self) -> StoredState:
+        """Every record and index row, in writing order (a check or a repair reads it all)."""
+        lock, conn = self._lock, self._conn
+        if lock is None or conn is None:
+            raise self._closed_error()
+        async with lock:
+            return await anyio.to_thread.run_sync(self._read_all, conn)
+
     # -- internals -----------------------------------------------------------------------
+
+    async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
+        lock, conn = self._lock, self._conn
+        if lock is None or conn is None:
+            raise self._closed_error()
+        async with lock:  # one call at a time on the one connection, between commits
+
+            def run() -> list[tuple[object, ...]]:
+                try:
+                    return conn.execute(sql, params).fetchall()
+                except sqlite3.Error as exc:
+                    raise self._fail(f"cannot be read ({exc})", "the file is damaged; run host-sim fsck on it") from exc
+
+            return await anyio.to_thread.run_sync(run)
+
+    async def _records(
+        self, table: _Table, record: type[_R], where: str, params: tuple[object, ...]
+    ) -> tuple[_R, ...]:
+        rows = await self._query(f"SELECT {', '.join(table.columns)} FROM {table.name} {where}", params)
+        return tuple(self._decode(table, record, row) for row in rows)
 
     async def _transact(self, steps: list[_Step]) -> None:
         lock = self._lock
@@ -613,6 +725,7 @@ class SqliteStore:
                 + _SCHEMA
                 + f"INSERT INTO meta (key, value) VALUES ('application', '{_APPLICATION}');\n"
                 + f"INSERT INTO meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');\n"
+                + f"INSERT INTO meta (key, value) VALUES ('index_version', '{INDEX_VERSION}');\n"
                 + "COMMIT;",
             )
         else:
@@ -621,6 +734,9 @@ class SqliteStore:
                 self._execute_script(conn, "PRAGMA journal_mode = WAL")
                 if version == 1:
                     self._upgrade_from_1(conn)
+                    version = 2
+                if version == 2:
+                    self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _UPGRADE_FROM_2 + "COMMIT;")
         if not self._read_only:
             conn.execute("PRAGMA synchronous = FULL")
 
@@ -695,15 +811,24 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise self._fail(f"cannot be read ({exc})", "the file is damaged; run host-sim fsck on it") from exc
         for row in rows:
-            try:
-                value = table.read(row)
-            except (SerializationError, ValueError, TypeError, RecursionError) as exc:
-                key = ", ".join(repr(row[table.columns.index(k)]) for k in table.key)
-                problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-                raise self._fail(
-                    f"holds an unreadable {table.name} row ({key}): {problem}",
-                    "the file is damaged or was edited by hand; run host-sim fsck on it",
-                ) from None
-            assert isinstance(value, record)
-            out.append(value)
+            out.append(self._decode(table, record, row))
         return tuple(out)
+
+    def _decode(self, table: _Table, record: type[_R], row: Sequence[object]) -> _R:
+        try:
+            value = table.read(row)
+        except (SerializationError, ValueError, TypeError, RecursionError) as exc:
+            key = ", ".join(repr(row[table.columns.index(k)]) for k in table.key)
+            problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise self._fail(
+                f"holds an unreadable {table.name} row ({key}): {problem}",
+                "the file is damaged or was edited by hand; run host-sim fsck on it",
+            ) from None
+        assert isinstance(value, record)
+        return value
+
+
+def _chunks(ids: Sequence[SessionId], size: int = 500) -> list[Sequence[SessionId]]:
+    """Ids in groups small enough for one ``IN (...)`` (SQLite limits bound parameters)."""
+    unique = list(dict.fromkeys(ids))
+    return [unique[i : i + size] for i in range(0, len(unique), size)]

@@ -44,6 +44,11 @@ from modular_sdk import (
     slash_command,
 )
 
+
+async def read_back(store: SqliteStore) -> StoredState:
+    await store.open()
+    return await store.read_all()
+
 WRITER: Path = Path(__file__).resolve()
 """This file: what the harness runs (``sys.executable WRITER PATH ...``)."""
 
@@ -260,7 +265,7 @@ class Acknowledged:
 async def _read_only(path: Path) -> StoredState:
     store = SqliteStore(path, read_only=True)
     try:
-        return await store.open()
+        return await read_back(store)
     finally:
         await store.close()
 

@@ -41,6 +41,7 @@ from modular_sdk import (
     define_mod,
     slash_command,
 )
+from ._stores import read_back
 
 Backend = Literal["asyncio", "trio"]
 StoreKind = Literal["memory", "sqlite"]
@@ -296,7 +297,7 @@ def machine(backend: Backend, store_kind: StoreKind) -> type[RuleBasedStateMachi
                 assert by_id.get(turn_id) == acked, f"acknowledged turn {turn_id} {acked} is now {by_id.get(turn_id)}"
             store: Store = self.memory if store_kind == "memory" else SqliteStore(self.folder / "store.sqlite", read_only=True)
             try:
-                state = await store.open()
+                state = await read_back(store)
             finally:
                 if store_kind == "sqlite":
                     await store.close()

@@ -12,6 +12,7 @@ import pytest
 
 from host_sim.lineage import LineageArtifact, LineageEdge, SessionMetrics, SessionNode
 from host_sim.stores import (
+    INDEX_VERSION,
     SCHEMA_VERSION,
     MemoryStore,
     SessionRecord,
@@ -36,6 +37,7 @@ from modular_sdk import (
     TurnId,
     UserAuthor,
 )
+from ._stores import read_back
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
 PARIS = timezone(timedelta(hours=1))
@@ -206,7 +208,7 @@ async def reopen(make_store: StoreFactory) -> StoredState:
     """Open a new store object on the same data, read it, close it."""
     store = make_store()
     try:
-        return await store.open()
+        return await read_back(store)
     finally:
         await store.close()
 
@@ -230,7 +232,7 @@ async def write_story(store: Store) -> None:
 @pytest.mark.anyio
 async def test_new_store_opens_empty(make_store: StoreFactory) -> None:
     store = make_store()
-    assert await store.open() == StoredState()
+    assert await read_back(store) == StoredState()
     await store.close()
 
 
@@ -308,7 +310,7 @@ async def test_sqlite_file_has_versioned_schema_and_wal(tmp_path: Path) -> None:
         (author,) = conn.execute("SELECT author FROM turns WHERE id = 't-2'").fetchone()
         (message,) = conn.execute("SELECT message FROM turns WHERE id = 't-2'").fetchone()
     conn.close()
-    assert meta == {"application": "host-sim", "schema_version": str(SCHEMA_VERSION)}
+    assert meta == {"application": "host-sim", "schema_version": str(SCHEMA_VERSION), "index_version": str(INDEX_VERSION)}
     assert mode == "wal"
     assert '"kind":"fork"' in lineage
     assert '"kind":"mod"' in author
@@ -395,8 +397,15 @@ async def test_sqlite_reports_a_damaged_row(tmp_path: Path) -> None:
         conn.execute("DROP TRIGGER sessions_never_change")
         conn.execute("""UPDATE sessions SET lineage = '{"kind": "graft"}'""")
     conn.close()
-    with pytest.raises(StoreError, match=r"unreadable sessions row \('s-1'\).*'graft'"):
-        await SqliteStore(path).open()
+    store = SqliteStore(path)
+    await store.open()  # opening reads no rows: the damage shows where a row is read
+    try:
+        with pytest.raises(StoreError, match=r"unreadable sessions row \('s-1'\).*'graft'"):
+            await store.get_session(SessionId("s-1"))
+        with pytest.raises(StoreError, match=r"unreadable sessions row \('s-1'\).*'graft'"):
+            await store.read_all()
+    finally:
+        await store.close()
 
 
 @pytest.mark.anyio

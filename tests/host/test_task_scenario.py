@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from typing import Literal
 
 import anyio
 import pytest
@@ -27,6 +28,7 @@ from modular_sdk import (
     AiSessionDisplayMetadata,
     ForkLineage,
     ModAuthor,
+    SessionId,
     UserAuthor,
 )
 
@@ -173,8 +175,8 @@ class GatedStore:
         self.work_session_id: str | None = None
         self.racer_written = anyio.Event()
 
-    async def open(self) -> StoredState:
-        return await self._inner.open()
+    async def open(self) -> None:
+        await self._inner.open()
 
     async def close(self) -> None:
         await self._inner.close()
@@ -201,6 +203,40 @@ class GatedStore:
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         await self._inner.rebuild_index(nodes, edges)
+
+    # Reads go straight through.
+    async def index_version(self) -> int | None:
+        return await self._inner.index_version()
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None:
+        return await self._inner.get_session(session_id)
+
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
+        return await self._inner.get_turns(session_id)
+
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
+        return await self._inner.find_turn(turn_or_message_id)
+
+    async def running_turns(self) -> Sequence[TurnRecord]:
+        return await self._inner.running_turns()
+
+    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
+        return await self._inner.child_sessions(session_id)
+
+    async def list_sessions(self) -> Sequence[SessionRecord]:
+        return await self._inner.list_sessions()
+
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
+        return await self._inner.get_nodes(session_ids)
+
+    async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal["out", "in"]) -> Sequence[LineageEdge]:
+        return await self._inner.get_edges(session_ids, direction)
+
+    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
+        return await self._inner.find_edges(artifact_type, source_id)
+
+    async def read_all(self) -> StoredState:
+        return await self._inner.read_all()
 
 
 @pytest.mark.anyio
