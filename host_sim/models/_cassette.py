@@ -360,10 +360,10 @@ def _load(path: Path, given: object) -> list[_Call]:
             value=raw[: exc.start + 20],
             type_name="cassette",
         ) from None
-    calls: list[_Call] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        calls.append(_parse_line(path, number, line))
-    return calls
+    lines = text.split("\n")  # not splitlines(): JSON leaves U+2028 and friends unescaped
+    if lines[-1] == "":
+        lines.pop()
+    return [_parse_line(path, number, line) for number, line in enumerate(lines, start=1)]
 
 
 def _parse_line(path: Path, number: int, line: str) -> _Call:
