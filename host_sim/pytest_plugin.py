@@ -22,13 +22,26 @@ an async factory that runs on asyncio and trio through anyio's pytest plugin::
 Every host the factory opens is closed when the test ends, failed or not (effects are
 cancelled, stores closed). The helpers `transcript`, `lineage` and `last_notification`
 (also methods of the fixture) read a session for assertions.
+
+Record a real model once and replay it in CI with ``cassette=``::
+
+    host = await mod_host(mod, cassette="cassettes/task.jsonl",
+                          model=OpenAIModel("llama3.2", base_url="http://localhost:11434/v1"))
+
+The path is relative to the test file's folder. When the cassette exists the host
+replays it (`ReplayModel`: no network, ``model`` is never asked); when it does not, the
+host records it with ``model`` (`RecordingModel`). ``pytest --record-cassettes`` records
+every cassette again. Where the ``CI`` environment variable is set, a missing cassette
+fails the test instead of being recorded: commit the cassettes you recorded.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
+from pathlib import Path
 from typing import TypedDict, final
 
 from typing_extensions import Unpack
@@ -42,14 +55,25 @@ from modular_sdk import (
     AiSessionLineage,
     AiTurnHandle,
     Author,
+    InvalidArgumentError,
     Mod,
 )
 
+from .models._cassette import RecordingModel, ReplayModel
 from .models._protocol import Model
 from .sessions._host import Host
 from .stores._protocol import Store
 
-__all__ = ["HostOptions", "ModHost", "Notification", "last_notification", "lineage", "mod_host", "notifications", "transcript"]
+__all__ = [
+    "HostOptions",
+    "ModHost",
+    "Notification",
+    "last_notification",
+    "lineage",
+    "mod_host",
+    "notifications",
+    "transcript",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -127,15 +151,20 @@ class ModHost:
 
     Each call opens a new `Host` with the given mods (`Mod` values or mod specs) and keyword
     arguments (``model``, ``store``, ``clock``, ``handler_timeout``, ``model_timeout``,
-    ``max_tool_rounds``, ``cwd``), enters it and returns it; the fixture closes every host
+    ``max_tool_rounds``, ``cwd``; ``cassette`` to record or replay the model, see the module
+    docstring), enters it and returns it; the fixture closes every host
     it opened when the test ends, in reverse order, even when the test fails. Obtain it by
     naming ``mod_host`` as an argument of an ``@pytest.mark.anyio`` test.
     """
 
-    def __init__(self, stack: contextlib.AsyncExitStack) -> None:
+    def __init__(
+        self, stack: contextlib.AsyncExitStack, *, folder: str | os.PathLike[str] | None = None, record: bool = False
+    ) -> None:
         self._stack = stack
         self._hosts: list[Host] = []
         self._open = True
+        self._folder = Path(folder) if folder is not None else None
+        self._record = record
 
     @property
     def hosts(self) -> tuple[Host, ...]:
@@ -145,11 +174,18 @@ class ModHost:
     async def __call__(
         self,
         *mods: Mod | str,
+        cassette: str | os.PathLike[str] | None = None,
         **options: Unpack[HostOptions],
     ) -> Host:
-        """Open a host with ``mods`` and return it entered; it is closed when the test ends."""
+        """Open a host with ``mods`` and return it entered; it is closed when the test ends.
+
+        With ``cassette``, the host replays that cassette if it exists and records it with
+        ``model`` if it does not (see the module docstring).
+        """
         if not self._open:
             raise RuntimeError("mod_host was called after its test ended; call it inside the test")
+        if cassette is not None:
+            options["model"] = self._cassette_model(cassette, options.get("model"))
         for index, given in enumerate(mods):
             if isinstance(given, (list, tuple)):
                 raise TypeError(
@@ -160,6 +196,36 @@ class ModHost:
         entered = await self._stack.enter_async_context(host)
         self._hosts.append(entered)
         return entered
+
+    def _cassette_model(self, cassette: str | os.PathLike[str], model: Model | None) -> Model:
+        if not isinstance(cassette, (str, os.PathLike)) or not os.fspath(cassette):
+            raise InvalidArgumentError(
+                f"mod_host's cassette is a path (str or os.PathLike), got {cassette!r}; "
+                "pass e.g. cassette='cassettes/task.jsonl'",
+                argument="cassette",
+                value=cassette,
+            )
+        path = Path(os.fspath(cassette))
+        if not path.is_absolute() and self._folder is not None:
+            path = self._folder / path
+        if path.exists() and not self._record:
+            return ReplayModel(path)
+        if model is None:
+            raise InvalidArgumentError(
+                f"there is no cassette at {str(path)!r} and no model to record it with; pass the real "
+                "model once, e.g. mod_host(mod, cassette=..., model=OpenAIModel('llama3.2', base_url=...))",
+                argument="cassette",
+                value=cassette,
+            )
+        if not self._record and _in_ci():
+            raise InvalidArgumentError(
+                f"there is no cassette at {str(path)!r}, and CI replays cassettes but never records them "
+                "(the CI environment variable is set); record it where the model runs and commit it",
+                argument="cassette",
+                value=cassette,
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return RecordingModel(model, path)
 
     async def transcript(self, session: AiSessionHandle) -> str:
         """The transcript of a session of one of this test's hosts (see ``Host.transcript``)."""
@@ -192,14 +258,29 @@ class ModHost:
         await self._stack.aclose()
 
 
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--record-cassettes``: record every ``mod_host(..., cassette=...)`` again."""
+    parser.addoption(
+        "--record-cassettes",
+        action="store_true",
+        default=False,
+        help="record every mod_host cassette again with its real model (even one that exists, even in CI)",
+    )
+
+
 @pytest.fixture
-async def mod_host(anyio_backend: object) -> AsyncIterator[ModHost]:
+async def mod_host(anyio_backend: object, request: pytest.FixtureRequest) -> AsyncIterator[ModHost]:
     """Async factory of entered hosts: ``host = await mod_host(mod, model=...)``.
 
     Use it from ``@pytest.mark.anyio`` tests (asyncio and trio). Every host is closed when
-    the test ends.
+    the test ends. A ``cassette=`` path is relative to the test file's folder.
     """
-    factory = ModHost(contextlib.AsyncExitStack())
+    record = bool(request.config.getoption("record_cassettes", default=False))
+    factory = ModHost(contextlib.AsyncExitStack(), folder=request.path.parent, record=record)
     try:
         yield factory
     finally:

@@ -17,11 +17,11 @@ class HostOptions(TypedDict):
 @final
 class ModHost:
     """The `mod_host` fixture: ``host = await mod_host(mod, model=...)``."""
-    def __init__(self, stack: contextlib.AsyncExitStack) -> None: ...
+    def __init__(self, stack: contextlib.AsyncExitStack, *, folder: str | os.PathLike[str] | None = None, record: bool = False) -> None: ...
     @property
     def hosts(self) -> tuple[Host, ...]:
         """The hosts opened so far in this test, oldest first."""
-    async def __call__(self, *mods: Mod | str, **options: Unpack[HostOptions]) -> Host:
+    async def __call__(self, *mods: Mod | str, cassette: str | os.PathLike[str] | None = None, **options: Unpack[HostOptions]) -> Host:
         """Open a host with ``mods`` and return it entered; it is closed when the test ends."""
     async def transcript(self, session: AiSessionHandle) -> str:
         """The transcript of a session of one of this test's hosts (see ``Host.transcript``)."""
@@ -49,7 +49,7 @@ async def lineage(session: AiSessionHandle) -> list[AiSessionLineage]:
     """The lineage records from ``session`` up to its root, the session's own first."""
 
 @pytest.fixture
-async def mod_host(anyio_backend: object) -> AsyncIterator[ModHost]:
+async def mod_host(anyio_backend: object, request: pytest.FixtureRequest) -> AsyncIterator[ModHost]:
     """Async factory of entered hosts: ``host = await mod_host(mod, model=...)``."""
 
 async def notifications(session: AiSessionHandle) -> list[Notification]:
