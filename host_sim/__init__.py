@@ -39,7 +39,7 @@ from .sessions._host import Completion as Completion
 from .sessions._host import EffectStatus as EffectStatus
 from .sessions._host import Host as Host
 from .sessions._host import Submission as Submission
-from .sessions._host import ViewResult as ViewResult
+from .lanes._renderer import ViewResult as ViewResult
 from .stores._errors import StoreError as StoreError
 from .stores._errors import StoreLockedError as StoreLockedError
 from .stores._memory import MemoryStore as MemoryStore

@@ -524,7 +524,7 @@ class TurnRecord:
 
 @attrs.frozen(kw_only=True)
 class ViewResult:
-    """What ``host.render_view`` gives back: the text, or the error that replaced it."""
+    """What ``host.render_view`` gives back: the text, or the error that replaced it. Immutable."""
     text: str
     error: str | None = None
 

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import attrs
+
 from ._ext_host import HandlerFailed, call_handler
 
 if TYPE_CHECKING:
-    from modular_sdk._mod import View
+    from modular_sdk import View
 
-    from ..sessions._host import ViewResult
+__all__ = ["ViewResult", "render"]
 
-__all__ = ["render"]
+
+@attrs.frozen(kw_only=True)
+class ViewResult:
+    """What ``host.render_view`` gives back: the text, or the error that replaced it. Immutable."""
+
+    text: str
+    error: str | None = None
 
 
 async def render(mod_id: str, declared: View[object], data: object, *, timeout: float | None) -> ViewResult:
     """``declared.render(data)``; a failure or a non-str result becomes ``ViewResult.error``."""
-    from ..sessions._host import ViewResult
-
     try:
         text = await call_handler(
             f"view {declared.id!r} of mod {mod_id!r}",

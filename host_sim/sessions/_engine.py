@@ -8,7 +8,6 @@ operation is one store transaction, written before the live state changes.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -19,6 +18,8 @@ import attrs
 
 from modular_sdk import (
     ActionDeniedError,
+    ActionEvent,
+    Agent,
     AiMessage,
     AiNotificationMessage,
     AiPromptMessage,
@@ -26,6 +27,7 @@ from modular_sdk import (
     AiSessionDisplayMetadata,
     Allow,
     Author,
+    BeforeActionHook,
     Deny,
     ForkLineage,
     HostClosedError,
@@ -33,20 +35,23 @@ from modular_sdk import (
     Mod,
     ModDefinitionError,
     NoConversationError,
+    PaletteCommand,
     ReentrantTurnError,
     ReplyValidationError,
     RootLineage,
     SerializationError,
     SessionId,
+    SlashCommand,
     SpawnContextError,
     SpawnLineage,
+    Tool,
+    ToolContext,
     TurnFailedError,
     TurnId,
     UnknownSessionError,
+    View,
 )
-from modular_sdk._actions import ActionEvent
 from modular_sdk._json import structure, unstructure
-from modular_sdk._mod import Agent, BeforeActionHook, PaletteCommand, SlashCommand, Tool, View
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
@@ -57,6 +62,7 @@ from ..stores._protocol import Store
 from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
 from ..stores._records import SessionRecord
+from ._explain import turn_failed
 from ._ids import new_call_id, new_message_id, new_session_id, new_turn_id
 from ._state import SessionState, TurnState, history_view, text_of, turn_at
 
@@ -162,6 +168,7 @@ class Engine:
         model_timeout: float | None,
         max_tool_rounds: int,
         cwd: str,
+        tool_context: Callable[[Engine, SessionState, HandlerFrame], ToolContext],
     ) -> None:
         self.tables = tables
         self.model = model
@@ -172,6 +179,7 @@ class Engine:
         self.model_timeout = model_timeout
         self.max_tool_rounds = max_tool_rounds
         self.cwd = cwd
+        self.tool_context = tool_context  # made by the handles module: the engine never imports it
         self.sessions: dict[SessionId, SessionState] = {}
         self.tool_specs = tuple(
             ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
@@ -672,8 +680,6 @@ class Engine:
         except (SerializationError, RecursionError) as exc:
             problem = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             return refused(f"invalid input for tool {call.name!r}: {problem}")
-        from ._handles import SessionHandle, ToolContextImpl
-
         frame = HandlerFrame(
             mod_id=mod.id,
             kind="tool",
@@ -682,9 +688,7 @@ class Engine:
             running_sessions=inside[0],
             running_turns=inside[1],
         )
-        ctx = ToolContextImpl._create(
-            session=SessionHandle._create(self, session, frame), engine=self, frame=frame
-        )
+        ctx = self.tool_context(self, session, frame)
         output = await call_handler(
             f"tool {declared.name!r} of mod {mod.id!r}",
             declared.run,
@@ -785,14 +789,6 @@ def _check_text(argument: str, value: object) -> None:
         )
 
 
-def turn_failed(turn: TurnState) -> TurnFailedError:
-    return TurnFailedError(
-        f"turn {turn.ordinal} of session {turn.session_id!r} failed: {turn.error}",
-        turn_id=turn.id,
-        reason=turn.error or "failed",
-    )
-
-
 def _render_output(value: object) -> str:
     if value is None:
         return ""
@@ -815,10 +811,6 @@ def _check_metadata(metadata: object) -> None:
             argument="metadata",
             value=metadata,
         )
-
-
-def close_names(name: str, known: Sequence[str]) -> list[str]:
-    return difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
 
 
 def _damaged(store: Store, problem: str) -> StoreError:

@@ -13,23 +13,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, final, overload
 
 from modular_sdk import (
+    Agent,
     AgentHandle,
-    AiSessionHandle,
-    AiTurnHandle,
     AiMessage,
     AiNotificationMessage,
     AiRunnerId,
     AiRunResult,
     AiSessionDisplayMetadata,
+    AiSessionHandle,
     AiSessionLineage,
+    AiTurnHandle,
     Author,
     SessionId,
     TurnId,
     TurnStatus,
 )
-from modular_sdk._mod import Agent
 
 from ..lanes._calling import Actor, HandlerFrame
+from ._explain import close_names, turn_failed
 from ._state import SessionState, TurnState, history
 
 if TYPE_CHECKING:
@@ -182,7 +183,6 @@ class SessionHandle(metaclass=NoPublicConstructor):
 
     async def send(self, message: AiMessage) -> TurnHandle:
         """Drive one turn with ``message`` and wait for it; raises `TurnFailedError`."""
-        from ._engine import turn_failed
 
         turn = await self._engine.send(self._state, message, self._actor)
         if turn.status != "completed":
@@ -312,8 +312,6 @@ class AiAgentsImpl(metaclass=NoPublicConstructor):
     def get(self, agent_id: str) -> AgentHandle:
         entry = self._engine.tables.agents.get(agent_id)
         if entry is None:
-            from ._engine import close_names
-
             known = list(self._engine.tables.agents)
             close = close_names(agent_id, known)
             hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -434,3 +432,8 @@ class EffectContextImpl(_Context, metaclass=NoPublicConstructor):
     @property
     def effect_id(self) -> str:
         return self._effect_id
+
+
+def tool_context(engine: Engine, session: SessionState, frame: HandlerFrame) -> ToolContextImpl:
+    """The context a tool handler gets: its session's handle, acting as the tool's mod."""
+    return ToolContextImpl._create(session=SessionHandle._create(engine, session, frame), engine=engine, frame=frame)

@@ -24,14 +24,15 @@ from modular_sdk import (
 
 from ..lanes._calling import USER, HandlerFrame
 from ..lanes._ext_host import HandlerFailed, call_handler
-from ..lanes._renderer import render
+from ..lanes._renderer import ViewResult, render
 from ..lineage._graph import LineageGraph
 from ..models._echo import EchoModel
 from ..models._protocol import Model
 from ..stores._invariants import recover
 from ..stores._memory import MemoryStore
 from ..stores._protocol import Store
-from ._engine import Engine, ModTables, checked_now, close_names
+from ._engine import Engine, ModTables, checked_now
+from ._explain import close_names
 from ._handles import (
     AiSessionsImpl,
     CommandContextImpl,
@@ -39,6 +40,7 @@ from ._handles import (
     SessionHandle,
     SlashCommandContextImpl,
     TurnHandle,
+    tool_context,
 )
 from ._state import SessionState, history
 from ._transcript import render_transcript
@@ -83,14 +85,6 @@ class EffectStatus:
     mod_id: str
     effect_id: str
     state: Literal["running", "finished", "failed", "cancelled"]
-    error: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class ViewResult:
-    """What ``host.render_view`` gives back: the text, or the error that replaced it."""
-
-    text: str
     error: str | None = None
 
 
@@ -178,6 +172,7 @@ class Host:
             model_timeout=self._model_timeout,
             max_tool_rounds=self._max_tool_rounds,
             cwd=self._cwd,
+            tool_context=tool_context,
         )
         self._engine, self._lineage = engine, graph
         self._sessions = AiSessionsImpl._create(engine, None)
