@@ -10,6 +10,7 @@ from modular_sdk import SessionId
 
 from .._examples.background_tasks import mod as task_mod
 from ..lineage._render import render_lineage_tree, select_lineage_chain
+from ._model_option import add_model_options, chosen_model
 from ._options import add_backend, add_store, open_store
 from ._session_io import make_host, report_error
 
@@ -23,8 +24,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Run the /task example (shipped in the package; examples/background_tasks.py "
         "is its readable copy) on the built-in offline EchoModel: one prompt, then "
         "'/task write the tests'; print every session's transcript and the lineage tree. "
-        "The sessions are kept in the store (see --store), so host-sim lineage shows them.",
+        "The sessions are kept in the store (see --store), so host-sim lineage shows them. "
+        "--model runs it on a real or recorded model instead.",
     )
+    add_model_options(parser)
     add_store(parser)
     add_backend(parser)
     parser.set_defaults(handler=_main)
@@ -34,7 +37,7 @@ async def demo(args: argparse.Namespace) -> str:
     """Run the scenario and return what the command prints."""
     store, path = open_store(args)
     out: list[str] = []
-    async with make_host([task_mod], store=store, timeout=30.0) as host:
+    async with make_host([task_mod], store=store, timeout=30.0, model=chosen_model(args)) as host:
         chat = await host.sessions.create()
         out.append(f"$ (in session {chat.id}) Refactor the parser")
         first = await host.submit(chat, "Refactor the parser")
