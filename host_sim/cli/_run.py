@@ -19,8 +19,8 @@ import attrs
 
 from modular_sdk import UnknownSessionError
 
-from ..models._echo import EchoModel
 from ..sessions._host import Host, Submission
+from ._model_option import add_model_options, chosen_model
 from ._observe import Notified, Observation, ObservedModel, ToolLog, ToolReturned, describe, with_tool_calls
 from ._options import add_backend, add_store, add_timeout, open_store
 from ._session_io import format_submission, make_host, misplaced_palette, report_error
@@ -92,6 +92,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--palette", action=_AddStep, const="palette", metavar="ID", help="run this palette command")
     parser.add_argument("--view", action=_AddStep, const="view", metavar="ID", help="render this view (with --data)")
     parser.add_argument("--data", action=_AddData, metavar="JSON", help="the JSON data of the --view before it")
+    add_model_options(parser)
     add_store(parser)
     parser.add_argument(
         "--session", metavar="ID", help="continue this session of the store instead of creating one"
@@ -146,7 +147,7 @@ async def run(args: argparse.Namespace) -> int:
 
     chat_id = ""
     store, store_path = open_store(args)
-    model = ObservedModel(EchoModel(), report)
+    model = ObservedModel(chosen_model(args), report)
     async with make_host(args.specs, store=store, timeout=args.timeout, model=model) as host:
         if args.session:
             try:
