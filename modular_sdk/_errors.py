@@ -51,7 +51,8 @@ class ModularError(Exception):
 
 
 class ModDefinitionError(ModularError, ValueError):
-    """A mod declaration breaks a rule.
+    """A declaration breaks a rule: a mod and its parts, or any frozen value of this package
+    (a message, a lineage record, an author, a decision) built with bad arguments.
 
     ``field`` names the offending field (``"commands[1].id"``), ``value`` is the offending
     value. When `define_mod` finds several problems it raises one `ModDefinitionError` whose

@@ -310,7 +310,7 @@ class ModAuthor:
 
 
 class ModDefinitionError(ModularError, ValueError):
-    """A mod declaration breaks a rule."""
+    """A declaration breaks a rule: a mod and its parts, or any frozen value of this package"""
     field: str | None = field
     value: object = value
     problems: tuple[ModDefinitionError, ...] = tuple(problems) if problems else (self,)
