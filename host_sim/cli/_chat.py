@@ -19,9 +19,9 @@ import anyio.abc
 from anyio.from_thread import start_blocking_portal
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..models._echo import EchoModel
 from ..sessions._host import Completion, Host
 from ._observe import Notified, Observation, ObservedModel, ToolReturned, describe
+from ._model_option import add_model_options, chosen_model
 from ._options import add_backend, add_store, add_timeout, open_store
 from ._session_io import format_submission, make_host, misplaced_palette, report_error
 
@@ -53,6 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "specs", nargs="*", metavar="SPEC", help="mod spec: path/to/file.py or package.module, optionally :attr"
     )
+    add_model_options(parser)
     add_store(parser)
     add_timeout(parser, default=30.0, what="each mod handler")
     add_backend(parser)
@@ -133,7 +134,7 @@ class Chat:
     async def serve(self) -> None:
         """Open the host, run each submitted line in the task group until `finish`."""
         store, _ = open_store(self._args)
-        model = ObservedModel(EchoModel(), self._observe)
+        model = ObservedModel(chosen_model(self._args), self._observe)
         try:
             async with make_host(self._args.specs, store=store, timeout=self._args.timeout, model=model) as host:
                 session = await host.sessions.create()
