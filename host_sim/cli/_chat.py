@@ -9,9 +9,11 @@ blocking portal); the terminal, readline and Ctrl-C stay on the main thread.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 import anyio
@@ -214,21 +216,51 @@ def _install_completer(chat: Chat) -> None:
     readline.parse_and_bind("tab: complete")
 
 
-def converse(chat: Chat, portal: anyio.from_thread.BlockingPortal, read: Callable[[str], str], interactive: bool) -> None:
-    """The main thread's loop: read lines, hand them to the chat, handle Ctrl-C and the end."""
+def _one_line(chat: Chat, portal: anyio.from_thread.BlockingPortal, read: Callable[[str], str], interactive: bool) -> bool:
+    """Read and handle one line; ``False`` when the chat should end."""
     host = chat.host
     assert host is not None
+    chat.prompt_state(True)
+    try:
+        line = read(_PROMPT if interactive else "")
+    except EOFError:
+        if interactive:
+            print()
+        return False
+    finally:
+        chat.prompt_state(False)
+    text = line.rstrip("\n")
+    stripped = text.strip()
+    if stripped in ("/quit", "/exit"):
+        return False
+    if not stripped:
+        pass
+    elif stripped in ("/", "/?"):
+        chat.show(listing(host, "/"))
+    elif text.endswith("?") and text.startswith("/") and " " not in text:
+        chat.show(listing(host, text[:-1]))
+    elif (advice := misplaced_palette(host, stripped)) is not None:
+        chat.show(f"error: {advice}")
+    elif interactive:
+        portal.call(chat.submit, text)
+    else:  # a script's lines run one after another, as it was written
+        portal.call(chat.submit_and_wait, text)
+    return True
+
+
+def converse(chat: Chat, portal: anyio.from_thread.BlockingPortal, read: Callable[[str], str], interactive: bool) -> None:
+    """The main thread's loop: read lines, hand them to the chat, handle Ctrl-C and the end.
+
+    Ctrl-C cancels the running commands; with none running it clears the line, and a
+    second one in a row leaves.
+    """
     interrupts = 0
     while True:
-        chat.prompt_state(True)
         try:
-            line = read(_PROMPT if interactive else "")
-        except EOFError:
-            if interactive:
-                print()
-            break
+            if not _one_line(chat, portal, read, interactive):
+                break
+            interrupts = 0
         except KeyboardInterrupt:
-            chat.prompt_state(False)
             cancelled = portal.call(chat.cancel_running)
             if cancelled:
                 interrupts = 0
@@ -239,34 +271,9 @@ def converse(chat: Chat, portal: anyio.from_thread.BlockingPortal, read: Callabl
                 print()
                 break
             print("^C (Ctrl-C again or Ctrl-D to leave)")
-            continue
-        finally:
-            chat.prompt_state(False)
-        interrupts = 0
-        text = line.rstrip("\n")
-        stripped = text.strip()
-        if not stripped:
-            continue
-        if stripped in ("/quit", "/exit"):
-            break
-        if stripped in ("/", "/?"):
-            chat.show(listing(host, "/"))
-            continue
-        if text.endswith("?") and text.startswith("/") and " " not in text:
-            chat.show(listing(host, text[:-1]))
-            continue
-        advice = misplaced_palette(host, stripped)
-        if advice is not None:
-            chat.show(f"error: {advice}")
-            continue
-        if interactive:
-            portal.call(chat.submit, text)
-        else:  # a script's lines run one after another, as it was written
-            portal.call(chat.submit_and_wait, text)
     waiting = portal.call(chat.running)
     if waiting and interactive:
         chat.show(f"waiting for {waiting} running command{'s' if waiting != 1 else ''} (Ctrl-C cancels)")
-    portal.call(chat.finish)
 
 
 def _read_line(prompt: str) -> str:
@@ -276,12 +283,29 @@ def _read_line(prompt: str) -> str:
     return line
 
 
+@contextlib.contextmanager
+def _loop_thread(backend: str) -> Iterator[anyio.from_thread.BlockingPortal]:
+    """A blocking portal whose threads never take SIGINT.
+
+    The kernel hands a process's SIGINT to any thread that does not block it; when the
+    loop thread (or a worker it starts, which inherits its mask) takes it, the main thread
+    stays asleep in readline and Ctrl-C seems to do nothing until Enter.
+    """
+    with contextlib.ExitStack() as stack:
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            portal = stack.enter_context(start_blocking_portal(backend=backend))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        yield portal
+
+
 def run_chat(args: argparse.Namespace, read: Callable[[str], str] | None = None) -> int:
     """Run the chat until /quit, end of input or two Ctrl-C; exit 0 (1 if the host failed)."""
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     reader: Callable[[str], str] = read if read is not None else (input if interactive else _read_line)
     chat = Chat(args, sys.stdout, interactive and read is None)
-    with start_blocking_portal(backend=args.backend) as portal:
+    with _loop_thread(args.backend) as portal:
         served = portal.start_task_soon(chat.serve)
         chat.ready.wait()
         if chat.host is None:  # the host did not open: serve's error follows
@@ -289,7 +313,10 @@ def run_chat(args: argparse.Namespace, read: Callable[[str], str] | None = None)
         if interactive and read is None:
             _install_completer(chat)
         try:
-            converse(chat, portal, reader, interactive and read is None)
+            try:
+                converse(chat, portal, reader, interactive and read is None)
+            finally:
+                portal.call(chat.finish)
             served.result()
         except KeyboardInterrupt:
             portal.call(chat.cancel_running)
