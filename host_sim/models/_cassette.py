@@ -31,7 +31,7 @@ from modular_sdk._schema import JsonObject, JsonValue
 
 from ..lanes._ext_host import describe_exception
 from ._errors import CassetteMismatchError, ModelError
-from ._protocol import Model, ModelRequest, ToolCall
+from ._protocol import HistoryEntry, Model, ModelRequest, ToolCall
 
 __all__ = ["RecordingModel", "ReplayModel", "request_data"]
 
@@ -46,7 +46,7 @@ def request_data(request: ModelRequest) -> JsonObject:
         "kind": request.kind,
         "text": request.text,
         "instructions": request.instructions,
-        "history": [{"kind": e.kind, "text": e.text, "reply": e.reply} for e in request.history],
+        "history": [_entry(e) for e in request.history],
         "tools": [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
         ],
@@ -56,6 +56,13 @@ def request_data(request: ModelRequest) -> JsonObject:
         ],
         "output_schema": request.output_schema,
     }
+
+
+def _entry(entry: HistoryEntry) -> JsonObject:
+    data: JsonObject = {"kind": entry.kind, "text": entry.text, "reply": entry.reply}
+    if getattr(entry, "erased", False) is True:  # only then: older cassettes keep their bytes
+        data["erased"] = True
+    return data
 
 
 class _Ids:

@@ -37,6 +37,7 @@ _MAX_RETRY_AFTER = 60.0  # a longer Retry-After is not worth waiting for inside 
 _BACKOFF_BASE = 0.5
 _BACKOFF_CAP = 8.0
 _QUOTE_LIMIT = 500  # characters of a server's error text quoted in a message
+_ERASED = "An earlier turn was here; it was erased at the user's request."
 _NOTIFICATION_PREFIX = "Notification (a system event, not a message from the user):\n"
 
 
@@ -316,6 +317,9 @@ def chat_completions_body(model: str, request: ModelRequest) -> JsonObject:
     if request.instructions:
         messages.append({"role": "system", "content": request.instructions})
     for entry in request.history:
+        if getattr(entry, "erased", False) is True:  # forgotten (API.md section 8): say so, no silent gap
+            messages.append({"role": "system", "content": _ERASED})
+            continue
         messages.append(_input_message(entry.kind, entry.text))
         messages.append({"role": "assistant", "content": entry.reply})
     messages.append(_input_message(request.kind, request.text))
