@@ -43,6 +43,7 @@ from .lanes._renderer import ViewResult as ViewResult
 from .stores._errors import StoreError as StoreError
 from .stores._errors import StoreLockedError as StoreLockedError
 from .stores._memory import MemoryStore as MemoryStore
+from .stores._postgres import PostgresStore as PostgresStore
 from .stores._protocol import Store as Store
 from .stores._records import SessionRecord as SessionRecord
 from .stores._records import StoredState as StoredState
@@ -68,6 +69,7 @@ __all__ = [
     "Model",
     "ModelRequest",
     "OpenAIModel",
+    "PostgresStore",
     "RecordingModel",
     "ReplayModel",
     "ScriptedModel",

@@ -240,6 +240,7 @@ def test_the_package_imports_no_host() -> None:
 HOST_CONTRACT = {
     "Host", "EchoModel", "ScriptedModel", "MemoryStore", "SqliteStore", "build_manifest",
     "OpenAIModel", "RecordingModel", "ReplayModel",  # section 10
+    "PostgresStore",  # section 11
 }  # fmt: skip
 HOST_PINNED = sorted(
     [
@@ -261,6 +262,7 @@ HOST_PINNED = sorted(
         "Model",
         "ModelRequest",
         "OpenAIModel",
+        "PostgresStore",
         "RecordingModel",
         "ReplayModel",
         "ScriptedModel",

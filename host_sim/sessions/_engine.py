@@ -62,6 +62,7 @@ from ..stores._protocol import Store
 from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
 from ..stores._records import SessionRecord
+from ._across_hosts import across_hosts, catch_up, running_elsewhere
 from ._explain import turn_failed
 from ._ids import new_call_id, new_message_id, new_session_id, new_turn_id
 from ._state import SessionState, TurnState, history_view, text_of, turn_at
@@ -265,6 +266,9 @@ class Engine:
             parent = self.sessions[lineage.parent_session_id]
             if lineage.kind == "fork":
                 anchor = turn_at(parent, lineage.parent_turn_ordinal)
+                if anchor is None:  # forked by another host at a turn this one has not seen yet
+                    await catch_up(self.store, parent, self.now)
+                    anchor = turn_at(parent, lineage.parent_turn_ordinal)
                 if anchor is None or anchor.status != "completed":
                     raise _damaged(
                         self.store,
@@ -273,6 +277,8 @@ class Engine:
                     )
         state = SessionState(record=record, parent=parent, anchor=anchor, last_completed=anchor)
         for turn_record in await self.store.get_turns(record.id):
+            if running_elsewhere(self.store, turn_record):
+                break  # another host runs it: caught up once it has finished
             turn = TurnState.from_record(turn_record)
             if turn.ordinal != state.next_ordinal:
                 raise _damaged(
@@ -390,6 +396,7 @@ class Engine:
         _check_metadata(metadata)
         self.check_open(f"fork session {parent.id!r}")
         if anchor is None:
+            await catch_up(self.store, parent, self.now)  # several hosts: the last turn any finished
             anchor = parent.last_completed
             if anchor is None:
                 raise NoConversationError(
@@ -523,7 +530,8 @@ class Engine:
             try:
                 async with session.queue:
                     self.check_open(f"send to session {session.id!r}")  # closed while queued
-                    return await self._turn(session, message, author, actor, output_schema, closing, started)
+                    async with across_hosts(self.store, session, self.now):  # several hosts: their order too
+                        return await self._turn(session, message, author, actor, output_schema, closing, started)
             finally:
                 self._inflight.discard(closing)
                 if not self._inflight and self._idle is not None:

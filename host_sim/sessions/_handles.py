@@ -30,6 +30,7 @@ from modular_sdk import (
 )
 
 from ..lanes._calling import Actor, HandlerFrame
+from ._across_hosts import catch_up
 from ._explain import close_names, turn_failed
 from ._state import SessionState, TurnState, history
 
@@ -227,6 +228,7 @@ class SessionHandle(metaclass=NoPublicConstructor):
         return [SessionHandle._create(self._engine, c, self._actor) for c in children]
 
     async def turns(self) -> list[AiTurnHandle]:
+        await catch_up(self._engine.store, self._state, self._engine.now)  # several hosts: what others finished
         return [self._turn(t) for t in history(self._state)]
 
     def __eq__(self, other: object) -> bool:

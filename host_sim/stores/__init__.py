@@ -1,8 +1,9 @@
-"""Where a host keeps sessions, turns and lineage: `MemoryStore`, `SqliteStore`."""
+"""Where a host keeps sessions, turns and lineage: `MemoryStore`, `SqliteStore`, `PostgresStore`."""
 
 from ._errors import StoreError as StoreError
 from ._errors import StoreLockedError as StoreLockedError
 from ._memory import MemoryStore as MemoryStore
+from ._postgres import PostgresStore as PostgresStore
 from ._protocol import INDEX_VERSION as INDEX_VERSION
 from ._protocol import Store as Store
 from ._records import SessionRecord as SessionRecord
@@ -15,6 +16,7 @@ __all__ = [
     "INDEX_VERSION",
     "SCHEMA_VERSION",
     "MemoryStore",
+    "PostgresStore",
     "SessionRecord",
     "SqliteStore",
     "Store",

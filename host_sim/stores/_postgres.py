@@ -1,0 +1,950 @@
+"""`PostgresStore`: one session graph in a PostgreSQL database, shared by several hosts.
+
+Layout (PostgreSQL schema ``host_sim``, schema version 1)::
+
+    meta(key PRIMARY KEY, value)         application = 'host-sim', schema_version = '1', index_version
+    sessions(seq, id PRIMARY KEY, lineage, metadata, model, cwd, runner_id, created_at,
+             agent_id, trigger_turn_id, parent_session_id)
+                                         -- never updated, deleted or truncated (triggers refuse)
+    turns(seq, id PRIMARY KEY, session_id, ordinal, message, message_id, author, runner_id,
+          status, reply, error, started_at, finished_at, erased_at, owner)
+          UNIQUE (session_id, ordinal)   -- a finished turn changes only once, to be forgotten;
+                                         -- it is never deleted (triggers refuse)
+    nodes(seq, session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics)
+    edges(seq, from_session_id, to_session_id, relation, created_at, artifact,
+          artifact_type, artifact_source_id, PRIMARY KEY (from_session_id, to_session_id))
+
+Columns hold what `SqliteStore` holds, byte for byte: JSON columns are the one converter's
+JSON as ``text``, times ISO 8601 with their offset. ``seq`` (an identity column) keeps the
+order rows were first written; ``parent_session_id`` and the ``artifact_*`` columns copy
+fields out of the JSON so that a plain B-tree index serves each read. ``owner`` names the
+host (its `PostgresStore`) that runs a ``running`` turn. Every read is by key and served
+by an index; opening reads no rows.
+
+Each store call is one transaction on one connection of a small pool (``connections``);
+a commit returns once PostgreSQL has made it durable (``synchronous_commit`` as the server
+sets it: on by default). Calls of one host run concurrently on different connections, and
+PostgreSQL's own group commit shares fsyncs between them.
+
+Several hosts (`lock_session`): a turn of session S runs while its host holds the
+session-level advisory lock ``(class 0x48530001, hashtext(S))`` on a connection of its own,
+from before the turn is begun to after it is finished. PostgreSQL grants the lock to
+waiting hosts in the order they asked, so turns of one session run one at a time in arrival
+order across hosts; the host holding it first reads the turns other hosts added
+(`turns_since`), so the ordinal it writes is the next one, and ``UNIQUE (session_id,
+ordinal)`` refuses anything else. A host that dies loses its connections, and with them its
+locks: the next host goes on.
+
+Who is alive: while open, each store holds the advisory lock ``(0x48530002, owner)`` on its
+first connection, and writes ``owner`` into the turns it begins. `running_turns` (what a
+host opening the store fails as interrupted) returns only running turns whose owner holds
+no such lock any more: a turn another live host is running is never failed.
+
+All database work runs in worker threads (``anyio.to_thread``) with psycopg 3's blocking
+API, so the store works the same under asyncio and trio (psycopg's async API needs
+asyncio). psycopg is imported when a store is opened, never before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Final, Literal, TypeVar, final
+
+import anyio
+import anyio.to_thread
+import attrs
+
+from modular_sdk import SerializationError, SessionId
+
+from ..lineage._types import LineageEdge, SessionNode
+from ._errors import StoreError
+from ._protocol import INDEX_VERSION
+from ._records import SessionRecord, StoredState, TurnRecord
+from ._sqlite import _Table
+
+__all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore"]
+
+POSTGRES_SCHEMA_VERSION: Final = 1
+"""The PostgreSQL schema this host-sim writes and reads; a newer one is refused."""
+
+_APPLICATION: Final = "host-sim"
+_SESSION_LOCK: Final = 0x48530001  # advisory lock class: one session's turns
+_OWNER_LOCK: Final = 0x48530002  # advisory lock class: a live store (its owner key)
+_SCHEMA_LOCK: Final = 0x48530003  # advisory lock class: creating or upgrading the schema
+_IDLE_LOCK_CONNECTIONS: Final = 8
+
+_R = TypeVar("_R")
+
+_SCHEMA: Final = """
+CREATE SCHEMA host_sim;
+CREATE TABLE host_sim.meta (
+    key text PRIMARY KEY,
+    value text NOT NULL
+);
+CREATE TABLE host_sim.sessions (
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    id text PRIMARY KEY,
+    lineage text NOT NULL,
+    metadata text,
+    model text NOT NULL,
+    cwd text NOT NULL,
+    runner_id text NOT NULL,
+    created_at text NOT NULL,
+    agent_id text,
+    trigger_turn_id text,
+    parent_session_id text
+);
+CREATE INDEX sessions_by_parent ON host_sim.sessions (parent_session_id, seq) WHERE parent_session_id IS NOT NULL;
+CREATE INDEX sessions_by_trigger_turn ON host_sim.sessions (trigger_turn_id, seq) WHERE trigger_turn_id IS NOT NULL;
+CREATE INDEX sessions_in_order ON host_sim.sessions (seq);
+CREATE TABLE host_sim.turns (
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    id text PRIMARY KEY,
+    session_id text NOT NULL,
+    ordinal integer NOT NULL CHECK (ordinal >= 0),
+    message text NOT NULL,
+    message_id text NOT NULL,
+    author text NOT NULL,
+    runner_id text NOT NULL,
+    status text NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+    reply text,
+    error text,
+    started_at text NOT NULL,
+    finished_at text,
+    erased_at text,
+    owner integer,
+    CONSTRAINT turns_one_per_ordinal UNIQUE (session_id, ordinal)
+);
+CREATE INDEX turns_by_message ON host_sim.turns (message_id, seq);
+CREATE INDEX turns_running ON host_sim.turns (seq) WHERE status = 'running';
+CREATE TABLE host_sim.nodes (
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    session_id text PRIMARY KEY,
+    created_at text NOT NULL,
+    summary text,
+    agent_id text,
+    completed_at text,
+    metrics text
+);
+CREATE TABLE host_sim.edges (
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    from_session_id text NOT NULL,
+    to_session_id text NOT NULL,
+    relation text NOT NULL,
+    created_at text NOT NULL,
+    artifact text,
+    artifact_type text,
+    artifact_source_id text,
+    PRIMARY KEY (from_session_id, to_session_id)
+);
+CREATE INDEX edges_in ON host_sim.edges (to_session_id, seq);
+CREATE INDEX edges_by_artifact ON host_sim.edges (artifact_type, artifact_source_id, seq) WHERE artifact_type IS NOT NULL;
+CREATE FUNCTION host_sim.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'integrity_constraint_violation', MESSAGE = TG_ARGV[0];
+END
+$$;
+CREATE TRIGGER sessions_never_change BEFORE UPDATE ON host_sim.sessions
+    FOR EACH ROW EXECUTE FUNCTION host_sim.refuse('a session record never changes');
+CREATE TRIGGER sessions_are_kept BEFORE DELETE ON host_sim.sessions
+    FOR EACH ROW EXECUTE FUNCTION host_sim.refuse('a session record is never deleted');
+CREATE TRIGGER sessions_are_never_truncated BEFORE TRUNCATE ON host_sim.sessions
+    FOR EACH STATEMENT EXECUTE FUNCTION host_sim.refuse('session records are never deleted');
+CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
+    WHEN (OLD.status <> 'running' AND NOT (
+        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL
+        AND NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
+        AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
+        AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
+        AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND NEW.error IS NOT DISTINCT FROM OLD.error
+        AND NEW.owner IS NOT DISTINCT FROM OLD.owner))
+    EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once, to be forgotten)');
+CREATE TRIGGER finished_turns_are_kept BEFORE DELETE ON host_sim.turns FOR EACH ROW
+    WHEN (OLD.status <> 'running')
+    EXECUTE FUNCTION host_sim.refuse('a finished turn is never deleted');
+CREATE TRIGGER turns_are_never_truncated BEFORE TRUNCATE ON host_sim.turns
+    FOR EACH STATEMENT EXECUTE FUNCTION host_sim.refuse('turn records are never deleted');
+"""
+
+_SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata"}))
+_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
+_NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
+_EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
+
+
+def _cols(table: _Table, alias: str = "") -> str:
+    return ", ".join(f"{alias}{c}" for c in table.columns)
+
+
+def _marks(n: int) -> str:
+    return ", ".join("%s" for _ in range(n))
+
+
+_INSERT_SESSION: Final = (
+    f"INSERT INTO host_sim.sessions ({_cols(_SESSIONS)}, parent_session_id) VALUES ({_marks(len(_SESSIONS.columns) + 1)})"
+)
+_INSERT_TURN: Final = f"INSERT INTO host_sim.turns ({_cols(_TURNS)}, owner) VALUES ({_marks(len(_TURNS.columns) + 1)})"
+_NODE_UPDATES: Final = ", ".join(f"{c} = excluded.{c}" for c in _NODES.columns if c != "session_id")
+_UPSERT_NODE: Final = (
+    f"INSERT INTO host_sim.nodes ({_cols(_NODES)}) VALUES ({_marks(len(_NODES.columns))}) "
+    f"ON CONFLICT (session_id) DO UPDATE SET {_NODE_UPDATES}"
+)
+_SAVE_NODE: Final = (
+    f"INSERT INTO host_sim.nodes ({_cols(_NODES)}) SELECT {_marks(len(_NODES.columns))} "
+    "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
+    f"ON CONFLICT (session_id) DO UPDATE SET {_NODE_UPDATES}"
+)
+_EDGE_COLUMNS: Final = f"{_cols(_EDGES)}, artifact_type, artifact_source_id"
+_EDGE_UPDATES: Final = ", ".join(
+    f"{c} = excluded.{c}"
+    for c in (*_EDGES.columns, "artifact_type", "artifact_source_id")
+    if c not in ("from_session_id", "to_session_id")
+)
+_UPSERT_EDGE: Final = (
+    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) VALUES ({_marks(len(_EDGES.columns) + 2)}) "
+    f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
+)
+_SAVE_EDGE: Final = (
+    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) SELECT {_marks(len(_EDGES.columns) + 2)} "
+    "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
+    "AND EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
+    f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
+)
+_FINISH_TURN: Final = (
+    "UPDATE host_sim.turns SET status = %s, reply = %s, error = %s, finished_at = %s, owner = NULL "
+    "WHERE id = %s AND session_id = %s AND ordinal = %s AND status = 'running'"
+)
+_ERASE_TURN: Final = (
+    "UPDATE host_sim.turns SET message = %s, reply = %s, erased_at = %s "
+    "WHERE id = %s AND session_id = %s AND ordinal = %s AND status <> 'running' AND erased_at IS NULL"
+)
+_SET_INDEX_VERSION: Final = (
+    "INSERT INTO host_sim.meta (key, value) VALUES ('index_version', %s) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+
+# Reads (each served by an index; see tests/host/test_postgres_store.py, which EXPLAINs them).
+SELECT_SESSION: Final = f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions WHERE id = %s"
+SELECT_TURNS: Final = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE session_id = %s ORDER BY ordinal"
+SELECT_TURNS_SINCE: Final = (
+    f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE session_id = %s AND ordinal >= %s ORDER BY ordinal"
+)
+SELECT_TURN: Final = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE id = %s"
+SELECT_TURN_BY_MESSAGE: Final = (
+    f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message_id = %s ORDER BY seq LIMIT 1"
+)
+CLAIM_ORPHANED_TURNS: Final = (
+    "UPDATE host_sim.turns t SET owner = %s WHERE t.status = 'running' AND NOT EXISTS ("
+    "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
+    "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
+    f"AND l.classid = {_OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = t.owner::bigint::oid"
+    f") RETURNING t.seq, {_cols(_TURNS, 't.')}"
+)
+SELECT_CHILDREN: Final = (
+    f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions WHERE parent_session_id = %s ORDER BY seq"
+)
+SELECT_SPAWNED_DURING: Final = (
+    f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions WHERE trigger_turn_id = %s ORDER BY seq"
+)
+SELECT_ALL_SESSIONS: Final = f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions ORDER BY seq"
+SELECT_NODES: Final = f"SELECT {_cols(_NODES)} FROM host_sim.nodes WHERE session_id = ANY(%s)"
+SELECT_EDGES_OUT: Final = (
+    f"SELECT {_cols(_EDGES)} FROM host_sim.edges WHERE from_session_id = ANY(%s) ORDER BY seq"
+)
+SELECT_EDGES_IN: Final = f"SELECT {_cols(_EDGES)} FROM host_sim.edges WHERE to_session_id = ANY(%s) ORDER BY seq"
+SELECT_EDGES_BY_ARTIFACT: Final = (
+    f"SELECT {_cols(_EDGES)} FROM host_sim.edges WHERE artifact_type = %s AND artifact_source_id = %s ORDER BY seq"
+)
+SELECT_INDEX_VERSION: Final = "SELECT value FROM host_sim.meta WHERE key = 'index_version'"
+
+_PASSWORD_IN_URL: Final = re.compile(r"^([a-z]+://[^:/@?#]*):[^@/?#]*@", re.IGNORECASE)
+_PASSWORD_PARAM: Final = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)
+
+
+def redact(dsn: str) -> str:
+    """``dsn`` without its password (URL or key/value form), for messages and reprs."""
+    return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1:***@", dsn))
+
+
+@attrs.frozen
+class _Step:
+    """One statement of a transaction; ``refusal`` says what a constraint (or, with
+    ``expect='change'``, changing no row) means."""
+
+    sql: str
+    params: tuple[object, ...]
+    refusal: str
+    expect: Literal["any", "change"] = "any"
+
+
+class _Refused(Exception):
+    pass
+
+
+@final
+class PostgresStore:
+    """A durable store in a PostgreSQL database that several hosts share (one session graph).
+
+    ``dsn`` is a libpq connection string (``postgresql://user@host:5432/dbname`` or
+    ``"host=... dbname=..."``); the database must exist. Its tables (PostgreSQL schema
+    ``host_sim``) are created on first use unless ``create=False``, which opens only a
+    database that holds a store (what ``host-sim fsck`` does). ``connections`` bounds the
+    pool of connections this host writes and reads with; each session with a turn running
+    holds one more (its lock, see `lock_session`).
+
+    Hosts on the same database see each other's sessions (``sessions.get``) and turns (see
+    docs/embedding.md, "Several hosts"); turns of one session run one at a time in arrival
+    order across hosts. Opening raises `StoreError` naming the DSN (never its password) for
+    a malformed DSN, a server that cannot be reached, a database that does not exist, a
+    role that may not log in or create the tables, a schema of another application, or a
+    store written by a newer host-sim. Needs the extra ``modular-sdk[postgres]`` (psycopg
+    3), imported when the store is opened.
+
+    >>> async with Host(store=PostgresStore("postgresql://app@db/chats")) as host: ...  # doctest: +SKIP
+    """
+
+    __slots__ = (
+        "_connections",
+        "_create",
+        "_dsn",
+        "_idle",
+        "_idle_locks",
+        "_lock",
+        "_owner",
+        "_owner_conn",
+        "_psycopg",
+        "_slots",
+    )
+
+    def __init__(self, dsn: str, *, create: bool = True, connections: int = 8) -> None:
+        if not isinstance(dsn, str) or not dsn.strip():
+            raise StoreError(
+                f"a PostgresStore needs a libpq connection string, got {dsn!r}; pass e.g. "
+                "'postgresql://user@host:5432/dbname'",
+                path=None if not isinstance(dsn, str) else redact(dsn),
+            )
+        if not isinstance(connections, int) or isinstance(connections, bool) or connections < 1:
+            raise StoreError(
+                f"connections must be a positive int, got {connections!r}; the default is 8", path=redact(dsn)
+            )
+        self._dsn = dsn
+        self._create = create
+        self._connections = connections
+        self._psycopg: Any = None
+        self._lock: anyio.Lock | None = None
+        self._slots: anyio.Semaphore | None = None
+        self._idle: list[Any] = []
+        self._idle_locks: list[Any] = []
+        self._owner_conn: Any = None
+        self._owner = 0
+
+    def __repr__(self) -> str:
+        state = "open" if self._owner_conn is not None else "closed"
+        return f"<PostgresStore {self.path!r} ({state})>"
+
+    @property
+    def path(self) -> str:
+        """The DSN without its password: what messages and `StoreError.path` name."""
+        return redact(self._dsn)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect, check (or create) the schema and announce this host as live; reads no records.
+
+        Opening an open store does nothing. Raises `StoreError` naming the DSN (see the
+        class docstring).
+        """
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if self._owner_conn is None:
+                conn, owner = await anyio.to_thread.run_sync(self._connect_owner)
+                self._owner_conn, self._owner = conn, owner
+                self._slots = anyio.Semaphore(self._connections)
+
+    async def close(self) -> None:
+        """Close every connection (this host's locks go with them). Idempotent; may be opened again."""
+        lock = self._lock
+        if lock is None:
+            return
+        with anyio.CancelScope(shield=True):
+            async with lock:
+                conns = [self._owner_conn, *self._idle, *self._idle_locks]
+                self._owner_conn, self._idle, self._idle_locks = None, [], []
+                self._lock = self._slots = None
+                for conn in conns:
+                    if conn is not None:
+                        await anyio.to_thread.run_sync(_close_quietly, conn)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
+        parent = None if record.lineage.kind == "root" else record.lineage.parent_session_id
+        steps = [
+            _Step(
+                _INSERT_SESSION,
+                (*self._row(_SESSIONS, record), parent),
+                f"session {record.id!r} is already stored and session records never change",
+            ),
+            _Step(_UPSERT_NODE, self._row(_NODES, node), f"cannot write the node of session {record.id!r}"),
+        ]
+        if edge is not None:
+            steps.append(
+                _Step(_UPSERT_EDGE, self._edge_row(edge), f"cannot write the edge into session {record.id!r}")
+            )
+        await self._transact(steps)
+
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
+        where = f"turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}"
+        if record.status != "running" or record.finished_at is not None:
+            raise self._fail(f"cannot begin {where} as {record.status!r}", "a turn begins running")
+        row = (*self._row(_TURNS, record), self._owner)
+        await self._transact([_Step(_INSERT_TURN, row, f"{where} cannot begin: its id or ordinal is taken")])
+
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record; refuses any turn that is not running."""
+        row = dict(zip(_TURNS.columns, self._row(_TURNS, record), strict=True))
+        if record.status == "running" or record.finished_at is None:
+            raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "id", "session_id", "ordinal"))
+        await self._transact(
+            [
+                _Step(
+                    _FINISH_TURN,
+                    params,
+                    f"turn {record.id!r} is not a running turn of this store; a turn finishes once",
+                    "change",
+                )
+            ]
+        )
+
+    async def save_node(self, node: SessionNode) -> None:
+        """Replace the node of a stored session."""
+        await self._transact(
+            [
+                _Step(
+                    _SAVE_NODE,
+                    (*self._row(_NODES, node), node.session_id),
+                    f"no session {node.session_id!r} is stored; a node belongs to a stored session",
+                    "change",
+                )
+            ]
+        )
+
+    async def save_edge(self, edge: LineageEdge) -> None:
+        """Write a lineage edge between two stored sessions (same pair: replaced)."""
+        pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
+        await self._transact(
+            [
+                _Step(
+                    _SAVE_EDGE,
+                    (*self._edge_row(edge), edge.from_session_id, edge.to_session_id),
+                    f"the edge {pair} names a session the store does not hold",
+                    "change",
+                )
+            ]
+        )
+
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        """Replace every node and edge and record `INDEX_VERSION`, in one transaction.
+
+        Blocks other hosts' session writes while it runs, and refuses (changing nothing)
+        when sessions exist that ``nodes`` does not cover: they were created after the
+        records these were derived from were read, so derive again.
+        """
+        covered = sorted({n.session_id for n in nodes})
+        steps = [
+            _Step("LOCK TABLE host_sim.sessions, host_sim.nodes, host_sim.edges IN SHARE ROW EXCLUSIVE MODE", (), ""),
+            _Step(
+                "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM host_sim.sessions WHERE NOT (id = ANY(%s)))",
+                (covered,),
+                "sessions were created while the index was being derived (another host is writing); "
+                "read the records again and rebuild, e.g. run 'host-sim fsck --repair' again",
+                "change",
+            ),
+            _Step("DELETE FROM host_sim.nodes", (), ""),
+            _Step("DELETE FROM host_sim.edges", (), ""),
+        ]
+        steps += [_Step(_UPSERT_NODE, self._row(_NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot write an edge") for e in edges]
+        steps.append(_Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
+        await self._transact(steps)
+
+    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
+        """Replace finished turns by their erased records and rewrite edges, in one transaction.
+
+        The erased text is gone from every row a host or a query reads. PostgreSQL keeps
+        old row versions in its files until ``VACUUM`` reclaims them (and in WAL archives
+        and backups); run ``VACUUM host_sim.turns`` where that matters.
+        """
+        steps: list[_Step] = []
+        for turn in turns:
+            row = dict(zip(_TURNS.columns, self._row(_TURNS, turn), strict=True))
+            if turn.erased_at is None:
+                raise self._fail(f"cannot erase turn {turn.id!r} without erased_at", "pass its erased record")
+            steps.append(
+                _Step(
+                    _ERASE_TURN,
+                    (row["message"], row["reply"], row["erased_at"], turn.id, turn.session_id, turn.ordinal),
+                    f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
+                    "change",
+                )
+            )
+        steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot rewrite an edge") for e in edges]
+        await self._transact(steps)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def index_version(self) -> int | None:
+        """The `INDEX_VERSION` the index was built with, or ``None``."""
+        rows = await self._query(SELECT_INDEX_VERSION, ())
+        raw = rows[0][0] if rows else None
+        return int(raw) if isinstance(raw, str) and raw.isdigit() else None
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None:
+        found = await self._records(_SESSIONS, SessionRecord, SELECT_SESSION, (session_id,))
+        return found[0] if found else None
+
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
+        return await self._records(_TURNS, TurnRecord, SELECT_TURNS, (session_id,))
+
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
+        """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
+        return await self._records(_TURNS, TurnRecord, SELECT_TURNS_SINCE, (session_id, ordinal))
+
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
+        found = await self._records(_TURNS, TurnRecord, SELECT_TURN, (turn_or_message_id,))
+        if not found:
+            found = await self._records(_TURNS, TurnRecord, SELECT_TURN_BY_MESSAGE, (turn_or_message_id,))
+        return found[0] if found else None
+
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
+        return await self._records(_SESSIONS, SessionRecord, SELECT_SPAWNED_DURING, (turn_id,))
+
+    async def running_turns(self) -> Sequence[TurnRecord]:
+        """Turns left running by a host that is gone (its connection closed or was lost), handed to this host.
+
+        A turn a live host is running is never among them, so a host opening the store
+        never fails another host's turn. The turns returned become this host's (one
+        statement claims them, so two hosts never both get one): finish them (a host
+        fails them as interrupted), or they are handed on again once this host is gone.
+        """
+        rows = await self._query(CLAIM_ORPHANED_TURNS, (self._owner,))
+        return tuple(self._decode(_TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
+
+    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
+        return await self._records(_SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))
+
+    async def list_sessions(self) -> Sequence[SessionRecord]:
+        return await self._records(_SESSIONS, SessionRecord, SELECT_ALL_SESSIONS, ())
+
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
+        found = {
+            n.session_id: n
+            for n in await self._records(_NODES, SessionNode, SELECT_NODES, (list(dict.fromkeys(session_ids)),))
+        }
+        return tuple(found[s] for s in session_ids if s in found)
+
+    async def get_edges(
+        self, session_ids: Sequence[SessionId], direction: Literal["out", "in"]
+    ) -> Sequence[LineageEdge]:
+        sql = SELECT_EDGES_OUT if direction == "out" else SELECT_EDGES_IN
+        by_session: dict[str, list[LineageEdge]] = {}
+        for edge in await self._records(_EDGES, LineageEdge, sql, (list(dict.fromkeys(session_ids)),)):
+            key = edge.from_session_id if direction == "out" else edge.to_session_id
+            by_session.setdefault(key, []).append(edge)
+        return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
+
+    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
+        return await self._records(_EDGES, LineageEdge, SELECT_EDGES_BY_ARTIFACT, (artifact_type, source_id))
+
+    async def read_all(self) -> StoredState:
+        """Every record and index row, in writing order, from one consistent snapshot."""
+
+        def read(conn: Any) -> StoredState:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                return StoredState(
+                    sessions=self._decode_all(conn, _SESSIONS, SessionRecord),
+                    turns=self._decode_all(conn, _TURNS, TurnRecord),
+                    nodes=self._decode_all(conn, _NODES, SessionNode),
+                    edges=self._decode_all(conn, _EDGES, LineageEdge),
+                )
+
+        return await self._with_connection(read)
+
+    # -- several hosts ---------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lock_session(self, session_id: SessionId) -> AsyncIterator[None]:
+        """Hold session ``session_id``'s turn lock across every host of this database.
+
+        Waits (cancellably) until no other host holds it; hosts get it in the order they
+        asked. The lock is held on a connection of its own until the block ends, or until
+        this host's process dies.
+        """
+        conn = await self._lock_connection()
+        try:
+            await self._wait_for_lock(conn, session_id)
+        except BaseException:
+            conn = None  # closed by _wait_for_lock
+            raise
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await anyio.to_thread.run_sync(self._unlock_session, conn, session_id)
+                except StoreError:
+                    await anyio.to_thread.run_sync(_close_quietly, conn)
+                else:
+                    if len(self._idle_locks) < _IDLE_LOCK_CONNECTIONS and self._owner_conn is not None:
+                        self._idle_locks.append(conn)
+                    else:
+                        await anyio.to_thread.run_sync(_close_quietly, conn)
+
+    async def _lock_connection(self) -> Any:
+        if self._owner_conn is None:
+            raise self._closed_error()
+        while self._idle_locks:
+            conn = self._idle_locks.pop()
+            if not conn.closed and not conn.broken:
+                return conn
+        return await anyio.to_thread.run_sync(self._connect)
+
+    async def _wait_for_lock(self, conn: Any, session_id: SessionId) -> None:
+        done = threading.Event()
+        failure: list[BaseException] = []
+
+        def wait() -> None:
+            try:
+                conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_SESSION_LOCK, session_id))
+            except BaseException as exc:  # reported below, in the caller's task
+                failure.append(exc)
+            finally:
+                done.set()
+
+        def cancel() -> None:
+            try:
+                conn.cancel_safe(timeout=10)
+            except Exception:  # noqa: BLE001 (closing the connection below ends the wait anyway)
+                pass
+            done.wait(30)
+            _close_quietly(conn)  # a lock granted just before the cancel goes with it
+
+        try:
+            await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(cancel)
+            raise
+        if failure:
+            _close_quietly(conn)
+            raise self._database_error(failure[0], f"cannot lock session {session_id!r}")
+
+    def _unlock_session(self, conn: Any, session_id: SessionId) -> None:
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_SESSION_LOCK, session_id))
+        except self._psycopg.Error as exc:
+            raise self._database_error(exc, f"cannot unlock session {session_id!r}") from exc
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _row(self, table: _Table, record: object) -> tuple[object, ...]:
+        row = table.row(record)
+        if self._psycopg is None:  # checked here too, so a closed store says so first
+            raise self._closed_error()
+        for column, value in zip(table.columns, row, strict=True):
+            if isinstance(value, str) and "\x00" in value:
+                key = ", ".join(f"{k}={getattr(record, k, '?')!r}" for k in table.key)
+                raise StoreError(
+                    f"cannot store {table.name}.{column} of {key} in {self.path!r}: it holds a NUL "
+                    f"character (\\x00 at position {value.index(chr(0))}), which PostgreSQL text "
+                    "cannot hold; remove it where the text enters",
+                    path=self.path,
+                )
+        return row
+
+    def _edge_row(self, edge: LineageEdge) -> tuple[object, ...]:
+        artifact = edge.artifact
+        return (
+            *self._row(_EDGES, edge),
+            None if artifact is None else artifact.type,
+            None if artifact is None else artifact.source_id,
+        )
+
+    async def _with_connection(self, work: Callable[[Any], _R]) -> _R:
+        slots = self._slots
+        if slots is None or self._owner_conn is None:
+            raise self._closed_error()
+        async with slots:
+            conn = self._idle.pop() if self._idle else None
+            conn, result = await anyio.to_thread.run_sync(self._run, conn, work)
+            if self._owner_conn is not None:
+                self._idle.append(conn)
+            else:
+                await anyio.to_thread.run_sync(_close_quietly, conn)
+            return result
+
+    def _run(self, conn: Any, work: Callable[[Any], _R]) -> tuple[Any, _R]:
+        """In a worker thread: run ``work`` on ``conn`` (connecting when ``None``)."""
+        if conn is None or conn.closed or conn.broken:
+            conn = self._connect()
+        try:
+            return conn, work(conn)
+        except BaseException:
+            if conn.broken or conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+                _close_quietly(conn)
+            else:
+                self._idle.append(conn)
+            raise
+
+    async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
+        def run(conn: Any) -> list[tuple[Any, ...]]:
+            try:
+                rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
+                return rows
+            except self._psycopg.Error as exc:
+                raise self._database_error(exc, "cannot be read") from exc
+
+        return await self._with_connection(run)
+
+    async def _records(
+        self, table: _Table, record: type[_R], sql: str, params: tuple[object, ...]
+    ) -> tuple[_R, ...]:
+        rows = await self._query(sql, params)
+        return tuple(self._decode(table, record, row) for row in rows)
+
+    def _decode_all(self, conn: Any, table: _Table, record: type[_R]) -> tuple[_R, ...]:
+        try:
+            rows = conn.execute(f"SELECT {_cols(table)} FROM host_sim.{table.name} ORDER BY seq").fetchall()
+        except self._psycopg.Error as exc:
+            raise self._database_error(exc, "cannot be read") from exc
+        return tuple(self._decode(table, record, row) for row in rows)
+
+    def _decode(self, table: _Table, record: type[_R], row: Sequence[object]) -> _R:
+        try:
+            value = table.read(row)
+        except (SerializationError, ValueError, TypeError, RecursionError) as exc:
+            key = ", ".join(repr(row[table.columns.index(k)]) for k in table.key)
+            problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise self._fail(
+                f"holds an unreadable {table.name} row ({key}): {problem}",
+                "the row was edited by hand; run 'host-sim fsck --store DSN' on it",
+            ) from None
+        assert isinstance(value, record)
+        return value
+
+    async def _transact(self, steps: list[_Step]) -> None:
+        def run(conn: Any) -> None:
+            psycopg = self._psycopg
+            try:
+                with conn.transaction():
+                    for step in steps:
+                        try:
+                            cursor = conn.execute(step.sql, step.params)
+                        except (psycopg.IntegrityError, psycopg.errors.RaiseException) as exc:
+                            raise _Refused(f"{step.refusal} ({_diagnosis(exc)})") from None
+                        if step.expect == "change" and cursor.rowcount < 1:
+                            raise _Refused(step.refusal)
+            except _Refused as refused:
+                raise self._fail(f"refused a write: {refused}", "records never change") from None
+            except psycopg.Error as exc:
+                raise self._database_error(exc, "could not be written") from exc
+
+        await self._with_connection(run)
+
+    def _closed_error(self) -> StoreError:
+        return StoreError(
+            f"the PostgreSQL store {self.path!r} is not open; a Host opens its store when "
+            "entered (async with Host(store=...)), or call 'await store.open()' first",
+            path=self.path,
+        )
+
+    def _fail(self, problem: str, remedy: str) -> StoreError:
+        return StoreError(f"the PostgreSQL store {self.path!r} {problem}; {remedy}", path=self.path)
+
+    def _database_error(self, exc: BaseException, doing: str) -> StoreError:
+        psycopg = self._psycopg
+        text = self._scrub(_diagnosis(exc))
+        if psycopg is not None and isinstance(exc, psycopg.OperationalError):
+            return self._fail(
+                f"{doing}: the connection to the server failed ({text})",
+                "check that the PostgreSQL server is running and reachable; the call can be retried",
+            )
+        if psycopg is not None and isinstance(exc, psycopg.errors.InsufficientPrivilege):
+            return self._fail(f"{doing}: permission denied ({text})", "grant the role access to schema host_sim")
+        if psycopg is not None and isinstance(exc, psycopg.errors.UndefinedTable):
+            return self._fail(f"{doing}: its tables are gone ({text})", "the schema host_sim was dropped; restore it")
+        return self._fail(f"{doing} ({text})", "see the server's log")
+
+    def _scrub(self, text: str) -> str:
+        password = _password_of(self._dsn)
+        return text.replace(password, "***") if password else text
+
+    # -- connecting ------------------------------------------------------------------------
+
+    def _import(self) -> Any:
+        if self._psycopg is None:
+            try:
+                import psycopg
+            except ImportError as exc:
+                raise StoreError(
+                    f"PostgresStore needs psycopg 3, which is not installed ({exc}); install the "
+                    "extra: pip install 'modular-sdk[postgres]'",
+                    path=self.path,
+                ) from None
+            self._psycopg = psycopg
+        return self._psycopg
+
+    def _connect(self) -> Any:
+        psycopg = self._import()
+        try:
+            params = psycopg.conninfo.conninfo_to_dict(self._dsn)
+        except psycopg.ProgrammingError as exc:
+            raise StoreError(
+                f"{self.path!r} is not a PostgreSQL connection string ({self._scrub(_diagnosis(exc))}); pass "
+                "'postgresql://user@host:5432/dbname' or 'host=... port=... dbname=...'",
+                path=self.path,
+            ) from None
+        extra: dict[str, object] = {"autocommit": True}
+        if "application_name" not in params:
+            extra["application_name"] = "host-sim"
+        if "connect_timeout" not in params:
+            extra["connect_timeout"] = 10
+        try:
+            return psycopg.connect(self._dsn, **extra)
+        except psycopg.Error as exc:
+            raise self._connect_error(exc) from None
+
+    def _connect_error(self, exc: BaseException) -> StoreError:
+        text = self._scrub(_diagnosis(exc))
+        low = text.lower()
+        if "does not exist" in low and "database" in low:
+            remedy = "create it first (createdb NAME, or CREATE DATABASE NAME), or pass the DSN of an existing database"
+        elif "password" in low or "authentication" in low or ("role" in low and "does not exist" in low):
+            remedy = "check the user and password in the DSN (or the server's pg_hba.conf)"
+        elif "timeout" in low or "refused" in low or "no such file" in low or "could not" in low:
+            remedy = "start the PostgreSQL server, or check the host and port in the DSN"
+        else:
+            remedy = "check the DSN and the server's log"
+        return StoreError(f"cannot connect to the PostgreSQL store {self.path!r}: {text}; {remedy}", path=self.path)
+
+    def _connect_owner(self) -> tuple[Any, int]:
+        """In a worker thread: the first connection, the schema checked or created, and this store's owner key."""
+        conn = self._connect()
+        try:
+            self._prepare(conn)
+            while True:  # a key no live store holds
+                owner = secrets.randbelow(2**31 - 2) + 1
+                if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_OWNER_LOCK, owner)).fetchone()[0]:
+                    return conn, owner
+        except BaseException:
+            _close_quietly(conn)
+            raise
+
+    def _prepare(self, conn: Any) -> None:
+        psycopg = self._psycopg
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SCHEMA_LOCK,))  # one creator at a time
+                (has_schema, has_meta, dbname) = conn.execute(
+                    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'host_sim'), "
+                    "to_regclass('host_sim.meta') IS NOT NULL, current_database()"
+                ).fetchone()
+                if not has_schema:
+                    if not self._create:
+                        raise self._fail(
+                            f"holds no host-sim store (database {dbname!r} has no schema host_sim)",
+                            "pass the DSN of the database your hosts write, or open it with a host to create one",
+                        )
+                    for statement in _statements(_SCHEMA):
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO host_sim.meta (key, value) VALUES ('application', %s), "
+                        "('schema_version', %s), ('index_version', %s)",
+                        (_APPLICATION, str(POSTGRES_SCHEMA_VERSION), str(INDEX_VERSION)),
+                    )
+                    return
+                if not has_meta:
+                    raise self._fail(
+                        f"has a schema host_sim in database {dbname!r} that is not a host-sim store (no meta table)",
+                        "pass the DSN of a database whose schema host_sim a host created, or another database",
+                    )
+                meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM host_sim.meta").fetchall()}
+        except StoreError:
+            raise
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise self._fail(
+                f"cannot be created: the role may not create schema host_sim ({self._scrub(_diagnosis(exc))})",
+                "GRANT CREATE ON DATABASE to the role, or let a role that may open it first",
+            ) from None
+        except psycopg.Error as exc:
+            raise self._database_error(exc, "cannot be opened") from None
+        if meta.get("application") != _APPLICATION:
+            raise self._fail(
+                f"has a schema host_sim of another application (application {meta.get('application')!r})",
+                "pass the DSN of a host-sim store's database, or another database",
+            )
+        raw = meta.get("schema_version", "")
+        if not raw.isdigit():
+            raise self._fail(f"has an unreadable schema version {raw!r}", "the meta table was edited; restore it")
+        if int(raw) > POSTGRES_SCHEMA_VERSION:
+            raise self._fail(
+                f"was written by a newer host-sim (schema version {raw}; this one reads up to "
+                f"{POSTGRES_SCHEMA_VERSION})",
+                "upgrade host-sim to open it",
+            )
+
+
+def _statements(script: str) -> list[str]:
+    """Statements of a script; a ``$$`` body keeps its inner ';'."""
+    out: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for piece in script.split(";"):
+        current.append(piece)
+        quoted ^= piece.count("$$") % 2 == 1
+        if not quoted:
+            statement = ";".join(current).strip()
+            if statement:
+                out.append(statement)
+            current = []
+    return out
+
+
+def _diagnosis(exc: BaseException) -> str:
+    """The server's primary message (and the constraint it names), else the exception's first line."""
+    diag = getattr(exc, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    constraint = getattr(diag, "constraint_name", None)
+    if isinstance(primary, str) and primary:
+        return f"{primary}; constraint {constraint}" if isinstance(constraint, str) and constraint else primary
+    lines = str(exc).strip().splitlines()
+    return " ".join(line.strip() for line in lines) if lines else type(exc).__name__
+
+
+def _password_of(dsn: str) -> str | None:
+    match = _PASSWORD_IN_URL.match(dsn)
+    if match:
+        whole = match.group(0)
+        return whole[len(match.group(1)) + 1 : -1] or None
+    found = _PASSWORD_PARAM.search(dsn)
+    if found:
+        return found.group(2).strip("'") or None
+    return None
+
+
+def _close_quietly(conn: Any) -> None:
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001 (a connection that cannot close cleanly is gone anyway)
+        pass
+
