@@ -98,7 +98,7 @@ class Report:
         verdict = "PASS" if ok else "FAIL"
         if not ok:
             self.failed.append(name)
-        print(f"{name:<11} {what:<44} {small:>12} {large:>12} {ratio:>10}  {verdict}  ({target})", flush=True)
+        print(f"{name:<11} {what:<56} {small:>12} {large:>12} {ratio:>10}  {verdict}  ({target})", flush=True)
 
 
 def us(seconds: float) -> str:
@@ -388,7 +388,7 @@ def main() -> int:
     sizes = Sizes(args.full)
     report = Report()
     print(f"sizes: {'the issue' if args.full else 'a tenth of the issue (--full for its sizes)'}; backend {args.backend}")
-    print(f"{'row':<11} {'what':<44} {'small':>12} {'large':>12} {'ratio':>10}  verdict (target)")
+    print(f"{'row':<11} {'what':<56} {'small':>12} {'large':>12} {'ratio':>10}  verdict (target)")
     temporary = None if args.keep else tempfile.TemporaryDirectory(prefix="host-sim-growth-")
     folder = Path(args.keep) if args.keep else Path(temporary.name if temporary else ".")
     folder.mkdir(parents=True, exist_ok=True)
