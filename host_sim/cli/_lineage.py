@@ -1,4 +1,4 @@
-"""``host-sim lineage [--store PATH] [--json] [SESSION]``: show how stored sessions relate.
+"""``host-sim lineage [--store PATH] [--json | --html FILE] [SESSION]``: how stored sessions relate.
 
 Reads a `SqliteStore` a host wrote (never creates one) and prints its sessions as a tree:
 roots, their forks (``fork@<anchor ordinal>``) and spawns (with what triggered them),
@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import anyio
 from typing_extensions import assert_never
@@ -21,9 +22,10 @@ from typing_extensions import assert_never
 from modular_sdk import ForkLineage, RootLineage, SessionId, SpawnLineage, UnknownSessionError
 from modular_sdk._json import unstructure
 
+from ..lineage._html import render_lineage_html
 from ..lineage._render import render_lineage_tree, select_lineage_chain
 from ..stores._errors import StoreError
-from ..stores._records import SessionRecord, StoredState
+from ..stores._records import SessionRecord, StoredState, TurnRecord
 from ..stores._sqlite import SqliteStore
 from ._options import DEFAULT_STORE, default_store_path
 
@@ -51,7 +53,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help=f"the SQLite store to read (default: $HOST_SIM_STORE or {DEFAULT_STORE})",
     )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a tree")
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true", help="print JSON instead of a tree")
+    shape.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write the tree as one self-contained HTML page to FILE (no network needed): "
+        "forks at their anchor turns, spawns dashed, failed turns red; click a session to "
+        "read its conversation",
+    )
     parser.add_argument("session", nargs="?", metavar="SESSION", help="show only this session's chain")
     parser.set_defaults(handler=run_lineage)
 
@@ -90,6 +100,8 @@ def run_lineage(args: argparse.Namespace) -> int:
             )
             return 1
     members = {record.id for record in sessions}
+    if args.html is not None:
+        return _write_html(args.html, store_path, sessions, [t for t in state.turns if t.session_id in members], counts)
     edges = [e for e in state.edges if e.from_session_id in members and e.to_session_id in members]
     if args.json:
         document = {
@@ -116,6 +128,23 @@ def run_lineage(args: argparse.Namespace) -> int:
                 a = edge.artifact
                 line += f"  [{a.type} {a.source_id}: {a.label}]"
             print(line)
+    return 0
+
+
+def _write_html(
+    target: str,
+    store_path: str,
+    sessions: Sequence[SessionRecord],
+    turns: Sequence[TurnRecord],
+    counts: dict[SessionId, int],
+) -> int:
+    page = render_lineage_html(sessions, turns, source=store_path, counts=counts)
+    try:
+        Path(target).write_text(page, encoding="utf-8")
+    except OSError as exc:
+        print(f"{_PROG}: error: cannot write {target!r}: {exc.strerror or exc}; pass a path in a folder you may write", file=sys.stderr)
+        return 1
+    print(f"wrote {target} ({len(sessions)} session{'s' if len(sessions) != 1 else ''}); open it in a browser")
     return 0
 
 
