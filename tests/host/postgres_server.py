@@ -75,8 +75,11 @@ class PostgresServer:
 
     def database(self, prefix: str = "t") -> str:
         """A new empty database; returns its DSN."""
+        import psycopg
+
         name = f"{prefix}_{os.getpid()}_{next(self._names)}"
-        self.psql(f"CREATE DATABASE {name}")
+        with psycopg.connect(self.dsn(), autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
         return self.dsn(name)
 
     def psql(self, sql: str, dbname: str = "postgres") -> str:

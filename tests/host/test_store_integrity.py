@@ -30,7 +30,7 @@ import anyio
 import attrs
 import pytest
 
-from host_sim import Host, ModelRequest, ScriptedModel, SqliteStore, StoreError, StoreLockedError
+from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel, SqliteStore, StoreError, StoreLockedError
 from host_sim._cli import main as host_sim_main
 from host_sim.lineage import SessionNode
 from host_sim.stores import SCHEMA_VERSION, MemoryStore, SessionRecord, Store, StoredState, TurnRecord
@@ -104,14 +104,17 @@ async def read_back(path: Path) -> StoredState:
         await store.close()
 
 
-StoreKind = Literal["memory", "sqlite"]
+StoreKind = Literal["memory", "sqlite", "postgres"]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Store]:
     kind: StoreKind = request.param
     if kind == "memory":
         return MemoryStore
+    if kind == "postgres":
+        dsn: str = request.getfixturevalue("postgres_dsn")
+        return lambda: PostgresStore(dsn)
     return lambda: SqliteStore(tmp_path / "store.sqlite")
 
 

@@ -1,4 +1,4 @@
-"""MemoryStore and SqliteStore: one story of writes, a close, a reopen, everything back."""
+"""MemoryStore, SqliteStore and PostgresStore: one story of writes, a close, a reopen, everything back."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from host_sim.stores import (
     INDEX_VERSION,
     SCHEMA_VERSION,
     MemoryStore,
+    PostgresStore,
     SessionRecord,
     SqliteStore,
     Store,
@@ -194,12 +195,15 @@ def edges() -> list[LineageEdge]:
 StoreFactory = Callable[[], Store]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
-    """A factory of store objects that all see the same data (one memory object, one file)."""
+    """A factory of store objects that all see the same data (one memory object, one file, one database)."""
     if request.param == "memory":
         memory = MemoryStore()
         return lambda: memory
+    if request.param == "postgres":
+        dsn: str = request.getfixturevalue("postgres_dsn")
+        return lambda: PostgresStore(dsn)
     path = tmp_path / "store.sqlite"
     return lambda: SqliteStore(path)
 
