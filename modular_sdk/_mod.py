@@ -7,13 +7,13 @@ nothing, touches no host state and does no I/O. Each checks its own fields at th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, final
 
 import attrs
 from typing_extensions import Never
 
-from ._actions import ActionEvent
+from ._actions import ActionEvent, HookDecision
 from ._errors import SerializationError
 from ._frozen import FrozenJsonObject, freeze_object
 from ._ids import HOST_ACTIONS
@@ -58,14 +58,16 @@ IdT_inv = TypeVar("IdT_inv", bound=str)
 TargetT = TypeVar("TargetT", bound=str, covariant=True)
 TargetT_inv = TypeVar("TargetT_inv", bound=str)
 InputT = TypeVar("InputT")
+RecordT = TypeVar("RecordT", bound=attrs.AttrsInstance)
+"""A tool's ``input_type``: an attrs class (mypy refuses a dataclass or a plain class)."""
 DataT = TypeVar("DataT")
 
 SlashCommandRun = Callable[[str | None, SlashCommandContext], object]
 """``run(argument, ctx)``; ``def`` or ``async def``; its result is shown as ``str(value)``."""
 CommandRun = Callable[[CommandContext], object]
 """``run(ctx)`` of a palette command; ``def`` or ``async def``."""
-HookHandle = Callable[[ActionEvent], object]
-"""``handle(event)`` returning (or awaiting to) `Allow` or `Deny`."""
+HookHandle = Callable[[ActionEvent], HookDecision | Awaitable[HookDecision]]
+"""``handle(event)`` returning (or awaiting to) `Allow` or `Deny`, nothing else (not a bool)."""
 
 
 def _raise_own(where: str, problems: list[Problem]) -> None:
@@ -492,13 +494,16 @@ def tool(
     *,
     name: str,
     description: str,
-    input_type: type[InputT],
-    run: Callable[[InputT, ToolContext], object],
-) -> Tool[InputT]:
+    input_type: type[RecordT],
+    run: Callable[[RecordT, ToolContext], object],
+) -> Tool[RecordT]:
     """Declare an AI tool the model may call with JSON matching ``input_type``.
 
-    ``input_type`` is an attrs class of JSON-representable fields; the host validates the
-    model's input against its schema and passes ``run(input, ctx)`` an instance.
+    ``input_type`` is an attrs class of JSON-representable fields (a dataclass or a plain
+    class is refused, by mypy and at runtime); the host validates the model's input against
+    its schema and passes ``run(input, ctx)`` an instance. Input that does not match is not
+    passed on: the model gets a tool result with ``error`` saying what was wrong, and may
+    call again.
     """
     return Tool(name=name, description=description, input_type=input_type, run=run)
 

@@ -514,7 +514,7 @@ def from_json(text: str | bytes, tp: object) -> object:
 def slash_command(*, id: IdT_inv, description: str, run: SlashCommandRun, argument_hint: str | None = None) -> SlashCommand[IdT_inv]:
     """Declare a command the user types inside a chat session as ``/<id> [argument]``."""
 
-def tool(*, name: str, description: str, input_type: type[InputT], run: Callable[[InputT, ToolContext], object]) -> Tool[InputT]:
+def tool(*, name: str, description: str, input_type: type[RecordT], run: Callable[[RecordT, ToolContext], object]) -> Tool[RecordT]:
     """Declare an AI tool the model may call with JSON matching ``input_type``."""
 
 def to_json(value: object) -> str:
@@ -534,14 +534,17 @@ DataT = TypeVar('DataT')
 FrozenJsonObject: TypeAlias = Mapping[str, FrozenJsonValue]
 """A frozen JSON object: a read-only mapping of frozen JSON values."""
 
-HookHandle = Callable[[ActionEvent], object]
-"""``handle(event)`` returning (or awaiting to) `Allow` or `Deny`."""
+HookHandle = Callable[[ActionEvent], HookDecision | Awaitable[HookDecision]]
+"""``handle(event)`` returning (or awaiting to) `Allow` or `Deny`, nothing else (not a bool)."""
 
 IdT = TypeVar('IdT', bound=str, covariant=True)
 
 IdT_inv = TypeVar('IdT_inv', bound=str)
 
 InputT = TypeVar('InputT')
+
+RecordT = TypeVar('RecordT', bound=attrs.AttrsInstance)
+"""A tool's ``input_type``: an attrs class (mypy refuses a dataclass or a plain class)."""
 
 SlashCommandRun = Callable[[str | None, SlashCommandContext], object]
 """``run(argument, ctx)``; ``def`` or ``async def``; its result is shown as ``str(value)``."""

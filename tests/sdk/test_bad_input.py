@@ -13,6 +13,7 @@ import attrs
 import pytest
 
 from modular_sdk import (
+    Allow,
     ActionEvent,
     AiContributions,
     AiNotificationMessage,
@@ -165,7 +166,7 @@ def test_values_refuse_a_lone_surrogate_naming_the_field(make: Any, field: str) 
         (lambda: slash_command(id="t", description="d", run=run_task, argument_hint=SURROGATE), "argument_hint"),
         (lambda: command(id="t", title=SURROGATE, run=open_panel), "title"),
         (lambda: agent(id="a", description="d", instructions=SURROGATE), "instructions"),
-        (lambda: before_action(SURROGATE, lambda event: None), "target"),
+        (lambda: before_action(SURROGATE, lambda event: Allow()), "target"),
         (lambda: slash_command(id="t\ud800", description="d", run=run_task), "id"),
     ],
     ids=lambda v: v if isinstance(v, str) else None,

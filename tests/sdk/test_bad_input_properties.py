@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import modular_sdk
 from modular_sdk import (
+    Allow,
     ActionEvent,
     AiContributions,
     AiNotificationMessage,
@@ -172,8 +173,8 @@ def search(value: SearchInput, ctx: ToolContext) -> str:
     return value.pattern
 
 
-def allow(event: ActionEvent) -> None:
-    return None
+def allow(event: ActionEvent) -> Allow:
+    return Allow()
 
 
 async def watch(ctx: EffectContext) -> None:

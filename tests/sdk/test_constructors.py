@@ -280,7 +280,7 @@ def test_a_tool_derives_the_json_schema_of_its_input_type() -> None:
 
 def test_a_tool_input_type_must_be_an_attrs_class() -> None:
     with pytest.raises(ModDefinitionError) as info:
-        tool(name="search", description="Search", input_type=dict, run=search)  # type: ignore[arg-type]
+        tool(name="search", description="Search", input_type=dict, run=search)  # type: ignore[type-var, arg-type]
     assert str(info.value) == (
         "tool(name='search'): input_type must be an attrs class, got <class 'dict'>; "
         "decorate it with @attrs.frozen"
