@@ -6,6 +6,8 @@ modules are implementation.
 
 from __future__ import annotations
 
+from modular_sdk import UnknownTurnError as UnknownTurnError
+
 from .fold._manifest import Manifest as Manifest
 from .fold._fold import load_verified as load_verified
 from .fold._sandbox import build_manifest as build_manifest
@@ -40,6 +42,10 @@ from .sessions._host import EffectStatus as EffectStatus
 from .sessions._host import Host as Host
 from .sessions._host import Submission as Submission
 from .lanes._renderer import ViewResult as ViewResult
+from .lineage._provenance import ErasurePlan as ErasurePlan
+from .lineage._provenance import Provenance as Provenance
+from .lineage._provenance import TurnOrigin as TurnOrigin
+from .lineage._provenance import TurnRef as TurnRef
 from .stores._errors import StoreError as StoreError
 from .stores._errors import StoreLockedError as StoreLockedError
 from .stores._memory import MemoryStore as MemoryStore
@@ -56,6 +62,7 @@ __all__ = [
     "Completion",
     "EchoModel",
     "EffectStatus",
+    "ErasurePlan",
     "HistoryEntry",
     "Host",
     "LineageArtifact",
@@ -70,6 +77,7 @@ __all__ = [
     "ModelRequest",
     "OpenAIModel",
     "PostgresStore",
+    "Provenance",
     "RecordingModel",
     "ReplayModel",
     "ScriptedModel",
@@ -87,7 +95,10 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "TurnHandle",
+    "TurnOrigin",
     "TurnRecord",
+    "TurnRef",
+    "UnknownTurnError",
     "ViewResult",
     "build_manifest",
     "build_manifest_async",

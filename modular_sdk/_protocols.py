@@ -6,6 +6,7 @@ simulator implements them. Handles are made by the host only; a mod never constr
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol, TypeVar, overload
 
 import attrs
@@ -81,6 +82,21 @@ class AiTurnHandle(Protocol):
     @property
     def error(self) -> str | None:
         """Why the turn failed; ``None`` unless ``status == "failed"``."""
+        ...
+
+    @property
+    def started_at(self) -> datetime:
+        """When the turn began (the host's clock)."""
+        ...
+
+    @property
+    def finished_at(self) -> datetime | None:
+        """When it completed or failed; ``None`` while it runs."""
+        ...
+
+    @property
+    def erased_at(self) -> datetime | None:
+        """When the user had it forgotten (its text and reply are gone); ``None`` otherwise."""
         ...
 
     @property

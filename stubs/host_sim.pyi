@@ -36,11 +36,23 @@ class EffectStatus:
 
 
 @attrs.frozen(kw_only=True)
+class ErasurePlan:
+    """What forgetting a turn removes (``host.lineage.forget``). Immutable."""
+    of: TurnRef
+    turns: tuple[TurnRef, ...]
+    sessions: tuple[SessionId, ...]
+    spawns: tuple[SessionId, ...]
+    edges: tuple[LineageEdge, ...]
+    erased: bool
+
+
+@attrs.frozen(kw_only=True)
 class HistoryEntry:
     """One completed earlier turn as the model sees it."""
     kind: Literal['prompt', 'notification']
     text: str
     reply: str
+    erased: bool = False
 
 
 @final
@@ -113,6 +125,12 @@ class LineageGraph:
     """How the sessions of a host relate: forks, spawns, and the edges integrators add."""
     def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now) -> None:
         """Internal: the host builds its graph over its (open) store; users get ``host.lineage``."""
+    async def forward(self, turn_id: str) -> Provenance:
+        """What the host made of a turn: the sessions holding it, the turns resting on it, its spawns and edges."""
+    async def backward(self, turn_id: str) -> TurnOrigin:
+        """What a turn's reply was read from: the completed turns its model saw, and their fork chain."""
+    async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
+        """What forgetting a turn removes (a dry run, by default), or remove it (``dry_run=False``)."""
     async def node(self, session_id: str) -> SessionNode:
         """The node of one session (with its metrics once `complete_session` ran)."""
     async def ancestors(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
@@ -176,10 +194,13 @@ class MemoryStore:
         """Keep a lineage edge (an edge between the same two sessions replaces it)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge."""
+    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
+        """Replace finished turns by their erased records and rewrite edges, all or nothing."""
     async def index_version(self) -> int | None: ...
     async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None: ...
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]: ...
     async def running_turns(self) -> Sequence[TurnRecord]: ...
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]: ...
     async def list_sessions(self) -> Sequence[SessionRecord]: ...
@@ -225,6 +246,63 @@ class OpenAIModel:
         """The server's base URL, without a trailing slash."""
     async def respond(self, request: ModelRequest) -> str | ToolCall:
         """Ask the server for the next step of the turn; raises `ModelError` when it cannot."""
+
+
+@final
+class PostgresStore:
+    """A durable store in a PostgreSQL database that several hosts share (one session graph)."""
+    def __init__(self, dsn: str, *, create: bool = True, connections: int = 8) -> None: ...
+    @property
+    def path(self) -> str:
+        """The DSN without its password: what messages and `StoreError.path` name."""
+    async def open(self) -> None:
+        """Connect, check (or create) the schema and announce this host as live; reads no records."""
+    async def close(self) -> None:
+        """Close every connection (this host's locks go with them). Idempotent; may be opened again."""
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record; refuses any turn that is not running."""
+    async def save_node(self, node: SessionNode) -> None:
+        """Replace the node of a stored session."""
+    async def save_edge(self, edge: LineageEdge) -> None:
+        """Write a lineage edge between two stored sessions (same pair: replaced)."""
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        """Replace every node and edge and record `INDEX_VERSION`, in one transaction."""
+    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
+        """Replace finished turns by their erased records and rewrite edges, in one transaction."""
+    async def index_version(self) -> int | None:
+        """The `INDEX_VERSION` the index was built with, or ``None``."""
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
+        """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None: ...
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]: ...
+    async def running_turns(self) -> Sequence[TurnRecord]:
+        """Turns left running by a host that is gone (its connection closed or was lost), handed to this host."""
+    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]: ...
+    async def list_sessions(self) -> Sequence[SessionRecord]: ...
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]: ...
+    async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal['out', 'in']) -> Sequence[LineageEdge]: ...
+    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]: ...
+    async def read_all(self) -> StoredState:
+        """Every record and index row, in writing order, from one consistent snapshot."""
+    @contextlib.asynccontextmanager
+    async def lock_session(self, session_id: SessionId) -> AsyncIterator[None]:
+        """Hold session ``session_id``'s turn lock across every host of this database."""
+
+
+@attrs.frozen(kw_only=True)
+class Provenance:
+    """What the host made of a turn (``host.lineage.forward``). Immutable."""
+    of: TurnRef
+    sessions: tuple[SessionId, ...]
+    turns: tuple[TurnRef, ...]
+    spawns: tuple[SessionId, ...]
+    edges: tuple[LineageEdge, ...]
 
 
 @final
@@ -333,6 +411,7 @@ class SessionRecord:
     runner_id: AiRunnerId
     created_at: datetime
     agent_id: str | None = None
+    trigger_turn_id: TurnId | None = None
 
 
 @final
@@ -361,11 +440,14 @@ class SqliteStore:
         """Write a lineage edge between two stored sessions (same pair: replaced)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
+    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
+        """Replace finished turns by their erased records and rewrite edges, in one transaction;"""
     async def index_version(self) -> int | None:
         """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
     async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None: ...
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]: ...
     async def running_turns(self) -> Sequence[TurnRecord]: ...
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]: ...
     async def list_sessions(self) -> Sequence[SessionRecord]: ...
@@ -394,6 +476,8 @@ class Store(Protocol):
         """Write a lineage edge between two sessions the store holds (same pair: replaced)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace the whole lineage index by these and record `INDEX_VERSION`, in one transaction."""
+    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
+        """Forget: replace finished turns by their erased records (same id, ordinal, author,"""
     async def index_version(self) -> int | None:
         """The `INDEX_VERSION` the index was last rebuilt with (``None``: never). Reads no rows."""
     async def get_session(self, session_id: SessionId) -> SessionRecord | None:
@@ -402,6 +486,8 @@ class Store(Protocol):
         """A session's own turns (not those a fork inherits), in ordinal order."""
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
         """The turn with this turn id, or else with this message id, or ``None``."""
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
+        """Sessions spawned by a tool call that turn ``turn_id`` made, in creation order."""
     async def running_turns(self) -> Sequence[TurnRecord]:
         """Every turn still ``running`` (after a crash: those it interrupted)."""
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
@@ -501,8 +587,25 @@ class TurnHandle:
     def error(self) -> str | None: ...
     @property
     def runner_id(self) -> AiRunnerId: ...
+    @property
+    def started_at(self) -> datetime:
+        """When the turn began (host clock)."""
+    @property
+    def finished_at(self) -> datetime | None:
+        """When it completed or failed; ``None`` while it runs."""
+    @property
+    def erased_at(self) -> datetime | None:
+        """When the user forgot it (``host.lineage.forget``): its text is gone. ``None`` otherwise."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``."""
+
+
+@attrs.frozen(kw_only=True)
+class TurnOrigin:
+    """What a turn's reply was read from (``host.lineage.backward``). Immutable."""
+    of: TurnRef
+    read_from: tuple[TurnRef, ...]
+    sessions: tuple[SessionId, ...]
 
 
 @attrs.frozen(kw_only=True)
@@ -520,6 +623,18 @@ class TurnRecord:
     error: str | None
     started_at: datetime
     finished_at: datetime | None
+    erased_at: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TurnRef:
+    """Which turn: the session that ran it, its id and its ordinal. Immutable."""
+    session_id: SessionId
+    turn_id: TurnId
+    ordinal: int
+
+
+from modular_sdk import UnknownTurnError as UnknownTurnError  # re-exported, one class
 
 
 @attrs.frozen(kw_only=True)

@@ -25,5 +25,6 @@ def test_stubs_cover_every_export() -> None:
         for name in module.__all__:
             assert any(
                 line.startswith((f"class {name}(", f"class {name}:", f"def {name}(", f"async def {name}(", f"{name}:", f"{name} ="))
+                or (line.startswith("from ") and f" import {name} as {name}" in line)  # a re-export
                 for line in text.splitlines()
             ), f"{module.__name__}.{name} is missing from stubs/{module.__name__}.pyi"

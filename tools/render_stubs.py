@@ -200,8 +200,18 @@ def _target(member: griffe.Object | griffe.Alias) -> griffe.Object | griffe.Alia
     return member.final_target if isinstance(member, griffe.Alias) else member
 
 
+def _reexport(module: griffe.Module, name: str) -> str | None:
+    """The path of a name re-exported from our other package (``modular_sdk``), else ``None``."""
+    member = module.members[name]
+    if isinstance(member, griffe.Alias) and member.target_path.split(".", 1)[0] != module.path.split(".", 1)[0]:
+        return member.target_path
+    return None
+
+
 def _exports(module: griffe.Module) -> Iterator[tuple[str, griffe.Object]]:
     for name in _export_names(module):
+        if _reexport(module, name) is not None:
+            continue  # rendered as a re-export line: its own report shows it
         member = module.members[name]
         target = member.final_target if isinstance(member, griffe.Alias) else member
         if not isinstance(target, griffe.Object):
@@ -233,6 +243,10 @@ def render(public: str) -> str:
             body = [f"{name} = {target.name}  # alias", *body]
         kind_of[name] = body
     for name in _export_names(module):
+        reexport = _reexport(module, name)
+        if reexport is not None:
+            lines += [f"from {reexport.rpartition('.')[0]} import {name} as {name}  # re-exported, one class", "", ""]
+            continue
         lines += [*kind_of[name], ""]
         if isinstance(_target(module.members[name]), griffe.Class):
             lines.append("")

@@ -28,6 +28,7 @@ class HandlerFrame:
     command_id: str | None = None
     tool_name: str | None = None
     call_id: str | None = None
+    turn_id: TurnId | None = None  # a tool's: the turn whose model called it
     running_sessions: frozenset[SessionId] = frozenset()  # turns this handler runs inside
     running_turns: frozenset[TurnId] = frozenset()
 

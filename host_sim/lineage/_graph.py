@@ -17,7 +17,9 @@ import attrs
 
 from modular_sdk import SessionId, UnknownSessionError
 
+from . import _provenance
 from ._errors import LineageEdgeError
+from ._provenance import ErasurePlan, Provenance, TurnOrigin
 from ._types import (
     HOST_RELATIONS,
     LineageArtifact,
@@ -30,6 +32,7 @@ from ._types import (
 
 if TYPE_CHECKING:
     from ..stores._protocol import Store
+    from ..stores._records import TurnRecord
 
 __all__ = ["LineageGraph"]
 
@@ -54,12 +57,49 @@ class LineageGraph:
     ['s-1']
     """
 
-    __slots__ = ("_clock", "_store")
+    __slots__ = ("_applied", "_clock", "_store")
 
     def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now) -> None:
         """Internal: the host builds its graph over its (open) store; users get ``host.lineage``."""
         self._store = store
         self._clock = clock
+        self._applied: Callable[[Sequence[TurnRecord]], None] = lambda records: None  # the host's live state
+
+    # -- provenance (API.md §8) ----------------------------------------------------------
+
+    async def forward(self, turn_id: str) -> Provenance:
+        """What the host made of a turn: the sessions holding it, the turns resting on it, its spawns and edges.
+
+        ``turn_id`` is a turn id or a message id. Raises `modular_sdk.UnknownTurnError` for
+        an id the store does not hold. See `Provenance`.
+        """
+        return await _provenance.forward(self._store, turn_id)
+
+    async def backward(self, turn_id: str) -> TurnOrigin:
+        """What a turn's reply was read from: the completed turns its model saw, and their fork chain.
+
+        ``turn_id`` is a turn id or a message id; `modular_sdk.UnknownTurnError` otherwise.
+        """
+        return await _provenance.backward(self._store, turn_id)
+
+    async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
+        """What forgetting a turn removes (a dry run, by default), or remove it (``dry_run=False``).
+
+        The plan is the turn plus exactly `forward`'s turns, sessions, spawns and edges (one
+        walk computes both). Carrying it out erases the message text and reply of every
+        planned turn and the labels of the planned edges' artifacts, in one transaction;
+        ids, ordinals, authors, times and lineage stay, so forks, queries and later turns go
+        on working, and later model calls see erased entries (`HistoryEntry.erased`). A
+        `SqliteStore` keeps no copy of the erased text in its files. Forgetting a turn again
+        erases nothing more. Raises `modular_sdk.UnknownTurnError` for an unknown id and
+        `ValueError` when a planned turn is still running.
+
+        >>> plan = await host.lineage.forget(turn.id)  # doctest: +SKIP
+        >>> await host.lineage.forget(turn.id, dry_run=False)  # doctest: +SKIP
+        """
+        return await _provenance.forget(
+            self._store, turn_id, dry_run=dry_run, now=self._now, applied=self._applied
+        )
 
     # -- queries -------------------------------------------------------------------------
 

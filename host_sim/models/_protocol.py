@@ -54,11 +54,17 @@ class ToolSpec:
 
 @attrs.frozen(kw_only=True)
 class HistoryEntry:
-    """One completed earlier turn as the model sees it."""
+    """One completed earlier turn as the model sees it.
+
+    ``erased`` is ``True`` for a turn the user had forgotten (``host.lineage.forget``):
+    its ``text`` and ``reply`` are then empty, and a model adapter should say that
+    something was erased there rather than leave a silent gap.
+    """
 
     kind: Literal["prompt", "notification"]
     text: str
     reply: str
+    erased: bool = False
 
 
 @attrs.frozen(kw_only=True)

@@ -56,16 +56,17 @@ from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
 from ..lanes._ext_host import HandlerFailed, call_handler
+from ..lineage._provenance import find_turn
 from ..lineage._types import LineageEdge, SessionNode
 from ..models._protocol import Model, ModelRequest, ToolCall, ToolResult, ToolSpec
 from ..stores._protocol import Store
 from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
-from ..stores._records import SessionRecord
+from ..stores._records import SessionRecord, TurnRecord
 from ._across_hosts import across_hosts, catch_up, running_elsewhere
 from ._explain import turn_failed
 from ._ids import new_call_id, new_message_id, new_session_id, new_turn_id
-from ._state import SessionState, TurnState, history_view, text_of, turn_at
+from ._state import SessionState, TurnState, apply_erasure, history_view, text_of, turn_at
 
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
@@ -291,6 +292,22 @@ class Engine:
                 state.last_completed = turn
         return state
 
+    async def load_turn(self, turn_or_message_id: object) -> tuple[SessionState, TurnState]:
+        """A turn (by turn id or message id) and the session that ran it; `UnknownTurnError` otherwise."""
+        record = await find_turn(self.store, turn_or_message_id)
+        session = await self.load(record.session_id)
+        turn = turn_at(session, record.ordinal)
+        if turn is None or turn.id != record.id:
+            raise _damaged(self.store, f"turn {record.id!r} is not at ordinal {record.ordinal} of {session.id!r}")
+        return session, turn
+
+    def apply_erasure(self, records: Sequence[TurnRecord]) -> None:
+        """What forget erased, made true of the live sessions this host holds."""
+        for record in records:
+            session = self.sessions.get(record.session_id)
+            if session is not None:
+                apply_erasure(session, record)
+
     async def children(self, state: SessionState) -> list[SessionState]:
         """The forks and spawns of a session, in creation order (read from the store)."""
         return [await self.load(r.id) for r in await self.store.child_sessions(state.id)]
@@ -426,7 +443,7 @@ class Engine:
             agent_id=parent.record.agent_id,
         )
         if anchor.artifact is None:  # one artifact per anchor turn, shared by its forks
-            anchor.artifact = fork_artifact(anchor.id, anchor.ordinal)
+            anchor.artifact = fork_artifact(anchor.id, anchor.ordinal, erased=anchor.erased_at is not None)
         edge = LineageEdge(
             from_session_id=parent.id, to_session_id=session_id, relation="branched_from", created_at=now, artifact=anchor.artifact
         )
@@ -462,6 +479,7 @@ class Engine:
             cwd=parent.record.cwd,
             runner_id=self._runner(session_id, parent.record.model),
             created_at=now,
+            trigger_turn_id=actor.turn_id if actor is not None and trigger.kind == "tool" else None,
         )
         edge = LineageEdge(from_session_id=parent.id, to_session_id=session_id, relation="spawned_by", created_at=now)
         return await self._add_session(SessionState(record=record, parent=parent), edge)
@@ -640,7 +658,7 @@ class Engine:
                         )
                         return
                     try:
-                        result = await self._call_tool(session, reply, inside)
+                        result = await self._call_tool(session, turn, reply, inside)
                     except HandlerFailed as failed:
                         turn.status, turn.error = "failed", _storable(failed.reason)
                         return
@@ -670,7 +688,11 @@ class Engine:
         return self.tables.agents[agent_id][1].instructions
 
     async def _call_tool(
-        self, session: SessionState, call: ToolCall, inside: tuple[frozenset[SessionId], frozenset[TurnId]]
+        self,
+        session: SessionState,
+        turn: TurnState,
+        call: ToolCall,
+        inside: tuple[frozenset[SessionId], frozenset[TurnId]],
     ) -> ToolResult:
         call_id = call.call_id or new_call_id()
 
@@ -693,6 +715,7 @@ class Engine:
             kind="tool",
             tool_name=declared.name,
             call_id=call_id,
+            turn_id=turn.id,
             running_sessions=inside[0],
             running_turns=inside[1],
         )

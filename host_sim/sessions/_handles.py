@@ -10,6 +10,7 @@ is stamped with that actor, whatever task, thread or ``contextvars`` context sen
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, final, overload
 
 from modular_sdk import (
@@ -121,6 +122,21 @@ class TurnHandle(metaclass=NoPublicConstructor):
     @property
     def runner_id(self) -> AiRunnerId:
         return self._turn.runner_id
+
+    @property
+    def started_at(self) -> datetime:
+        """When the turn began (host clock)."""
+        return self._turn.started_at
+
+    @property
+    def finished_at(self) -> datetime | None:
+        """When it completed or failed; ``None`` while it runs."""
+        return self._turn.finished_at
+
+    @property
+    def erased_at(self) -> datetime | None:
+        """When the user forgot it (``host.lineage.forget``): its text is gone. ``None`` otherwise."""
+        return self._turn.erased_at
 
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``.
@@ -271,6 +287,15 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         """The session with this id; raises `UnknownSessionError`."""
         self._engine.check_open(f"get session {session_id!r}")
         return SessionHandle._create(self._engine, await self._engine.load(session_id), self._actor)
+
+    async def turn(self, turn_id: str) -> TurnHandle:
+        """The turn with this turn id or message id, in whichever session ran it.
+
+        Raises `modular_sdk.UnknownTurnError` for an id this host's store does not hold.
+        """
+        self._engine.check_open("get a turn")
+        session, turn = await self._engine.load_turn(turn_id)
+        return TurnHandle._create(self._engine, session, turn, self._actor)
 
     async def list(self) -> list[SessionHandle]:
         """Every session of the host, in creation order."""

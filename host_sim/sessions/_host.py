@@ -174,6 +174,7 @@ class Host:
             cwd=self._cwd,
             tool_context=tool_context,
         )
+        graph._applied = engine.apply_erasure
         self._engine, self._lineage = engine, graph
         self._sessions = AiSessionsImpl._create(engine, None)
         task_group = anyio.create_task_group()

@@ -24,7 +24,16 @@ from ..lineage._types import LineageArtifact
 from ..models._protocol import HistoryEntry
 from ..stores._records import SessionRecord, TurnRecord
 
-__all__ = ["HistoryView", "SessionState", "TurnState", "history", "history_view", "turn_at"]
+__all__ = [
+    "HistoryView",
+    "SessionState",
+    "TurnState",
+    "apply_erasure",
+    "entry_of",
+    "history",
+    "history_view",
+    "turn_at",
+]
 
 
 @attrs.define(slots=True, eq=False, kw_only=True)
@@ -43,6 +52,7 @@ class TurnState:
     reply: str | None = None
     error: str | None = None
     finished_at: datetime | None = None
+    erased_at: datetime | None = None
     done: anyio.Event | None = None
     artifact: LineageArtifact | None = None  # the branched_from artifact of forks made here
     completed_before: int = 0  # completed turns before it in its session's history
@@ -61,6 +71,7 @@ class TurnState:
             error=self.error,
             started_at=self.started_at,
             finished_at=self.finished_at,
+            erased_at=self.erased_at,
         )
 
     @classmethod
@@ -78,6 +89,7 @@ class TurnState:
             reply=record.reply,
             error=record.error,
             finished_at=record.finished_at,
+            erased_at=record.erased_at,
         )
 
 
@@ -132,7 +144,7 @@ class SessionState:
 
     def add_entry(self, turn: TurnState) -> None:
         """Record what the model sees of own turn ``turn``, which just completed (the last one)."""
-        entry = HistoryEntry(kind=turn.message.type, text=text_of(turn.message), reply=turn.reply or "")
+        entry = entry_of(turn)
         if self.entries is None:
             self.entries = [entry]
         else:
@@ -268,3 +280,23 @@ def text_of(message: AiMessage) -> str:
     if isinstance(message, AiNotificationMessage):
         return f"{message.title}\n\n{message.body}" if message.body else message.title
     return message.text
+
+
+def entry_of(turn: TurnState) -> HistoryEntry:
+    """What the model sees of a completed turn (an erased turn: that it was erased, no text)."""
+    if turn.erased_at is not None:
+        return HistoryEntry(kind=turn.message.type, text="", reply="", erased=True)
+    return HistoryEntry(kind=turn.message.type, text=text_of(turn.message), reply=turn.reply or "")
+
+
+def apply_erasure(session: SessionState, record: TurnRecord) -> None:
+    """Make the live turn ``record`` names (an own turn of ``session``) match its erased record."""
+    if not session.own or not session.first_ordinal <= record.ordinal < session.next_ordinal:
+        return
+    turn = session.own[record.ordinal - session.first_ordinal]
+    turn.message, turn.reply, turn.erased_at = record.message, record.reply, record.erased_at
+    turn.artifact = None  # later forks cite it with the erased label
+    if turn.status == "completed" and session.entries is not None:
+        index = turn.completed_before - session.inherited_completed
+        if 0 <= index < len(session.entries):
+            session.entries[index] = entry_of(turn)

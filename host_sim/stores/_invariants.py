@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 import attrs
 
-from modular_sdk import SessionId
+from modular_sdk import AiMessage, AiNotificationMessage, AiPromptMessage, SessionId
 
 from ..lineage._types import LineageArtifact, LineageEdge, SessionNode
 from ._errors import StoreError
@@ -26,11 +26,13 @@ from ._protocol import INDEX_VERSION, Store
 from ._records import SessionRecord, StoredState, TurnRecord
 
 __all__ = [
+    "ERASED_LABEL",
     "INTERRUPTED",
     "Violation",
     "ViolationCode",
     "check",
     "derive_index",
+    "erased",
     "fork_artifact",
     "interrupted",
     "recover",
@@ -75,9 +77,23 @@ class Violation:
         return {"code": self.code, "subject": self.subject, "message": self.message, "repairable": self.repairable}
 
 
-def fork_artifact(turn_id: str, ordinal: int) -> LineageArtifact:
+ERASED_LABEL: Final = "(erased)"
+"""The label of an artifact whose turn was forgotten."""
+
+
+def fork_artifact(turn_id: str, ordinal: int, *, erased: bool = False) -> LineageArtifact:
     """The artifact a ``branched_from`` edge carries: the anchor turn it forked at."""
-    return LineageArtifact(type="turn", source_id=turn_id, label=f"turn {ordinal}")
+    return LineageArtifact(type="turn", source_id=turn_id, label=ERASED_LABEL if erased else f"turn {ordinal}")
+
+
+def erased(turn: TurnRecord, at: datetime) -> TurnRecord:
+    """``turn`` forgotten at ``at``: its message text and reply gone, everything else kept."""
+    message: AiMessage = (
+        AiNotificationMessage(title=ERASED_LABEL, body="")
+        if isinstance(turn.message, AiNotificationMessage)
+        else AiPromptMessage(text="")
+    )
+    return attrs.evolve(turn, message=message, reply=None, erased_at=at)
 
 
 def interrupted(turn: TurnRecord, at: datetime) -> TurnRecord:
@@ -136,7 +152,7 @@ def _implied_edge(records: _Records, record: SessionRecord) -> LineageEdge | Non
         to_session_id=record.id,
         relation="branched_from",
         created_at=lineage.forked_at,
-        artifact=None if anchor is None else fork_artifact(anchor.id, anchor.ordinal),
+        artifact=None if anchor is None else fork_artifact(anchor.id, anchor.ordinal, erased=anchor.erased_at is not None),
     )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, final
 
+import attrs
+
 from modular_sdk import SessionId, TurnId
 
 from ..lineage._types import LineageEdge, SessionNode
@@ -44,6 +46,7 @@ class MemoryStore:
         "_out",
         "_running",
         "_sessions",
+        "_spawned_during",
         "_turns",
         "_turns_of",
     )
@@ -52,6 +55,7 @@ class MemoryStore:
         self._open = False
         self._sessions: dict[SessionId, SessionRecord] = {}
         self._children: dict[SessionId, list[SessionId]] = {}
+        self._spawned_during: dict[TurnId, list[SessionId]] = {}
         self._turns: dict[TurnId, TurnRecord] = {}
         self._turns_of: dict[SessionId, list[TurnRecord]] = {}
         self._by_message: dict[str, TurnId] = {}
@@ -87,6 +91,8 @@ class MemoryStore:
         self._sessions[record.id] = record
         if record.lineage.kind != "root":
             self._children.setdefault(record.lineage.parent_session_id, []).append(record.id)
+        if record.trigger_turn_id is not None:
+            self._spawned_during.setdefault(record.trigger_turn_id, []).append(record.id)
         self._nodes[node.session_id] = node
         if edge is not None:
             self._put_edge(edge)
@@ -157,6 +163,31 @@ class MemoryStore:
             self._put_edge(edge)
         self._index_version = INDEX_VERSION
 
+    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
+        """Replace finished turns by their erased records and rewrite edges, all or nothing."""
+        self._check_open()
+        for turn in turns:
+            old = self._turns.get(turn.id)
+            if (
+                old is None
+                or old.status == "running"
+                or old.erased_at is not None
+                or turn.erased_at is None
+                or attrs.evolve(old, message=turn.message, reply=turn.reply, erased_at=turn.erased_at) != turn
+            ):
+                raise StoreError(
+                    f"cannot erase turn {turn.id!r}: only a finished turn is erased, once, keeping all but its text"
+                )
+        for end in {e.from_session_id for e in edges} | {e.to_session_id for e in edges}:
+            if end not in self._sessions:
+                raise StoreError(f"no session {end!r} is stored; an edge joins two stored sessions")
+        for turn in turns:
+            self._turns[turn.id] = turn
+            own = self._turns_of[turn.session_id]
+            own[next(i for i in range(len(own)) if own[i].id == turn.id)] = turn
+        for edge in edges:
+            self._put_edge(edge)
+
     # -- reads ----------------------------------------------------------------------------
 
     async def index_version(self) -> int | None:
@@ -178,6 +209,10 @@ class MemoryStore:
             by_message = self._by_message.get(turn_or_message_id)
             found = None if by_message is None else self._turns[by_message]
         return found
+
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
+        self._check_open()
+        return tuple(self._sessions[s] for s in self._spawned_during.get(TurnId(turn_id), ()))
 
     async def running_turns(self) -> Sequence[TurnRecord]:
         self._check_open()

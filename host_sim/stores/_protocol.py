@@ -81,6 +81,15 @@ class Store(Protocol):
         """Replace the whole lineage index by these and record `INDEX_VERSION`, in one transaction."""
         ...
 
+    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
+        """Forget: replace finished turns by their erased records (same id, ordinal, author,
+        times and status; text gone; ``erased_at`` set) and rewrite edges, in one transaction.
+
+        Refuses a turn that is running, unknown or already erased. A durable store leaves
+        no copy of the erased text in its files once this returns.
+        """
+        ...
+
     # -- reads by key ---------------------------------------------------------------------
 
     async def index_version(self) -> int | None:
@@ -97,6 +106,10 @@ class Store(Protocol):
 
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
         """The turn with this turn id, or else with this message id, or ``None``."""
+        ...
+
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
+        """Sessions spawned by a tool call that turn ``turn_id`` made, in creation order."""
         ...
 
     async def running_turns(self) -> Sequence[TurnRecord]:

@@ -38,13 +38,16 @@ class SessionRecord:
     runner_id: AiRunnerId
     created_at: datetime
     agent_id: str | None = None
+    trigger_turn_id: TurnId | None = None  # a spawn made by a tool call: the turn that made the call
 
 
 @attrs.frozen(kw_only=True)
 class TurnRecord:
     """A turn: written ``running`` when it starts, then once more when it finishes. Immutable.
 
-    ``finished_at`` is ``None`` exactly while ``status`` is ``"running"``.
+    ``finished_at`` is ``None`` exactly while ``status`` is ``"running"``. A finished turn
+    changes once more only if it is forgotten: its text goes, ``erased_at`` is set, and
+    everything else (ids, ordinal, author, times, status) stays.
     """
 
     id: TurnId
@@ -59,6 +62,7 @@ class TurnRecord:
     error: str | None
     started_at: datetime
     finished_at: datetime | None
+    erased_at: datetime | None = None  # set once by forget: message text and reply are gone
 
 
 @attrs.frozen(kw_only=True)

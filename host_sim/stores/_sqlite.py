@@ -70,7 +70,8 @@ _APPLICATION: Final = "host-sim"
 
 _R = TypeVar("_R")
 
-_TURNS_TABLE: Final = """
+# The turns table as version 2 made it (the upgrade from version 1 builds this one).
+_TURNS_TABLE_V2: Final = """
 CREATE TABLE turns (
     id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,
@@ -90,11 +91,23 @@ CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns WHEN OLD.statu
 BEGIN SELECT RAISE(ABORT, 'a finished turn never changes'); END;
 """
 
-# Version 3: every read a host makes is served by an index (no scans).
-_READ_INDEXES: Final = """
+# Version 3: a finished turn changes once more, only to be forgotten (its text goes, its
+# structure stays); every read a host makes is served by an index (no scans).
+_VERSION_3: Final = """
+DROP TRIGGER finished_turns_never_change;
+CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
+WHEN OLD.status != 'running' AND NOT (
+    OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL
+    AND NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
+    AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
+    AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
+    AND NEW.finished_at IS OLD.finished_at AND NEW.error IS OLD.error
+)
+BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once, to be forgotten)'); END;
 CREATE INDEX turns_by_message ON turns (message_id);
 CREATE INDEX turns_running ON turns (status) WHERE status = 'running';
 CREATE INDEX sessions_by_parent ON sessions (json_extract(lineage, '$.parent_session_id'));
+CREATE INDEX sessions_by_trigger_turn ON sessions (trigger_turn_id) WHERE trigger_turn_id IS NOT NULL;
 CREATE INDEX edges_in ON edges (to_session_id);
 CREATE INDEX edges_by_artifact ON edges (json_extract(artifact, '$.type'), json_extract(artifact, '$.source_id'))
     WHERE artifact IS NOT NULL;
@@ -107,6 +120,10 @@ CREATE TRIGGER sessions_are_kept BEFORE DELETE ON sessions
 BEGIN SELECT RAISE(ABORT, 'a session record is never deleted'); END;
 """
 
+_COLUMNS_3: Final = "ALTER TABLE sessions ADD COLUMN trigger_turn_id TEXT;\nALTER TABLE turns ADD COLUMN erased_at TEXT;\n"
+
+# A new store is made as version 2 was, then brought to version 3 by the same statements
+# an upgrade runs: one definition of each version, no drift between new and upgraded files.
 _SCHEMA: Final = (
     """
 CREATE TABLE meta (
@@ -140,16 +157,17 @@ CREATE TABLE edges (
     PRIMARY KEY (from_session_id, to_session_id)
 );
 """
-    + _TURNS_TABLE
+    + _TURNS_TABLE_V2
     + _RECORD_TRIGGERS
-    + _READ_INDEXES
+    + _COLUMNS_3
+    + _VERSION_3
 )
 
 # Version 1 had no constraints on records and a turns table without running turns.
 _UPGRADE_FROM_1: Final = (
     "ALTER TABLE turns RENAME TO turns_v1;\n"
     "DROP INDEX IF EXISTS turns_by_session;\n"
-    + _TURNS_TABLE
+    + _TURNS_TABLE_V2
     + "INSERT INTO turns SELECT * FROM turns_v1 ORDER BY rowid;\n"
     "DROP TABLE turns_v1;\n"
     + _RECORD_TRIGGERS
@@ -158,7 +176,7 @@ _UPGRADE_FROM_1: Final = (
 
 # Version 2 read everything at open; version 3 reads by key. The index was built by an
 # older host: leaving index_version unset makes the next host rebuild it once.
-_UPGRADE_FROM_2: Final = _READ_INDEXES + "UPDATE meta SET value = '3' WHERE key = 'schema_version';\n"
+_UPGRADE_FROM_2: Final = _COLUMNS_3 + _VERSION_3 + "UPDATE meta SET value = '3' WHERE key = 'schema_version';\n"
 
 
 def _script(sql: str) -> list[str]:
@@ -187,7 +205,6 @@ class _Table:
     columns: tuple[str, ...] = attrs.field(init=False)
     insert: str = attrs.field(init=False)
     upsert: str = attrs.field(init=False)
-    select: str = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         columns = tuple(f.name for f in attrs.fields(self.record))
@@ -196,7 +213,6 @@ class _Table:
         object.__setattr__(self, "columns", columns)
         object.__setattr__(self, "insert", insert)
         object.__setattr__(self, "upsert", f"{insert} ON CONFLICT ({', '.join(self.key)}) DO UPDATE SET {updates}")
-        object.__setattr__(self, "select", f"SELECT {', '.join(columns)} FROM {self.name} ORDER BY rowid")
 
     def row(self, record: object) -> tuple[object, ...]:
         """The row of ``record``; raises `StoreError` naming the column it cannot store."""
@@ -240,6 +256,11 @@ _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"
 _TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
+
+_ERASE_TURN: Final = (
+    "UPDATE turns SET message = ?, reply = ?, erased_at = ? "
+    "WHERE id = ? AND session_id = ? AND ordinal = ? AND status != 'running' AND erased_at IS NULL"
+)
 
 _FINISH_TURN: Final = (
     "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ? "
@@ -296,7 +317,17 @@ class SqliteStore:
     >>> async with Host(store=SqliteStore("chats.sqlite")) as host: ...  # doctest: +SKIP
     """
 
-    __slots__ = ("_batch", "_conn", "_create", "_immutable_stat", "_lock", "_lock_file", "_path", "_read_only")
+    __slots__ = (
+        "_batch",
+        "_conn",
+        "_create",
+        "_immutable_stat",
+        "_lock",
+        "_lock_file",
+        "_missing",
+        "_path",
+        "_read_only",
+    )
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None:
         self._path = Path(path)
@@ -307,6 +338,7 @@ class SqliteStore:
         self._lock_file: IO[str] | None = None
         self._immutable_stat: tuple[int, int] | None = None  # a closed file read without its -shm
         self._batch = _Batch()
+        self._missing: frozenset[str] = frozenset()  # "table.column"s an older schema lacks (readers)
 
     def __repr__(self) -> str:
         state = "open" if self._conn is not None else "closed"
@@ -350,7 +382,7 @@ class SqliteStore:
                 conn, self._conn = self._conn, None
                 self._lock = None  # made again by the next open(), in whatever event loop runs it
                 if conn is not None:
-                    await anyio.to_thread.run_sync(conn.close)
+                    await anyio.to_thread.run_sync(self._close_connection, conn)
                 self._unlock()
 
     async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
@@ -414,6 +446,27 @@ class SqliteStore:
         steps.append(_Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
         await self._transact(steps)
 
+    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
+        """Replace finished turns by their erased records and rewrite edges, in one transaction;
+        then checkpoint the WAL so no erased text is left in it (free pages are zeroed:
+        ``secure_delete`` is on)."""
+        steps: list[_Step] = []
+        for turn in turns:
+            row = dict(zip(_TURNS.columns, _TURNS.row(turn), strict=True))
+            if turn.erased_at is None:
+                raise self._fail(f"cannot erase turn {turn.id!r} without erased_at", "pass its erased record")
+            steps.append(
+                _Step(
+                    _ERASE_TURN,
+                    (row["message"], row["reply"], row["erased_at"], turn.id, turn.session_id, turn.ordinal),
+                    f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
+                    "change",
+                )
+            )
+        steps += [_Step(_EDGES.upsert, _EDGES.row(e), "cannot rewrite an edge") for e in edges]
+        await self._transact(steps)
+        await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
+
     # -- reads ----------------------------------------------------------------------------
 
     async def index_version(self) -> int | None:
@@ -438,6 +491,13 @@ class SqliteStore:
                 _TURNS, TurnRecord, "WHERE message_id = ? ORDER BY rowid LIMIT 1", (turn_or_message_id,)
             )
         return found[0] if found else None
+
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
+        if "sessions.trigger_turn_id" in self._missing:
+            return ()  # a store older than the column: no spawn recorded its turn
+        return await self._records(
+            _SESSIONS, SessionRecord, "WHERE trigger_turn_id = ? ORDER BY rowid", (turn_id,)
+        )
 
     async def running_turns(self) -> Sequence[TurnRecord]:
         return await self._records(_TURNS, TurnRecord, "WHERE status = 'running' ORDER BY rowid", ())
@@ -511,7 +571,7 @@ class SqliteStore:
     async def _records(
         self, table: _Table, record: type[_R], where: str, params: tuple[object, ...]
     ) -> tuple[_R, ...]:
-        rows = await self._query(f"SELECT {', '.join(table.columns)} FROM {table.name} {where}", params)
+        rows = await self._query(f"SELECT {self._select_list(table)} FROM {table.name} {where}", params)
         return tuple(self._decode(table, record, row) for row in rows)
 
     async def _transact(self, steps: list[_Step]) -> None:
@@ -613,6 +673,14 @@ class SqliteStore:
             )
         return self._fail(f"could not be written ({exc})", "check the disk and the file's permissions")
 
+    def _close_connection(self, conn: sqlite3.Connection) -> None:
+        if not self._read_only:
+            try:  # leave everything in the main file: an empty WAL holds no old page
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass  # a reader holds it; SQLite checkpoints when the last connection closes
+        conn.close()
+
     # -- opening -------------------------------------------------------------------------
 
     def _lock_path(self) -> Path:
@@ -701,6 +769,12 @@ class SqliteStore:
         stat = self._path.stat()
         return stat.st_mtime_ns, stat.st_size
 
+    def _select_list(self, table: _Table) -> str:
+        """The table's columns; one an older schema lacks reads as NULL (a reader never upgrades)."""
+        return ", ".join(
+            f"NULL AS {c}" if f"{table.name}.{c}" in self._missing else c for c in table.columns
+        )
+
     def _prepare(self, conn: sqlite3.Connection) -> None:
         try:
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -737,8 +811,16 @@ class SqliteStore:
                     version = 2
                 if version == 2:
                     self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _UPGRADE_FROM_2 + "COMMIT;")
+        self._missing = frozenset(
+            f"{table.name}.{column}"
+            for table in _TABLES
+            for present in [{row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}]
+            for column in table.columns
+            if column not in present
+        )
         if not self._read_only:
             conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA secure_delete = ON")  # what forget erases is zeroed, not freed
 
     def _upgrade_from_1(self, conn: sqlite3.Connection) -> None:
         try:
@@ -807,7 +889,7 @@ class SqliteStore:
     def _read(self, conn: sqlite3.Connection, table: _Table, record: type[_R]) -> tuple[_R, ...]:
         out: list[_R] = []
         try:
-            rows = conn.execute(table.select).fetchall()
+            rows = conn.execute(f"SELECT {self._select_list(table)} FROM {table.name} ORDER BY rowid").fetchall()
         except sqlite3.Error as exc:
             raise self._fail(f"cannot be read ({exc})", "the file is damaged; run host-sim fsck on it") from exc
         for row in rows:

@@ -218,6 +218,7 @@ def test_a_sync_handler_blocked_forever_does_not_keep_the_process_alive(tmp_path
         text=True,
         timeout=60,  # the bug this guards against made the process hang forever
         check=False,
+        cwd=tmp_path,  # run keeps its sessions in ./.host-sim: never in the checkout
     )
     assert "timed out after 1s" in result.stdout + result.stderr
 

@@ -673,8 +673,9 @@ def _as_schema_1(current: Path, old: Path) -> None:
     try:
         conn.executescript(V1_SCHEMA)
         conn.execute("ATTACH DATABASE ? AS v2", (str(current),))
-        for table in ("sessions", "turns", "nodes", "edges"):
-            conn.execute(f"INSERT INTO main.{table} SELECT * FROM v2.{table} ORDER BY rowid")
+        for table in ("sessions", "turns", "nodes", "edges"):  # the columns version 1 had
+            columns = ", ".join(row[1] for row in conn.execute(f"PRAGMA main.table_info({table})"))
+            conn.execute(f"INSERT INTO main.{table} SELECT {columns} FROM v2.{table} ORDER BY rowid")
         conn.commit()
         conn.execute("DETACH DATABASE v2")
     finally:
@@ -704,7 +705,7 @@ async def test_a_schema_1_store_opens_upgraded_to_the_current_schema_with_its_da
         with pytest.raises(sqlite3.IntegrityError, match="UNIQUE constraint failed: turns.session_id, turns.ordinal"):
             conn.execute(
                 "INSERT INTO turns SELECT 'copy', session_id, ordinal, message, message_id, author, runner_id, "
-                "status, reply, error, started_at, finished_at FROM turns LIMIT 1"
+                "status, reply, error, started_at, finished_at, erased_at FROM turns LIMIT 1"
             )
     finally:
         conn.close()

@@ -204,7 +204,13 @@ class GatedStore:
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         await self._inner.rebuild_index(nodes, edges)
 
+    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
+        await self._inner.erase(turns, edges)
+
     # Reads go straight through.
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
+        return await self._inner.spawned_during(turn_id)
+
     async def index_version(self) -> int | None:
         return await self._inner.index_version()
 
