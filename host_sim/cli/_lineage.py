@@ -27,6 +27,7 @@ from ..lineage._render import render_lineage_tree, select_lineage_chain
 from ..stores._errors import StoreError
 from ..stores._records import SessionRecord, StoredState, TurnRecord
 from ..stores._sqlite import SqliteStore
+from ._forget import print_provenance
 from ._options import DEFAULT_STORE, default_store_path
 
 __all__ = ["DEFAULT_STORE", "register", "run_lineage", "turn_counts"]
@@ -63,6 +64,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "read its conversation",
     )
     parser.add_argument("session", nargs="?", metavar="SESSION", help="show only this session's chain")
+    turn = parser.add_mutually_exclusive_group()
+    turn.add_argument(
+        "--forward",
+        metavar="ID",
+        help="what the host made of a turn (id or message id): the sessions holding it, the "
+        "later turns whose model saw it, the spawns of its tool calls, the edges citing it",
+    )
+    turn.add_argument(
+        "--backward",
+        metavar="ID",
+        help="what a turn's reply was read from: the turns its model saw, and their fork chain",
+    )
     parser.set_defaults(handler=run_lineage)
 
 
@@ -77,6 +90,8 @@ def run_lineage(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if args.forward is not None or args.backward is not None:
+        return print_provenance(store_path, forward_id=args.forward, backward_id=args.backward, as_json=args.json)
     try:
         state = anyio.run(_read, store_path)
     except StoreError as exc:
