@@ -1,10 +1,13 @@
 """``host-sim fsck --store PATH [--repair] [--json]``: check (and repair) a store's invariants.
 
 Runs the one invariant checker (``host_sim.stores._invariants.check``, the same the host
-runs when it opens a store and the tests run after every step) over a `SqliteStore`.
-Without ``--repair`` it opens the file read-only, so it works while a host writes it.
+runs when it opens a store and the tests run after every step) over a `SqliteStore`, or a
+`PostgresStore` when ``--store`` is a ``postgresql://`` (or ``postgres://``) URL.
+Without ``--repair`` it opens a SQLite file read-only, so it works while a host writes it.
 ``--repair`` takes the store's writer lock, marks turns a crash left running failed and
 rebuilds the derived lineage index; damage to the records themselves is only reported.
+On PostgreSQL, where hosts may be live, a turn a live host is running is neither a
+violation nor repaired: only turns whose host is gone are.
 
 Exit status: 0 when the store is sound (after repair, with ``--repair``), 1 when a
 violation remains or the store cannot be opened.
@@ -20,9 +23,13 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 import anyio
+import attrs
 
 from ..stores._errors import StoreError
 from ..stores._invariants import Violation, check, repair as repair_store
+from ..stores._postgres import PostgresStore, redact
+from ..stores._protocol import Store
+from ..stores._records import StoredState
 from ..stores._sqlite import SqliteStore
 from ._lineage import DEFAULT_STORE
 
@@ -44,9 +51,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--store",
-        metavar="PATH",
+        metavar="PATH|URL",
         default=os.environ.get("HOST_SIM_STORE", DEFAULT_STORE),
-        help=f"the SQLite store to check (default: $HOST_SIM_STORE or {DEFAULT_STORE})",
+        help=(
+            "the SQLite store to check, or a postgresql://... URL of a PostgresStore "
+            f"(default: $HOST_SIM_STORE or {DEFAULT_STORE})"
+        ),
     )
     parser.add_argument("--repair", action="store_true", help="rebuild derived data (takes the writer lock)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -57,23 +67,43 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _is_url(spec: str) -> bool:
+    return spec.startswith(("postgresql://", "postgres://"))
+
+
+def _store(spec: str, repair: bool) -> Store:
+    """The store ``--store`` names: a PostgreSQL URL, else a SQLite file."""
+    if _is_url(spec):
+        return PostgresStore(spec, create=False)
+    return SqliteStore(spec, create=False, read_only=not repair)
+
+
+async def _checked(store: Store) -> tuple[StoredState, list[Violation]]:
+    """The store's records and their violations; on a shared store, turns live hosts run are left out."""
+    state = await store.read_all()
+    if isinstance(store, PostgresStore):
+        gone = {t.id for t in await store.running_turns()}  # only turns whose host is gone
+        state = attrs.evolve(state, turns=tuple(t for t in state.turns if t.status != "running" or t.id in gone))
+    return state, check(state)
+
+
 async def _fsck(path: str, repair: bool, clock: Callable[[], datetime]) -> tuple[list[Violation], list[Violation]]:
     """(violations found, violations left); the second is empty when sound or repaired."""
-    store = SqliteStore(path, create=False, read_only=not repair)
+    store = _store(path, repair)
     try:
         await store.open()
-        state = await store.read_all()
-        found = check(state)
+        state, found = await _checked(store)
         if not repair or not found or any(not v.repairable for v in found):
             return found, found
         await repair_store(store, state, clock)
-        return found, check(await store.read_all())
+        return found, (await _checked(store))[1]
     finally:
         await store.close()
 
 
 def run_fsck(args: argparse.Namespace) -> int:
     path: str = args.store
+    shown = redact(path) if _is_url(path) else path
     try:
         found, left = anyio.run(_fsck, path, args.repair, _utc_now)
     except StoreError as exc:
@@ -84,7 +114,7 @@ def run_fsck(args: argparse.Namespace) -> int:
         print(
             json.dumps(
                 {
-                    "store": path,
+                    "store": shown,
                     "ok": not left,
                     "violations": [v.to_data() for v in left],
                     "repaired": [v.to_data() for v in repaired],
@@ -99,7 +129,7 @@ def run_fsck(args: argparse.Namespace) -> int:
         hint = "repairable with --repair" if violation.repairable and not args.repair else "damaged record"
         print(f"{violation.code}  {violation.message}  ({hint})")
     if left:
-        print(f"{path}: {len(left)} violation{'s' if len(left) != 1 else ''}", file=sys.stderr)
+        print(f"{shown}: {len(left)} violation{'s' if len(left) != 1 else ''}", file=sys.stderr)
         return 1
-    print(f"{path}: ok" + (f" (repaired {len(repaired)})" if repaired else ""))
+    print(f"{shown}: ok" + (f" (repaired {len(repaired)})" if repaired else ""))
     return 0

@@ -27,6 +27,9 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 
+import anyio
+
+from ..stores._errors import StoreError
 from ..stores._invariants import interrupted
 from ..stores._protocol import Store
 from ..stores._records import TurnRecord
@@ -34,6 +37,8 @@ from ..stores._shared import SharedStore
 from ._state import SessionState, TurnState
 
 __all__ = ["across_hosts", "catch_up", "running_elsewhere"]
+
+_DEAD_HOST_GRACE = 30.0  # seconds a dead host's last connection may take to close
 
 
 @contextlib.asynccontextmanager
@@ -56,10 +61,25 @@ async def catch_up(store: Store, session: SessionState, now: Callable[[], dateti
     if not isinstance(store, SharedStore):
         return
     records = await store.turns_since(session.id, session.next_ordinal)
-    if locked and any(r.status == "running" for r in records):
+    waited = 0.0
+    while locked and any(r.status == "running" for r in records):
         for orphan in await store.running_turns():  # handed to this host: it finishes them
             await store.finish_turn(interrupted(orphan, now()))
         records = await store.turns_since(session.id, session.next_ordinal)
+        if not any(r.status == "running" for r in records):
+            break
+        # A dead host's connections close one by one: its session lock may be gone a moment
+        # before the server has ended the connection that marks it alive.
+        if waited >= _DEAD_HOST_GRACE:
+            running = next(r for r in records if r.status == "running")
+            raise StoreError(
+                f"turn {running.ordinal} ({running.id!r}) of session {session.id!r} is running on a host "
+                "that is alive but does not hold the session's lock; every host of a shared store must "
+                "run turns through Host (which takes the lock), never write turns to the store directly",
+                path=getattr(store, "path", None),
+            )
+        await anyio.sleep(0.05)
+        waited += 0.05
     for record in records:
         if record.ordinal < session.next_ordinal:
             continue  # another task of this host caught up meanwhile

@@ -378,8 +378,8 @@ class PostgresStore:
                 self._owner_conn, self._idle, self._idle_locks = None, [], []
                 self._lock = self._slots = None
                 for conn in conns:
-                    if conn is not None:
-                        await anyio.to_thread.run_sync(_close_quietly, conn)
+                    if conn is not None:  # this host's locks go first, so other hosts see it gone at once
+                        await anyio.to_thread.run_sync(_close_quietly, conn, True)
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -942,8 +942,10 @@ def _password_of(dsn: str) -> str | None:
     return None
 
 
-def _close_quietly(conn: Any) -> None:
+def _close_quietly(conn: Any, unlock: bool = False) -> None:
     try:
+        if unlock and not conn.closed and not conn.broken:
+            conn.execute("SELECT pg_advisory_unlock_all()")
         conn.close()
     except Exception:  # noqa: BLE001 (a connection that cannot close cleanly is gone anyway)
         pass

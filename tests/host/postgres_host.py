@@ -1,0 +1,76 @@
+"""A host process on a `PostgresStore`, for the several-hosts tests and ``benchmarks/postgres.py``.
+
+    python tests/host/postgres_host.py DSN SESSION_ID write --turns N [--workers W] [--name NAME]
+    python tests/host/postgres_host.py DSN SESSION_ID hang
+
+``write`` sends N prompts to the session (W concurrent senders in this process) and prints
+one acknowledgement line (JSON: turn id, ordinal, status, prompt) once each send returns.
+``hang`` sends one prompt whose model call prints ``in-model`` and then waits for a line
+on stdin (forever, if nobody writes one: the test kills the process there); it prints the
+acknowledgement once the turn finishes. Each process prints ``open`` once its host is open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import anyio
+import anyio.to_thread
+
+from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel
+
+
+def ack(**fields: object) -> None:
+    print(json.dumps(fields), flush=True)
+
+
+async def write(dsn: str, session_id: str, turns: int, workers: int, name: str) -> None:
+    async with Host(store=PostgresStore(dsn)) as host:
+        print("open", flush=True)
+        session = await host.sessions.get(session_id)
+        counter = iter(range(turns))
+
+        async def worker() -> None:
+            for i in counter:
+                prompt = f"{name}-{i}"
+                turn = await session.run(prompt)
+                ack(turn=turn.turn.id, ordinal=turn.turn.ordinal, status=turn.turn.status, prompt=prompt)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(workers):
+                tg.start_soon(worker)
+
+
+async def hang(dsn: str, session_id: str) -> None:
+    async def respond(request: ModelRequest) -> str:
+        print("in-model", flush=True)
+        line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        return f"released: {line.strip()}"
+
+    async with Host(model=ScriptedModel(respond), store=PostgresStore(dsn)) as host:
+        print("open", flush=True)
+        session = await host.sessions.get(session_id)
+        result = await session.run("hang")
+        ack(turn=result.turn.id, ordinal=result.turn.ordinal, status=result.turn.status, prompt="hang")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dsn")
+    parser.add_argument("session_id")
+    parser.add_argument("mode", choices=["write", "hang"])
+    parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--name", default="host")
+    parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    args = parser.parse_args()
+    if args.mode == "write":
+        anyio.run(write, args.dsn, args.session_id, args.turns, args.workers, args.name, backend=args.backend)
+    else:
+        anyio.run(hang, args.dsn, args.session_id, backend=args.backend)
+
+
+if __name__ == "__main__":
+    main()
