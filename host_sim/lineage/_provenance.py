@@ -124,11 +124,7 @@ async def _forward(store: Store, turn: TurnRecord) -> tuple[tuple[SessionId, ...
     resting: list[TurnRecord] = []
     if turn.status == "completed":  # a model sees completed turns only
         for session_id in holders:
-            resting += (
-                t
-                for t in await store.get_turns(session_id)
-                if t.ordinal > turn.ordinal and t.status == "completed"
-            )
+            resting += (t for t in await store.turns_since(session_id, turn.ordinal + 1) if t.status == "completed")
     spawns = tuple(s.id for s in await store.spawned_during(turn.id))
     edges = tuple(await store.find_edges("turn", turn.id))
     provenance = Provenance(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import Literal, final
 
@@ -17,6 +18,10 @@ from ._records import SessionRecord, StoredState, TurnRecord
 __all__ = ["MemoryStore"]
 
 _Pair = tuple[SessionId, SessionId]
+
+
+def _ordinal(turn: TurnRecord) -> int:
+    return turn.ordinal
 
 
 @final
@@ -133,10 +138,7 @@ class MemoryStore:
             raise StoreError(f"cannot finish turn {record.id!r}: only a running turn can be finished, once")
         self._turns[record.id] = record
         own = self._turns_of[record.session_id]
-        index = len(own) - 1
-        while own[index].id != record.id:  # the running turn is (nearly always) the last
-            index -= 1
-        own[index] = record
+        own[bisect.bisect_left(own, record.ordinal, key=_ordinal)] = record
         del self._running[record.id]
 
     async def save_node(self, node: SessionNode) -> None:
@@ -184,7 +186,7 @@ class MemoryStore:
         for turn in turns:
             self._turns[turn.id] = turn
             own = self._turns_of[turn.session_id]
-            own[next(i for i in range(len(own)) if own[i].id == turn.id)] = turn
+            own[bisect.bisect_left(own, turn.ordinal, key=_ordinal)] = turn
         for edge in edges:
             self._put_edge(edge)
 
@@ -201,6 +203,11 @@ class MemoryStore:
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
         self._check_open()
         return tuple(self._turns_of.get(session_id, ()))
+
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
+        self._check_open()
+        own = self._turns_of.get(session_id, [])
+        return tuple(own[bisect.bisect_left(own, ordinal, key=_ordinal) :])
 
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
         self._check_open()

@@ -104,6 +104,10 @@ class Store(Protocol):
         """A session's own turns (not those a fork inherits), in ordinal order."""
         ...
 
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
+        """A session's own turns from ``ordinal`` on, in ordinal order (costs what it returns)."""
+        ...
+
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
         """The turn with this turn id, or else with this message id, or ``None``."""
         ...

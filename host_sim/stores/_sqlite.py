@@ -484,6 +484,11 @@ class SqliteStore:
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
         return await self._records(_TURNS, TurnRecord, "WHERE session_id = ? ORDER BY ordinal", (session_id,))
 
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
+        return await self._records(
+            _TURNS, TurnRecord, "WHERE session_id = ? AND ordinal >= ? ORDER BY ordinal", (session_id, ordinal)
+        )
+
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
         found = await self._records(_TURNS, TurnRecord, "WHERE id = ?", (turn_or_message_id,))
         if not found:

@@ -220,6 +220,9 @@ class GatedStore:
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
         return await self._inner.get_turns(session_id)
 
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
+        return await self._inner.turns_since(session_id, ordinal)
+
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
         return await self._inner.find_turn(turn_or_message_id)
 
