@@ -10,8 +10,8 @@ __all__ = ["StoreError", "StoreLockedError"]
 class StoreError(ModularError, RuntimeError):
     """A store cannot be used: a file that is not a host-sim store, a newer schema, a closed store.
 
-    ``path`` is the store's file (``None`` for a `MemoryStore`). The message names it and
-    says what to do instead.
+    ``path`` is the store's file (for a `PostgresStore`: its DSN without the password;
+    ``None`` for a `MemoryStore`). The message names it and says what to do instead.
     """
 
     def __init__(self, message: str, *, path: str | None = None) -> None:

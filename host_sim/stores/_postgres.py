@@ -814,7 +814,9 @@ class PostgresStore:
                 "'postgresql://user@host:5432/dbname' or 'host=... port=... dbname=...'",
                 path=self.path,
             ) from None
-        extra: dict[str, object] = {"autocommit": True}
+        # Never prepared: a prepared statement may switch to a generic plan, which cannot
+        # tell that one session's turns from ordinal k on are a few rows (it scans).
+        extra: dict[str, object] = {"autocommit": True, "prepare_threshold": None}
         if "application_name" not in params:
             extra["application_name"] = "host-sim"
         if "connect_timeout" not in params:
