@@ -40,13 +40,8 @@ _JsonRow = dict[str, object]
 
 
 def _erased(turn: TurnRecord) -> bool:
-    """Whether ``turn`` was forgotten (its text erased).
-
-    The hook for erased turns: `TurnRecord` gains ``erased_at`` with ``forget`` (another
-    change under way); when it has landed this becomes ``turn.erased_at is not None``.
-    Until then no stored turn is erased.
-    """
-    return False
+    """Whether ``turn`` was forgotten (``host-sim forget``): its text is gone, its place stays."""
+    return turn.erased_at is not None
 
 
 def _turn_json(turn: TurnRecord) -> _JsonRow:
@@ -56,12 +51,14 @@ def _turn_json(turn: TurnRecord) -> _JsonRow:
     else:
         assert isinstance(message, AiPromptMessage)
         kind, text = "prompt", message.text
+    if _erased(turn):
+        text = ""
     return {
         "o": turn.ordinal,
         "who": describe_author(turn.author),
         "kind": kind,
         "text": text,
-        "reply": turn.reply,
+        "reply": None if _erased(turn) else turn.reply,
         "status": turn.status,
         "error": turn.error,
         "erased": _erased(turn),
@@ -246,7 +243,7 @@ main { flex: 1; display: flex; min-height: 0; }
 #names { position: sticky; left: 0; background: #fff; z-index: 1; border-right: 1px solid #e3e6ec; min-width: 300px; }
 .name { height: var(--row); line-height: var(--row); white-space: nowrap; cursor: pointer; padding-right: 10px; overflow: hidden; text-overflow: ellipsis; max-width: 420px; }
 .name:hover, .name.selected { background: #eef3ff; }
-.name .id { font-family: ui-monospace, monospace; color: #556; }
+.name .id { font-family: ui-monospace, monospace; color: #556; } .name .count { color: #889; }
 .badge { display: inline-block; font-size: 10px; padding: 0 4px; border-radius: 3px; margin-right: 4px; line-height: 15px; }
 .badge.root { background: #e6e9ef; } .badge.fork { background: #d7e6ff; color: #0b4bb3; } .badge.spawn { background: #f1ddff; color: #7b2bb0; }
 .badge.failures { background: #ffe0de; color: #b3261e; }
@@ -330,6 +327,12 @@ _SCRIPT = r"""
     id.className = "id";
     id.textContent = s.id;
     name.appendChild(id);
+    if (typeof s.count === "number") {
+      const count = document.createElement("span");
+      count.className = "count";
+      count.textContent = " \u00b7 " + s.count + (s.count === 1 ? " turn" : " turns");
+      name.appendChild(count);
+    }
     name.title = s.id + (s.trigger ? " (spawned by " + s.trigger + ")" : "");
     name.addEventListener("click", () => show(s.id));
     names.appendChild(name);

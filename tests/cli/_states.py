@@ -35,7 +35,9 @@ def session(index: int, lineage: RootLineage | ForkLineage | SpawnLineage, label
     )
 
 
-def turn(session_id: str, ordinal: int, *, failed: bool = False, at: int = 0, text: str | None = None) -> TurnRecord:
+def turn(
+    session_id: str, ordinal: int, *, failed: bool = False, erased: bool = False, at: int = 0, text: str | None = None
+) -> TurnRecord:
     return TurnRecord(
         id=TurnId(f"{session_id}-t{ordinal}"),
         session_id=SessionId(session_id),
@@ -49,6 +51,7 @@ def turn(session_id: str, ordinal: int, *, failed: bool = False, at: int = 0, te
         error="the model timed out" if failed else None,
         started_at=T0 + timedelta(seconds=at),
         finished_at=T0 + timedelta(seconds=at + 1),
+        erased_at=T0 + timedelta(seconds=at + 2) if erased else None,
     )
 
 
@@ -71,7 +74,8 @@ def fork_chain(depth: int) -> tuple[list[SessionRecord], list[TurnRecord]]:
 
 def forest(count: int) -> tuple[list[SessionRecord], list[TurnRecord]]:
     """``count`` sessions of three turns each: a root every tenth, otherwise forks (at their
-    parent's second turn) and spawns, and a failed turn in every seventh session."""
+    parent's second turn) and spawns, a failed turn in every seventh session and an erased
+    one in every eleventh."""
     sessions: list[SessionRecord] = []
     turns: list[TurnRecord] = []
     starts: list[int] = []
@@ -101,5 +105,7 @@ def forest(count: int) -> tuple[list[SessionRecord], list[TurnRecord]]:
         starts.append(start)
         sessions.append(session(index, lineage, label=f"task {index}" if index % 2 else None))
         for ordinal in range(start, start + 3):
-            turns.append(turn(f"s-{index}", ordinal, failed=index % 7 == 3 and ordinal == start + 1, at=index))
+            failed = index % 7 == 3 and ordinal == start + 1
+            erased = index % 11 == 5 and ordinal == start
+            turns.append(turn(f"s-{index}", ordinal, failed=failed, erased=erased, at=index))
     return sessions, turns

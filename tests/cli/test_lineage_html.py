@@ -103,6 +103,8 @@ def test_the_page_in_chromium(task_page: Path, tmp_path: Path) -> None:
             assert start is not None
             assert (float(start[1]), float(start[2])) == (float(dot.get_attribute("cx") or ""), float(dot.get_attribute("cy") or ""))
 
+        counts = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#names .name .count")]
+        assert counts == ["· 3 turns", "· 2 turns", "· 3 turns", "· 1 turn"]
         failed = browser.find_elements(By.CSS_SELECTOR, "#tree circle.turn.failed")
         assert len(failed) == 1
         assert browser.find_element(By.CSS_SELECTOR, ".name .badge.failures").text == "1 failed"
@@ -162,3 +164,12 @@ def test_a_thousand_sessions_stay_readable(tmp_path: Path) -> None:
         )
         assert visible == ["s-987", True]
         assert len(browser.find_elements(By.CSS_SELECTOR, "#names .name.dim")) == 999
+
+        # Failed and erased turns are marked where they are, and the erased text is gone.
+        failed = sum(1 for i in range(1000) if i % 7 == 3)
+        erased = sum(1 for i in range(1000) if i % 11 == 5)
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#tree circle.turn.failed")) == failed
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#tree circle.turn.erased")) == erased
+        browser.find_element(By.CSS_SELECTOR, '#names .name[data-session="s-5"]').click()
+        shown = browser.find_element(By.CSS_SELECTOR, "#transcript .t.erased")
+        assert "(erased)" in shown.text and "prompt" not in shown.text
