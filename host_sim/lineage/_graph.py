@@ -196,18 +196,20 @@ class LineageGraph:
             )
         source = await self._node(from_id, role="from_id")
         target = await self._node(to_id, role="to_id")
-        # The target's parent edge is the only host-recorded edge into it (a fork or spawn
-        # has one parent), so this reads one session's incoming edges, never a hub's.
-        for old in await self._store.get_edges([target.session_id], "in"):
-            if old.from_session_id == source.session_id and old.relation in _HOST_ONLY:
-                raise LineageEdgeError(
-                    f"sessions {from_id!r} -> {to_id!r} already have the host-recorded "
-                    f"{old.relation!r} edge, which add_edge cannot replace; "
-                    "record your relation between other sessions",
-                    from_session_id=from_id,
-                    to_session_id=to_id,
-                    relation=relation,
-                )
+        # A host-recorded edge joins a fork or spawn to its one parent, which its record
+        # names: one read by key, never a scan of a hub's edges.
+        record = await self._store.get_session(target.session_id)
+        lineage = None if record is None else record.lineage
+        if lineage is not None and lineage.kind != "root" and lineage.parent_session_id == source.session_id:
+            host_relation = "branched_from" if lineage.kind == "fork" else "spawned_by"
+            raise LineageEdgeError(
+                f"sessions {from_id!r} -> {to_id!r} already have the host-recorded "
+                f"{host_relation!r} edge, which add_edge cannot replace; "
+                "record your relation between other sessions",
+                from_session_id=from_id,
+                to_session_id=to_id,
+                relation=relation,
+            )
         edge = LineageEdge(
             from_session_id=source.session_id,
             to_session_id=target.session_id,

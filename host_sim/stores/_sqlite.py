@@ -41,10 +41,12 @@ call at a time, so the store works the same under asyncio and trio.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Final, Literal, TypeVar, final
 from urllib.parse import quote
@@ -53,7 +55,16 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from modular_sdk import SerializationError, SessionId
+from modular_sdk import (
+    AiMessage,
+    AiNotificationMessage,
+    AiPromptMessage,
+    AiRunnerId,
+    Author,
+    SerializationError,
+    SessionId,
+    TurnId,
+)
 from modular_sdk._json import structure, unstructure
 
 from ..lineage._types import LineageEdge, SessionNode
@@ -249,11 +260,75 @@ class _Table:
         return structure(data, self.record)
 
 
+@functools.lru_cache(maxsize=256)
+def _author(text: str) -> Author:
+    """An author column (few distinct values: the user, each mod's commands and tools)."""
+    value: Author = structure(json.loads(text), Author)
+    return value
+
+
+def _time(value: object) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError("a time is ISO 8601 text")
+    parsed = datetime.fromisoformat(value)
+    if parsed.utcoffset() is None:
+        raise ValueError("a time carries its offset")
+    return parsed
+
+
+def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
+    """A turn row read without the generic converter (the common, well-formed case); ``None``
+    sends the row to the converter, which names whatever is wrong with it."""
+    try:
+        (id_, session_id, ordinal, message, message_id, author, runner_id, status, reply, error,
+         started_at, finished_at, erased_at) = row  # fmt: skip  # _TURNS.columns, checked below
+        if not (
+            isinstance(id_, str) and isinstance(session_id, str) and type(ordinal) is int and ordinal >= 0
+            and isinstance(message, str) and isinstance(message_id, str) and isinstance(author, str)
+            and isinstance(runner_id, str) and status in ("running", "completed", "failed")
+            and (reply is None or isinstance(reply, str)) and (error is None or isinstance(error, str))
+        ):  # fmt: skip
+            return None
+        data = json.loads(message)
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind == "prompt" and data.keys() == {"type", "text"}:
+            parsed: AiMessage = AiPromptMessage(text=data["text"])
+        elif kind == "notification" and data.keys() == {"type", "title", "body"}:
+            parsed = AiNotificationMessage(title=data["title"], body=data["body"])
+        else:
+            return None
+        started = _time(started_at)
+        assert started is not None
+        return TurnRecord(
+            id=TurnId(id_),
+            session_id=SessionId(session_id),
+            ordinal=ordinal,
+            message=parsed,
+            message_id=message_id,
+            author=_author(author),
+            runner_id=AiRunnerId(runner_id),
+            status=status,
+            reply=reply,
+            error=error,
+            started_at=started,
+            finished_at=_time(finished_at),
+            erased_at=_time(erased_at),
+        )
+    except (ValueError, TypeError, KeyError, AssertionError, SerializationError, RecursionError):
+        return None
+
+
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata"}))
 _TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
+assert _TURNS.columns == (
+    "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
+    "reply", "error", "started_at", "finished_at", "erased_at",
+), "_turn_fast reads the turns columns in this order"  # fmt: skip
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
 
@@ -902,6 +977,11 @@ class SqliteStore:
         return tuple(out)
 
     def _decode(self, table: _Table, record: type[_R], row: Sequence[object]) -> _R:
+        if table is _TURNS:
+            fast = _turn_fast(row)
+            if fast is not None:
+                assert isinstance(fast, record)
+                return fast
         try:
             value = table.read(row)
         except (SerializationError, ValueError, TypeError, RecursionError) as exc:

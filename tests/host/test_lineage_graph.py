@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,7 +24,7 @@ from host_sim.lineage import (
     SessionNode,
 )
 from host_sim.stores import MemoryStore, SessionRecord
-from modular_sdk import AiRunnerId, RootLineage, SessionId, UnknownSessionError
+from modular_sdk import AiRunnerId, ForkLineage, RootLineage, SessionId, UnknownSessionError
 from ._stores import read_back
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -300,8 +301,17 @@ async def test_same_pair_replaces_the_old_edge() -> None:
 
 @pytest.mark.anyio
 async def test_add_edge_cannot_replace_a_host_recorded_edge() -> None:
-    graph, _ = await make_graph(["parent", "fork"])
-    await record_edge(graph, "parent", "fork", "branched_from")
+    graph, store = await make_graph(["parent"])
+    fork = attrs.evolve(
+        record_of("fork"),
+        lineage=ForkLineage(
+            parent_session_id=SessionId("parent"), parent_turn_ordinal=0, parent_runner_id=RUNNER, depth=1, forked_at=T0
+        ),
+    )
+    edge = LineageEdge(
+        from_session_id=SessionId("parent"), to_session_id=SessionId("fork"), relation="branched_from", created_at=T0
+    )
+    await register(graph, store, "fork", edge, fork)  # what the host writes when it forks
     with pytest.raises(LineageEdgeError, match=r"already have the host-recorded 'branched_from' edge"):
         await graph.add_edge("parent", "fork", "continued_from")
     chain = await graph.chain("fork")
