@@ -49,3 +49,14 @@ def test_version(installed: Installed, user_dir: Path) -> None:
     result = host_sim(installed, user_dir, "--version")
     assert result.code == 0
     assert result.out.startswith("host-sim 0.")
+
+
+def test_every_help_is_plain_text_with_every_argument_explained(installed: Installed, user_dir: Path) -> None:
+    for command in ("demo", "run", "chat", "manifest", "check", "lineage", "fsck"):
+        result = host_sim(installed, user_dir, command, "--help")
+        assert result.code == 0, command
+        assert "``" not in result.out and ":class:" not in result.out, (command, result.out)
+        assert "TIMEOUT" not in result.out, command  # every time limit is --timeout SECONDS
+    chat = host_sim(installed, user_dir, "chat", "--help").out
+    assert "SPEC                  mod spec: path/to/file.py or package.module" in chat
+    assert "Ctrl-C      cancels the running commands" in chat
