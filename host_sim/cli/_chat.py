@@ -261,10 +261,12 @@ def converse(chat: Chat, portal: anyio.from_thread.BlockingPortal, read: Callabl
                 break
             interrupts = 0
         except KeyboardInterrupt:
-            cancelled = portal.call(chat.cancel_running)
-            if cancelled:
+            running = portal.call(chat.running)
+            if running:
                 interrupts = 0
-                print(f"^C cancelling {cancelled} running command{'s' if cancelled != 1 else ''}")
+                # Said before cancelling, so it comes before what the cancelled commands print.
+                print(f"^C cancelling {running} running command{'s' if running != 1 else ''}", flush=True)
+                portal.call(chat.cancel_running)
                 continue
             interrupts += 1
             if interrupts >= 2:
