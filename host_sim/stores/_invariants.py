@@ -54,6 +54,7 @@ ViolationCode = Literal[
     "ordinals",
     "turn-running",
     "index-stale",
+    "trace-orphan",  # a trace record naming a trace, session or output the store lacks (stores/_traces.py)
 ]
 """What an invariant violation is about; every code but ``index-stale`` and ``turn-running``
 is damage to authoritative records that no repair can undo."""

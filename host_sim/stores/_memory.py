@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from datetime import datetime
 from collections.abc import Sequence
 from typing import Literal, final
 
@@ -14,6 +15,21 @@ from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION
 from ._records import SessionRecord, StoredState, TurnRecord
+from ._traces import (
+    INDEX_ORDER,
+    TRACE_INDEX_VERSION,
+    IndexKind,
+    ActionOutcomeRecord,
+    ActionRecord,
+    TraceCommitRecord,
+    TraceIndexEntry,
+    TraceLinkRecord,
+    TraceOutputRecord,
+    TraceRecord,
+    TraceRecords,
+    TraceState,
+    TraceTaskRecord,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -54,6 +70,7 @@ class MemoryStore:
         "_spawned_during",
         "_turns",
         "_turns_of",
+        "_tr",
     )
 
     def __init__(self) -> None:
@@ -71,6 +88,7 @@ class MemoryStore:
         self._in: dict[SessionId, SessionId | dict[SessionId, None]] = {}  # one parent: held directly
         self._by_artifact: dict[tuple[str, str], dict[_Pair, None]] = {}
         self._index_version: int | None = INDEX_VERSION
+        self._tr = _Traces()  # TraceStore: traces, their index, actions, applied spool events
 
     def __repr__(self) -> str:
         return f"<MemoryStore {len(self._sessions)} sessions, {len(self._turns)} turns, {len(self._edges)} edges>"
@@ -265,6 +283,193 @@ class MemoryStore:
             edges=tuple(self._edges.values()),
         )
 
+    # -- traces and actions (TraceStore, stores/_traces.py) -------------------------------
+
+    async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
+        """Keep a new trace and its task; refuses a taken trace id or task ref."""
+        self._check_open()
+        tr = self._tr
+        if trace.id in tr.traces:
+            raise StoreError(f"trace {trace.id!r} is already stored; trace records never change")
+        if task is not None:
+            tr.check_task(task)
+        tr.traces[trace.id] = trace
+        if task is not None:
+            tr.put_task(task)
+
+    async def create_linked_session(
+        self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None
+    ) -> None:
+        """`create_session`, and the session's trace link with it (all or nothing)."""
+        self._check_open()
+        tr = self._tr
+        if trace_id is not None and trace_id not in tr.traces:
+            raise StoreError(f"no trace {trace_id!r} is stored; a session joins a stored trace")
+        if trace_id is None and record.lineage.kind != "root":
+            trace_id = tr.link_of.get(record.lineage.parent_session_id)
+        await self.create_session(record, node, edge)
+        if trace_id is not None:
+            tr.put_link(TraceLinkRecord(session_id=record.id, trace_id=trace_id, created_at=record.created_at))
+
+    async def add_output(
+        self,
+        *,
+        output_id: str,
+        session_id: SessionId,
+        kind: str,
+        created_at: datetime,
+        chat_trace: TraceRecord,
+        event_id: str | None = None,
+    ) -> None:
+        """Link an output to its session's trace (a new chat trace when it has none)."""
+        self._check_open()
+        tr = self._tr
+        if session_id not in self._sessions:
+            raise StoreError(f"no session {session_id!r} is stored; an output belongs to a stored session")
+        tr.check_event(event_id)
+        if output_id not in tr.outputs:
+            trace_id = tr.link_of.get(session_id)
+            if trace_id is None:
+                if chat_trace.id in tr.traces:
+                    raise StoreError(f"trace {chat_trace.id!r} is already stored; trace records never change")
+                tr.traces[chat_trace.id] = chat_trace
+                tr.put_link(TraceLinkRecord(session_id=session_id, trace_id=chat_trace.id, created_at=created_at))
+                trace_id = chat_trace.id
+            output = TraceOutputRecord(
+                output_id=output_id, trace_id=trace_id, session_id=session_id, kind=kind, created_at=created_at
+            )
+            tr.outputs[output_id] = output
+            tr.outputs_of.setdefault(trace_id, []).append(output)
+            tr.put_index(TraceIndexEntry(kind="output", key=output_id, trace_id=trace_id))
+        tr.mark_event(event_id)
+
+    async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
+        """Keep the first commit of a stored output (a later one is ignored)."""
+        self._check_open()
+        tr = self._tr
+        output = tr.outputs.get(commit.output_id)
+        if output is None:
+            raise StoreError(f"no output {commit.output_id!r} is stored; a commit lands a stored output")
+        tr.check_event(event_id)
+        if commit.output_id not in tr.commits:
+            tr.commits[commit.output_id] = commit
+            tr.put_index(TraceIndexEntry(kind="commit", key=commit.commit, trace_id=output.trace_id))
+        tr.mark_event(event_id)
+
+    async def attach_task(self, task: TraceTaskRecord) -> None:
+        """Give a stored trace its task, once."""
+        self._check_open()
+        tr = self._tr
+        if task.trace_id not in tr.traces:
+            raise StoreError(f"no trace {task.trace_id!r} is stored")
+        tr.check_task(task)
+        tr.put_task(task)
+
+    async def apply_event(self, event_id: str) -> None:
+        """Mark a spool event applied."""
+        self._check_open()
+        self._tr.check_event(event_id)
+        self._tr.mark_event(event_id)
+
+    async def event_applied(self, event_id: str) -> bool:
+        self._check_open()
+        return event_id in self._tr.events
+
+    async def get_trace(self, trace_id: str) -> TraceRecords | None:
+        self._check_open()
+        tr = self._tr
+        trace = tr.traces.get(trace_id)
+        if trace is None:
+            return None
+        outputs = tuple(tr.outputs_of.get(trace_id, ()))
+        return TraceRecords(
+            trace=trace,
+            task=tr.tasks.get(trace_id),
+            links=tuple(tr.links_of.get(trace_id, ())),
+            outputs=outputs,
+            commits=tuple(c for o in outputs if (c := tr.commits.get(o.output_id)) is not None),
+        )
+
+    async def find_trace(self, key: str) -> str | None:
+        self._check_open()
+        tr = self._tr
+        if key in tr.traces:
+            return key
+        for kind in INDEX_ORDER:
+            found = tr.index.get((kind, key))
+            if found:
+                return next(iter(found))
+        return None
+
+    async def trace_of_session(self, session_id: SessionId) -> str | None:
+        self._check_open()
+        return self._tr.link_of.get(session_id)
+
+    async def get_output(self, output_id: str) -> TraceOutputRecord | None:
+        self._check_open()
+        return self._tr.outputs.get(output_id)
+
+    async def get_commit(self, output_id: str) -> TraceCommitRecord | None:
+        self._check_open()
+        return self._tr.commits.get(output_id)
+
+    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+        """Keep proposed actions, all or none."""
+        self._check_open()
+        tr = self._tr
+        ids = [a.id for a in actions]
+        if len(set(ids)) != len(ids) or any(i in tr.actions for i in ids):
+            raise StoreError(f"an action id of {ids!r} is already stored; action records never change")
+        for proposed in actions:
+            if proposed.session_id not in self._sessions:
+                raise StoreError(f"no session {proposed.session_id!r} is stored; an action belongs to a stored session")
+        for proposed in actions:
+            tr.actions[proposed.id] = proposed
+            tr.pending_of.setdefault(proposed.session_id, {})[proposed.id] = None
+
+    async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
+        """Keep the one decision about a pending action."""
+        self._check_open()
+        tr = self._tr
+        proposed = tr.actions.get(outcome.action_id)
+        if proposed is None or outcome.action_id in tr.outcomes:
+            raise StoreError(f"action {outcome.action_id!r} is not a pending action of this store; it is decided once")
+        tr.outcomes[outcome.action_id] = outcome
+        tr.pending_of[proposed.session_id].pop(outcome.action_id, None)
+
+    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
+        self._check_open()
+        proposed = self._tr.actions.get(action_id)
+        return None if proposed is None else (proposed, self._tr.outcomes.get(action_id))
+
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+        self._check_open()
+        return tuple(self._tr.actions[a] for a in self._tr.pending_of.get(session_id, ()))
+
+    async def trace_index_version(self) -> int | None:
+        self._check_open()
+        return self._tr.index_version
+
+    async def read_traces(self) -> TraceState:
+        self._check_open()
+        tr = self._tr
+        return TraceState(
+            traces=tuple(tr.traces.values()),
+            tasks=tuple(tr.tasks.values()),
+            links=tuple(tr.links.values()),
+            outputs=tuple(tr.outputs.values()),
+            commits=tuple(tr.commits.values()),
+            index=tuple(tr.entries()),
+        )
+
+    async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
+        """Replace the trace index."""
+        self._check_open()
+        self._tr.index = {}
+        for entry in entries:
+            self._tr.put_index(entry)
+        self._tr.index_version = TRACE_INDEX_VERSION
+
     # -- internals ------------------------------------------------------------------------
 
     def _put_edge(self, edge: LineageEdge) -> None:
@@ -292,3 +497,72 @@ class MemoryStore:
                 "this MemoryStore is not open; a Host opens its store when entered "
                 "(async with Host(store=...)), or call 'await store.open()' first"
             )
+
+
+class _Traces:
+    """What a `MemoryStore` keeps for `TraceStore`: the records, indexed by every key read."""
+
+    __slots__ = (
+        "actions",
+        "commits",
+        "events",
+        "index",
+        "index_version",
+        "link_of",
+        "links",
+        "links_of",
+        "outcomes",
+        "outputs",
+        "outputs_of",
+        "pending_of",
+        "tasks",
+        "traces",
+    )
+
+    def __init__(self) -> None:
+        self.traces: dict[str, TraceRecord] = {}
+        self.tasks: dict[str, TraceTaskRecord] = {}  # by trace id
+        self.links: dict[SessionId, TraceLinkRecord] = {}
+        self.link_of: dict[SessionId, str] = {}
+        self.links_of: dict[str, list[TraceLinkRecord]] = {}
+        self.outputs: dict[str, TraceOutputRecord] = {}
+        self.outputs_of: dict[str, list[TraceOutputRecord]] = {}
+        self.commits: dict[str, TraceCommitRecord] = {}  # by output id
+        self.index: dict[tuple[IndexKind, str], dict[str, None]] = {}
+        self.index_version: int | None = TRACE_INDEX_VERSION
+        self.events: set[str] = set()
+        self.actions: dict[str, ActionRecord] = {}
+        self.outcomes: dict[str, ActionOutcomeRecord] = {}
+        self.pending_of: dict[SessionId, dict[str, None]] = {}
+
+    def check_task(self, task: TraceTaskRecord) -> None:
+        if task.trace_id in self.tasks:
+            raise StoreError(f"trace {task.trace_id!r} already has a task; a trace gets one task, once")
+        if self.index.get(("task", task.ref)):
+            raise StoreError(f"task {task.ref!r} already has a trace; a task has one trace")
+
+    def put_task(self, task: TraceTaskRecord) -> None:
+        self.tasks[task.trace_id] = task
+        self.put_index(TraceIndexEntry(kind="task", key=task.ref, trace_id=task.trace_id))
+
+    def put_link(self, link: TraceLinkRecord) -> None:
+        if link.session_id in self.links:
+            raise StoreError(f"session {link.session_id!r} is already in a trace; a session joins one trace, once")
+        self.links[link.session_id] = link
+        self.link_of[link.session_id] = link.trace_id
+        self.links_of.setdefault(link.trace_id, []).append(link)
+        self.put_index(TraceIndexEntry(kind="session", key=link.session_id, trace_id=link.trace_id))
+
+    def put_index(self, entry: TraceIndexEntry) -> None:
+        self.index.setdefault((entry.kind, entry.key), {})[entry.trace_id] = None
+
+    def entries(self) -> list[TraceIndexEntry]:
+        return [TraceIndexEntry(kind=kind, key=key, trace_id=t) for (kind, key), ts in self.index.items() for t in ts]
+
+    def check_event(self, event_id: str | None) -> None:
+        if event_id is not None and event_id in self.events:
+            raise StoreError(f"spool event {event_id!r} was applied before; an event is applied once")
+
+    def mark_event(self, event_id: str | None) -> None:
+        if event_id is not None:
+            self.events.add(event_id)

@@ -1,0 +1,371 @@
+"""`TraceStore`: what a store offers to keep traces, their index, pending actions and spool ids.
+
+A separate protocol from `Store`, so a store without it still hosts sessions: the host
+checks ``isinstance(store, TraceStore)`` and, without it, answers ``host.traces`` (and
+everything that needs traces) with `host_sim.TraceError` naming the store. `MemoryStore`
+and `SqliteStore` implement it.
+
+Records are authoritative and written once, never changed (append-only): a trace (its
+origin fixed at creation), the task a trace got (once), each session's link to its trace,
+each output, the first commit of each output, each proposed action and its one outcome,
+each applied spool event id. A trace as the host shows it is assembled from them. The
+reverse index (task ref, session, output, commit -> trace) is derived from the records:
+written in the transaction that writes what it indexes, checked by `check_traces`, and
+rebuilt from the records by `derive_trace_index` (``host-sim fsck --repair``, and a host
+opening a store whose trace index was built by another `TRACE_INDEX_VERSION`, or never).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Final, Literal, Protocol, runtime_checkable
+
+import attrs
+
+from modular_sdk import SessionId, TurnId
+from modular_sdk._frozen import FrozenJsonObject
+
+from ..lineage._types import LineageEdge, SessionNode
+from ._invariants import Violation
+from ._records import SessionRecord
+
+__all__ = [
+    "TRACE_INDEX_VERSION",
+    "ActionOutcomeRecord",
+    "ActionRecord",
+    "IndexKind",
+    "TraceCommitRecord",
+    "TraceIndexEntry",
+    "TraceLinkRecord",
+    "TraceOutputRecord",
+    "TraceRecord",
+    "TraceRecords",
+    "TraceState",
+    "TraceStore",
+    "TraceTaskRecord",
+    "check_traces",
+    "derive_trace_index",
+    "recover_traces",
+]
+
+TRACE_INDEX_VERSION: Final = 1
+"""How the trace index is derived from the trace records; another (or none) makes a host rebuild it."""
+
+IndexKind = Literal["task", "session", "output", "commit"]
+"""What an index key is; `TraceStore.find_trace` tries them in this order."""
+
+INDEX_ORDER: Final[tuple[IndexKind, ...]] = ("task", "session", "output", "commit")
+
+
+@attrs.frozen(kw_only=True)
+class TraceRecord:
+    """A trace as created: its id, its origin (never changes) and when. Immutable."""
+
+    id: str
+    origin: Literal["task", "chat"]
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class TraceTaskRecord:
+    """The task a trace got (at creation, or once later by ``attach_task``). Immutable."""
+
+    trace_id: str
+    ref: str
+    snapshot: FrozenJsonObject
+    captured_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class TraceLinkRecord:
+    """A session working on a trace; a session is in at most one trace. Immutable."""
+
+    session_id: SessionId
+    trace_id: str
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class TraceOutputRecord:
+    """An output a session reported (``ctx.report_output``, a spool event). Immutable."""
+
+    output_id: str
+    trace_id: str
+    session_id: SessionId
+    kind: str
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class TraceCommitRecord:
+    """The first commit hash recorded for an output; never overwritten. Immutable."""
+
+    output_id: str
+    commit: str
+    recorded_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class TraceIndexEntry:
+    """One row of the derived index: ``key`` (of ``kind``) leads to ``trace_id``. Immutable."""
+
+    kind: IndexKind
+    key: str
+    trace_id: str
+
+
+@attrs.frozen(kw_only=True)
+class ActionRecord:
+    """An action a model proposed, as recorded (its payload as JSON). Immutable."""
+
+    id: str
+    type: str
+    payload: FrozenJsonObject
+    mod_id: str
+    session_id: SessionId
+    turn_id: TurnId
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class ActionOutcomeRecord:
+    """What the user decided about a proposed action, once. Immutable."""
+
+    action_id: str
+    state: Literal["confirmed", "dismissed"]
+    decided_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class TraceRecords:
+    """Every record of one trace: what ``host.traces`` assembles a `Trace` from. Immutable."""
+
+    trace: TraceRecord
+    task: TraceTaskRecord | None
+    links: tuple[TraceLinkRecord, ...]
+    outputs: tuple[TraceOutputRecord, ...]
+    commits: tuple[TraceCommitRecord, ...]
+
+
+@attrs.frozen(kw_only=True)
+class TraceState:
+    """Every trace record and index row of a store (for checks and repair). Immutable."""
+
+    traces: tuple[TraceRecord, ...] = ()
+    tasks: tuple[TraceTaskRecord, ...] = ()
+    links: tuple[TraceLinkRecord, ...] = ()
+    outputs: tuple[TraceOutputRecord, ...] = ()
+    commits: tuple[TraceCommitRecord, ...] = ()
+    index: tuple[TraceIndexEntry, ...] = ()
+
+
+@runtime_checkable
+class TraceStore(Protocol):
+    """A store that keeps traces (see the module docstring). Each write is one transaction.
+
+    Every read is by key and served by an index. Writes refuse what would change a record
+    (`host_sim.StoreError`): a second task for a trace, a task ref another trace holds, a
+    session linked twice, an action decided twice, an event id applied twice.
+    """
+
+    async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
+        """Write a new trace (and its task) with their index rows; refuses a task ref another trace holds."""
+        ...
+
+    async def create_linked_session(
+        self,
+        record: SessionRecord,
+        node: SessionNode,
+        edge: LineageEdge | None,
+        trace_id: str | None,
+    ) -> None:
+        """`Store.create_session`, and in the same transaction the session's trace link.
+
+        With ``trace_id``, the session joins that trace (refused when the store holds no
+        such trace). Without, a fork or spawn joins its parent's trace if the parent has
+        one, as the store holds it at that moment; a root joins none.
+        """
+        ...
+
+    async def add_output(
+        self,
+        *,
+        output_id: str,
+        session_id: SessionId,
+        kind: str,
+        created_at: datetime,
+        chat_trace: TraceRecord,
+        event_id: str | None = None,
+    ) -> None:
+        """Link an output to the trace of its session, in one transaction.
+
+        A session in no trace first gets ``chat_trace`` (origin ``chat``) and joins it. An
+        output id already stored is left as it is (read it back to see where it is).
+        Refuses a session the store does not hold. ``event_id`` (a spool event) is recorded
+        as applied in the same transaction, and refused if it was applied before.
+        """
+        ...
+
+    async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
+        """Record the first commit of an output (a later one is ignored: never overwritten).
+
+        Refuses an output the store does not hold. ``event_id`` as for `add_output`.
+        """
+        ...
+
+    async def attach_task(self, task: TraceTaskRecord) -> None:
+        """Give a trace its task; refuses a trace that has one and a ref another trace holds."""
+        ...
+
+    async def apply_event(self, event_id: str) -> None:
+        """Record a spool event as applied when applying it wrote nothing; refuses an id applied before."""
+        ...
+
+    async def event_applied(self, event_id: str) -> bool:
+        """Whether a spool event with this id was applied."""
+        ...
+
+    async def get_trace(self, trace_id: str) -> TraceRecords | None:
+        """One trace's records, or ``None``."""
+        ...
+
+    async def find_trace(self, key: str) -> str | None:
+        """The trace ``key`` is the id of, or else leads to in the index (task ref, session,
+        output, commit, in this order; the earliest written), or ``None``."""
+        ...
+
+    async def trace_of_session(self, session_id: SessionId) -> str | None:
+        """The trace a session is linked to, or ``None`` (from the records, not the index)."""
+        ...
+
+    async def get_output(self, output_id: str) -> TraceOutputRecord | None:
+        """One output's record, or ``None``."""
+        ...
+
+    async def get_commit(self, output_id: str) -> TraceCommitRecord | None:
+        """The commit recorded for an output, or ``None``."""
+        ...
+
+    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+        """Write proposed actions (all or none); refuses an id already stored."""
+        ...
+
+    async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
+        """Write the user's decision about a pending action; refuses one decided before."""
+        ...
+
+    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
+        """An action and its outcome (``None``: pending), or ``None`` for an unknown id."""
+        ...
+
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+        """A session's actions with no outcome yet, in the order proposed."""
+        ...
+
+    async def trace_index_version(self) -> int | None:
+        """The `TRACE_INDEX_VERSION` the trace index was built with (``None``: never)."""
+        ...
+
+    async def read_traces(self) -> TraceState:
+        """Every trace record and index row (for checks and repair: it reads every row)."""
+        ...
+
+    async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
+        """Replace the whole trace index by ``entries`` and record `TRACE_INDEX_VERSION`, in one transaction."""
+        ...
+
+
+def derive_trace_index(state: TraceState) -> tuple[TraceIndexEntry, ...]:
+    """The index the trace records imply: each task ref, linked session, output and commit
+    leads to its trace. The one function ``fsck --repair`` and a host opening a store use."""
+    entries: dict[tuple[IndexKind, str, str], None] = {}
+    for task in state.tasks:
+        entries["task", task.ref, task.trace_id] = None
+    for link in state.links:
+        entries["session", link.session_id, link.trace_id] = None
+    trace_of_output: dict[str, str] = {}
+    for output in state.outputs:
+        entries["output", output.output_id, output.trace_id] = None
+        trace_of_output[output.output_id] = output.trace_id
+    for commit in state.commits:
+        trace_id = trace_of_output.get(commit.output_id)
+        if trace_id is not None:
+            entries["commit", commit.commit, trace_id] = None
+    return tuple(TraceIndexEntry(kind=k, key=key, trace_id=t) for k, key, t in entries)
+
+
+def check_traces(state: TraceState, sessions: Sequence[SessionRecord] | None = None) -> list[Violation]:
+    """Every broken invariant of the trace records and index, damage first; empty when sound.
+
+    Checked: every task, link and output names a trace the store holds; an output's trace
+    is its session's; every commit is of a stored output; (given ``sessions``) every link
+    names a stored session; the index equals `derive_trace_index`.
+    """
+    found: list[Violation] = []
+
+    def damage(subject: str, message: str) -> None:
+        found.append(Violation(code="trace-orphan", subject=subject, message=message, repairable=False))
+
+    traces = {t.id for t in state.traces}
+    known_sessions = None if sessions is None else {s.id for s in sessions}
+    link_of = {link.session_id: link.trace_id for link in state.links}
+    outputs = {o.output_id for o in state.outputs}
+    for task in state.tasks:
+        if task.trace_id not in traces:
+            damage(task.trace_id, f"task {task.ref!r} belongs to trace {task.trace_id!r}, which the store does not hold")
+    for link in state.links:
+        if link.trace_id not in traces:
+            damage(link.session_id, f"session {link.session_id!r} is linked to trace {link.trace_id!r}, which the store does not hold")
+        if known_sessions is not None and link.session_id not in known_sessions:
+            damage(link.session_id, f"trace {link.trace_id!r} links session {link.session_id!r}, which the store does not hold")
+    for output in state.outputs:
+        if output.trace_id not in traces:
+            damage(output.output_id, f"output {output.output_id!r} belongs to trace {output.trace_id!r}, which the store does not hold")
+        elif link_of.get(output.session_id) != output.trace_id:
+            damage(
+                output.output_id,
+                f"output {output.output_id!r} is in trace {output.trace_id!r}, but its session "
+                f"{output.session_id!r} is linked to {link_of.get(output.session_id)!r}",
+            )
+    for commit in state.commits:
+        if commit.output_id not in outputs:
+            damage(commit.output_id, f"commit {commit.commit!r} is recorded for output {commit.output_id!r}, which the store does not hold")
+    want = set(derive_trace_index(state))
+    have = set(state.index)
+    for entry in sorted(want - have, key=_entry_key):
+        found.append(
+            Violation(
+                code="index-stale",
+                subject=entry.key,
+                message=f"the trace index lacks {entry.kind} {entry.key!r} -> trace {entry.trace_id!r}",
+                repairable=True,
+            )
+        )
+    for entry in sorted(have - want, key=_entry_key):
+        found.append(
+            Violation(
+                code="index-stale",
+                subject=entry.key,
+                message=f"the trace index holds {entry.kind} {entry.key!r} -> trace {entry.trace_id!r}, which no record implies",
+                repairable=True,
+            )
+        )
+    return found
+
+
+def _entry_key(entry: TraceIndexEntry) -> tuple[str, str, str]:
+    return (entry.kind, entry.key, entry.trace_id)
+
+
+async def recover_traces(store: TraceStore, sessions: Sequence[SessionRecord] | None = None) -> bool:
+    """Rebuild the trace index when it was not built by this `TRACE_INDEX_VERSION`; ``True`` if it did.
+
+    Reads every trace record only then (a store with a current index is opened reading
+    nothing). Damage to trace records is left for ``host-sim fsck`` to report: the index
+    is rebuilt from what is sound.
+    """
+    if await store.trace_index_version() == TRACE_INDEX_VERSION:
+        return False
+    await store.rebuild_trace_index(derive_trace_index(await store.read_traces()))
+    return True
