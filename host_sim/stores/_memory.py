@@ -353,7 +353,7 @@ class MemoryStore:
         tr.check_event(event_id)
         if commit.output_id not in tr.commits:
             tr.commits[commit.output_id] = commit
-            tr.put_index(TraceIndexEntry(kind="commit", key=commit.commit, trace_id=output.trace_id))
+            tr.put_index(TraceIndexEntry(kind="commit", key=commit.commit_hash, trace_id=output.trace_id))
         tr.mark_event(event_id)
 
     async def attach_task(self, task: TraceTaskRecord) -> None:
@@ -365,7 +365,7 @@ class MemoryStore:
         tr.check_task(task)
         tr.put_task(task)
 
-    async def apply_event(self, event_id: str) -> None:
+    async def apply_event(self, event_id: str, at: datetime) -> None:
         """Mark a spool event applied."""
         self._check_open()
         self._tr.check_event(event_id)

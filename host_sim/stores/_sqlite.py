@@ -71,6 +71,19 @@ from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError, StoreLockedError
 from ._protocol import INDEX_VERSION
 from ._records import SessionRecord, StoredState, TurnRecord
+from ._traces import (
+    TRACE_INDEX_VERSION,
+    ActionOutcomeRecord,
+    ActionRecord,
+    TraceCommitRecord,
+    TraceIndexEntry,
+    TraceLinkRecord,
+    TraceOutputRecord,
+    TraceRecord,
+    TraceRecords,
+    TraceState,
+    TraceTaskRecord,
+)
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
@@ -133,6 +146,52 @@ BEGIN SELECT RAISE(ABORT, 'a session record is never deleted'); END;
 
 _COLUMNS_3: Final = "ALTER TABLE sessions ADD COLUMN trigger_turn_id TEXT;\nALTER TABLE turns ADD COLUMN erased_at TEXT;\n"
 
+# Traces (API.md section 9, stores/_traces.py): append-only records that triggers keep
+# unchanged, the derived trace index, proposed actions and their one outcome, and applied
+# spool event ids. IF NOT EXISTS: a writer also runs this when it opens a version-3 store
+# made before traces (readers do without the tables).
+_TRACES: Final = """
+CREATE TABLE IF NOT EXISTS traces (
+    id TEXT PRIMARY KEY, origin TEXT NOT NULL CHECK (origin IN ('task', 'chat')), created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trace_tasks (
+    trace_id TEXT PRIMARY KEY, ref TEXT NOT NULL UNIQUE, snapshot TEXT NOT NULL, captured_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trace_links (session_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS trace_links_by_trace ON trace_links (trace_id);
+CREATE TABLE IF NOT EXISTS trace_outputs (
+    output_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, session_id TEXT NOT NULL, kind TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS trace_outputs_by_trace ON trace_outputs (trace_id);
+CREATE TABLE IF NOT EXISTS trace_commits (output_id TEXT PRIMARY KEY, commit_hash TEXT NOT NULL, recorded_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trace_index (
+    kind TEXT NOT NULL, key TEXT NOT NULL, trace_id TEXT NOT NULL, PRIMARY KEY (key, kind, trace_id)
+);
+CREATE TABLE IF NOT EXISTS actions (
+    id TEXT PRIMARY KEY, type TEXT NOT NULL, payload TEXT NOT NULL, mod_id TEXT NOT NULL,
+    session_id TEXT NOT NULL, turn_id TEXT NOT NULL, created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS actions_by_session ON actions (session_id);
+CREATE TABLE IF NOT EXISTS action_outcomes (action_id TEXT PRIMARY KEY, state TEXT NOT NULL, decided_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS spool_applied (event_id TEXT PRIMARY KEY, applied_at TEXT NOT NULL);
+""" + "".join(
+    f"CREATE TRIGGER IF NOT EXISTS {table}_never_change BEFORE UPDATE ON {table} "
+    f"BEGIN SELECT RAISE(ABORT, 'a {what} never changes'); END;\n"
+    f"CREATE TRIGGER IF NOT EXISTS {table}_are_kept BEFORE DELETE ON {table} "
+    f"BEGIN SELECT RAISE(ABORT, 'a {what} is never deleted'); END;\n"
+    for table, what in (
+        ("traces", "trace record (its origin is fixed at creation)"),
+        ("trace_tasks", "task of a trace"),
+        ("trace_links", "trace link of a session"),
+        ("trace_outputs", "trace output"),
+        ("trace_commits", "recorded commit"),
+        ("actions", "proposed action"),
+        ("action_outcomes", "decision about an action"),
+        ("spool_applied", "applied event id"),
+    )
+)
+
 # A new store is made as version 2 was, then brought to version 3 by the same statements
 # an upgrade runs: one definition of each version, no drift between new and upgraded files.
 _SCHEMA: Final = (
@@ -172,6 +231,7 @@ CREATE TABLE edges (
     + _RECORD_TRIGGERS
     + _COLUMNS_3
     + _VERSION_3
+    + _TRACES
 )
 
 # Version 1 had no constraints on records and a turns table without running turns.
@@ -187,7 +247,7 @@ _UPGRADE_FROM_1: Final = (
 
 # Version 2 read everything at open; version 3 reads by key. The index was built by an
 # older host: leaving index_version unset makes the next host rebuild it once.
-_UPGRADE_FROM_2: Final = _COLUMNS_3 + _VERSION_3 + "UPDATE meta SET value = '3' WHERE key = 'schema_version';\n"
+_UPGRADE_FROM_2: Final = _COLUMNS_3 + _VERSION_3 + _TRACES + "UPDATE meta SET value = '3' WHERE key = 'schema_version';\n"
 
 
 def _script(sql: str) -> list[str]:
@@ -325,6 +385,16 @@ _TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "auth
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
+_TRACE_RECORDS: Final = _Table("traces", TraceRecord, ("id",), frozenset())
+_TRACE_TASKS: Final = _Table("trace_tasks", TraceTaskRecord, ("trace_id",), frozenset({"snapshot"}))
+_TRACE_LINKS: Final = _Table("trace_links", TraceLinkRecord, ("session_id",), frozenset())
+_TRACE_OUTPUTS: Final = _Table("trace_outputs", TraceOutputRecord, ("output_id",), frozenset())
+_TRACE_COMMITS: Final = _Table("trace_commits", TraceCommitRecord, ("output_id",), frozenset())
+_TRACE_INDEX: Final = _Table("trace_index", TraceIndexEntry, ("key", "kind", "trace_id"), frozenset())
+_ACTIONS: Final = _Table("actions", ActionRecord, ("id",), frozenset({"payload"}))
+_ACTION_OUTCOMES: Final = _Table("action_outcomes", ActionOutcomeRecord, ("action_id",), frozenset())
+_INDEX_ROW: Final = "INSERT OR IGNORE INTO trace_index (kind, key, trace_id) "
+_TRACE_TABLES: Final = (_TRACE_RECORDS, _TRACE_TASKS, _TRACE_LINKS, _TRACE_OUTPUTS, _TRACE_COMMITS, _TRACE_INDEX, _ACTIONS, _ACTION_OUTCOMES)
 assert _TURNS.columns == (
     "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
     "reply", "error", "started_at", "finished_at", "erased_at",
@@ -402,6 +472,7 @@ class SqliteStore:
         "_missing",
         "_path",
         "_read_only",
+        "_has_traces",
     )
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None:
@@ -414,6 +485,7 @@ class SqliteStore:
         self._immutable_stat: tuple[int, int] | None = None  # a closed file read without its -shm
         self._batch = _Batch()
         self._missing: frozenset[str] = frozenset()  # "table.column"s an older schema lacks (readers)
+        self._has_traces = False  # TraceStore: the trace tables exist (a reader may find them absent)
 
     def __repr__(self) -> str:
         state = "open" if self._conn is not None else "closed"
@@ -462,13 +534,17 @@ class SqliteStore:
 
     async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
         """Write a session, its node and its edge in one transaction; refuses an id already stored."""
+        await self._transact(self._session_steps(record, node, edge))
+
+    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[_Step]:
+        """The statements that write a session, its node and its edge (and what joins them)."""
         steps = [
             _Step(_SESSIONS.insert, _SESSIONS.row(record), f"session {record.id!r} is already stored and session records never change"),
             _Step(_NODES.upsert, _NODES.row(node), f"cannot write the node of session {record.id!r}"),
         ]
         if edge is not None:
             steps.append(_Step(_EDGES.upsert, _EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
-        await self._transact(steps)
+        return steps
 
     async def begin_turn(self, record: TurnRecord) -> None:
         """Write a turn that starts (status ``running``); refuses a taken id or ordinal."""
@@ -631,6 +707,295 @@ class SqliteStore:
             raise self._closed_error()
         async with lock:
             return await anyio.to_thread.run_sync(self._read_all, conn)
+
+    # -- traces and actions (TraceStore, stores/_traces.py) -------------------------------
+
+    def _prepare_traces(self, conn: sqlite3.Connection) -> None:
+        """Give a writer's store the trace tables (a version-3 store made before traces gets
+        them; its trace index is then rebuilt by the host); a reader notes whether they exist."""
+        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if self._read_only:
+            self._has_traces = {t.name for t in _TRACE_TABLES} <= present
+            return
+        stale = "" if "trace_index" in present else "DELETE FROM meta WHERE key = 'trace_index_version';\n"
+        self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _TRACES + stale + "COMMIT;")
+        self._has_traces = True
+
+    async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
+        """Write a trace and its task with their index rows, in one transaction."""
+        steps = [_Step(_TRACE_RECORDS.insert, _TRACE_RECORDS.row(trace), f"trace {trace.id!r} is already stored")]
+        if task is not None:
+            steps += self._task_steps(task)
+        await self._transact(steps)
+
+    def _task_steps(self, task: TraceTaskRecord) -> list[_Step]:
+        return [
+            _Step(
+                _TRACE_TASKS.insert,
+                _TRACE_TASKS.row(task),
+                f"trace {task.trace_id!r} already has a task, or task {task.ref!r} already has a trace",
+            ),
+            _Step(_INDEX_ROW + "VALUES ('task', ?, ?)", (task.ref, task.trace_id), f"cannot index task {task.ref!r}"),
+        ]
+
+    async def create_linked_session(
+        self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None
+    ) -> None:
+        """`create_session` and the session's trace link (given, or its parent's), in one transaction."""
+        steps = self._session_steps(record, node, edge)
+        at = record.created_at.isoformat()
+        if trace_id is not None:
+            steps += [
+                _Step("SELECT 1 FROM traces WHERE id = ?", (trace_id,), f"no trace {trace_id!r} is stored", "row"),
+                _Step(
+                    "INSERT INTO trace_links (session_id, trace_id, created_at) VALUES (?, ?, ?)",
+                    (record.id, trace_id, at),
+                    f"session {record.id!r} is already in a trace",
+                ),
+            ]
+        elif record.lineage.kind != "root":
+            steps.append(
+                _Step(
+                    "INSERT INTO trace_links (session_id, trace_id, created_at) "
+                    "SELECT ?, trace_id, ? FROM trace_links WHERE session_id = ?",
+                    (record.id, at, record.lineage.parent_session_id),
+                    f"session {record.id!r} is already in a trace",
+                )
+            )
+        if trace_id is not None or record.lineage.kind != "root":
+            steps.append(
+                _Step(
+                    _INDEX_ROW + "SELECT 'session', session_id, trace_id FROM trace_links WHERE session_id = ?",
+                    (record.id,),
+                    f"cannot index session {record.id!r}",
+                )
+            )
+        await self._transact(steps)
+
+    def _event_steps(self, event_id: str | None, at: object) -> list[_Step]:
+        if event_id is None:
+            return []
+        return [
+            _Step(
+                "INSERT INTO spool_applied (event_id, applied_at) VALUES (?, ?)",
+                (event_id, at),
+                f"spool event {event_id!r} was applied before; an event is applied once",
+            )
+        ]
+
+    async def add_output(
+        self,
+        *,
+        output_id: str,
+        session_id: SessionId,
+        kind: str,
+        created_at: datetime,
+        chat_trace: TraceRecord,
+        event_id: str | None = None,
+    ) -> None:
+        """Link an output to its session's trace (a new chat trace when it has none), in one transaction."""
+        row = _TRACE_OUTPUTS.row(
+            TraceOutputRecord(output_id=output_id, trace_id="", session_id=session_id, kind=kind, created_at=created_at)
+        )
+        at = row[4]
+        new = _TRACE_RECORDS.row(chat_trace)
+        steps = [
+            _Step("SELECT 1 FROM sessions WHERE id = ?", (session_id,), f"no session {session_id!r} is stored", "row"),
+            *self._event_steps(event_id, at),
+            _Step(
+                "INSERT INTO traces (id, origin, created_at) SELECT ?, ?, ? "
+                "WHERE NOT EXISTS (SELECT 1 FROM trace_links WHERE session_id = ?) "
+                "AND NOT EXISTS (SELECT 1 FROM trace_outputs WHERE output_id = ?)",
+                (*new, session_id, output_id),
+                f"trace {chat_trace.id!r} is already stored",
+            ),
+            _Step(
+                "INSERT INTO trace_links (session_id, trace_id, created_at) SELECT ?, id, ? FROM traces "
+                "WHERE id = ? AND NOT EXISTS (SELECT 1 FROM trace_links WHERE session_id = ?)",
+                (session_id, at, chat_trace.id, session_id),
+                f"cannot link session {session_id!r} to its new trace",
+            ),
+            _Step(
+                _INDEX_ROW + "SELECT 'session', session_id, trace_id FROM trace_links WHERE session_id = ?",
+                (session_id,),
+                f"cannot index session {session_id!r}",
+            ),
+            _Step(
+                "INSERT INTO trace_outputs (output_id, trace_id, session_id, kind, created_at) "
+                "SELECT ?, trace_id, ?, ?, ? FROM trace_links WHERE session_id = ? "
+                "AND NOT EXISTS (SELECT 1 FROM trace_outputs WHERE output_id = ?)",
+                (output_id, session_id, row[3], at, session_id, output_id),
+                f"cannot write output {output_id!r}",
+            ),
+            _Step(
+                _INDEX_ROW + "SELECT 'output', output_id, trace_id FROM trace_outputs WHERE output_id = ?",
+                (output_id,),
+                f"cannot index output {output_id!r}",
+            ),
+        ]
+        await self._transact(steps)
+
+    async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
+        """Record an output's first commit (a later one is ignored), in one transaction."""
+        row = _TRACE_COMMITS.row(commit)
+        await self._transact(
+            [
+                _Step(
+                    "SELECT 1 FROM trace_outputs WHERE output_id = ?",
+                    (commit.output_id,),
+                    f"no output {commit.output_id!r} is stored",
+                    "row",
+                ),
+                *self._event_steps(event_id, row[2]),
+                _Step(_TRACE_COMMITS.insert + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
+                _Step(
+                    _INDEX_ROW + "SELECT 'commit', c.commit_hash, o.trace_id FROM trace_commits c "
+                    "JOIN trace_outputs o ON o.output_id = c.output_id WHERE c.output_id = ?",
+                    (commit.output_id,),
+                    f"cannot index the commit of output {commit.output_id!r}",
+                ),
+            ]
+        )
+
+    async def attach_task(self, task: TraceTaskRecord) -> None:
+        """Give a stored trace its task, once."""
+        await self._transact(
+            [
+                _Step("SELECT 1 FROM traces WHERE id = ?", (task.trace_id,), f"no trace {task.trace_id!r} is stored", "row"),
+                *self._task_steps(task),
+            ]
+        )
+
+    async def apply_event(self, event_id: str, at: datetime) -> None:
+        """Record a spool event applied."""
+        await self._transact(self._event_steps(event_id, at.isoformat()))
+
+    async def event_applied(self, event_id: str) -> bool:
+        if not self._has_traces:
+            return False
+        return bool(await self._query("SELECT 1 FROM spool_applied WHERE event_id = ?", (event_id,)))
+
+    async def get_trace(self, trace_id: str) -> TraceRecords | None:
+        if not self._has_traces:
+            return None
+        found = await self._records(_TRACE_RECORDS, TraceRecord, "WHERE id = ?", (trace_id,))
+        if not found:
+            return None
+        tasks = await self._records(_TRACE_TASKS, TraceTaskRecord, "WHERE trace_id = ?", (trace_id,))
+        links = await self._records(_TRACE_LINKS, TraceLinkRecord, "WHERE trace_id = ? ORDER BY rowid", (trace_id,))
+        outputs = await self._records(_TRACE_OUTPUTS, TraceOutputRecord, "WHERE trace_id = ? ORDER BY rowid", (trace_id,))
+        rows = await self._query(
+            "SELECT c.output_id, c.commit_hash, c.recorded_at FROM trace_outputs o "
+            "JOIN trace_commits c ON c.output_id = o.output_id WHERE o.trace_id = ? ORDER BY o.rowid",
+            (trace_id,),
+        )
+        return TraceRecords(
+            trace=found[0],
+            task=tasks[0] if tasks else None,
+            links=links,
+            outputs=outputs,
+            commits=tuple(self._decode(_TRACE_COMMITS, TraceCommitRecord, r) for r in rows),
+        )
+
+    async def find_trace(self, key: str) -> str | None:
+        if not self._has_traces:
+            return None
+        rows = await self._query("SELECT id FROM traces WHERE id = ?", (key,))
+        if not rows:
+            rows = await self._query(
+                "SELECT trace_id FROM trace_index WHERE key = ? ORDER BY CASE kind WHEN 'task' THEN 0 "
+                "WHEN 'session' THEN 1 WHEN 'output' THEN 2 ELSE 3 END, rowid LIMIT 1",
+                (key,),
+            )
+        return str(rows[0][0]) if rows else None
+
+    async def trace_of_session(self, session_id: SessionId) -> str | None:
+        if not self._has_traces:
+            return None
+        rows = await self._query("SELECT trace_id FROM trace_links WHERE session_id = ?", (session_id,))
+        return str(rows[0][0]) if rows else None
+
+    async def get_output(self, output_id: str) -> TraceOutputRecord | None:
+        if not self._has_traces:
+            return None
+        found = await self._records(_TRACE_OUTPUTS, TraceOutputRecord, "WHERE output_id = ?", (output_id,))
+        return found[0] if found else None
+
+    async def get_commit(self, output_id: str) -> TraceCommitRecord | None:
+        if not self._has_traces:
+            return None
+        found = await self._records(_TRACE_COMMITS, TraceCommitRecord, "WHERE output_id = ?", (output_id,))
+        return found[0] if found else None
+
+    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+        """Write proposed actions, all or none."""
+        await self._transact(
+            [_Step(_ACTIONS.insert, _ACTIONS.row(a), f"action {a.id!r} is already stored") for a in actions]
+        )
+
+    async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
+        """Write the one decision about a pending action."""
+        await self._transact(
+            [
+                _Step("SELECT 1 FROM actions WHERE id = ?", (outcome.action_id,), f"no action {outcome.action_id!r} is stored", "row"),
+                _Step(
+                    _ACTION_OUTCOMES.insert,
+                    _ACTION_OUTCOMES.row(outcome),
+                    f"action {outcome.action_id!r} was decided before; it is decided once",
+                ),
+            ]
+        )
+
+    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
+        if not self._has_traces:
+            return None
+        found = await self._records(_ACTIONS, ActionRecord, "WHERE id = ?", (action_id,))
+        if not found:
+            return None
+        outcome = await self._records(_ACTION_OUTCOMES, ActionOutcomeRecord, "WHERE action_id = ?", (action_id,))
+        return found[0], outcome[0] if outcome else None
+
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+        if not self._has_traces:
+            return ()
+        return await self._records(
+            _ACTIONS,
+            ActionRecord,
+            "WHERE session_id = ? AND NOT EXISTS (SELECT 1 FROM action_outcomes o WHERE o.action_id = actions.id) "
+            "ORDER BY rowid",
+            (session_id,),
+        )
+
+    async def trace_index_version(self) -> int | None:
+        rows = await self._query("SELECT value FROM meta WHERE key = 'trace_index_version'", ())
+        raw = rows[0][0] if rows else None
+        return int(raw) if isinstance(raw, str) and raw.isdigit() else None
+
+    async def read_traces(self) -> TraceState:
+        """Every trace record and index row, in writing order."""
+        if not self._has_traces:
+            return TraceState()
+        return TraceState(
+            traces=await self._records(_TRACE_RECORDS, TraceRecord, "ORDER BY rowid", ()),
+            tasks=await self._records(_TRACE_TASKS, TraceTaskRecord, "ORDER BY rowid", ()),
+            links=await self._records(_TRACE_LINKS, TraceLinkRecord, "ORDER BY rowid", ()),
+            outputs=await self._records(_TRACE_OUTPUTS, TraceOutputRecord, "ORDER BY rowid", ()),
+            commits=await self._records(_TRACE_COMMITS, TraceCommitRecord, "ORDER BY rowid", ()),
+            index=await self._records(_TRACE_INDEX, TraceIndexEntry, "ORDER BY rowid", ()),
+        )
+
+    async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
+        """Replace the trace index and record `TRACE_INDEX_VERSION`, in one transaction."""
+        steps = [_Step("DELETE FROM trace_index", (), "")]
+        steps += [_Step(_INDEX_ROW + "VALUES (?, ?, ?)", (e.kind, e.key, e.trace_id), "cannot index") for e in entries]
+        steps.append(
+            _Step(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('trace_index_version', ?)",
+                (str(TRACE_INDEX_VERSION),),
+                "cannot record the trace index version",
+            )
+        )
+        await self._transact(steps)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -891,6 +1256,7 @@ class SqliteStore:
                     version = 2
                 if version == 2:
                     self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _UPGRADE_FROM_2 + "COMMIT;")
+        self._prepare_traces(conn)
         self._missing = frozenset(
             f"{table.name}.{column}"
             for table in _TABLES

@@ -102,7 +102,7 @@ class TraceCommitRecord:
     """The first commit hash recorded for an output; never overwritten. Immutable."""
 
     output_id: str
-    commit: str
+    commit_hash: str
     recorded_at: datetime
 
 
@@ -218,7 +218,7 @@ class TraceStore(Protocol):
         """Give a trace its task; refuses a trace that has one and a ref another trace holds."""
         ...
 
-    async def apply_event(self, event_id: str) -> None:
+    async def apply_event(self, event_id: str, at: datetime) -> None:
         """Record a spool event as applied when applying it wrote nothing; refuses an id applied before."""
         ...
 
@@ -291,7 +291,7 @@ def derive_trace_index(state: TraceState) -> tuple[TraceIndexEntry, ...]:
     for commit in state.commits:
         trace_id = trace_of_output.get(commit.output_id)
         if trace_id is not None:
-            entries["commit", commit.commit, trace_id] = None
+            entries["commit", commit.commit_hash, trace_id] = None
     return tuple(TraceIndexEntry(kind=k, key=key, trace_id=t) for k, key, t in entries)
 
 
@@ -330,7 +330,7 @@ def check_traces(state: TraceState, sessions: Sequence[SessionRecord] | None = N
             )
     for commit in state.commits:
         if commit.output_id not in outputs:
-            damage(commit.output_id, f"commit {commit.commit!r} is recorded for output {commit.output_id!r}, which the store does not hold")
+            damage(commit.output_id, f"commit {commit.commit_hash!r} is recorded for output {commit.output_id!r}, which the store does not hold")
     want = set(derive_trace_index(state))
     have = set(state.index)
     for entry in sorted(want - have, key=_entry_key):
