@@ -55,8 +55,30 @@ from .stores._records import SessionRecord as SessionRecord
 from .stores._records import StoredState as StoredState
 from .stores._records import TurnRecord as TurnRecord
 from .stores._sqlite import SqliteStore as SqliteStore
+from .stores._traces import TraceStore as TraceStore
+from .traces._errors import TraceError as TraceError
+from .traces._errors import UnknownTraceError as UnknownTraceError
+from .traces._service import Traces as Traces
+from .traces._spool import write_event as write_event
+from .traces._types import PendingAction as PendingAction
+from .traces._types import TaskRef as TaskRef
+from .traces._types import Trace as Trace
+from .traces._types import TraceLink as TraceLink
+from .traces._types import TraceOutput as TraceOutput
+from .traces._types import TraceTask as TraceTask
 
 __all__ = [
+    "PendingAction",
+    "TaskRef",
+    "Trace",
+    "TraceError",
+    "TraceLink",
+    "TraceOutput",
+    "TraceStore",
+    "TraceTask",
+    "Traces",
+    "UnknownTraceError",
+    "write_event",
     "HOST_RELATIONS",
     "NATIVE_ARTIFACT_TYPES",
     "Completion",

@@ -45,6 +45,7 @@ from ._messages import AiSessionDisplayMetadata as AiSessionDisplayMetadata
 from ._messages import Author as Author
 from ._messages import ModAuthor as ModAuthor
 from ._messages import UserAuthor as UserAuthor
+from ._mod import Action as Action
 from ._mod import Agent as Agent
 from ._mod import AiContributions as AiContributions
 from ._mod import AnyCommand as AnyCommand
@@ -56,6 +57,7 @@ from ._mod import PaletteCommand as PaletteCommand
 from ._mod import SlashCommand as SlashCommand
 from ._mod import Tool as Tool
 from ._mod import View as View
+from ._mod import action as action
 from ._mod import agent as agent
 from ._mod import before_action as before_action
 from ._mod import command as command
@@ -64,6 +66,7 @@ from ._mod import effect as effect
 from ._mod import slash_command as slash_command
 from ._mod import tool as tool
 from ._mod import view as view
+from ._protocols import ActionContext as ActionContext
 from ._protocols import AgentHandle as AgentHandle
 from ._protocols import AiAgents as AiAgents
 from ._protocols import AiContext as AiContext
@@ -78,6 +81,8 @@ from ._protocols import ToolContext as ToolContext
 
 __all__ = [
     "HOST_ACTIONS",
+    "Action",
+    "ActionContext",
     "ActionDeniedError",
     "ActionEvent",
     "ActionStateError",
@@ -138,6 +143,7 @@ __all__ = [
     "UnknownTurnError",
     "UserAuthor",
     "View",
+    "action",
     "agent",
     "before_action",
     "command",

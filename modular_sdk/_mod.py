@@ -7,6 +7,7 @@ nothing, touches no host state and does no I/O. Each checks its own fields at th
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, final
 
@@ -17,7 +18,7 @@ from ._actions import ActionEvent, HookDecision
 from ._errors import SerializationError
 from ._frozen import FrozenJsonObject, freeze_object
 from ._ids import HOST_ACTIONS
-from ._protocols import CommandContext, EffectContext, SlashCommandContext, ToolContext
+from ._protocols import ActionContext, CommandContext, EffectContext, SlashCommandContext, ToolContext
 from ._rules import (
     Problem,
     check_handler,
@@ -32,6 +33,7 @@ from ._rules import (
 from ._schema import SchemaError, json_schema
 
 __all__ = [
+    "Action",
     "Agent",
     "AiContributions",
     "AnyCommand",
@@ -43,6 +45,7 @@ __all__ = [
     "SlashCommand",
     "Tool",
     "View",
+    "action",
     "agent",
     "before_action",
     "command",
@@ -325,6 +328,52 @@ class View(Generic[DataT]):
         )
 
 
+@attrs.frozen(kw_only=True)
+class Action(Generic[InputT]):
+    """An action the model may propose and the user must confirm. Immutable; make one with `action`.
+
+    The model proposes it in its reply as ``<mod-action type="task.create">{...}</mod-action>``;
+    the host accepts only declared types and a payload that structures into
+    ``payload_type`` exactly (never coerced), records it as pending, and runs
+    ``run(payload, ctx)`` once, when the user confirms it. ``payload_schema`` is the JSON
+    Schema of ``payload_type``, derived at construction.
+    """
+
+    type: str
+    description: str
+    payload_type: builtins.type[InputT]  # the field 'type' shadows the builtin in this class
+    run: Callable[[InputT, ActionContext], object]
+    payload_schema: FrozenJsonObject = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        problems = (
+            check_id("type", self.type, "action type")
+            + check_text("description", self.description)
+            + check_handler("run", self.run, ("payload", "ctx"))
+        )
+        schema: FrozenJsonObject = {}
+        if not (isinstance(self.payload_type, type) and attrs.has(self.payload_type)):
+            problems.append(
+                Problem(
+                    "payload_type",
+                    self.payload_type,
+                    f"payload_type must be an attrs class (@attrs.frozen), got {show(self.payload_type)}; "
+                    "declare the payload's fields on an attrs class",
+                )
+            )
+        else:
+            try:
+                schema = freeze_object(json_schema(self.payload_type), type_name="the payload schema")
+            except (SchemaError, SerializationError) as exc:
+                problems.append(Problem("payload_type", self.payload_type, str(exc)))
+        _raise_own(f"action(type={show(self.type)})", problems)
+        object.__setattr__(self, "payload_schema", schema)
+
+
+def _actions(value: Iterable[Action[Any]]) -> tuple[Action[Any], ...]:
+    return _items(value)
+
+
 def _commands(value: Iterable[AnyCommand]) -> tuple[AnyCommand, ...]:
     return _items(value)
 
@@ -355,6 +404,7 @@ class Mod:
     hooks: tuple[BeforeActionHook[str], ...] = attrs.field(default=(), converter=_hooks)
     effects: tuple[Effect, ...] = attrs.field(default=(), converter=_effects)
     views: tuple[View[Any], ...] = attrs.field(default=(), converter=_views)
+    actions: tuple[Action[Any], ...] = attrs.field(default=(), converter=_actions)
 
     def __attrs_post_init__(self) -> None:
         raise_problems(f"define_mod(id={show(self.id)})", _mod_problems(self))
@@ -441,6 +491,12 @@ def _mod_problems(mod: Mod) -> list[Problem]:
         problems += _typed(f"views[{index}]", v, View, "made by view")
     problems += _duplicates(
         "views", [(i, v.id) for i, v in enumerate(mod.views) if isinstance(v, View)], "view id"
+    )
+    problems += _collection_problems("actions", mod.actions, "action(...)")
+    for index, a in enumerate(mod.actions):
+        problems += _typed(f"actions[{index}]", a, Action, "made by action")
+    problems += _duplicates(
+        "actions", [(i, a.type) for i, a in enumerate(mod.actions) if isinstance(a, Action)], "action type"
     )
     return problems
 
@@ -534,6 +590,27 @@ def view(*, id: str, title: str, render: Callable[[DataT], str]) -> View[DataT]:
     return View(id=id, title=title, render=render)
 
 
+def action(
+    *,
+    type: str,
+    description: str,
+    payload_type: type[RecordT],
+    run: Callable[[RecordT, ActionContext], object],
+) -> Action[RecordT]:
+    """Declare an action the model may propose and the user must confirm, for ``define_mod(actions=[...])``.
+
+    The model proposes one by writing ``<mod-action type="<type>">{json}</mod-action>`` in its
+    reply. The host records it as pending only when ``type`` is declared by a loaded mod and
+    the JSON structures into ``payload_type`` (an attrs class) exactly; nothing runs until
+    the user confirms it (``host.confirm(action_id)``), which calls ``run(payload, ctx)``
+    once, as the user. Raises `ModDefinitionError` for a bad type, an empty description, a
+    payload type that is not an attrs class, or a handler that cannot take ``(payload, ctx)``.
+
+    >>> create_task = action(type="task.create", description="Create a task", payload_type=NewTask, run=create)
+    """
+    return Action(type=type, description=description, payload_type=payload_type, run=run)
+
+
 def define_mod(
     *,
     metadata: ModMetadata,
@@ -542,12 +619,14 @@ def define_mod(
     hooks: Sequence[BeforeActionHook[str]] = (),
     effects: Sequence[Effect] = (),
     views: Sequence[View[Any]] = (),
+    actions: Sequence[Action[Any]] = (),
     id: str | None = None,
 ) -> Mod:
     """The entry point of the SDK: gather a mod's declarations into one frozen `Mod`.
 
     Returns data: registers nothing, starts nothing, touches no host state, does no I/O;
-    equal inputs give equal values. ``id`` defaults to the slug of
+    equal inputs give equal values. ``actions`` are what the model may propose for the
+    user to confirm (see `action`). ``id`` defaults to the slug of
     ``metadata.display_name`` (``"Background Tasks"`` -> ``"background-tasks"``).
     Raises one `ModDefinitionError` listing every problem (duplicate ids, hook targets that
     are neither a `HostAction` nor ``"command:<own id>"``, ...).
@@ -575,4 +654,5 @@ def define_mod(
         hooks=hooks,
         effects=effects,
         views=views,
+        actions=actions,
     )

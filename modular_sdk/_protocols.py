@@ -16,6 +16,7 @@ from ._lineage import AiSessionLineage
 from ._messages import AiMessage, AiSessionDisplayMetadata, Author
 
 __all__ = [
+    "ActionContext",
     "AgentHandle",
     "AiAgents",
     "AiContext",
@@ -285,6 +286,18 @@ class SlashCommandContext(Protocol):
     @property
     def command_id(self) -> str: ...
 
+    async def report_output(self, *, kind: str, output_id: str) -> None:
+        """Report an output this handler really produced (a proposal, a file, a change).
+
+        The host links it to the trace of the session the handler runs in (making that
+        session a ``chat``-origin trace when it has none), in one store transaction. A mod
+        never names a trace or a session to link. ``kind`` says what it is
+        (``"proposal"``); ``output_id`` is its stable id (``"chg-1"``), unique in the
+        store: reporting it again from the same session changes nothing, from another
+        session raises ``host_sim.TraceError``, as does a host whose store keeps no traces.
+        """
+        ...
+
 
 class ToolContext(Protocol):
     """What a tool's ``run(input, ctx)`` receives when the model calls it."""
@@ -306,6 +319,18 @@ class ToolContext(Protocol):
     @property
     def call_id(self) -> str: ...
 
+    async def report_output(self, *, kind: str, output_id: str) -> None:
+        """Report an output this handler really produced (a proposal, a file, a change).
+
+        The host links it to the trace of the session the handler runs in (making that
+        session a ``chat``-origin trace when it has none), in one store transaction. A mod
+        never names a trace or a session to link. ``kind`` says what it is
+        (``"proposal"``); ``output_id`` is its stable id (``"chg-1"``), unique in the
+        store: reporting it again from the same session changes nothing, from another
+        session raises ``host_sim.TraceError``, as does a host whose store keeps no traces.
+        """
+        ...
+
 
 class EffectContext(Protocol):
     """What an effect's ``activate(ctx)`` receives."""
@@ -318,3 +343,27 @@ class EffectContext(Protocol):
 
     @property
     def effect_id(self) -> str: ...
+
+
+class ActionContext(Protocol):
+    """What an action's ``run(payload, ctx)`` receives once the user confirmed it.
+
+    It acts as the user (the user confirmed it): ``session`` is the session the action was
+    proposed in and ``ai`` the user's session catalogue.
+    """
+
+    @property
+    def session(self) -> AiSessionHandle:
+        """The session whose model proposed the action (its handles act as the user)."""
+        ...
+
+    @property
+    def ai(self) -> AiContext: ...
+
+    @property
+    def mod_id(self) -> str: ...
+
+    @property
+    def action_type(self) -> str:
+        """The declared type of the confirmed action (``"task.create"``)."""
+        ...

@@ -9,7 +9,7 @@ operation is one store transaction, written before the live state changes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -191,6 +191,13 @@ class Engine:
         self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
         self._idle: anyio.Event | None = None
         self._closed = False
+        # Traces (host_sim/traces), set by the host. ``link_session`` writes a new session
+        # and its trace link in one transaction (a fork or spawn joins its parent's trace);
+        # ``after_turn`` records what a completed turn's reply proposed (mod actions);
+        # ``report_output`` is what ``ctx.report_output`` calls.
+        self.link_session: Callable[[SessionRecord, SessionNode, LineageEdge | None, str | None], Awaitable[None]] | None = None
+        self.after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None
+        self.report_output: Callable[[SessionId, str, str], Awaitable[None]] | None = None
 
     async def close(self) -> None:
         """Cancel every turn still running or queued (in whatever task sent it) and wait until
@@ -361,13 +368,16 @@ class Engine:
                 )
 
     # -- sessions -----------------------------------------------------------------------
-    async def _add_session(self, state: SessionState, edge: LineageEdge | None) -> SessionState:
+    async def _add_session(self, state: SessionState, edge: LineageEdge | None, trace_id: str | None = None) -> SessionState:
         """Write the session, its node and its edge in one transaction, then make it live."""
         record = state.record
         node = SessionNode(session_id=record.id, created_at=record.created_at, agent_id=record.agent_id)
         self.check_open(f"create session {record.id!r}")
         with anyio.CancelScope(shield=True):  # a started write always finishes and is seen
-            await self.store.create_session(record, node, edge)
+            if self.link_session is not None:  # traces: the session's trace link in the same transaction
+                await self.link_session(record, node, edge, trace_id)
+            else:
+                await self.store.create_session(record, node, edge)
         # A reader (list, children) may have loaded it from the store meanwhile: keep one state.
         return self.sessions.setdefault(record.id, state)
 
@@ -382,6 +392,7 @@ class Engine:
         cwd: str | None,
         actor: Actor,
         agent: Agent | None = None,
+        trace_id: str | None = None,
     ) -> SessionState:
         _check_metadata(metadata)
         _check_text("model", model)
@@ -400,7 +411,7 @@ class Engine:
             created_at=self.now(),
             agent_id=agent.id if agent is not None else None,
         )
-        return await self._add_session(SessionState(record=record), None)
+        return await self._add_session(SessionState(record=record), None, trace_id)
 
     async def fork(
         self,
@@ -549,7 +560,10 @@ class Engine:
                 async with session.queue:
                     self.check_open(f"send to session {session.id!r}")  # closed while queued
                     async with across_hosts(self.store, session, self.now):  # several hosts: their order too
-                        return await self._turn(session, message, author, actor, output_schema, closing, started)
+                        turn = await self._turn(session, message, author, actor, output_schema, closing, started)
+                        if turn.status == "completed" and self.after_turn is not None:
+                            await self.after_turn(session, turn)  # proposed actions, before the next turn
+                        return turn
             finally:
                 self._inflight.discard(closing)
                 if not self._inflight and self._idle is not None:

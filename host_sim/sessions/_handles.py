@@ -24,6 +24,7 @@ from modular_sdk import (
     AiSessionHandle,
     AiSessionLineage,
     AiTurnHandle,
+    InvalidArgumentError,
     Author,
     SessionId,
     TurnId,
@@ -31,6 +32,7 @@ from modular_sdk import (
 )
 
 from ..lanes._calling import Actor, HandlerFrame
+from ..traces._errors import TraceError
 from ._across_hosts import catch_up
 from ._explain import close_names, turn_failed
 from ._state import SessionState, TurnState, history
@@ -278,9 +280,12 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         metadata: AiSessionDisplayMetadata | None = None,
         model: str | None = None,
         cwd: str | None = None,
+        trace: str | None = None,
     ) -> SessionHandle:
-        """A new, empty root session (``session.create`` hooks run first)."""
-        state = await self._engine.create_root(metadata=metadata, model=model, cwd=cwd, actor=self._actor)
+        """A new, empty root session (``session.create`` hooks run first). With
+        ``trace`` (a trace id from ``host.traces``; user handles only: a mod never names a
+        trace) the session works on that trace."""
+        state = await self._engine.create_root(metadata=metadata, model=model, cwd=cwd, actor=self._actor, trace_id=_trace_arg(trace, self._actor))
         return SessionHandle._create(self._engine, state, self._actor)
 
     async def get(self, session_id: str) -> SessionHandle:
@@ -404,6 +409,10 @@ class SlashCommandContextImpl(_Context, metaclass=NoPublicConstructor):
         assert self._frame.command_id is not None
         return self._frame.command_id
 
+    async def report_output(self, *, kind: str, output_id: str) -> None:
+        """Report an output this handler produced; the host links it to this session's trace."""
+        await _report_output(self._session, kind, output_id)
+
 
 @final
 class CommandContextImpl(_Context, metaclass=NoPublicConstructor):
@@ -445,6 +454,10 @@ class ToolContextImpl(_Context, metaclass=NoPublicConstructor):
         assert self._frame.call_id is not None
         return self._frame.call_id
 
+    async def report_output(self, *, kind: str, output_id: str) -> None:
+        """Report an output this handler produced; the host links it to this session's trace."""
+        await _report_output(self._session, kind, output_id)
+
 
 @final
 class EffectContextImpl(_Context, metaclass=NoPublicConstructor):
@@ -464,3 +477,34 @@ class EffectContextImpl(_Context, metaclass=NoPublicConstructor):
 def tool_context(engine: Engine, session: SessionState, frame: HandlerFrame) -> ToolContextImpl:
     """The context a tool handler gets: its session's handle, acting as the tool's mod."""
     return ToolContextImpl._create(session=SessionHandle._create(engine, session, frame), engine=engine, frame=frame)
+
+
+def _trace_arg(trace: object, actor: Actor) -> str | None:
+    """``sessions.create(trace=...)``: a trace id, from the user only."""
+    if trace is None:
+        return None
+    if actor is not None:
+        raise InvalidArgumentError(
+            f"mod {actor.mod_id!r} passed trace={trace!r} to sessions.create(); a mod never names a "
+            "trace: the host links forks and spawns itself, and ctx.report_output links outputs",
+            argument="trace",
+            value=trace,
+        )
+    if not isinstance(trace, str) or not trace:
+        raise InvalidArgumentError(
+            f"trace must be a trace id (str), got {trace!r}; pass trace=trace.id of a trace from host.traces",
+            argument="trace",
+            value=trace,
+        )
+    return trace
+
+
+async def _report_output(session: SessionHandle, kind: str, output_id: str) -> None:
+    engine = session._engine
+    engine.check_open(f"report output {output_id!r}")
+    if engine.report_output is None:
+        raise TraceError(
+            "this engine links no outputs (it was not made by a Host); call report_output in a "
+            "handler a Host runs"
+        )
+    await engine.report_output(session.id, kind, output_id)

@@ -6,6 +6,7 @@ import difflib
 import os
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from types import TracebackType
 from typing import Literal, final
 
@@ -31,6 +32,13 @@ from ..models._protocol import Model
 from ..stores._invariants import recover
 from ..stores._memory import MemoryStore
 from ..stores._protocol import Store
+from ..stores._traces import TraceStore, recover_traces
+from ..traces._actions import ActionBook
+from ..traces._errors import TraceError
+from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
+from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
+from ..traces._spool import SpoolConsumer
+from ..traces._types import PendingAction
 from ._engine import Engine, ModTables, checked_now
 from ._explain import close_names
 from ._handles import (
@@ -61,6 +69,8 @@ class Submission:
     text: str
     turn: TurnHandle | None = None
     error: str | None = None
+    actions: tuple[PendingAction, ...] = ()  # what the turn's reply proposed, waiting for host.confirm
+    action_errors: tuple[str, ...] = ()  # <mod-action> tags that created no action, and why
 
     @property
     def ok(self) -> bool:
@@ -122,6 +132,9 @@ class Host:
         model_timeout: float | None = 120.0,
         max_tool_rounds: int = 8,
         cwd: str | None = None,
+        spool: str | os.PathLike[str] | None = None,
+        commit_resolver: CommitResolver | None = None,
+        builtin_tools: Sequence[str] = (),
     ) -> None:
         for name, value in (("handler_timeout", handler_timeout), ("model_timeout", model_timeout)):
             if value is not None and not value > 0:
@@ -134,6 +147,29 @@ class Host:
         self._model_timeout = model_timeout
         self._max_tool_rounds = max_tool_rounds
         self._cwd = cwd if cwd is not None else os.getcwd()
+        # Traces (API.md section 9): the spool, the commit resolver and the built-in tools.
+        unknown = [t for t in builtin_tools if t not in BUILTIN_TOOLS] if not isinstance(builtin_tools, str) else [builtin_tools]
+        if unknown:
+            raise InvalidArgumentError(
+                f"builtin_tools must be a sequence of {', '.join(map(repr, BUILTIN_TOOLS))}, got {builtin_tools!r}; "
+                "write builtin_tools=('lineage',)",
+                argument="builtin_tools",
+                value=builtin_tools,
+            )
+        if commit_resolver is not None and not callable(commit_resolver):
+            raise InvalidArgumentError(
+                f"commit_resolver must be a function fn(output) -> str | None, got {commit_resolver!r}",
+                argument="commit_resolver",
+                value=commit_resolver,
+            )
+        if spool is not None:
+            require_traces(self._store)  # TraceError naming the store: the spool applies to traces
+        self._spool = None if spool is None else Path(spool)
+        self._commit_resolver = commit_resolver
+        self._builtin_tools = tuple(builtin_tools)
+        self._traces: Traces | None = None
+        self._actions: ActionBook | None = None
+        self._spool_consumer: SpoolConsumer | None = None
         self._engine: Engine | None = None
         self._lineage: LineageGraph | None = None
         self._sessions: AiSessionsImpl | None = None
@@ -153,10 +189,14 @@ class Host:
                 mods.append(await load_verified(spec))
             else:
                 mods.append(spec)
+        if self._builtin_tools:  # the host's own tools, as the mod 'host-sim'
+            mods.append(builtin_mod(self._builtin_tools, lambda: self._store))
         tables = ModTables.build(mods)
         await self._store.open()
         try:
             await recover(self._store, lambda: checked_now(self._clock))
+            if isinstance(self._store, TraceStore):
+                await recover_traces(self._store)  # the trace index, when missing or stale
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._store.close()
@@ -176,10 +216,22 @@ class Host:
         )
         graph._applied = engine.apply_erasure
         self._engine, self._lineage = engine, graph
+        linker = TraceLinker(self._store, lambda: checked_now(self._clock))
+        engine.link_session, engine.report_output = linker.link_session, linker.report_output
+        self._actions = ActionBook(
+            engine=engine, mods=tables.mods, store=self._store, clock=lambda: checked_now(self._clock), handler_timeout=self._handler_timeout
+        )
+        engine.after_turn = self._actions.after_turn
+        if isinstance(self._store, TraceStore):
+            self._traces = Traces._create(self._store, lambda: checked_now(self._clock), self._commit_resolver)
+        if self._spool is not None:
+            self._spool_consumer = SpoolConsumer(self._spool, self._store, linker, lambda: checked_now(self._clock))
         self._sessions = AiSessionsImpl._create(engine, None)
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
+        if self._spool_consumer is not None:  # the host owns the spool's consumer task
+            task_group.start_soon(self._spool_consumer.run)
         self._state = "open"
         for mod in tables.mods:
             for declared in mod.effects:
@@ -296,7 +348,7 @@ class Host:
         if turn.status != "completed":
             message = f"turn {turn.ordinal} failed: {turn.error}"
             return Submission(kind="prompt", text=message, turn=handle, error=message)
-        return Submission(kind="prompt", text=turn.reply or "", turn=handle)
+        return self._proposed(Submission(kind="prompt", text=turn.reply or "", turn=handle), turn.id)
 
     async def _slash(self, engine: Engine, state: SessionState, text: str) -> Submission:
         body = text[1:]
@@ -412,6 +464,53 @@ class Host:
         state = await self._session(session)
         return render_transcript(history(state), state.id)
 
+
+    # -- traces and actions (API.md section 9) ------------------------------------------
+    @property
+    def traces(self) -> Traces:
+        """Traces: task -> session -> output -> commit (``for_task``, ``find``, ``attach_task``,
+        ``record_commit``). Raises `TraceError` when the host's store keeps no traces
+        (`PostgresStore` today): use `MemoryStore` or `SqliteStore`."""
+        self._open()
+        if self._traces is None:
+            require_traces(self._store)
+        assert self._traces is not None
+        return self._traces
+
+    async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
+        """The actions models proposed in ``session`` that wait for the user, in the order proposed."""
+        self._open()
+        assert self._actions is not None
+        return await self._actions.pending((await self._session(session)).id)
+
+    async def confirm(self, action_id: str) -> Submission:
+        """Run a pending action once, as the user: its ``run(payload, ctx)``.
+
+        Returns a `Submission` (``kind`` ``"command"``) whose ``text`` is ``str()`` of what
+        ``run`` returned (``""`` for ``None``), or whose ``error`` says how it failed. Raises
+        `modular_sdk.ActionStateError` for an unknown action, one confirmed or dismissed
+        before, or one whose mod is not loaded.
+        """
+        self._open()
+        assert self._actions is not None
+        text, error = await self._actions.confirm(action_id)
+        return Submission(kind="command", text=text, error=error)
+
+    async def dismiss(self, action_id: str) -> None:
+        """Drop a pending action: it never runs. Raises `modular_sdk.ActionStateError` for an
+        unknown action or one confirmed or dismissed before."""
+        self._open()
+        assert self._actions is not None
+        await self._actions.dismiss(action_id)
+
+    def _proposed(self, submission: Submission, turn_id: str) -> Submission:
+        """``submission`` with what its turn's reply proposed (`Submission.actions`)."""
+        if self._actions is None:
+            return submission
+        actions, errors = self._actions.results(turn_id)
+        if not actions and not errors:
+            return submission
+        return attrs.evolve(submission, actions=actions, action_errors=errors)
 
 def _rank(query: str, name: str) -> tuple[int, float] | None:
     if not query:

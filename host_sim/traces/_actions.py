@@ -1,0 +1,285 @@
+"""Agents propose, users confirm: ``<mod-action type="...">{json}</mod-action>`` in a reply.
+
+After a turn completes, the host parses its reply for action tags. Only types a loaded mod
+declared (``define_mod(actions=[action(...)])``) with a payload that structures into the
+declared ``payload_type`` exactly become a `PendingAction`, durable in the store; every
+other tag is reported in ``Submission.action_errors`` and creates nothing. Nothing runs until
+``host.confirm(id)``, which runs the action's ``run(payload, ctx)`` once, as the user.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final, final
+
+from modular_sdk import Action, ActionStateError, Mod, SerializationError, SessionId
+from modular_sdk._frozen import freeze_object, thaw_object
+from modular_sdk._json import structure, unstructure
+
+from ..lanes._ext_host import HandlerFailed, call_handler
+from ..sessions._handles import AiContextImpl, NoPublicConstructor, SessionHandle
+from ..sessions._state import SessionState, TurnState
+from ..stores._errors import StoreError
+from ..stores._protocol import Store
+from ..stores._traces import ActionOutcomeRecord, ActionRecord, TraceStore
+from ._service import no_traces
+from ._types import PendingAction
+
+if TYPE_CHECKING:
+    from ..sessions._engine import Engine
+
+__all__ = ["ActionBook", "ActionContextImpl", "parse_actions"]
+
+_TAG: Final = re.compile(r"<mod-action\s+type\s*=\s*\"([^\"]*)\"\s*>(.*?)</mod-action\s*>", re.S)
+_OPENING: Final = re.compile(r"<mod-action\b")
+_KEEP: Final = 1024  # results of recent turns kept for host.submit to return
+
+
+def parse_actions(
+    reply: str, declared: dict[str, tuple[Mod, Action[Any]]]
+) -> tuple[list[tuple[Mod, Action[Any], dict[str, object]]], list[str]]:
+    """The well-formed, declared proposals of ``reply`` (payload as canonical JSON), and what
+    was wrong with every other ``<mod-action>`` tag."""
+    found: list[tuple[Mod, Action[Any], dict[str, object]]] = []
+    errors: list[str] = []
+    matches = list(_TAG.finditer(reply))
+    for match in matches:
+        kind, body = match.group(1), match.group(2).strip()
+        entry = declared.get(kind)
+        if entry is None:
+            known = ", ".join(repr(k) for k in declared) or "none"
+            errors.append(f"<mod-action type={kind!r}> names no declared action (declared: {known}); it was ignored")
+            continue
+        mod, action = entry
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            errors.append(f"<mod-action type={kind!r}> holds no JSON ({why}): {body[:120]!r}; it was ignored")
+            continue
+        if not isinstance(data, dict):
+            errors.append(f"<mod-action type={kind!r}> holds {body[:120]!r}; its payload is a JSON object; it was ignored")
+            continue
+        try:
+            value = structure(data, action.payload_type)
+            canonical = unstructure(value)
+            assert isinstance(canonical, dict)
+            freeze_object(canonical, type_name="the action payload")
+        except (SerializationError, RecursionError) as exc:
+            problem = str(exc) if isinstance(exc, SerializationError) else "nested too deeply"
+            errors.append(
+                f"<mod-action type={kind!r}> payload does not match {action.payload_type.__name__} "
+                f"of mod {mod.id!r}: {problem}; it was ignored"
+            )
+            continue
+        found.append((mod, action, canonical))
+    unclosed = len(_OPENING.findall(reply)) - len(matches)
+    if unclosed > 0:
+        errors.append(
+            f"{unclosed} <mod-action> tag{'s are' if unclosed != 1 else ' is'} malformed (write "
+            "<mod-action type=\"...\">{json}</mod-action>); ignored"
+        )
+    return found, errors
+
+
+def to_pending(record: ActionRecord) -> PendingAction:
+    return PendingAction(
+        id=record.id,
+        type=record.type,
+        payload=record.payload,
+        mod_id=record.mod_id,
+        session_id=record.session_id,
+        turn_id=record.turn_id,
+        created_at=record.created_at,
+    )
+
+
+@final
+class ActionContextImpl(metaclass=NoPublicConstructor):
+    """What an action's ``run(payload, ctx)`` gets (implements `modular_sdk.ActionContext`).
+
+    Made by the host when the user confirms an action; it acts as the user.
+    """
+
+    __slots__ = ("_action_type", "_ai", "_mod_id", "_session")
+
+    def __init__(self, engine: Engine, session: SessionState, mod_id: str, action_type: str) -> None:
+        self._ai = AiContextImpl._create(engine, None)
+        self._session = SessionHandle._create(engine, session, None)
+        self._mod_id = mod_id
+        self._action_type = action_type
+
+    @property
+    def session(self) -> SessionHandle:
+        """The session the action was proposed in (acting as the user)."""
+        return self._session
+
+    @property
+    def ai(self) -> AiContextImpl:
+        return self._ai
+
+    @property
+    def mod_id(self) -> str:
+        return self._mod_id
+
+    @property
+    def action_type(self) -> str:
+        return self._action_type
+
+
+@final
+class ActionBook:
+    """Records what replies propose, lists what waits, confirms and dismisses (host side)."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        mods: Sequence[Mod],
+        store: Store,
+        clock: Callable[[], datetime],
+        handler_timeout: float | None,
+    ) -> None:
+        self._engine = engine
+        self._store = store
+        self._clock = clock
+        self._timeout = handler_timeout
+        self.declared: dict[str, tuple[Mod, Action[Any]]] = {}
+        for mod in mods:
+            for declared in mod.actions:
+                self.declared.setdefault(declared.type, (mod, declared))
+        self._results: OrderedDict[str, tuple[tuple[PendingAction, ...], tuple[str, ...]]] = OrderedDict()
+
+    async def after_turn(self, session: SessionState, turn: TurnState) -> None:
+        """Record the actions a completed turn's reply proposed (engine hook)."""
+        reply = turn.reply or ""
+        if "<mod-action" not in reply:
+            return
+        found, errors = parse_actions(reply, self.declared)
+        pending: tuple[PendingAction, ...] = ()
+        if found:
+            now = self._clock()
+            records = [
+                ActionRecord(
+                    id=f"act_{secrets.token_hex(6)}",
+                    type=action.type,
+                    payload=freeze_object(payload, type_name="the action payload"),
+                    mod_id=mod.id,
+                    session_id=session.id,
+                    turn_id=turn.id,
+                    created_at=now,
+                )
+                for mod, action, payload in found
+            ]
+            store = self._store
+            if not isinstance(store, TraceStore):
+                errors.append(str(no_traces(store)))
+            else:
+                try:
+                    await store.propose_actions(records)
+                    pending = tuple(to_pending(r) for r in records)
+                except StoreError as exc:
+                    errors.append(f"the proposed actions could not be stored: {exc}")
+        self._results[turn.id] = (pending, tuple(errors))
+        while len(self._results) > _KEEP:
+            self._results.popitem(last=False)
+
+    def results(self, turn_id: str) -> tuple[tuple[PendingAction, ...], tuple[str, ...]]:
+        """What turn ``turn_id`` proposed (for its `Submission`), once."""
+        return self._results.pop(turn_id, ((), ()))
+
+    async def pending(self, session_id: str) -> list[PendingAction]:
+        store = self._traces()
+        return [to_pending(r) for r in await store.pending_actions(await self._session_id(session_id))]
+
+    async def dismiss(self, action_id: str) -> None:
+        store = self._traces()
+        record = await self._pending_record(store, action_id, "dismiss")
+        await self._decide(store, record, "dismissed")
+
+    async def confirm(self, action_id: str) -> tuple[str, str | None]:
+        """Run a pending action once, as the user: (text, error)."""
+        store = self._traces()
+        record = await self._pending_record(store, action_id, "confirm")
+        entry = self.declared.get(record.type)
+        if entry is None or entry[0].id != record.mod_id:
+            raise ActionStateError(
+                f"action {action_id!r} ({record.type!r}) was declared by mod {record.mod_id!r}, which "
+                "this host has not loaded; load that mod to confirm it, or dismiss it",
+                action_id=action_id,
+                state="pending",
+            )
+        mod, action = entry
+        try:
+            payload = structure(thaw_object(record.payload), action.payload_type)
+        except SerializationError as exc:
+            raise ActionStateError(
+                f"the payload of action {action_id!r} no longer matches {action.payload_type.__name__} of "
+                f"mod {mod.id!r} ({exc}); dismiss it",
+                action_id=action_id,
+                state="pending",
+            ) from None
+        session = await self._engine.load(record.session_id)
+        await self._decide(store, record, "confirmed")  # before it runs: it runs at most once
+        ctx = ActionContextImpl._create(self._engine, session, mod.id, action.type)
+        try:
+            value = await call_handler(
+                f"action {action.type!r} of mod {mod.id!r}", action.run, (payload, ctx), timeout=self._timeout
+            )
+        except HandlerFailed as failed:
+            return failed.reason, failed.reason
+        return ("" if value is None else str(value)), None
+
+    async def _decide(self, store: TraceStore, record: ActionRecord, state: str) -> None:
+        outcome = ActionOutcomeRecord(action_id=record.id, state="confirmed" if state == "confirmed" else "dismissed", decided_at=self._clock())
+        try:
+            await store.decide_action(outcome)
+        except StoreError:
+            found = await store.get_action(record.id)
+            if found is None or found[1] is None:
+                raise
+            raise _decided(record.id, found[1]) from None
+
+    async def _pending_record(self, store: TraceStore, action_id: str, verb: str) -> ActionRecord:
+        if not isinstance(action_id, str):
+            raise ActionStateError(
+                f"{verb}() takes an action id (PendingAction.id), got {action_id!r}", action_id=repr(action_id), state="unknown"
+            )
+        found = await store.get_action(action_id)
+        if found is None:
+            raise ActionStateError(
+                f"no action {action_id!r} was proposed in this host's store; use an id from "
+                "Submission.actions or host.pending_actions(session)",
+                action_id=action_id,
+                state="unknown",
+            )
+        record, outcome = found
+        if outcome is not None:
+            raise _decided(action_id, outcome)
+        return record
+
+    async def _session_id(self, session: object) -> SessionId:
+        from_handle = getattr(session, "id", session) if isinstance(session, SessionHandle) else session
+        state = await self._engine.load(from_handle)
+        return state.id
+
+    def _traces(self) -> TraceStore:
+        if not isinstance(self._store, TraceStore):
+            raise no_traces(self._store)
+        return self._store
+
+
+def _decided(action_id: str, outcome: ActionOutcomeRecord) -> ActionStateError:
+    return ActionStateError(
+        f"action {action_id!r} was already {outcome.state} (at {outcome.decided_at.isoformat()}); an "
+        "action is confirmed or dismissed once: ask for a new proposal to run it again",
+        action_id=action_id,
+        state=outcome.state,
+    )
+
+

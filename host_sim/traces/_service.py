@@ -1,0 +1,368 @@
+"""`Traces` (``host.traces``) and what the host wires into its engine for traces.
+
+The host links, not the model: a session joins a trace when it is created (``trace=``,
+or its parent's, for forks and spawns: `link_session`), and an output joins the trace of
+the session whose handler reported it (`TraceLinker.report_output`). Nothing here is
+called by a model except through the read-only lineage tool (``_lineage_tool``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
+from typing import Final, final
+
+from modular_sdk import InvalidArgumentError, ModDefinitionError, SerializationError, SessionId
+from modular_sdk._frozen import FrozenJsonObject, freeze_object
+
+from ..lineage._types import LineageEdge, SessionNode
+from ..sessions._handles import NoPublicConstructor
+from ..stores._errors import StoreError
+from ..stores._protocol import Store
+from ..stores._records import SessionRecord
+from ..stores._traces import (
+    TraceCommitRecord,
+    TraceRecord,
+    TraceRecords,
+    TraceStore,
+    TraceTaskRecord,
+)
+from ._errors import TraceError, UnknownTraceError
+from ._types import TaskRef, Trace, TraceLink, TraceOutput, TraceTask
+
+__all__ = ["CommitResolver", "TraceLinker", "Traces", "new_trace_id", "no_traces", "require_traces"]
+
+CommitResolver = Callable[[TraceOutput], "str | None | Awaitable[str | None]"]
+"""``Host(commit_resolver=fn)``: ``fn(output)`` (plain or async) answers the commit that landed
+an output, or ``None`` when it does not know yet."""
+
+_COMMIT: Final = re.compile(r"[0-9A-Za-z._/+-]{4,200}")
+
+
+def new_trace_id() -> str:
+    return f"trc_{secrets.token_hex(6)}"
+
+
+def require_traces(store: Store | object) -> TraceStore:
+    """``store`` as a `TraceStore`, or `TraceError` naming it and what to use instead."""
+    if isinstance(store, TraceStore):
+        return store
+    raise no_traces(store)
+
+
+def no_traces(store: object) -> TraceError:
+    """The error of a host whose store keeps no traces."""
+    return TraceError(
+        f"the store {store!r} keeps no traces (it does not implement host_sim's TraceStore "
+        "protocol), so this host has no traces, pending actions or event spool; use "
+        "MemoryStore() or SqliteStore(path) for them"
+    )
+
+
+def check_text(argument: str, value: object, *, what: str) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 500:
+        raise InvalidArgumentError(
+            f"{argument} must be {what} (non-empty text, at most 500 characters), got {value!r}",
+            argument=argument,
+            value=value,
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(
+            f"{argument} holds text that is not valid Unicode ({value!r}); pass plain text",
+            argument=argument,
+            value=value,
+        ) from None
+    return value
+
+
+def check_commit(commit: object) -> str:
+    if not isinstance(commit, str) or not _COMMIT.fullmatch(commit):
+        raise InvalidArgumentError(
+            f"commit must be a commit hash or ref (4-200 characters of letters, digits and ._/+-), "
+            f"got {commit!r}; pass the output of 'git rev-parse HEAD'",
+            argument="commit",
+            value=commit,
+        )
+    return commit
+
+
+def _snapshot(snapshot: object) -> FrozenJsonObject:
+    try:
+        return freeze_object({} if snapshot is None else snapshot, type_name="the task snapshot")
+    except SerializationError as exc:
+        raise InvalidArgumentError(
+            f"snapshot must be a JSON object (a dict of JSON data), got {snapshot!r}: {exc}",
+            argument="snapshot",
+            value=snapshot,
+        ) from None
+
+
+def _task_ref(ref: object) -> TaskRef:
+    if isinstance(ref, TaskRef):
+        return ref
+    if isinstance(ref, str):
+        try:
+            return TaskRef.parse(ref)
+        except ModDefinitionError as exc:
+            raise InvalidArgumentError(str(exc), argument="ref", value=ref) from None
+    raise InvalidArgumentError(
+        f"ref must be a TaskRef (or 'source:id'), got {ref!r}; write TaskRef(source='github', id='42')",
+        argument="ref",
+        value=ref,
+    )
+
+
+def assemble(records: TraceRecords, commits: Mapping[str, str] | None = None) -> Trace:
+    """The `Trace` its records make (``commits``: hashes resolved but not yet read back)."""
+    known = {c.output_id: c.commit_hash for c in records.commits}
+    if commits:
+        known = {**commits, **known}
+    by_session: dict[str, list[TraceOutput]] = {}
+    for output in records.outputs:
+        by_session.setdefault(output.session_id, []).append(
+            TraceOutput(
+                output_id=output.output_id,
+                kind=output.kind,
+                created_at=output.created_at,
+                commit=known.get(output.output_id),
+            )
+        )
+    times = [records.trace.created_at]
+    times += [link.created_at for link in records.links]
+    times += [o.created_at for o in records.outputs] + [c.recorded_at for c in records.commits]
+    task = records.task
+    if task is not None:
+        times.append(task.captured_at)
+    return Trace(
+        id=records.trace.id,
+        origin=records.trace.origin,
+        task=None if task is None else TraceTask(ref=task.ref, snapshot=task.snapshot, captured_at=task.captured_at),
+        links=tuple(
+            TraceLink(session_id=link.session_id, created_at=link.created_at, outputs=tuple(by_session.get(link.session_id, ())))
+            for link in records.links
+        ),
+        created_at=records.trace.created_at,
+        updated_at=max(times),
+    )
+
+
+@final
+class Traces(metaclass=NoPublicConstructor):
+    """The host's traces: why code exists, from task to session to output to commit.
+
+    Obtain it as ``host.traces`` (raises `TraceError` when the host's store keeps no
+    traces: use `MemoryStore` or `SqliteStore`). Every read goes through the store's
+    trace index; a trace read here gets the missing commits of its outputs from the host's
+    ``commit_resolver`` (if any) and stores the first one found.
+    """
+
+    __slots__ = ("_clock", "_resolver", "_store")
+
+    def __init__(self, store: TraceStore, clock: Callable[[], datetime], resolver: CommitResolver | None) -> None:
+        self._store = store
+        self._clock = clock
+        self._resolver = resolver
+
+    async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
+        """The trace of task ``ref``, created (origin ``"task"``, with ``snapshot``, a JSON
+        object describing the task as it is now) when the task has none yet.
+
+        An existing trace is returned as it is: its snapshot is the one first captured.
+        """
+        task_ref = _task_ref(ref)
+        frozen = _snapshot(snapshot)
+        existing = await self._store.find_trace(task_ref.ref)
+        if existing is not None and (records := await self._store.get_trace(existing)) is not None:
+            if records.task is not None and records.task.ref == task_ref.ref:
+                return await self._read(records)
+        now = self._clock()
+        trace_id = new_trace_id()
+        try:
+            await self._store.create_trace(
+                TraceRecord(id=trace_id, origin="task", created_at=now),
+                TraceTaskRecord(trace_id=trace_id, ref=task_ref.ref, snapshot=frozen, captured_at=now),
+            )
+        except StoreError:
+            found = await self._store.find_trace(task_ref.ref)  # made meanwhile: that one is it
+            if found is None:
+                raise
+            trace_id = found
+        return await self.find(trace_id)
+
+    async def find(self, id: str) -> Trace:
+        """The trace ``id`` leads to: a trace id, a task ref (``"github:42"``), a session id,
+        an output id or a commit hash. Raises `UnknownTraceError` for anything else."""
+        key = id.ref if isinstance(id, TaskRef) else id
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError(
+                f"find() takes a trace id, task ref, session id, output id or commit (a str), got {id!r}",
+                argument="id",
+                value=id,
+            )
+        trace_id = await self._store.find_trace(key)
+        records = None if trace_id is None else await self._store.get_trace(trace_id)
+        if records is None:
+            raise UnknownTraceError(
+                f"no trace is found by {key!r}: it is no trace id, task ref, session, output or "
+                "commit this host's store knows; a session joins a trace through "
+                "host.sessions.create(trace=...), a fork or spawn of one, or its first reported output",
+                id=key,
+            )
+        return await self._read(records)
+
+    async def attach_task(
+        self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None
+    ) -> Trace:
+        """Give trace ``trace_id`` (a chat trace) its task; its origin stays as it was.
+
+        Raises `UnknownTraceError` for an unknown trace and `TraceError` when the trace
+        already has a task or task ``ref`` already has a trace.
+        """
+        task_ref = _task_ref(ref)
+        frozen = _snapshot(snapshot)
+        records = await self._records(trace_id)
+        if records.task is not None:
+            raise TraceError(
+                f"trace {trace_id!r} already has task {records.task.ref!r}; a trace gets one task, "
+                f"once: start another trace with host.traces.for_task({task_ref.ref!r})",
+                trace_id=trace_id,
+            )
+        holder = await self._store.find_trace(task_ref.ref)
+        if holder is not None and holder != trace_id:
+            raise TraceError(
+                f"task {task_ref.ref!r} already has trace {holder!r}; a task has one trace: work "
+                f"on it with host.sessions.create(trace={holder!r})",
+                trace_id=trace_id,
+            )
+        try:
+            await self._store.attach_task(
+                TraceTaskRecord(trace_id=trace_id, ref=task_ref.ref, snapshot=frozen, captured_at=self._clock())
+            )
+        except StoreError as exc:
+            raise TraceError(f"cannot attach task {task_ref.ref!r} to trace {trace_id!r}: {exc}", trace_id=trace_id) from exc
+        return await self.find(trace_id)
+
+    async def record_commit(self, output_id: str, commit: str) -> str:
+        """Store ``commit`` as the commit that landed output ``output_id``, unless one is stored.
+
+        Returns the hash now stored: ``commit``, or the earlier one (a different value is the
+        conflict; nothing was written). Raises `UnknownTraceError` for an output no trace holds.
+        """
+        return await record_commit(self._store, self._clock, output_id, commit, event_id=None)
+
+    async def _records(self, trace_id: str) -> TraceRecords:
+        if not isinstance(trace_id, str) or not trace_id:
+            raise InvalidArgumentError(f"trace_id must be a trace id (str), got {trace_id!r}", argument="trace_id", value=trace_id)
+        records = await self._store.get_trace(trace_id)
+        if records is None:
+            raise UnknownTraceError(
+                f"no trace {trace_id!r} in this host's store; use a Trace.id from host.traces", id=trace_id
+            )
+        return records
+
+    async def _read(self, records: TraceRecords) -> Trace:
+        """The trace, its missing commits resolved (lazily) and the first found persisted."""
+        resolver = self._resolver
+        if resolver is None:
+            return assemble(records)
+        trace = assemble(records)
+        stored: dict[str, str] = {}
+        for output in trace.outputs:
+            if output.commit is not None:
+                continue
+            try:
+                found = resolver(output)
+                if inspect.isawaitable(found):
+                    found = await found
+            except Exception as exc:  # the integrator's resolver: named, never swallowed
+                raise TraceError(
+                    f"the commit_resolver raised {exc!r} for output {output.output_id!r}; make it "
+                    "return the commit hash, or None when it does not know one",
+                    trace_id=trace.id,
+                ) from exc
+            if found is None:
+                continue
+            if not isinstance(found, str):
+                raise TraceError(
+                    f"the commit_resolver returned {found!r} for output {output.output_id!r}; it "
+                    "returns a commit hash (str) or None",
+                    trace_id=trace.id,
+                )
+            stored[output.output_id] = await record_commit(self._store, self._clock, output.output_id, found, event_id=None)
+        return assemble(records, stored) if stored else trace
+
+
+async def record_commit(
+    store: TraceStore, clock: Callable[[], datetime], output_id: str, commit: str, *, event_id: str | None
+) -> str:
+    """`Traces.record_commit`, also as a spool event applies it (``event_id``)."""
+    check_text("output_id", output_id, what="an output id")
+    check_commit(commit)
+    if await store.get_output(output_id) is None:
+        raise UnknownTraceError(
+            f"no output {output_id!r} is linked to a trace; report it first (ctx.report_output, "
+            "or an 'output' spool event), then record its commit",
+            id=output_id,
+        )
+    await store.record_commit(TraceCommitRecord(output_id=output_id, commit_hash=commit, recorded_at=clock()), event_id=event_id)
+    stored = await store.get_commit(output_id)
+    assert stored is not None
+    return stored.commit_hash
+
+
+@final
+class TraceLinker:
+    """What the host wires into its engine: links sessions and outputs to traces."""
+
+    __slots__ = ("_clock", "_store")
+
+    def __init__(self, store: Store, clock: Callable[[], datetime]) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def link_session(
+        self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None
+    ) -> None:
+        """Create the session and its trace link in one store transaction."""
+        store = self._store
+        if not isinstance(store, TraceStore):
+            if trace_id is not None:
+                require_traces(store)
+            await store.create_session(record, node, edge)
+            return
+        if trace_id is not None and await store.get_trace(trace_id) is None:
+            raise UnknownTraceError(
+                f"no trace {trace_id!r} in this host's store; pass trace= a Trace.id from host.traces "
+                "(for_task or find)",
+                id=trace_id,
+            )
+        await store.create_linked_session(record, node, edge, trace_id)
+
+    async def report_output(self, session_id: SessionId, kind: str, output_id: str, *, event_id: str | None = None) -> None:
+        """Link output ``output_id`` to the trace of ``session_id`` (a new chat trace if none)."""
+        store = require_traces(self._store)
+        check_text("kind", kind, what="what the output is, like 'proposal'")
+        check_text("output_id", output_id, what="the output's stable id, like 'chg-1'")
+        now = self._clock()
+        await store.add_output(
+            output_id=output_id,
+            session_id=session_id,
+            kind=kind,
+            created_at=now,
+            chat_trace=TraceRecord(id=new_trace_id(), origin="chat", created_at=now),
+            event_id=event_id,
+        )
+        stored = await store.get_output(output_id)
+        if stored is None:  # the session's link is missing: the store refused nothing but linked nothing
+            raise TraceError(f"output {output_id!r} of session {session_id!r} could not be linked; run host-sim fsck")
+        if stored.session_id != session_id:
+            raise TraceError(
+                f"output {output_id!r} was reported by session {stored.session_id!r} (trace "
+                f"{stored.trace_id!r}), not {session_id!r}; output ids are unique: give each output its own id",
+                trace_id=stored.trace_id,
+            )
