@@ -5,7 +5,7 @@ runs when it opens a store and the tests run after every step) over a `SqliteSto
 `PostgresStore` when ``--store`` is a ``postgresql://`` (or ``postgres://``) URL.
 Without ``--repair`` it opens a SQLite file read-only, so it works while a host writes it.
 ``--repair`` takes the store's writer lock, marks turns a crash left running failed and
-rebuilds the derived lineage index; damage to the records themselves is only reported.
+rebuilds the derived lineage index and trace index; damage to the records themselves is only reported.
 On PostgreSQL, where hosts may be live, a turn a live host is running is neither a
 violation nor repaired: only turns whose host is gone are.
 
@@ -31,6 +31,7 @@ from ..stores._postgres import PostgresStore, redact
 from ..stores._protocol import Store
 from ..stores._records import StoredState
 from ..stores._sqlite import SqliteStore
+from ..stores._traces import TraceStore, check_traces, derive_trace_index
 from ._lineage import DEFAULT_STORE
 
 __all__ = ["register", "run_fsck"]
@@ -84,7 +85,10 @@ async def _checked(store: Store) -> tuple[StoredState, list[Violation]]:
     if isinstance(store, PostgresStore):
         gone = {t.id for t in await store.running_turns()}  # only turns whose host is gone
         state = attrs.evolve(state, turns=tuple(t for t in state.turns if t.status != "running" or t.id in gone))
-    return state, check(state)
+    found = check(state)
+    if isinstance(store, TraceStore):  # traces: their records and their derived index
+        found += check_traces(await store.read_traces(), state.sessions)
+    return state, found
 
 
 async def _fsck(path: str, repair: bool, clock: Callable[[], datetime]) -> tuple[list[Violation], list[Violation]]:
@@ -96,6 +100,8 @@ async def _fsck(path: str, repair: bool, clock: Callable[[], datetime]) -> tuple
         if not repair or not found or any(not v.repairable for v in found):
             return found, found
         await repair_store(store, state, clock)
+        if isinstance(store, TraceStore):
+            await store.rebuild_trace_index(derive_trace_index(await store.read_traces()))
         return found, (await _checked(store))[1]
     finally:
         await store.close()
