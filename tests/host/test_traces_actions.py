@@ -1,0 +1,201 @@
+"""Agents propose, users confirm: <mod-action> tags, PendingAction, confirm and dismiss."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import pytest
+
+from host_sim import Host, MemoryStore, ModelRequest, ScriptedModel, SqliteStore, Store
+from modular_sdk import (
+    ActionContext,
+    ActionStateError,
+    ModDefinitionError,
+    ModMetadata,
+    action,
+    define_mod,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@attrs.frozen
+class NewTask:
+    title: str
+    description: str = ""
+
+
+ran: list[tuple[str, str, str]] = []
+
+
+async def create_task(payload: NewTask, ctx: ActionContext) -> str:
+    ran.append((payload.title, ctx.action_type, ctx.session.id))
+    assert ctx.mod_id == "tasks"
+    return f"created task {payload.title!r}"
+
+
+MOD = define_mod(
+    metadata=ModMetadata(display_name="Tasks", description="Tasks the user confirms"),
+    actions=[action(type="task.create", description="Create a local task", payload_type=NewTask, run=create_task)],
+)
+
+
+def tag(kind: str, body: str) -> str:
+    return f'<mod-action type="{kind}">{body}</mod-action>'
+
+
+def replying(text: str) -> ScriptedModel:
+    def respond(request: ModelRequest) -> str:
+        return text if request.text == "go" else "fine"
+
+    return ScriptedModel(respond)
+
+
+StoreFactory = Callable[[], Store]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def reopenable(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+    if request.param == "memory":
+        store = MemoryStore()
+        return lambda: store
+    return lambda: SqliteStore(tmp_path / "actions.sqlite")
+
+
+@pytest.fixture(autouse=True)
+def clear_runs() -> None:
+    ran.clear()
+
+
+async def test_a_declared_well_formed_proposal_waits_until_confirmed_once(reopenable: StoreFactory) -> None:
+    reply = "Shall I? " + tag("task.create", '{"title": "Add error handling", "description": "branches"}')
+    async with Host(mods=[MOD], model=replying(reply), store=reopenable()) as h:
+        chat = await h.sessions.create()
+        out = await h.submit(chat, "go")
+        assert out.text == reply and out.action_errors == ()
+        (proposed,) = out.actions
+        assert (proposed.type, proposed.mod_id, proposed.session_id) == ("task.create", "tasks", chat.id)
+        assert proposed.payload == {"title": "Add error handling", "description": "branches"}
+        assert out.turn is not None and proposed.turn_id == out.turn.id
+        assert ran == []  # nothing runs before the user confirms
+        assert await h.pending_actions(chat) == [proposed]
+        done = await h.confirm(proposed.id)
+        assert done.text == "created task 'Add error handling'" and done.error is None
+        assert ran == [("Add error handling", "task.create", chat.id)]
+        assert await h.pending_actions(chat) == []
+        with pytest.raises(ActionStateError, match="already confirmed") as caught:
+            await h.confirm(proposed.id)
+        assert (caught.value.action_id, caught.value.state) == (proposed.id, "confirmed")
+        with pytest.raises(ActionStateError, match="already confirmed"):
+            await h.dismiss(proposed.id)
+    assert len(ran) == 1
+
+
+async def test_a_dismissed_action_never_runs_and_cannot_be_confirmed(reopenable: StoreFactory) -> None:
+    async with Host(mods=[MOD], model=replying(tag("task.create", '{"title": "x"}')), store=reopenable()) as h:
+        chat = await h.sessions.create()
+        (proposed,) = (await h.submit(chat, "go")).actions
+        await h.dismiss(proposed.id)
+        assert await h.pending_actions(chat.id) == []
+        with pytest.raises(ActionStateError, match="already dismissed") as caught:
+            await h.confirm(proposed.id)
+        assert caught.value.state == "dismissed"
+        with pytest.raises(ActionStateError, match="no action 'act_nope'") as unknown:
+            await h.confirm("act_nope")
+        assert unknown.value.state == "unknown"
+    assert ran == []
+
+
+async def test_undeclared_types_and_bad_payloads_create_no_action_and_say_why(reopenable: StoreFactory) -> None:
+    reply = " ".join(
+        [
+            tag("task.delete", '{"title": "x"}'),  # undeclared
+            tag("task.create", "{not json"),  # not JSON
+            tag("task.create", '["a list"]'),  # not an object
+            tag("task.create", '{"title": 3}'),  # never coerced
+            tag("task.create", '{"title": "x", "extra": 1}'),  # unknown field
+            tag("task.create", '{"description": "no title"}'),  # missing field
+            '<mod-action type="task.create">{"title": "unclosed"}',
+        ]
+    )
+    async with Host(mods=[MOD], model=replying(reply), store=reopenable()) as h:
+        chat = await h.sessions.create()
+        out = await h.submit(chat, "go")
+        assert out.actions == () and out.ok
+        errors = out.action_errors
+        assert len(errors) == 7
+        assert "type='task.delete'> names no declared action (declared: 'task.create')" in errors[0]
+        assert "holds no JSON" in errors[1]
+        assert "its payload is a JSON object" in errors[2]
+        assert "does not match NewTask of mod 'tasks'" in errors[3] and "3" in errors[3]
+        assert "extra" in errors[4]
+        assert "title" in errors[5]
+        assert "1 <mod-action> tag is malformed" in errors[6]
+        assert await h.pending_actions(chat) == []
+
+
+async def test_pending_actions_survive_a_reopen_and_are_confirmed_once(reopenable: StoreFactory) -> None:
+    async with Host(mods=[MOD], model=replying(tag("task.create", '{"title": "later"}')), store=reopenable()) as h:
+        chat = await h.sessions.create()
+        (proposed,) = (await h.submit(chat, "go")).actions
+    async with Host(mods=[MOD], store=reopenable()) as h:
+        assert [a.id for a in await h.pending_actions(chat.id)] == [proposed.id]
+        assert (await h.confirm(proposed.id)).text == "created task 'later'"
+    async with Host(mods=[MOD], store=reopenable()) as h:
+        assert await h.pending_actions(chat.id) == []
+        with pytest.raises(ActionStateError, match="already confirmed"):
+            await h.confirm(proposed.id)
+    assert [r[0] for r in ran] == ["later"]
+
+
+async def test_an_action_whose_mod_is_not_loaded_cannot_be_confirmed(reopenable: StoreFactory) -> None:
+    async with Host(mods=[MOD], model=replying(tag("task.create", '{"title": "x"}')), store=reopenable()) as h:
+        chat = await h.sessions.create()
+        (proposed,) = (await h.submit(chat, "go")).actions
+    async with Host(store=reopenable()) as h:
+        with pytest.raises(ActionStateError, match="mod 'tasks', which this host has not loaded"):
+            await h.confirm(proposed.id)
+        await h.dismiss(proposed.id)  # it can still be dropped
+
+
+async def test_an_action_that_fails_reports_it_and_stays_confirmed() -> None:
+    def boom(payload: NewTask, ctx: ActionContext) -> None:
+        raise ValueError("tracker is down")
+
+    mod = define_mod(
+        metadata=ModMetadata(display_name="Boom", description="Fails"),
+        actions=[action(type="task.create", description="Create", payload_type=NewTask, run=boom)],
+    )
+    async with Host(mods=[mod], model=replying(tag("task.create", '{"title": "x"}'))) as h:
+        chat = await h.sessions.create()
+        (proposed,) = (await h.submit(chat, "go")).actions
+        out = await h.confirm(proposed.id)
+        assert out.error is not None and "tracker is down" in out.error
+        with pytest.raises(ActionStateError):
+            await h.confirm(proposed.id)
+
+
+def test_action_declarations_are_checked() -> None:
+    class Plain:
+        title: str
+
+    with pytest.raises(ModDefinitionError, match="payload_type must be an attrs class"):
+        action(type="task.create", description="d", payload_type=Plain, run=create_task)  # type: ignore[type-var, arg-type]
+    with pytest.raises(ModDefinitionError, match="action type"):
+        action(type="Task Create", description="d", payload_type=NewTask, run=create_task)
+    with pytest.raises(ModDefinitionError, match="run"):
+        action(type="task.create", description="d", payload_type=NewTask, run=lambda: None)  # type: ignore[arg-type, misc]
+    with pytest.raises(ModDefinitionError, match="action type 'task.create' is declared twice"):
+        define_mod(
+            metadata=ModMetadata(display_name="Two", description="d"),
+            actions=[
+                action(type="task.create", description="d", payload_type=NewTask, run=create_task),
+                action(type="task.create", description="e", payload_type=NewTask, run=create_task),
+            ],
+        )
+    with pytest.raises(ModDefinitionError, match="actions must be a list"):
+        define_mod(metadata=ModMetadata(display_name="Bad", description="d"), actions=5)  # type: ignore[arg-type]
+    declared = MOD.actions[0]
+    assert declared.payload_schema["required"] == ["title"]
