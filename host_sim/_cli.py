@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 __all__ = ["main"]
 
-SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage", "fsck", "forget")
+SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage", "fsck", "forget", "emit", "trace")
 
 
 def _version() -> str:

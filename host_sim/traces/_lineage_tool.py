@@ -13,6 +13,7 @@ from typing import Final
 import attrs
 
 from modular_sdk import AiContributions, Mod, ModMetadata, ToolContext, define_mod, tool
+from modular_sdk._frozen import thaw_object
 
 from ..stores._protocol import Store
 from ..stores._traces import TraceStore
@@ -63,7 +64,7 @@ async def lookup(store: Store, key: str) -> dict[str, object]:
         "of": key,
         "trace": trace.id,
         "origin": trace.origin,
-        "task": None if task is None else {"ref": task.ref, "snapshot": task.snapshot, "captured_at": task.captured_at.isoformat()},
+        "task": None if task is None else {"ref": task.ref, "snapshot": thaw_object(task.snapshot), "captured_at": task.captured_at.isoformat()},
         "sessions": sessions,
         "created_at": trace.created_at.isoformat(),
         "updated_at": trace.updated_at.isoformat(),
