@@ -294,7 +294,7 @@ class SlashCommandContext(Protocol):
         never names a trace or a session to link. ``kind`` says what it is
         (``"proposal"``); ``output_id`` is its stable id (``"chg-1"``), unique in the
         store: reporting it again from the same session changes nothing, from another
-        session raises ``host_sim.TraceError``, as does a host whose store keeps no traces.
+        session raises the host's ``TraceError``, as does a host whose store keeps no traces.
         """
         ...
 
@@ -327,7 +327,7 @@ class ToolContext(Protocol):
         never names a trace or a session to link. ``kind`` says what it is
         (``"proposal"``); ``output_id`` is its stable id (``"chg-1"``), unique in the
         store: reporting it again from the same session changes nothing, from another
-        session raises ``host_sim.TraceError``, as does a host whose store keeps no traces.
+        session raises the host's ``TraceError``, as does a host whose store keeps no traces.
         """
         ...
 

@@ -3,6 +3,142 @@
 
 """host_sim: the host simulator that folds modular-sdk mods and runs their AI sessions."""
 
+@attrs.frozen(kw_only=True)
+class PendingAction:
+    """An action a model proposed, waiting for the user. Immutable."""
+    id: str
+    type: str
+    payload: FrozenJsonObject
+    mod_id: str
+    session_id: SessionId
+    turn_id: TurnId
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class TaskRef:
+    """Where a task lives: ``source`` (``"github"``, ``"jira"``, ``"local"``) and its ``id`` there. Immutable."""
+    source: str = attrs.field(validator=_text('TaskRef', colon=False))
+    id: str = attrs.field(validator=_text('TaskRef'))
+    @property
+    def ref(self) -> str:
+        """``"source:id"``."""
+    @classmethod
+    def parse(cls, ref: str) -> TaskRef:
+        """``TaskRef.parse("github:42") == TaskRef(source="github", id="42")``; raises `ModDefinitionError`."""
+
+
+@attrs.frozen(kw_only=True)
+class Trace:
+    """Why code exists: a task (or a chat), the sessions that worked on it, their outputs and"""
+    id: str
+    origin: Literal['task', 'chat']
+    task: TraceTask | None
+    links: tuple[TraceLink, ...]
+    created_at: datetime
+    updated_at: datetime
+    @property
+    def outputs(self) -> tuple[TraceOutput, ...]:
+        """Every output of every session of the trace, in link order."""
+
+
+class TraceError(ModularError, RuntimeError):
+    """A trace operation that breaks a rule: a second task for a trace, a task ref another"""
+    def __init__(self, message: str, *, trace_id: str | None = None) -> None: ...
+    trace_id: str | None
+
+
+@attrs.frozen(kw_only=True)
+class TraceLink:
+    """A session working on the trace, with the outputs it produced, in order. Immutable."""
+    session_id: SessionId
+    created_at: datetime
+    outputs: tuple[TraceOutput, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class TraceOutput:
+    """An output a session produced (``kind`` ``"proposal"``, ``output_id`` ``"chg-1"``) and"""
+    output_id: str
+    kind: str
+    created_at: datetime
+    commit: str | None = None
+
+
+@runtime_checkable
+class TraceStore(Protocol):
+    """A store that keeps traces (see the module docstring). Each write is one transaction."""
+    async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
+        """Write a new trace (and its task) with their index rows; refuses a task ref another trace holds."""
+    async def create_linked_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None) -> None:
+        """`Store.create_session`, and in the same transaction the session's trace link."""
+    async def add_output(self, *, output_id: str, session_id: SessionId, kind: str, created_at: datetime, chat_trace: TraceRecord, event_id: str | None = None) -> None:
+        """Link an output to the trace of its session, in one transaction."""
+    async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
+        """Record the first commit of an output (a later one is ignored: never overwritten)."""
+    async def attach_task(self, task: TraceTaskRecord) -> None:
+        """Give a trace its task; refuses a trace that has one and a ref another trace holds."""
+    async def apply_event(self, event_id: str, at: datetime) -> None:
+        """Record a spool event as applied when applying it wrote nothing; refuses an id applied before."""
+    async def event_applied(self, event_id: str) -> bool:
+        """Whether a spool event with this id was applied."""
+    async def get_trace(self, trace_id: str) -> TraceRecords | None:
+        """One trace's records, or ``None``."""
+    async def find_trace(self, key: str) -> str | None:
+        """The trace ``key`` is the id of, or else leads to in the index (task ref, session,"""
+    async def trace_of_session(self, session_id: SessionId) -> str | None:
+        """The trace a session is linked to, or ``None`` (from the records, not the index)."""
+    async def get_output(self, output_id: str) -> TraceOutputRecord | None:
+        """One output's record, or ``None``."""
+    async def get_commit(self, output_id: str) -> TraceCommitRecord | None:
+        """The commit recorded for an output, or ``None``."""
+    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+        """Write proposed actions (all or none); refuses an id already stored."""
+    async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
+        """Write the user's decision about a pending action; refuses one decided before."""
+    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
+        """An action and its outcome (``None``: pending), or ``None`` for an unknown id."""
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+        """A session's actions with no outcome yet, in the order proposed."""
+    async def trace_index_version(self) -> int | None:
+        """The `TRACE_INDEX_VERSION` the trace index was built with (``None``: never)."""
+    async def read_traces(self) -> TraceState:
+        """Every trace record and index row (for checks and repair: it reads every row)."""
+    async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
+        """Replace the whole trace index by ``entries`` and record `TRACE_INDEX_VERSION`, in one transaction."""
+
+
+@attrs.frozen(kw_only=True)
+class TraceTask:
+    """The task of a trace: ``ref`` (``"source:id"``), a JSON ``snapshot`` of it as it was,"""
+    ref: str
+    snapshot: FrozenJsonObject = attrs.field(converter=_snapshot)
+    captured_at: datetime
+
+
+@final
+class Traces:
+    """The host's traces: why code exists, from task to session to output to commit."""
+    def __init__(self, store: TraceStore, clock: Callable[[], datetime], resolver: CommitResolver | None) -> None: ...
+    async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
+        """The trace of task ``ref``, created (origin ``"task"``, with ``snapshot``, a JSON"""
+    async def find(self, id: str) -> Trace:
+        """The trace ``id`` leads to: a trace id, a task ref (``"github:42"``), a session id,"""
+    async def attach_task(self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
+        """Give trace ``trace_id`` (a chat trace) its task; its origin stays as it was."""
+    async def record_commit(self, output_id: str, commit: str) -> str:
+        """Store ``commit`` as the commit that landed output ``output_id``, unless one is stored."""
+
+
+class UnknownTraceError(ModularError, LookupError):
+    """No trace is found by this id: not a trace id, task ref, session, output or commit the"""
+    def __init__(self, message: str, *, id: str) -> None: ...
+    id: str
+
+
+def write_event(directory: str | os.PathLike[str], event: Mapping[str, object]) -> str:
+    """Write one event to the spool ``directory`` (created if missing) for a host to apply; returns its id."""
+
 HOST_RELATIONS: tuple[LineageRelation, ...] = ('continued_from', 'used_result_of', 'delegated_from', 'planned_by')
 """Relations an integrator records with ``add_edge``; the host records the other two."""
 
@@ -58,7 +194,7 @@ class HistoryEntry:
 @final
 class Host:
     """The host simulator: folds mods into lanes and runs their AI sessions."""
-    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None) -> None: ...
+    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = ()) -> None: ...
     async def __aenter__(self) -> Host: ...
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None: ...
     @property
@@ -85,6 +221,15 @@ class Host:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """The session's history as text, authors and notifications marked."""
+    @property
+    def traces(self) -> Traces:
+        """Traces: task -> session -> output -> commit (``for_task``, ``find``, ``attach_task``,"""
+    async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
+        """The actions models proposed in ``session`` that wait for the user, in the order proposed."""
+    async def confirm(self, action_id: str) -> Submission:
+        """Run a pending action once, as the user: its ``run(payload, ctx)``."""
+    async def dismiss(self, action_id: str) -> None:
+        """Drop a pending action: it never runs. Raises `modular_sdk.ActionStateError` for an"""
 
 
 @attrs.frozen(kw_only=True)
@@ -199,6 +344,7 @@ class MemoryStore:
     async def index_version(self) -> int | None: ...
     async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]: ...
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None: ...
     async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]: ...
     async def running_turns(self) -> Sequence[TurnRecord]: ...
@@ -209,6 +355,34 @@ class MemoryStore:
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]: ...
     async def read_all(self) -> StoredState:
         """Everything kept, in the order first written (a rewrite keeps its place)."""
+    async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
+        """Keep a new trace and its task; refuses a taken trace id or task ref."""
+    async def create_linked_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None) -> None:
+        """`create_session`, and the session's trace link with it (all or nothing)."""
+    async def add_output(self, *, output_id: str, session_id: SessionId, kind: str, created_at: datetime, chat_trace: TraceRecord, event_id: str | None = None) -> None:
+        """Link an output to its session's trace (a new chat trace when it has none)."""
+    async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
+        """Keep the first commit of a stored output (a later one is ignored)."""
+    async def attach_task(self, task: TraceTaskRecord) -> None:
+        """Give a stored trace its task, once."""
+    async def apply_event(self, event_id: str, at: datetime) -> None:
+        """Mark a spool event applied."""
+    async def event_applied(self, event_id: str) -> bool: ...
+    async def get_trace(self, trace_id: str) -> TraceRecords | None: ...
+    async def find_trace(self, key: str) -> str | None: ...
+    async def trace_of_session(self, session_id: SessionId) -> str | None: ...
+    async def get_output(self, output_id: str) -> TraceOutputRecord | None: ...
+    async def get_commit(self, output_id: str) -> TraceCommitRecord | None: ...
+    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+        """Keep proposed actions, all or none."""
+    async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
+        """Keep the one decision about a pending action."""
+    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None: ...
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]: ...
+    async def trace_index_version(self) -> int | None: ...
+    async def read_traces(self) -> TraceState: ...
+    async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
+        """Replace the trace index."""
 
 
 class Model(Protocol):
@@ -446,6 +620,7 @@ class SqliteStore:
         """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
     async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]: ...
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None: ...
     async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]: ...
     async def running_turns(self) -> Sequence[TurnRecord]: ...
@@ -456,6 +631,35 @@ class SqliteStore:
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]: ...
     async def read_all(self) -> StoredState:
         """Every record and index row, in writing order (a check or a repair reads it all)."""
+    async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
+        """Write a trace and its task with their index rows, in one transaction."""
+    async def create_linked_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None) -> None:
+        """`create_session` and the session's trace link (given, or its parent's), in one transaction."""
+    async def add_output(self, *, output_id: str, session_id: SessionId, kind: str, created_at: datetime, chat_trace: TraceRecord, event_id: str | None = None) -> None:
+        """Link an output to its session's trace (a new chat trace when it has none), in one transaction."""
+    async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
+        """Record an output's first commit (a later one is ignored), in one transaction."""
+    async def attach_task(self, task: TraceTaskRecord) -> None:
+        """Give a stored trace its task, once."""
+    async def apply_event(self, event_id: str, at: datetime) -> None:
+        """Record a spool event applied."""
+    async def event_applied(self, event_id: str) -> bool: ...
+    async def get_trace(self, trace_id: str) -> TraceRecords | None: ...
+    async def find_trace(self, key: str) -> str | None: ...
+    async def trace_of_session(self, session_id: SessionId) -> str | None: ...
+    async def get_output(self, output_id: str) -> TraceOutputRecord | None: ...
+    async def get_commit(self, output_id: str) -> TraceCommitRecord | None: ...
+    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+        """Write proposed actions, all or none."""
+    async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
+        """Write the one decision about a pending action."""
+    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None: ...
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]: ...
+    async def trace_index_version(self) -> int | None: ...
+    async def read_traces(self) -> TraceState:
+        """Every trace record and index row, in writing order."""
+    async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
+        """Replace the trace index and record `TRACE_INDEX_VERSION`, in one transaction."""
 
 
 class Store(Protocol):
@@ -484,6 +688,8 @@ class Store(Protocol):
         """One session's record, or ``None``."""
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
         """A session's own turns (not those a fork inherits), in ordinal order."""
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
+        """A session's own turns from ``ordinal`` on, in ordinal order (costs what it returns)."""
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
         """The turn with this turn id, or else with this message id, or ``None``."""
     async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
@@ -532,6 +738,8 @@ class Submission:
     text: str
     turn: TurnHandle | None = None
     error: str | None = None
+    actions: tuple[PendingAction, ...] = ()
+    action_errors: tuple[str, ...] = ()
     @property
     def ok(self) -> bool:
         """True when nothing failed."""
@@ -667,5 +875,8 @@ Actor: TypeAlias = 'HandlerFrame | None'
 
 CommandEntry = SlashCommandEntry | PaletteCommandEntry
 """One entry of `Manifest.commands`, discriminated by ``kind``."""
+
+CommitResolver = Callable[[TraceOutput], 'str | None | Awaitable[str | None]']
+"""``Host(commit_resolver=fn)``: ``fn(output)`` (plain or async) answers the commit that landed"""
 
 T = TypeVar('T')

@@ -5,6 +5,30 @@
 
 HOST_ACTIONS: tuple[HostAction, ...] = ('session.create', 'session.spawn', 'session.fork', 'session.send', 'session.notify')
 
+@attrs.frozen(kw_only=True)
+class Action(Generic[InputT]):
+    """An action the model may propose and the user must confirm. Immutable; make one with `action`."""
+    type: str
+    description: str
+    payload_type: builtins.type[InputT]
+    run: Callable[[InputT, ActionContext], object]
+    payload_schema: FrozenJsonObject = attrs.field(init=False, eq=False, repr=False)
+
+
+class ActionContext(Protocol):
+    """What an action's ``run(payload, ctx)`` receives once the user confirmed it."""
+    @property
+    def session(self) -> AiSessionHandle:
+        """The session whose model proposed the action (its handles act as the user)."""
+    @property
+    def ai(self) -> AiContext: ...
+    @property
+    def mod_id(self) -> str: ...
+    @property
+    def action_type(self) -> str:
+        """The declared type of the confirmed action (``"task.create"``)."""
+
+
 class ActionDeniedError(ModularError, PermissionError):
     """A ``before_action`` hook answered `Deny`; ``reason`` is what it said."""
     def __init__(self, message: str, *, action: str, reason: str, mod_id: str) -> None: ...
@@ -183,6 +207,15 @@ class AiTurnHandle(Protocol):
     def error(self) -> str | None:
         """Why the turn failed; ``None`` unless ``status == "failed"``."""
     @property
+    def started_at(self) -> datetime:
+        """When the turn began (the host's clock)."""
+    @property
+    def finished_at(self) -> datetime | None:
+        """When it completed or failed; ``None`` while it runs."""
+    @property
+    def erased_at(self) -> datetime | None:
+        """When the user had it forgotten (its text and reply are gone); ``None`` otherwise."""
+    @property
     def runner_id(self) -> AiRunnerId:
         """The model runner that produced this turn."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> AiSessionHandle:
@@ -298,6 +331,7 @@ class Mod:
     hooks: tuple[BeforeActionHook[str], ...] = attrs.field(default=(), converter=_hooks)
     effects: tuple[Effect, ...] = attrs.field(default=(), converter=_effects)
     views: tuple[View[Any], ...] = attrs.field(default=(), converter=_views)
+    actions: tuple[Action[Any], ...] = attrs.field(default=(), converter=_actions)
 
 
 @attrs.frozen(kw_only=True)
@@ -393,6 +427,8 @@ class SlashCommandContext(Protocol):
     def mod_id(self) -> str: ...
     @property
     def command_id(self) -> str: ...
+    async def report_output(self, *, kind: str, output_id: str) -> None:
+        """Report an output this handler really produced (a proposal, a file, a change)."""
 
 
 class SpawnContextError(ModularError, RuntimeError):
@@ -438,6 +474,8 @@ class ToolContext(Protocol):
     def tool_name(self) -> str: ...
     @property
     def call_id(self) -> str: ...
+    async def report_output(self, *, kind: str, output_id: str) -> None:
+        """Report an output this handler really produced (a proposal, a file, a change)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -488,6 +526,9 @@ class View(Generic[DataT]):
     render: Callable[[DataT], str]
 
 
+def action(*, type: str, description: str, payload_type: type[RecordT], run: Callable[[RecordT, ActionContext], object]) -> Action[RecordT]:
+    """Declare an action the model may propose and the user must confirm, for ``define_mod(actions=[...])``."""
+
 def agent(*, id: str, description: str, model: str | None = None, instructions: str | None = None) -> Agent:
     """Declare an agent for ``AiContributions(agents=[...])``."""
 
@@ -497,7 +538,7 @@ def before_action(target: TargetT_inv, handle: HookHandle) -> BeforeActionHook[T
 def command(*, id: IdT_inv, title: str, run: CommandRun) -> PaletteCommand[IdT_inv]:
     """Declare a palette command: workbench work with no session; ``run(ctx)``."""
 
-def define_mod(*, metadata: ModMetadata, commands: Sequence[AnyCommand] = (), ai: AiContributions | None = None, hooks: Sequence[BeforeActionHook[str]] = (), effects: Sequence[Effect] = (), views: Sequence[View[Any]] = (), id: str | None = None) -> Mod:
+def define_mod(*, metadata: ModMetadata, commands: Sequence[AnyCommand] = (), ai: AiContributions | None = None, hooks: Sequence[BeforeActionHook[str]] = (), effects: Sequence[Effect] = (), views: Sequence[View[Any]] = (), actions: Sequence[Action[Any]] = (), id: str | None = None) -> Mod:
     """The entry point of the SDK: gather a mod's declarations into one frozen `Mod`."""
 
 def effect(*, id: str, activate: Callable[[EffectContext], object]) -> Effect:

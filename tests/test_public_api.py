@@ -41,19 +41,21 @@ ERRORS = {
     "HostClosedError", "UnknownTurnError", "ActionStateError",
     "UserAuthor", "ModAuthor", "Allow", "Deny", "ActionEvent", "HostAction",
 }  # fmt: skip
-CONTRACT = AUTHORING | SESSIONS | LINEAGE | ERRORS
+# section 9: agents propose actions (the host side lives in host_sim)
+TRACES = {"action"}
+CONTRACT = AUTHORING | SESSIONS | LINEAGE | ERRORS | TRACES
 
 # Documented extras: the declaration classes the constructors return, the other handler
 # contexts, the union aliases, the JSON helpers and their error.
 EXTRAS = {
-    "HOST_ACTIONS", "Agent", "AgentHandle", "AiAgents", "AiContext", "AiSessions",
+    "HOST_ACTIONS", "Action", "ActionContext", "Agent", "AgentHandle", "AiAgents", "AiContext", "AiSessions",
     "AnyCommand", "Author", "BeforeActionHook", "CommandContext", "Effect", "EffectContext",
     "HookDecision", "InvalidArgumentError", "PaletteCommand", "SerializationError", "SpawnTrigger", "Tool",
     "ToolContext", "TurnStatus", "View", "from_json", "to_json",
 }  # fmt: skip
 
 PINNED = [
-    "ActionDeniedError", "ActionEvent", "ActionStateError", "Agent", "AgentHandle", "AiAgents", "AiContext",
+    "Action", "ActionContext", "ActionDeniedError", "ActionEvent", "ActionStateError", "Agent", "AgentHandle", "AiAgents", "AiContext",
     "AiContributions", "AiMessage", "AiNotificationMessage", "AiPromptMessage", "AiRunResult",
     "AiRunnerId", "AiSessionDisplayMetadata", "AiSessionHandle", "AiSessionLineage",
     "AiSessions", "AiTurnHandle", "Allow", "AnyCommand", "Author", "BeforeActionHook",
@@ -65,7 +67,7 @@ PINNED = [
     "SerializationError", "SessionId", "SlashCommand", "SlashCommandContext",
     "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolContext", "ToolTrigger",
     "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "UserAuthor", "View",
-    "agent", "before_action", "command", "define_mod", "effect", "from_json",
+    "action", "agent", "before_action", "command", "define_mod", "effect", "from_json",
     "slash_command", "to_json", "tool", "view",
 ]  # fmt: skip
 
@@ -210,7 +212,7 @@ def test_errors_subclass_modular_error_and_a_builtin(cls: type) -> None:
 
 def test_protocols_are_protocols_and_cannot_be_instantiated() -> None:
     assert {cls.__name__ for cls in PROTOCOLS} == {
-        "AgentHandle", "AiAgents", "AiContext", "AiSessionHandle", "AiSessions", "AiTurnHandle",
+        "ActionContext", "AgentHandle", "AiAgents", "AiContext", "AiSessionHandle", "AiSessions", "AiTurnHandle",
         "CommandContext", "EffectContext", "SlashCommandContext", "ToolContext",
     }  # fmt: skip
     for cls in PROTOCOLS:
@@ -242,6 +244,7 @@ HOST_CONTRACT = {
     "OpenAIModel", "RecordingModel", "ReplayModel",  # section 10
     "Provenance", "TurnOrigin", "TurnRef", "ErasurePlan", "UnknownTurnError",  # section 8
     "PostgresStore",  # section 11
+    "Trace", "TaskRef", "UnknownTraceError", "TraceError", "PendingAction", "write_event", "TraceStore",  # section 9
 }  # fmt: skip
 # Classes of modular_sdk that host_sim re-exports (the same class, not a copy).
 HOST_REEXPORTS = {"UnknownTurnError"}
@@ -249,6 +252,17 @@ HOST_PINNED = sorted(
     [
         "HOST_RELATIONS",
         "NATIVE_ARTIFACT_TYPES",
+        "PendingAction",
+        "TaskRef",
+        "Trace",
+        "TraceError",
+        "TraceLink",
+        "TraceOutput",
+        "TraceStore",
+        "TraceTask",
+        "Traces",
+        "UnknownTraceError",
+        "write_event",
         "Completion",
         "EchoModel",
         "EffectStatus",
