@@ -39,6 +39,23 @@ from .sessions._handles import SessionHandle as SessionHandle
 from .sessions._handles import TurnHandle as TurnHandle
 from .sessions._host import Completion as Completion
 from .sessions._host import EffectStatus as EffectStatus
+from .lineage._tree import LineageTree as LineageTree
+from .sessions._events import CommandFinished as CommandFinished
+from .sessions._events import EventStream as EventStream
+from .sessions._events import HostEvent as HostEvent
+from .sessions._events import Lagged as Lagged
+from .sessions._events import NotificationEvent as NotificationEvent
+from .sessions._events import ReplyDelta as ReplyDelta
+from .sessions._events import SessionCreated as SessionCreated
+from .sessions._events import ToolCalled as ToolCalled
+from .sessions._events import ToolFinished as ToolFinished
+from .sessions._events import TurnFinished as TurnFinished
+from .sessions._events import TurnStarted as TurnStarted
+from .sessions._handles import AiSessionsImpl as AiSessionsImpl
+from .sessions._handles import SessionPage as SessionPage
+from .sessions._integrator import Job as Job
+from .stores._records import ErrorKind as ErrorKind
+from .stores._records import Invocation as Invocation
 from .sessions._host import Host as Host
 from .sessions._host import Submission as Submission
 from .lanes._renderer import ViewResult as ViewResult
@@ -81,31 +98,44 @@ __all__ = [
     "write_event",
     "HOST_RELATIONS",
     "NATIVE_ARTIFACT_TYPES",
+    "AiSessionsImpl",
+    "CommandFinished",
     "Completion",
     "EchoModel",
     "EffectStatus",
     "ErasurePlan",
+    "ErrorKind",
+    "EventStream",
     "HistoryEntry",
     "Host",
+    "HostEvent",
+    "Invocation",
+    "Job",
+    "Lagged",
     "LineageArtifact",
     "LineageChain",
     "LineageEdge",
     "LineageEdgeError",
     "LineageGraph",
     "LineageRelation",
+    "LineageTree",
     "Manifest",
     "MemoryStore",
     "Model",
     "ModelRequest",
+    "NotificationEvent",
     "OpenAIModel",
     "PostgresStore",
     "Provenance",
     "RecordingModel",
     "ReplayModel",
+    "ReplyDelta",
     "ScriptedModel",
+    "SessionCreated",
     "SessionHandle",
     "SessionMetrics",
     "SessionNode",
+    "SessionPage",
     "SessionRecord",
     "SqliteStore",
     "Store",
@@ -114,12 +144,16 @@ __all__ = [
     "StoredState",
     "Submission",
     "ToolCall",
+    "ToolCalled",
+    "ToolFinished",
     "ToolResult",
     "ToolSpec",
+    "TurnFinished",
     "TurnHandle",
     "TurnOrigin",
     "TurnRecord",
     "TurnRef",
+    "TurnStarted",
     "UnknownTurnError",
     "ViewResult",
     "build_manifest",

@@ -145,6 +145,35 @@ HOST_RELATIONS: tuple[LineageRelation, ...] = ('continued_from', 'used_result_of
 NATIVE_ARTIFACT_TYPES: tuple[str, ...] = ('canvas_card', 'job_result', 'plan_step', 'file', 'checkpoint', 'turn')
 """Artifact types the host knows. The set is open: never switch exhaustively on it."""
 
+@final
+class AiSessionsImpl:
+    """The session catalogue (``host.sessions``, ``ctx.ai.sessions``)."""
+    def __init__(self, engine: Engine, actor: Actor) -> None: ...
+    async def create(self, *, metadata: AiSessionDisplayMetadata | None = None, model: str | None = None, cwd: str | None = None, tags: Mapping[str, str] | None = None, trace: str | None = None) -> SessionHandle:
+        """A new, empty root session (``session.create`` hooks run first). With"""
+    async def get(self, session_id: str) -> SessionHandle:
+        """The session with this id; raises `UnknownSessionError`."""
+    async def turn(self, turn_id: str) -> TurnHandle:
+        """The turn with this turn id or message id, in whichever session ran it."""
+    async def list(self, *, tags: Mapping[str, str] | None = None, roots_only: bool = False, limit: int = 50, after: str | None = None) -> SessionPage:
+        """A page of sessions, newest first: those whose tags include every one of ``tags``"""
+    async def delete(self, session_id: str) -> None:
+        """Delete a session: erase the content of its own turns (through ``lineage.forget``,"""
+
+
+@attrs.frozen(kw_only=True)
+class CommandFinished:
+    """A slash or palette command finished; its invocation is durable (``host.log``). Immutable."""
+    kind: Literal['command_finished'] = attrs.field(default='command_finished', init=False)
+    seq: int
+    at: datetime
+    invocation_id: str
+    session_id: SessionId | None
+    command_id: str
+    text: str
+    error: str | None
+
+
 @attrs.frozen(kw_only=True)
 class Completion:
     """One typeahead entry of ``host.completions("/ta")``. Immutable."""
@@ -180,6 +209,16 @@ class ErasurePlan:
     spawns: tuple[SessionId, ...]
     edges: tuple[LineageEdge, ...]
     erased: bool
+
+
+ErrorKind: TypeAlias = Literal['unknown_command', 'denied', 'handler_failed', 'timeout', 'model_failed', 'invalid_input']
+"""Why a submission failed, for a program to branch on (`Submission.error_kind`)."""
+
+@final
+class EventStream:
+    """One subscriber's view of the host's events: ``async for event in events``."""
+    def __init__(self, hub: EventHub, buffer: int, start: int) -> None: ...
+    buffer: int
 
 
 @attrs.frozen(kw_only=True)
@@ -221,6 +260,18 @@ class Host:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """The session's history as text, authors and notifications marked."""
+    def subscribe(self, *, buffer: int = 1000) -> AbstractAsyncContextManager[EventStream]:
+        """Watch the host live: ``async with host.subscribe() as events: async for event in events``."""
+    async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
+        """Accept what `submit` accepts and return at once a running `Job` the host owns."""
+    async def jobs(self) -> list[Job]:
+        """Every job of this host's store, in the order they were started (this host's live ones included)."""
+    async def log(self, session: SessionHandle | SessionId | str) -> list[TurnHandle | Invocation]:
+        """The session's turns (inherited ones included) and command invocations, in the order they started."""
+    async def notifications(self, *, session: SessionHandle | SessionId | str | None = None, unread_only: bool = True) -> list[TurnHandle]:
+        """The notification turns (of one session, or of every session), oldest first; read ones"""
+    async def mark_read(self, turn_id: str) -> None:
+        """Remember that the user read this notification (a turn id or message id)."""
     @property
     def traces(self) -> Traces:
         """Traces: task -> session -> output -> commit (``for_task``, ``find``, ``attach_task``,"""
@@ -230,6 +281,60 @@ class Host:
         """Run a pending action once, as the user: its ``run(payload, ctx)``."""
     async def dismiss(self, action_id: str) -> None:
         """Drop a pending action: it never runs. Raises `modular_sdk.ActionStateError` for an"""
+
+
+HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | NotificationEvent | Lagged
+"""Everything ``host.subscribe()`` yields; discriminated by ``kind``."""
+
+@attrs.frozen(kw_only=True)
+class Invocation:
+    """One run of a slash or palette command, as ``host.log`` lists it. Immutable."""
+    id: str
+    session_id: SessionId | None
+    mod_id: str
+    command_id: str
+    argument: str | None
+    author: Author
+    started_at: datetime
+    finished_at: datetime | None = None
+    text: str | None = None
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    position: int = 0
+    erased_at: datetime | None = None
+
+
+@final
+class Job:
+    """A submission the host runs in its own task group (``host.start``)."""
+    def __init__(self, record: JobRecord, submission: Submission | None) -> None: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def session_id(self) -> SessionId: ...
+    @property
+    def text(self) -> str:
+        """What was submitted."""
+    @property
+    def status(self) -> JobStatus: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def finished_at(self) -> datetime | None: ...
+    @property
+    def submission(self) -> Submission | None:
+        """What the submission gave, once the job ended (``None`` while it runs)."""
+    async def wait(self) -> Submission:
+        """Wait until the job ends; its `Submission` (never raises for a failed job)."""
+
+
+@attrs.frozen(kw_only=True)
+class Lagged:
+    """This subscriber fell behind: ``missed`` events were dropped before it read them. Immutable."""
+    kind: Literal['lagged'] = attrs.field(default='lagged', init=False)
+    seq: int
+    at: datetime
+    missed: int
 
 
 @attrs.frozen(kw_only=True)
@@ -270,6 +375,8 @@ class LineageGraph:
     """How the sessions of a host relate: forks, spawns, and the edges integrators add."""
     def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now) -> None:
         """Internal: the host builds its graph over its (open) store; users get ``host.lineage``."""
+    async def tree(self, root_id: str) -> LineageTree:
+        """The session ``root_id`` and every session forked or spawned from it, nested, in"""
     async def forward(self, turn_id: str) -> Provenance:
         """What the host made of a turn: the sessions holding it, the turns resting on it, its spawns and edges."""
     async def backward(self, turn_id: str) -> TurnOrigin:
@@ -294,6 +401,17 @@ class LineageGraph:
 
 LineageRelation: TypeAlias = Literal['continued_from', 'branched_from', 'spawned_by', 'used_result_of', 'delegated_from', 'planned_by']
 """How one session relates to another. Closed: consumers may switch on it exhaustively."""
+
+@attrs.frozen(kw_only=True)
+class LineageTree:
+    """One session of a lineage tree and its children (forks and spawns, in creation order). Immutable."""
+    session_id: SessionId
+    label: str | None
+    kind: Literal['root', 'spawn', 'fork']
+    anchor_ordinal: int | None
+    tags: Mapping[str, str] = attrs.field(hash=False)
+    children: tuple[LineageTree, ...]
+
 
 @attrs.frozen(kw_only=True)
 class Manifest:
@@ -341,6 +459,17 @@ class MemoryStore:
         """Replace every node and edge."""
     async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
         """Replace finished turns by their erased records and rewrite edges, all or nothing."""
+    async def begin_invocation(self, record: Invocation) -> None: ...
+    async def finish_invocation(self, record: Invocation) -> None: ...
+    async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]: ...
+    async def save_job(self, record: JobRecord) -> None: ...
+    async def list_jobs(self) -> Sequence[JobRecord]: ...
+    async def interrupt_jobs(self, now: Callable[[], datetime]) -> int: ...
+    async def mark_read(self, turn_id: TurnId, at: datetime) -> None: ...
+    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]: ...
+    async def page_sessions(self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None) -> tuple[Sequence[SessionRecord], int | None]: ...
+    async def delete_session(self, session_id: SessionId, at: datetime) -> None: ...
+    async def deleted_at(self, session_id: SessionId) -> datetime | None: ...
     async def index_version(self) -> int | None: ...
     async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
@@ -406,6 +535,18 @@ class ModelRequest:
     instructions: str | None = None
     tools: tuple[ToolSpec, ...] = ()
     tool_results: tuple[ToolResult, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class NotificationEvent:
+    """A notification was delivered to a session (its turn started). Immutable."""
+    kind: Literal['notification'] = attrs.field(default='notification', init=False)
+    seq: int
+    at: datetime
+    session_id: SessionId
+    turn_id: TurnId
+    title: str
+    body: str
 
 
 @final
@@ -510,6 +651,17 @@ class ReplayModel:
         """The recorded answer to this request; raises `ModelError` when it was not recorded."""
 
 
+@attrs.frozen(kw_only=True)
+class ReplyDelta:
+    """A chunk of a streaming model's reply; the turn's reply is their concatenation. Immutable."""
+    kind: Literal['reply_delta'] = attrs.field(default='reply_delta', init=False)
+    seq: int
+    at: datetime
+    session_id: SessionId
+    turn_id: TurnId
+    text: str
+
+
 @final
 class ScriptedModel:
     """A model that answers each request with ``respond(request)`` (``def`` or ``async def``)."""
@@ -518,6 +670,17 @@ class ScriptedModel:
     def name(self) -> str: ...
     async def respond(self, request: ModelRequest) -> str | ToolCall:
         """``respond(request)``; a plain ``def`` runs in a daemon thread, so a slow or blocked"""
+
+
+@attrs.frozen(kw_only=True)
+class SessionCreated:
+    """A session was created (root, fork or spawn) and is durable. Immutable."""
+    kind: Literal['session_created'] = attrs.field(default='session_created', init=False)
+    seq: int
+    at: datetime
+    session_id: SessionId
+    lineage: AiSessionLineage
+    tags: Mapping[str, str]
 
 
 @final
@@ -530,6 +693,12 @@ class SessionHandle:
     def lineage(self) -> AiSessionLineage: ...
     @property
     def metadata(self) -> AiSessionDisplayMetadata | None: ...
+    @property
+    def tags(self) -> Mapping[str, str]:
+        """The tags the session was created with (forks and spawns inherit them). Read-only."""
+    @property
+    def deleted_at(self) -> datetime | None:
+        """When ``host.sessions.delete`` deleted it (its content is gone); ``None`` otherwise."""
     @property
     def model(self) -> str: ...
     @property
@@ -575,6 +744,13 @@ class SessionNode:
 
 
 @attrs.frozen(kw_only=True)
+class SessionPage:
+    """One page of ``host.sessions.list(...)``: ``sessions`` newest first; ``next`` is the"""
+    sessions: tuple[SessionHandle, ...]
+    next: str | None
+
+
+@attrs.frozen(kw_only=True)
 class SessionRecord:
     """A session as created: never changes afterwards. Immutable."""
     id: SessionId
@@ -586,6 +762,7 @@ class SessionRecord:
     created_at: datetime
     agent_id: str | None = None
     trigger_turn_id: TurnId | None = None
+    tags: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_tags, hash=False)
 
 
 @final
@@ -616,6 +793,17 @@ class SqliteStore:
         """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
     async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
         """Replace finished turns by their erased records and rewrite edges, in one transaction;"""
+    async def begin_invocation(self, record: Invocation) -> None: ...
+    async def finish_invocation(self, record: Invocation) -> None: ...
+    async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]: ...
+    async def save_job(self, record: JobRecord) -> None: ...
+    async def list_jobs(self) -> Sequence[JobRecord]: ...
+    async def interrupt_jobs(self, now: Callable[[], datetime]) -> int: ...
+    async def mark_read(self, turn_id: TurnId, at: datetime) -> None: ...
+    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]: ...
+    async def page_sessions(self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None) -> tuple[Sequence[SessionRecord], int | None]: ...
+    async def delete_session(self, session_id: SessionId, at: datetime) -> None: ...
+    async def deleted_at(self, session_id: SessionId) -> datetime | None: ...
     async def index_version(self) -> int | None:
         """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
     async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
@@ -738,6 +926,7 @@ class Submission:
     text: str
     turn: TurnHandle | None = None
     error: str | None = None
+    error_kind: ErrorKind | None = None
     actions: tuple[PendingAction, ...] = ()
     action_errors: tuple[str, ...] = ()
     @property
@@ -751,6 +940,32 @@ class ToolCall:
     name: str
     input: JsonObject = attrs.field(factory=dict)
     call_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCalled:
+    """The model called a tool; its handler runs now. Immutable."""
+    kind: Literal['tool_called'] = attrs.field(default='tool_called', init=False)
+    seq: int
+    at: datetime
+    session_id: SessionId
+    turn_id: TurnId
+    call_id: str
+    tool_name: str
+    input: object
+
+
+@attrs.frozen(kw_only=True)
+class ToolFinished:
+    """A tool call returned (``output``, what the model gets) or failed (``error``). Immutable."""
+    kind: Literal['tool_finished'] = attrs.field(default='tool_finished', init=False)
+    seq: int
+    at: datetime
+    session_id: SessionId
+    turn_id: TurnId
+    call_id: str
+    output: str | None
+    error: str | None
 
 
 @attrs.frozen(kw_only=True)
@@ -769,6 +984,19 @@ class ToolSpec:
     name: str
     description: str
     input_schema: JsonObject = attrs.field(converter=thaw_object)
+
+
+@attrs.frozen(kw_only=True)
+class TurnFinished:
+    """A turn completed or failed, durably. Immutable."""
+    kind: Literal['turn_finished'] = attrs.field(default='turn_finished', init=False)
+    seq: int
+    at: datetime
+    session_id: SessionId
+    turn_id: TurnId
+    status: TurnStatus
+    reply: str | None
+    error: str | None
 
 
 @final
@@ -842,6 +1070,19 @@ class TurnRef:
     ordinal: int
 
 
+@attrs.frozen(kw_only=True)
+class TurnStarted:
+    """A turn was accepted (its message is durable) and its model is about to be called. Immutable."""
+    kind: Literal['turn_started'] = attrs.field(default='turn_started', init=False)
+    seq: int
+    at: datetime
+    session_id: SessionId
+    turn_id: TurnId
+    ordinal: int
+    author: Author
+    message: AiMessage
+
+
 from modular_sdk import UnknownTurnError as UnknownTurnError  # re-exported, one class
 
 
@@ -878,5 +1119,7 @@ CommandEntry = SlashCommandEntry | PaletteCommandEntry
 
 CommitResolver = Callable[[TraceOutput], 'str | None | Awaitable[str | None]']
 """``Host(commit_resolver=fn)``: ``fn(output)`` (plain or async) answers the commit that landed"""
+
+JobStatus: TypeAlias = Literal['running', 'finished', 'failed', 'interrupted']
 
 T = TypeVar('T')

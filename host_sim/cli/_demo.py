@@ -10,6 +10,7 @@ from modular_sdk import SessionId
 
 from .._examples.background_tasks import mod as task_mod
 from ..lineage._render import render_lineage_tree, select_lineage_chain
+from ..sessions._handles import SessionHandle
 from ._model_option import add_model_options, chosen_model
 from ._options import add_backend, add_store, open_store
 from ._session_io import make_host, report_error
@@ -45,9 +46,13 @@ async def demo(args: argparse.Namespace) -> str:
         out.append(f"$ (in session {chat.id}) /task write the tests")
         started = await host.submit(chat, "/task write the tests")
         out.append(started.text)
-        # The store may hold earlier runs: show this run's sessions only.
-        listed = await host.sessions.list()
-        everything = [handle._state.record for handle in listed]
+        # The store may hold earlier runs: show this run's sessions only (the chat's tree).
+        everything = []
+        frontier: list[SessionHandle] = [chat]
+        while frontier:
+            handle = frontier.pop(0)
+            everything.append(handle._state.record)
+            frontier += [c for c in await handle.children() if isinstance(c, SessionHandle)]
         records = select_lineage_chain(everything, SessionId(chat.id))
         counts: dict[SessionId, int] = {}
         for record in records:

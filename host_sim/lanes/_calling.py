@@ -29,6 +29,7 @@ class HandlerFrame:
     tool_name: str | None = None
     call_id: str | None = None
     turn_id: TurnId | None = None  # a tool's: the turn whose model called it
+    session_id: SessionId | None = None  # the session a slash command or tool runs in
     running_sessions: frozenset[SessionId] = frozenset()  # turns this handler runs inside
     running_turns: frozenset[TurnId] = frozenset()
 

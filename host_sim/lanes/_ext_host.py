@@ -31,10 +31,11 @@ T = TypeVar("T")
 class HandlerFailed(Exception):
     """A mod handler failed; ``reason`` is the message shown to the user."""
 
-    def __init__(self, reason: str, *, cause: BaseException | None = None) -> None:
+    def __init__(self, reason: str, *, cause: BaseException | None = None, timed_out: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.cause = cause
+        self.timed_out = timed_out
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -90,4 +91,7 @@ async def call_handler(
             raise
         except BaseException as exc:  # custom BaseException subclasses fail the handler too
             raise HandlerFailed(f"{what} failed: {describe_exception(exc)}", cause=exc) from exc
-    raise HandlerFailed(f"{what} timed out after {timeout:g}s; make it finish sooner or raise the host's handler_timeout")
+    raise HandlerFailed(
+        f"{what} timed out after {timeout:g}s; make it finish sooner or raise the host's handler_timeout",
+        timed_out=True,
+    )

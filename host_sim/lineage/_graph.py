@@ -20,6 +20,7 @@ from modular_sdk import SessionId, UnknownSessionError
 from . import _provenance
 from ._errors import LineageEdgeError
 from ._provenance import ErasurePlan, Provenance, TurnOrigin
+from ._tree import LineageTree, build_tree
 from ._types import (
     HOST_RELATIONS,
     LineageArtifact,
@@ -64,6 +65,12 @@ class LineageGraph:
         self._store = store
         self._clock = clock
         self._applied: Callable[[Sequence[TurnRecord]], None] = lambda records: None  # the host's live state
+
+    async def tree(self, root_id: str) -> LineageTree:
+        """The session ``root_id`` and every session forked or spawned from it, nested, in
+        creation order, with what a UI needs to draw them (see `LineageTree`); no depth cut.
+        Raises `modular_sdk.UnknownSessionError` for an unknown id."""
+        return await build_tree(self._store, root_id)
 
     # -- provenance (API.md §8) ----------------------------------------------------------
 

@@ -162,6 +162,41 @@ async def backward(store: Store, turn_or_message_id: object) -> TurnOrigin:
     return TurnOrigin(of=_ref(turn), read_from=read_from, sessions=tuple(chain))
 
 
+async def erase_turns(
+    store: Store,
+    turns: Sequence[TurnRecord],
+    *,
+    now: Callable[[], datetime],
+    applied: Callable[[Sequence[TurnRecord]], None],
+) -> None:
+    """Forget several turns at once (a deleted session's own turns): the union of their
+    plans, computed by the same walk as `forget`, erased in one transaction."""
+    from ..stores._invariants import ERASED_LABEL, erased
+
+    planned: dict[TurnId, TurnRecord] = {}
+    edges: dict[tuple[SessionId, SessionId], LineageEdge] = {}
+    for turn in turns:
+        if turn.status == "running":
+            raise ValueError(
+                f"turn {turn.id!r} of session {turn.session_id!r} is still running; "
+                "delete the session once its turns have finished"
+            )
+        _, resting, provenance = await _forward(store, turn)
+        for record in (turn, *resting):
+            planned.setdefault(record.id, record)
+        for edge in provenance.edges:
+            edges[edge.from_session_id, edge.to_session_id] = edge
+    at = now()
+    records = [erased(t, at) for t in planned.values() if t.erased_at is None]
+    rewritten = [
+        attrs.evolve(e, artifact=LineageArtifact(type=e.artifact.type, source_id=e.artifact.source_id, label=ERASED_LABEL))
+        for e in edges.values()
+        if e.artifact is not None and e.artifact.label != ERASED_LABEL
+    ]
+    await store.erase(records, rewritten)
+    applied(records)
+
+
 async def forget(
     store: Store,
     turn_or_message_id: object,

@@ -8,8 +8,9 @@ operation is one store transaction, written before the live state changes.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -56,14 +57,24 @@ from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
 from ..lanes._ext_host import HandlerFailed, call_handler
-from ..lineage._provenance import find_turn
+from ..lineage._provenance import erase_turns, find_turn
 from ..lineage._types import LineageEdge, SessionNode
 from ..models._protocol import Model, ModelRequest, ToolCall, ToolResult, ToolSpec
-from ..stores._protocol import Store
+from ..stores._protocol import LogStore, Store
 from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
 from ..stores._records import SessionRecord, TurnRecord
 from ._across_hosts import across_hosts, catch_up, running_elsewhere
+from ._events import (
+    EventHub,
+    NotificationEvent,
+    ReplyDelta,
+    SessionCreated,
+    ToolCalled,
+    ToolFinished,
+    TurnFinished,
+    TurnStarted,
+)
 from ._explain import turn_failed
 from ._ids import new_call_id, new_message_id, new_session_id, new_turn_id
 from ._state import SessionState, TurnState, apply_erasure, history_view, text_of, turn_at
@@ -188,6 +199,8 @@ class Engine:
             for _, t in tables.tools.values()
         )
         self._loading = anyio.Lock()
+        self.events = EventHub(self.now)
+        self.log: LogStore = store if isinstance(store, LogStore) else _no_log(store)  # the host sets its own
         self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
         self._idle: anyio.Event | None = None
         self._closed = False
@@ -209,6 +222,19 @@ class Engine:
             self._idle = anyio.Event()
             with anyio.CancelScope(shield=True):
                 await self._idle.wait()
+
+    @contextlib.contextmanager
+    def tracked(self) -> Iterator[anyio.CancelScope]:
+        """Run work the host must wait for before it closes its store (a command and its
+        durable record): `close` cancels it and waits until it has written its end."""
+        with anyio.CancelScope() as scope:
+            self._inflight.add(scope)
+            try:
+                yield scope
+            finally:
+                self._inflight.discard(scope)
+                if not self._inflight and self._idle is not None:
+                    self._idle.set()
 
     def check_open(self, what: str) -> None:
         if self._closed:
@@ -283,7 +309,9 @@ class Engine:
                         f"fork {record.id!r} is anchored at turn {lineage.parent_turn_ordinal} of "
                         f"{parent.id!r}, which is {'missing' if anchor is None else anchor.status}",
                     )
-        state = SessionState(record=record, parent=parent, anchor=anchor, last_completed=anchor)
+        state = SessionState(
+            record=record, parent=parent, anchor=anchor, last_completed=anchor, deleted_at=await self.log.deleted_at(record.id)
+        )
         for turn_record in await self.store.get_turns(record.id):
             if running_elsewhere(self.store, turn_record):
                 break  # another host runs it: caught up once it has finished
@@ -314,6 +342,14 @@ class Engine:
             session = self.sessions.get(record.session_id)
             if session is not None:
                 apply_erasure(session, record)
+
+    async def delete(self, state: SessionState) -> None:
+        """Delete a session: erase its own turns through forget, then hide it (`LogStore`)."""
+        own = [t.record() for t in state.own or ()]
+        await erase_turns(self.store, own, now=self.now, applied=self.apply_erasure)
+        at = self.now()
+        await self.log.delete_session(state.id, at)
+        state.deleted_at = state.deleted_at or at
 
     async def children(self, state: SessionState) -> list[SessionState]:
         """The forks and spawns of a session, in creation order (read from the store)."""
@@ -379,7 +415,11 @@ class Engine:
             else:
                 await self.store.create_session(record, node, edge)
         # A reader (list, children) may have loaded it from the store meanwhile: keep one state.
-        return self.sessions.setdefault(record.id, state)
+        live = self.sessions.setdefault(record.id, state)
+        self.events.publish(
+            lambda seq, at: SessionCreated(seq=seq, at=at, session_id=record.id, lineage=record.lineage, tags=record.tags)
+        )
+        return live
 
     def _runner(self, session_id: SessionId, model: str) -> AiRunnerId:
         return AiRunnerId(f"{model}:{session_id}")
@@ -393,10 +433,12 @@ class Engine:
         actor: Actor,
         agent: Agent | None = None,
         trace_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> SessionState:
         _check_metadata(metadata)
         _check_text("model", model)
         _check_text("cwd", cwd)
+        checked_tags = _check_tags(tags)
         self.check_open("create a session")
         await self.before("session.create", None, author_of(actor))
         session_id = new_session_id()
@@ -410,8 +452,18 @@ class Engine:
             runner_id=self._runner(session_id, model_name),
             created_at=self.now(),
             agent_id=agent.id if agent is not None else None,
+            tags=checked_tags,
         )
-        return await self._add_session(SessionState(record=record), None, trace_id)
+        edge: LineageEdge | None = None
+        delegator = actor.session_id if actor is not None and agent is not None else None
+        if delegator is not None:  # an agent a handler started: the host records who delegated
+            parent = self.sessions.get(delegator)
+            if parent is not None and not checked_tags:
+                record = attrs.evolve(record, tags=parent.record.tags)  # the delegating chat's owner
+            edge = LineageEdge(
+                from_session_id=delegator, to_session_id=session_id, relation="delegated_from", created_at=record.created_at
+            )
+        return await self._add_session(SessionState(record=record), edge, trace_id)
 
     async def fork(
         self,
@@ -452,6 +504,7 @@ class Engine:
             runner_id=self._runner(session_id, parent.record.model),
             created_at=now,
             agent_id=parent.record.agent_id,
+            tags=parent.record.tags,
         )
         if anchor.artifact is None:  # one artifact per anchor turn, shared by its forks
             anchor.artifact = fork_artifact(anchor.id, anchor.ordinal, erased=anchor.erased_at is not None)
@@ -491,6 +544,7 @@ class Engine:
             runner_id=self._runner(session_id, parent.record.model),
             created_at=now,
             trigger_turn_id=actor.turn_id if actor is not None and trigger.kind == "tool" else None,
+            tags=parent.record.tags,
         )
         edge = LineageEdge(from_session_id=parent.id, to_session_id=session_id, relation="spawned_by", created_at=now)
         return await self._add_session(SessionState(record=record, parent=parent), edge)
@@ -598,6 +652,17 @@ class Engine:
             await self.store.begin_turn(turn.record())  # durable before the model is called
         started.append(turn)
         session.add_turn(turn)
+        self.events.publish(
+            lambda seq, at: TurnStarted(
+                seq=seq, at=at, session_id=session.id, turn_id=turn.id, ordinal=turn.ordinal, author=author, message=message
+            )
+        )
+        if isinstance(message, AiNotificationMessage):
+            self.events.publish(
+                lambda seq, at: NotificationEvent(
+                    seq=seq, at=at, session_id=session.id, turn_id=turn.id, title=message.title, body=message.body
+                )
+            )
         try:
             await self._run_turn(session, turn, actor, output_schema)
         except BaseException as exc:
@@ -627,6 +692,19 @@ class Engine:
                 if turn.status == "completed":
                     session.add_entry(turn)
                     session.last_completed = turn
+                elif turn.failure is None:
+                    turn.failure = "model_failed"
+                self.events.publish(
+                    lambda seq, at: TurnFinished(
+                        seq=seq,
+                        at=at,
+                        session_id=session.id,
+                        turn_id=turn.id,
+                        status=turn.status,
+                        reply=turn.reply,
+                        error=turn.error,
+                    )
+                )
                 assert turn.done is not None
                 turn.done.set()
         return turn
@@ -653,14 +731,10 @@ class Engine:
             rounds = 0
             while True:
                 try:
-                    reply = await call_handler(
-                        f"model {self.model.name!r}",
-                        self.model.respond,
-                        (request,),
-                        timeout=self.model_timeout,
-                    )
+                    reply = await self._ask_model(session, turn, request)
                 except HandlerFailed as failed:
                     turn.status, turn.error = "failed", _storable(failed.reason)
+                    turn.failure = "timeout" if failed.timed_out else "model_failed"
                     return
                 if isinstance(reply, ToolCall):
                     rounds += 1
@@ -675,6 +749,7 @@ class Engine:
                         result = await self._call_tool(session, turn, reply, inside)
                     except HandlerFailed as failed:
                         turn.status, turn.error = "failed", _storable(failed.reason)
+                        turn.failure = "timeout" if failed.timed_out else "handler_failed"
                         return
                     request = attrs.evolve(request, tool_results=(*request.tool_results, result))
                     continue
@@ -695,6 +770,29 @@ class Engine:
         finally:
             running_turns_var.reset(token)
 
+    async def _ask_model(self, session: SessionState, turn: TurnState, request: ModelRequest) -> object:
+        """The model's answer: ``respond(request)``, or, for a model that streams (has
+        ``stream``), the concatenation of its text chunks, each published as ``reply_delta``
+        (a `ToolCall` it yields ends the stream). Raises `HandlerFailed` like `call_handler`."""
+        stream = getattr(self.model, "stream", None)
+        if stream is None or not callable(stream):
+            return await call_handler(f"model {self.model.name!r}", self.model.respond, (request,), timeout=self.model_timeout)
+        what = f"model {self.model.name!r}"
+
+        async def consume() -> object:
+            chunks: list[str] = []
+            async for chunk in stream(request):
+                if isinstance(chunk, ToolCall):
+                    return chunk
+                if not isinstance(chunk, str):
+                    return chunk  # refused below like any bad reply
+                if chunk:
+                    chunks.append(chunk)
+                    self.events.publish(_delta(session.id, turn.id, chunk))
+            return "".join(chunks)
+
+        return await call_handler(what, consume, (), timeout=self.model_timeout)
+
     def _instructions(self, session: SessionState) -> str | None:
         agent_id = session.record.agent_id
         if agent_id is None or agent_id not in self.tables.agents:
@@ -708,7 +806,38 @@ class Engine:
         call: ToolCall,
         inside: tuple[frozenset[SessionId], frozenset[TurnId]],
     ) -> ToolResult:
+        """Run one tool call of ``turn``, publishing ``tool_called`` then ``tool_finished``."""
         call_id = call.call_id or new_call_id()
+        self.events.publish(
+            lambda seq, at: ToolCalled(
+                seq=seq, at=at, session_id=session.id, turn_id=turn.id, call_id=call_id, tool_name=call.name, input=call.input
+            )
+        )
+        error: str | None = None
+        result: ToolResult | None = None
+        try:
+            result = await self._run_tool(session, turn, call, call_id, inside)
+            error = result.error
+        except HandlerFailed as failed:
+            error = failed.reason
+            raise
+        finally:
+            output = None if result is None else result.output
+            self.events.publish(
+                lambda seq, at: ToolFinished(
+                    seq=seq, at=at, session_id=session.id, turn_id=turn.id, call_id=call_id, output=output, error=error
+                )
+            )
+        return result
+
+    async def _run_tool(
+        self,
+        session: SessionState,
+        turn: TurnState,
+        call: ToolCall,
+        call_id: str,
+        inside: tuple[frozenset[SessionId], frozenset[TurnId]],
+    ) -> ToolResult:
 
         def refused(error: str) -> ToolResult:
             """Told to the model instead of running the tool: its own mistake to correct."""
@@ -730,6 +859,7 @@ class Engine:
             tool_name=declared.name,
             call_id=call_id,
             turn_id=turn.id,
+            session_id=session.id,
             running_sessions=inside[0],
             running_turns=inside[1],
         )
@@ -866,3 +996,39 @@ def _damaged(store: Store, problem: str) -> StoreError:
         "with 'host-sim fsck --store PATH'",
         path=None if path is None else str(path),
     )
+
+
+def _check_tags(tags: object) -> Mapping[str, str]:
+    """Tags as given to ``sessions.create``: a mapping of non-empty str keys to str values."""
+    if tags is None:
+        return {}
+    if not isinstance(tags, Mapping):
+        raise InvalidArgumentError(
+            f"tags must be a mapping of str to str, like {{'user': 'alice'}}, got {tags!r}",
+            argument="tags",
+            value=tags,
+        )
+    for key, value in tags.items():
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            raise InvalidArgumentError(
+                f"tags map non-empty str keys to str values; got {key!r}: {value!r}",
+                argument="tags",
+                value=tags,
+            )
+        for text in (key, value):
+            problem = _unstorable(text)
+            if problem is not None:
+                raise InvalidArgumentError(
+                    f"tag {key!r} holds text that cannot be stored ({problem})", argument="tags", value=tags
+                )
+    return dict(tags)
+
+
+def _delta(session_id: SessionId, turn_id: TurnId, text: str) -> Callable[[int, datetime], ReplyDelta]:
+    return lambda seq, at: ReplyDelta(seq=seq, at=at, session_id=session_id, turn_id=turn_id, text=text)
+
+
+def _no_log(store: Store) -> LogStore:
+    from ._integrator import MemoryLog
+
+    return MemoryLog(store)

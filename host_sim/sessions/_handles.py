@@ -10,10 +10,14 @@ is stamped with that actor, whatever task, thread or ``contextvars`` context sen
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, final, overload
 
+import attrs
+
 from modular_sdk import (
+    InvalidArgumentError,
     Agent,
     AgentHandle,
     AiMessage,
@@ -24,7 +28,6 @@ from modular_sdk import (
     AiSessionHandle,
     AiSessionLineage,
     AiTurnHandle,
-    InvalidArgumentError,
     Author,
     SessionId,
     TurnId,
@@ -190,6 +193,16 @@ class SessionHandle(metaclass=NoPublicConstructor):
         return self._state.record.metadata
 
     @property
+    def tags(self) -> Mapping[str, str]:
+        """The tags the session was created with (forks and spawns inherit them). Read-only."""
+        return self._state.record.tags
+
+    @property
+    def deleted_at(self) -> datetime | None:
+        """When ``host.sessions.delete`` deleted it (its content is gone); ``None`` otherwise."""
+        return self._state.deleted_at
+
+    @property
     def model(self) -> str:
         return self._state.record.model
 
@@ -260,6 +273,37 @@ class SessionHandle(metaclass=NoPublicConstructor):
         return f"<SessionHandle {self.id} {self.lineage.kind}>"
 
 
+@attrs.frozen(kw_only=True)
+class SessionPage:
+    """One page of ``host.sessions.list(...)``: ``sessions`` newest first; ``next`` is the
+    cursor of the following page (pass it as ``after=``), ``None`` on the last. Immutable."""
+
+    sessions: tuple[SessionHandle, ...]
+    next: str | None
+
+
+def encode_cursor(position: int) -> str:
+    return f"p{position}"
+
+
+def decode_cursor(cursor: object) -> int:
+    """The position a cursor from `SessionPage.next` names; `ValueError` naming it otherwise."""
+    if isinstance(cursor, str) and cursor.startswith("p") and cursor[1:].isdigit():
+        return int(cursor[1:])
+    raise ValueError(f"{cursor!r} is not a page cursor; pass the `next` of a SessionPage this host returned")
+
+
+
+def _check_list_tags(tags: object) -> Mapping[str, str]:
+    if tags is None:
+        return {}
+    if not isinstance(tags, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
+        raise InvalidArgumentError(
+            f"tags must map str to str, like {{'user': 'alice'}}, got {tags!r}", argument="tags", value=tags
+        )
+    return dict(tags)
+
+
 @final
 class AiSessionsImpl(metaclass=NoPublicConstructor):
     """The session catalogue (``host.sessions``, ``ctx.ai.sessions``).
@@ -280,12 +324,17 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         metadata: AiSessionDisplayMetadata | None = None,
         model: str | None = None,
         cwd: str | None = None,
+        tags: Mapping[str, str] | None = None,
         trace: str | None = None,
     ) -> SessionHandle:
         """A new, empty root session (``session.create`` hooks run first). With
         ``trace`` (a trace id from ``host.traces``; user handles only: a mod never names a
-        trace) the session works on that trace."""
-        state = await self._engine.create_root(metadata=metadata, model=model, cwd=cwd, actor=self._actor, trace_id=_trace_arg(trace, self._actor))
+        trace) the session works on that trace.
+
+        ``tags`` (str keys and values, like ``{"user": "alice"}``) are fixed at creation;
+        forks and spawns inherit them, and `list` filters by them.
+        """
+        state = await self._engine.create_root(metadata=metadata, model=model, cwd=cwd, actor=self._actor, trace_id=_trace_arg(trace, self._actor), tags=tags)
         return SessionHandle._create(self._engine, state, self._actor)
 
     async def get(self, session_id: str) -> SessionHandle:
@@ -302,10 +351,44 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         session, turn = await self._engine.load_turn(turn_id)
         return TurnHandle._create(self._engine, session, turn, self._actor)
 
-    async def list(self) -> list[SessionHandle]:
-        """Every session of the host, in creation order."""
-        self._engine.check_open("list sessions")
-        return [SessionHandle._create(self._engine, s, self._actor) for s in await self._engine.all_sessions()]
+    async def list(
+        self,
+        *,
+        tags: Mapping[str, str] | None = None,
+        roots_only: bool = False,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> SessionPage:
+        """A page of sessions, newest first: those whose tags include every one of ``tags``
+        (roots only with ``roots_only``), at most ``limit``, continuing after the cursor
+        ``after`` (a page's ``next``). Deleted sessions are left out. Served by an index: a
+        page costs what it returns, not the number of other sessions.
+        """
+        engine = self._engine
+        engine.check_open("list sessions")
+        checked = _check_list_tags(tags)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InvalidArgumentError(f"limit must be an int from 1 to 10000, got {limit!r}", argument="limit", value=limit)
+        if not isinstance(roots_only, bool):
+            raise InvalidArgumentError(f"roots_only must be True or False, got {roots_only!r}", argument="roots_only", value=roots_only)
+        try:
+            before = None if after is None else decode_cursor(after)
+        except ValueError as bad:
+            raise InvalidArgumentError(str(bad), argument="after", value=after) from None
+        records, last = await engine.log.page_sessions(checked, roots_only, limit, before)
+        sessions = tuple([SessionHandle._create(engine, await engine.load(r.id), self._actor) for r in records])
+        return SessionPage(sessions=sessions, next=None if last is None else encode_cursor(last))
+
+    async def delete(self, session_id: str) -> None:
+        """Delete a session: erase the content of its own turns (through ``lineage.forget``,
+        so turns elsewhere whose model read them go too) and of its command invocations, and
+        hide it from `list`. Its forks keep working; `get` still returns it, with
+        ``deleted_at`` set, so lineage stays walkable.
+        """
+        engine = self._engine
+        engine.check_open(f"delete session {session_id!r}")
+        state = await engine.load(session_id)
+        await engine.delete(state)
 
 
 @final

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
+from contextlib import AbstractAsyncContextManager
 from typing import Literal, final
 
 import anyio
@@ -15,6 +16,7 @@ import anyio.abc
 import attrs
 
 from modular_sdk import (
+    ActionDeniedError,
     AiPromptMessage,
     HostClosedError,
     InvalidArgumentError,
@@ -31,7 +33,7 @@ from ..models._echo import EchoModel
 from ..models._protocol import Model
 from ..stores._invariants import recover
 from ..stores._memory import MemoryStore
-from ..stores._protocol import Store
+from ..stores._protocol import LogStore, Store
 from ..stores._traces import TraceStore, recover_traces
 from ..traces._actions import ActionBook
 from ..traces._errors import TraceError
@@ -39,8 +41,12 @@ from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
 from ..traces._spool import SpoolConsumer
 from ..traces._types import PendingAction
+from ..stores._records import ErrorKind, Invocation, JobRecord
 from ._engine import Engine, ModTables, checked_now
+from ._events import CommandFinished, EventStream
 from ._explain import close_names
+from ._ids import new_invocation_id, new_job_id
+from ._integrator import Job, MemoryLog, ended, job_record
 from ._handles import (
     AiSessionsImpl,
     CommandContextImpl,
@@ -51,31 +57,10 @@ from ._handles import (
     tool_context,
 )
 from ._state import SessionState, history
+from ._submission import Submission
 from ._transcript import render_transcript
 
 __all__ = ["Completion", "EffectStatus", "Host", "Submission", "ViewResult"]
-
-
-@attrs.frozen(kw_only=True)
-class Submission:
-    """What ``host.submit`` (or ``host.run_command``) gives back. Immutable.
-
-    ``kind`` is ``"prompt"`` or ``"command"``; ``text`` is what the user sees (the reply,
-    or the command's output, or the error message); ``turn`` the prompt's turn (else
-    ``None``); ``error`` is set when the command or turn failed, and is never raised.
-    """
-
-    kind: Literal["prompt", "command"]
-    text: str
-    turn: TurnHandle | None = None
-    error: str | None = None
-    actions: tuple[PendingAction, ...] = ()  # what the turn's reply proposed, waiting for host.confirm
-    action_errors: tuple[str, ...] = ()  # <mod-action> tags that created no action, and why
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing failed."""
-        return self.error is None
 
 
 @attrs.frozen(kw_only=True)
@@ -175,6 +160,7 @@ class Host:
         self._sessions: AiSessionsImpl | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._effects: dict[tuple[str, str], EffectStatus] = {}
+        self._jobs: dict[str, Job] = {}  # jobs this host started (live objects)
         self._state: Literal["new", "open", "closed"] = "new"
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -193,10 +179,12 @@ class Host:
             mods.append(builtin_mod(self._builtin_tools, lambda: self._store))
         tables = ModTables.build(mods)
         await self._store.open()
+        log: LogStore = self._store if isinstance(self._store, LogStore) else MemoryLog(self._store)
         try:
             await recover(self._store, lambda: checked_now(self._clock))
             if isinstance(self._store, TraceStore):
                 await recover_traces(self._store)  # the trace index, when missing or stale
+            await log.interrupt_jobs(lambda: checked_now(self._clock))  # jobs a crash left running
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._store.close()
@@ -215,6 +203,7 @@ class Host:
             tool_context=tool_context,
         )
         graph._applied = engine.apply_erasure
+        engine.log = log
         self._engine, self._lineage = engine, graph
         linker = TraceLinker(self._store, lambda: checked_now(self._clock))
         engine.link_session, engine.report_output = linker.link_session, linker.report_output
@@ -257,6 +246,7 @@ class Host:
             with anyio.CancelScope(shield=True):
                 if self._engine is not None:
                     await self._engine.close()
+                    self._engine.events.close()  # subscribers read what is left, then stop
                 await self._store.close()
         return None
 
@@ -338,16 +328,28 @@ class Host:
             raise InvalidArgumentError(
                 f"submit() takes the typed text as a str, got {text!r}", argument="text", value=text
             )
+        if text == "/" or not text.strip():
+            message = (
+                "type a command name after '/', like '/help'"
+                if text == "/"
+                else f"there is nothing to send in {text!r}; type a prompt or a /command"
+            )
+            kind: Literal["prompt", "command"] = "command" if text == "/" else "prompt"
+            return Submission(kind=kind, text=message, error=message, error_kind="invalid_input")
         if text.startswith("/"):
             return await self._slash(engine, state, text)
         try:
             turn = await engine.send(state, AiPromptMessage(text=text), None)
-        except ModularError as exc:  # denied, refused text, a store that failed the write...
-            return Submission(kind="prompt", text=str(exc), error=str(exc))
+        except ActionDeniedError as denied:
+            return Submission(kind="prompt", text=str(denied), error=str(denied), error_kind="denied")
+        except InvalidArgumentError as bad:  # text that cannot be stored
+            return Submission(kind="prompt", text=str(bad), error=str(bad), error_kind="invalid_input")
+        except ModularError as exc:  # a store that failed the write, a closed host...
+            return Submission(kind="prompt", text=str(exc), error=str(exc), error_kind="model_failed")
         handle = TurnHandle._create(engine, state, turn, None)
         if turn.status != "completed":
             message = f"turn {turn.ordinal} failed: {turn.error}"
-            return Submission(kind="prompt", text=message, turn=handle, error=message)
+            return Submission(kind="prompt", text=message, turn=handle, error=message, error_kind=turn.failure)
         return self._proposed(Submission(kind="prompt", text=turn.reply or "", turn=handle), turn.id)
 
     async def _slash(self, engine: Engine, state: SessionState, text: str) -> Submission:
@@ -365,7 +367,9 @@ class Host:
             if close:
                 message += "; did you mean " + " or ".join(f"'/{c}'" for c in close) + "?"
             message += f" (commands: {', '.join('/' + c for c in known) or 'none loaded'})"
-            return Submission(kind="command", text=message, error=message)
+            if name in engine.tables.palette:
+                message += f"; {name!r} is a palette command: run it with host.run_command({name!r})"
+            return Submission(kind="command", text=message, error=message, error_kind="unknown_command")
         mod, declared = entry
         return await self._command(
             engine,
@@ -386,7 +390,7 @@ class Host:
             close = close_names(command_id, known)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             message = f"unknown palette command {command_id!r}{hint} (commands: {', '.join(map(repr, known)) or 'none loaded'})"
-            return Submission(kind="command", text=message, error=message)
+            return Submission(kind="command", text=message, error=message, error_kind="unknown_command")
         mod, declared = entry
         return await self._command(engine, mod, declared.id, repr(declared.id), declared.run, None, None)
 
@@ -400,12 +404,74 @@ class Host:
         state: SessionState | None,
         argument: str | None,
     ) -> Submission:
+        invocation = Invocation(
+            id=new_invocation_id(),
+            session_id=None if state is None else state.id,
+            mod_id=mod.id,
+            command_id=command_id,
+            argument=argument,
+            author=USER,
+            started_at=engine.now(),
+            position=0 if state is None else state.next_ordinal,
+        )
+        with engine.tracked():  # the host waits for this command's record before closing its store
+            return await self._logged_command(engine, mod, command_id, label, run, state, argument, invocation)
+
+    async def _logged_command(
+        self,
+        engine: Engine,
+        mod: Mod,
+        command_id: str,
+        label: str,
+        run: Callable[..., object],
+        state: SessionState | None,
+        argument: str | None,
+        invocation: Invocation,
+    ) -> Submission:
+        with anyio.CancelScope(shield=True):  # a started write always finishes
+            await engine.log.begin_invocation(invocation)
+        submission = Submission(kind="command", text="", error="cancelled before it finished", error_kind="handler_failed")
+        try:
+            submission = await self._run_command(engine, mod, command_id, label, run, state, argument)
+        finally:
+            done = attrs.evolve(
+                invocation,
+                finished_at=engine.now(),
+                text=submission.text,
+                error=submission.error,
+                error_kind=submission.error_kind,
+            )
+            with anyio.CancelScope(shield=True):
+                await engine.log.finish_invocation(done)
+            engine.events.publish(
+                lambda seq, at: CommandFinished(
+                    seq=seq,
+                    at=at,
+                    invocation_id=done.id,
+                    session_id=done.session_id,
+                    command_id=command_id,
+                    text=done.text or "",
+                    error=done.error,
+                )
+            )
+        return submission
+
+    async def _run_command(
+        self,
+        engine: Engine,
+        mod: Mod,
+        command_id: str,
+        label: str,
+        run: Callable[..., object],
+        state: SessionState | None,
+        argument: str | None,
+    ) -> Submission:
         try:
             await engine.before(f"command:{command_id}", None if state is None else state.id, USER, owner=mod)
         except ModularError as denied:
-            return Submission(kind="command", text=str(denied), error=str(denied))
+            return Submission(kind="command", text=str(denied), error=str(denied), error_kind="denied")
         if state is not None:
-            frame = HandlerFrame(mod_id=mod.id, kind="command", command_id=command_id)
+            frame = HandlerFrame(mod_id=mod.id, kind="command", command_id=command_id, session_id=state.id)
             ctx: object = SlashCommandContextImpl._create(engine=engine, session=state, frame=frame)
             args: tuple[object, ...] = (argument, ctx)
         else:
@@ -415,7 +481,8 @@ class Host:
         try:
             value = await call_handler(f"command {label} of mod {mod.id!r}", run, args, timeout=self._handler_timeout)
         except HandlerFailed as failed:
-            return Submission(kind="command", text=failed.reason, error=failed.reason)
+            kind: ErrorKind = "timeout" if failed.timed_out else "handler_failed"
+            return Submission(kind="command", text=failed.reason, error=failed.reason, error_kind=kind)
         return Submission(kind="command", text="" if value is None else str(value))
 
     def completions(self, text: str) -> list[Completion]:
@@ -463,6 +530,95 @@ class Host:
         """The session's history as text, authors and notifications marked."""
         state = await self._session(session)
         return render_transcript(history(state), state.id)
+
+
+    # -- the integrator's surface (API.md section 12) --------------------------------------
+
+    def subscribe(self, *, buffer: int = 1000) -> AbstractAsyncContextManager[EventStream]:
+        """Watch the host live: ``async with host.subscribe() as events: async for event in events``.
+
+        Yields every `HostEvent` published after subscribing, each with a per-host ``seq``
+        and ``at``; events of one session come in the order they happened. A subscriber
+        never slows the host: it keeps at most ``buffer`` unread events, and when it falls
+        further behind the oldest are dropped and it reads one ``lagged`` event saying how
+        many. Iteration ends when the host closes.
+        """
+        return self._open().events.subscribe(buffer)
+
+    async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
+        """Accept what `submit` accepts and return at once a running `Job` the host owns.
+
+        The job runs in the host's task group: cancelling the caller does not cancel it;
+        closing the host does, and records it ``interrupted``. Jobs are durable records
+        (with a `LogStore`): a reopened host lists them in `jobs`.
+        """
+        engine = self._open()
+        state = await self._session(session)
+        if not isinstance(text, str):
+            raise InvalidArgumentError(f"start() takes the typed text as a str, got {text!r}", argument="text", value=text)
+        record = job_record(new_job_id(), state.id, text, engine.now)
+        await engine.log.save_job(record)
+        job = Job._create(record, None)
+        self._jobs[record.id] = job
+        assert self._task_group is not None
+        self._task_group.start_soon(self._run_job, engine, job, record)
+        return job
+
+    async def _run_job(self, engine: Engine, job: Job, record: JobRecord) -> None:
+        try:
+            submission = await self.submit(record.session_id, record.text)
+        except BaseException:
+            interrupted = attrs.evolve(
+                record, status="interrupted", finished_at=engine.now(), error="the host closed before the job finished"
+            )
+            with anyio.CancelScope(shield=True):
+                await engine.log.save_job(interrupted)
+            job._end(interrupted, None)
+            raise
+        finished = ended(record, submission, engine.now())
+        with anyio.CancelScope(shield=True):
+            await engine.log.save_job(finished)
+        job._end(finished, submission)
+
+    async def jobs(self) -> list[Job]:
+        """Every job of this host's store, in the order they were started (this host's live ones included)."""
+        engine = self._open()
+        return [self._jobs.get(r.id) or Job._create(r, None) for r in await engine.log.list_jobs()]
+
+    async def log(self, session: SessionHandle | SessionId | str) -> list[TurnHandle | Invocation]:
+        """The session's turns (inherited ones included) and command invocations, in the order they started."""
+        engine = self._open()
+        state = await self._session(session)
+        turns = [TurnHandle._create(engine, state, t, None) for t in history(state)]
+        invocations = sorted(await engine.log.invocations_of(state.id), key=lambda i: i.position)
+        out: list[TurnHandle | Invocation] = []
+        index = 0
+        for turn in turns:
+            while index < len(invocations) and invocations[index].position <= turn.ordinal:
+                out.append(invocations[index])
+                index += 1
+            out.append(turn)
+        out += invocations[index:]
+        return out
+
+    async def notifications(
+        self, *, session: SessionHandle | SessionId | str | None = None, unread_only: bool = True
+    ) -> list[TurnHandle]:
+        """The notification turns (of one session, or of every session), oldest first; read ones
+        are left out unless ``unread_only=False``. Read state is durable (`mark_read`)."""
+        engine = self._open()
+        session_id = None if session is None else (await self._session(session)).id
+        handles: list[TurnHandle] = []
+        for record in await engine.log.notification_turns(session_id, unread_only):
+            state, turn = await engine.load_turn(record.id)
+            handles.append(TurnHandle._create(engine, state, turn, None))
+        return handles
+
+    async def mark_read(self, turn_id: str) -> None:
+        """Remember that the user read this notification (a turn id or message id)."""
+        engine = self._open()
+        _, turn = await engine.load_turn(turn_id)
+        await engine.log.mark_read(turn.id, engine.now())
 
 
     # -- traces and actions (API.md section 9) ------------------------------------------

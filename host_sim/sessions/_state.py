@@ -22,7 +22,7 @@ from modular_sdk import AiMessage, AiNotificationMessage, AiRunnerId, Author, Se
 
 from ..lineage._types import LineageArtifact
 from ..models._protocol import HistoryEntry
-from ..stores._records import SessionRecord, TurnRecord
+from ..stores._records import ErrorKind, SessionRecord, TurnRecord
 
 __all__ = [
     "HistoryView",
@@ -56,6 +56,7 @@ class TurnState:
     done: anyio.Event | None = None
     artifact: LineageArtifact | None = None  # the branched_from artifact of forks made here
     completed_before: int = 0  # completed turns before it in its session's history
+    failure: ErrorKind | None = None  # why it failed, for Submission.error_kind (not stored)
 
     def record(self) -> TurnRecord:
         return TurnRecord(
@@ -109,6 +110,7 @@ class SessionState:
     own: list[TurnState] | None = None
     entries: list[HistoryEntry] | None = None
     last_completed: TurnState | None = None  # the last turn completed *and* durable
+    deleted_at: datetime | None = None
     queue: anyio.Lock | None = None  # FIFO of sends: the holder runs the session's one turn
 
     @property

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import bisect
+from array import array
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from collections.abc import Sequence
 from typing import Literal, final
 
 import attrs
@@ -14,7 +15,7 @@ from modular_sdk import SessionId, TurnId
 from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION
-from ._records import SessionRecord, StoredState, TurnRecord
+from ._records import Invocation, JobRecord, SessionRecord, StoredState, TurnRecord
 from ._traces import (
     INDEX_ORDER,
     TRACE_INDEX_VERSION,
@@ -56,12 +57,21 @@ class MemoryStore:
     """
 
     __slots__ = (
+        "_all",
         "_by_artifact",
+        "_by_tag",
+        "_deleted",
+        "_invocations",
+        "_jobs",
+        "_reads",
+        "_roots",
         "_by_message",
         "_children",
         "_edges",
         "_in",
         "_index_version",
+        "_invocations_of",
+        "_notifications",
         "_nodes",
         "_open",
         "_out",
@@ -89,6 +99,17 @@ class MemoryStore:
         self._by_artifact: dict[tuple[str, str], dict[_Pair, None]] = {}
         self._index_version: int | None = INDEX_VERSION
         self._tr = _Traces()  # TraceStore: traces, their index, actions, applied spool events
+        # Listing indexes: ids in creation order with their positions (1-based, in _all) in a
+        # parallel array, so a page is a bisect and a walk (a few bytes per session).
+        self._all: list[SessionId] = []
+        self._roots: tuple[list[SessionId], array[int]] = ([], array("q"))
+        self._by_tag: dict[tuple[str, str], tuple[list[SessionId], array[int]]] = {}
+        self._deleted: dict[SessionId, datetime] = {}
+        self._invocations: dict[str, Invocation] = {}
+        self._invocations_of: dict[SessionId, list[str]] = {}
+        self._jobs: dict[str, JobRecord] = {}
+        self._reads: dict[TurnId, datetime] = {}
+        self._notifications: list[TurnId] = []
 
     def __repr__(self) -> str:
         return f"<MemoryStore {len(self._sessions)} sessions, {len(self._turns)} turns, {len(self._edges)} edges>"
@@ -112,6 +133,15 @@ class MemoryStore:
                 "create a new session instead"
             )
         self._sessions[record.id] = record
+        self._all.append(record.id)
+        position = len(self._all)
+        if record.lineage.kind == "root":
+            self._roots[0].append(record.id)
+            self._roots[1].append(position)
+        for pair in record.tags.items():
+            ids, positions = self._by_tag.setdefault(pair, ([], array("q")))
+            ids.append(record.id)
+            positions.append(position)
         if record.lineage.kind != "root":
             self._children.setdefault(record.lineage.parent_session_id, []).append(record.id)
         if record.trigger_turn_id is not None:
@@ -141,6 +171,8 @@ class MemoryStore:
             turns.sort(key=lambda t: t.ordinal)
         self._by_message.setdefault(record.message_id, record.id)
         self._running[record.id] = None
+        if record.message.type == "notification":
+            self._notifications.append(record.id)
 
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record."""
@@ -207,6 +239,103 @@ class MemoryStore:
             own[bisect.bisect_left(own, turn.ordinal, key=_ordinal)] = turn
         for edge in edges:
             self._put_edge(edge)
+
+    # -- the integrator's log (LogStore) --------------------------------------------------
+
+    async def begin_invocation(self, record: Invocation) -> None:
+        self._check_open()
+        if record.id in self._invocations:
+            raise StoreError(f"invocation {record.id!r} is already stored; an invocation begins once")
+        self._invocations[record.id] = record
+        if record.session_id is not None:
+            self._invocations_of.setdefault(record.session_id, []).append(record.id)
+
+    async def finish_invocation(self, record: Invocation) -> None:
+        self._check_open()
+        old = self._invocations.get(record.id)
+        if old is None or old.finished_at is not None or record.finished_at is None:
+            raise StoreError(f"cannot finish invocation {record.id!r}: only a started invocation finishes, once")
+        self._invocations[record.id] = record
+
+    async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
+        self._check_open()
+        return tuple(self._invocations[i] for i in self._invocations_of.get(session_id, ()))
+
+    async def save_job(self, record: JobRecord) -> None:
+        self._check_open()
+        self._jobs[record.id] = record
+
+    async def list_jobs(self) -> Sequence[JobRecord]:
+        self._check_open()
+        return tuple(self._jobs.values())
+
+    async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
+        self._check_open()
+        running = [j for j in self._jobs.values() if j.status == "running"]
+        at = now() if running else None
+        for job in running:
+            self._jobs[job.id] = attrs.evolve(
+                job, status="interrupted", finished_at=at, error="the host closed before the job finished"
+            )
+        return len(running)
+
+    async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
+        self._check_open()
+        if turn_id not in self._turns:
+            raise StoreError(f"no turn {turn_id!r} is stored; mark a stored notification read")
+        self._reads.setdefault(turn_id, at)
+
+    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
+        self._check_open()
+        if session_id is not None:
+            candidates: Sequence[TurnRecord] = [
+                t for t in self._turns_of.get(session_id, ()) if t.message.type == "notification"
+            ]
+        else:
+            candidates = [self._turns[t] for t in self._notifications]
+        return tuple(t for t in candidates if not (unread_only and t.id in self._reads))
+
+    async def page_sessions(
+        self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
+    ) -> tuple[Sequence[SessionRecord], int | None]:
+        self._check_open()
+        end = len(self._all) if before is None else before - 1  # positions below ``before``
+        lists = [self._by_tag.get(pair, ([], array("q"))) for pair in tags.items()]
+        if lists or roots_only:
+            ids, positions = min(lists, key=lambda pair: len(pair[0])) if lists else self._roots
+            start = bisect.bisect_right(positions, end)
+        else:
+            ids, positions, start = self._all, array("q"), min(end, len(self._all))
+        page: list[SessionRecord] = []
+        last = 0
+        for index in range(start - 1, -1, -1):
+            session_id = ids[index]
+            record = self._sessions[session_id]
+            if session_id in self._deleted or (roots_only and record.lineage.kind != "root"):
+                continue
+            if any(record.tags.get(k) != v for k, v in tags.items()):
+                continue
+            if len(page) == limit:
+                return tuple(page), last
+            page.append(record)
+            last = positions[index] if positions else index + 1
+        return tuple(page), None
+
+    async def delete_session(self, session_id: SessionId, at: datetime) -> None:
+        self._check_open()
+        if session_id not in self._sessions:
+            raise StoreError(f"no session {session_id!r} is stored")
+        self._deleted.setdefault(session_id, at)
+        for invocation_id in self._invocations_of.get(session_id, ()):
+            old = self._invocations[invocation_id]
+            if old.erased_at is None:
+                self._invocations[invocation_id] = attrs.evolve(
+                    old, argument=None, text=None if old.text is None else "", error=None if old.error is None else "", erased_at=at
+                )
+
+    async def deleted_at(self, session_id: SessionId) -> datetime | None:
+        self._check_open()
+        return self._deleted.get(session_id)
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -96,7 +96,8 @@ CREATE TABLE host_sim.sessions (
     created_at text NOT NULL,
     agent_id text,
     trigger_turn_id text,
-    parent_session_id text
+    parent_session_id text,
+    tags text
 );
 CREATE INDEX sessions_by_parent ON host_sim.sessions (parent_session_id, seq) WHERE parent_session_id IS NOT NULL;
 CREATE INDEX sessions_by_trigger_turn ON host_sim.sessions (trigger_turn_id, seq) WHERE trigger_turn_id IS NOT NULL;
@@ -170,7 +171,7 @@ CREATE TRIGGER turns_are_never_truncated BEFORE TRUNCATE ON host_sim.turns
     FOR EACH STATEMENT EXECUTE FUNCTION host_sim.refuse('turn records are never deleted');
 """
 
-_SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata"}))
+_SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
 _TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))

@@ -9,15 +9,16 @@ reads what it touches. This is the shape a database shared by several hosts need
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final, Literal, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Final, Literal, Protocol, runtime_checkable
 
-from modular_sdk import SessionId
+from modular_sdk import SessionId, TurnId
 
 from ..lineage._types import LineageEdge, SessionNode
-from ._records import SessionRecord, StoredState, TurnRecord
+from ._records import Invocation, JobRecord, SessionRecord, StoredState, TurnRecord
 
-__all__ = ["INDEX_VERSION", "Store"]
+__all__ = ["INDEX_VERSION", "LogStore", "Store"]
 
 INDEX_VERSION: Final = 1
 """How the derived index is built from the records; a store whose index was built another
@@ -144,4 +145,64 @@ class Store(Protocol):
 
     async def read_all(self) -> StoredState:
         """Everything the store holds (for checks, repair and export: it reads every row)."""
+        ...
+
+
+@runtime_checkable
+class LogStore(Protocol):
+    """What a store keeps for an integrator beside sessions and turns (API.md section 12).
+
+    Command invocations, host-owned jobs, notification read state, deletions, and listing
+    sessions by tag, newest first, a page at a time (served by an index: a page costs what
+    it returns, never the number of unrelated sessions). `MemoryStore` and `SqliteStore`
+    implement it; a host on a store that does not keeps these in memory only (lost on
+    close) and says so in ``host.log``'s and ``host.jobs``'s docstrings.
+    """
+
+    async def begin_invocation(self, record: Invocation) -> None:
+        """Write a command invocation that starts (no ``finished_at``)."""
+        ...
+
+    async def finish_invocation(self, record: Invocation) -> None:
+        """Replace a started invocation by its finished record (same id)."""
+        ...
+
+    async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
+        """A session's invocations, in the order they started."""
+        ...
+
+    async def save_job(self, record: JobRecord) -> None:
+        """Write a job record (a running job, then its end: same id replaced)."""
+        ...
+
+    async def list_jobs(self) -> Sequence[JobRecord]:
+        """Every job, in the order they were started."""
+        ...
+
+    async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
+        """Mark every ``running`` job ``interrupted`` at ``now()`` (its host closed or crashed); how many."""
+        ...
+
+    async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
+        """Remember that the user read this notification turn (again: no change)."""
+        ...
+
+    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
+        """Notification turns (of one session, or of all), oldest first; ``unread_only`` skips read ones."""
+        ...
+
+    async def page_sessions(
+        self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
+    ) -> tuple[Sequence[SessionRecord], int | None]:
+        """Live (not deleted) sessions whose tags include ``tags``, newest first, at most
+        ``limit``, older than position ``before``; and the position to pass for the next page
+        (``None`` on the last)."""
+        ...
+
+    async def delete_session(self, session_id: SessionId, at: datetime) -> None:
+        """Hide a session from listing and erase its invocations' text, in one transaction."""
+        ...
+
+    async def deleted_at(self, session_id: SessionId) -> datetime | None:
+        """When the session was deleted, or ``None``."""
         ...

@@ -45,7 +45,7 @@ import functools
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Final, Literal, TypeVar, final
@@ -70,7 +70,7 @@ from modular_sdk._json import structure, unstructure
 from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError, StoreLockedError
 from ._protocol import INDEX_VERSION
-from ._records import SessionRecord, StoredState, TurnRecord
+from ._records import Invocation, JobRecord, SessionRecord, StoredState, TurnRecord
 from ._traces import (
     TRACE_INDEX_VERSION,
     ActionOutcomeRecord,
@@ -145,6 +145,54 @@ BEGIN SELECT RAISE(ABORT, 'a session record is never deleted'); END;
 """
 
 _COLUMNS_3: Final = "ALTER TABLE sessions ADD COLUMN trigger_turn_id TEXT;\nALTER TABLE turns ADD COLUMN erased_at TEXT;\n"
+
+# Version 3, the integrator's log (API.md section 12): tags fixed at creation (and their
+# index, derived: position is the session's rowid, so a page is a range of one index),
+# deletions, command invocations, jobs, notification read state.
+_LOG_3: Final = """
+ALTER TABLE sessions ADD COLUMN tags TEXT;
+CREATE TABLE session_tags (
+    session_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    PRIMARY KEY (key, value, position)
+);
+CREATE INDEX sessions_by_kind ON sessions (json_extract(lineage, '$.kind'));
+CREATE TABLE deletions (session_id TEXT PRIMARY KEY, deleted_at TEXT NOT NULL);
+CREATE TABLE invocations (
+    id TEXT PRIMARY KEY,
+    session_id TEXT,
+    mod_id TEXT NOT NULL,
+    command_id TEXT NOT NULL,
+    argument TEXT,
+    author TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    text TEXT,
+    error TEXT,
+    error_kind TEXT,
+    position INTEGER NOT NULL,
+    erased_at TEXT
+);
+CREATE INDEX invocations_by_session ON invocations (session_id) WHERE session_id IS NOT NULL;
+CREATE TABLE jobs (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    finished_at TEXT,
+    kind TEXT,
+    result TEXT,
+    error TEXT,
+    error_kind TEXT,
+    turn_id TEXT
+);
+CREATE INDEX jobs_running ON jobs (status) WHERE status = 'running';
+CREATE TABLE reads (turn_id TEXT PRIMARY KEY, read_at TEXT NOT NULL);
+CREATE INDEX turns_notifications ON turns (session_id, ordinal) WHERE json_extract(message, '$.type') = 'notification';
+"""
 
 # Traces (API.md section 9, stores/_traces.py): append-only records that triggers keep
 # unchanged, the derived trace index, proposed actions and their one outcome, and applied
@@ -231,6 +279,7 @@ CREATE TABLE edges (
     + _RECORD_TRIGGERS
     + _COLUMNS_3
     + _VERSION_3
+    + _LOG_3
     + _TRACES
 )
 
@@ -247,7 +296,7 @@ _UPGRADE_FROM_1: Final = (
 
 # Version 2 read everything at open; version 3 reads by key. The index was built by an
 # older host: leaving index_version unset makes the next host rebuild it once.
-_UPGRADE_FROM_2: Final = _COLUMNS_3 + _VERSION_3 + _TRACES + "UPDATE meta SET value = '3' WHERE key = 'schema_version';\n"
+_UPGRADE_FROM_2: Final = _COLUMNS_3 + _VERSION_3 + _LOG_3 + _TRACES + "UPDATE meta SET value = '3' WHERE key = 'schema_version';\n"
 
 
 def _script(sql: str) -> list[str]:
@@ -316,6 +365,7 @@ class _Table:
         data = {
             c: json.loads(v) if c in self.json_columns and isinstance(v, str) else v
             for c, v in zip(self.columns, row, strict=True)
+            if not (v is None and c in _NULL_IS_DEFAULT)  # a column added later: NULL in older rows
         }
         return structure(data, self.record)
 
@@ -380,7 +430,11 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
         return None
 
 
-_SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata"}))
+_NULL_IS_DEFAULT: Final = frozenset({"tags"})
+
+_SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
+_INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
+_JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
 _TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
@@ -395,12 +449,23 @@ _ACTIONS: Final = _Table("actions", ActionRecord, ("id",), frozenset({"payload"}
 _ACTION_OUTCOMES: Final = _Table("action_outcomes", ActionOutcomeRecord, ("action_id",), frozenset())
 _INDEX_ROW: Final = "INSERT OR IGNORE INTO trace_index (kind, key, trace_id) "
 _TRACE_TABLES: Final = (_TRACE_RECORDS, _TRACE_TASKS, _TRACE_LINKS, _TRACE_OUTPUTS, _TRACE_COMMITS, _TRACE_INDEX, _ACTIONS, _ACTION_OUTCOMES)
+_LOG_TABLES: Final = (_INVOCATIONS, _JOBS)  # version 3: absent from a store a reader finds older
 assert _TURNS.columns == (
     "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
     "reply", "error", "started_at", "finished_at", "erased_at",
 ), "_turn_fast reads the turns columns in this order"  # fmt: skip
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
+
+_TAG_ROW: Final = (
+    "INSERT INTO session_tags (session_id, key, value, position) "
+    "VALUES (?, ?, ?, (SELECT rowid FROM sessions WHERE id = ?))"
+)
+_REBUILD_TAGS: Final = (
+    "INSERT INTO session_tags (session_id, key, value, position) "
+    "SELECT s.id, j.key, j.value, s.rowid FROM sessions s, json_each(s.tags) j WHERE s.tags IS NOT NULL"
+)
+_LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
 _ERASE_TURN: Final = (
     "UPDATE turns SET message = ?, reply = ?, erased_at = ? "
@@ -469,6 +534,7 @@ class SqliteStore:
         "_immutable_stat",
         "_lock",
         "_lock_file",
+        "_absent_tables",
         "_missing",
         "_path",
         "_read_only",
@@ -486,6 +552,7 @@ class SqliteStore:
         self._batch = _Batch()
         self._missing: frozenset[str] = frozenset()  # "table.column"s an older schema lacks (readers)
         self._has_traces = False  # TraceStore: the trace tables exist (a reader may find them absent)
+        self._absent_tables: frozenset[str] = frozenset()
 
     def __repr__(self) -> str:
         state = "open" if self._conn is not None else "closed"
@@ -544,6 +611,10 @@ class SqliteStore:
         ]
         if edge is not None:
             steps.append(_Step(_EDGES.upsert, _EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
+        steps += [
+            _Step(_TAG_ROW, (record.id, key, value, record.id), f"cannot index tag {key!r} of session {record.id!r}")
+            for key, value in record.tags.items()
+        ]
         return steps
 
     async def begin_turn(self, record: TurnRecord) -> None:
@@ -594,6 +665,7 @@ class SqliteStore:
         steps = [_Step("DELETE FROM nodes", (), ""), _Step("DELETE FROM edges", (), "")]
         steps += [_Step(_NODES.insert, _NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
         steps += [_Step(_EDGES.insert, _EDGES.row(e), "cannot write an edge") for e in edges]
+        steps += [_Step("DELETE FROM session_tags", (), ""), _Step(_REBUILD_TAGS, (), "cannot index tags")]
         steps.append(_Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
         await self._transact(steps)
 
@@ -617,6 +689,135 @@ class SqliteStore:
         steps += [_Step(_EDGES.upsert, _EDGES.row(e), "cannot rewrite an edge") for e in edges]
         await self._transact(steps)
         await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
+
+    # -- the integrator's log (LogStore) --------------------------------------------------
+
+    async def begin_invocation(self, record: Invocation) -> None:
+        await self._transact(
+            [_Step(_INVOCATIONS.insert, _INVOCATIONS.row(record), f"invocation {record.id!r} is already stored")]
+        )
+
+    async def finish_invocation(self, record: Invocation) -> None:
+        if record.finished_at is None:
+            raise self._fail(f"cannot finish invocation {record.id!r} without finished_at", "pass its finished record")
+        row = dict(zip(_INVOCATIONS.columns, _INVOCATIONS.row(record), strict=True))
+        await self._transact(
+            [
+                _Step(
+                    "UPDATE invocations SET finished_at = ?, text = ?, error = ?, error_kind = ? "
+                    "WHERE id = ? AND finished_at IS NULL",
+                    (row["finished_at"], row["text"], row["error"], row["error_kind"], record.id),
+                    f"invocation {record.id!r} is not a started invocation of this store; it finishes once",
+                    "change",
+                )
+            ]
+        )
+
+    async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
+        if "invocations.id" in self._missing:
+            return ()
+        return await self._records(_INVOCATIONS, Invocation, "WHERE session_id = ? ORDER BY rowid", (session_id,))
+
+    async def save_job(self, record: JobRecord) -> None:
+        await self._transact([_Step(_JOBS.upsert, _JOBS.row(record), f"cannot write job {record.id!r}")])
+
+    async def list_jobs(self) -> Sequence[JobRecord]:
+        if "jobs.id" in self._missing:
+            return ()
+        return await self._records(_JOBS, JobRecord, "ORDER BY rowid", ())
+
+    async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
+        running = await self._records(_JOBS, JobRecord, "WHERE status = 'running' ORDER BY rowid", ())
+        if running:
+            at = now()
+            await self._transact(
+                [
+                    _Step(
+                        _JOBS.upsert,
+                        _JOBS.row(
+                            attrs.evolve(
+                                job, status="interrupted", finished_at=at, error="the host closed before the job finished"
+                            )
+                        ),
+                        f"cannot write job {job.id!r}",
+                    )
+                    for job in running
+                ]
+            )
+        return len(running)
+
+    async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
+        await self._transact(
+            [
+                _Step("SELECT 1 FROM turns WHERE id = ?", (turn_id,), f"no turn {turn_id!r} is stored", "row"),
+                _Step("INSERT OR IGNORE INTO reads (turn_id, read_at) VALUES (?, ?)", (turn_id, at.isoformat()), ""),
+            ]
+        )
+
+    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
+        where = "WHERE json_extract(message, '$.type') = 'notification'"
+        params: tuple[object, ...] = ()
+        if session_id is not None:
+            where += " AND session_id = ?"
+            params = (session_id,)
+        if unread_only and "reads" not in self._absent_tables:
+            where += " AND id NOT IN (SELECT turn_id FROM reads)"
+        order = " ORDER BY ordinal" if session_id is not None else " ORDER BY rowid"
+        return await self._records(_TURNS, TurnRecord, where + order, params)
+
+    async def page_sessions(
+        self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
+    ) -> tuple[Sequence[SessionRecord], int | None]:
+        bound = (1 << 62) if before is None else before
+        columns = ", ".join(f"NULL AS {c}" if f"sessions.{c}" in self._missing else f"s.{c}" for c in _SESSIONS.columns)
+        roots = " AND json_extract(s.lineage, '$.kind') = 'root'" if roots_only else ""
+        live = "" if "deletions" in self._absent_tables else f" AND {_LIVE}"
+        pairs = list(tags.items())
+        if pairs:
+            (key, value), rest = pairs[0], pairs[1:]
+            also = "".join(
+                " AND EXISTS (SELECT 1 FROM session_tags o WHERE o.key = ? AND o.value = ? AND o.position = t.position)"
+                for _ in rest
+            )
+            sql = (
+                f"SELECT {columns}, t.position FROM session_tags t JOIN sessions s ON s.rowid = t.position "
+                f"WHERE t.key = ? AND t.value = ? AND t.position < ?{also}{roots}{live} "
+                "ORDER BY t.position DESC LIMIT ?"
+            )
+            params: tuple[object, ...] = (key, value, bound, *(x for pair in rest for x in pair), limit + 1)
+        else:
+            sql = (
+                f"SELECT {columns}, s.rowid FROM sessions s WHERE s.rowid < ?{roots}{live} "
+                "ORDER BY s.rowid DESC LIMIT ?"
+            )
+            params = (bound, limit + 1)
+        rows = await self._query(sql, params)
+        records = [self._decode(_SESSIONS, SessionRecord, row[:-1]) for row in rows[:limit]]
+        last = rows[limit - 1][-1] if len(rows) > limit else None
+        return tuple(records), last if isinstance(last, int) else None
+
+    async def delete_session(self, session_id: SessionId, at: datetime) -> None:
+        stamp = at.isoformat()
+        await self._transact(
+            [
+                _Step("SELECT 1 FROM sessions WHERE id = ?", (session_id,), f"no session {session_id!r} is stored", "row"),
+                _Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
+                _Step(
+                    "UPDATE invocations SET argument = NULL, text = CASE WHEN text IS NULL THEN NULL ELSE '' END, "
+                    "error = CASE WHEN error IS NULL THEN NULL ELSE '' END, erased_at = ? "
+                    "WHERE session_id = ? AND erased_at IS NULL",
+                    (stamp, session_id),
+                    "",
+                ),
+            ]
+        )
+        await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
+
+    async def deleted_at(self, session_id: SessionId) -> datetime | None:
+        if "deletions" in self._absent_tables:
+            return None
+        rows = await self._query("SELECT deleted_at FROM deletions WHERE session_id = ?", (session_id,))
+        return _time(rows[0][0]) if rows else None
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -1259,10 +1460,14 @@ class SqliteStore:
         self._prepare_traces(conn)
         self._missing = frozenset(
             f"{table.name}.{column}"
-            for table in _TABLES
+            for table in (*_TABLES, *_LOG_TABLES)
             for present in [{row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}]
             for column in table.columns
             if column not in present
+        )
+        self._absent_tables = frozenset(
+            {"reads", "deletions", "session_tags"}
+            - {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         )
         if not self._read_only:
             conn.execute("PRAGMA synchronous = FULL")

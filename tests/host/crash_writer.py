@@ -206,12 +206,23 @@ class _Writer:
             self.ack(ack)
 
 
+async def all_sessions(host: Host) -> list[SessionHandle]:
+    """Every session of the store, oldest first (listing pages newest first)."""
+    out: list[SessionHandle] = []
+    page = await host.sessions.list(limit=1000)
+    out += page.sessions
+    while page.next is not None:
+        page = await host.sessions.list(limit=1000, after=page.next)
+        out += page.sessions
+    return out[::-1]
+
+
 async def write_until_killed(path: str, seed: int, workers: int) -> None:
     """Open a host on ``path`` and write forever, acknowledging each operation on stdout."""
     print(Ack(op="start").line(), flush=True)
     rng = random.Random(seed)
     async with Host(mods=[spawner], model=ScriptedModel(_respond), store=SqliteStore(path)) as host:
-        sessions = await host.sessions.list()
+        sessions = await all_sessions(host)
         forkable = [s for s in sessions if s.lineage.kind == "fork"]
         completed: list[AiTurnHandle] = []
         for session in rng.sample(sessions, min(10, len(sessions))):  # a few turns of earlier runs

@@ -79,7 +79,7 @@ async def test_a_denied_create_raises_action_denied_with_the_reason() -> None:
         assert info.value.action == "session.create"
         assert info.value.mod_id == "policy"
         assert isinstance(info.value, PermissionError)
-        assert await host.sessions.list() == []
+        assert (await host.sessions.list()).sessions == ()
 
 
 @pytest.mark.anyio
@@ -96,7 +96,7 @@ async def test_a_denied_fork_raises_action_denied_and_creates_nothing() -> None:
 
         assert info.value.reason == "forks are off"
         assert await chat.children() == []
-        assert len(await host.sessions.list()) == 1
+        assert len((await host.sessions.list()).sessions) == 1
 
 
 @pytest.mark.anyio

@@ -60,15 +60,20 @@ async def test_a_spawn_records_spawned_by() -> None:
 
 
 @pytest.mark.anyio
-async def test_an_agent_root_session_has_no_lineage_edge() -> None:
+async def test_an_agent_root_started_from_a_handler_records_a_delegated_from_edge_to_its_chat() -> None:
     async with Host(mods=[reviewers.mod]) as host:
-        chat = await host.sessions.create()
+        chat = await host.sessions.create(tags={"user": "alice"})
         await host.submit(chat, "/review the diff")
-        reviewer = next(s for s in await host.sessions.list() if s.id != chat.id)
+        reviewer = next(s for s in (await host.sessions.list()).sessions if s.id != chat.id)
 
-        assert await host.lineage.ancestors(reviewer.id) == []
-        assert await host.lineage.descendants(chat.id) == []
+        assert reviewer.lineage.kind == "root"  # an agent's own conversation: no copied history
+        chain = await host.lineage.chain(reviewer.id)
+        assert [(e.from_session_id, e.to_session_id, e.relation) for e in chain.edges] == [
+            (chat.id, reviewer.id, "delegated_from")
+        ]
+        assert [n.session_id for n in await host.lineage.ancestors(reviewer.id)] == [chat.id]
         assert (await host.lineage.node(reviewer.id)).agent_id == "reviewer"
+        assert dict(reviewer.tags) == {"user": "alice"}  # it belongs to the chat's owner
 
 
 @pytest.mark.anyio

@@ -143,7 +143,7 @@ async def test_task_in_a_fresh_session_fails_clearly_and_creates_nothing() -> No
         assert "fork needs a completed turn" in out.error
         assert chat.id in out.error
         assert out.text == out.error
-        assert await host.sessions.list() == [chat]
+        assert (await host.sessions.list()).sessions == (chat,)
         assert await chat.children() == []
         assert await chat.turns() == []
         assert await host.lineage.descendants(chat.id) == []
