@@ -52,7 +52,7 @@ def test_version(installed: Installed, user_dir: Path) -> None:
 
 
 def test_every_help_is_plain_text_with_every_argument_explained(installed: Installed, user_dir: Path) -> None:
-    for command in ("demo", "run", "chat", "manifest", "check", "lineage", "fsck"):
+    for command in ("demo", "run", "chat", "manifest", "check", "lineage", "fsck", "emit", "trace"):
         result = host_sim(installed, user_dir, command, "--help")
         assert result.code == 0, command
         assert "``" not in result.out and ":class:" not in result.out, (command, result.out)
