@@ -170,14 +170,30 @@ HostEvent: TypeAlias = (
 """Everything ``host.subscribe()`` yields; discriminated by ``kind``."""
 
 
+class _Slot:
+    """One published event: made when a subscriber first reads it (idle ones never do)."""
+
+    __slots__ = ("at", "event", "make", "seq")
+
+    def __init__(self, seq: int, at: datetime, make: Callable[[int, datetime], HostEvent]) -> None:
+        self.seq, self.at, self.make = seq, at, make
+        self.event: HostEvent | None = None
+
+    def get(self) -> HostEvent:
+        if self.event is None:
+            self.event = self.make(self.seq, self.at)
+        return self.event
+
+
 class EventHub:
     """The host's event ring: publish is O(1) whatever the number of subscribers."""
 
-    __slots__ = ("_clock", "_closed", "_ring", "_seq", "_size", "_subscribers", "_wake")
+    __slots__ = ("_clock", "_closed", "_ring", "_seq", "_size", "_subscribers", "_waiting", "_wake")
 
     def __init__(self, clock: Callable[[], datetime]) -> None:
         self._clock = clock
-        self._ring: deque[HostEvent] = deque()
+        self._ring: deque[_Slot] = deque()
+        self._waiting = 0  # subscribers blocked in __anext__
         self._seq = 0  # the seq of the last event published
         self._size = 0  # the largest buffer a subscriber asked for
         self._subscribers: set[EventStream] = set()
@@ -194,11 +210,12 @@ class EventHub:
         if not self._subscribers:
             return
         self._seq += 1
-        self._ring.append(make(self._seq, self._clock()))
-        while len(self._ring) > self._size:
+        self._ring.append(_Slot(self._seq, self._clock(), make))
+        if len(self._ring) > self._size:
             self._ring.popleft()
-        wake, self._wake = self._wake, anyio.Event()
-        wake.set()
+        if self._waiting:  # wake only a subscriber that waits (an idle one costs nothing)
+            wake, self._wake = self._wake, anyio.Event()
+            wake.set()
 
     def close(self) -> None:
         """The host closed: every stream ends once it has read what is left."""
@@ -255,9 +272,13 @@ class EventStream:
                     missed = floor - self._next
                     self._next = floor
                     return Lagged(seq=floor - 1, at=hub._clock(), missed=missed)
-                event = hub._ring[self._next - oldest]
+                event = hub._ring[self._next - oldest].get()
                 self._next += 1
                 return event
             if hub._closed:
                 raise StopAsyncIteration
-            await hub._wake.wait()
+            hub._waiting += 1
+            try:
+                await hub._wake.wait()
+            finally:
+                hub._waiting -= 1

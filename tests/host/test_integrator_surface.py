@@ -1,0 +1,384 @@
+"""What a host integrator builds a live multi-user UI on: events, jobs, the log, listing, deletion, the inbox."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from examples import background_tasks
+from host_sim import (
+    Host,
+    HostEvent,
+    Invocation,
+    Lagged,
+    MemoryStore,
+    ModelRequest,
+    ScriptedModel,
+    SqliteStore,
+    Store,
+    ToolCall,
+    TurnHandle,
+)
+from modular_sdk import (
+    ActionEvent,
+    AiPromptMessage,
+    Deny,
+    ModMetadata,
+    SlashCommandContext,
+    before_action,
+    define_mod,
+    slash_command,
+)
+
+
+# -- events -----------------------------------------------------------------------------------
+
+
+async def collect(host: Host, into: list[HostEvent], ready: anyio.Event) -> None:
+    async with host.subscribe(buffer=100_000) as events:
+        ready.set()
+        async for event in events:
+            into.append(event)
+
+
+async def concurrent_story(plan: list[list[str]]) -> None:
+    seen: list[HostEvent] = []
+    async with anyio.create_task_group() as outer:
+        ready = anyio.Event()
+        async with Host() as host:
+            outer.start_soon(collect, host, seen, ready)
+            await ready.wait()
+            sessions = [await host.sessions.create() for _ in plan]
+
+            async def drive(index: int) -> None:
+                for text in plan[index]:
+                    await sessions[index].send(AiPromptMessage(text=text))
+                    await anyio.lowlevel.checkpoint()
+
+            async with anyio.create_task_group() as tg:
+                for index in range(len(plan)):
+                    tg.start_soon(drive, index)
+            ids = [s.id for s in sessions]
+            turns = {s.id: await s.turns() for s in sessions}
+    assert [e.seq for e in seen] == list(range(seen[0].seq, seen[0].seq + len(seen)))  # no gap, increasing
+    for session_id in ids:
+        mine = [e for e in seen if getattr(e, "session_id", None) == session_id]
+        expected: list[tuple[str, object]] = [("session_created", None)]
+        for turn in turns[session_id]:
+            expected += [("turn_started", turn.id), ("turn_finished", turn.id)]
+        assert [(e.kind, getattr(e, "turn_id", None)) for e in mine] == expected
+        finished = [e for e in mine if e.kind == "turn_finished"]
+        assert [getattr(e, "reply", None) for e in finished] == [t.reply for t in turns[session_id]]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    plan=st.lists(st.lists(st.text(min_size=1, max_size=5).filter(str.strip), max_size=6), min_size=1, max_size=5),
+    backend=st.sampled_from(["asyncio", "trio"]),
+)
+def test_events_of_each_session_arrive_in_the_order_things_happened(plan: list[list[str]], backend: str) -> None:
+    anyio.run(concurrent_story, plan, backend=backend)
+
+
+@pytest.mark.anyio
+async def test_a_subscriber_that_falls_behind_reads_lagged_with_exactly_what_it_missed() -> None:
+    async with Host() as host:
+        chat = await host.sessions.create()
+        async with host.subscribe(buffer=5) as events:
+            for i in range(10):  # 20 events: turn_started and turn_finished each
+                await chat.send(AiPromptMessage(text=f"m{i}"))
+            first = await events.__anext__()
+            assert isinstance(first, Lagged) and first.missed == 15
+            rest = [await events.__anext__() for _ in range(5)]
+            assert [e.kind for e in rest] == ["turn_finished", "turn_started", "turn_finished", "turn_started", "turn_finished"]
+            assert [e.seq for e in rest] == list(range(rest[0].seq, rest[0].seq + 5))
+            assert rest[0].seq == first.seq + 1
+
+
+@pytest.mark.anyio
+async def test_commands_tools_notifications_and_stream_deltas_are_events() -> None:
+    class Streaming:
+        name = "streaming"
+
+        async def respond(self, request: ModelRequest) -> str | ToolCall:
+            raise AssertionError("a streaming model is streamed")
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall]:
+            for word in ("one ", "two ", "three"):
+                yield word
+
+    seen: list[HostEvent] = []
+    async with anyio.create_task_group() as outer:
+        ready = anyio.Event()
+        async with Host(mods=[background_tasks.mod], model=Streaming()) as host:
+            outer.start_soon(collect, host, seen, ready)
+            await ready.wait()
+            chat = await host.sessions.create()
+            out = await host.submit(chat, "hello")
+            assert out.text == "one two three"
+            await host.submit(chat, "/task write the tests")
+    deltas = [e for e in seen if e.kind == "reply_delta"]
+    assert [d.text for d in deltas[:3]] == ["one ", "two ", "three"]
+    (finished,) = [e for e in seen if e.kind == "command_finished"]
+    assert finished.command_id == "task" and finished.error is None and finished.session_id == chat.id
+    notes = [e for e in seen if e.kind == "notification"]
+    assert len(notes) == 1 and notes[0].session_id == chat.id
+
+
+# -- error kinds -----------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_every_failure_of_submit_has_a_kind_a_program_can_branch_on() -> None:
+    def fail(argument: str | None, ctx: SlashCommandContext) -> str:
+        raise RuntimeError("boom")
+
+    async def slow(argument: str | None, ctx: SlashCommandContext) -> str:
+        await anyio.sleep(10)
+        return "late"
+
+    def deny(event: ActionEvent) -> Deny:
+        return Deny(reason="read only")
+
+    mod = define_mod(
+        metadata=ModMetadata(display_name="Kinds", description="Fails in every way"),
+        commands=[
+            slash_command(id="fail", description="Raises", run=fail),
+            slash_command(id="slow", description="Sleeps", run=slow),
+            slash_command(id="guarded", description="Denied", run=fail),
+        ],
+        hooks=[before_action("command:guarded", deny)],
+    )
+
+    def model(request: ModelRequest) -> str:
+        raise RuntimeError("the model is down")
+
+    async with Host(mods=[mod], model=ScriptedModel(model), handler_timeout=0.2) as host:
+        chat = await host.sessions.create()
+        kinds = {text: (await host.submit(chat, text)).error_kind for text in ("/nope", "/fail", "/slow", "/guarded", "hi", "", "/")}
+    assert kinds == {
+        "/nope": "unknown_command",
+        "/fail": "handler_failed",
+        "/slow": "timeout",
+        "/guarded": "denied",
+        "hi": "model_failed",
+        "": "invalid_input",
+        "/": "invalid_input",
+    }
+
+
+# -- jobs -------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_job_outlives_its_callers_cancellation_and_is_listed() -> None:
+    async with Host(mods=[background_tasks.mod]) as host:
+        chat = await host.sessions.create()
+        await host.submit(chat, "Refactor the parser")
+        with anyio.CancelScope() as caller:
+            job = await host.start(chat, "/task write the tests")
+            caller.cancel()  # the request that started it goes away
+        submission = await job.wait()
+        assert job.status == "finished" and submission.text.startswith("Started task")
+        assert [j.id for j in await host.jobs()] == [job.id]
+
+
+@pytest.mark.anyio
+async def test_closing_the_host_interrupts_a_running_job_and_a_reopened_host_lists_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    started = anyio.Event()
+
+    async def respond(request: ModelRequest) -> str:
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async with Host(model=ScriptedModel(respond), store=SqliteStore(path)) as host:
+        chat = await host.sessions.create()
+        job = await host.start(chat, "think forever")
+        await started.wait()
+    assert job.status == "interrupted"
+    submission = await job.wait()
+    assert submission.error is not None
+    async with Host(store=SqliteStore(path)) as again:
+        (listed,) = await again.jobs()
+        assert (listed.id, listed.status) == (job.id, "interrupted")
+
+
+@pytest.mark.anyio
+async def test_a_job_a_crash_left_running_is_interrupted_when_the_store_is_next_opened(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    async with Host(store=SqliteStore(path)) as host:
+        chat = await host.sessions.create()
+        job = await host.start(chat, "hello")
+        await job.wait()
+    conn = sqlite3.connect(path)  # what a kill -9 mid-job leaves: a job record still running
+    conn.execute("UPDATE jobs SET status = 'running', finished_at = NULL")
+    conn.commit()
+    conn.close()
+    async with Host(store=SqliteStore(path)) as again:
+        (listed,) = await again.jobs()
+        assert listed.status == "interrupted" and listed.finished_at is not None
+
+
+# -- the log ------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_commands_are_durable_and_the_log_interleaves_them_with_turns(tmp_path: Path, kind: str) -> None:
+    memory = MemoryStore()
+
+    def store() -> Store:
+        return memory if kind == "memory" else SqliteStore(tmp_path / "s.sqlite")
+
+    async with Host(mods=[background_tasks.mod], store=store()) as host:
+        chat = await host.sessions.create()
+        await host.submit(chat, "Refactor the parser")
+        await host.submit(chat, "/task write the tests")
+        await host.submit(chat, "/nope")
+        await host.submit(chat, "thanks")
+    async with Host(mods=[background_tasks.mod], store=store()) as again:
+        log = await again.log(chat.id)
+    shown = [
+        (e.command_id, e.argument, e.error_kind) if isinstance(e, Invocation) else (e.message.type, e.ordinal)
+        for e in log
+    ]
+    assert shown == [
+        ("prompt", 0),
+        ("task", "write the tests", None),
+        ("notification", 1),
+        ("prompt", 2),
+    ]  # an unknown command never ran: no invocation; /task's notification came during it
+    task = next(e for e in log if isinstance(e, Invocation))
+    assert task.text is not None and task.text.startswith("Started task") and task.finished_at is not None
+    assert all(isinstance(e, TurnHandle) and e.finished_at is not None for e in log if not isinstance(e, Invocation))
+
+
+# -- ownership, listing, deletion -------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_sessions_are_listed_by_owner_newest_first_a_page_at_a_time(tmp_path: Path, kind: str) -> None:
+    store: Store = MemoryStore() if kind == "memory" else SqliteStore(tmp_path / "s.sqlite")
+    async with Host(store=store) as host:
+        alice = [await host.sessions.create(tags={"user": "alice"}) for _ in range(5)]
+        bob = await host.sessions.create(tags={"user": "bob", "team": "x"})
+        await host.submit(alice[0], "hi")
+        fork = await alice[0].fork()  # inherits the owner
+        assert dict(fork.tags) == {"user": "alice"}
+        first = await host.sessions.list(tags={"user": "alice"}, limit=4)
+        assert [s.id for s in first.sessions] == [fork.id, *[s.id for s in alice[::-1][:3]]]
+        assert first.next is not None
+        second = await host.sessions.list(tags={"user": "alice"}, limit=4, after=first.next)
+        assert [s.id for s in second.sessions] == [alice[1].id, alice[0].id] and second.next is None
+        roots = await host.sessions.list(tags={"user": "alice"}, roots_only=True, limit=50)
+        assert [s.id for s in roots.sessions] == [s.id for s in alice[::-1]]
+        both = await host.sessions.list(tags={"user": "bob", "team": "x"})
+        assert [s.id for s in both.sessions] == [bob.id]
+        assert (await host.sessions.list(tags={"user": "bob", "team": "y"})).sessions == ()
+
+        await host.sessions.delete(alice[2].id)
+        listed = await host.sessions.list(tags={"user": "alice"}, limit=50)
+        assert alice[2].id not in [s.id for s in listed.sessions]
+        assert (await host.sessions.get(alice[2].id)).deleted_at is not None
+
+
+@pytest.mark.anyio
+async def test_deleting_a_session_leaves_no_byte_of_its_content_and_its_forks_keep_working(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    async with Host(mods=[background_tasks.mod], store=SqliteStore(path)) as host:
+        chat = await host.sessions.create(tags={"user": "carol"})
+        await host.submit(chat, "my secret plan SECRETPLAN")
+        await host.submit(chat, "/task SECRETTASK")
+        fork = await chat.fork()
+        await host.sessions.delete(chat.id)
+        assert [t.erased_at is not None for t in await fork.turns()] == [True, True]
+        await fork.send(AiPromptMessage(text="still works"))
+    for file in tmp_path.iterdir():
+        data = file.read_bytes()
+        assert b"SECRETPLAN" not in data and b"SECRETTASK" not in data, file.name
+    async with Host(store=SqliteStore(path)) as again:
+        gone = await again.sessions.get(chat.id)
+        assert gone.deleted_at is not None and gone.lineage.kind == "root"
+        assert [t.reply for t in await (await again.sessions.get(fork.id)).turns()][-1] == "echo: still works"
+
+
+# -- the inbox ------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_notifications_have_a_durable_read_state(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    async with Host(store=SqliteStore(path)) as host:
+        a = await host.sessions.create()
+        b = await host.sessions.create()
+        first = await a.notify(title="build", body="green")
+        await b.notify(title="deploy", body="done")
+        await a.send(AiPromptMessage(text="not a notification"))
+        assert [t.id for t in await host.notifications(session=a)] == [first.id]
+        assert len(await host.notifications()) == 2
+        await host.mark_read(first.message_id)
+    async with Host(store=SqliteStore(path)) as again:
+        unread = await again.notifications()
+        assert [t.message.type for t in unread] == ["notification"] and unread[0].id != first.id
+        assert len(await again.notifications(unread_only=False)) == 2
+
+
+# -- the tree ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_lineage_tree_nests_forks_and_spawns_with_what_a_ui_draws() -> None:
+    async with Host(mods=[background_tasks.mod]) as host:
+        chat = await host.sessions.create(tags={"user": "dan"})
+        await host.submit(chat, "Refactor the parser")
+        await host.submit(chat, "/task write the tests")
+        early = await (await chat.turns())[0].fork()
+        tree = await host.lineage.tree(chat.id)
+    assert (tree.session_id, tree.kind, tree.anchor_ordinal, dict(tree.tags)) == (chat.id, "root", None, {"user": "dan"})
+    work, again = tree.children
+    assert (work.kind, work.label, work.anchor_ordinal) == ("fork", "Task", 0)
+    assert (again.session_id, again.anchor_ordinal) == (early.id, 0)
+    (report,) = work.children
+    assert (report.label, report.anchor_ordinal, report.children) == ("Task report", 1, ())
+
+
+def test_a_deep_fork_chain_tree_is_built_without_recursion() -> None:
+    async def main() -> None:
+        async with Host() as host:
+            session = await host.sessions.create()
+            await session.send(AiPromptMessage(text="x"))
+            root = session.id
+            for _ in range(3000):
+                session = await session.fork()
+            tree = await host.lineage.tree(root)
+        depth = 0
+        while tree.children:
+            (tree,) = tree.children
+            depth += 1
+        assert depth == 3000
+
+    anyio.run(main)
+
+
+@pytest.mark.anyio
+async def test_bad_listing_arguments_name_the_value() -> None:
+    async with Host() as host:
+        with pytest.raises(ValueError, match=r"'garbage' is not a page cursor"):
+            await host.sessions.list(after="garbage")
+        with pytest.raises(ValueError, match=r"limit must be an int from 1 to 10000, got 0"):
+            await host.sessions.list(limit=0)
+        with pytest.raises(ValueError, match=r"tags map non-empty str keys"):
+            await host.sessions.create(tags={"": "x"})
+        with pytest.raises(ValueError, match=r"buffer must be an int >= 1"):
+            async with host.subscribe(buffer=0):
+                pass
+
