@@ -425,6 +425,7 @@ class Manifest:
     hooks: tuple[HookEntry, ...] = ()
     effects: tuple[EffectEntry, ...] = ()
     views: tuple[ViewEntry, ...] = ()
+    actions: tuple[ActionEntry, ...] = ()
     def to_data(self) -> JsonObject:
         """The manifest as plain JSON data (dicts, lists, strings, numbers, None)."""
     def to_json(self) -> str:

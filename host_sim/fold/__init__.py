@@ -21,6 +21,7 @@ from ._manifest import ManifestMetadata as ManifestMetadata
 from ._manifest import PaletteCommandEntry as PaletteCommandEntry
 from ._manifest import SlashCommandEntry as SlashCommandEntry
 from ._manifest import ToolEntry as ToolEntry
+from ._manifest import ActionEntry as ActionEntry
 from ._manifest import ViewEntry as ViewEntry
 from ._manifest import manifest_from_mod as manifest_from_mod
 from ._sandbox import build_manifest as build_manifest
@@ -41,6 +42,7 @@ __all__ = [
     "PaletteCommandEntry",
     "SlashCommandEntry",
     "ToolEntry",
+    "ActionEntry",
     "ViewEntry",
     "build_manifest",
     "build_manifest_async",

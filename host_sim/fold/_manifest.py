@@ -116,6 +116,16 @@ class ViewEntry:
     title: str
 
 
+@attrs.frozen(kw_only=True)
+class ActionEntry:
+    """An action a model may propose for the user to confirm: its type, description and the
+    JSON Schema of its payload. Immutable."""
+
+    type: str
+    description: str
+    payload_schema: FrozenJsonObject = attrs.field(hash=False, converter=_frozen_schema)
+
+
 def _version(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or value != MANIFEST_VERSION:
         raise SerializationError(
@@ -144,6 +154,7 @@ class Manifest:
     hooks: tuple[HookEntry, ...] = ()
     effects: tuple[EffectEntry, ...] = ()
     views: tuple[ViewEntry, ...] = ()
+    actions: tuple[ActionEntry, ...] = ()  # absent from manifests made before actions: read as none
 
     def to_data(self) -> JsonObject:
         """The manifest as plain JSON data (dicts, lists, strings, numbers, None)."""
@@ -243,4 +254,7 @@ def manifest_from_mod(mod: Mod) -> Manifest:
         hooks=tuple(HookEntry(target=h.target) for h in mod.hooks),
         effects=tuple(EffectEntry(id=e.id) for e in mod.effects),
         views=tuple(ViewEntry(id=v.id, title=v.title) for v in mod.views),
+        actions=tuple(
+            ActionEntry(type=a.type, description=a.description, payload_schema=a.payload_schema) for a in mod.actions
+        ),
     )

@@ -199,3 +199,13 @@ def test_action_declarations_are_checked() -> None:
         define_mod(metadata=ModMetadata(display_name="Bad", description="d"), actions=5)  # type: ignore[arg-type]
     declared = MOD.actions[0]
     assert declared.payload_schema["required"] == ["title"]
+
+
+def test_the_manifest_lists_declared_actions_with_their_payload_schema() -> None:
+    from host_sim.fold import manifest_from_mod
+
+    manifest = manifest_from_mod(MOD)
+    (entry,) = manifest.actions
+    assert (entry.type, entry.description) == ("task.create", "Create a local task")
+    assert entry.payload_schema == MOD.actions[0].payload_schema
+    assert type(manifest).from_json(manifest.to_json()) == manifest
