@@ -161,14 +161,17 @@ class SpoolConsumer:
         names = await anyio.to_thread.run_sync(self._names)
         count = 0
         for name in names:
-            if await self._consume(self.directory / name):
-                count += 1
+            try:
+                if await self._consume(self.directory / name):
+                    count += 1
+            except OSError:
+                continue  # unreadable or not removable now (permissions, a full disk): the next scan retries
         return count
 
     def _names(self) -> list[str]:
         try:
             return sorted(n for n in os.listdir(self.directory) if n.endswith(".json") and not n.startswith("."))
-        except FileNotFoundError:
+        except OSError:  # missing or unreadable now: the next scan looks again
             return []
 
     async def _consume(self, path: Path) -> bool:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from host_sim import Host, MemoryStore, ModelRequest, ScriptedModel, SqliteStore, Store
 from modular_sdk import (
@@ -209,3 +212,32 @@ def test_the_manifest_lists_declared_actions_with_their_payload_schema() -> None
     assert (entry.type, entry.description) == ("task.create", "Create a local task")
     assert entry.payload_schema == MOD.actions[0].payload_schema
     assert type(manifest).from_json(manifest.to_json()) == manifest
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    chunks=st.lists(
+        st.one_of(
+            st.text(max_size=20),
+            st.builds(tag, st.sampled_from(["task.create", "task.delete", "", "x y"]), st.text(max_size=30)),
+            st.builds(
+                lambda t, d: tag("task.create", json.dumps({"title": t, "description": d})),
+                st.text(max_size=10),
+                st.text(max_size=10),
+            ),
+            st.just("<mod-action"),
+            st.just("</mod-action>"),
+        ),
+        max_size=8,
+    )
+)
+def test_parsing_any_reply_never_raises_and_keeps_only_declared_exact_payloads(chunks: list[str]) -> None:
+    from host_sim.traces._actions import parse_actions
+
+    reply = " ".join(chunks)
+    found, errors = parse_actions(reply, {"task.create": (MOD, MOD.actions[0])})
+    for mod, declared, payload in found:
+        assert mod is MOD and declared.type == "task.create"
+        assert set(payload) == {"title", "description"} and all(isinstance(v, str) for v in payload.values())
+    assert all(isinstance(e, str) and "ignored" in e for e in errors)
+    assert len(found) <= reply.count("</mod-action>")
