@@ -151,16 +151,16 @@ _COLUMNS_3: Final = "ALTER TABLE sessions ADD COLUMN trigger_turn_id TEXT;\nALTE
 # deletions, command invocations, jobs, notification read state.
 _LOG_3: Final = """
 ALTER TABLE sessions ADD COLUMN tags TEXT;
-CREATE TABLE session_tags (
+CREATE TABLE IF NOT EXISTS session_tags (
     session_id TEXT NOT NULL,
     key TEXT NOT NULL,
     value TEXT NOT NULL,
     position INTEGER NOT NULL,
     PRIMARY KEY (key, value, position)
 );
-CREATE INDEX sessions_by_kind ON sessions (json_extract(lineage, '$.kind'));
-CREATE TABLE deletions (session_id TEXT PRIMARY KEY, deleted_at TEXT NOT NULL);
-CREATE TABLE invocations (
+CREATE INDEX IF NOT EXISTS sessions_by_kind ON sessions (json_extract(lineage, '$.kind'));
+CREATE TABLE IF NOT EXISTS deletions (session_id TEXT PRIMARY KEY, deleted_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS invocations (
     id TEXT PRIMARY KEY,
     session_id TEXT,
     mod_id TEXT NOT NULL,
@@ -175,8 +175,8 @@ CREATE TABLE invocations (
     position INTEGER NOT NULL,
     erased_at TEXT
 );
-CREATE INDEX invocations_by_session ON invocations (session_id) WHERE session_id IS NOT NULL;
-CREATE TABLE jobs (
+CREATE INDEX IF NOT EXISTS invocations_by_session ON invocations (session_id) WHERE session_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,
     text TEXT NOT NULL,
@@ -189,9 +189,9 @@ CREATE TABLE jobs (
     error_kind TEXT,
     turn_id TEXT
 );
-CREATE INDEX jobs_running ON jobs (status) WHERE status = 'running';
-CREATE TABLE reads (turn_id TEXT PRIMARY KEY, read_at TEXT NOT NULL);
-CREATE INDEX turns_notifications ON turns (session_id, ordinal) WHERE json_extract(message, '$.type') = 'notification';
+CREATE INDEX IF NOT EXISTS jobs_running ON jobs (status) WHERE status = 'running';
+CREATE TABLE IF NOT EXISTS reads (turn_id TEXT PRIMARY KEY, read_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS turns_notifications ON turns (session_id, ordinal) WHERE json_extract(message, '$.type') = 'notification';
 """
 
 # Traces (API.md section 9, stores/_traces.py): append-only records that triggers keep
@@ -911,6 +911,18 @@ class SqliteStore:
 
     # -- traces and actions (TraceStore, stores/_traces.py) -------------------------------
 
+    def _prepare_log(self, conn: sqlite3.Connection) -> None:
+        """Give a writer's version-3 store made before the integrator's log its tables (and
+        the tags column); a reader reads such a store as it is (no tags, an empty log)."""
+        if self._read_only:
+            return
+        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "jobs" in present:
+            return
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+        script = _LOG_3 if "tags" not in columns else _LOG_3.replace("ALTER TABLE sessions ADD COLUMN tags TEXT;\n", "")
+        self._execute_script(conn, "BEGIN IMMEDIATE;\n" + script + "DELETE FROM meta WHERE key = 'index_version';\nCOMMIT;")
+
     def _prepare_traces(self, conn: sqlite3.Connection) -> None:
         """Give a writer's store the trace tables (a version-3 store made before traces gets
         them; its trace index is then rebuilt by the host); a reader notes whether they exist."""
@@ -1458,6 +1470,7 @@ class SqliteStore:
                 if version == 2:
                     self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _UPGRADE_FROM_2 + "COMMIT;")
         self._prepare_traces(conn)
+        self._prepare_log(conn)
         self._missing = frozenset(
             f"{table.name}.{column}"
             for table in (*_TABLES, *_LOG_TABLES)

@@ -382,3 +382,26 @@ async def test_bad_listing_arguments_name_the_value() -> None:
             async with host.subscribe(buffer=0):
                 pass
 
+
+
+@pytest.mark.anyio
+async def test_a_store_made_before_the_log_gets_its_tables_when_a_host_opens_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    async with Host(store=SqliteStore(path)) as host:
+        chat = await host.sessions.create()
+        await host.submit(chat, "hello")
+    conn = sqlite3.connect(path)  # what a version-3 store written before section 12 looks like
+    for table in ("jobs", "invocations", "reads", "deletions", "session_tags"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("ALTER TABLE sessions DROP COLUMN tags")
+    conn.commit()
+    conn.close()
+    reader = SqliteStore(path, read_only=True)  # a reader reads it as it is
+    await reader.open()
+    assert [dict(r.tags) for r in await reader.list_sessions()] == [{}]
+    await reader.close()
+    async with Host(store=SqliteStore(path)) as again:
+        assert await again.jobs() == []
+        assert [s.id for s in (await again.sessions.list()).sessions] == [chat.id]
+        tagged = await again.sessions.create(tags={"user": "erin"})
+        assert [s.id for s in (await again.sessions.list(tags={"user": "erin"})).sessions] == [tagged.id]
