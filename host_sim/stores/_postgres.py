@@ -51,19 +51,20 @@ import contextlib
 import re
 import secrets
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Final, Literal, TypeVar, final
 
 import anyio
 import anyio.to_thread
 import attrs
 
-from modular_sdk import SerializationError, SessionId
+from modular_sdk import SerializationError, SessionId, TurnId
 
 from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION
-from ._records import SessionRecord, StoredState, TurnRecord
+from ._records import Invocation, JobRecord, SessionRecord, StoredState, TurnRecord
 from ._sqlite import _Table
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore"]
@@ -169,12 +170,58 @@ CREATE TRIGGER finished_turns_are_kept BEFORE DELETE ON host_sim.turns FOR EACH 
     EXECUTE FUNCTION host_sim.refuse('a finished turn is never deleted');
 CREATE TRIGGER turns_are_never_truncated BEFORE TRUNCATE ON host_sim.turns
     FOR EACH STATEMENT EXECUTE FUNCTION host_sim.refuse('turn records are never deleted');
+CREATE TABLE host_sim.session_tags (
+    key text NOT NULL,
+    value text NOT NULL,
+    seq bigint NOT NULL,
+    session_id text NOT NULL,
+    PRIMARY KEY (key, value, seq)
+);
+CREATE INDEX sessions_roots ON host_sim.sessions (seq) WHERE parent_session_id IS NULL;
+CREATE TABLE host_sim.deletions (session_id text PRIMARY KEY, deleted_at text NOT NULL);
+CREATE TABLE host_sim.invocations (
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    id text PRIMARY KEY,
+    session_id text,
+    mod_id text NOT NULL,
+    command_id text NOT NULL,
+    argument text,
+    author text NOT NULL,
+    started_at text NOT NULL,
+    finished_at text,
+    text text,
+    error text,
+    error_kind text,
+    position integer NOT NULL,
+    erased_at text
+);
+CREATE INDEX invocations_by_session ON host_sim.invocations (session_id, seq) WHERE session_id IS NOT NULL;
+CREATE TABLE host_sim.jobs (
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    id text PRIMARY KEY,
+    session_id text NOT NULL,
+    text text NOT NULL,
+    status text NOT NULL,
+    created_at text NOT NULL,
+    finished_at text,
+    kind text,
+    result text,
+    error text,
+    error_kind text,
+    turn_id text
+);
+CREATE INDEX jobs_running ON host_sim.jobs (seq) WHERE status = 'running';
+CREATE TABLE host_sim.reads (turn_id text PRIMARY KEY, read_at text NOT NULL);
+CREATE INDEX turns_notifications ON host_sim.turns (seq) WHERE message LIKE '{"type":"notification"%';
 """
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
 _TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
+_NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
+_INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
+_JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
 
 
 def _cols(table: _Table, alias: str = "") -> str:
@@ -399,6 +446,15 @@ class PostgresStore:
             steps.append(
                 _Step(_UPSERT_EDGE, self._edge_row(edge), f"cannot write the edge into session {record.id!r}")
             )
+        steps += [
+            _Step(
+                "INSERT INTO host_sim.session_tags (key, value, seq, session_id) "
+                "SELECT %s, %s, seq, id FROM host_sim.sessions WHERE id = %s",
+                (key, value, record.id),
+                f"cannot index tag {key!r} of session {record.id!r}",
+            )
+            for key, value in record.tags.items()
+        ]
         await self._transact(steps)
 
     async def begin_turn(self, record: TurnRecord) -> None:
@@ -475,6 +531,16 @@ class PostgresStore:
         ]
         steps += [_Step(_UPSERT_NODE, self._row(_NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
         steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot write an edge") for e in edges]
+        steps += [
+            _Step("DELETE FROM host_sim.session_tags", (), ""),
+            _Step(
+                "INSERT INTO host_sim.session_tags (key, value, seq, session_id) "
+                "SELECT t.key, t.value, s.seq, s.id FROM host_sim.sessions s, jsonb_each_text(s.tags::jsonb) t "
+                "WHERE s.tags IS NOT NULL",
+                (),
+                "cannot index tags",
+            ),
+        ]
         steps.append(_Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
         await self._transact(steps)
 
@@ -502,6 +568,137 @@ class PostgresStore:
         await self._transact(steps)
 
     # -- reads ----------------------------------------------------------------------------
+
+    # -- the integrator's log (LogStore) --------------------------------------------------
+
+    async def begin_invocation(self, record: Invocation) -> None:
+        await self._transact(
+            [
+                _Step(
+                    f"INSERT INTO host_sim.invocations ({_cols(_INVOCATIONS)}) VALUES ({_marks(len(_INVOCATIONS.columns))})",
+                    self._row(_INVOCATIONS, record),
+                    f"invocation {record.id!r} is already stored",
+                )
+            ]
+        )
+
+    async def finish_invocation(self, record: Invocation) -> None:
+        row = dict(zip(_INVOCATIONS.columns, self._row(_INVOCATIONS, record), strict=True))
+        await self._transact(
+            [
+                _Step(
+                    "UPDATE host_sim.invocations SET finished_at = %s, text = %s, error = %s, error_kind = %s "
+                    "WHERE id = %s AND finished_at IS NULL",
+                    (row["finished_at"], row["text"], row["error"], row["error_kind"], record.id),
+                    f"invocation {record.id!r} is not a started invocation of this store; it finishes once",
+                    "change",
+                )
+            ]
+        )
+
+    async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
+        return await self._records(
+            _INVOCATIONS,
+            Invocation,
+            f"SELECT {_cols(_INVOCATIONS)} FROM host_sim.invocations WHERE session_id = %s ORDER BY seq",
+            (session_id,),
+        )
+
+    async def save_job(self, record: JobRecord) -> None:
+        updates = ", ".join(f"{c} = excluded.{c}" for c in _JOBS.columns if c != "id")
+        await self._transact(
+            [
+                _Step(
+                    f"INSERT INTO host_sim.jobs ({_cols(_JOBS)}) VALUES ({_marks(len(_JOBS.columns))}) "
+                    f"ON CONFLICT (id) DO UPDATE SET {updates}",
+                    self._row(_JOBS, record),
+                    f"cannot write job {record.id!r}",
+                )
+            ]
+        )
+
+    async def list_jobs(self) -> Sequence[JobRecord]:
+        return await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs ORDER BY seq", ())
+
+    async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
+        """Mark running jobs interrupted. With several live hosts a job another host runs is
+        running too: only jobs whose host is gone should be, which needs job ownership like
+        turns'; until then this marks none and says so in docs/embedding.md."""
+        return 0
+
+    async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
+        await self._transact(
+            [
+                _Step(
+                    "INSERT INTO host_sim.reads (turn_id, read_at) SELECT %s, %s "
+                    "WHERE EXISTS (SELECT 1 FROM host_sim.turns WHERE id = %s) ON CONFLICT (turn_id) DO NOTHING",
+                    (turn_id, at.isoformat(), turn_id),
+                    f"no turn {turn_id!r} is stored",
+                )
+            ]
+        )
+
+    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
+        sql = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message LIKE '{_NOTIFICATION_PREFIX}%'"
+        params: tuple[object, ...] = ()
+        if session_id is not None:
+            sql += " AND session_id = %s"
+            params = (session_id,)
+        if unread_only:
+            sql += " AND id NOT IN (SELECT turn_id FROM host_sim.reads)"
+        return await self._records(_TURNS, TurnRecord, sql + " ORDER BY seq", params)
+
+    async def page_sessions(
+        self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
+    ) -> tuple[Sequence[SessionRecord], int | None]:
+        bound = (1 << 62) if before is None else before
+        columns = _cols(_SESSIONS, "s.")
+        roots = " AND s.parent_session_id IS NULL" if roots_only else ""
+        live = " AND s.id NOT IN (SELECT session_id FROM host_sim.deletions)"
+        pairs = list(tags.items())
+        if pairs:
+            (key, value), rest = pairs[0], pairs[1:]
+            also = "".join(
+                " AND EXISTS (SELECT 1 FROM host_sim.session_tags o WHERE o.key = %s AND o.value = %s AND o.seq = t.seq)"
+                for _ in rest
+            )
+            sql = (
+                f"SELECT {columns}, t.seq FROM host_sim.session_tags t JOIN host_sim.sessions s ON s.id = t.session_id "
+                f"WHERE t.key = %s AND t.value = %s AND t.seq < %s{also}{roots}{live} ORDER BY t.seq DESC LIMIT %s"
+            )
+            params: tuple[object, ...] = (key, value, bound, *(x for pair in rest for x in pair), limit + 1)
+        else:
+            sql = f"SELECT {columns}, s.seq FROM host_sim.sessions s WHERE s.seq < %s{roots}{live} ORDER BY s.seq DESC LIMIT %s"
+            params = (bound, limit + 1)
+        rows = await self._query(sql, params)
+        records = [self._decode(_SESSIONS, SessionRecord, row[:-1]) for row in rows[:limit]]
+        last = rows[limit - 1][-1] if len(rows) > limit else None
+        return tuple(records), int(last) if last is not None else None
+
+    async def delete_session(self, session_id: SessionId, at: datetime) -> None:
+        stamp = at.isoformat()
+        await self._transact(
+            [
+                _Step(
+                    "INSERT INTO host_sim.deletions (session_id, deleted_at) SELECT %s, %s "
+                    "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) ON CONFLICT (session_id) DO NOTHING",
+                    (session_id, stamp, session_id),
+                    f"no session {session_id!r} is stored",
+                ),
+                _Step(
+                    "UPDATE host_sim.invocations SET argument = NULL, "
+                    "text = CASE WHEN text IS NULL THEN NULL ELSE '' END, "
+                    "error = CASE WHEN error IS NULL THEN NULL ELSE '' END, erased_at = %s "
+                    "WHERE session_id = %s AND erased_at IS NULL",
+                    (stamp, session_id),
+                    "",
+                ),
+            ]
+        )
+
+    async def deleted_at(self, session_id: SessionId) -> datetime | None:
+        rows = await self._query("SELECT deleted_at FROM host_sim.deletions WHERE session_id = %s", (session_id,))
+        return datetime.fromisoformat(str(rows[0][0])) if rows else None
 
     async def index_version(self) -> int | None:
         """The `INDEX_VERSION` the index was built with, or ``None``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import anyio
@@ -19,6 +19,7 @@ from host_sim import (
     Lagged,
     MemoryStore,
     ModelRequest,
+    PostgresStore,
     ScriptedModel,
     SqliteStore,
     Store,
@@ -230,13 +231,23 @@ async def test_a_job_a_crash_left_running_is_interrupted_when_the_store_is_next_
 # -- the log ------------------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-async def test_commands_are_durable_and_the_log_interleaves_them_with_turns(tmp_path: Path, kind: str) -> None:
-    memory = MemoryStore()
+def store_factory(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[], Store]:
+    """A fresh store of one kind, reopened by calling again (the same data)."""
+    if kind == "memory":
+        memory = MemoryStore()
+        return lambda: memory
+    if kind == "sqlite":
+        return lambda: SqliteStore(tmp_path / "s.sqlite")
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    return lambda: PostgresStore(dsn)
 
-    def store() -> Store:
-        return memory if kind == "memory" else SqliteStore(tmp_path / "s.sqlite")
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_commands_are_durable_and_the_log_interleaves_them_with_turns(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    store = store_factory(kind, tmp_path, request)
 
     async with Host(mods=[background_tasks.mod], store=store()) as host:
         chat = await host.sessions.create()
@@ -265,10 +276,11 @@ async def test_commands_are_durable_and_the_log_interleaves_them_with_turns(tmp_
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-async def test_sessions_are_listed_by_owner_newest_first_a_page_at_a_time(tmp_path: Path, kind: str) -> None:
-    store: Store = MemoryStore() if kind == "memory" else SqliteStore(tmp_path / "s.sqlite")
-    async with Host(store=store) as host:
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_sessions_are_listed_by_owner_newest_first_a_page_at_a_time(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    async with Host(store=store_factory(kind, tmp_path, request)()) as host:
         alice = [await host.sessions.create(tags={"user": "alice"}) for _ in range(5)]
         bob = await host.sessions.create(tags={"user": "bob", "team": "x"})
         await host.submit(alice[0], "hi")
