@@ -415,46 +415,33 @@ class Host:
             position=0 if state is None else state.next_ordinal,
         )
         with engine.tracked():  # the host waits for this command's record before closing its store
-            return await self._logged_command(engine, mod, command_id, label, run, state, argument, invocation)
-
-    async def _logged_command(
-        self,
-        engine: Engine,
-        mod: Mod,
-        command_id: str,
-        label: str,
-        run: Callable[..., object],
-        state: SessionState | None,
-        argument: str | None,
-        invocation: Invocation,
-    ) -> Submission:
-        with anyio.CancelScope(shield=True):  # a started write always finishes
-            await engine.log.begin_invocation(invocation)
-        submission = Submission(kind="command", text="", error="cancelled before it finished", error_kind="handler_failed")
-        try:
-            submission = await self._run_command(engine, mod, command_id, label, run, state, argument)
-        finally:
-            done = attrs.evolve(
-                invocation,
-                finished_at=engine.now(),
-                text=submission.text,
-                error=submission.error,
-                error_kind=submission.error_kind,
-            )
-            with anyio.CancelScope(shield=True):
-                await engine.log.finish_invocation(done)
-            engine.events.publish(
-                lambda seq, at: CommandFinished(
-                    seq=seq,
-                    at=at,
-                    invocation_id=done.id,
-                    session_id=done.session_id,
-                    command_id=command_id,
-                    text=done.text or "",
-                    error=done.error,
+            with anyio.CancelScope(shield=True):  # a started write always finishes
+                await engine.log.begin_invocation(invocation)
+            submission = Submission(kind="command", text="", error="cancelled before it finished", error_kind="handler_failed")
+            try:
+                submission = await self._run_command(engine, mod, command_id, label, run, state, argument)
+            finally:
+                done = attrs.evolve(
+                    invocation,
+                    finished_at=engine.now(),
+                    text=submission.text,
+                    error=submission.error,
+                    error_kind=submission.error_kind,
                 )
-            )
-        return submission
+                with anyio.CancelScope(shield=True):
+                    await engine.log.finish_invocation(done)
+                engine.events.publish(
+                    lambda seq, at: CommandFinished(
+                        seq=seq,
+                        at=at,
+                        invocation_id=done.id,
+                        session_id=done.session_id,
+                        command_id=command_id,
+                        text=done.text or "",
+                        error=done.error,
+                    )
+                )
+            return submission
 
     async def _run_command(
         self,
