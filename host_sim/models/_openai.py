@@ -1,10 +1,10 @@
 """`OpenAIModel`: any OpenAI-compatible Chat Completions server, over httpx.
 
 The client is httpx itself, not the official ``openai`` package: a turn needs one POST and
-its JSON answer, httpx runs on asyncio and on trio (through anyio, like the host), and it is
-one small dependency where ``openai`` brings pydantic, its own retry policy and a much
-larger import. httpx is imported when the first `OpenAIModel` is made, never by
-``import host_sim``.
+its JSON answer (or its server-sent events, when streamed), httpx runs on asyncio and on
+trio (through anyio, like the host), and it is one small dependency where ``openai`` brings
+pydantic, its own retry policy and a much larger import. httpx is imported when the first
+`OpenAIModel` is made, never by ``import host_sim``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 import random
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, final
 
 import anyio
@@ -70,6 +70,10 @@ class OpenAIModel:
     the mod tools as function tools (their schemas as declared), the tool calls and results
     of this turn, and ``output_schema`` as a strict ``json_schema`` response format. The
     reply is the message's text, or its first tool call as a `ToolCall`.
+
+    The host streams it: `stream` asks with ``"stream": true`` and yields the text as the
+    server writes it (the host publishes each chunk as a ``reply_delta`` event); `respond`
+    asks for the whole answer at once (what `RecordingModel` calls).
 
     429, 408, 5xx, refused connections and timeouts are retried with exponential backoff,
     waiting what ``Retry-After`` asks (up to 60 s): at most ``1 + max_retries`` attempts of
@@ -160,14 +164,122 @@ class OpenAIModel:
         payload = await self._post(chat_completions_body(model, request), model)
         return self._parse(payload, model)
 
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall]:
+        """Ask for the next step of the turn as the server writes it (``"stream": true``).
+
+        Yields the reply's text in chunks as they arrive (their concatenation is what
+        `respond` would return), or, when the model calls a tool, one final `ToolCall`
+        assembled from the streamed pieces. A server that answers with one whole JSON
+        completion instead is read like `respond` reads it.
+
+        Failures before the first chunk is yielded (a retryable status, a refused or dropped
+        connection, a timeout, a stream that ends or reports an error before any text) are
+        retried like `respond`'s. Once text was yielded it cannot be taken back: a stream
+        that breaks after that raises `ModelError` saying how much had arrived. ``timeout``
+        bounds the wait for the answer to begin and each pause between chunks, not the whole
+        reply (the host's ``model_timeout`` does that). A key the server quotes is replaced
+        by ``<api key>`` even when it is split across chunks.
+        """
+        http = self._httpx
+        model = request.model or self._model
+        body = chat_completions_body(model, request)
+        body["stream"] = True
+        content = _encode_body(body)
+        headers = self._headers("text/event-stream")
+        attempts = 1 + self._max_retries
+        last, last_status = "", None
+        outcome: str | ToolCall | None = None
+        async with http.AsyncClient(timeout=http.Timeout(self._timeout), follow_redirects=False) as client:
+            for attempt in range(1, attempts + 1):
+                wait: float | None = None
+                response: httpx.Response | None = None
+                with anyio.move_on_after(self._timeout) as deadline:
+                    try:
+                        sent = client.build_request("POST", self._endpoint, content=content, headers=headers)
+                        response = await client.send(sent, stream=True)
+                    except http.TimeoutException:
+                        last, last_status = f"no answer within {self._timeout:g}s", None
+                    except http.TransportError as exc:
+                        last, last_status = self._unreachable(exc), None
+                if deadline.cancelled_caught:
+                    last, last_status = f"no answer within {self._timeout:g}s", None
+                if response is not None:
+                    reader = _StreamReader(self, model)
+                    try:
+                        if not response.is_success:
+                            await response.aread()
+                            last, wait = self._failed(response, model)
+                            last_status = response.status_code
+                        elif _is_json(response):  # the server ignored "stream": read it whole
+                            await response.aread()
+                            outcome = self._parse(self._decode(response, model), model)
+                        else:
+                            # read to the end even after a bad event: leaving httpx's nested
+                            # generators half-read makes trio warn when they are collected
+                            async for line in response.aiter_lines():
+                                text = reader.feed(line)
+                                if text:
+                                    yield text
+                            outcome = reader.end()
+                    except (http.TimeoutException, http.TransportError, _StreamBroke) as exc:
+                        if isinstance(exc, http.TimeoutException):
+                            why = f"no chunk within {self._timeout:g}s"
+                        elif isinstance(exc, _StreamBroke):
+                            why = exc.why
+                        else:
+                            why = f"the connection broke ({type(exc).__name__}: {self._scrub(str(exc)) or 'no detail'})"
+                        if reader.shown:
+                            raise ModelError(
+                                f"model {model!r} at {self._shown_endpoint}: the streamed reply broke off after "
+                                f"{reader.shown} characters: {why}; the turn fails because what was shown cannot "
+                                "be taken back; send the message again",
+                                model=model,
+                                status=response.status_code,
+                            ) from None
+                        last, last_status = why, None
+                    finally:
+                        await response.aclose()
+                if outcome is not None or attempt == attempts:
+                    break
+                await anyio.sleep(wait if wait is not None else _backoff(attempt))
+        if outcome is None:
+            raise self._gave_up(model, attempts, last, last_status)
+        if isinstance(outcome, ToolCall) or outcome:
+            yield outcome
+
     # -- HTTP -------------------------------------------------------------------------------
+
+    def _headers(self, accept: str) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": accept, "User-Agent": "host-sim"}
+        if self._api_key is not None:
+            headers["Authorization"] = f"Bearer {self._api_key.value}"
+        return headers
+
+    def _unreachable(self, exc: Exception) -> str:
+        detail = self._scrub(str(exc)) or "no detail"
+        return f"could not reach the server ({type(exc).__name__}: {detail})"
+
+    def _failed(self, response: httpx.Response, model: str) -> tuple[str, float | None]:
+        """A failed answer: raises `ModelError` unless it is worth retrying; else what to
+        report if it is the last, and how long the server asked us to wait."""
+        message = self._server_message(response)
+        if response.status_code not in _RETRY_STATUSES and response.status_code < 500:
+            raise ModelError(self._refused(response.status_code, message, model), model=model, status=response.status_code)
+        return f"the server answered {_status(response.status_code)}: {message}", _retry_after(response.headers)
+
+    def _gave_up(self, model: str, attempts: int, last: str, last_status: int | None) -> ModelError:
+        return ModelError(
+            f"model {model!r} at {self._shown_endpoint} failed after {attempts} "
+            f"attempt{'s' if attempts != 1 else ''}; the last: {last}; check that the server is up "
+            "and not overloaded, or raise OpenAIModel(max_retries=..., timeout=...)",
+            model=model,
+            status=last_status,
+        )
 
     async def _post(self, body: JsonObject, model: str) -> JsonValue:
         httpx = self._httpx
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "host-sim"}
-        if self._api_key is not None:
-            headers["Authorization"] = f"Bearer {self._api_key.value}"
-        content = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        headers = self._headers("application/json")
+        content = _encode_body(body)
         attempts = 1 + self._max_retries
         last, last_status = "", None
         async with httpx.AsyncClient(timeout=httpx.Timeout(self._timeout), follow_redirects=False) as client:
@@ -179,29 +291,18 @@ class OpenAIModel:
                     except httpx.TimeoutException:
                         last, last_status = f"no answer within {self._timeout:g}s", None
                     except httpx.TransportError as exc:
-                        detail = self._scrub(str(exc)) or "no detail"
-                        last, last_status = f"could not reach the server ({type(exc).__name__}: {detail})", None
+                        last, last_status = self._unreachable(exc), None
                     else:
                         if response.is_success:
                             return self._decode(response, model)
-                        message = self._server_message(response)
-                        if response.status_code not in _RETRY_STATUSES and response.status_code < 500:
-                            raise ModelError(self._refused(response.status_code, message, model), model=model, status=response.status_code)
-                        last = f"the server answered {_status(response.status_code)}: {message}"
+                        last, wait = self._failed(response, model)
                         last_status = response.status_code
-                        wait = _retry_after(response.headers)
                 if deadline.cancelled_caught:
                     last, last_status = f"no answer within {self._timeout:g}s", None
                 if attempt == attempts:
                     break
                 await anyio.sleep(wait if wait is not None else _backoff(attempt))
-        raise ModelError(
-            f"model {model!r} at {self._shown_endpoint} failed after {attempts} "
-            f"attempt{'s' if attempts != 1 else ''}; the last: {last}; check that the server is up "
-            "and not overloaded, or raise OpenAIModel(max_retries=..., timeout=...)",
-            model=model,
-            status=last_status,
-        )
+        raise self._gave_up(model, attempts, last, last_status)
 
     def _decode(self, response: httpx.Response, model: str) -> JsonValue:
         try:
@@ -309,6 +410,199 @@ class OpenAIModel:
             "check that base_url points at an OpenAI-compatible server",
             model=model,
         )
+
+
+class _StreamBroke(Exception):
+    """A stream that ended or reported an error before the reply was whole (``why`` says how)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class _KeyFilter:
+    """Text chunks with the API key replaced, also when a key is split across chunks.
+
+    A chunk that ends with what could be the start of the key keeps that end back until the
+    next chunk says whether the key follows.
+    """
+
+    __slots__ = ("_held", "_key")
+
+    def __init__(self, key: str | None) -> None:
+        self._key = key
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        key = self._key
+        if key is None:
+            return text
+        text = (self._held + text).replace(key, "<api key>")
+        keep = next((n for n in range(min(len(text), len(key) - 1), 0, -1) if text.endswith(key[:n])), 0)
+        self._held = text[len(text) - keep :]
+        return text[: len(text) - keep]
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return held
+
+
+class _ToolCallPieces:
+    """One streamed tool call as its deltas arrive (``arguments`` come in fragments)."""
+
+    __slots__ = ("arguments", "call_id", "name")
+
+    def __init__(self) -> None:
+        self.call_id: str | None = None
+        self.name = ""
+        self.arguments: list[str] = []
+
+
+class _StreamReader:
+    """Reads a Chat Completions event stream line by line: the text to show now, and at the
+    end the rest (held-back text or the first tool call).
+
+    Server-sent events: ``data:`` lines (joined by newlines when an event has several) end
+    at a blank line; comments (``:``) and other fields are ignored; ``data: [DONE]`` ends
+    the stream. Each event is one ``chat.completion.chunk`` with ``choices[0].delta``.
+    """
+
+    def __init__(self, owner: OpenAIModel, model: str) -> None:
+        self._owner = owner
+        self._model = model
+        self._data: list[str] = []
+        self._text = _KeyFilter(owner._api_key.value if owner._api_key is not None else None)
+        self._calls: dict[int, _ToolCallPieces] = {}
+        self._refusal: list[str] = []
+        self._done = False
+        self._finish: str | None = None
+        self._problem: Exception | None = None  # the first bad event; the rest is only read
+        self.shown = 0  # characters of reply text handed out
+
+    def feed(self, line: str) -> str:
+        """One line of the body; returns the text to show now (``""`` for none)."""
+        if line == "":
+            if not self._data or self._problem is not None:
+                self._data = []
+                return ""
+            data, self._data = "\n".join(self._data), []
+            try:
+                return self._event(data)
+            except (_StreamBroke, ModelError) as problem:
+                self._problem = problem
+                return ""
+        field, _, value = line.partition(":")
+        if field == "data":
+            self._data.append(value[1:] if value.startswith(" ") else value)
+        return ""
+
+    def end(self) -> str | ToolCall:
+        """The body ended: the first tool call, or the text held back; raises `_StreamBroke`
+        for a stream cut short and `ModelError` for a refusal."""
+        rest = self._event("\n".join(self._data)) if self._data and self._problem is None else ""
+        self._data = []
+        if self._problem is not None:
+            raise self._problem
+        if not self._done and self._finish is None:
+            raise _StreamBroke("the stream ended before the server said it was done (no [DONE], no finish_reason)")
+        if self._calls:
+            return self._tool_call(self._calls[min(self._calls)])
+        rest += self._text.flush()
+        self.shown += len(rest)
+        if not self.shown and self._refusal:
+            raise ModelError(
+                f"model {self._model!r} refused to answer: {self._owner._quote(''.join(self._refusal))}; rephrase the request",
+                model=self._model,
+            )
+        return rest
+
+    def _event(self, data: str) -> str:
+        if data.strip() == "[DONE]":
+            self._done = True
+            return ""
+        try:
+            chunk: JsonValue = json.loads(self._owner._scrub(data))
+        except (ValueError, RecursionError):
+            raise self._malformed(data, "an event is not JSON") from None
+        if not isinstance(chunk, dict):
+            raise self._malformed(data, "an event is not a JSON object")
+        error = chunk.get("error")
+        if error is not None:
+            message = error.get("message") if isinstance(error, dict) else error
+            raise _StreamBroke(f"the server reported an error mid-stream: {self._owner._quote(str(message))}")
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            raise self._malformed(data, "an event has no choices")
+        if not choices:  # a usage chunk
+            return ""
+        choice = choices[0]
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(choice, dict) or not isinstance(delta, dict):
+            raise self._malformed(data, "an event has no choices[0].delta")
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str):
+            self._finish = finish
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str):
+            self._refusal.append(refusal)
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            for position, call in enumerate(calls):
+                self._tool_call_delta(position, call)
+        content = delta.get("content")
+        if isinstance(content, list):  # content parts, as some servers send
+            parts = [p.get("text") for p in content if isinstance(p, dict)]
+            content = "".join(p for p in parts if isinstance(p, str))
+        if not isinstance(content, str) or not content:
+            return ""
+        shown = self._text.feed(content)
+        self.shown += len(shown)
+        return shown
+
+    def _tool_call_delta(self, position: int, call: JsonValue) -> None:
+        if not isinstance(call, dict):
+            return
+        index = call.get("index")
+        pieces = self._calls.setdefault(index if isinstance(index, int) and not isinstance(index, bool) else position, _ToolCallPieces())
+        call_id = call.get("id")
+        if isinstance(call_id, str) and call_id and pieces.call_id is None:
+            pieces.call_id = call_id
+        function = call.get("function")
+        if not isinstance(function, dict):
+            return
+        name = function.get("name")
+        if isinstance(name, str) and name and not pieces.name:
+            pieces.name = name
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            pieces.arguments.append(arguments)
+        elif isinstance(arguments, dict):  # sent whole, as an object, by some servers
+            pieces.arguments.append(json.dumps(arguments, ensure_ascii=False))
+
+    def _tool_call(self, pieces: _ToolCallPieces) -> ToolCall:
+        call: JsonObject = {
+            "id": pieces.call_id,
+            "type": "function",
+            "function": {"name": pieces.name, "arguments": self._owner._scrub("".join(pieces.arguments))},
+        }
+        return self._owner._tool_call(call, {"tool_calls": [call]}, self._model)
+
+    def _malformed(self, data: str, why: str) -> ModelError:
+        return ModelError(
+            f"model {self._model!r} at {self._owner._shown_endpoint} sent a stream that is not a Chat "
+            f"Completions stream ({why}): {self._owner._quote(data)}; "
+            "check that base_url points at an OpenAI-compatible server",
+            model=self._model,
+        )
+
+
+def _encode_body(body: JsonObject) -> bytes:
+    return json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def _is_json(response: httpx.Response) -> bool:
+    content_type = str(response.headers.get("content-type", ""))
+    return content_type.split(";")[0].strip().lower() == "application/json"
 
 
 def chat_completions_body(model: str, request: ModelRequest) -> JsonObject:

@@ -781,14 +781,20 @@ class Engine:
 
         async def consume() -> object:
             chunks: list[str] = []
-            async for chunk in stream(request):
-                if isinstance(chunk, ToolCall):
-                    return chunk
-                if not isinstance(chunk, str):
-                    return chunk  # refused below like any bad reply
-                if chunk:
-                    chunks.append(chunk)
-                    self.events.publish(_delta(session.id, turn.id, chunk))
+            iterator = stream(request)
+            try:
+                async for chunk in iterator:
+                    if isinstance(chunk, ToolCall):
+                        return chunk
+                    if not isinstance(chunk, str):
+                        return chunk  # refused below like any bad reply
+                    if chunk:
+                        chunks.append(chunk)
+                        self.events.publish(_delta(session.id, turn.id, chunk))
+            finally:  # a stream left early (a ToolCall, a bad chunk) is closed now, not by the GC
+                aclose = getattr(iterator, "aclose", None)
+                if callable(aclose):
+                    await aclose()
             return "".join(chunks)
 
         return await call_handler(what, consume, (), timeout=self.model_timeout)

@@ -3,6 +3,11 @@
 It runs `http.server` in a thread, records every request it receives (path, headers, JSON
 body) and answers from a script of `Answer` values, one per request, in order. A request
 past the end of the script gets a 599 and is counted in ``unexpected``.
+
+A streamed answer (``events``) is sent with chunked transfer encoding, one HTTP chunk per
+server-sent event, flushed as it is written: a test can hold the rest back (``hold_after``
+and ``release``) to see the first chunk arrive alone, or break the connection mid-stream
+(``break_after``).
 """
 
 from __future__ import annotations
@@ -16,14 +21,26 @@ import attrs
 
 from modular_sdk._schema import JsonObject, JsonValue
 
-__all__ = ["Answer", "FakeOpenAI", "Received", "error", "reply", "tool_call"]
+__all__ = [
+    "Answer",
+    "FakeOpenAI",
+    "Received",
+    "error",
+    "events",
+    "reply",
+    "streamed_reply",
+    "streamed_tool_call",
+    "tool_call",
+]
 
 
 @attrs.frozen(kw_only=True)
 class Answer:
     """One scripted answer: a status, headers and a body, after ``delay`` seconds.
 
-    ``hang_up`` closes the connection without answering (a connection error).
+    ``hang_up`` closes the connection without answering (a connection error). ``events``,
+    when set, are sent instead of ``body``, one chunk each; after ``hold_after`` of them the
+    server waits for ``release``; after ``break_after`` of them it drops the connection.
     """
 
     status: int = 200
@@ -31,6 +48,10 @@ class Answer:
     headers: Mapping[str, str] = attrs.field(factory=dict)
     delay: float = 0.0
     hang_up: bool = False
+    events: tuple[bytes, ...] | None = None
+    hold_after: int | None = None
+    release: threading.Event | None = attrs.field(default=None, eq=False)
+    break_after: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -77,6 +98,43 @@ def tool_call(name: str, arguments: str, *, call_id: str = "call_fake0001") -> A
         body=_json({"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}),
         headers={"Content-Type": "application/json"},
     )
+
+
+def events(*payloads: JsonValue | bytes, **options: object) -> Answer:
+    """A streamed answer: each payload as one ``data:`` event (bytes sent as they are)."""
+    pieces = tuple(p if isinstance(p, bytes) else b"data: " + _json(p) + b"\n\n" for p in payloads)
+    return Answer(events=pieces, headers={"Content-Type": "text/event-stream; charset=utf-8"}, **options)  # type: ignore[arg-type]
+
+
+def _chunk(delta: JsonObject, finish: str | None = None) -> JsonObject:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "fake-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def streamed_reply(*texts: str, **options: object) -> Answer:
+    """A streamed completion whose content arrives as ``texts``, then ``[DONE]``."""
+    first: JsonValue = _chunk({"role": "assistant", "content": ""})
+    chunks: list[JsonValue | bytes] = [first, *(_chunk({"content": t}) for t in texts), _chunk({}, "stop"), b"data: [DONE]\n\n"]
+    return events(*chunks, **options)
+
+
+def streamed_tool_call(name: str, *arguments: str, call_id: str = "call_fake0001", **options: object) -> Answer:
+    """A streamed completion that calls one tool, its arguments in fragments, as OpenAI sends them."""
+    head: JsonValue = _chunk(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}],
+        }
+    )
+    pieces: list[JsonValue | bytes] = [head]
+    pieces += [_chunk({"tool_calls": [{"index": 0, "function": {"arguments": a}}]}) for a in arguments]
+    pieces += [_chunk({}, "tool_calls"), b"data: [DONE]\n\n"]
+    return events(*pieces, **options)
 
 
 def error(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> Answer:
@@ -131,11 +189,33 @@ class FakeOpenAI:
                     self.send_response(answer.status)
                     for key, value in answer.headers.items():
                         self.send_header(key, value)
+                    if answer.events is not None:
+                        self._stream(answer)
+                        return
                     self.send_header("Content-Length", str(len(answer.body)))
                     self.end_headers()
                     self.wfile.write(answer.body)
                 except OSError:  # the client gave up (a timeout test): nothing to answer
                     self.close_connection = True
+
+            def _stream(self, answer: Answer) -> None:
+                assert answer.events is not None
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                self.wfile.flush()
+                for index, piece in enumerate(answer.events):
+                    if index == answer.break_after:
+                        self.close_connection = True
+                        self.wfile.flush()
+                        self.connection.shutdown(2)
+                        return
+                    if index == answer.hold_after and answer.release is not None:
+                        answer.release.wait(10)
+                    self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
 
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
                 pass

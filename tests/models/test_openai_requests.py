@@ -33,7 +33,7 @@ from modular_sdk import (
 from modular_sdk._frozen import thaw_object
 from modular_sdk._schema import JsonObject, json_schema
 
-from ._fake_openai import FakeOpenAI, reply, tool_call
+from ._fake_openai import FakeOpenAI, reply, streamed_reply, streamed_tool_call, tool_call
 
 SEARCH_SCHEMA: JsonObject = {
     "type": "object",
@@ -197,12 +197,12 @@ class Verdict:
 
 @pytest.mark.anyio
 async def test_a_host_turn_with_a_tool_round_trip_a_notification_an_agent_and_an_output_type(fake: FakeOpenAI) -> None:
-    fake.answer(
-        tool_call("search", '{"pattern": "parse"}', call_id="call_srv1"),
-        reply("parse is in parser.py"),
-        reply("Noted."),
-        reply('{"ok": true}'),
-        reply("Looks fine."),
+    fake.answer(  # the host streams: each answer as server-sent events
+        streamed_tool_call("search", '{"pat', 'tern": "parse"}', call_id="call_srv1"),
+        streamed_reply("parse is ", "in parser.py"),
+        streamed_reply("Noted."),
+        streamed_reply('{"ok": ', "true}"),
+        streamed_reply("Looks fine."),
     )
     model = OpenAIModel("gpt-test", base_url=fake.base_url, api_key="sk-x")
     async with Host(mods=[MOD], model=model) as host:
@@ -240,9 +240,9 @@ async def test_a_host_turn_with_a_tool_round_trip_a_notification_an_agent_and_an
         {"role": "assistant", "content": "Noted."},
     ]
     bodies = fake.bodies
-    assert bodies[0] == {"model": "gpt-test", "messages": first_turn, "tools": tools}
-    assert bodies[1] == {"model": "gpt-test", "messages": [*first_turn, *round_trip], "tools": tools}
-    assert bodies[2] == {"model": "gpt-test", "messages": history[:3], "tools": tools}
+    assert bodies[0] == {"model": "gpt-test", "messages": first_turn, "tools": tools, "stream": True}
+    assert bodies[1] == {"model": "gpt-test", "messages": [*first_turn, *round_trip], "tools": tools, "stream": True}
+    assert bodies[2] == {"model": "gpt-test", "messages": history[:3], "tools": tools, "stream": True}
     assert isinstance(bodies[3], dict)
     assert bodies[3]["messages"] == [*history, {"role": "user", "content": "Is it ok?"}]
     assert bodies[3]["response_format"] == {
@@ -256,6 +256,7 @@ async def test_a_host_turn_with_a_tool_round_trip_a_notification_an_agent_and_an
             {"role": "user", "content": "Review: the parser"},
         ],
         "tools": tools,
+        "stream": True,
     }
 
 
