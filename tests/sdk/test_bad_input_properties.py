@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import modular_sdk
 from modular_sdk import (
+    ActionContext,
     Allow,
     ActionEvent,
     AiContributions,
@@ -49,6 +50,7 @@ from modular_sdk import (
     ToolContext,
     ToolTrigger,
     UserAuthor,
+    action,
     agent,
     before_action,
     command,
@@ -185,12 +187,19 @@ def render(data: object) -> str:
     return str(data)
 
 
+def create_task(payload: SearchInput, ctx: ActionContext) -> str:
+    return payload.pattern
+
+
 NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))
 METADATA = ModMetadata(display_name="Tasks", description="Run tasks")
 TASK = slash_command(id="task", description="Run a task", run=run_task)
 SEARCH = tool(name="search", description="Search", input_type=SearchInput, run=search)
 
+CREATE = action(type="task.create", description="Create a task", payload_type=SearchInput, run=create_task)
+
 CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
+    "action": (action, {"type": "task.create", "description": "Create a task", "payload_type": SearchInput, "run": create_task}),
     "define_mod": (
         define_mod,
         {
@@ -198,6 +207,7 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
             "commands": [TASK, command(id="open", title="Open", run=open_panel)],
             "ai": AiContributions(tools=[SEARCH], agents=[agent(id="helper", description="Helps")]),
             "hooks": [before_action("command:task", allow)],
+            "actions": [CREATE],
             "effects": [effect(id="watch", activate=watch)],
             "views": [view(id="count", title="Count", render=render)],
             "id": "tasks",
@@ -253,9 +263,9 @@ def test_every_public_constructor_is_covered() -> None:
         name
         for name in modular_sdk.__all__
         if (isinstance(getattr(modular_sdk, name), type) and attrs.has(getattr(modular_sdk, name)))
-        or name in {"define_mod", "slash_command", "command", "tool", "agent", "before_action", "effect", "view"}
+        or name in {"define_mod", "slash_command", "command", "tool", "agent", "before_action", "effect", "view", "action"}
     }
-    made_by_a_function = {"SlashCommand", "PaletteCommand", "Tool", "Agent", "BeforeActionHook", "Effect", "View"}
+    made_by_a_function = {"SlashCommand", "PaletteCommand", "Tool", "Agent", "BeforeActionHook", "Effect", "View", "Action"}
     assert public - made_by_a_function == set(CONSTRUCTORS) | {cls.__name__ for cls in NO_FIELDS}
 
 
