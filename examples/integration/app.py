@@ -1,0 +1,575 @@
+"""A small multi-user chat backend: host_sim behind HTTP (Starlette, ASGI).
+
+It uses only the public names of ``host_sim`` and ``modular_sdk``. Every request names its
+user in the ``X-User`` header (a stand-in for real authentication: put your session
+cookie or token check in `user_of`); a user sees only the sessions tagged with their id.
+
+==========================================  ===============================================
+``POST /sessions``                          create a session owned by the user
+                                            (``{"label": "..."}`` optional); 201
+``GET /sessions?limit=&after=&roots_only=`` the user's sessions, newest first, a page at a
+                                            time (``next`` is the cursor for ``after``)
+``GET /sessions/{id}``                      one session and its log (turns and commands)
+``DELETE /sessions/{id}``                   delete it: its content is erased; 204
+``POST /sessions/{id}/messages``            ``{"text": "..."}``, a prompt or a ``/command``,
+                                            run as a host-owned job; 202 with the job
+``GET /jobs/{id}?wait=SECONDS``             a job, once it ended with what it gave
+``POST /sessions/{id}/fork``                ``{"ordinal": n}``: a new session whose history
+                                            is turns ``0..n``; 201
+``GET /sessions/{id}/tree``                 the session, its forks and spawns, nested
+``GET /inbox?unread_only=false``            the user's notifications, oldest first
+``POST /inbox/{turn_id}/read``              mark one read; 204
+``GET /events?session=&limit=``             server-sent events of the user's sessions
+==========================================  ===============================================
+
+Run it (``pip install 'modular-sdk[examples]' uvicorn``)::
+
+    CHAT_STORE=chat.sqlite uvicorn --factory examples.integration.app:from_environment
+
+With ``OPENAI_MODEL`` set (and ``OPENAI_BASE_URL`` for a local server) replies come from a
+real model and stream as ``reply_delta`` events; otherwise `EchoModel` answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import TypeAlias, assert_never, cast
+
+import anyio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from examples import background_tasks
+from host_sim import (
+    CommandFinished,
+    Host,
+    HostEvent,
+    Invocation,
+    Job,
+    Lagged,
+    LineageTree,
+    Model,
+    NotificationEvent,
+    OpenAIModel,
+    ReplyDelta,
+    SessionCreated,
+    SessionHandle,
+    SqliteStore,
+    Store,
+    Submission,
+    ToolCalled,
+    ToolFinished,
+    TurnFinished,
+    TurnHandle,
+    TurnStarted,
+)
+from modular_sdk import (
+    AiMessage,
+    AiNotificationMessage,
+    AiPromptMessage,
+    AiSessionDisplayMetadata,
+    AiSessionLineage,
+    Author,
+    ForkLineage,
+    HostClosedError,
+    InvalidArgumentError,
+    Mod,
+    ModAuthor,
+    RootLineage,
+    SpawnLineage,
+    UnknownSessionError,
+    UnknownTurnError,
+    UserAuthor,
+)
+
+__all__ = ["ChatBackend", "create_app", "from_environment"]
+
+JSON: TypeAlias = "str | int | float | bool | None | list[JSON] | dict[str, JSON]"
+
+OWNER = "user"  # the tag that says whose a session is
+KEEP_ALIVE = 15.0  # seconds of silence before an SSE comment keeps proxies from closing
+MAX_WAIT = 60.0  # the longest GET /jobs/{id}?wait= may hold a request
+
+
+class ChatBackend:
+    """The routes, over one `Host` that the app's lifespan opens and closes."""
+
+    def __init__(self, store: Callable[[], Store], *, model: Model | None = None, mods: Sequence[Mod] = ()) -> None:
+        self._store = store
+        self._model = model
+        self._mods = tuple(mods)
+        self._host: Host | None = None
+        self._started: dict[str, Job] = {}  # jobs this process started; older ones come from host.jobs()
+
+    @property
+    def host(self) -> Host:
+        if self._host is None:
+            raise HTTPException(503, "the chat host is not running (the app's lifespan has not started it)")
+        return self._host
+
+    @asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncGenerator[None]:
+        """Open the host (a fresh store each time: a restart reopens the same file) and close it at shutdown."""
+        async with Host(mods=self._mods, model=self._model, store=self._store()) as host:
+            self._host = host
+            try:
+                yield
+            finally:
+                self._host = None
+                self._started.clear()
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def create_session(self, request: Request) -> Response:
+        user = user_of(request)
+        body = await body_of(request)
+        label = body.get("label")
+        if label is not None and (not isinstance(label, str) or not label.strip()):
+            raise HTTPException(422, f"label must be a non-empty string or absent, got {label!r}")
+        metadata = AiSessionDisplayMetadata(label=label) if isinstance(label, str) else None
+        session = await self.host.sessions.create(metadata=metadata, tags={OWNER: user})
+        return JSONResponse(session_json(session), status_code=201)
+
+    async def list_sessions(self, request: Request) -> Response:
+        user = user_of(request)
+        limit = int_param(request, "limit", default=20, low=1, high=200) or 20
+        roots_only = bool_param(request, "roots_only")
+        after = request.query_params.get("after")
+        page = await self.host.sessions.list(tags={OWNER: user}, roots_only=roots_only, limit=limit, after=after)
+        return JSONResponse({"sessions": [session_json(s) for s in page.sessions], "next": page.next})
+
+    async def get_session(self, request: Request) -> Response:
+        session = await self.owned(request, request.path_params["session_id"])
+        log = await self.host.log(session)
+        return JSONResponse({**session_json(session), "log": [log_json(entry) for entry in log]})
+
+    async def delete_session(self, request: Request) -> Response:
+        session = await self.owned(request, request.path_params["session_id"])
+        await self.host.sessions.delete(session.id)
+        return Response(status_code=204)
+
+    async def fork(self, request: Request) -> Response:
+        session = await self.owned(request, request.path_params["session_id"])
+        body = await body_of(request)
+        ordinal = body.get("ordinal")
+        turns = await session.turns()
+        if isinstance(ordinal, bool) or not isinstance(ordinal, int) or not 0 <= ordinal < len(turns):
+            raise HTTPException(
+                422, f"ordinal must be the number of one of the session's {len(turns)} turns (0 to {len(turns) - 1}), got {ordinal!r}"
+            )
+        turn = turns[ordinal]
+        if turn.status != "completed":
+            raise HTTPException(409, f"turn {ordinal} is {turn.status}; a fork continues from a completed turn")
+        fork = await turn.fork()
+        return JSONResponse(session_json(await self.host.sessions.get(fork.id)), status_code=201)
+
+    async def tree(self, request: Request) -> Response:
+        session = await self.owned(request, request.path_params["session_id"])
+        return JSONResponse(tree_json(await self.host.lineage.tree(session.id)))
+
+    # -- messages and jobs ----------------------------------------------------------------
+
+    async def post_message(self, request: Request) -> Response:
+        session = await self.owned(request, request.path_params["session_id"])
+        body = await body_of(request)
+        text = body.get("text")
+        if not isinstance(text, str):
+            raise HTTPException(422, f'send {{"text": "..."}} with the message as a string, got text={text!r}')
+        job = await self.host.start(session, text)  # runs in the host's task group, not this request's
+        self._started[job.id] = job
+        return JSONResponse(job_json(job), status_code=202)
+
+    async def get_job(self, request: Request) -> Response:
+        user = user_of(request)
+        job_id = request.path_params["job_id"]
+        job = self._started.get(job_id)
+        if job is None:  # started before a restart: the store keeps every job
+            job = next((j for j in await self.host.jobs() if j.id == job_id), None)
+        if job is None or await self.owner_of(job.session_id) != user:
+            raise HTTPException(404, f"no job {job_id!r} for user {user!r}")
+        wait = float_param(request, "wait", default=0.0, low=0.0, high=MAX_WAIT)
+        if wait and job.status == "running":
+            with anyio.move_on_after(wait):
+                await job.wait()
+        return JSONResponse(job_json(job))
+
+    # -- inbox ----------------------------------------------------------------------------
+
+    async def inbox(self, request: Request) -> Response:
+        user = user_of(request)
+        unread_only = bool_param(request, "unread_only", default=True)
+        notes = await self.host.notifications(unread_only=unread_only)
+        mine = [n for n in notes if await self.owner_of(n.session_id) == user]
+        return JSONResponse({"notifications": [turn_json(n) for n in mine]})
+
+    async def mark_read(self, request: Request) -> Response:
+        user = user_of(request)
+        turn_id = request.path_params["turn_id"]
+        try:
+            turn = await self.host.sessions.turn(turn_id)
+        except UnknownTurnError:
+            turn = None
+        if turn is None or turn.message.type != "notification" or await self.owner_of(turn.session_id) != user:
+            raise HTTPException(404, f"no notification {turn_id!r} for user {user!r}")
+        await self.host.mark_read(turn.id)
+        return Response(status_code=204)
+
+    # -- events ---------------------------------------------------------------------------
+
+    async def events(self, request: Request) -> Response:
+        user = user_of(request)
+        only = request.query_params.get("session")
+        if only is not None:
+            await self.owned(request, only)
+        limit = int_param(request, "limit", default=None, low=1, high=1_000_000)
+        host = self.host
+        owners: dict[str, str | None] = {}
+
+        async def visible(event: HostEvent) -> bool:
+            if isinstance(event, Lagged):
+                return True  # the client missed events: it should reload what it shows
+            if isinstance(event, SessionCreated):
+                owners[event.session_id] = event.tags.get(OWNER)
+            session_id = event.session_id
+            if session_id is None or (only is not None and session_id != only):
+                return False
+            if session_id not in owners:
+                owners[session_id] = await self.owner_of(session_id)
+            return owners[session_id] == user
+
+        async def stream() -> AsyncIterator[str]:
+            sent = 0
+            async with host.subscribe() as events:
+                while limit is None or sent < limit:
+                    event: HostEvent | None = None
+                    with anyio.move_on_after(KEEP_ALIVE):  # never yield inside a cancel scope
+                        try:
+                            event = await events.__anext__()
+                        except StopAsyncIteration:  # the host closed
+                            return
+                    if event is None:
+                        yield ": keep-alive\n\n"
+                    elif await visible(event):
+                        sent += 1
+                        data = json.dumps(event_json(event), ensure_ascii=False)
+                        yield f"id: {event.seq}\nevent: {event.kind}\ndata: {data}\n\n"
+
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+    # -- ownership ------------------------------------------------------------------------
+
+    async def owner_of(self, session_id: str) -> str | None:
+        try:
+            session = await self.host.sessions.get(session_id)
+        except UnknownSessionError:
+            return None
+        return session.tags.get(OWNER)
+
+    async def owned(self, request: Request, session_id: str) -> SessionHandle:
+        """The user's session; 404 for another user's (never say it exists), 410 once deleted."""
+        user = user_of(request)
+        try:
+            session = await self.host.sessions.get(session_id)
+        except UnknownSessionError:
+            session = None
+        if session is None or session.tags.get(OWNER) != user:
+            raise HTTPException(404, f"no session {session_id!r} for user {user!r}")
+        if session.deleted_at is not None:
+            raise HTTPException(410, f"session {session_id!r} was deleted at {session.deleted_at.isoformat()}")
+        return session
+
+
+def create_app(store: Callable[[], Store], *, model: Model | None = None, mods: Sequence[Mod] = (background_tasks.mod,)) -> Starlette:
+    """The ASGI app. ``store`` makes the store each time the app starts, e.g.
+    ``lambda: SqliteStore("chat.sqlite")``."""
+    backend = ChatBackend(store, model=model, mods=mods)
+    routes = [
+        Route("/sessions", backend.create_session, methods=["POST"]),
+        Route("/sessions", backend.list_sessions, methods=["GET"]),
+        Route("/sessions/{session_id}", backend.get_session, methods=["GET"]),
+        Route("/sessions/{session_id}", backend.delete_session, methods=["DELETE"]),
+        Route("/sessions/{session_id}/messages", backend.post_message, methods=["POST"]),
+        Route("/sessions/{session_id}/fork", backend.fork, methods=["POST"]),
+        Route("/sessions/{session_id}/tree", backend.tree, methods=["GET"]),
+        Route("/jobs/{job_id}", backend.get_job, methods=["GET"]),
+        Route("/inbox", backend.inbox, methods=["GET"]),
+        Route("/inbox/{turn_id}/read", backend.mark_read, methods=["POST"]),
+        Route("/events", backend.events, methods=["GET"]),
+    ]
+    handlers: Mapping[type[Exception], Callable[[Request, Exception], Coroutine[object, object, Response]]] = {
+        HTTPException: http_error,
+        InvalidArgumentError: invalid_argument,
+        HostClosedError: host_closed,
+    }
+    return Starlette(routes=routes, lifespan=backend.lifespan, exception_handlers=handlers)
+
+
+def from_environment() -> Starlette:
+    """The app as ``uvicorn --factory`` starts it: ``$CHAT_STORE`` (default ``chat.sqlite``),
+    ``$OPENAI_MODEL`` and ``$OPENAI_BASE_URL`` (EchoModel when no model is named)."""
+    path = os.environ.get("CHAT_STORE", "chat.sqlite")
+    name = os.environ.get("OPENAI_MODEL")
+    model: Model | None = None
+    if name:
+        model = OpenAIModel(name, base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"))
+    return create_app(lambda: SqliteStore(path), model=model)
+
+
+# -- requests -------------------------------------------------------------------------------
+
+
+def user_of(request: Request) -> str:
+    """Who is asking. Replace with your authentication; here, the ``X-User`` header."""
+    user = request.headers.get("x-user", "").strip()
+    if not user or len(user) > 128 or not user.isprintable():
+        raise HTTPException(401, "send your user id in the X-User header (1 to 128 printable characters)")
+    return user
+
+
+async def body_of(request: Request) -> dict[str, object]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        data: object = json.loads(raw)
+    except ValueError:
+        raise HTTPException(400, f"the body must be a JSON object, got {raw[:80]!r}") from None
+    if not isinstance(data, dict):
+        raise HTTPException(400, f"the body must be a JSON object, got {data!r}")
+    return {str(k): v for k, v in cast("dict[object, object]", data).items()}
+
+
+def int_param(request: Request, name: str, *, default: int | None, low: int, high: int) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        raise HTTPException(422, f"{name} must be an integer from {low} to {high}, got {raw!r}")
+    return value
+
+
+def float_param(request: Request, name: str, *, default: float, low: float, high: float) -> float:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        raise HTTPException(422, f"{name} must be a number of seconds from {low:g} to {high:g}, got {raw!r}")
+    return value
+
+
+def bool_param(request: Request, name: str, *, default: bool = False) -> bool:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if raw.lower() in ("1", "true", "yes"):
+        return True
+    if raw.lower() in ("0", "false", "no"):
+        return False
+    raise HTTPException(422, f"{name} must be true or false, got {raw!r}")
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+
+
+async def invalid_argument(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, InvalidArgumentError)
+    return JSONResponse({"error": str(exc), "argument": exc.argument}, status_code=422)
+
+
+async def host_closed(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"error": str(exc)}, status_code=503)
+
+
+# -- JSON -----------------------------------------------------------------------------------
+
+
+def when(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def session_json(session: SessionHandle) -> dict[str, JSON]:
+    return {
+        "id": session.id,
+        "label": None if session.metadata is None else session.metadata.label,
+        "lineage": lineage_json(session.lineage),
+        "tags": dict(session.tags),
+        "deleted_at": when(session.deleted_at),
+    }
+
+
+def lineage_json(lineage: AiSessionLineage) -> dict[str, JSON]:
+    match lineage:
+        case RootLineage():
+            return {"kind": "root"}
+        case ForkLineage():
+            return {"kind": "fork", "parent": lineage.parent_session_id, "ordinal": lineage.parent_turn_ordinal}
+        case SpawnLineage():
+            return {"kind": "spawn", "parent": lineage.parent_session_id}
+        case _:
+            assert_never(lineage)
+
+
+def author_json(author: Author) -> dict[str, JSON]:
+    match author:
+        case UserAuthor():
+            return {"kind": "user"}
+        case ModAuthor():
+            return {"kind": "mod", "mod_id": author.mod_id, "command_id": author.command_id, "tool_name": author.tool_name}
+        case _:
+            assert_never(author)
+
+
+def message_json(message: AiMessage) -> dict[str, JSON]:
+    match message:
+        case AiPromptMessage():
+            return {"type": "prompt", "text": message.text}
+        case AiNotificationMessage():
+            return {"type": "notification", "title": message.title, "body": message.body}
+        case _:
+            assert_never(message)
+
+
+def turn_json(turn: TurnHandle) -> dict[str, JSON]:
+    return {
+        "type": "turn",
+        "id": turn.id,
+        "session_id": turn.session_id,
+        "ordinal": turn.ordinal,
+        "author": author_json(turn.author),
+        "message": message_json(turn.message),
+        "status": turn.status,
+        "reply": turn.reply,
+        "error": turn.error,
+        "started_at": when(turn.started_at),
+        "finished_at": when(turn.finished_at),
+    }
+
+
+def log_json(entry: TurnHandle | Invocation) -> dict[str, JSON]:
+    if isinstance(entry, TurnHandle):
+        return turn_json(entry)
+    return {
+        "type": "command",
+        "id": entry.id,
+        "command_id": entry.command_id,
+        "argument": entry.argument,
+        "author": author_json(entry.author),
+        "text": entry.text,
+        "error": entry.error,
+        "error_kind": entry.error_kind,
+        "started_at": when(entry.started_at),
+        "finished_at": when(entry.finished_at),
+    }
+
+
+def submission_json(submission: Submission) -> dict[str, JSON]:
+    return {
+        "kind": submission.kind,
+        "text": submission.text,
+        "turn_id": None if submission.turn is None else submission.turn.id,
+        "error": submission.error,
+        "error_kind": submission.error_kind,  # branch on this, never on the message
+    }
+
+
+def job_json(job: Job) -> dict[str, JSON]:
+    return {
+        "id": job.id,
+        "session_id": job.session_id,
+        "text": job.text,
+        "status": job.status,
+        "created_at": when(job.created_at),
+        "finished_at": when(job.finished_at),
+        "submission": None if job.submission is None else submission_json(job.submission),
+    }
+
+
+def tree_json(tree: LineageTree) -> dict[str, JSON]:
+    return {
+        "session_id": tree.session_id,
+        "label": tree.label,
+        "kind": tree.kind,
+        "anchor_ordinal": tree.anchor_ordinal,
+        "tags": dict(tree.tags),
+        "children": [tree_json(child) for child in tree.children],
+    }
+
+
+def plain(value: object) -> JSON:
+    """JSON data as it is (a tool's input is a JSON object); anything else as its text."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in cast("Mapping[object, object]", value).items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in cast("Sequence[object]", value)]
+    return str(value)
+
+
+def event_json(event: HostEvent) -> dict[str, JSON]:
+    """One event as JSON; the ``match`` is exhaustive over the closed `HostEvent` union."""
+    data: dict[str, JSON] = {"kind": event.kind, "seq": event.seq, "at": event.at.isoformat()}
+    match event:
+        case SessionCreated():
+            data |= {"session_id": event.session_id, "lineage": lineage_json(event.lineage), "tags": dict(event.tags)}
+        case TurnStarted():
+            data |= {
+                "session_id": event.session_id,
+                "turn_id": event.turn_id,
+                "ordinal": event.ordinal,
+                "author": author_json(event.author),
+                "message": message_json(event.message),
+            }
+        case ReplyDelta():
+            data |= {"session_id": event.session_id, "turn_id": event.turn_id, "text": event.text}
+        case ToolCalled():
+            data |= {
+                "session_id": event.session_id,
+                "turn_id": event.turn_id,
+                "call_id": event.call_id,
+                "tool_name": event.tool_name,
+                "input": plain(event.input),
+            }
+        case ToolFinished():
+            data |= {"session_id": event.session_id, "call_id": event.call_id, "output": event.output, "error": event.error}
+        case TurnFinished():
+            data |= {
+                "session_id": event.session_id,
+                "turn_id": event.turn_id,
+                "status": event.status,
+                "reply": event.reply,
+                "error": event.error,
+            }
+        case CommandFinished():
+            data |= {
+                "session_id": event.session_id,
+                "invocation_id": event.invocation_id,
+                "command_id": event.command_id,
+                "text": event.text,
+                "error": event.error,
+            }
+        case NotificationEvent():
+            data |= {"session_id": event.session_id, "turn_id": event.turn_id, "title": event.title, "body": event.body}
+        case Lagged():
+            data |= {"missed": event.missed}
+        case _:
+            assert_never(event)
+    return data

@@ -1,0 +1,304 @@
+"""examples/integration: a two-user chat backend over HTTP, in process, on the public surface only."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.types import Message
+
+from examples.integration import create_app
+from host_sim import ModelRequest, SqliteStore, Store, ToolCall
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Typist:
+    """A streaming model: its reply arrives in three chunks."""
+
+    name = "typist"
+
+    @staticmethod
+    def words(request: ModelRequest) -> list[str]:
+        return ["you ", "said: ", request.text]
+
+    async def respond(self, request: ModelRequest) -> str | ToolCall:
+        return "".join(self.words(request))
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall]:
+        for word in self.words(request):
+            await anyio.sleep(0)
+            yield word
+
+
+def app_on(path: Path) -> Starlette:
+    def store() -> Store:
+        return SqliteStore(path)
+
+    return create_app(store, model=Typist())
+
+
+@asynccontextmanager
+async def serving(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
+    """Run the app's lifespan as a server does (startup, requests, shutdown) around a client."""
+    to_app, app_reads = anyio.create_memory_object_stream[Message](4)
+    app_writes, from_app = anyio.create_memory_object_stream[Message](4)
+
+    async def receive() -> Message:
+        return await app_reads.receive()
+
+    async def send(message: Message) -> None:
+        await app_writes.send(message)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(app, {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
+        await to_app.send({"type": "lifespan.startup"})
+        assert (await from_app.receive())["type"] == "lifespan.startup.complete"
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://chat") as client:
+                yield client
+        finally:
+            await to_app.send({"type": "lifespan.shutdown"})
+            assert (await from_app.receive())["type"] == "lifespan.shutdown.complete"
+    for stream in (to_app, app_reads, app_writes, from_app):
+        stream.close()
+
+
+def as_(user: str) -> dict[str, str]:
+    return {"X-User": user}
+
+
+def sse(text: str) -> list[tuple[str, dict[str, object]]]:
+    """(event name, data) of each server-sent event in a body; comments skipped."""
+    found = []
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if line and not line.startswith(":"))
+        if "event" in fields:
+            found.append((fields["event"], json.loads(fields["data"])))
+    return found
+
+
+async def new_session(client: httpx.AsyncClient, user: str, label: str | None = None) -> str:
+    response = await client.post("/sessions", headers=as_(user), json={} if label is None else {"label": label})
+    assert response.status_code == 201, response.text
+    session_id: str = response.json()["id"]
+    return session_id
+
+
+async def say(client: httpx.AsyncClient, user: str, session_id: str, text: str) -> dict[str, object]:
+    """Post a message as a job and wait for the job to end."""
+    started = await client.post(f"/sessions/{session_id}/messages", headers=as_(user), json={"text": text})
+    assert started.status_code == 202, started.text
+    job = started.json()
+    assert job["status"] in ("running", "finished")
+    done = await client.get(f"/jobs/{job['id']}", headers=as_(user), params={"wait": 10})
+    assert done.status_code == 200, done.text
+    result: dict[str, object] = done.json()
+    return result
+
+
+@pytest.mark.anyio
+async def test_two_users_chat_stream_run_a_task_fork_list_delete_and_find_it_all_after_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "chat.sqlite"
+    async with serving(app_on(path)) as client:
+        first = await new_session(client, "alice", "Parser")
+        second = await new_session(client, "alice")
+        bobs = await new_session(client, "bob", "Bob's")
+
+        # alice watches her sessions while both users talk: she sees only her own events, live
+        watched: list[httpx.Response] = []
+
+        async def watch() -> None:
+            watched.append(await client.get("/events", headers=as_("alice"), params={"limit": 5}))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            await anyio.wait_all_tasks_blocked()  # subscribed
+            bob_job, alice_job = await say(client, "bob", bobs, "hi"), await say(client, "alice", first, "hello")
+        assert alice_job["status"] == "finished" and bob_job["status"] == "finished"
+        assert alice_job["submission"] == {
+            "kind": "prompt",
+            "text": "you said: hello",
+            "turn_id": alice_job["submission"]["turn_id"],  # type: ignore[index]
+            "error": None,
+            "error_kind": None,
+        }
+        (response,) = watched
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = sse(response.text)
+        assert [name for name, _ in events] == ["turn_started", "reply_delta", "reply_delta", "reply_delta", "turn_finished"]
+        assert {data["session_id"] for _, data in events} == {first}
+        assert [data["text"] for name, data in events if name == "reply_delta"] == ["you ", "said: ", "hello"]
+        assert events[-1][1]["reply"] == "you said: hello"
+
+        # a /task runs as a job; its notification lands in alice's inbox only
+        task = await say(client, "alice", first, "/task write the tests")
+        submission = task["submission"]
+        assert isinstance(submission, dict)
+        assert task["status"] == "finished" and str(submission["text"]).startswith("Started task ses_")
+        inbox = (await client.get("/inbox", headers=as_("alice"))).json()["notifications"]
+        assert [n["message"]["title"] for n in inbox] == ["Task finished: write the tests"]
+        assert (await client.get("/inbox", headers=as_("bob"))).json() == {"notifications": []}
+        assert (await client.post(f"/inbox/{inbox[0]['id']}/read", headers=as_("bob"))).status_code == 404
+        assert (await client.post(f"/inbox/{inbox[0]['id']}/read", headers=as_("alice"))).status_code == 204
+        assert (await client.get("/inbox", headers=as_("alice"))).json() == {"notifications": []}
+
+        # fork at the first turn, before the task: the fork's history is that turn alone
+        await say(client, "alice", first, "and then?")
+        forked = await client.post(f"/sessions/{first}/fork", headers=as_("alice"), json={"ordinal": 0})
+        assert forked.status_code == 201, forked.text
+        fork = forked.json()
+        assert fork["lineage"] == {"kind": "fork", "parent": first, "ordinal": 0} and fork["tags"] == {"user": "alice"}
+        again = await say(client, "alice", fork["id"], "try another way")
+        assert again["status"] == "finished"
+        log = (await client.get(f"/sessions/{fork['id']}", headers=as_("alice"))).json()["log"]
+        assert [(e["ordinal"], e["message"]["text"]) for e in log] == [(0, "hello"), (1, "try another way")]
+
+        tree = (await client.get(f"/sessions/{first}/tree", headers=as_("alice"))).json()
+        kids = [(c["kind"], c["label"], c["anchor_ordinal"]) for c in tree["children"]]
+        assert tree["label"] == "Parser" and sorted(kids, key=str) == [("fork", "Task", 0), ("fork", None, 0)]
+
+        # listing by owner, a page at a time; another user's session is not there for alice
+        page = (await client.get("/sessions", headers=as_("alice"), params={"limit": 2, "roots_only": "true"})).json()
+        assert [s["id"] for s in page["sessions"]] == [second, first] and page["next"] is None
+        everything: list[str] = []
+        cursor: str | None = None
+        while True:
+            params: dict[str, str | int] = {"limit": 2} if cursor is None else {"limit": 2, "after": cursor}
+            page = (await client.get("/sessions", headers=as_("alice"), params=params)).json()
+            everything += [s["id"] for s in page["sessions"]]
+            cursor = page["next"]
+            if cursor is None:
+                break
+        assert len(everything) == len(set(everything)) >= 5 and fork["id"] in everything and bobs not in everything
+        assert (await client.get(f"/sessions/{first}", headers=as_("bob"))).status_code == 404
+
+        # delete: gone from the list and answered 410; its content is erased
+        assert (await client.delete(f"/sessions/{second}", headers=as_("alice"))).status_code == 204
+        assert (await client.get(f"/sessions/{second}", headers=as_("alice"))).status_code == 410
+        listed = (await client.get("/sessions", headers=as_("alice"), params={"roots_only": "true"})).json()["sessions"]
+        assert [s["id"] for s in listed] == [first]
+        task_job = str(task["id"])
+
+    # a restart: a new app on the same file has it all, commands included
+    async with serving(app_on(path)) as client:
+        listed = (await client.get("/sessions", headers=as_("alice"), params={"roots_only": "true"})).json()["sessions"]
+        assert [s["id"] for s in listed] == [first]
+        log = (await client.get(f"/sessions/{first}", headers=as_("alice"))).json()["log"]
+        assert [e["type"] for e in log] == ["turn", "command", "turn", "turn"]
+        command = log[1]
+        assert command["command_id"] == "task" and command["argument"] == "write the tests"
+        assert str(command["text"]).startswith("Started task") and command["error_kind"] is None
+        job = (await client.get(f"/jobs/{task_job}", headers=as_("alice"))).json()
+        assert job["status"] == "finished" and job["text"] == "/task write the tests"
+        assert (await client.get(f"/jobs/{task_job}", headers=as_("bob"))).status_code == 404
+        read = (await client.get("/inbox", headers=as_("alice"), params={"unread_only": "false"})).json()
+        assert [n["message"]["title"] for n in read["notifications"]] == ["Task finished: write the tests"]
+        assert (await client.get(f"/sessions/{bobs}", headers=as_("bob"))).json()["log"][0]["reply"] == "you said: hi"
+
+
+@pytest.mark.anyio
+async def test_twenty_concurrent_requests_keep_each_sessions_turns_in_order(tmp_path: Path) -> None:
+    async with serving(app_on(tmp_path / "chat.sqlite")) as client:
+        sessions = {"alice": await new_session(client, "alice"), "bob": await new_session(client, "bob")}
+        results: list[dict[str, object]] = []
+
+        async def one(n: int) -> None:
+            user = "alice" if n % 2 else "bob"
+            results.append(await say(client, user, sessions[user], f"message {n}"))
+
+        async with anyio.create_task_group() as tg:
+            for n in range(20):
+                tg.start_soon(one, n)
+        assert len(results) == 20 and all(r["status"] == "finished" for r in results)
+        for user, session_id in sessions.items():
+            log = (await client.get(f"/sessions/{session_id}", headers=as_(user))).json()["log"]
+            assert [e["ordinal"] for e in log] == list(range(10))
+            assert all(e["reply"] == f"you said: {e['message']['text']}" for e in log)
+
+
+@pytest.mark.anyio
+async def test_failures_answer_with_a_status_and_a_message_naming_the_value(tmp_path: Path) -> None:
+    async with serving(app_on(tmp_path / "chat.sqlite")) as client:
+        chat = await new_session(client, "alice")
+        missing = await client.get("/sessions")
+        assert missing.status_code == 401 and "X-User" in missing.json()["error"]
+        bad = await client.post(f"/sessions/{chat}/messages", headers=as_("alice"), content=b"[1, 2]")
+        assert bad.status_code == 400 and bad.json()["error"] == "the body must be a JSON object, got [1, 2]"
+        no_text = await client.post(f"/sessions/{chat}/messages", headers=as_("alice"), json={"text": 3})
+        assert no_text.status_code == 422 and "got text=3" in no_text.json()["error"]
+        limit = await client.get("/sessions", headers=as_("alice"), params={"limit": "lots"})
+        assert limit.status_code == 422 and limit.json()["error"] == "limit must be an integer from 1 to 200, got 'lots'"
+        cursor = await client.get("/sessions", headers=as_("alice"), params={"after": "nonsense"})
+        assert cursor.status_code == 422 and cursor.json()["argument"] == "after"
+        fork = await client.post(f"/sessions/{chat}/fork", headers=as_("alice"), json={"ordinal": 0})
+        assert fork.status_code == 422 and "of the session's 0 turns" in fork.json()["error"]
+        unknown = await say(client, "alice", chat, "/nosuch thing")
+        submission = unknown["submission"]
+        assert isinstance(submission, dict)
+        assert unknown["status"] == "failed" and submission["error_kind"] == "unknown_command"
+        empty = await say(client, "alice", chat, "   ")
+        assert isinstance(empty["submission"], dict) and empty["submission"]["error_kind"] == "invalid_input"
+        assert (await client.get("/jobs/job_000000000000", headers=as_("alice"))).status_code == 404
+
+
+@pytest.mark.anyio
+async def test_events_stream_as_they_happen_and_a_client_that_leaves_ends_its_subscription(tmp_path: Path) -> None:
+    """Read /events through raw ASGI: the first event arrives while the response is still open."""
+    app = app_on(tmp_path / "chat.sqlite")
+    async with serving(app) as client:
+        chat = await new_session(client, "alice")
+        chunks: list[bytes] = []
+        got_event, leave = anyio.Event(), anyio.Event()
+
+        async def receive() -> Message:
+            await leave.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.body" and message.get("body"):
+                chunks.append(message["body"])
+                got_event.set()
+
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": "/events",
+            "raw_path": b"/events",
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"x-user", b"alice"), (b"host", b"chat")],
+            "client": ("127.0.0.1", 1),
+            "server": ("chat", 80),
+            "state": {},
+        }
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(app, scope, receive, send)
+            await anyio.wait_all_tasks_blocked()
+            await client.post(f"/sessions/{chat}/messages", headers=as_("alice"), json={"text": "hello"})
+            with anyio.fail_after(5):
+                await got_event.wait()  # the response is still open: nothing has ended it
+            assert sse(b"".join(chunks).decode())[0][0] == "turn_started"
+            leave.set()  # the client goes away: the handler ends and unsubscribes
+        assert not tg.cancel_scope.cancel_called
+
+
+def test_the_example_imports_only_public_names() -> None:
+    for path in sorted((ROOT / "examples" / "integration").glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("host_sim", "modular_sdk"):
+                assert node.module in ("host_sim", "modular_sdk"), f"{path.name} imports from {node.module}"
+                assert all(not a.name.startswith("_") for a in node.names), f"{path.name}: {ast.dump(node)}"
+            if isinstance(node, ast.Import):
+                assert all(a.name.split(".")[0] not in ("host_sim", "modular_sdk") or "." not in a.name for a in node.names)
