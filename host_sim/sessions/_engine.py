@@ -355,10 +355,6 @@ class Engine:
         """The forks and spawns of a session, in creation order (read from the store)."""
         return [await self.load(r.id) for r in await self.store.child_sessions(state.id)]
 
-    async def all_sessions(self) -> list[SessionState]:
-        """Every session of the store, in creation order."""
-        return [await self.load(r.id) for r in await self.store.list_sessions()]
-
     # -- hooks --------------------------------------------------------------------------
     async def before(
         self, action: str, session_id: SessionId | None, author: Author, *, owner: Mod | None = None
