@@ -768,15 +768,20 @@ class Engine:
 
     async def _ask_model(self, session: SessionState, turn: TurnState, request: ModelRequest) -> object:
         """The model's answer: ``respond(request)``, or, for a model that streams (has
-        ``stream``), the concatenation of its text chunks, each published as ``reply_delta``
-        (a `ToolCall` it yields ends the stream). Raises `HandlerFailed` like `call_handler`."""
+        ``stream``), its text chunks, each published as ``reply_delta`` (a `ToolCall` it
+        yields ends the stream). The reply is every chunk of the turn joined, text streamed
+        before a tool call included, so it always equals the deltas the turn published.
+        Raises `HandlerFailed` like `call_handler`."""
         stream = getattr(self.model, "stream", None)
         if stream is None or not callable(stream):
             return await call_handler(f"model {self.model.name!r}", self.model.respond, (request,), timeout=self.model_timeout)
         what = f"model {self.model.name!r}"
 
+        if turn.streamed is None:
+            turn.streamed = []
+        chunks = turn.streamed  # across the turn's rounds
+
         async def consume() -> object:
-            chunks: list[str] = []
             iterator = stream(request)
             try:
                 async for chunk in iterator:

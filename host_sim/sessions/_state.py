@@ -57,6 +57,7 @@ class TurnState:
     artifact: LineageArtifact | None = None  # the branched_from artifact of forks made here
     completed_before: int = 0  # completed turns before it in its session's history
     failure: ErrorKind | None = None  # why it failed, for Submission.error_kind (not stored)
+    streamed: list[str] | None = None  # reply_delta chunks published so far (streaming models only)
 
     def record(self) -> TurnRecord:
         return TurnRecord(

@@ -417,3 +417,32 @@ async def test_a_store_made_before_the_log_gets_its_tables_when_a_host_opens_it(
         assert [s.id for s in (await again.sessions.list()).sessions] == [chat.id]
         tagged = await again.sessions.create(tags={"user": "erin"})
         assert [s.id for s in (await again.sessions.list(tags={"user": "erin"})).sessions] == [tagged.id]
+
+
+@pytest.mark.anyio
+async def test_a_streamed_reply_is_every_delta_of_the_turn_text_before_a_tool_call_included() -> None:
+    class ToolStreaming:
+        name = "tool-streaming"
+
+        async def respond(self, request: ModelRequest) -> str | ToolCall:
+            raise AssertionError("a streaming model is streamed")
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall]:
+            if not request.tool_results:
+                yield "Let me look. "
+                yield ToolCall(name="nothing", input={})  # an unknown tool: the model is told so
+                return
+            yield "Done."
+
+    seen: list[HostEvent] = []
+    async with anyio.create_task_group() as outer:
+        ready = anyio.Event()
+        async with Host(model=ToolStreaming()) as host:
+            outer.start_soon(collect, host, seen, ready)
+            await ready.wait()
+            chat = await host.sessions.create()
+            out = await host.submit(chat, "look")
+    deltas = "".join(e.text for e in seen if e.kind == "reply_delta")
+    assert deltas == out.text == "Let me look. Done."
+    (finished,) = [e for e in seen if e.kind == "turn_finished"]
+    assert finished.reply == deltas
