@@ -1,8 +1,10 @@
 """``host-sim chat SPEC...``: an interactive session; commands run in the background.
 
 The prompt stays usable while a command or prompt runs: each line you enter starts in a
-task group this command owns, and its output (and any notification or tool call) prints
-when it arrives. The event loop and the host run in a thread of their own (an anyio
+task group this command owns, and its output prints when it arrives. What happens
+meanwhile comes from the host's event stream (``host.subscribe()``), the same one an
+integrator's UI reads: tool calls, notifications, and a streaming model's reply line by
+line as it arrives. The event loop and the host run in a thread of their own (an anyio
 blocking portal); the terminal, readline and Ctrl-C stay on the main thread.
 """
 
@@ -21,8 +23,12 @@ import anyio.abc
 from anyio.from_thread import start_blocking_portal
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from modular_sdk._schema import JsonObject
+
+from ..models._protocol import ToolResult
+from ..sessions._events import Lagged, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished
 from ..sessions._host import Completion, Host
-from ._observe import Notified, Observation, ObservedModel, ToolReturned, describe
+from ._observe import describe
 from ._model_option import add_model_options, chosen_model
 from ._options import add_backend, add_store, add_timeout, open_store
 from ._session_io import format_submission, make_host, misplaced_palette, report_error
@@ -101,6 +107,7 @@ class Chat:
         self._running: dict[int, tuple[str, anyio.CancelScope]] = {}
         self._next = 0
         self._session_id = ""
+        self._streaming = False
         self.commands: list[Completion] = []
         self.ready = threading.Event()
         self.host: Host | None = None
@@ -124,34 +131,60 @@ class Chat:
         with self._lock:
             self._at_prompt = waiting
 
-    def _observe(self, seen: Observation) -> None:
-        if isinstance(seen, ToolReturned) and seen.session_id == self._session_id:
-            self.show(f"  ({describe(seen.result)})")
-        elif isinstance(seen, Notified) and seen.session_id == self._session_id:
-            first = seen.text.splitlines()[0] if seen.text else ""
-            self.show(f"[notification] {first}")
+    async def _watch(self, host: Host, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Show what happens in this chat's session as the host's events arrive."""
+        calls: dict[str, tuple[str, JsonObject]] = {}
+        partial: dict[str, str] = {}  # a streaming reply's unfinished last line, per turn
+        async with host.subscribe(buffer=10_000) as events:
+            task_status.started()
+            async for event in events:
+                if isinstance(event, Lagged):
+                    self.show(f"(missed {event.missed} events: the terminal fell behind)")
+                    continue
+                if getattr(event, "session_id", None) != self._session_id:
+                    continue
+                if isinstance(event, ToolCalled):
+                    calls[event.call_id] = (event.tool_name, event.input)
+                elif isinstance(event, ToolFinished):
+                    name, given = calls.pop(event.call_id, ("?", {}))
+                    result = ToolResult(call_id=event.call_id, name=name, input=given, output=event.output, error=event.error)
+                    self.show(f"  ({describe(result)})")
+                elif isinstance(event, NotificationEvent):
+                    self.show(f"[notification] {event.title}")
+                elif isinstance(event, ReplyDelta):
+                    *lines, rest = (partial.pop(event.turn_id, "") + event.text).split("\n")
+                    for line in lines:
+                        self.show(line)
+                    partial[event.turn_id] = rest
+                elif isinstance(event, TurnFinished) and partial.get(event.turn_id):
+                    self.show(partial.pop(event.turn_id))
 
     # -- the event loop side ------------------------------------------------------------
 
     async def serve(self) -> None:
         """Open the host, run each submitted line in the task group until `finish`."""
         store, _ = open_store(self._args)
-        model = ObservedModel(chosen_model(self._args), self._observe)
+        model = chosen_model(self._args)
+        self._streaming = callable(getattr(model, "stream", None))  # its replies print as deltas
         try:
             async with make_host(self._args.specs, store=store, timeout=self._args.timeout, model=model) as host:
                 session = await host.sessions.create()
                 self._session_id = session.id
                 self.host = host
                 self.commands = sorted(host.completions("/"), key=lambda c: c.name)
-                self.show(f"session {session.id}; type /? for commands, /quit to leave")
-                self.ready.set()
-                async with anyio.create_task_group() as tg:
-                    async with self._receive:
-                        async for text in self._receive:
-                            scope = anyio.CancelScope()
-                            self._next += 1
-                            self._running[self._next] = (text, scope)
-                            tg.start_soon(self._one, host, session.id, text, self._next, scope)
+                async with anyio.create_task_group() as watching:
+                    await watching.start(self._watch, host)
+                    self.show(f"session {session.id}; type /? for commands, /quit to leave")
+                    self.ready.set()
+                    async with anyio.create_task_group() as tg:
+                        async with self._receive:
+                            async for text in self._receive:
+                                scope = anyio.CancelScope()
+                                self._next += 1
+                                self._running[self._next] = (text, scope)
+                                tg.start_soon(self._one, host, session.id, text, self._next, scope)
+                    await anyio.sleep(0.05)  # the watcher shows what the last lines published
+                    watching.cancel_scope.cancel()
         finally:
             self.ready.set()
 
@@ -159,7 +192,8 @@ class Chat:
         try:
             with scope:
                 submission = await host.submit(session_id, text)
-                self.show(format_submission(submission))
+                if not (self._streaming and submission.kind == "prompt" and submission.error is None):
+                    self.show(format_submission(submission))  # (a streamed reply has printed already)
             if scope.cancelled_caught:
                 self.show(f"cancelled: {text}")
         finally:
@@ -182,7 +216,9 @@ class Chat:
         """Run ``text`` and print what it shows before returning."""
         host = self.host
         assert host is not None
-        self.show(format_submission(await host.submit(self._session_id, text)))
+        submission = await host.submit(self._session_id, text)
+        if not (self._streaming and submission.kind == "prompt" and submission.error is None):
+            self.show(format_submission(submission))
 
     async def finish(self) -> None:
         """No more lines: `serve` returns once the running ones are done."""

@@ -22,6 +22,7 @@ import anyio
 import attrs
 
 from modular_sdk import AiMessage, AiSessionLineage, Author, InvalidArgumentError, SessionId, TurnId, TurnStatus
+from modular_sdk._schema import JsonObject
 
 __all__ = [
     "CommandFinished",
@@ -88,7 +89,7 @@ class ToolCalled:
     turn_id: TurnId
     call_id: str
     tool_name: str
-    input: object
+    input: JsonObject
 
 
 @attrs.frozen(kw_only=True)

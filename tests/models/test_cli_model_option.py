@@ -14,7 +14,7 @@ from host_sim._cli import build_parser, main
 from host_sim.cli._chat import run_chat
 from host_sim.cli._model_option import model_spec
 
-from ._fake_openai import FakeOpenAI, error, reply
+from ._fake_openai import FakeOpenAI, error, reply, streamed_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = str(ROOT / "examples" / "background_tasks.py")
@@ -148,4 +148,17 @@ def test_chat_talks_to_the_model_it_is_given(fake: FakeOpenAI, capsys: pytest.Ca
     args = build_parser().parse_args(["chat", TASK, "--no-store", "--model", f"openai:m@{fake.base_url}"])
     assert run_chat(args, lambda prompt: next(lines)) == 0
     assert "Hello from the server." in capsys.readouterr().out
-    assert fake.bodies == [{"model": "m", "messages": [{"role": "user", "content": "hello"}]}]
+    # chat streams: the reply prints line by line as it arrives (a server may answer whole)
+    assert fake.bodies == [{"model": "m", "messages": [{"role": "user", "content": "hello"}], "stream": True}]
+
+
+def test_chat_prints_a_streamed_reply_line_by_line_as_it_arrives_and_only_once(
+    fake: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake.answer(streamed_reply("The parser ", "lives in\nparser", ".py"))
+    lines: Iterator[str] = iter(["where is the parser?", "/quit"])
+    args = build_parser().parse_args(["chat", TASK, "--no-store", "--model", f"openai:m@{fake.base_url}"])
+    assert run_chat(args, lambda prompt: next(lines)) == 0
+    out = capsys.readouterr().out
+    assert "The parser lives in\nparser.py\n" in out  # from the host's reply_delta events
+    assert out.count("parser.py") == 1  # not printed again when the turn returns
