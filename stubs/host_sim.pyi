@@ -967,7 +967,7 @@ class ToolCalled:
     turn_id: TurnId
     call_id: str
     tool_name: str
-    input: object
+    input: JsonObject
 
 
 @attrs.frozen(kw_only=True)
