@@ -5,7 +5,10 @@ from ._errors import StoreLockedError as StoreLockedError
 from ._memory import MemoryStore as MemoryStore
 from ._postgres import PostgresStore as PostgresStore
 from ._protocol import INDEX_VERSION as INDEX_VERSION
+from ._protocol import LogStore as LogStore
 from ._protocol import Store as Store
+from ._records import Invocation as Invocation
+from ._records import JobRecord as JobRecord
 from ._records import SessionRecord as SessionRecord
 from ._records import StoredState as StoredState
 from ._records import TurnRecord as TurnRecord
@@ -15,6 +18,9 @@ from ._sqlite import SqliteStore as SqliteStore
 __all__ = [
     "INDEX_VERSION",
     "SCHEMA_VERSION",
+    "Invocation",
+    "JobRecord",
+    "LogStore",
     "MemoryStore",
     "PostgresStore",
     "SessionRecord",
