@@ -10,6 +10,7 @@ is stamped with that actor, whatever task, thread or ``contextvars`` context sen
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, final, overload
@@ -233,6 +234,13 @@ class SessionHandle(metaclass=NoPublicConstructor):
         if output_type is None:
             turn = await engine.run(self._state, prompt, self._actor)
             return AiRunResult(text=turn.reply or "", turn=self._turn(turn))
+        if isinstance(output_type, type) and dataclasses.is_dataclass(output_type):
+            raise InvalidArgumentError(
+                f"output_type {output_type.__name__!r} is a dataclass; records are attrs classes here, as "
+                "for a tool's input_type: decorate it with @attrs.frozen instead of @dataclass",
+                argument="output_type",
+                value=output_type,
+            )
         turn = await engine.run(self._state, prompt, self._actor, engine.output_schema(output_type))
         return engine.parse_reply(turn, output_type)
 

@@ -6,7 +6,7 @@ import attrs
 import pytest
 
 from host_sim import Host, ModelRequest, ScriptedModel
-from modular_sdk import ReplyValidationError, TurnFailedError
+from modular_sdk import InvalidArgumentError, ReplyValidationError, TurnFailedError
 
 
 @attrs.frozen
@@ -147,3 +147,19 @@ async def test_a_failed_turn_raises_turn_failed_not_reply_validation() -> None:
 
         with pytest.raises(TurnFailedError, match="no capacity"):
             await chat.run("Review the change", output_type=Verdict)
+
+
+@pytest.mark.anyio
+async def test_a_dataclass_output_type_is_refused_like_a_dataclass_tool_input() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Plan:
+        steps: list[str]
+
+    async with Host() as host:
+        chat = await host.sessions.create()
+        with pytest.raises(InvalidArgumentError, match=r"output_type 'Plan' is a dataclass; .*@attrs.frozen") as info:
+            await chat.run("plan it", output_type=Plan)
+        assert info.value.argument == "output_type"
+        assert await chat.turns() == []  # refused before anything was sent
