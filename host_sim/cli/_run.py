@@ -19,7 +19,7 @@ import attrs
 
 from modular_sdk import UnknownSessionError
 
-from ..sessions._host import Host, Submission
+from ..sessions._host import Submission
 from ._model_option import add_model_options, chosen_model
 from ._observe import Notified, Observation, ObservedModel, ToolLog, ToolReturned, describe, with_tool_calls
 from ._options import add_backend, add_store, add_timeout, open_store

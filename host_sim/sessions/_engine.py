@@ -269,7 +269,7 @@ class Engine:
     async def _load(self, session_id: SessionId) -> SessionState:
         chain: list[SessionRecord] = []  # the session, then ancestors not yet live (iterative)
         current = session_id
-        while (state := self.sessions.get(current)) is None:
+        while current not in self.sessions:
             record = await self.store.get_session(current)
             if record is None:
                 if not chain:

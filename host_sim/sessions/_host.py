@@ -36,7 +36,6 @@ from ..stores._memory import MemoryStore
 from ..stores._protocol import LogStore, Store
 from ..stores._traces import TraceStore, recover_traces
 from ..traces._actions import ActionBook
-from ..traces._errors import TraceError
 from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
 from ..traces._spool import SpoolConsumer
