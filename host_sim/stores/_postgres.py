@@ -208,7 +208,8 @@ CREATE TABLE host_sim.jobs (
     result text,
     error text,
     error_kind text,
-    turn_id text
+    turn_id text,
+    owner bigint
 );
 CREATE INDEX jobs_running ON host_sim.jobs (seq) WHERE status = 'running';
 CREATE TABLE host_sim.reads (turn_id text PRIMARY KEY, read_at text NOT NULL);
@@ -284,6 +285,11 @@ SELECT_TURNS_SINCE: Final = (
 SELECT_TURN: Final = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE id = %s"
 SELECT_TURN_BY_MESSAGE: Final = (
     f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message_id = %s ORDER BY seq LIMIT 1"
+)
+_OWNER_HELD: Final = (  # the owner lock of host {owner} is held: that host is alive
+    "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
+    "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
+    f"AND l.classid = {_OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = {{owner}}::bigint::oid"
 )
 CLAIM_ORPHANED_TURNS: Final = (
     "UPDATE host_sim.turns t SET owner = %s WHERE t.status = 'running' AND NOT EXISTS ("
@@ -605,13 +611,16 @@ class PostgresStore:
         )
 
     async def save_job(self, record: JobRecord) -> None:
-        updates = ", ".join(f"{c} = excluded.{c}" for c in _JOBS.columns if c != "id")
+        """Write a job; a running one is owned by this host (like its turns), so that only a
+        job whose host is gone is ever marked interrupted by another."""
+        updates = ", ".join(f"{c} = excluded.{c}" for c in (*_JOBS.columns, "owner") if c != "id")
+        owner = self._owner if record.status == "running" else None
         await self._transact(
             [
                 _Step(
-                    f"INSERT INTO host_sim.jobs ({_cols(_JOBS)}) VALUES ({_marks(len(_JOBS.columns))}) "
+                    f"INSERT INTO host_sim.jobs ({_cols(_JOBS)}, owner) VALUES ({_marks(len(_JOBS.columns) + 1)}) "
                     f"ON CONFLICT (id) DO UPDATE SET {updates}",
-                    self._row(_JOBS, record),
+                    (*self._row(_JOBS, record), owner),
                     f"cannot write job {record.id!r}",
                 )
             ]
@@ -621,10 +630,17 @@ class PostgresStore:
         return await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs ORDER BY seq", ())
 
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
-        """Mark running jobs interrupted. With several live hosts a job another host runs is
-        running too: only jobs whose host is gone should be, which needs job ownership like
-        turns'; until then this marks none and says so in docs/embedding.md."""
-        return 0
+        """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any
+        more); a job a live host runs is left alone, as its running turns are."""
+        orphaned = f"j.status = 'running' AND NOT EXISTS ({_OWNER_HELD.format(owner='j.owner')})"
+        if not await self._query(f"SELECT 1 FROM host_sim.jobs j WHERE {orphaned} LIMIT 1", ()):
+            return 0  # (the usual case: the clock is not even read)
+        rows = await self._query(  # autocommit: one statement, so two hosts never both take one
+            "UPDATE host_sim.jobs j SET status = 'interrupted', finished_at = %s, "
+            f"error = 'the host closed before the job finished', owner = NULL WHERE {orphaned} RETURNING j.id",
+            (now().isoformat(),),
+        )
+        return len(rows)
 
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         await self._transact(

@@ -446,3 +446,30 @@ async def test_a_streamed_reply_is_every_delta_of_the_turn_text_before_a_tool_ca
     assert deltas == out.text == "Let me look. Done."
     (finished,) = [e for e in seen if e.kind == "turn_finished"]
     assert finished.reply == deltas
+
+
+@pytest.mark.anyio
+async def test_on_postgresql_a_host_opening_the_store_interrupts_only_jobs_whose_host_is_gone(postgres_dsn: str) -> None:
+    import psycopg
+
+    started = anyio.Event()
+
+    async def respond(request: ModelRequest) -> str:
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async with Host(model=ScriptedModel(respond), store=PostgresStore(postgres_dsn)) as live:
+        chat = await live.sessions.create()
+        running = await live.start(chat, "think")
+        await started.wait()
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:  # a job a killed host left running
+            conn.execute(
+                "INSERT INTO host_sim.jobs (id, session_id, text, status, created_at, owner) "
+                "VALUES ('job_dead', %s, 'x', 'running', '2026-01-01T00:00:00+00:00', 987654321)",
+                (chat.id,),
+            )
+        async with Host(store=PostgresStore(postgres_dsn)) as other:  # a second host opens the same database
+            statuses = {j.id: j.status for j in await other.jobs()}
+        assert statuses == {running.id: "running", "job_dead": "interrupted"}
+    assert running.status == "interrupted"  # its own host closed
