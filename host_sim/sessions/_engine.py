@@ -182,6 +182,7 @@ class Engine:
         max_tool_rounds: int,
         cwd: str,
         tool_context: Callable[[Engine, SessionState, HandlerFrame], ToolContext],
+        log: LogStore,
     ) -> None:
         self.tables = tables
         self.model = model
@@ -200,7 +201,7 @@ class Engine:
         )
         self._loading = anyio.Lock()
         self.events = EventHub(self.now)
-        self.log: LogStore = store if isinstance(store, LogStore) else _no_log(store)  # the host sets its own
+        self.log = log  # the integrator's records: the store itself, or a MemoryLog over it
         self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
         self._idle: anyio.Event | None = None
         self._closed = False
@@ -1033,9 +1034,3 @@ def _check_tags(tags: object) -> Mapping[str, str]:
 
 def _delta(session_id: SessionId, turn_id: TurnId, text: str) -> Callable[[int, datetime], ReplyDelta]:
     return lambda seq, at: ReplyDelta(seq=seq, at=at, session_id=session_id, turn_id=turn_id, text=text)
-
-
-def _no_log(store: Store) -> LogStore:
-    from ._integrator import MemoryLog
-
-    return MemoryLog(store)

@@ -33,7 +33,7 @@ from ..models._echo import EchoModel
 from ..models._protocol import Model
 from ..stores._invariants import recover
 from ..stores._memory import MemoryStore
-from ..stores._protocol import LogStore, Store
+from ..stores._protocol import Store
 from ..stores._traces import TraceStore, recover_traces
 from ..traces._actions import ActionBook
 from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
@@ -45,7 +45,7 @@ from ._engine import Engine, ModTables, checked_now
 from ._events import CommandFinished, EventStream
 from ._explain import close_names
 from ._ids import new_invocation_id, new_job_id
-from ._integrator import Job, MemoryLog, ended, job_record
+from ._integrator import Job, ended, log_of
 from ._handles import (
     AiSessionsImpl,
     CommandContextImpl,
@@ -178,7 +178,7 @@ class Host:
             mods.append(builtin_mod(self._builtin_tools, lambda: self._store))
         tables = ModTables.build(mods)
         await self._store.open()
-        log: LogStore = self._store if isinstance(self._store, LogStore) else MemoryLog(self._store)
+        log = log_of(self._store)
         try:
             await recover(self._store, lambda: checked_now(self._clock))
             if isinstance(self._store, TraceStore):
@@ -200,9 +200,9 @@ class Host:
             max_tool_rounds=self._max_tool_rounds,
             cwd=self._cwd,
             tool_context=tool_context,
+            log=log,
         )
         graph._applied = engine.apply_erasure
-        engine.log = log
         self._engine, self._lineage = engine, graph
         linker = TraceLinker(self._store, lambda: checked_now(self._clock))
         engine.link_session, engine.report_output = linker.link_session, linker.report_output
@@ -542,7 +542,7 @@ class Host:
         state = await self._session(session)
         if not isinstance(text, str):
             raise InvalidArgumentError(f"start() takes the typed text as a str, got {text!r}", argument="text", value=text)
-        record = job_record(new_job_id(), state.id, text, engine.now)
+        record = JobRecord(id=new_job_id(), session_id=state.id, text=text, status="running", created_at=engine.now())
         await engine.log.save_job(record)
         job = Job._create(record, None)
         self._jobs[record.id] = job

@@ -18,13 +18,13 @@ import attrs
 
 from modular_sdk import SessionId, TurnId
 
-from ..stores._protocol import Store
+from ..stores._protocol import LogStore, Store
 from ..stores._records import ErrorKind, Invocation, JobRecord, JobStatus, SessionRecord, TurnRecord
 from ._handles import NoPublicConstructor
 from ._submission import Submission
 
 
-__all__ = ["Job", "MemoryLog", "ended", "job_record"]
+__all__ = ["Job", "MemoryLog", "ended", "log_of"]
 
 
 @final
@@ -170,13 +170,9 @@ class MemoryLog:
         return self._deleted.get(session_id)
 
 
-def job_record(
-    job_id: str,
-    session_id: SessionId,
-    text: str,
-    now: Callable[[], datetime],
-) -> JobRecord:
-    return JobRecord(id=job_id, session_id=session_id, text=text, status="running", created_at=now())
+def log_of(store: Store) -> LogStore:
+    """Where a host keeps the integrator's records: the store itself when it is a `LogStore`."""
+    return store if isinstance(store, LogStore) else MemoryLog(store)
 
 
 def ended(record: JobRecord, submission: Submission, at: datetime) -> JobRecord:
