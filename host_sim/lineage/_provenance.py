@@ -10,7 +10,7 @@ touched: a session's own turns, its children, the edges citing a turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -162,6 +162,29 @@ async def backward(store: Store, turn_or_message_id: object) -> TurnOrigin:
     return TurnOrigin(of=_ref(turn), read_from=read_from, sessions=tuple(chain))
 
 
+async def _erase(
+    store: Store,
+    turns: Iterable[TurnRecord],
+    edges: Iterable[LineageEdge],
+    *,
+    now: Callable[[], datetime],
+    applied: Callable[[Sequence[TurnRecord]], None],
+) -> None:
+    """Carry out a plan in one store transaction: its turns lose their text (those not
+    erased already), the artifacts citing them their labels; then tell the host."""
+    from ..stores._invariants import ERASED_LABEL, erased
+
+    at = now()
+    records = [erased(t, at) for t in turns if t.erased_at is None]
+    rewritten = [
+        attrs.evolve(e, artifact=LineageArtifact(type=e.artifact.type, source_id=e.artifact.source_id, label=ERASED_LABEL))
+        for e in edges
+        if e.artifact is not None and e.artifact.label != ERASED_LABEL
+    ]
+    await store.erase(records, rewritten)
+    applied(records)
+
+
 async def erase_turns(
     store: Store,
     turns: Sequence[TurnRecord],
@@ -171,8 +194,6 @@ async def erase_turns(
 ) -> None:
     """Forget several turns at once (a deleted session's own turns): the union of their
     plans, computed by the same walk as `forget`, erased in one transaction."""
-    from ..stores._invariants import ERASED_LABEL, erased
-
     planned: dict[TurnId, TurnRecord] = {}
     edges: dict[tuple[SessionId, SessionId], LineageEdge] = {}
     for turn in turns:
@@ -186,15 +207,7 @@ async def erase_turns(
             planned.setdefault(record.id, record)
         for edge in provenance.edges:
             edges[edge.from_session_id, edge.to_session_id] = edge
-    at = now()
-    records = [erased(t, at) for t in planned.values() if t.erased_at is None]
-    rewritten = [
-        attrs.evolve(e, artifact=LineageArtifact(type=e.artifact.type, source_id=e.artifact.source_id, label=ERASED_LABEL))
-        for e in edges.values()
-        if e.artifact is not None and e.artifact.label != ERASED_LABEL
-    ]
-    await store.erase(records, rewritten)
-    applied(records)
+    await _erase(store, planned.values(), edges.values(), now=now, applied=applied)
 
 
 async def forget(
@@ -210,8 +223,6 @@ async def forget(
     ``applied`` is told the erased records once they are durable (the host updates what it
     holds in memory). Raises `ValueError` naming a planned turn that is still running.
     """
-    from ..stores._invariants import ERASED_LABEL, erased
-
     if not isinstance(dry_run, bool):
         raise TypeError(f"dry_run must be True or False, got {dry_run!r}")
     turn = await find_turn(store, turn_or_message_id)
@@ -233,13 +244,5 @@ async def forget(
             f"turn {running[0].id!r} of session {running[0].session_id!r} is still running; "
             "forget it once it has finished (await turn.completed())"
         )
-    at = now()
-    records = [erased(t, at) for t in planned if t.erased_at is None]
-    edges = [
-        attrs.evolve(e, artifact=LineageArtifact(type=e.artifact.type, source_id=e.artifact.source_id, label=ERASED_LABEL))
-        for e in provenance.edges
-        if e.artifact is not None and e.artifact.label != ERASED_LABEL
-    ]
-    await store.erase(records, edges)
-    applied(records)
+    await _erase(store, planned, provenance.edges, now=now, applied=applied)
     return attrs.evolve(plan, edges=tuple(await store.find_edges("turn", turn.id)))

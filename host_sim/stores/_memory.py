@@ -153,22 +153,15 @@ class MemoryStore:
     async def begin_turn(self, record: TurnRecord) -> None:
         """Keep a turn that starts (status ``running``)."""
         self._check_open()
-        own = self._turns_of.get(record.session_id, ())
-        if (
-            record.status != "running"
-            or record.id in self._turns
-            or any(t.ordinal == record.ordinal for t in own[-1:])
-            or (own and record.ordinal < own[-1].ordinal and any(t.ordinal == record.ordinal for t in own))
-        ):
+        own = self._turns_of.setdefault(record.session_id, [])  # in ordinal order
+        at = bisect.bisect_left(own, record.ordinal, key=_ordinal)  # the end, for the next turn
+        if record.status != "running" or record.id in self._turns or (at < len(own) and own[at].ordinal == record.ordinal):
             raise StoreError(
                 f"cannot begin turn {record.ordinal} ({record.id!r}) of session "
                 f"{record.session_id!r}: a turn begins once, running, at a free ordinal"
             )
         self._turns[record.id] = record
-        turns = self._turns_of.setdefault(record.session_id, [])
-        turns.append(record)
-        if len(turns) > 1 and turns[-2].ordinal > record.ordinal:
-            turns.sort(key=lambda t: t.ordinal)
+        own.insert(at, record)
         self._by_message.setdefault(record.message_id, record.id)
         self._running[record.id] = None
         if record.message.type == "notification":
