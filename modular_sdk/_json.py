@@ -427,6 +427,21 @@ def _register_union(union: object, name: str) -> None:
     converter.register_unstructure_hook(union, lambda value: converter.unstructure(value, type(value)))
 
 
+def _tag_fields(tp: Any) -> bool:
+    """An attrs class with a tag field (``init=False``, a str default): an event, a record."""
+    return (
+        isinstance(tp, type)
+        and attrs.has(tp)
+        and any(not f.init and isinstance(f.default, str) for f in attrs.fields(tp))
+    )
+
+
+# Any tagged class the SDK does not register itself (the host's events, say) is still
+# written with its tag: a reader must be able to tell the kinds apart.
+converter.register_unstructure_hook_factory(
+    _tag_fields, lambda cls: make_dict_unstructure_fn(cls, converter, _cattrs_include_init_false=True)
+)
+
 _KIND_TAGGED: tuple[type, ...] = (
     RootLineage,
     SpawnLineage,
@@ -546,7 +561,8 @@ def unstructure(value: object) -> Any:
 def to_json(value: object) -> str:
     """Serialize a message, author, lineage, trigger or decision to JSON (sorted keys).
 
-    Raises `SerializationError` for a value with no JSON form.
+    A tagged value is written with its tag (``kind`` or ``type``), a host's events included,
+    so a reader can tell the kinds apart. Raises `SerializationError` for a value with no JSON form.
 
     >>> to_json(RootLineage())
     '{"kind": "root"}'

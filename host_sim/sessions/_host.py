@@ -319,7 +319,8 @@ class Host:
     async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
         """What the user types: ``/name argument`` runs a slash command, anything else is a prompt.
 
-        Never raises for a failed command or turn: see `Submission.error`.
+        A doubled leading slash is a literal one, as in chat apps: ``//etc/hosts`` sends the
+        prompt ``/etc/hosts``. Never raises for a failed command or turn: see `Submission.error`.
         """
         engine = self._open()
         state = await self._session(session)
@@ -335,7 +336,9 @@ class Host:
             )
             kind: Literal["prompt", "command"] = "command" if text == "/" else "prompt"
             return Submission(kind=kind, text=message, error=message, error_kind="invalid_input")
-        if text.startswith("/"):
+        if text.startswith("//"):
+            text = text[1:]  # a literal slash, not a command
+        elif text.startswith("/"):
             return await self._slash(engine, state, text)
         try:
             turn = await engine.send(state, AiPromptMessage(text=text), None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -35,6 +36,7 @@ from modular_sdk import (
     before_action,
     define_mod,
     slash_command,
+    to_json,
 )
 
 
@@ -130,6 +132,24 @@ async def test_commands_tools_notifications_and_stream_deltas_are_events() -> No
     assert finished.command_id == "task" and finished.error is None and finished.session_id == chat.id
     notes = [e for e in seen if e.kind == "notification"]
     assert len(notes) == 1 and notes[0].session_id == chat.id
+
+
+@pytest.mark.anyio
+async def test_every_event_serialises_with_its_kind_so_an_sse_stream_needs_no_discriminator_of_its_own() -> None:
+    seen: list[HostEvent] = []
+    async with anyio.create_task_group() as outer:
+        ready = anyio.Event()
+        async with Host(mods=[background_tasks.mod]) as host:
+            outer.start_soon(collect, host, seen, ready)
+            await ready.wait()
+            chat = await host.sessions.create()
+            await host.submit(chat, "hello")
+            await host.submit(chat, "/task write the tests")
+    kinds = {event.kind for event in seen}
+    assert {"session_created", "turn_started", "turn_finished", "command_finished", "notification"} <= kinds
+    for event in seen:
+        data = json.loads(to_json(event))
+        assert data["kind"] == event.kind and data["seq"] == event.seq
 
 
 # -- error kinds -----------------------------------------------------------------------------

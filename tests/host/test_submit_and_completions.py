@@ -132,6 +132,21 @@ async def test_text_not_starting_with_a_slash_is_a_prompt() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(("typed", "sent"), [("//echo hi", "/echo hi"), ("//", "/"), ("///x", "//x")])
+async def test_a_doubled_slash_sends_a_prompt_that_starts_with_a_literal_slash(typed: str, sent: str) -> None:
+    async with Host(mods=[mod]) as host:
+        chat = await host.sessions.create()
+        before = len(received)
+
+        out = await host.submit(chat, typed)
+
+        assert out.kind == "prompt" and out.error is None
+        assert len(received) == before  # no command ran
+        assert out.turn is not None and out.turn.message.type == "prompt"
+        assert out.turn.message.text == sent
+
+
+@pytest.mark.anyio
 async def test_submit_to_an_unknown_session_id_raises_unknown_session() -> None:
     async with Host(mods=[mod]) as host:
         with pytest.raises(UnknownSessionError, match="no session 'ses_missing'") as info:
