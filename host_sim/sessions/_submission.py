@@ -21,7 +21,8 @@ class Submission:
     or the command's output, or the error message); ``turn`` the prompt's turn (else
     ``None``); ``error`` is set when the command or turn failed, and is never raised;
     ``error_kind`` says why, for a program to branch on: ``"unknown_command"``,
-    ``"denied"`` (a ``before_action`` hook), ``"handler_failed"``, ``"timeout"``,
+    ``"denied"`` (a ``before_action`` hook refused the command, or an action its handler
+    attempted and did not catch), ``"handler_failed"``, ``"timeout"``,
     ``"model_failed"``, ``"invalid_input"`` (empty text, or a bare ``/``), or ``None``.
     """
 

@@ -109,6 +109,7 @@ async def test_a_denied_spawn_fails_the_command_with_the_reason() -> None:
 
         assert out.error is not None
         assert "session.spawn" in out.error and "no children" in out.error
+        assert out.error_kind == "denied"  # a policy said no: not a broken handler
         assert await chat.children() == []
 
 
