@@ -323,3 +323,64 @@ async def test_cancelling_the_caller_of_submit_propagates_instead_of_becoming_a_
                 tg.cancel_scope.cancel()
 
     assert results == []
+
+
+# -- plain def handlers reach the host the anyio way ------------------------------------------
+
+
+def send_from_a_thread(argument: str | None, ctx: SlashCommandContext) -> str:
+    """A plain ``def`` handler: it runs in a worker thread and comes back with anyio.from_thread."""
+    turn = anyio.from_thread.run(ctx.session.send, AiPromptMessage(text=argument or "hello"))
+    forked = anyio.from_thread.run(ctx.session.fork)
+    return f"{turn.reply} / fork {forked.id != ctx.session.id}"
+
+
+@attrs.frozen
+class Topic:
+    topic: str
+
+
+def spawn_from_a_thread(input: Topic, ctx: ToolContext) -> str:
+    child = anyio.from_thread.run(ctx.ai.sessions.create)
+    reply = anyio.from_thread.run(child.run, f"research {input.topic}")
+    return reply.text
+
+
+threaded = define_mod(
+    metadata=ModMetadata(display_name="Threaded", description="Plain def handlers that reach the host"),
+    commands=[slash_command(id="relay", description="Send from a thread", run=send_from_a_thread)],
+    ai=AiContributions(
+        tools=[tool(name="research", description="Research in a new session", input_type=Topic, run=spawn_from_a_thread)]
+    ),
+)
+
+
+@pytest.mark.anyio
+async def test_a_plain_def_command_reaches_the_host_with_anyio_from_thread_run() -> None:
+    async with Host(mods=[threaded], model=ScriptedModel(lambda r: f"echo {r.text}")) as host:
+        chat = await host.sessions.create()
+
+        out = await host.submit(chat, "/relay ping")
+
+        assert out.error is None, out.error
+        assert out.text == "echo ping / fork True"
+        assert [t.reply for t in await chat.turns()] == ["echo ping"]
+
+
+@pytest.mark.anyio
+async def test_a_plain_def_tool_reaches_the_host_with_anyio_from_thread_run() -> None:
+    def respond(request: ModelRequest) -> str | ToolCall:
+        if request.text.startswith("research "):
+            return f"found {request.text}"
+        if request.tool_results:
+            return f"done: {request.tool_results[-1].output}"
+        return ToolCall(name="research", input={"topic": "threads"})
+
+    model = ScriptedModel(respond)
+    async with Host(mods=[threaded], model=model) as host:
+        chat = await host.sessions.create()
+
+        out = await host.submit(chat, "look it up")
+
+        assert out.error is None, out.error
+        assert out.text == "done: found research threads"
