@@ -43,6 +43,9 @@ class ActionEvent:
     action: str = attrs.field(validator=text_validator())
     session_id: SessionId | None = attrs.field(validator=text_validator(optional=True))
     author: Author = attrs.field(validator=_author)
+    anchor_ordinal: int | None = attrs.field(default=None, validator=_optional_ordinal)
+    anchor_turn_id: TurnId | None = attrs.field(default=None, validator=text_validator(optional=True))
+    trigger: SpawnTrigger | None = attrs.field(default=None, validator=_optional_trigger)
 
 
 class ActionStateError(ModularError, RuntimeError):

@@ -42,6 +42,7 @@ from modular_sdk import (
     RootLineage,
     SerializationError,
     SessionId,
+    SpawnTrigger,
     SlashCommand,
     SpawnContextError,
     SpawnLineage,
@@ -358,16 +359,33 @@ class Engine:
 
     # -- hooks --------------------------------------------------------------------------
     async def before(
-        self, action: str, session_id: SessionId | None, author: Author, *, owner: Mod | None = None
+        self,
+        action: str,
+        session_id: SessionId | None,
+        author: Author,
+        *,
+        owner: Mod | None = None,
+        anchor: TurnState | None = None,
+        trigger: SpawnTrigger | None = None,
     ) -> None:
-        """Run the ``before_action`` hooks for ``action``; raise `ActionDeniedError` on Deny."""
+        """Run the ``before_action`` hooks for ``action``; raise `ActionDeniedError` on Deny.
+
+        ``anchor`` (a fork's) and ``trigger`` (a spawn's) are shown to the hooks.
+        """
         if owner is not None:
             hooks = self.tables.command_hooks.get((owner.id, action), [])
         else:
             hooks = self.tables.host_hooks.get(action, [])
         if not hooks:
             return
-        event = ActionEvent(action=action, session_id=session_id, author=author)
+        event = ActionEvent(
+            action=action,
+            session_id=session_id,
+            author=author,
+            anchor_ordinal=None if anchor is None else anchor.ordinal,
+            anchor_turn_id=None if anchor is None else anchor.id,
+            trigger=trigger,
+        )
         where = f" on session {session_id!r}" if session_id is not None else ""
         for mod, hook in hooks:
             try:
@@ -481,7 +499,7 @@ class Engine:
                     "completed turn: send a prompt first and fork once it has completed",
                     session_id=parent.id,
                 )
-        await self.before("session.fork", parent.id, author_of(actor))
+        await self.before("session.fork", parent.id, author_of(actor), anchor=anchor)
         session_id = new_session_id()
         author = anchor.author
         now = self.now()
@@ -523,7 +541,7 @@ class Engine:
                 "command or tool context, or use sessions.create() for a root session",
                 session_id=parent.id,
             )
-        await self.before("session.spawn", parent.id, author_of(actor))
+        await self.before("session.spawn", parent.id, author_of(actor), trigger=trigger)
         session_id = new_session_id()
         now = self.now()
         record = SessionRecord(

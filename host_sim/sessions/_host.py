@@ -471,8 +471,8 @@ class Host:
             value = await call_handler(f"command {label} of mod {mod.id!r}", run, args, timeout=self._handler_timeout)
         except HandlerFailed as failed:
             # a hook that denied what the handler attempted is a policy's answer, not a bug
-            denied = isinstance(failed.cause, ActionDeniedError)
-            kind: ErrorKind = "timeout" if failed.timed_out else "denied" if denied else "handler_failed"
+            refused = isinstance(failed.cause, ActionDeniedError)
+            kind: ErrorKind = "timeout" if failed.timed_out else "denied" if refused else "handler_failed"
             return Submission(kind="command", text=failed.reason, error=failed.reason, error_kind=kind)
         return Submission(kind="command", text="" if value is None else str(value))
 

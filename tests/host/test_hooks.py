@@ -306,3 +306,44 @@ async def test_a_hook_returning_something_else_denies() -> None:
             await host.sessions.create()
 
         assert info.value.reason.startswith("hook returned True")
+
+
+@pytest.mark.anyio
+async def test_a_fork_hook_sees_the_exact_turn_the_fork_starts_after() -> None:
+    seen: list[ActionEvent] = []
+
+    def only_the_latest_turn(event: ActionEvent) -> HookDecision:
+        seen.append(event)
+        return Allow() if event.anchor_ordinal == 1 else Deny(reason="fork from the latest turn only")
+
+    async with Host(mods=[policy("session.fork", only_the_latest_turn)]) as host:
+        chat = await host.sessions.create()
+        await chat.send(AiPromptMessage(text="one"))
+        await chat.send(AiPromptMessage(text="two"))
+        first, second = await chat.turns()
+
+        await second.fork()
+        with pytest.raises(ActionDeniedError, match="latest turn only"):
+            await first.fork()
+
+    assert [(e.anchor_ordinal, e.anchor_turn_id) for e in seen] == [(1, second.id), (0, first.id)]
+    assert all(e.trigger is None for e in seen)
+
+
+@pytest.mark.anyio
+async def test_a_spawn_hook_sees_the_command_that_spawns() -> None:
+    seen: list[ActionEvent] = []
+
+    def record(event: ActionEvent) -> HookDecision:
+        seen.append(event)
+        return Allow()
+
+    async with Host(mods=[policy("session.spawn", record), worker]) as host:
+        chat = await host.sessions.create()
+        out = await host.submit(chat, "/spawn-here")
+        assert out.error is None
+
+    (event,) = seen
+    assert event.trigger is not None and event.trigger.kind == "command"
+    assert event.trigger.command_id == "spawn-here"
+    assert event.anchor_ordinal is None and event.anchor_turn_id is None
