@@ -233,7 +233,7 @@ class HistoryEntry:
 @final
 class Host:
     """The host simulator: folds mods into lanes and runs their AI sessions."""
-    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = ()) -> None: ...
+    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = (), on_bad_mod: Literal['raise', 'skip'] = 'raise') -> None: ...
     async def __aenter__(self) -> Host: ...
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None: ...
     @property
@@ -247,6 +247,9 @@ class Host:
         """The mods loaded, in the order given."""
     @property
     def model(self) -> Model: ...
+    @property
+    def mod_errors(self) -> tuple[ModularError, ...]:
+        """The mods ``Host(on_bad_mod="skip")`` left out, one error each, in ``mods`` order."""
     @property
     def effects(self) -> list[EffectStatus]:
         """Every effect's status, in declaration order."""

@@ -12,7 +12,7 @@ import contextlib
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import attrs
@@ -102,8 +102,20 @@ class ModTables:
     views: dict[str, tuple[Mod, View[object]]]
 
     @classmethod
-    def build(cls, mods: Sequence[object]) -> ModTables:
+    def build(
+        cls, mods: Sequence[object], *, skip_bad: bool = False, positions: Sequence[int] | None = None
+    ) -> tuple[ModTables, tuple[tuple[int, ModDefinitionError], ...]]:
+        """Index ``mods`` for dispatch; with ``skip_bad``, leave out each mod that cannot load.
+
+        A mod is bad when it is not a `Mod`, repeats a loaded mod's id, or declares a
+        command, tool, agent or view a mod before it already declared. Without ``skip_bad``
+        every problem is raised at once (`ModDefinitionError`); with it, each bad mod is left
+        out whole (none of its declarations load) and described by one `ModDefinitionError`
+        in the second value, with its position, in ``mods`` order. ``positions`` are the indexes messages
+        show for ``mods`` (the caller's own list, when it left some out before).
+        """
         problems: list[str] = []
+        skipped: list[tuple[int, ModDefinitionError]] = []
         loaded: list[Mod] = []
         seen_mods: dict[str, int] = {}
         slash: dict[str, tuple[Mod, SlashCommand[str]]] = {}
@@ -114,44 +126,52 @@ class ModTables:
         host_hooks: dict[str, list[tuple[Mod, BeforeActionHook[str]]]] = {}
         command_hooks: dict[tuple[str, str], list[tuple[Mod, BeforeActionHook[str]]]] = {}
 
-        def claim(table: dict[str, tuple[Mod, T]], key: str, mod: Mod, value: T, what: str) -> None:
-            if key in table:
-                problems.append(
-                    f"{what} {key!r} is declared by both mod {table[key][0].id!r} and mod "
-                    f"{mod.id!r}; rename one of them"
-                )
-            else:
-                table[key] = (mod, value)
-
-        for index, mod in enumerate(mods):
-            if not isinstance(mod, Mod):
-                problems.append(f"mods[{index}] must be a Mod from define_mod(...) or a mod spec string, got {mod!r}")
-                continue
-            if mod.id in seen_mods:
-                problems.append(f"mod id {mod.id!r} is loaded twice (mods[{seen_mods[mod.id]}] and mods[{index}])")
-                continue
-            seen_mods[mod.id] = index
-            loaded.append(mod)
+        def claims(mod: Mod) -> list[tuple[dict[str, tuple[Mod, Any]], str, object, str]]:
+            """Every (table, key, declaration, what) the mod adds to the tables."""
+            out: list[tuple[dict[str, tuple[Mod, Any]], str, object, str]] = []
             for cmd in mod.commands:
                 if isinstance(cmd, SlashCommand):
-                    claim(slash, cmd.id, mod, cmd, "slash command /")
+                    out.append((slash, cmd.id, cmd, "slash command /"))
                 else:
-                    claim(palette, cmd.id, mod, cmd, "palette command")
-            for t in mod.ai.tools:
-                claim(tools, t.name, mod, t, "tool")
-            for a in mod.ai.agents:
-                claim(agents, a.id, mod, a, "agent")
-            for v in mod.views:
-                claim(views, v.id, mod, v, "view")
-            for hook in mod.hooks:
-                if hook.target.startswith("command:"):
-                    command_hooks.setdefault((mod.id, hook.target), []).append((mod, hook))
-                else:
-                    host_hooks.setdefault(hook.target, []).append((mod, hook))
+                    out.append((palette, cmd.id, cmd, "palette command"))
+            out += [(tools, t.name, t, "tool") for t in mod.ai.tools]
+            out += [(agents, a.id, a, "agent") for a in mod.ai.agents]
+            out += [(views, v.id, v, "view") for v in mod.views]
+            return out
+
+        for at, mod in enumerate(mods):
+            index = at if positions is None else positions[at]
+            if not isinstance(mod, Mod):
+                mine = [f"mods[{index}] must be a Mod from define_mod(...) or a mod spec string, got {mod!r}"]
+            elif mod.id in seen_mods:
+                mine = [f"mod id {mod.id!r} is loaded twice (mods[{seen_mods[mod.id]}] and mods[{index}])"]
+            else:
+                wanted = claims(mod)
+                mine = [
+                    f"{what} {key!r} is declared by both mod {table[key][0].id!r} and mod {mod.id!r}; rename one of them"
+                    for table, key, _, what in wanted
+                    if key in table
+                ]
+                if not mine or not skip_bad:
+                    seen_mods[mod.id] = index
+                    loaded.append(mod)
+                    for table, key, value, _ in wanted:
+                        table.setdefault(key, (mod, value))
+                    for hook in mod.hooks:
+                        if hook.target.startswith("command:"):
+                            command_hooks.setdefault((mod.id, hook.target), []).append((mod, hook))
+                        else:
+                            host_hooks.setdefault(hook.target, []).append((mod, hook))
+            if mine and skip_bad:
+                name = f"mod {mod.id!r}" if isinstance(mod, Mod) else f"mods[{index}]"
+                error = ModDefinitionError(f"{name} was not loaded: {'; '.join(mine)}", field=f"mods[{index}]", value=mod)
+                skipped.append((index, error))
+            else:
+                problems += mine
         if problems:
             lines = "\n".join(f"  - {p}" for p in problems)
             raise ModDefinitionError(f"cannot load these mods together:\n{lines}", field="mods", value=list(mods))
-        return cls(
+        tables = cls(
             mods=tuple(loaded),
             slash=slash,
             palette=palette,
@@ -161,6 +181,7 @@ class ModTables:
             command_hooks=command_hooks,
             views=views,
         )
+        return tables, tuple(skipped)
 
 
 class Engine:

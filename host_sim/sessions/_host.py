@@ -102,7 +102,10 @@ class Host:
     manifest and runtime fold disagree. ``model`` defaults to `EchoModel`, ``store`` to
     `MemoryStore`, ``clock`` to UTC now. ``handler_timeout`` bounds every mod handler
     (commands, tools, hooks, views; not effects) and ``model_timeout`` every model call,
-    in seconds (``None``: no limit).
+    in seconds (``None``: no limit). ``on_bad_mod="skip"`` loads every good mod and leaves
+    out each one that cannot load (a spec whose build fails, a value that is not a `Mod`, a
+    repeated id, a command or tool another mod already declared), listed in
+    `mod_errors`; the default ``"raise"`` refuses them all at once.
     """
 
     def __init__(
@@ -119,7 +122,17 @@ class Host:
         spool: str | os.PathLike[str] | None = None,
         commit_resolver: CommitResolver | None = None,
         builtin_tools: Sequence[str] = (),
+        on_bad_mod: Literal["raise", "skip"] = "raise",
     ) -> None:
+        if on_bad_mod not in ("raise", "skip"):
+            raise InvalidArgumentError(
+                f"on_bad_mod must be 'raise' (refuse every mod when one is bad) or 'skip' (load the "
+                f"good ones, list the bad in host.mod_errors), got {on_bad_mod!r}",
+                argument="on_bad_mod",
+                value=on_bad_mod,
+            )
+        self._on_bad_mod = on_bad_mod
+        self._mod_errors: tuple[ModularError, ...] = ()
         for name, value in (("handler_timeout", handler_timeout), ("model_timeout", model_timeout)):
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds or None, got {value!r}")
@@ -166,17 +179,30 @@ class Host:
     async def __aenter__(self) -> Host:
         if self._state != "new":
             raise RuntimeError("a Host can be entered once; make a new Host(...) to open again")
-        mods: list[Mod] = []
-        for spec in self._specs:
+        skip = self._on_bad_mod == "skip"
+        mods: list[object] = []
+        positions: list[int] = []  # where each of mods was in the caller's list
+        unbuilt: dict[int, ModularError] = {}
+        for index, spec in enumerate(self._specs):
             if isinstance(spec, str):
                 from ..fold import load_verified
 
-                mods.append(await load_verified(spec))
+                try:
+                    mods.append(await load_verified(spec))
+                except ModularError as failed:  # the build refused it (ManifestBuildError...)
+                    if not skip:
+                        raise
+                    unbuilt[index] = failed
+                    continue
             else:
                 mods.append(spec)
+            positions.append(index)
         if self._builtin_tools:  # the host's own tools, as the mod 'host-sim'
             mods.append(builtin_mod(self._builtin_tools, lambda: self._store))
-        tables = ModTables.build(mods)
+            positions.append(len(self._specs))
+        tables, skipped = ModTables.build(mods, skip_bad=skip, positions=positions)
+        bad = {**unbuilt, **dict(skipped)}
+        self._mod_errors = tuple(bad[index] for index in sorted(bad))
         await self._store.open()
         log = log_of(self._store)
         try:
@@ -297,6 +323,17 @@ class Host:
     @property
     def model(self) -> Model:
         return self._model
+
+    @property
+    def mod_errors(self) -> tuple[ModularError, ...]:
+        """The mods ``Host(on_bad_mod="skip")`` left out, one error each, in ``mods`` order.
+
+        A spec whose build failed gives its `ManifestBuildError` (``.spec``, ``.problems``);
+        a mod that could not load with the others a `ModDefinitionError` naming it and why
+        (``.value`` is the mod). Empty when every mod loaded, and always with the default
+        ``on_bad_mod="raise"``.
+        """
+        return self._mod_errors
 
     @property
     def effects(self) -> list[EffectStatus]:
