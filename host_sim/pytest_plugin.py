@@ -129,7 +129,8 @@ async def lineage(session: AiSessionHandle) -> list[AiSessionLineage]:
 
 
 async def transcript(host: Host, session: AiSessionHandle) -> str:
-    """The session's history as text (``host.transcript``), authors and notifications marked."""
+    """The session's history as text (``host.transcript``): turns, authors and notifications
+    marked, and the commands typed in it."""
     return await host.transcript(session.id)
 
 

@@ -262,7 +262,7 @@ class Host:
     async def render_view(self, view_id: str, data: object) -> ViewResult:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
-        """The session's history as text, authors and notifications marked."""
+        """The session's history as text: its turns (authors and notifications marked) and the"""
     def subscribe(self, *, buffer: int = 1000) -> AbstractAsyncContextManager[EventStream]:
         """Watch the host live: ``async with host.subscribe() as events: async for event in events``."""
     async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:

@@ -56,4 +56,4 @@ async def notifications(session: AiSessionHandle) -> list[Notification]:
     """Every notification in the session's history (inherited turns included), oldest first."""
 
 async def transcript(host: Host, session: AiSessionHandle) -> str:
-    """The session's history as text (``host.transcript``), authors and notifications marked."""
+    """The session's history as text (``host.transcript``): turns, authors and notifications"""

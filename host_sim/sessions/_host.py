@@ -55,7 +55,7 @@ from ._handles import (
     TurnHandle,
     tool_context,
 )
-from ._state import SessionState, history
+from ._state import SessionState, TurnState, history
 from ._submission import Submission
 from ._transcript import render_transcript
 
@@ -555,9 +555,11 @@ class Host:
         return await render(mod.id, declared, data, timeout=self._handler_timeout)
 
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
-        """The session's history as text, authors and notifications marked."""
+        """The session's history as text: its turns (authors and notifications marked) and the
+        commands typed in it with their output, in `log` order."""
+        engine = self._open()
         state = await self._session(session)
-        return render_transcript(history(state), state.id)
+        return render_transcript(await _interleaved(engine, state), state.id)
 
 
     # -- the integrator's surface (API.md section 12) --------------------------------------
@@ -617,17 +619,10 @@ class Host:
         """The session's turns (inherited ones included) and command invocations, in the order they started."""
         engine = self._open()
         state = await self._session(session)
-        turns = [TurnHandle._create(engine, state, t, None) for t in history(state)]
-        invocations = sorted(await engine.log.invocations_of(state.id), key=lambda i: i.position)
-        out: list[TurnHandle | Invocation] = []
-        index = 0
-        for turn in turns:
-            while index < len(invocations) and invocations[index].position <= turn.ordinal:
-                out.append(invocations[index])
-                index += 1
-            out.append(turn)
-        out += invocations[index:]
-        return out
+        return [
+            item if isinstance(item, Invocation) else TurnHandle._create(engine, state, item, None)
+            for item in await _interleaved(engine, state)
+        ]
 
     async def notifications(
         self, *, session: SessionHandle | SessionId | str | None = None, unread_only: bool = True
@@ -695,6 +690,20 @@ class Host:
         if not actions and not errors:
             return submission
         return attrs.evolve(submission, actions=actions, action_errors=errors)
+
+async def _interleaved(engine: Engine, state: SessionState) -> list[TurnState | Invocation]:
+    """A session's turns (inherited ones included) and invocations, in the order they started."""
+    invocations = sorted(await engine.log.invocations_of(state.id), key=lambda i: i.position)
+    out: list[TurnState | Invocation] = []
+    index = 0
+    for turn in history(state):
+        while index < len(invocations) and invocations[index].position <= turn.ordinal:
+            out.append(invocations[index])
+            index += 1
+        out.append(turn)
+    out += invocations[index:]
+    return out
+
 
 def _rank(query: str, name: str) -> tuple[int, float] | None:
     if not query:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from modular_sdk import AiNotificationMessage, AiPromptMessage, Author, ModAuthor, UserAuthor
 
+from ..stores._records import Invocation
 from ._state import TurnState
 
 __all__ = ["describe_author", "render_transcript"]
@@ -28,13 +29,31 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines() or [""])
 
 
-def render_transcript(turns: Sequence[TurnState], session_id: str | None = None) -> str:
-    """One block per turn: ordinal, the input (prompt or notification) and its author, reply.
+def _invocation_block(invocation: Invocation) -> str:
+    who = f"{describe_author(invocation.author)}, command of mod {invocation.mod_id}"
+    if invocation.erased_at is not None:
+        return f"> [{who}] /{invocation.command_id} (erased)"
+    typed = f"/{invocation.command_id}" + ("" if invocation.argument is None else f" {invocation.argument}")
+    if invocation.finished_at is None:
+        tail = "    (running)"
+    elif invocation.error is not None:
+        tail = f"    FAILED: {invocation.error}"
+    else:
+        tail = f"    output:\n{_indent(invocation.text or '', '      ')}"
+    return f"> [{who}] {typed}\n{tail}"
+
+
+def render_transcript(items: Sequence[TurnState | Invocation], session_id: str | None = None) -> str:
+    """One block per turn (ordinal, the input and its author, the reply) or command invocation
+    (what the user typed, the command's output or error), in the order given (``host.log``'s).
 
     Turns run by another session than ``session_id`` (inherited by a fork) say so.
     """
     blocks: list[str] = []
-    for turn in turns:
+    for turn in items:
+        if isinstance(turn, Invocation):
+            blocks.append(_invocation_block(turn))
+            continue
         who = describe_author(turn.author)
         if session_id is not None and turn.session_id != session_id:
             who += f", inherited from {turn.session_id}"

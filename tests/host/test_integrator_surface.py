@@ -292,6 +292,34 @@ async def test_commands_are_durable_and_the_log_interleaves_them_with_turns(
     assert all(isinstance(e, TurnHandle) and e.finished_at is not None for e in log if not isinstance(e, Invocation))
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_a_transcript_read_after_a_restart_shows_the_commands_typed_with_their_output(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    def broken(argument: str | None, ctx: SlashCommandContext) -> str:
+        raise RuntimeError(f"cannot {argument}")
+
+    failing = define_mod(
+        metadata=ModMetadata(display_name="Failing", description="A command that fails"),
+        commands=[slash_command(id="break", description="Fails", run=broken)],
+    )
+    store = store_factory(kind, tmp_path, request)
+    async with Host(mods=[background_tasks.mod, failing], store=store()) as host:
+        chat = await host.sessions.create()
+        await host.submit(chat, "Refactor the parser")
+        await host.submit(chat, "/task write the tests")
+        await host.submit(chat, "/break the build")
+    async with Host(mods=[background_tasks.mod, failing], store=store()) as again:
+        text = await again.transcript(chat.id)
+
+    typed = text.index("#0 [user] Refactor the parser")
+    task = text.index("> [user, command of mod background-tasks] /task write the tests\n    output:\n      Started task")
+    note = text.index("#1 [notification")
+    broke = text.index("> [user, command of mod failing] /break the build\n    FAILED: command /break of mod 'failing' failed: RuntimeError: cannot the build")
+    assert typed < task < note < broke  # log order
+
+
 # -- ownership, listing, deletion -------------------------------------------------------------------
 
 
