@@ -715,16 +715,21 @@ class Engine:
         finally:
             if turn.status == "running":
                 turn.status, turn.error = "failed", "did not complete"
-            turn.finished_at = self.now()
+            finished_at = self.now()
+            finished = attrs.evolve(turn.record(), finished_at=finished_at)
+            # What is shown is what is durable (API §17): readers see the turn running until
+            # its record is written, so nobody forks at a turn a crash could still lose.
+            outcome, turn.status = turn.status, "running"
             try:
                 with anyio.CancelScope(shield=True):
-                    await self.store.finish_turn(turn.record())
+                    await self.store.finish_turn(finished)
             except BaseException:
-                if turn.status == "completed":  # not durable: nobody may fork at it
-                    turn.status, turn.reply = "failed", None
+                if outcome == "completed":  # not durable: nobody may fork at it
+                    outcome, turn.reply = "failed", None
                     turn.error = "its result could not be stored"
                 raise
             finally:
+                turn.status, turn.finished_at = outcome, finished_at
                 if turn.status == "completed":
                     session.add_entry(turn)
                     session.last_completed = turn

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import cast
 
 import anyio
 import pytest
 
-from host_sim import Host, ModelRequest, ScriptedModel
+from host_sim import Host, MemoryStore, ModelRequest, ScriptedModel, Store, TurnRecord
 from modular_sdk import (
     AiPromptMessage,
     AiSessionDisplayMetadata,
@@ -370,3 +371,46 @@ async def test_parent_and_children_of_forks() -> None:
         assert await chat.children() == [first, second]
         assert await first.parent() == chat
         assert await second.parent() == chat
+
+
+class HeldCommit:
+    """A store whose ``finish_turn`` waits until released: a group commit slow to land."""
+
+    def __init__(self, inner: Store) -> None:
+        self._inner = inner
+        self.hold = False
+        self.writing = anyio.Event()
+        self.release = anyio.Event()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    async def finish_turn(self, record: TurnRecord) -> None:
+        if self.hold:
+            self.writing.set()
+            await self.release.wait()
+        await self._inner.finish_turn(record)
+
+
+@pytest.mark.anyio
+async def test_a_turn_reads_completed_only_once_its_result_is_durable_so_a_fork_never_misses_it() -> None:
+    store = HeldCommit(MemoryStore())
+    async with Host(store=cast(Store, store)) as host:
+        chat = await host.sessions.create()
+        await chat.send(AiPromptMessage(text="one"))
+        store.hold = True
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(chat.send, AiPromptMessage(text="two"))
+                await store.writing.wait()  # the model answered; the result is not durable yet
+                try:
+                    *_, last = await chat.turns()
+                    assert last.status == "running" and last.finished_at is None
+                    early = await chat.fork()  # at the last turn that is durable
+                    assert lineage_of(early).parent_turn_ordinal == 0
+                finally:
+                    store.release.set()
+
+        *_, last = await chat.turns()
+        assert last.status == "completed" and last.finished_at is not None
+        assert lineage_of(await chat.fork()).parent_turn_ordinal == 1
