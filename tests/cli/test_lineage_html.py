@@ -33,7 +33,7 @@ def test_a_fork_chain_100000_deep_lays_out_without_recursion() -> None:
 
 def test_the_page_loads_nothing_from_anywhere() -> None:
     sessions, turns = forest(30)
-    page = render_lineage_html(sessions, turns, source="x.sqlite")
+    page = render_lineage_html(sessions, turns, title="x.sqlite")
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     assert "@import" not in page and "url(" not in page
 
