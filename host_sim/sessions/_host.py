@@ -39,7 +39,7 @@ from ..stores._traces import TraceStore, recover_traces
 from ..traces._actions import ActionBook
 from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
-from ..traces._spool import MAX_EVENT_BYTES, SpoolConsumer, prepare_spool
+from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import PendingAction
 from ..stores._records import ErrorKind, Invocation, JobRecord
 from ._engine import Engine, ModTables, checked_now
@@ -124,7 +124,7 @@ class Host:
         max_tool_rounds: int = 8,
         cwd: str | None = None,
         spool: str | os.PathLike[str] | None = None,
-        max_event_bytes: int = MAX_EVENT_BYTES,
+        max_event_bytes: int = 1_048_576,
         commit_resolver: CommitResolver | None = None,
         builtin_tools: Sequence[str] = (),
         on_bad_mod: Literal["raise", "skip"] = "raise",
@@ -169,7 +169,7 @@ class Host:
         if isinstance(max_event_bytes, bool) or not isinstance(max_event_bytes, int) or max_event_bytes < 1:
             raise InvalidArgumentError(
                 f"max_event_bytes must be a positive int (the largest spool event file read), got {max_event_bytes!r}; "
-                f"leave it out for {MAX_EVENT_BYTES} (1 MiB)",
+                "leave it out for 1_048_576 (1 MiB)",
                 argument="max_event_bytes",
                 value=max_event_bytes,
             )

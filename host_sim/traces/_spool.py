@@ -47,15 +47,12 @@ from ..stores._traces import TraceStore
 from ._errors import TraceError, UnknownTraceError
 from ._service import TraceLinker, record_commit
 
-__all__ = ["EVENT_TYPES", "MAX_EVENT_BYTES", "SpoolConsumer", "prepare_spool", "write_event"]
+__all__ = ["EVENT_TYPES", "SpoolConsumer", "prepare_spool", "write_event"]
 
 EVENT_TYPES: Final = ("output", "commit")
 _FIELDS: Final = {"output": ("session_id", "output_id", "kind"), "commit": ("output_id", "commit")}
 _ID_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 POLL_SECONDS: Final = 0.2
-MAX_EVENT_BYTES: Final = 1 << 20
-"""The largest spool event file a host reads (``Host(max_event_bytes=...)``); larger ones are set aside."""
-
 _EVENT_NAME: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}\.json", re.ASCII)
 _FAILED: Final = "failed"
 _REASON_CHARS: Final = 2000  # a reason may quote the event; never a megabyte of it
@@ -158,7 +155,7 @@ class SpoolConsumer:
         linker: TraceLinker,
         clock: Callable[[], datetime],
         *,
-        max_event_bytes: int = MAX_EVENT_BYTES,
+        max_event_bytes: int,
     ) -> None:
         self.directory = directory
         self._store = store

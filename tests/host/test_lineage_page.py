@@ -56,7 +56,7 @@ async def test_an_integrator_gets_the_lineage_page_from_code_on_every_store(make
         await host.submit(chat, "Refactor the parser")
         await host.submit(chat, "and </script><!-- @DATA@ the tests")
         fork = await (await chat.turns())[0].fork(metadata=AiSessionDisplayMetadata(label="<img src=x onerror=alert(1)>"))
-        await host.submit(fork, "another way")
+        await host.submit(fork.id, "another way")
         other = await host.sessions.create(metadata=AiSessionDisplayMetadata(label="Other"))
 
         page = await host.lineage.html()

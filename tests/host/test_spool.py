@@ -389,7 +389,8 @@ def test_no_entry_stops_a_scan_or_is_left_half_handled(entries: dict[bytes, byte
     async def one_scan() -> int:
         store = MemoryStore()
         await store.open()
-        consumer = SpoolConsumer(spool, store, TraceLinker(store, lambda: datetime.now(timezone.utc)), lambda: datetime.now(timezone.utc))
+        now = lambda: datetime.now(timezone.utc)  # noqa: E731
+        consumer = SpoolConsumer(spool, store, TraceLinker(store, now), now, max_event_bytes=1 << 20)
         with anyio.fail_after(20):
             return await consumer.scan()
 
