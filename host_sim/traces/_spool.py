@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import secrets
@@ -89,6 +90,13 @@ def check_event(event: object) -> dict[str, object]:
                 argument="event",
                 value=event,
             )
+        if "\x00" in value:
+            raise InvalidArgumentError(
+                f"{field!r} of a {kind!r} event holds a NUL character, got {value!r}; no store keeps one "
+                "in text (PostgreSQL refuses it): remove it",
+                argument="event",
+                value=event,
+            )
     ident = data.get("id")
     if ident is not None and (not isinstance(ident, str) or not ident or len(ident) > 128 or not set(ident) <= _ID_CHARS or ident[0] == "."):
         raise InvalidArgumentError(
@@ -121,11 +129,19 @@ def write_event(directory: str | os.PathLike[str], event: Mapping[str, object]) 
     if ident is None:
         ident = data["id"] = new_event_id()
     assert isinstance(ident, str)
+    try:
+        payload = json.dumps(data, ensure_ascii=False, sort_keys=True, allow_nan=False).encode("utf-8")
+        parse_event(payload)  # what the host reads back: the same strict rules
+    except ValueError as exc:
+        raise InvalidArgumentError(
+            f"event {data!r} is not strict JSON ({exc}); use finite numbers of at most 64 bits",
+            argument="event",
+            value=event,
+        ) from None
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     temporary = folder / f".{ident}.{os.getpid()}.tmp"
-    payload = json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     try:
         os.write(fd, payload)
         os.fsync(fd)
@@ -201,7 +217,7 @@ class SpoolConsumer:
             await self._fail(folder, name, taken.reason)
             return False
         try:
-            data = check_event(json.loads(taken.decode("utf-8")))
+            data = check_event(parse_event(taken))
         except (ValueError, UnicodeDecodeError, RecursionError, InvalidArgumentError) as exc:
             await self._fail(folder, name, f"not an event the host applies: {exc}")
             return False
@@ -276,6 +292,34 @@ def prepare_spool(directory: str | os.PathLike[str]) -> Path:
             value=directory,
         ) from None
     return path
+
+
+def parse_event(raw: bytes) -> object:
+    """The JSON value of an event file; `ValueError` for what JSON (RFC 8259) cannot hold.
+
+    Strict where `json.loads` is lenient: ``NaN`` and ``Infinity`` are refused, and so are
+    floats that overflow to infinity and integers beyond 64 bits (refused by their length
+    before any conversion, so a 100,000-digit number costs nothing).
+    """
+    return json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite, parse_int=_int64)
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number; an event holds finite numbers only")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]!r} is too large for a float; an event holds finite numbers only")
+    return value
+
+
+def _int64(text: str) -> int:
+    if len(text) > 20 or not -(2**63) <= (value := int(text)) < 2**63:
+        shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} digits)"
+        raise ValueError(f"the integer {shown} does not fit 64 bits; an event holds numbers JSON readers agree on")
+    return value
 
 
 def _open_folder(path: Path) -> int | None:

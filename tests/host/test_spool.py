@@ -399,3 +399,44 @@ def test_no_entry_stops_a_scan_or_is_left_half_handled(entries: dict[bytes, byte
     assert left == []  # every entry was set aside, none left for a later scan to trip over
     failed = set(os.listdir(root + b"/failed"))
     assert failed == set(entries) | {n + b".reason" for n in entries}
+
+
+NASTY_EVENTS: dict[str, str | bytes] = {
+    "a lone surrogate in an id": '{"type": "output", "session_id": "@S", "output_id": "\\ud800", "kind": "k"}',
+    "a NUL in an id": '{"type": "output", "session_id": "@S", "output_id": "q\\u0000", "kind": "k"}',
+    "a 5,000-digit integer": '{"type": "output", "session_id": "@S", "output_id": "n", "kind": "k", "n": ' + "9" * 5000 + "}",
+    "a float that overflows": '{"type": "output", "session_id": "@S", "output_id": "f", "kind": "k", "n": 1e999}',
+    "NaN": '{"type": "output", "session_id": "@S", "output_id": "nan", "kind": "k", "n": NaN}',
+    "nesting 100,000 deep": "[" * 100_000,
+    "bytes that are not UTF-8": b'{"type": "commit", "output_id": "\xff", "commit": "abcdef1"}',
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("nasty", list(NASTY_EVENTS))
+async def test_an_event_no_store_could_hold_is_set_aside_saying_why(nasty: str, tmp_path: Path) -> None:
+    spool = tmp_path / "spool"
+    async with Host(store=SqliteStore(tmp_path / "s.sqlite"), spool=spool) as h:
+        chat = await h.sessions.create()
+        content = NASTY_EVENTS[nasty]
+        (spool / "evt_0_nasty.json").write_bytes(content if isinstance(content, bytes) else content.replace("@S", chat.id).encode())
+        write_event(spool, {"type": "output", "session_id": chat.id, "output_id": "good-1", "kind": "k", "id": "evt_1_good"})
+        with anyio.fail_after(30):
+            await wait_until_empty(spool)
+        assert [o.output_id for o in (await h.traces.find(chat.id)).outputs] == ["good-1"]
+    reason = (spool / "failed" / "evt_0_nasty.json.reason").read_text()
+    assert reason.startswith(("not an event the host applies: ", "'output_id' of")) and len(reason) < 2100
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (float("nan"), r"is not strict JSON \(Out of range float values"),
+        (10**30, r"the integer 1000000000000000000000000000000 does not fit 64 bits"),
+    ],
+)
+def test_write_event_refuses_numbers_the_host_would_not_read(extra: object, match: str, tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match=match) as caught:
+        write_event(tmp_path, {"type": "commit", "output_id": "x", "commit": "abcdef1", "n": extra})
+    assert caught.value.argument == "event" and os.listdir(tmp_path) == []
+    with pytest.raises(InvalidArgumentError, match=r"'output_id' of a 'commit' event holds a NUL character, got 'x\\x00'"):
+        write_event(tmp_path, {"type": "commit", "output_id": "x\x00", "commit": "abcdef1"})
