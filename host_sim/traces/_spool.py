@@ -203,8 +203,8 @@ class SpoolConsumer:
                 try:
                     if await self._consume(folder, name):
                         count += 1
-                except OSError:
-                    continue  # unreadable or not removable now (permissions, a full disk): the next scan retries
+                except (OSError, StoreError):
+                    continue  # unreadable, not removable or the store down now (permissions, a full disk): the next scan retries
             return count
         finally:
             os.close(folder)

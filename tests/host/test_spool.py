@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from host_sim import Host, MemoryStore, SqliteStore, TaskRef, UnknownTraceError, write_event
+from host_sim.stores._errors import StoreError
 from host_sim.stores._traces import TraceStore
 from host_sim.traces._service import TraceLinker
 from host_sim.traces._spool import SpoolConsumer
@@ -440,3 +441,25 @@ def test_write_event_refuses_numbers_the_host_would_not_read(extra: object, matc
     assert caught.value.argument == "event" and os.listdir(tmp_path) == []
     with pytest.raises(InvalidArgumentError, match=r"'output_id' of a 'commit' event holds a NUL character, got 'x\\x00'"):
         write_event(tmp_path, {"type": "commit", "output_id": "x\x00", "commit": "abcdef1"})
+
+
+async def test_a_store_that_fails_for_a_while_only_delays_the_spool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spool = tmp_path / "spool"
+    failures = 3
+    applied = MemoryStore.event_applied
+
+    async def flaky(self: MemoryStore, event_id: str) -> bool:
+        nonlocal failures
+        if failures:
+            failures -= 1
+            raise StoreError("the database is restarting")
+        return await applied(self, event_id)
+
+    monkeypatch.setattr(MemoryStore, "event_applied", flaky)
+    with anyio.fail_after(30):
+        async with Host(store=MemoryStore(), spool=spool) as h:
+            chat = await h.sessions.create()
+            write_event(spool, {"type": "output", "session_id": chat.id, "output_id": "late", "kind": "k"})
+            await wait_until_empty(spool)
+            assert [o.output_id for o in (await h.traces.find(chat.id)).outputs] == ["late"]
+    assert failures == 0 and not (spool / "failed").exists()
