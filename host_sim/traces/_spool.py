@@ -14,6 +14,13 @@ is recognised on the next scan and only deleted: each event is applied at most o
 event that can never apply (bad JSON, an unknown type, an unknown session or output) is
 moved to ``DIR/failed/`` with a ``.reason`` file saying why.
 
+Every entry is hostile input (anyone who may write the folder may put anything there):
+only regular files with event names are read, never through a link, never a FIFO or a
+device, at most ``max_event_bytes`` of each, and their JSON strictly; everything else is
+set aside the same way, through directory descriptors and renames that follow no link
+(`_read_entry`, `_set_aside`). An entry that cannot be set aside safely (``failed`` is not
+a real folder) stays where it is and is not looked at again. No entry stops the consumer.
+
 The wake-up is a timer (``anyio.sleep``): the standard library has no portable file
 watch, and a watch is only ever a hint here (the scan is what finds events), so polling a
 directory listing a few times a second costs little and misses nothing. No dependency
