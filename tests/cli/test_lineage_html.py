@@ -74,6 +74,7 @@ def task_page(installed: Installed, tmp_path_factory: pytest.TempPathFactory) ->
     result = host_sim(installed, folder, "lineage", "--store", "store.sqlite", "--html", "lineage.html")
     assert result.code == 0, result.err
     assert result.out == "wrote lineage.html (4 sessions); open it in a browser\n"
+    assert "store.sqlite" not in (folder / "lineage.html").read_text(encoding="utf-8")  # the page names no path
     return folder / "lineage.html"
 
 
