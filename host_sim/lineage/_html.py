@@ -457,7 +457,8 @@ _SCRIPT = r"""
     }
     if (first !== null) first.scrollIntoView({ block: "center" });
   });
-  const wanted = decodeURIComponent(location.hash.slice(1));
+  let wanted = null;
+  try { wanted = decodeURIComponent(location.hash.slice(1)); } catch (malformed) { /* a hand-edited #: show nothing */ }
   if (byId.has(wanted)) show(wanted);
   document.body.dataset.ready = "true";
 })();

@@ -215,3 +215,13 @@ def test_a_placeholder_in_the_title_is_shown_not_filled_in() -> None:
     page = render_lineage_html(sessions, [turn("s-0", 0)], title="store @DATA@ @SCRIPT@ @TITLE@")
     assert "<title>store @DATA@ @SCRIPT@ @TITLE@</title>" in page
     assert "<img" not in page and "\\u003cimg src=x onerror=alert(1)\\u003e" in page
+
+
+def test_a_malformed_fragment_in_the_address_does_not_stop_the_page(browser: webdriver.Chrome, tmp_path: Path) -> None:
+    path = tmp_path / "lineage.html"
+    path.write_text(render_lineage_html([session(0, RootLineage())], [turn("s-0", 0)]), encoding="utf-8")
+    browser.get(path.as_uri() + "#%E0%A4%A")
+    assert browser.execute_script("return document.body.dataset.ready") == "true"
+    browser.get("about:blank")  # a new load, not a jump within the page
+    browser.get(path.as_uri() + "#s-0")  # a well-formed one still opens that session
+    assert browser.execute_script("return document.getElementById('transcript').dataset.session") == "s-0"
