@@ -233,7 +233,7 @@ class HistoryEntry:
 @final
 class Host:
     """The host simulator: folds mods into lanes and runs their AI sessions."""
-    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = (), on_bad_mod: Literal['raise', 'skip'] = 'raise') -> None: ...
+    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, max_event_bytes: int = 1048576, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = (), on_bad_mod: Literal['raise', 'skip'] = 'raise') -> None: ...
     async def __aenter__(self) -> Host: ...
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None: ...
     @property
@@ -380,6 +380,8 @@ class LineageGraph:
         """Internal: the host builds its graph over its (open) store; users get ``host.lineage``."""
     async def tree(self, root_id: str) -> LineageTree:
         """The session ``root_id`` and every session forked or spawned from it, nested, in"""
+    async def html(self, root_id: str | None = None, *, title: str | None = None) -> str:
+        """The lineage as one self-contained HTML page, the one ``host-sim lineage --html`` writes."""
     async def forward(self, turn_id: str) -> Provenance:
         """What the host made of a turn: the sessions holding it, the turns resting on it, its spawns and edges."""
     async def backward(self, turn_id: str) -> TurnOrigin:

@@ -1,6 +1,7 @@
-"""``host-sim lineage [--store PATH] [--json | --html FILE] [SESSION]``: how stored sessions relate.
+"""``host-sim lineage [--store PATH|URL] [--json | --html FILE] [SESSION]``: how stored sessions relate.
 
-Reads a `SqliteStore` a host wrote (never creates one) and prints its sessions as a tree:
+Reads a `SqliteStore` a host wrote, or a `PostgresStore` when ``--store`` is a
+``postgresql://`` URL (never creates one), and prints its sessions as a tree:
 roots, their forks (``fork@<anchor ordinal>``) and spawns (with what triggered them),
 labels and turn counts, then any other lineage edges. With SESSION, only that session's
 chain: where it came from and what came from it.
@@ -22,10 +23,12 @@ from typing_extensions import assert_never
 from modular_sdk import ForkLineage, RootLineage, SessionId, SpawnLineage, UnknownSessionError
 from modular_sdk._json import unstructure
 
-from ..lineage._html import render_lineage_html
-from ..lineage._render import render_lineage_tree, select_lineage_chain
+from ..lineage._graph import LineageGraph
+from ..lineage._render import conversation_lengths, render_lineage_tree, select_lineage_chain
 from ..stores._errors import StoreError
-from ..stores._records import SessionRecord, StoredState, TurnRecord
+from ..stores._postgres import PostgresStore, redact
+from ..stores._protocol import Store
+from ..stores._records import SessionRecord, StoredState
 from ..stores._sqlite import SqliteStore
 from ._forget import print_provenance
 from ._options import DEFAULT_STORE, default_store_path
@@ -50,9 +53,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--store",
-        metavar="PATH",
+        metavar="PATH|URL",
         default=None,
-        help=f"the SQLite store to read (default: $HOST_SIM_STORE or {DEFAULT_STORE})",
+        help="the SQLite store to read, or a postgresql://... URL of a PostgresStore "
+        f"(default: $HOST_SIM_STORE or {DEFAULT_STORE})",
     )
     shape = parser.add_mutually_exclusive_group()
     shape.add_argument("--json", action="store_true", help="print JSON instead of a tree")
@@ -82,7 +86,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_lineage(args: argparse.Namespace) -> int:
     """Run ``host-sim lineage``; returns the exit code (1 for an unusable store or session)."""
     store_path: str = args.store if args.store is not None else default_store_path()
-    if not os.path.exists(store_path):
+    url = _is_url(store_path)
+    shown = redact(store_path) if url else store_path
+    if not url and not os.path.exists(store_path):
         print(
             f"{_PROG}: error: no store at {store_path!r}; host-sim run, chat and demo write "
             f"their sessions to $HOST_SIM_STORE, else {DEFAULT_STORE} (or --store PATH): "
@@ -109,18 +115,23 @@ def run_lineage(args: argparse.Namespace) -> int:
             close = difflib.get_close_matches(focus, ids, n=3)
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
             print(
-                f"{_PROG}: error: no session {focus!r} in {store_path!r} "
+                f"{_PROG}: error: no session {focus!r} in {shown!r} "
                 f"({len(ids)} stored){hint}",
                 file=sys.stderr,
             )
             return 1
     members = {record.id for record in sessions}
     if args.html is not None:
-        return _write_html(args.html, store_path, sessions, [t for t in state.turns if t.session_id in members], counts)
+        try:
+            page = anyio.run(_page, store_path, focus)
+        except StoreError as exc:
+            print(f"{_PROG}: error: {exc}", file=sys.stderr)
+            return 1
+        return _write_html(args.html, page, len(sessions))
     edges = [e for e in state.edges if e.from_session_id in members and e.to_session_id in members]
     if args.json:
         document = {
-            "store": store_path,
+            "store": shown,
             "sessions": [
                 {**unstructure(record), "turn_count": counts.get(record.id, 0)} for record in sessions
             ],
@@ -130,7 +141,7 @@ def run_lineage(args: argparse.Namespace) -> int:
         print(json.dumps(document, indent=2, ensure_ascii=False))
         return 0
     if not sessions:
-        print(f"no sessions in {store_path!r}")
+        print(f"no sessions in {shown!r}")
         return 0
     print(render_lineage_tree(sessions, counts))
     others = [e for e in edges if e.relation not in ("branched_from", "spawned_by")]
@@ -146,46 +157,44 @@ def run_lineage(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_html(
-    target: str,
-    store_path: str,
-    sessions: Sequence[SessionRecord],
-    turns: Sequence[TurnRecord],
-    counts: dict[SessionId, int],
-) -> int:
-    page = render_lineage_html(sessions, turns, source=store_path, counts=counts)
+def _write_html(target: str, page: str, sessions: int) -> int:
     try:
         Path(target).write_text(page, encoding="utf-8")
     except OSError as exc:
         print(f"{_PROG}: error: cannot write {target!r}: {exc.strerror or exc}; pass a path in a folder you may write", file=sys.stderr)
         return 1
-    print(f"wrote {target} ({len(sessions)} session{'s' if len(sessions) != 1 else ''}); open it in a browser")
+    print(f"wrote {target} ({sessions} session{'s' if sessions != 1 else ''}); open it in a browser")
     return 0
 
 
 def turn_counts(state: StoredState) -> dict[SessionId, int]:
     """Turns in each session's conversation: a fork's copied turns (through its anchor) included."""
-    own: dict[SessionId, int] = {}
-    for turn in state.turns:
-        own[turn.session_id] = own.get(turn.session_id, 0) + 1
-    counts: dict[SessionId, int] = {}
-    for record in state.sessions:
-        lineage = record.lineage
-        match lineage:
-            case ForkLineage(parent_turn_ordinal=anchor):
-                inherited = anchor + 1
-            case RootLineage() | SpawnLineage():
-                inherited = 0
-            case _:
-                assert_never(lineage)
-        counts[record.id] = inherited + own.get(record.id, 0)
-    return counts
+    return conversation_lengths(state.sessions, state.turns)
 
 
-async def _read(path: str) -> StoredState:
-    store = SqliteStore(path, read_only=True)
+def _is_url(spec: str) -> bool:
+    return spec.startswith(("postgresql://", "postgres://"))
+
+
+def _store(spec: str) -> Store:
+    """The store ``--store`` names, opened to read: a PostgreSQL URL, else a SQLite file."""
+    return PostgresStore(spec, create=False) if _is_url(spec) else SqliteStore(spec, read_only=True)
+
+
+async def _read(spec: str) -> StoredState:
+    store = _store(spec)
     try:
         await store.open()
         return await store.read_all()
+    finally:
+        await store.close()
+
+
+async def _page(spec: str, focus: SessionId | None) -> str:
+    """The page `LineageGraph.html` makes (the one ``host.lineage.html`` returns)."""
+    store = _store(spec)
+    try:
+        await store.open()
+        return await LineageGraph(store).html(focus)
     finally:
         await store.close()

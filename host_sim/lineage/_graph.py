@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Final, final
 
 import attrs
 
-from modular_sdk import SessionId, UnknownSessionError
+from modular_sdk import InvalidArgumentError, SessionId, UnknownSessionError
 
 from . import _provenance
 from ._errors import LineageEdgeError
+from ._html import DEFAULT_TITLE, render_lineage_html
 from ._provenance import ErasurePlan, Provenance, TurnOrigin
 from ._tree import LineageTree, build_tree
 from ._types import (
@@ -33,7 +34,7 @@ from ._types import (
 
 if TYPE_CHECKING:
     from ..stores._protocol import Store
-    from ..stores._records import TurnRecord
+    from ..stores._records import SessionRecord, TurnRecord
 
 __all__ = ["LineageGraph"]
 
@@ -71,6 +72,34 @@ class LineageGraph:
         creation order, with what a UI needs to draw them (see `LineageTree`); no depth cut.
         Raises `modular_sdk.UnknownSessionError` for an unknown id."""
         return await build_tree(self._store, root_id)
+
+    async def html(self, root_id: str | None = None, *, title: str | None = None) -> str:
+        """The lineage as one self-contained HTML page, the one ``host-sim lineage --html`` writes.
+
+        Every session of the store, or with ``root_id`` only that session's chain: the
+        sessions it came from (so a fork's inherited turns read whole) and every session
+        forked or spawned from it. The page loads nothing from the network; labels, tags,
+        prompts, replies and ``title`` (default ``"host-sim lineage"``) are shown as text,
+        whatever they hold, and it names no file path unless ``title`` does. Erased turns
+        show as erased, without their text. Raises `modular_sdk.UnknownSessionError` for
+        an unknown ``root_id``.
+
+        >>> page = await host.lineage.html(title="Lineage of chat 42")  # doctest: +SKIP
+        >>> Path("lineage.html").write_text(page, encoding="utf-8")  # doctest: +SKIP
+        """
+        if title is not None and not isinstance(title, str):
+            raise InvalidArgumentError(
+                f"title must be a str or None, got {title!r}; pass the page's heading as text",
+                argument="title",
+                value=title,
+            )
+        if root_id is None:
+            state = await self._store.read_all()
+            sessions, turns = list(state.sessions), list(state.turns)
+        else:
+            sessions = await _chain_records(self._store, root_id)
+            turns = [t for record in sessions for t in await self._store.get_turns(record.id)]
+        return render_lineage_html(sessions, turns, title=DEFAULT_TITLE if title is None else title)
 
     # -- provenance (API.md §8) ----------------------------------------------------------
 
@@ -288,3 +317,31 @@ class LineageGraph:
             found += await self._store.get_nodes(following)
             frontier = following
         return found
+
+
+async def _chain_records(store: Store, session_id: str) -> list[SessionRecord]:
+    """``session_id``, the sessions it came from and all that came from it, in creation
+    order: read by key (one read per session), without recursion."""
+    start = await store.get_session(SessionId(session_id)) if isinstance(session_id, str) else None
+    if start is None:
+        raise UnknownSessionError(
+            f"no session {session_id!r} in this host's store; pass the id of a session (session.id)",
+            session_id=str(session_id),
+        )
+    found: dict[SessionId, SessionRecord] = {start.id: start}
+    current = start
+    while current.lineage.kind != "root":  # up: the forks and spawns it came from
+        parent = await store.get_session(current.lineage.parent_session_id)
+        if parent is None or parent.id in found:
+            break
+        found[parent.id] = current = parent
+    frontier = [start]
+    while frontier:  # down: breadth-first, every session once
+        following = []
+        for record in frontier:
+            for child in await store.child_sessions(record.id):
+                if child.id not in found:
+                    found[child.id] = child
+                    following.append(child)
+        frontier = following
+    return sorted(found.values(), key=lambda record: record.created_at)

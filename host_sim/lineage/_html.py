@@ -10,13 +10,22 @@ a fork inherited included (greyed). A search box filters rows by id or label.
 
 The layout is computed here, without recursion: a fork chain 100,000 deep lays out like
 a flat list.
+
+Every text on the page (labels, tags, prompts, replies, errors, the title) is data, never
+markup: it travels as JSON in a ``<script type="application/json">`` block, where ``<``,
+``>``, ``&``, U+2028, U+2029 and lone surrogates are ``\\u`` escapes (so nothing in it can end
+the block, open a comment or fail to encode), and the page's script shows it with
+``textContent`` only. The template is filled in one pass, so a placeholder inside data is
+never filled in. The page names no file path: a caller who wants one puts it in the title.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Iterable, Sequence
+from typing import Final
 
 from typing_extensions import assert_never
 
@@ -31,10 +40,12 @@ from modular_sdk import (
     ToolTrigger,
 )
 
-from ..sessions._transcript import describe_author
 from ..stores._records import SessionRecord, TurnRecord
+from ._render import conversation_lengths, describe_author
 
-__all__ = ["render_lineage_html"]
+__all__ = ["DEFAULT_TITLE", "render_lineage_html"]
+
+DEFAULT_TITLE: Final = "host-sim lineage"
 
 _JsonRow = dict[str, object]
 
@@ -60,7 +71,7 @@ def _turn_json(turn: TurnRecord) -> _JsonRow:
         "text": text,
         "reply": None if _erased(turn) else turn.reply,
         "status": turn.status,
-        "error": turn.error,
+        "error": None if _erased(turn) else turn.error,
         "erased": _erased(turn),
     }
 
@@ -147,6 +158,7 @@ def layout(
             {
                 "id": session_id,
                 "label": record.metadata.label if record.metadata is not None else None,
+                "tags": dict(record.tags),
                 "kind": kind,
                 "parent": parent,
                 "parentRow": row_of[parent] if attached and parent is not None else None,
@@ -175,28 +187,38 @@ def render_lineage_html(
     sessions: Sequence[SessionRecord],
     turns: Iterable[TurnRecord],
     *,
-    title: str = "host-sim lineage",
-    source: str | None = None,
-    counts: Mapping[SessionId, int] | None = None,
+    title: str = DEFAULT_TITLE,
 ) -> str:
-    """The page: ``sessions`` (in creation order) with their own ``turns``.
+    """The page: ``sessions`` (in creation order) with their own ``turns``, under ``title``.
 
-    ``source`` (the store's path) is shown in the heading. The page needs no network.
+    The page needs no network, and any text in the records or the title shows as that
+    text (see the module docstring).
     """
+    turns = list(turns)
     rows = layout(sessions, turns)
-    if counts is not None:
-        for row in rows:
-            row["count"] = counts.get(SessionId(str(row["id"])), None)
-    data = json.dumps({"sessions": rows, "source": source}, ensure_ascii=False, separators=(",", ":"))
-    data = data.replace("</", "<\\/").replace("<!--", "<\\!--")
-    heading = html.escape(title) + (f" <small>{html.escape(source)}</small>" if source else "")
-    return (
-        _PAGE.replace("@TITLE@", html.escape(title))
-        .replace("@HEADING@", heading)
-        .replace("@STYLE@", _STYLE)
-        .replace("@SCRIPT@", _SCRIPT)
-        .replace("@DATA@", data)
-    )
+    counts = conversation_lengths(sessions, turns)
+    for row in rows:
+        row["count"] = counts[SessionId(str(row["id"]))]
+    data = json.dumps({"title": title, "sessions": rows}, ensure_ascii=False, separators=(",", ":"))
+    shown = html.escape(_SURROGATE.sub("\ufffd", title))  # what shows before the script puts the exact title
+    parts = {
+        "TITLE": shown,
+        "HEADING": shown,
+        "STYLE": _STYLE,
+        "SCRIPT": _SCRIPT,
+        "DATA": _UNSAFE_IN_SCRIPT.sub(_unicode_escape, data),
+    }
+    return _PLACEHOLDER.sub(lambda found: parts[found[1]], _PAGE)  # one pass: data is never scanned
+
+
+_PLACEHOLDER: Final = re.compile(r"@(TITLE|HEADING|STYLE|SCRIPT|DATA)@")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+# In JSON these occur only inside strings, where a \u escape means the same character.
+_UNSAFE_IN_SCRIPT: Final = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+
+
+def _unicode_escape(found: re.Match[str]) -> str:
+    return f"\\u{ord(found[0]):04x}"
 
 
 _PAGE = """<!DOCTYPE html>
@@ -209,7 +231,7 @@ _PAGE = """<!DOCTYPE html>
 </head>
 <body>
 <header>
-  <h1>@HEADING@</h1>
+  <h1 id="heading">@HEADING@</h1>
   <div id="summary"></div>
   <input id="filter" type="search" placeholder="filter by id or label" aria-label="filter sessions">
   <div class="legend">
@@ -256,6 +278,7 @@ main { flex: 1; display: flex; min-height: 0; }
 .row.selected .lane { stroke: #2f6fdf; } .row.dim, .name.dim { opacity: .2; }
 #transcript { width: 38%; min-width: 320px; border-left: 1px solid #d8dde6; overflow: auto; padding: 10px 14px; }
 #transcript h2 { font-size: 14px; margin: 0 0 4px; } #transcript .meta { color: #556; margin-bottom: 8px; }
+.tags { display: flex; flex-wrap: wrap; gap: 4px; margin-bottom: 8px; } .tag { background: #eef0f4; border-radius: 3px; padding: 0 5px; white-space: pre-wrap; }
 .t { border-left: 3px solid #2f6fdf; padding: 4px 8px; margin: 6px 0; background: #f7f9fc; white-space: pre-wrap; }
 .t.inherited { opacity: .6; } .t.failed { border-color: #d93025; } .t.erased { border-color: #667; font-style: italic; }
 .t.notification { border-color: #e0a100; } .t .head { font-weight: 600; } .t .reply { margin-top: 3px; color: #223; }
@@ -267,6 +290,8 @@ _SCRIPT = r"""
   "use strict";
   const data = JSON.parse(document.getElementById("lineage-data").textContent);
   const sessions = data.sessions;
+  document.title = data.title;
+  document.getElementById("heading").textContent = data.title;
   const byId = new Map(sessions.map((s) => [s.id, s]));
   const ROW = 24, STEP = 18, PAD = 14, NS = "http://www.w3.org/2000/svg";
   const x = (o) => PAD + o * STEP;
@@ -321,6 +346,7 @@ _SCRIPT = r"""
       name.appendChild(f);
     }
     const label = document.createElement("span");
+    label.className = "label";
     label.textContent = (s.label ? "\u201c" + s.label + "\u201d " : "");
     name.appendChild(label);
     const id = document.createElement("span");
@@ -377,6 +403,18 @@ _SCRIPT = r"""
     meta.textContent = s.kind === "fork" ? "fork of " + s.parent + " at turn " + s.anchor
       : s.kind === "spawn" ? "spawned from " + s.parent + " by " + s.trigger : "root session";
     pane.appendChild(meta);
+    const tags = Object.entries(s.tags);
+    if (tags.length) {
+      const list = document.createElement("div");
+      list.className = "tags";
+      for (const [key, value] of tags) {
+        const tag = document.createElement("span");
+        tag.className = "tag";
+        tag.textContent = key + "=" + value;
+        list.appendChild(tag);
+      }
+      pane.appendChild(list);
+    }
     for (const [owner, t] of conversation(s)) {
       const div = document.createElement("div");
       div.className = "t " + t.kind + (owner === s ? "" : " inherited") + (t.status === "failed" ? " failed" : "") + (t.erased ? " erased" : "");
@@ -419,7 +457,8 @@ _SCRIPT = r"""
     }
     if (first !== null) first.scrollIntoView({ block: "center" });
   });
-  const wanted = decodeURIComponent(location.hash.slice(1));
+  let wanted = null;
+  try { wanted = decodeURIComponent(location.hash.slice(1)); } catch (malformed) { /* a hand-edited #: show nothing */ }
   if (byId.has(wanted)) show(wanted);
   document.body.dataset.ready = "true";
 })();

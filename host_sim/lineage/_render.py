@@ -8,25 +8,28 @@ and ``host-sim demo``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, Literal
 
 import attrs
 from typing_extensions import assert_never
 
 from modular_sdk import (
+    Author,
     CommandTrigger,
     ForkLineage,
+    ModAuthor,
     RootLineage,
     SessionId,
     SpawnLineage,
     ToolTrigger,
     UnknownSessionError,
+    UserAuthor,
 )
 
-from ..stores._records import SessionRecord
+from ..stores._records import SessionRecord, TurnRecord
 
-__all__ = ["lineage_parent", "render_lineage_tree", "select_lineage_chain"]
+__all__ = ["conversation_lengths", "describe_author", "lineage_parent", "render_lineage_tree", "select_lineage_chain"]
 
 
 def lineage_parent(record: SessionRecord) -> SessionId | None:
@@ -69,6 +72,38 @@ def describe_session(record: SessionRecord, turn_count: int | None) -> str:
     if turn_count is not None:
         parts.append(f"{turn_count} turn" if turn_count == 1 else f"{turn_count} turns")
     return "  ".join(parts)
+
+
+def describe_author(author: Author) -> str:
+    """``user`` or ``mod background-tasks /task`` (or ``... tool 'grep'``)."""
+    match author:
+        case UserAuthor():
+            return "user"
+        case ModAuthor(mod_id=mod_id, command_id=command_id, tool_name=tool_name):
+            if command_id is not None:
+                return f"mod {mod_id} /{command_id}"
+            if tool_name is not None:
+                return f"mod {mod_id} tool {tool_name!r}"
+            return f"mod {mod_id}"
+
+
+def conversation_lengths(sessions: Sequence[SessionRecord], turns: Iterable[TurnRecord]) -> dict[SessionId, int]:
+    """Turns in each session's conversation: a fork's inherited turns (through its anchor) included."""
+    own: dict[SessionId, int] = {}
+    for turn in turns:
+        own[turn.session_id] = own.get(turn.session_id, 0) + 1
+    counts: dict[SessionId, int] = {}
+    for record in sessions:
+        lineage = record.lineage
+        match lineage:
+            case ForkLineage(parent_turn_ordinal=anchor):
+                inherited = anchor + 1
+            case RootLineage() | SpawnLineage():
+                inherited = 0
+            case _:
+                assert_never(lineage)
+        counts[record.id] = inherited + own.get(record.id, 0)
+    return counts
 
 
 def render_lineage_tree(

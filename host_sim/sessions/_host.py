@@ -13,6 +13,7 @@ from typing import Literal, final
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import attrs
 
 from modular_sdk import (
@@ -38,7 +39,7 @@ from ..stores._traces import TraceStore, recover_traces
 from ..traces._actions import ActionBook
 from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
-from ..traces._spool import SpoolConsumer
+from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import PendingAction
 from ..stores._records import ErrorKind, Invocation, JobRecord
 from ._engine import Engine, ModTables, checked_now
@@ -106,6 +107,9 @@ class Host:
     out each one that cannot load (a spec whose build fails, a value that is not a `Mod`, a
     repeated id, a command or tool another mod already declared), listed in
     `mod_errors`; the default ``"raise"`` refuses them all at once.
+    ``spool`` is a folder other processes write events to (`write_event`); the host reads
+    each event file of at most ``max_event_bytes`` and sets aside anything else (links,
+    FIFOs, odd names, larger files) into ``spool/failed/``.
     """
 
     def __init__(
@@ -120,6 +124,7 @@ class Host:
         max_tool_rounds: int = 8,
         cwd: str | None = None,
         spool: str | os.PathLike[str] | None = None,
+        max_event_bytes: int = 1_048_576,
         commit_resolver: CommitResolver | None = None,
         builtin_tools: Sequence[str] = (),
         on_bad_mod: Literal["raise", "skip"] = "raise",
@@ -161,7 +166,15 @@ class Host:
             )
         if spool is not None:
             require_traces(self._store)  # TraceError naming the store: the spool applies to traces
+        if isinstance(max_event_bytes, bool) or not isinstance(max_event_bytes, int) or max_event_bytes < 1:
+            raise InvalidArgumentError(
+                f"max_event_bytes must be a positive int (the largest spool event file read), got {max_event_bytes!r}; "
+                "leave it out for 1_048_576 (1 MiB)",
+                argument="max_event_bytes",
+                value=max_event_bytes,
+            )
         self._spool = None if spool is None else Path(spool)
+        self._max_event_bytes = max_event_bytes
         self._commit_resolver = commit_resolver
         self._builtin_tools = tuple(builtin_tools)
         self._traces: Traces | None = None
@@ -203,6 +216,8 @@ class Host:
         tables, skipped = ModTables.build(mods, skip_bad=skip, positions=positions)
         bad = {**unbuilt, **dict(skipped)}
         self._mod_errors = tuple(bad[index] for index in sorted(bad))
+        if self._spool is not None:  # a path that is not a folder fails here, not in the consumer
+            await anyio.to_thread.run_sync(prepare_spool, self._spool)
         await self._store.open()
         log = log_of(self._store)
         try:
@@ -239,7 +254,9 @@ class Host:
         if isinstance(self._store, TraceStore):
             self._traces = Traces._create(self._store, lambda: checked_now(self._clock), self._commit_resolver)
         if self._spool is not None:
-            self._spool_consumer = SpoolConsumer(self._spool, self._store, linker, lambda: checked_now(self._clock))
+            self._spool_consumer = SpoolConsumer(
+                self._spool, self._store, linker, lambda: checked_now(self._clock), max_event_bytes=self._max_event_bytes
+            )
         self._sessions = AiSessionsImpl._create(engine, None)
         task_group = anyio.create_task_group()
         await task_group.__aenter__()

@@ -4,25 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from modular_sdk import AiNotificationMessage, AiPromptMessage, Author, ModAuthor, UserAuthor
+from modular_sdk import AiNotificationMessage, AiPromptMessage
 
+from ..lineage._render import describe_author
 from ..stores._records import Invocation
 from ._state import TurnState
 
-__all__ = ["describe_author", "render_transcript"]
-
-
-def describe_author(author: Author) -> str:
-    """``user`` or ``mod background-tasks /task`` (or ``... tool 'grep'``)."""
-    match author:
-        case UserAuthor():
-            return "user"
-        case ModAuthor(mod_id=mod_id, command_id=command_id, tool_name=tool_name):
-            if command_id is not None:
-                return f"mod {mod_id} /{command_id}"
-            if tool_name is not None:
-                return f"mod {mod_id} tool {tool_name!r}"
-            return f"mod {mod_id}"
+__all__ = ["render_transcript"]
 
 
 def _indent(text: str, prefix: str) -> str:

@@ -33,7 +33,7 @@ def test_a_fork_chain_100000_deep_lays_out_without_recursion() -> None:
 
 def test_the_page_loads_nothing_from_anywhere() -> None:
     sessions, turns = forest(30)
-    page = render_lineage_html(sessions, turns, source="x.sqlite")
+    page = render_lineage_html(sessions, turns, title="x.sqlite")
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     assert "@import" not in page and "url(" not in page
 
@@ -74,6 +74,7 @@ def task_page(installed: Installed, tmp_path_factory: pytest.TempPathFactory) ->
     result = host_sim(installed, folder, "lineage", "--store", "store.sqlite", "--html", "lineage.html")
     assert result.code == 0, result.err
     assert result.out == "wrote lineage.html (4 sessions); open it in a browser\n"
+    assert "store.sqlite" not in (folder / "lineage.html").read_text(encoding="utf-8")  # the page names no path
     return folder / "lineage.html"
 
 
