@@ -290,13 +290,37 @@ class LineageGraph:
                 session_id=str(session_id),
             )
         found = await self._store.get_nodes([SessionId(session_id)])
-        if not found:
+        if found:
+            return found[0]
+        record = await self._store.get_session(SessionId(session_id))
+        if record is None:
             raise UnknownSessionError(
                 f"{role} {session_id!r} names no session of this host; "
                 "use the id of a session the host created (session.id)",
                 session_id=session_id,
             )
-        return found[0]
+        from ..stores._invariants import heal_index  # stores import lineage: read here
+
+        return await heal_index(self._store, record)  # its derived rows were lost: rebuilt
+
+    async def _nodes(self, session_ids: list[SessionId]) -> list[SessionNode]:
+        """The nodes of sessions an edge names, in order; a stored session's lost node is rebuilt."""
+        found = list(await self._store.get_nodes(session_ids))
+        if len(found) == len(session_ids):
+            return found
+        from ..stores._invariants import heal_index  # stores import lineage: read here
+
+        have = {n.session_id: n for n in found}
+        out: list[SessionNode] = []
+        for session_id in session_ids:
+            node = have.get(session_id)
+            if node is None:
+                record = await self._store.get_session(session_id)
+                if record is None:
+                    continue  # an edge to a session the store does not hold: fsck reports it
+                node = await heal_index(self._store, record)
+            out.append(node)
+        return out
 
     async def _walk(self, session_id: str, max_depth: int, *, forward: bool) -> list[SessionNode]:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
@@ -314,7 +338,7 @@ class LineageGraph:
                     following.append(other)
             if not following:
                 break
-            found += await self._store.get_nodes(following)
+            found += await self._nodes(following)
             frontier = following
         return found
 

@@ -34,6 +34,7 @@ __all__ = [
     "derive_index",
     "erased",
     "fork_artifact",
+    "heal_index",
     "interrupted",
     "recover",
     "repair",
@@ -140,6 +141,15 @@ def _implied_edge(records: _Records, record: SessionRecord) -> LineageEdge | Non
     lineage = record.lineage
     if lineage.kind == "root" or lineage.parent_session_id not in records.sessions:
         return None
+    anchor = records.turn_at(lineage.parent_session_id, lineage.parent_turn_ordinal) if lineage.kind == "fork" else None
+    return _structural_edge(record, anchor)
+
+
+def _structural_edge(record: SessionRecord, anchor: TurnRecord | None) -> LineageEdge | None:
+    """The ``branched_from`` (with its ``anchor`` turn, when found) or ``spawned_by`` edge of a fork or spawn."""
+    lineage = record.lineage
+    if lineage.kind == "root":
+        return None
     if lineage.kind == "spawn":
         return LineageEdge(
             from_session_id=lineage.parent_session_id,
@@ -147,7 +157,6 @@ def _implied_edge(records: _Records, record: SessionRecord) -> LineageEdge | Non
             relation="spawned_by",
             created_at=lineage.spawned_at,
         )
-    anchor = records.turn_at(lineage.parent_session_id, lineage.parent_turn_ordinal)
     return LineageEdge(
         from_session_id=lineage.parent_session_id,
         to_session_id=record.id,
@@ -168,6 +177,51 @@ def _implied_node(record: SessionRecord, old: SessionNode | None) -> SessionNode
         completed_at=None if old is None else old.completed_at,
         metrics=None if old is None else old.metrics,
     )
+
+
+async def heal_index(store: Store, record: SessionRecord) -> SessionNode:
+    """Write back the lineage node (and the fork's or spawn's edge, when missing too) that
+    ``record`` implies: derived rows a read found missing, rebuilt by key like `derive_index`
+    would. Returns the node. Raises `StoreError` naming ``host-sim fsck --repair`` when the
+    store cannot be written (a read-only store)."""
+    node = _implied_node(record, None)
+    lineage = record.lineage
+    edge: LineageEdge | None = None
+    if lineage.kind != "root" and await store.get_session(lineage.parent_session_id) is not None:
+        incoming = await store.get_edges([record.id], "in")
+        if not any(e.from_session_id == lineage.parent_session_id for e in incoming):
+            anchor = None
+            if lineage.kind == "fork":
+                anchor = await _turn_by_key(store, lineage.parent_session_id, lineage.parent_turn_ordinal)
+            edge = _structural_edge(record, anchor)
+    try:
+        await store.save_node(node)
+        if edge is not None:
+            await store.save_edge(edge)
+    except StoreError as exc:
+        raise StoreError(
+            f"session {record.id!r} is stored but its lineage node is missing (derived data, "
+            f"rebuildable from its record), and it cannot be rebuilt here: {exc}; rebuild the "
+            "index with 'host-sim fsck --repair --store STORE'",
+            path=exc.path,
+        ) from exc
+    return node
+
+
+async def _turn_by_key(store: Store, session_id: SessionId, ordinal: int) -> TurnRecord | None:
+    """The turn at ``ordinal`` of a session's history, read up its fork chain by key."""
+    seen: set[SessionId] = set()
+    current = await store.get_session(session_id)
+    while current is not None and current.id not in seen:
+        seen.add(current.id)
+        own = await store.turns_since(current.id, ordinal)
+        if own and own[0].ordinal == ordinal:
+            return own[0]
+        lineage = current.lineage
+        if lineage.kind != "fork" or ordinal > lineage.parent_turn_ordinal:
+            return None
+        current = await store.get_session(lineage.parent_session_id)
+    return None
 
 
 def derive_index(state: StoredState) -> tuple[tuple[SessionNode, ...], tuple[LineageEdge, ...]]:

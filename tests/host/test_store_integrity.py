@@ -803,3 +803,72 @@ def test_fsck_of_a_missing_file_exits_1_and_creates_nothing(tmp_path: Path, caps
     assert host_sim_main(["fsck", "--store", str(path)]) == 1
     assert "does not exist" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+# -- derived rows heal ------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_a_session_whose_lineage_rows_were_lost_is_healed_when_read_never_reported_unknown(
+    kind: StoreKind, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    memory = MemoryStore()
+    path = tmp_path / "store.sqlite"
+    dsn: str = request.getfixturevalue("postgres_dsn") if kind == "postgres" else ""
+
+    def store() -> Store:
+        return memory if kind == "memory" else SqliteStore(path) if kind == "sqlite" else PostgresStore(dsn)
+
+    async with Host(store=store()) as host:
+        chat = await host.sessions.create()
+        await chat.send(AiPromptMessage(text="one"))
+        fork = await chat.fork()
+    lost = (chat.id, fork.id)
+    if kind == "memory":  # the index lost both nodes
+        for session_id in lost:
+            memory._nodes.pop(session_id)
+    elif kind == "sqlite":  # the nodes and the fork's edge
+        with sqlite3.connect(path) as db:
+            db.executemany("DELETE FROM nodes WHERE session_id = ?", [(s,) for s in lost])
+            db.execute("DELETE FROM edges WHERE to_session_id = ?", (fork.id,))
+        db.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as pg:
+            pg.execute("DELETE FROM host_sim.nodes WHERE session_id = ANY(%s)", (list(lost),))
+            pg.execute("DELETE FROM host_sim.edges WHERE to_session_id = %s", (fork.id,))
+
+    async with Host(store=store()) as host:
+        assert {chat.id, fork.id} <= {s.id for s in (await host.sessions.list()).sessions}
+        assert [n.session_id for n in await host.lineage.ancestors(fork.id)] == [chat.id]
+        chain = await host.lineage.chain(chat.id)
+        assert [n.session_id for n in chain.nodes] == [chat.id, fork.id]
+        (edge,) = chain.edges
+        assert edge.relation == "branched_from" and edge.artifact is not None
+        assert edge.artifact.source_id == (await (await host.sessions.get(chat.id)).turns())[0].id
+    reopened = store()
+    try:
+        assert check(await read_all_of(reopened)) == []  # what was rebuilt is what fsck derives
+    finally:
+        await reopened.close()
+
+
+@pytest.mark.anyio
+async def test_a_lost_lineage_node_on_a_read_only_store_names_the_repair_command(tmp_path: Path) -> None:
+    from host_sim.lineage._graph import LineageGraph
+
+    path = tmp_path / "store.sqlite"
+    async with Host(store=SqliteStore(path)) as host:
+        chat = await host.sessions.create()
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM nodes WHERE session_id = ?", (chat.id,))
+    db.close()
+    reader = SqliteStore(path, read_only=True)
+    await reader.open()
+    try:
+        with pytest.raises(StoreError, match=r"lineage node is missing.*host-sim fsck --repair"):
+            await LineageGraph(reader).node(chat.id)
+    finally:
+        await reader.close()
