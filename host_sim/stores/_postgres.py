@@ -57,13 +57,16 @@ from typing import Any, Final, Literal, TypeVar, final
 
 import anyio
 import anyio.to_thread
-import attrs
 
 from modular_sdk import SerializationError, SessionId, TurnId
 
 from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION
+from ._postgres_sql import Refused as _Refused
+from ._postgres_sql import Step as _Step
+from ._postgres_sql import cols as _cols
+from ._postgres_sql import marks as _marks
 from ._records import Invocation, JobRecord, SessionRecord, StoredState, TurnRecord
 from ._sqlite import _Table
 
@@ -225,14 +228,6 @@ _INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"aut
 _JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
 
 
-def _cols(table: _Table, alias: str = "") -> str:
-    return ", ".join(f"{alias}{c}" for c in table.columns)
-
-
-def _marks(n: int) -> str:
-    return ", ".join("%s" for _ in range(n))
-
-
 _INSERT_SESSION: Final = (
     f"INSERT INTO host_sim.sessions ({_cols(_SESSIONS)}, parent_session_id) VALUES ({_marks(len(_SESSIONS.columns) + 1)})"
 )
@@ -322,21 +317,6 @@ _PASSWORD_PARAM: Final = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]
 def redact(dsn: str) -> str:
     """``dsn`` without its password (URL or key/value form), for messages and reprs."""
     return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1:***@", dsn))
-
-
-@attrs.frozen
-class _Step:
-    """One statement of a transaction; ``refusal`` says what a constraint (or, with
-    ``expect='change'``, changing no row) means."""
-
-    sql: str
-    params: tuple[object, ...]
-    refusal: str
-    expect: Literal["any", "change"] = "any"
-
-
-class _Refused(Exception):
-    pass
 
 
 @final
