@@ -611,8 +611,8 @@ class Host:
     @property
     def traces(self) -> Traces:
         """Traces: task -> session -> output -> commit (``for_task``, ``find``, ``attach_task``,
-        ``record_commit``). Raises `TraceError` when the host's store keeps no traces
-        (`PostgresStore` today): use `MemoryStore` or `SqliteStore`."""
+        ``record_commit``). Every store of host_sim keeps traces; raises `TraceError` for a
+        store of your own that does not implement `TraceStore`."""
         self._open()
         if self._traces is None:
             require_traces(self._store)

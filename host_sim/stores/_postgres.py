@@ -64,6 +64,7 @@ from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION
 from ._postgres_sql import Refused as _Refused
+from ._postgres_traces import TRACE_TABLES_SCHEMA, PostgresTraces
 from ._postgres_sql import Step as _Step
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
@@ -216,7 +217,7 @@ CREATE TABLE host_sim.jobs (
 );
 CREATE INDEX jobs_running ON host_sim.jobs (seq) WHERE status = 'running';
 CREATE TABLE host_sim.reads (turn_id text PRIMARY KEY, read_at text NOT NULL);
-CREATE INDEX turns_notifications ON host_sim.turns (seq) WHERE message LIKE '{"type":"notification"%';
+CREATE INDEX turns_notifications ON host_sim.turns (seq) WHERE message LIKE '{"type":"notification"%%';
 """
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
@@ -320,7 +321,7 @@ def redact(dsn: str) -> str:
 
 
 @final
-class PostgresStore:
+class PostgresStore(PostgresTraces):
     """A durable store in a PostgreSQL database that several hosts share (one session graph).
 
     ``dsn`` is a libpq connection string (``postgresql://user@host:5432/dbname`` or
@@ -419,6 +420,9 @@ class PostgresStore:
 
     async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
         """Write a session, its node and its edge in one transaction; refuses an id already stored."""
+        await self._transact(self._session_steps(record, node, edge))
+
+    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[_Step]:
         parent = None if record.lineage.kind == "root" else record.lineage.parent_session_id
         steps = [
             _Step(
@@ -441,7 +445,7 @@ class PostgresStore:
             )
             for key, value in record.tags.items()
         ]
-        await self._transact(steps)
+        return steps
 
     async def begin_turn(self, record: TurnRecord) -> None:
         """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
@@ -635,7 +639,7 @@ class PostgresStore:
         )
 
     async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
-        sql = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message LIKE '{_NOTIFICATION_PREFIX}%'"
+        sql = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message LIKE '{_NOTIFICATION_PREFIX}%%'"
         params: tuple[object, ...] = ()
         if session_id is not None:
             sql += " AND session_id = %s"
@@ -764,7 +768,7 @@ class PostgresStore:
 
         def read(conn: Any) -> StoredState:
             with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
                 return StoredState(
                     sessions=self._decode_all(conn, _SESSIONS, SessionRecord),
                     turns=self._decode_all(conn, _TURNS, TurnRecord),
@@ -918,7 +922,7 @@ class PostgresStore:
 
     def _decode_all(self, conn: Any, table: _Table, record: type[_R]) -> tuple[_R, ...]:
         try:
-            rows = conn.execute(f"SELECT {_cols(table)} FROM host_sim.{table.name} ORDER BY seq").fetchall()
+            rows = conn.execute(f"SELECT {_cols(table)} FROM host_sim.{table.name} ORDER BY seq", ()).fetchall()
         except self._psycopg.Error as exc:
             raise self._database_error(exc, "cannot be read") from exc
         return tuple(self._decode(table, record, row) for row in rows)
@@ -1053,7 +1057,8 @@ class PostgresStore:
                 conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SCHEMA_LOCK,))  # one creator at a time
                 (has_schema, has_meta, dbname) = conn.execute(
                     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'host_sim'), "
-                    "to_regclass('host_sim.meta') IS NOT NULL, current_database()"
+                    "to_regclass('host_sim.meta') IS NOT NULL, current_database()",
+                    (),
                 ).fetchone()
                 if not has_schema:
                     if not self._create:
@@ -1061,8 +1066,8 @@ class PostgresStore:
                             f"holds no host-sim store (database {dbname!r} has no schema host_sim)",
                             "pass the DSN of the database your hosts write, or open it with a host to create one",
                         )
-                    for statement in _statements(_SCHEMA):
-                        conn.execute(statement)
+                    for statement in _statements(_SCHEMA + TRACE_TABLES_SCHEMA):
+                        conn.execute(statement, ())
                     conn.execute(
                         "INSERT INTO host_sim.meta (key, value) VALUES ('application', %s), "
                         "('schema_version', %s), ('index_version', %s)",
@@ -1074,7 +1079,10 @@ class PostgresStore:
                         f"has a schema host_sim in database {dbname!r} that is not a host-sim store (no meta table)",
                         "pass the DSN of a database whose schema host_sim a host created, or another database",
                     )
-                meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM host_sim.meta").fetchall()}
+                meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM host_sim.meta", ()).fetchall()}
+                if self._create and conn.execute("SELECT to_regclass('host_sim.traces') IS NULL", ()).fetchone()[0]:
+                    for statement in _statements(TRACE_TABLES_SCHEMA):  # a store made before traces
+                        conn.execute(statement, ())
         except StoreError:
             raise
         except psycopg.errors.InsufficientPrivilege as exc:
@@ -1141,7 +1149,7 @@ def _password_of(dsn: str) -> str | None:
 def _close_quietly(conn: Any, unlock: bool = False) -> None:
     try:
         if unlock and not conn.closed and not conn.broken:
-            conn.execute("SELECT pg_advisory_unlock_all()")
+            conn.execute("SELECT pg_advisory_unlock_all()", ())
         conn.close()
     except Exception:  # noqa: BLE001 (a connection that cannot close cleanly is gone anyway)
         pass
