@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -53,6 +53,7 @@ from ._handles import (
     SessionHandle,
     SlashCommandContextImpl,
     TurnHandle,
+    check_list_tags,
     tool_context,
 )
 from ._state import SessionState, history
@@ -588,14 +589,25 @@ class Host:
         return out
 
     async def notifications(
-        self, *, session: SessionHandle | SessionId | str | None = None, unread_only: bool = True
+        self,
+        *,
+        session: SessionHandle | SessionId | str | None = None,
+        unread_only: bool = True,
+        tags: Mapping[str, str] | None = None,
     ) -> list[TurnHandle]:
         """The notification turns (of one session, or of every session), oldest first; read ones
-        are left out unless ``unread_only=False``. Read state is durable (`mark_read`)."""
+        are left out unless ``unread_only=False``; with ``tags``, only those of sessions whose
+        tags include every one of them (``tags={"user": "alice"}``: Alice's inbox). Read state
+        is durable (`mark_read`). Raises `InvalidArgumentError` naming a bad argument."""
         engine = self._open()
+        checked = check_list_tags(tags)
+        if not isinstance(unread_only, bool):
+            raise InvalidArgumentError(
+                f"unread_only must be True or False, got {unread_only!r}", argument="unread_only", value=unread_only
+            )
         session_id = None if session is None else (await self._session(session)).id
         handles: list[TurnHandle] = []
-        for record in await engine.log.notification_turns(session_id, unread_only):
+        for record in await engine.log.notification_turns(session_id, unread_only, checked):
             state, turn = await engine.load_turn(record.id)
             handles.append(TurnHandle._create(engine, state, turn, None))
         return handles

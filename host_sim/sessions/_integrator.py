@@ -100,8 +100,8 @@ def _submission_of(record: JobRecord) -> Submission:
 
 
 class MemoryLog:
-    """The integrator's log for a store without `LogStore` (PostgresStore today): kept in
-    this host's memory, lost when it closes; listing scans the store's sessions."""
+    """The integrator's log for a store of your own without `LogStore`: kept in this host's
+    memory, lost when it closes; listing scans the store's sessions."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -135,8 +135,12 @@ class MemoryLog:
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         self._reads.setdefault(turn_id, at)
 
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
-        records = await self._store.list_sessions() if session_id is None else []
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
+        records = [r for r in await self._store.list_sessions() if all(r.tags.get(k) == v for k, v in tags.items())]
+        if session_id is not None and session_id not in {r.id for r in records}:
+            return ()
         ids = [r.id for r in records] if session_id is None else [session_id]
         out: list[TurnRecord] = []
         for sid in ids:

@@ -278,7 +278,9 @@ class MemoryStore:
             raise StoreError(f"no turn {turn_id!r} is stored; mark a stored notification read")
         self._reads.setdefault(turn_id, at)
 
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
         self._check_open()
         if session_id is not None:
             candidates: Sequence[TurnRecord] = [
@@ -286,7 +288,12 @@ class MemoryStore:
             ]
         else:
             candidates = [self._turns[t] for t in self._notifications]
-        return tuple(t for t in candidates if not (unread_only and t.id in self._reads))
+        return tuple(
+            t
+            for t in candidates
+            if not (unread_only and t.id in self._reads)
+            and all(self._sessions[t.session_id].tags.get(k) == v for k, v in tags.items())
+        )
 
     async def page_sessions(
         self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None

@@ -638,12 +638,17 @@ class PostgresStore(PostgresTraces):
             ]
         )
 
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
         sql = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message LIKE '{_NOTIFICATION_PREFIX}%%'"
         params: tuple[object, ...] = ()
         if session_id is not None:
             sql += " AND session_id = %s"
             params = (session_id,)
+        for key, value in tags.items():
+            sql += " AND session_id IN (SELECT session_id FROM host_sim.session_tags WHERE key = %s AND value = %s)"
+            params += (key, value)
         if unread_only:
             sql += " AND id NOT IN (SELECT turn_id FROM host_sim.reads)"
         return await self._records(_TURNS, TurnRecord, sql + " ORDER BY seq", params)

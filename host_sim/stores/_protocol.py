@@ -187,8 +187,11 @@ class LogStore(Protocol):
         """Remember that the user read this notification turn (again: no change)."""
         ...
 
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
-        """Notification turns (of one session, or of all), oldest first; ``unread_only`` skips read ones."""
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
+        """Notification turns (of one session, or of all), oldest first; ``unread_only`` skips
+        read ones; only those of sessions whose tags include every one of ``tags``."""
         ...
 
     async def page_sessions(

@@ -754,12 +754,17 @@ class SqliteStore:
             ]
         )
 
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
         where = "WHERE json_extract(message, '$.type') = 'notification'"
         params: tuple[object, ...] = ()
         if session_id is not None:
             where += " AND session_id = ?"
             params = (session_id,)
+        for key, value in tags.items():
+            where += " AND session_id IN (SELECT session_id FROM session_tags WHERE key = ? AND value = ?)"
+            params += (key, value)
         if unread_only and "reads" not in self._absent_tables:
             where += " AND id NOT IN (SELECT turn_id FROM reads)"
         order = " ORDER BY ordinal" if session_id is not None else " ORDER BY rowid"

@@ -37,6 +37,8 @@ from modular_sdk import (
     slash_command,
 )
 
+from .conftest import StoreFactory
+
 
 # -- events -----------------------------------------------------------------------------------
 
@@ -231,23 +233,9 @@ async def test_a_job_a_crash_left_running_is_interrupted_when_the_store_is_next_
 # -- the log ------------------------------------------------------------------------------------
 
 
-def store_factory(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[], Store]:
-    """A fresh store of one kind, reopened by calling again (the same data)."""
-    if kind == "memory":
-        memory = MemoryStore()
-        return lambda: memory
-    if kind == "sqlite":
-        return lambda: SqliteStore(tmp_path / "s.sqlite")
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    return lambda: PostgresStore(dsn)
-
-
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
-async def test_commands_are_durable_and_the_log_interleaves_them_with_turns(
-    tmp_path: Path, kind: str, request: pytest.FixtureRequest
-) -> None:
-    store = store_factory(kind, tmp_path, request)
+async def test_commands_are_durable_and_the_log_interleaves_them_with_turns(any_store: StoreFactory) -> None:
+    store = any_store
 
     async with Host(mods=[background_tasks.mod], store=store()) as host:
         chat = await host.sessions.create()
@@ -276,11 +264,8 @@ async def test_commands_are_durable_and_the_log_interleaves_them_with_turns(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
-async def test_sessions_are_listed_by_owner_newest_first_a_page_at_a_time(
-    tmp_path: Path, kind: str, request: pytest.FixtureRequest
-) -> None:
-    async with Host(store=store_factory(kind, tmp_path, request)()) as host:
+async def test_sessions_are_listed_by_owner_newest_first_a_page_at_a_time(any_store: StoreFactory) -> None:
+    async with Host(store=any_store()) as host:
         alice = [await host.sessions.create(tags={"user": "alice"}) for _ in range(5)]
         bob = await host.sessions.create(tags={"user": "bob", "team": "x"})
         await host.submit(alice[0], "hi")
@@ -321,27 +306,6 @@ async def test_deleting_a_session_leaves_no_byte_of_its_content_and_its_forks_ke
         gone = await again.sessions.get(chat.id)
         assert gone.deleted_at is not None and gone.lineage.kind == "root"
         assert [t.reply for t in await (await again.sessions.get(fork.id)).turns()][-1] == "echo: still works"
-
-
-# -- the inbox ------------------------------------------------------------------------------------
-
-
-@pytest.mark.anyio
-async def test_notifications_have_a_durable_read_state(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite"
-    async with Host(store=SqliteStore(path)) as host:
-        a = await host.sessions.create()
-        b = await host.sessions.create()
-        first = await a.notify(title="build", body="green")
-        await b.notify(title="deploy", body="done")
-        await a.send(AiPromptMessage(text="not a notification"))
-        assert [t.id for t in await host.notifications(session=a)] == [first.id]
-        assert len(await host.notifications()) == 2
-        await host.mark_read(first.message_id)
-    async with Host(store=SqliteStore(path)) as again:
-        unread = await again.notifications()
-        assert [t.message.type for t in unread] == ["notification"] and unread[0].id != first.id
-        assert len(await again.notifications(unread_only=False)) == 2
 
 
 # -- the tree ---------------------------------------------------------------------------------------

@@ -1,0 +1,58 @@
+"""PostgresStore's SQL never hands psycopg a bare percent sign.
+
+psycopg reads ``%`` in a statement run with parameters as a placeholder, so
+``LIKE 'x%'`` failed ``host.notifications()`` on PostgreSQL. The rule, for every module
+that holds PostgreSQL SQL: every statement is run with parameters (an empty tuple when it
+has none), and a literal percent is written ``%%``. Read from the source, so a statement
+added later obeys it too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import host_sim
+
+STORES = Path(host_sim.__file__).resolve().parent / "stores"
+MODULES = sorted(STORES.glob("_postgres*.py"))
+BARE_PERCENT = re.compile(r"%(?![s%])")
+
+
+def _strings(tree: ast.AST) -> list[tuple[int, str]]:
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+def test_there_are_postgres_modules_to_check() -> None:
+    assert {p.name for p in MODULES} >= {"_postgres.py", "_postgres_traces.py", "_postgres_sql.py"}
+
+
+def test_no_string_in_the_postgres_modules_holds_a_bare_percent() -> None:
+    offenders = [
+        f"{path.name}:{line}: {text!r}"
+        for path in MODULES
+        for line, text in _strings(ast.parse(path.read_text(encoding="utf-8")))
+        if BARE_PERCENT.search(text.replace("%%", ""))
+    ]
+    assert not offenders, "write a literal percent as %% (psycopg reads % as a placeholder): " + "; ".join(offenders)
+
+
+def test_every_statement_is_executed_with_parameters() -> None:
+    offenders = [
+        f"{path.name}:{node.lineno}"
+        for path in MODULES
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "execute"
+        and len(node.args) < 2
+    ]
+    assert not offenders, (
+        "pass parameters to every execute (an empty tuple when there are none), so that %% "
+        "means one percent in every statement: " + ", ".join(offenders)
+    )
