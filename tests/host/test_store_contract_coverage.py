@@ -26,14 +26,11 @@ def _store_kind_lists(tree: ast.AST) -> list[tuple[int, list[str]]]:
     """Every list, tuple or Literal[...] of string constants that names a store kind."""
     found: list[tuple[int, list[str]]] = []
     for node in ast.walk(tree):
-        elements: list[ast.expr] | None = None
-        if isinstance(node, (ast.List, ast.Tuple)):
-            elements = list(node.elts)
-        if elements is None or not elements:
+        if not isinstance(node, (ast.List, ast.Tuple)) or not node.elts:
             continue
-        if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in elements):
+        if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
             continue
-        names = [str(e.value) for e in elements if isinstance(e, ast.Constant)]
+        names = [str(e.value) for e in node.elts if isinstance(e, ast.Constant)]
         if {"memory", "sqlite", "postgres"} & set(names) and len(set(names) & set(STORE_KINDS)) >= 2:
             found.append((node.lineno, names))
     return found
