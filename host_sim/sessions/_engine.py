@@ -574,7 +574,13 @@ class Engine:
 
     # -- turns --------------------------------------------------------------------------
     async def send(
-        self, session: SessionState, message: AiMessage, actor: Actor, *, output_schema: JsonValue = None
+        self,
+        session: SessionState,
+        message: AiMessage,
+        actor: Actor,
+        *,
+        output_schema: JsonValue = None,
+        job_id: str | None = None,
     ) -> TurnState:
         """Run one turn of ``session`` driven by ``message``, as ``actor``; returns it finished.
 
@@ -582,7 +588,8 @@ class Engine:
         ``before_action`` hooks: each waits in the session's FIFO queue (a lock), and a send
         cancelled while it waits leaves the queue without a trace. The turn is written
         ``running`` before the model is called, and finished once. The returned turn may
-        have failed; the caller decides whether to raise.
+        have failed; the caller decides whether to raise. ``job_id`` is the job the send runs
+        in (its caller's, never ambient): its events carry it and the job notes the turn.
         """
         if not isinstance(message, (AiPromptMessage, AiNotificationMessage)):
             raise InvalidArgumentError(
@@ -611,7 +618,7 @@ class Engine:
                 async with session.queue:
                     self.check_open(f"send to session {session.id!r}")  # closed while queued
                     async with across_hosts(self.store, session, self.now):  # several hosts: their order too
-                        turn = await self._turn(session, message, author, actor, output_schema, closing, started)
+                        turn = await self._turn(session, message, author, actor, output_schema, closing, started, job_id)
                         if turn.status == "completed" and self.after_turn is not None:
                             await self.after_turn(session, turn)  # proposed actions, before the next turn
                         return turn
@@ -632,6 +639,7 @@ class Engine:
         output_schema: JsonValue,
         closing: anyio.CancelScope,
         started: list[TurnState],
+        job_id: str | None = None,
     ) -> TurnState:
         """Run a turn; call holding the session's queue. ``started`` receives the turn once it exists."""
         turn = TurnState(
@@ -651,7 +659,14 @@ class Engine:
         session.add_turn(turn)
         self.events.publish(
             lambda seq, at: TurnStarted(
-                seq=seq, at=at, session_id=session.id, turn_id=turn.id, ordinal=turn.ordinal, author=author, message=message
+                seq=seq,
+                at=at,
+                session_id=session.id,
+                turn_id=turn.id,
+                ordinal=turn.ordinal,
+                author=author,
+                message=message,
+                job_id=job_id,
             )
         )
         if isinstance(message, AiNotificationMessage):
@@ -661,6 +676,8 @@ class Engine:
                 )
             )
         try:
+            if job_id is not None:  # inside the try: a store that fails this fails the turn, finished
+                await self.log.job_turn_began(job_id, turn.id)
             await self._run_turn(session, turn, actor, output_schema)
         except BaseException as exc:
             if turn.status == "running":

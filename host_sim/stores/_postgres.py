@@ -68,7 +68,7 @@ from ._postgres_traces import TRACE_TABLES_SCHEMA, PostgresTraces
 from ._postgres_sql import Step as _Step
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
-from ._records import Invocation, JobRecord, SessionRecord, StoredState, TurnRecord
+from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._sqlite import _Table
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore"]
@@ -219,6 +219,30 @@ CREATE INDEX jobs_running ON host_sim.jobs (seq) WHERE status = 'running';
 CREATE TABLE host_sim.reads (turn_id text PRIMARY KEY, read_at text NOT NULL);
 CREATE INDEX turns_notifications ON host_sim.turns (seq) WHERE message LIKE '{"type":"notification"%%';
 """
+
+# Jobs from any host (API.md section 13): found by id, paged newest first by session, status
+# or its session's tags (job_tags, copied from session_tags when the job starts), cancelled
+# through cancel_requested_at, which the host running the job polls for by key. Run when a
+# host opens a store made before them (IF NOT EXISTS; job_tags filled in).
+_JOBS_SCHEMA: Final = """
+ALTER TABLE host_sim.jobs ADD COLUMN IF NOT EXISTS cancel_requested_at text;
+CREATE TABLE IF NOT EXISTS host_sim.job_tags (
+    key text NOT NULL, value text NOT NULL, seq bigint NOT NULL, job_id text NOT NULL,
+    PRIMARY KEY (key, value, seq)
+);
+CREATE INDEX IF NOT EXISTS jobs_in_order ON host_sim.jobs (seq);
+CREATE INDEX IF NOT EXISTS jobs_by_session ON host_sim.jobs (session_id, seq);
+CREATE INDEX IF NOT EXISTS jobs_by_status ON host_sim.jobs (status, seq);
+CREATE INDEX IF NOT EXISTS session_tags_by_session ON host_sim.session_tags (session_id);
+INSERT INTO host_sim.job_tags (key, value, seq, job_id)
+    SELECT t.key, t.value, j.seq, j.id FROM host_sim.jobs j JOIN host_sim.session_tags t ON t.session_id = j.session_id
+    ON CONFLICT DO NOTHING;
+"""
+_JOB_TAGS: Final = (
+    "INSERT INTO host_sim.job_tags (key, value, seq, job_id) SELECT t.key, t.value, j.seq, j.id "
+    "FROM host_sim.jobs j JOIN host_sim.session_tags t ON t.session_id = j.session_id WHERE j.id = %s "
+    "ON CONFLICT DO NOTHING"
+)
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
 _TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
@@ -599,19 +623,89 @@ class PostgresStore(PostgresTraces):
         job whose host is gone is ever marked interrupted by another."""
         updates = ", ".join(f"{c} = excluded.{c}" for c in (*_JOBS.columns, "owner") if c != "id")
         owner = self._owner if record.status == "running" else None
+        steps = [
+            _Step(
+                f"INSERT INTO host_sim.jobs ({_cols(_JOBS)}, owner) VALUES ({_marks(len(_JOBS.columns) + 1)}) "
+                f"ON CONFLICT (id) DO UPDATE SET {updates}",
+                (*self._row(_JOBS, record), owner),
+                f"cannot write job {record.id!r}",
+            )
+        ]
+        if record.status == "running":  # it starts: index it by its session's tags
+            steps.append(_Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
+        await self._transact(steps)
+
+    async def list_jobs(self) -> Sequence[JobRecord]:
+        return await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs ORDER BY seq", ())
+
+    async def get_job(self, job_id: str) -> JobRecord | None:
+        found = await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs WHERE id = %s", (job_id,))
+        return found[0] if found else None
+
+    async def page_jobs(
+        self,
+        session_id: SessionId | None,
+        status: JobStatus | None,
+        tags: Mapping[str, str],
+        limit: int,
+        before: int | None,
+    ) -> tuple[Sequence[JobRecord], int | None]:
+        bound = (1 << 62) if before is None else before
+        columns = _cols(_JOBS, "j.")
+        where = ""
+        params: tuple[object, ...] = ()
+        if session_id is not None:
+            where += " AND j.session_id = %s"
+            params += (session_id,)
+        if status is not None:
+            where += " AND j.status = %s"
+            params += (status,)
+        pairs = list(tags.items())
+        if pairs:
+            (key, value), rest = pairs[0], pairs[1:]
+            also = "".join(
+                " AND EXISTS (SELECT 1 FROM host_sim.job_tags o WHERE o.key = %s AND o.value = %s AND o.seq = t.seq)"
+                for _ in rest
+            )
+            sql = (
+                f"SELECT {columns}, t.seq FROM host_sim.job_tags t JOIN host_sim.jobs j ON j.seq = t.seq "
+                f"WHERE t.key = %s AND t.value = %s AND t.seq < %s{also}{where} ORDER BY t.seq DESC LIMIT %s"
+            )
+            params = (key, value, bound, *(x for pair in rest for x in pair), *params, limit + 1)
+        else:
+            sql = f"SELECT {columns}, j.seq FROM host_sim.jobs j WHERE j.seq < %s{where} ORDER BY j.seq DESC LIMIT %s"
+            params = (bound, *params, limit + 1)
+        rows = await self._query(sql, params)
+        records = [self._decode(_JOBS, JobRecord, row[:-1]) for row in rows[:limit]]
+        last = rows[limit - 1][-1] if len(rows) > limit else None
+        return tuple(records), int(last) if last is not None else None
+
+    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None:
+        await self._transact(
+            [_Step("UPDATE host_sim.jobs SET turn_id = %s WHERE id = %s AND status = 'running'", (turn_id, job_id), "")]
+        )
+
+    async def request_job_cancel(self, job_id: str, at: datetime) -> None:
+        """Ask the host running this job to cancel it: it polls `cancel_requests` for its own jobs."""
         await self._transact(
             [
                 _Step(
-                    f"INSERT INTO host_sim.jobs ({_cols(_JOBS)}, owner) VALUES ({_marks(len(_JOBS.columns) + 1)}) "
-                    f"ON CONFLICT (id) DO UPDATE SET {updates}",
-                    (*self._row(_JOBS, record), owner),
-                    f"cannot write job {record.id!r}",
+                    "UPDATE host_sim.jobs SET cancel_requested_at = %s "
+                    "WHERE id = %s AND status = 'running' AND cancel_requested_at IS NULL",
+                    (at.isoformat(), job_id),
+                    "",
                 )
             ]
         )
 
-    async def list_jobs(self) -> Sequence[JobRecord]:
-        return await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs ORDER BY seq", ())
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
+        if not job_ids:
+            return ()
+        rows = await self._query(
+            "SELECT id FROM host_sim.jobs WHERE id = ANY(%s) AND status = 'running' AND cancel_requested_at IS NOT NULL",
+            (list(job_ids),),
+        )
+        return tuple(str(r[0]) for r in rows)
 
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any
@@ -620,7 +714,7 @@ class PostgresStore(PostgresTraces):
         if not await self._query(f"SELECT 1 FROM host_sim.jobs j WHERE {orphaned} LIMIT 1", ()):
             return 0  # (the usual case: the clock is not even read)
         rows = await self._query(  # autocommit: one statement, so two hosts never both take one
-            "UPDATE host_sim.jobs j SET status = 'interrupted', finished_at = %s, "
+            "UPDATE host_sim.jobs j SET status = 'interrupted', finished_at = %s, error_kind = 'interrupted', "
             f"error = 'the host closed before the job finished', owner = NULL WHERE {orphaned} RETURNING j.id",
             (now().isoformat(),),
         )
@@ -1071,7 +1165,7 @@ class PostgresStore(PostgresTraces):
                             f"holds no host-sim store (database {dbname!r} has no schema host_sim)",
                             "pass the DSN of the database your hosts write, or open it with a host to create one",
                         )
-                    for statement in _statements(_SCHEMA + TRACE_TABLES_SCHEMA):
+                    for statement in _statements(_SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA):
                         conn.execute(statement, ())
                     conn.execute(
                         "INSERT INTO host_sim.meta (key, value) VALUES ('application', %s), "
@@ -1087,6 +1181,9 @@ class PostgresStore(PostgresTraces):
                 meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM host_sim.meta", ()).fetchall()}
                 if self._create and conn.execute("SELECT to_regclass('host_sim.traces') IS NULL", ()).fetchone()[0]:
                     for statement in _statements(TRACE_TABLES_SCHEMA):  # a store made before traces
+                        conn.execute(statement, ())
+                if self._create and conn.execute("SELECT to_regclass('host_sim.job_tags') IS NULL", ()).fetchone()[0]:
+                    for statement in _statements(_JOBS_SCHEMA):  # a store made before jobs had indexes
                         conn.execute(statement, ())
         except StoreError:
             raise

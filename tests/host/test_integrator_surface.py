@@ -189,7 +189,7 @@ async def test_a_job_outlives_its_callers_cancellation_and_is_listed() -> None:
             caller.cancel()  # the request that started it goes away
         submission = await job.wait()
         assert job.status == "finished" and submission.text.startswith("Started task")
-        assert [j.id for j in await host.jobs()] == [job.id]
+        assert [j.id for j in (await host.jobs()).jobs] == [job.id]
 
 
 @pytest.mark.anyio
@@ -210,7 +210,7 @@ async def test_closing_the_host_interrupts_a_running_job_and_a_reopened_host_lis
     submission = await job.wait()
     assert submission.error is not None
     async with Host(store=SqliteStore(path)) as again:
-        (listed,) = await again.jobs()
+        (listed,) = (await again.jobs()).jobs
         assert (listed.id, listed.status) == (job.id, "interrupted")
 
 
@@ -226,7 +226,7 @@ async def test_a_job_a_crash_left_running_is_interrupted_when_the_store_is_next_
     conn.commit()
     conn.close()
     async with Host(store=SqliteStore(path)) as again:
-        (listed,) = await again.jobs()
+        (listed,) = (await again.jobs()).jobs
         assert listed.status == "interrupted" and listed.finished_at is not None
 
 
@@ -377,7 +377,7 @@ async def test_a_store_made_before_the_log_gets_its_tables_when_a_host_opens_it(
     assert [dict(r.tags) for r in await reader.list_sessions()] == [{}]
     await reader.close()
     async with Host(store=SqliteStore(path)) as again:
-        assert await again.jobs() == []
+        assert (await again.jobs()).jobs == ()
         assert [s.id for s in (await again.sessions.list()).sessions] == [chat.id]
         tagged = await again.sessions.create(tags={"user": "erin"})
         assert [s.id for s in (await again.sessions.list(tags={"user": "erin"})).sessions] == [tagged.id]
@@ -434,6 +434,6 @@ async def test_on_postgresql_a_host_opening_the_store_interrupts_only_jobs_whose
                 (chat.id,),
             )
         async with Host(store=PostgresStore(postgres_dsn)) as other:  # a second host opens the same database
-            statuses = {j.id: j.status for j in await other.jobs()}
+            statuses = {j.id: j.status for j in (await other.jobs()).jobs}
         assert statuses == {running.id: "running", "job_dead": "interrupted"}
     assert running.status == "interrupted"  # its own host closed
