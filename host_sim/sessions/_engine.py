@@ -12,7 +12,7 @@ import contextlib
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 import attrs
@@ -82,9 +82,20 @@ from ._state import SessionState, TurnState, apply_erasure, history_view, text_o
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
 
-__all__ = ["Engine", "ModTables"]
+__all__ = ["Engine", "JobCall", "ModTables"]
 
 T = TypeVar("T")
+
+
+class JobCall(Protocol):
+    """The job a send runs in, handed down its call path (``host.start``): never ambient."""
+
+    @property
+    def id(self) -> str: ...
+
+    async def turn_began(self, turn_id: TurnId) -> None:
+        """The job's turn is durable and about to call its model."""
+        ...
 
 
 @attrs.frozen
@@ -580,7 +591,7 @@ class Engine:
         actor: Actor,
         *,
         output_schema: JsonValue = None,
-        job_id: str | None = None,
+        job: JobCall | None = None,
     ) -> TurnState:
         """Run one turn of ``session`` driven by ``message``, as ``actor``; returns it finished.
 
@@ -588,8 +599,9 @@ class Engine:
         ``before_action`` hooks: each waits in the session's FIFO queue (a lock), and a send
         cancelled while it waits leaves the queue without a trace. The turn is written
         ``running`` before the model is called, and finished once. The returned turn may
-        have failed; the caller decides whether to raise. ``job_id`` is the job the send runs
-        in (its caller's, never ambient): its events carry it and the job notes the turn.
+        have failed; the caller decides whether to raise. ``job`` is the job the send runs in
+        (handed down by its caller, never ambient): its events carry its id, and it is told
+        the turn once the turn is durable.
         """
         if not isinstance(message, (AiPromptMessage, AiNotificationMessage)):
             raise InvalidArgumentError(
@@ -618,7 +630,7 @@ class Engine:
                 async with session.queue:
                     self.check_open(f"send to session {session.id!r}")  # closed while queued
                     async with across_hosts(self.store, session, self.now):  # several hosts: their order too
-                        turn = await self._turn(session, message, author, actor, output_schema, closing, started, job_id)
+                        turn = await self._turn(session, message, author, actor, output_schema, closing, started, job)
                         if turn.status == "completed" and self.after_turn is not None:
                             await self.after_turn(session, turn)  # proposed actions, before the next turn
                         return turn
@@ -639,7 +651,7 @@ class Engine:
         output_schema: JsonValue,
         closing: anyio.CancelScope,
         started: list[TurnState],
-        job_id: str | None = None,
+        job: JobCall | None = None,
     ) -> TurnState:
         """Run a turn; call holding the session's queue. ``started`` receives the turn once it exists."""
         turn = TurnState(
@@ -666,7 +678,7 @@ class Engine:
                 ordinal=turn.ordinal,
                 author=author,
                 message=message,
-                job_id=job_id,
+                job_id=None if job is None else job.id,
             )
         )
         if isinstance(message, AiNotificationMessage):
@@ -676,8 +688,8 @@ class Engine:
                 )
             )
         try:
-            if job_id is not None:  # inside the try: a store that fails this fails the turn, finished
-                await self.log.job_turn_began(job_id, turn.id)
+            if job is not None:  # inside the try: a store that fails this fails the turn, finished
+                await job.turn_began(turn.id)
             await self._run_turn(session, turn, actor, output_schema)
         except BaseException as exc:
             if turn.status == "running":

@@ -41,7 +41,7 @@ from ..traces._service import CommitResolver, TraceLinker, Traces, require_trace
 from ..traces._spool import SpoolConsumer
 from ..traces._types import PendingAction
 from ..stores._records import ErrorKind, Invocation, JobStatus
-from ._engine import Engine, ModTables, checked_now
+from ._engine import Engine, JobCall, ModTables, checked_now
 from ._events import CommandFinished, EventStream
 from ._explain import close_names
 from ._ids import new_invocation_id
@@ -330,8 +330,8 @@ class Host:
         engine = self._open()
         return await self._submit(engine, await self._session(session), text, None)
 
-    async def _submit(self, engine: Engine, state: SessionState, text: str, job_id: str | None) -> Submission:
-        """`submit`, in the job ``job_id`` (or none): the events of its turn or command carry it."""
+    async def _submit(self, engine: Engine, state: SessionState, text: str, job: JobCall | None) -> Submission:
+        """`submit`, in ``job`` (or none): the events of its turn or command carry its id."""
         if not isinstance(text, str):
             raise InvalidArgumentError(
                 f"submit() takes the typed text as a str, got {text!r}", argument="text", value=text
@@ -345,9 +345,9 @@ class Host:
             kind: Literal["prompt", "command"] = "command" if text == "/" else "prompt"
             return Submission(kind=kind, text=message, error=message, error_kind="invalid_input")
         if text.startswith("/"):
-            return await self._slash(engine, state, text, job_id)
+            return await self._slash(engine, state, text, None if job is None else job.id)
         try:
-            turn = await engine.send(state, AiPromptMessage(text=text), None, job_id=job_id)
+            turn = await engine.send(state, AiPromptMessage(text=text), None, job=job)
         except ActionDeniedError as denied:
             return Submission(kind="prompt", text=str(denied), error=str(denied), error_kind="denied")
         except InvalidArgumentError as bad:  # text that cannot be stored
@@ -559,9 +559,9 @@ class Host:
         assert self._jobs is not None
         return await self._jobs.start(state.id, text)
 
-    async def _submit_in_job(self, session_id: SessionId, text: str, job_id: str) -> Submission:
+    async def _submit_in_job(self, session_id: SessionId, text: str, job: JobCall) -> Submission:
         engine = self._open()
-        return await self._submit(engine, await engine.load(session_id), text, job_id)
+        return await self._submit(engine, await engine.load(session_id), text, job)
 
     async def job(self, job_id: str) -> Job:
         """The job with this id, on whichever host sharing the store started it (one read by key).

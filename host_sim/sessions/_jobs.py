@@ -44,8 +44,8 @@ _WAIT_POLL: Final = 0.25  # seconds between reads of a job another host runs, wh
 _CANCELLED: Final = "the job was cancelled (job.cancel() or host.cancel_job()) before it finished"
 _INTERRUPTED: Final = "the host closed before the job finished"
 
-Submit = Callable[[SessionId, str, str], Awaitable[Submission]]
-"""How a job runs its text: ``submit(session_id, text, job_id)``, the host's `submit` carrying the job's id."""
+Submit = Callable[[SessionId, str, "_Call"], Awaitable[Submission]]
+"""How a job runs its text: ``submit(session_id, text, call)``, the host's `submit` in the job's call path."""
 
 
 class UnknownJobError(ModularError, LookupError):
@@ -204,16 +204,16 @@ class JobBook:
         submission: Submission | None = None
         try:
             with scope:
-                submission = await self._submit(record.session_id, record.text, record.id)
+                submission = await self._submit(record.session_id, record.text, _Call(job, self._log))
         except BaseException:  # the host closed (its task group is cancelled) or failed
-            await self._end(job, _stopped(record, "interrupted", _INTERRUPTED, self._now()), None)
+            await self._end(job, _stopped(job._record, "interrupted", _INTERRUPTED, self._now()), None)
             raise
         finally:
             self._running.pop(record.id, None)
         if submission is None:  # its own scope was cancelled: job.cancel(), from some host
-            await self._end(job, _stopped(record, "cancelled", _CANCELLED, self._now()), None)
+            await self._end(job, _stopped(job._record, "cancelled", _CANCELLED, self._now()), None)
         else:
-            await self._end(job, ended(record, submission, self._now()), submission)
+            await self._end(job, ended(job._record, submission, self._now()), submission)
 
     async def _end(self, job: Job, record: JobRecord, submission: Submission | None) -> None:
         """Write the job's end (durable before anyone sees it end), then end it and say so."""
@@ -301,6 +301,23 @@ class JobBook:
                 scope = self._running.get(job_id)
                 if scope is not None:
                     scope.cancel()
+
+
+class _Call:
+    """A job as its submission carries it down (`JobCall`): its id, and where its turn is noted."""
+
+    __slots__ = ("_job", "_log")
+
+    def __init__(self, job: Job, log: LogStore) -> None:
+        self._job, self._log = job, log
+
+    @property
+    def id(self) -> str:
+        return self._job.id
+
+    async def turn_began(self, turn_id: TurnId) -> None:
+        await self._log.job_turn_began(self._job.id, turn_id)
+        self._job._seen(attrs.evolve(self._job._record, turn_id=turn_id))
 
 
 def _decode_cursor(cursor: object) -> int:
