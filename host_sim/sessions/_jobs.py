@@ -181,7 +181,7 @@ class JobBook:
         self._now = now
         self._task_group = task_group
         self._submit = submit
-        self._live: dict[str, Job] = {}  # jobs this host started (their objects update themselves)
+        self._live: dict[str, Job] = {}  # jobs this host runs (their objects update themselves)
         self._running: dict[str, anyio.CancelScope] = {}  # ... and of those, the ones still running
         self._wake = anyio.Event()  # set when a job starts: the cancel watch has work
 
@@ -222,6 +222,7 @@ class JobBook:
                 await self._log.save_job(record)
         finally:
             job._end(record, submission)
+            self._live.pop(record.id, None)  # its row is the truth from now on (no object kept per job)
             self._events.publish(
                 lambda seq, at: JobFinished(
                     seq=seq, at=at, job_id=record.id, status=record.status, error_kind=record.error_kind

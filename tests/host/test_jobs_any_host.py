@@ -406,3 +406,49 @@ async def test_a_job_in_another_process_is_cancelled_by_this_one(postgres_dsn: s
             for stream in (process.stdout, process.stderr):
                 if stream is not None:
                     stream.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(model_steps=st.integers(0, 6), cancel_after=st.integers(0, 40), command=st.booleans())
+def test_a_job_ends_once_finished_or_cancelled_wherever_the_cancel_lands(
+    anyio_backend: str, model_steps: int, cancel_after: int, command: bool
+) -> None:
+    """A race, on one host's own MemoryStore: however many scheduling steps pass before the
+    cancel, the job ends exactly once, its object, its row and its one job_finished agree,
+    and its turn is completed exactly when the job finished."""
+
+    async def respond(request: ModelRequest) -> str:
+        for _ in range(model_steps):
+            await anyio.sleep(0)
+        return "done"
+
+    async def main() -> None:
+        async with Host(mods=[background_tasks.mod], model=ScriptedModel(respond)) as host:
+            seen: list[HostEvent] = []
+            async with host.subscribe() as events:
+                chat = await host.sessions.create()
+                if command:
+                    await host.submit(chat, "first")  # a /task forks a completed turn
+                job = await host.start(chat, "/task go" if command else "go")
+                for _ in range(cancel_after):
+                    await anyio.sleep(0)
+                await job.cancel()
+                submission = await job.wait()
+                await job.cancel()  # again, after it ended: nothing changes
+                assert job.status in ("finished", "cancelled")
+                assert (await host.job(job.id)).status == job.status
+                with anyio.move_on_after(0.2):
+                    async for event in events:
+                        seen.append(event)
+            ends = [e for e in seen if isinstance(e, JobFinished)]
+            assert [(e.job_id, e.status) for e in ends] == [(job.id, job.status)]
+            if job.status == "cancelled":
+                assert submission.error_kind == "interrupted"
+            else:
+                assert submission.error is None
+            if not command:
+                turns = await chat.turns()
+                assert all(t.status == ("completed" if job.status == "finished" else "failed") for t in turns)
+                assert job.status == "cancelled" or len(turns) == 1
+
+    anyio.run(main, backend=anyio_backend)
