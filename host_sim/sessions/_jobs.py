@@ -23,6 +23,7 @@ from typing import Final, final, get_args
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import attrs
 
 from modular_sdk import InvalidArgumentError, ModularError, SessionId, TurnId
@@ -204,6 +205,7 @@ class JobBook:
         submission: Submission | None = None
         try:
             with scope:
+                await anyio.lowlevel.checkpoint_if_cancelled()  # cancelled before it began: nothing runs
                 submission = await self._submit(record.session_id, record.text, _Call(job, self._log))
         except BaseException:  # the host closed (its task group is cancelled) or failed
             await self._end(job, _stopped(job._record, "interrupted", _INTERRUPTED, self._now()), None)
