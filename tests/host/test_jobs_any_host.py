@@ -452,3 +452,51 @@ def test_a_job_ends_once_finished_or_cancelled_wherever_the_cancel_lands(
                 assert job.status == "cancelled" or len(turns) == 1
 
     anyio.run(main, backend=anyio_backend)
+
+
+async def test_a_sqlite_store_made_before_job_indexes_gets_them_with_its_jobs_indexed(tmp_path: Path) -> None:
+    import sqlite3
+
+    from host_sim import SqliteStore
+
+    path = tmp_path / "old.sqlite"
+    async with Host(store=SqliteStore(path)) as host:
+        chat = await host.sessions.create(tags={"user": "alice"})
+        job = await host.start(chat, "hello")
+        await job.wait()
+    conn = sqlite3.connect(path)
+    for statement in (
+        "DROP TABLE job_tags",
+        "DROP INDEX jobs_by_session",
+        "DROP INDEX jobs_by_status",
+        "DROP INDEX session_tags_by_session",
+        "ALTER TABLE jobs DROP COLUMN cancel_requested_at",
+    ):
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    reader = SqliteStore(path, read_only=True)  # a reader reads it as it is
+    await reader.open()
+    try:
+        (listed,), _ = await reader.page_jobs(None, None, {"user": "alice"}, 10, None)
+        assert listed.id == job.id
+    finally:
+        await reader.close()
+    async with Host(store=SqliteStore(path)) as host:
+        assert [j.id for j in (await host.jobs(tags={"user": "alice"})).jobs] == [job.id]
+
+
+async def test_a_postgres_store_made_before_job_indexes_gets_them_with_its_jobs_indexed(postgres_dsn: str) -> None:
+    import psycopg
+
+    async with Host(store=PostgresStore(postgres_dsn)) as host:
+        chat = await host.sessions.create(tags={"user": "alice"})
+        job = await host.start(chat, "hello")
+        await job.wait()
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE host_sim.job_tags")
+        conn.execute("DROP INDEX host_sim.jobs_by_session, host_sim.jobs_by_status, host_sim.session_tags_by_session")
+        conn.execute("ALTER TABLE host_sim.jobs DROP COLUMN cancel_requested_at")
+    async with Host(store=PostgresStore(postgres_dsn)) as host:
+        assert [j.id for j in (await host.jobs(tags={"user": "alice"})).jobs] == [job.id]
+        assert (await host.jobs(session=chat, status="finished")).jobs[0].id == job.id
