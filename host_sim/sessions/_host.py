@@ -223,7 +223,6 @@ class Host:
         self._jobs = JobBook(
             log=log, events=engine.events, now=engine.now, task_group=task_group, submit=self._submit_in_job
         )
-        task_group.start_soon(self._jobs.watch_cancel_requests)  # cancels asked for by any host
         if self._spool_consumer is not None:  # the host owns the spool's consumer task
             task_group.start_soon(self._spool_consumer.run)
         self._state = "open"

@@ -185,6 +185,7 @@ class JobBook:
         self._live: dict[str, Job] = {}  # jobs this host runs (their objects update themselves)
         self._running: dict[str, anyio.CancelScope] = {}  # ... and of those, the ones still running
         self._wake = anyio.Event()  # set when a job starts: the cancel watch has work
+        self._watching = False  # the cancel watch starts with this host's first job
 
     def runs(self, job_id: str) -> bool:
         """Whether this host runs the job now."""
@@ -196,6 +197,9 @@ class JobBook:
         job = Job._create(record, None, self)
         self._live[record.id] = job
         scope = self._running[record.id] = anyio.CancelScope()
+        if not self._watching:  # a host that runs no job runs no watch either
+            self._watching = True
+            self._task_group.start_soon(self._watch_cancel_requests)
         self._wake.set()
         self._events.publish(lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id))
         self._task_group.start_soon(self._run, job, record, scope)
@@ -286,7 +290,7 @@ class JobBook:
         jobs = tuple(self._live.get(r.id) or Job._create(r, None, self) for r in records)
         return JobPage(jobs=jobs, next=None if last is None else f"j{last}")
 
-    async def watch_cancel_requests(self) -> None:
+    async def _watch_cancel_requests(self) -> None:
         """The host's task: while this host runs jobs, read once a second which were asked to cancel."""
         while True:
             if not self._running:
