@@ -43,6 +43,8 @@ from .lineage._tree import LineageTree as LineageTree
 from .sessions._events import CommandFinished as CommandFinished
 from .sessions._events import EventStream as EventStream
 from .sessions._events import HostEvent as HostEvent
+from .sessions._events import JobFinished as JobFinished
+from .sessions._events import JobStarted as JobStarted
 from .sessions._events import Lagged as Lagged
 from .sessions._events import NotificationEvent as NotificationEvent
 from .sessions._events import ReplyDelta as ReplyDelta
@@ -53,7 +55,9 @@ from .sessions._events import TurnFinished as TurnFinished
 from .sessions._events import TurnStarted as TurnStarted
 from .sessions._handles import AiSessionsImpl as AiSessionsImpl
 from .sessions._handles import SessionPage as SessionPage
-from .sessions._integrator import Job as Job
+from .sessions._jobs import Job as Job
+from .sessions._jobs import JobPage as JobPage
+from .sessions._jobs import UnknownJobError as UnknownJobError
 from .stores._records import ErrorKind as ErrorKind
 from .stores._records import Invocation as Invocation
 from .sessions._host import Host as Host
@@ -111,6 +115,9 @@ __all__ = [
     "HostEvent",
     "Invocation",
     "Job",
+    "JobFinished",
+    "JobPage",
+    "JobStarted",
     "Lagged",
     "LineageArtifact",
     "LineageChain",
@@ -154,6 +161,7 @@ __all__ = [
     "TurnRecord",
     "TurnRef",
     "TurnStarted",
+    "UnknownJobError",
     "UnknownTurnError",
     "ViewResult",
     "build_manifest",

@@ -172,6 +172,7 @@ class CommandFinished:
     command_id: str
     text: str
     error: str | None
+    job_id: str | None
 
 
 @attrs.frozen(kw_only=True)
@@ -211,8 +212,8 @@ class ErasurePlan:
     erased: bool
 
 
-ErrorKind: TypeAlias = Literal['unknown_command', 'denied', 'handler_failed', 'timeout', 'model_failed', 'invalid_input']
-"""Why a submission failed, for a program to branch on (`Submission.error_kind`)."""
+ErrorKind: TypeAlias = Literal['unknown_command', 'denied', 'handler_failed', 'timeout', 'model_failed', 'invalid_input', 'interrupted']
+"""Why a submission failed, for a program to branch on (`Submission.error_kind`); ``"interrupted"``:"""
 
 @final
 class EventStream:
@@ -267,11 +268,15 @@ class Host:
         """Watch the host live: ``async with host.subscribe() as events: async for event in events``."""
     async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
         """Accept what `submit` accepts and return at once a running `Job` the host owns."""
-    async def jobs(self) -> list[Job]:
-        """Every job of this host's store, in the order they were started (this host's live ones included)."""
+    async def job(self, job_id: str) -> Job:
+        """The job with this id, on whichever host sharing the store started it (one read by key)."""
+    async def cancel_job(self, job_id: str) -> None:
+        """Cancel a job on whichever host runs it (`Job.cancel`); `UnknownJobError` for an unknown id."""
+    async def jobs(self, *, session: SessionHandle | SessionId | str | None = None, status: JobStatus | None = None, tags: Mapping[str, str] | None = None, limit: int = 50, after: str | None = None) -> JobPage:
+        """A page of the jobs of every host sharing the store, newest first: of one session,"""
     async def log(self, session: SessionHandle | SessionId | str) -> list[TurnHandle | Invocation]:
         """The session's turns (inherited ones included) and command invocations, in the order they started."""
-    async def notifications(self, *, session: SessionHandle | SessionId | str | None = None, unread_only: bool = True) -> list[TurnHandle]:
+    async def notifications(self, *, session: SessionHandle | SessionId | str | None = None, unread_only: bool = True, tags: Mapping[str, str] | None = None) -> list[TurnHandle]:
         """The notification turns (of one session, or of every session), oldest first; read ones"""
     async def mark_read(self, turn_id: str) -> None:
         """Remember that the user read this notification (a turn id or message id)."""
@@ -286,7 +291,7 @@ class Host:
         """Drop a pending action: it never runs. Raises `modular_sdk.ActionStateError` for an"""
 
 
-HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | NotificationEvent | Lagged
+HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | Lagged
 """Everything ``host.subscribe()`` yields; discriminated by ``kind``."""
 
 @attrs.frozen(kw_only=True)
@@ -309,12 +314,16 @@ class Invocation:
 
 @final
 class Job:
-    """A submission the host runs in its own task group (``host.start``)."""
-    def __init__(self, record: JobRecord, submission: Submission | None) -> None: ...
+    """A submission a host runs in its own task group (``host.start``)."""
+    def __init__(self, record: JobRecord, submission: Submission | None, book: JobBook) -> None: ...
     @property
     def id(self) -> str: ...
     @property
-    def session_id(self) -> SessionId: ...
+    def session_id(self) -> SessionId:
+        """The session the job's text was submitted to."""
+    @property
+    def turn_id(self) -> TurnId | None:
+        """The turn the job's prompt runs (known once it began; ``None`` for a command)."""
     @property
     def text(self) -> str:
         """What was submitted."""
@@ -328,7 +337,37 @@ class Job:
     def submission(self) -> Submission | None:
         """What the submission gave, once the job ended (``None`` while it runs)."""
     async def wait(self) -> Submission:
-        """Wait until the job ends; its `Submission` (never raises for a failed job)."""
+        """Wait until the job ends, on whichever host it runs; its `Submission` (never raises for a failed job)."""
+    async def cancel(self) -> None:
+        """Cancel the job on whichever host runs it: its status becomes ``"cancelled"``."""
+
+
+@attrs.frozen(kw_only=True)
+class JobFinished:
+    """A job ended, durably: ``finished``, ``failed``, ``cancelled`` or ``interrupted``. Immutable."""
+    kind: Literal['job_finished'] = attrs.field(default='job_finished', init=False)
+    seq: int
+    at: datetime
+    job_id: str
+    status: JobStatus
+    error_kind: ErrorKind | None
+
+
+@attrs.frozen(kw_only=True)
+class JobPage:
+    """One page of ``host.jobs(...)``: ``jobs`` newest first; ``next`` is the cursor of the"""
+    jobs: tuple[Job, ...]
+    next: str | None
+
+
+@attrs.frozen(kw_only=True)
+class JobStarted:
+    """A job (``host.start``) was accepted and is durable; its submission runs now. Immutable."""
+    kind: Literal['job_started'] = attrs.field(default='job_started', init=False)
+    seq: int
+    at: datetime
+    job_id: str
+    session_id: SessionId
 
 
 @attrs.frozen(kw_only=True)
@@ -470,9 +509,14 @@ class MemoryStore:
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]: ...
     async def save_job(self, record: JobRecord) -> None: ...
     async def list_jobs(self) -> Sequence[JobRecord]: ...
+    async def get_job(self, job_id: str) -> JobRecord | None: ...
+    async def page_jobs(self, session_id: SessionId | None, status: JobStatus | None, tags: Mapping[str, str], limit: int, before: int | None) -> tuple[Sequence[JobRecord], int | None]: ...
+    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None: ...
+    async def request_job_cancel(self, job_id: str, at: datetime) -> None: ...
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]: ...
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int: ...
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None: ...
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]: ...
+    async def notification_turns(self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]) -> Sequence[TurnRecord]: ...
     async def page_sessions(self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None) -> tuple[Sequence[SessionRecord], int | None]: ...
     async def delete_session(self, session_id: SessionId, at: datetime) -> None: ...
     async def deleted_at(self, session_id: SessionId) -> datetime | None: ...
@@ -572,7 +616,7 @@ class OpenAIModel:
 
 
 @final
-class PostgresStore:
+class PostgresStore(PostgresTraces):
     """A durable store in a PostgreSQL database that several hosts share (one session graph)."""
     def __init__(self, dsn: str, *, create: bool = True, connections: int = 8) -> None: ...
     @property
@@ -602,10 +646,16 @@ class PostgresStore:
     async def save_job(self, record: JobRecord) -> None:
         """Write a job; a running one is owned by this host (like its turns), so that only a"""
     async def list_jobs(self) -> Sequence[JobRecord]: ...
+    async def get_job(self, job_id: str) -> JobRecord | None: ...
+    async def page_jobs(self, session_id: SessionId | None, status: JobStatus | None, tags: Mapping[str, str], limit: int, before: int | None) -> tuple[Sequence[JobRecord], int | None]: ...
+    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None: ...
+    async def request_job_cancel(self, job_id: str, at: datetime) -> None:
+        """Ask the host running this job to cancel it: it polls `cancel_requests` for its own jobs."""
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]: ...
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any"""
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None: ...
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]: ...
+    async def notification_turns(self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]) -> Sequence[TurnRecord]: ...
     async def page_sessions(self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None) -> tuple[Sequence[SessionRecord], int | None]: ...
     async def delete_session(self, session_id: SessionId, at: datetime) -> None: ...
     async def deleted_at(self, session_id: SessionId) -> datetime | None: ...
@@ -818,10 +868,15 @@ class SqliteStore:
     async def finish_invocation(self, record: Invocation) -> None: ...
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]: ...
     async def save_job(self, record: JobRecord) -> None: ...
+    async def get_job(self, job_id: str) -> JobRecord | None: ...
+    async def page_jobs(self, session_id: SessionId | None, status: JobStatus | None, tags: Mapping[str, str], limit: int, before: int | None) -> tuple[Sequence[JobRecord], int | None]: ...
+    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None: ...
+    async def request_job_cancel(self, job_id: str, at: datetime) -> None: ...
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]: ...
     async def list_jobs(self) -> Sequence[JobRecord]: ...
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int: ...
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None: ...
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]: ...
+    async def notification_turns(self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]) -> Sequence[TurnRecord]: ...
     async def page_sessions(self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None) -> tuple[Sequence[SessionRecord], int | None]: ...
     async def delete_session(self, session_id: SessionId, at: datetime) -> None: ...
     async def deleted_at(self, session_id: SessionId) -> datetime | None: ...
@@ -1102,6 +1157,13 @@ class TurnStarted:
     ordinal: int
     author: Author
     message: AiMessage
+    job_id: str | None
+
+
+class UnknownJobError(ModularError, LookupError):
+    """No job has this id in the host's store; ``id`` is the id asked for."""
+    def __init__(self, message: str, *, id: str) -> None: ...
+    id: str
 
 
 from modular_sdk import UnknownTurnError as UnknownTurnError  # re-exported, one class
@@ -1141,6 +1203,7 @@ CommandEntry = SlashCommandEntry | PaletteCommandEntry
 CommitResolver = Callable[[TraceOutput], 'str | None | Awaitable[str | None]']
 """``Host(commit_resolver=fn)``: ``fn(output)`` (plain or async) answers the commit that landed"""
 
-JobStatus: TypeAlias = Literal['running', 'finished', 'failed', 'interrupted']
+JobStatus: TypeAlias = Literal['running', 'finished', 'failed', 'interrupted', 'cancelled']
+"""Where a job is: ``"running"``, then one of the others, once."""
 
 T = TypeVar('T')

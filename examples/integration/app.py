@@ -14,6 +14,7 @@ cookie or token check in `user_of`); a user sees only the sessions tagged with t
 ``POST /sessions/{id}/messages``            ``{"text": "..."}``, a prompt or a ``/command``,
                                             run as a host-owned job; 202 with the job
 ``GET /jobs/{id}?wait=SECONDS``             a job, once it ended with what it gave
+``DELETE /jobs/{id}``                       cancel a job, on whichever process runs it; 202
 ``POST /sessions/{id}/fork``                ``{"ordinal": n}``: a new session whose history
                                             is turns ``0..n``; 201
 ``GET /sessions/{id}/tree``                 the session, its forks and spawns, nested
@@ -53,6 +54,8 @@ from host_sim import (
     HostEvent,
     Invocation,
     Job,
+    JobFinished,
+    JobStarted,
     Lagged,
     LineageTree,
     Model,
@@ -69,6 +72,7 @@ from host_sim import (
     TurnFinished,
     TurnHandle,
     TurnStarted,
+    UnknownJobError,
 )
 from modular_sdk import (
     AiMessage,
@@ -106,7 +110,6 @@ class ChatBackend:
         self._model = model
         self._mods = tuple(mods)
         self._host: Host | None = None
-        self._started: dict[str, Job] = {}  # jobs this process started; older ones come from host.jobs()
 
     @property
     def host(self) -> Host:
@@ -123,7 +126,6 @@ class ChatBackend:
                 yield
             finally:
                 self._host = None
-                self._started.clear()
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -183,30 +185,39 @@ class ChatBackend:
         if not isinstance(text, str):
             raise HTTPException(422, f'send {{"text": "..."}} with the message as a string, got text={text!r}')
         job = await self.host.start(session, text)  # runs in the host's task group, not this request's
-        self._started[job.id] = job
         return JSONResponse(job_json(job), status_code=202)
 
-    async def get_job(self, request: Request) -> Response:
+    async def owned_job(self, request: Request) -> Job:
+        """The job of the path, if the user owns its session (started by any process, before a restart too)."""
         user = user_of(request)
         job_id = request.path_params["job_id"]
-        job = self._started.get(job_id)
-        if job is None:  # started before a restart: the store keeps every job
-            job = next((j for j in await self.host.jobs() if j.id == job_id), None)
+        try:
+            job = await self.host.job(job_id)  # one read by key
+        except UnknownJobError:
+            job = None
         if job is None or await self.owner_of(job.session_id) != user:
             raise HTTPException(404, f"no job {job_id!r} for user {user!r}")
+        return job
+
+    async def get_job(self, request: Request) -> Response:
+        job = await self.owned_job(request)
         wait = float_param(request, "wait", default=0.0, low=0.0, high=MAX_WAIT)
         if wait and job.status == "running":
             with anyio.move_on_after(wait):
                 await job.wait()
         return JSONResponse(job_json(job))
 
+    async def cancel_job(self, request: Request) -> Response:
+        job = await self.owned_job(request)
+        await job.cancel()  # at once here, or within about a second on the process that runs it
+        return JSONResponse(job_json(job), status_code=202)
+
     # -- inbox ----------------------------------------------------------------------------
 
     async def inbox(self, request: Request) -> Response:
         user = user_of(request)
         unread_only = bool_param(request, "unread_only", default=True)
-        notes = await self.host.notifications(unread_only=unread_only)
-        mine = [n for n in notes if await self.owner_of(n.session_id) == user]
+        mine = await self.host.notifications(unread_only=unread_only, tags={"user": user})
         return JSONResponse({"notifications": [turn_json(n) for n in mine]})
 
     async def mark_read(self, request: Request) -> Response:
@@ -231,13 +242,21 @@ class ChatBackend:
         limit = int_param(request, "limit", default=None, low=1, high=1_000_000)
         host = self.host
         owners: dict[str, str | None] = {}
+        job_sessions: dict[str, str] = {}  # a job_finished names its job; job_started, its session
 
         async def visible(event: HostEvent) -> bool:
             if isinstance(event, Lagged):
                 return True  # the client missed events: it should reload what it shows
             if isinstance(event, SessionCreated):
                 owners[event.session_id] = event.tags.get(OWNER)
-            session_id = event.session_id
+            if isinstance(event, JobFinished):
+                if event.job_id not in job_sessions:
+                    job_sessions[event.job_id] = (await host.job(event.job_id)).session_id
+                session_id: str | None = job_sessions.pop(event.job_id)
+            else:
+                session_id = event.session_id
+            if isinstance(event, JobStarted):
+                job_sessions[event.job_id] = event.session_id
             if session_id is None or (only is not None and session_id != only):
                 return False
             if session_id not in owners:
@@ -300,6 +319,7 @@ def create_app(store: Callable[[], Store], *, model: Model | None = None, mods: 
         Route("/sessions/{session_id}/fork", backend.fork, methods=["POST"]),
         Route("/sessions/{session_id}/tree", backend.tree, methods=["GET"]),
         Route("/jobs/{job_id}", backend.get_job, methods=["GET"]),
+        Route("/jobs/{job_id}", backend.cancel_job, methods=["DELETE"]),
         Route("/inbox", backend.inbox, methods=["GET"]),
         Route("/inbox/{turn_id}/read", backend.mark_read, methods=["POST"]),
         Route("/events", backend.events, methods=["GET"]),
@@ -537,6 +557,7 @@ def event_json(event: HostEvent) -> dict[str, JSON]:
                 "ordinal": event.ordinal,
                 "author": author_json(event.author),
                 "message": message_json(event.message),
+                "job_id": event.job_id,
             }
         case ReplyDelta():
             data |= {"session_id": event.session_id, "turn_id": event.turn_id, "text": event.text}
@@ -565,7 +586,12 @@ def event_json(event: HostEvent) -> dict[str, JSON]:
                 "command_id": event.command_id,
                 "text": event.text,
                 "error": event.error,
+                "job_id": event.job_id,
             }
+        case JobStarted():
+            data |= {"job_id": event.job_id, "session_id": event.session_id}
+        case JobFinished():
+            data |= {"job_id": event.job_id, "status": event.status, "error_kind": event.error_kind}
         case NotificationEvent():
             data |= {"session_id": event.session_id, "turn_id": event.turn_id, "title": event.title, "body": event.body}
         case Lagged():

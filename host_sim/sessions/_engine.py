@@ -12,7 +12,7 @@ import contextlib
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 import attrs
@@ -83,9 +83,20 @@ from ._state import SessionState, TurnState, apply_erasure, history_view, text_o
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
 
-__all__ = ["Engine", "ModTables"]
+__all__ = ["Engine", "JobCall", "ModTables"]
 
 T = TypeVar("T")
+
+
+class JobCall(Protocol):
+    """The job a send runs in, handed down its call path (``host.start``): never ambient."""
+
+    @property
+    def id(self) -> str: ...
+
+    async def turn_began(self, turn_id: TurnId) -> None:
+        """The job's turn is durable and about to call its model."""
+        ...
 
 
 @attrs.frozen
@@ -613,7 +624,13 @@ class Engine:
 
     # -- turns --------------------------------------------------------------------------
     async def send(
-        self, session: SessionState, message: AiMessage, actor: Actor, *, output_schema: JsonValue = None
+        self,
+        session: SessionState,
+        message: AiMessage,
+        actor: Actor,
+        *,
+        output_schema: JsonValue = None,
+        job: JobCall | None = None,
     ) -> TurnState:
         """Run one turn of ``session`` driven by ``message``, as ``actor``; returns it finished.
 
@@ -621,7 +638,9 @@ class Engine:
         ``before_action`` hooks: each waits in the session's FIFO queue (a lock), and a send
         cancelled while it waits leaves the queue without a trace. The turn is written
         ``running`` before the model is called, and finished once. The returned turn may
-        have failed; the caller decides whether to raise.
+        have failed; the caller decides whether to raise. ``job`` is the job the send runs in
+        (handed down by its caller, never ambient): its events carry its id, and it is told
+        the turn once the turn is durable.
         """
         if not isinstance(message, (AiPromptMessage, AiNotificationMessage)):
             raise InvalidArgumentError(
@@ -650,7 +669,7 @@ class Engine:
                 async with session.queue:
                     self.check_open(f"send to session {session.id!r}")  # closed while queued
                     async with across_hosts(self.store, session, self.now):  # several hosts: their order too
-                        turn = await self._turn(session, message, author, actor, output_schema, closing, started)
+                        turn = await self._turn(session, message, author, actor, output_schema, closing, started, job)
                         if turn.status == "completed" and self.after_turn is not None:
                             await self.after_turn(session, turn)  # proposed actions, before the next turn
                         return turn
@@ -671,6 +690,7 @@ class Engine:
         output_schema: JsonValue,
         closing: anyio.CancelScope,
         started: list[TurnState],
+        job: JobCall | None = None,
     ) -> TurnState:
         """Run a turn; call holding the session's queue. ``started`` receives the turn once it exists."""
         turn = TurnState(
@@ -690,7 +710,14 @@ class Engine:
         session.add_turn(turn)
         self.events.publish(
             lambda seq, at: TurnStarted(
-                seq=seq, at=at, session_id=session.id, turn_id=turn.id, ordinal=turn.ordinal, author=author, message=message
+                seq=seq,
+                at=at,
+                session_id=session.id,
+                turn_id=turn.id,
+                ordinal=turn.ordinal,
+                author=author,
+                message=message,
+                job_id=None if job is None else job.id,
             )
         )
         if isinstance(message, AiNotificationMessage):
@@ -700,6 +727,8 @@ class Engine:
                 )
             )
         try:
+            if job is not None:  # inside the try: a store that fails this fails the turn, finished
+                await job.turn_began(turn.id)
             await self._run_turn(session, turn, actor, output_schema)
         except BaseException as exc:
             if turn.status == "running":

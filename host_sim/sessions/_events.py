@@ -24,11 +24,15 @@ import attrs
 from modular_sdk import AiMessage, AiSessionLineage, Author, InvalidArgumentError, SessionId, TurnId, TurnStatus
 from modular_sdk._schema import JsonObject
 
+from ..stores._records import ErrorKind, JobStatus
+
 __all__ = [
     "CommandFinished",
     "EventHub",
     "EventStream",
     "HostEvent",
+    "JobFinished",
+    "JobStarted",
     "Lagged",
     "NotificationEvent",
     "ReplyDelta",
@@ -64,6 +68,7 @@ class TurnStarted:
     ordinal: int
     author: Author
     message: AiMessage
+    job_id: str | None  # the job (``host.start``) the turn runs in, else None
 
 
 @attrs.frozen(kw_only=True)
@@ -132,6 +137,30 @@ class CommandFinished:
     command_id: str
     text: str
     error: str | None
+    job_id: str | None  # the job (``host.start``) the command ran in, else None
+
+
+@attrs.frozen(kw_only=True)
+class JobStarted:
+    """A job (``host.start``) was accepted and is durable; its submission runs now. Immutable."""
+
+    kind: Literal["job_started"] = attrs.field(default="job_started", init=False)
+    seq: int
+    at: datetime
+    job_id: str
+    session_id: SessionId
+
+
+@attrs.frozen(kw_only=True)
+class JobFinished:
+    """A job ended, durably: ``finished``, ``failed``, ``cancelled`` or ``interrupted``. Immutable."""
+
+    kind: Literal["job_finished"] = attrs.field(default="job_finished", init=False)
+    seq: int
+    at: datetime
+    job_id: str
+    status: JobStatus
+    error_kind: ErrorKind | None
 
 
 @attrs.frozen(kw_only=True)
@@ -165,6 +194,8 @@ HostEvent: TypeAlias = (
     | ToolFinished
     | TurnFinished
     | CommandFinished
+    | JobStarted
+    | JobFinished
     | NotificationEvent
     | Lagged
 )

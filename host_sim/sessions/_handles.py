@@ -302,7 +302,8 @@ def decode_cursor(cursor: object) -> int:
 
 
 
-def _check_list_tags(tags: object) -> Mapping[str, str]:
+def check_list_tags(tags: object) -> Mapping[str, str]:
+    """Tags to filter by (``None``: none), checked: a mapping of str to str, else `InvalidArgumentError`."""
     if tags is None:
         return {}
     if not isinstance(tags, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
@@ -374,7 +375,7 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         """
         engine = self._engine
         engine.check_open("list sessions")
-        checked = _check_list_tags(tags)
+        checked = check_list_tags(tags)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise InvalidArgumentError(f"limit must be an int from 1 to 10000, got {limit!r}", argument="limit", value=limit)
         if not isinstance(roots_only, bool):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -41,12 +41,13 @@ from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
 from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import PendingAction
-from ..stores._records import ErrorKind, Invocation, JobRecord
-from ._engine import Engine, ModTables, checked_now
+from ..stores._records import ErrorKind, Invocation, JobStatus
+from ._engine import Engine, JobCall, ModTables, checked_now
 from ._events import CommandFinished, EventStream
 from ._explain import close_names
-from ._ids import new_invocation_id, new_job_id
-from ._integrator import Job, ended, log_of
+from ._ids import new_invocation_id
+from ._integrator import log_of
+from ._jobs import Job, JobBook, JobPage
 from ._handles import (
     AiSessionsImpl,
     CommandContextImpl,
@@ -54,6 +55,7 @@ from ._handles import (
     SessionHandle,
     SlashCommandContextImpl,
     TurnHandle,
+    check_list_tags,
     tool_context,
 )
 from ._state import SessionState, TurnState, history
@@ -185,7 +187,7 @@ class Host:
         self._sessions: AiSessionsImpl | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._effects: dict[tuple[str, str], EffectStatus] = {}
-        self._jobs: dict[str, Job] = {}  # jobs this host started (live objects)
+        self._jobs: JobBook | None = None
         self._state: Literal["new", "open", "closed"] = "new"
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -261,6 +263,9 @@ class Host:
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
+        self._jobs = JobBook(
+            log=log, events=engine.events, now=engine.now, task_group=task_group, submit=self._submit_in_job
+        )
         if self._spool_consumer is not None:  # the host owns the spool's consumer task
             task_group.start_soon(self._spool_consumer.run)
         self._state = "open"
@@ -377,7 +382,10 @@ class Host:
         prompt ``/etc/hosts``. Never raises for a failed command or turn: see `Submission.error`.
         """
         engine = self._open()
-        state = await self._session(session)
+        return await self._submit(engine, await self._session(session), text, None)
+
+    async def _submit(self, engine: Engine, state: SessionState, text: str, job: JobCall | None) -> Submission:
+        """`submit`, in ``job`` (or none): the events of its turn or command carry its id."""
         if not isinstance(text, str):
             raise InvalidArgumentError(
                 f"submit() takes the typed text as a str, got {text!r}", argument="text", value=text
@@ -393,9 +401,9 @@ class Host:
         if text.startswith("//"):
             text = text[1:]  # a literal slash, not a command
         elif text.startswith("/"):
-            return await self._slash(engine, state, text)
+            return await self._slash(engine, state, text, None if job is None else job.id)
         try:
-            turn = await engine.send(state, AiPromptMessage(text=text), None)
+            turn = await engine.send(state, AiPromptMessage(text=text), None, job=job)
         except ActionDeniedError as denied:
             return Submission(kind="prompt", text=str(denied), error=str(denied), error_kind="denied")
         except InvalidArgumentError as bad:  # text that cannot be stored
@@ -408,7 +416,7 @@ class Host:
             return Submission(kind="prompt", text=message, turn=handle, error=message, error_kind=turn.failure)
         return self._proposed(Submission(kind="prompt", text=turn.reply or "", turn=handle), turn.id)
 
-    async def _slash(self, engine: Engine, state: SessionState, text: str) -> Submission:
+    async def _slash(self, engine: Engine, state: SessionState, text: str, job_id: str | None) -> Submission:
         body = text[1:]
         name, sep, rest = body.partition(" ")
         argument = rest if sep else None
@@ -435,6 +443,7 @@ class Host:
             declared.run,
             state,
             argument,
+            job_id,
         )
 
     async def run_command(self, command_id: str) -> Submission:
@@ -448,7 +457,7 @@ class Host:
             message = f"unknown palette command {command_id!r}{hint} (commands: {', '.join(map(repr, known)) or 'none loaded'})"
             return Submission(kind="command", text=message, error=message, error_kind="unknown_command")
         mod, declared = entry
-        return await self._command(engine, mod, declared.id, repr(declared.id), declared.run, None, None)
+        return await self._command(engine, mod, declared.id, repr(declared.id), declared.run, None, None, None)
 
     async def _command(
         self,
@@ -459,6 +468,7 @@ class Host:
         run: Callable[..., object],
         state: SessionState | None,
         argument: str | None,
+        job_id: str | None,
     ) -> Submission:
         invocation = Invocation(
             id=new_invocation_id(),
@@ -495,6 +505,7 @@ class Host:
                         command_id=command_id,
                         text=done.text or "",
                         error=done.error,
+                        job_id=job_id,
                     )
                 )
             return submission
@@ -596,41 +607,55 @@ class Host:
         """Accept what `submit` accepts and return at once a running `Job` the host owns.
 
         The job runs in the host's task group: cancelling the caller does not cancel it;
-        closing the host does, and records it ``interrupted``. Jobs are durable records
-        (with a `LogStore`): a reopened host lists them in `jobs`.
+        closing the host does, and records it ``interrupted``; ``job.cancel()`` records it
+        ``cancelled``. Publishes ``job_started`` and, when it ends, ``job_finished``; the
+        events of its turn and command carry its ``job_id``. Jobs are durable records: any
+        host sharing the store finds it (`job`, `jobs`).
         """
-        engine = self._open()
+        self._open()
         state = await self._session(session)
         if not isinstance(text, str):
             raise InvalidArgumentError(f"start() takes the typed text as a str, got {text!r}", argument="text", value=text)
-        record = JobRecord(id=new_job_id(), session_id=state.id, text=text, status="running", created_at=engine.now())
-        await engine.log.save_job(record)
-        job = Job._create(record, None)
-        self._jobs[record.id] = job
-        assert self._task_group is not None
-        self._task_group.start_soon(self._run_job, engine, job, record)
-        return job
+        assert self._jobs is not None
+        return await self._jobs.start(state.id, text)
 
-    async def _run_job(self, engine: Engine, job: Job, record: JobRecord) -> None:
-        try:
-            submission = await self.submit(record.session_id, record.text)
-        except BaseException:
-            interrupted = attrs.evolve(
-                record, status="interrupted", finished_at=engine.now(), error="the host closed before the job finished"
-            )
-            with anyio.CancelScope(shield=True):
-                await engine.log.save_job(interrupted)
-            job._end(interrupted, None)
-            raise
-        finished = ended(record, submission, engine.now())
-        with anyio.CancelScope(shield=True):
-            await engine.log.save_job(finished)
-        job._end(finished, submission)
-
-    async def jobs(self) -> list[Job]:
-        """Every job of this host's store, in the order they were started (this host's live ones included)."""
+    async def _submit_in_job(self, session_id: SessionId, text: str, job: JobCall) -> Submission:
         engine = self._open()
-        return [self._jobs.get(r.id) or Job._create(r, None) for r in await engine.log.list_jobs()]
+        return await self._submit(engine, await engine.load(session_id), text, job)
+
+    async def job(self, job_id: str) -> Job:
+        """The job with this id, on whichever host sharing the store started it (one read by key).
+
+        Raises `UnknownJobError` naming the id when the store holds no such job.
+        """
+        self._open()
+        assert self._jobs is not None
+        return await self._jobs.job(job_id)
+
+    async def cancel_job(self, job_id: str) -> None:
+        """Cancel a job on whichever host runs it (`Job.cancel`); `UnknownJobError` for an unknown id."""
+        self._open()
+        assert self._jobs is not None
+        await self._jobs.cancel(job_id)
+
+    async def jobs(
+        self,
+        *,
+        session: SessionHandle | SessionId | str | None = None,
+        status: JobStatus | None = None,
+        tags: Mapping[str, str] | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> JobPage:
+        """A page of the jobs of every host sharing the store, newest first: of one session,
+        with one status, of sessions whose tags include every one of ``tags``, at most
+        ``limit``, continuing after the cursor ``after`` (a page's ``next``). Served by an
+        index: a page costs what it returns. Raises `InvalidArgumentError` naming a bad
+        argument (`UnknownSessionError` for an unknown session)."""
+        self._open()
+        assert self._jobs is not None
+        session_id = None if session is None else (await self._session(session)).id
+        return await self._jobs.page(session_id, status, tags, limit, after)
 
     async def log(self, session: SessionHandle | SessionId | str) -> list[TurnHandle | Invocation]:
         """The session's turns (inherited ones included) and command invocations, in the order they started."""
@@ -642,14 +667,25 @@ class Host:
         ]
 
     async def notifications(
-        self, *, session: SessionHandle | SessionId | str | None = None, unread_only: bool = True
+        self,
+        *,
+        session: SessionHandle | SessionId | str | None = None,
+        unread_only: bool = True,
+        tags: Mapping[str, str] | None = None,
     ) -> list[TurnHandle]:
         """The notification turns (of one session, or of every session), oldest first; read ones
-        are left out unless ``unread_only=False``. Read state is durable (`mark_read`)."""
+        are left out unless ``unread_only=False``; with ``tags``, only those of sessions whose
+        tags include every one of them (``tags={"user": "alice"}``: Alice's inbox). Read state
+        is durable (`mark_read`). Raises `InvalidArgumentError` naming a bad argument."""
         engine = self._open()
+        checked = check_list_tags(tags)
+        if not isinstance(unread_only, bool):
+            raise InvalidArgumentError(
+                f"unread_only must be True or False, got {unread_only!r}", argument="unread_only", value=unread_only
+            )
         session_id = None if session is None else (await self._session(session)).id
         handles: list[TurnHandle] = []
-        for record in await engine.log.notification_turns(session_id, unread_only):
+        for record in await engine.log.notification_turns(session_id, unread_only, checked):
             state, turn = await engine.load_turn(record.id)
             handles.append(TurnHandle._create(engine, state, turn, None))
         return handles
@@ -665,8 +701,8 @@ class Host:
     @property
     def traces(self) -> Traces:
         """Traces: task -> session -> output -> commit (``for_task``, ``find``, ``attach_task``,
-        ``record_commit``). Raises `TraceError` when the host's store keeps no traces
-        (`PostgresStore` today): use `MemoryStore` or `SqliteStore`."""
+        ``record_commit``). Every store of host_sim keeps traces; raises `TraceError` for a
+        store of your own that does not implement `TraceStore`."""
         self._open()
         if self._traces is None:
             require_traces(self._store)

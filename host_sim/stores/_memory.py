@@ -15,7 +15,7 @@ from modular_sdk import SessionId, TurnId
 from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION
-from ._records import Invocation, JobRecord, SessionRecord, StoredState, TurnRecord
+from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._traces import (
     INDEX_ORDER,
     TRACE_INDEX_VERSION,
@@ -63,6 +63,10 @@ class MemoryStore:
         "_deleted",
         "_invocations",
         "_jobs",
+        "_job_order",
+        "_job_position",
+        "_jobs_by",
+        "_cancel_requested",
         "_reads",
         "_roots",
         "_by_message",
@@ -108,6 +112,12 @@ class MemoryStore:
         self._invocations: dict[str, Invocation] = {}
         self._invocations_of: dict[SessionId, list[str]] = {}
         self._jobs: dict[str, JobRecord] = {}
+        # Job listing indexes: ids in start order (position = index + 1), and per filter
+        # ("session", id), ("status", s), ("tag", key, value) the ascending positions of its jobs.
+        self._job_order: list[str] = []
+        self._job_position: dict[str, int] = {}
+        self._jobs_by: dict[tuple[str, ...], array[int]] = {}
+        self._cancel_requested: dict[str, datetime] = {}
         self._reads: dict[TurnId, datetime] = {}
         self._notifications: list[TurnId] = []
 
@@ -256,19 +266,94 @@ class MemoryStore:
 
     async def save_job(self, record: JobRecord) -> None:
         self._check_open()
+        before = self._jobs.get(record.id)
+        if before is None:
+            self._job_order.append(record.id)
+            position = self._job_position[record.id] = len(self._job_order)
+            session = self._sessions.get(record.session_id)
+            keys: list[tuple[str, ...]] = [("session", record.session_id), ("status", record.status)]
+            keys += [("tag", k, v) for k, v in (session.tags.items() if session is not None else ())]
+            for key in keys:
+                self._jobs_by.setdefault(key, array("q")).append(position)
+        elif before.status != record.status:  # move the job to its new status's list
+            position = self._job_position[record.id]
+            old = self._jobs_by[("status", before.status)]
+            del old[bisect.bisect_left(old, position)]
+            bisect.insort(self._jobs_by.setdefault(("status", record.status), array("q")), position)
         self._jobs[record.id] = record
 
     async def list_jobs(self) -> Sequence[JobRecord]:
         self._check_open()
         return tuple(self._jobs.values())
 
+    async def get_job(self, job_id: str) -> JobRecord | None:
+        self._check_open()
+        return self._jobs.get(job_id)
+
+    async def page_jobs(
+        self,
+        session_id: SessionId | None,
+        status: JobStatus | None,
+        tags: Mapping[str, str],
+        limit: int,
+        before: int | None,
+    ) -> tuple[Sequence[JobRecord], int | None]:
+        self._check_open()
+        keys: list[tuple[str, ...]] = [("tag", k, v) for k, v in tags.items()]
+        if session_id is not None:
+            keys.append(("session", session_id))
+        if status is not None:
+            keys.append(("status", status))
+        end = len(self._job_order) if before is None else before - 1
+        if keys:  # walk the shortest list; check the others per job
+            positions = min((self._jobs_by.get(k, array("q")) for k in keys), key=len)
+            candidates: Sequence[int] = positions[: bisect.bisect_right(positions, end)]
+        else:
+            candidates = range(1, min(end, len(self._job_order)) + 1)
+        page: list[JobRecord] = []
+        last = 0
+        for position in reversed(candidates):
+            job = self._jobs[self._job_order[position - 1]]
+            session = self._sessions.get(job.session_id)
+            if (session_id is not None and job.session_id != session_id) or (status is not None and job.status != status):
+                continue
+            if any(session is None or session.tags.get(k) != v for k, v in tags.items()):
+                continue
+            if len(page) == limit:
+                return tuple(page), last
+            page.append(job)
+            last = position
+        return tuple(page), None
+
+    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None:
+        self._check_open()
+        job = self._jobs.get(job_id)
+        if job is not None and job.status == "running":
+            self._jobs[job_id] = attrs.evolve(job, turn_id=turn_id)
+
+    async def request_job_cancel(self, job_id: str, at: datetime) -> None:
+        self._check_open()
+        job = self._jobs.get(job_id)
+        if job is not None and job.status == "running":
+            self._cancel_requested.setdefault(job_id, at)
+
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
+        self._check_open()
+        return tuple(j for j in job_ids if j in self._cancel_requested and self._jobs[j].status == "running")
+
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         self._check_open()
         running = [j for j in self._jobs.values() if j.status == "running"]
         at = now() if running else None
         for job in running:
-            self._jobs[job.id] = attrs.evolve(
-                job, status="interrupted", finished_at=at, error="the host closed before the job finished"
+            await self.save_job(
+                attrs.evolve(
+                    job,
+                    status="interrupted",
+                    finished_at=at,
+                    error="the host closed before the job finished",
+                    error_kind="interrupted",
+                )
             )
         return len(running)
 
@@ -278,7 +363,9 @@ class MemoryStore:
             raise StoreError(f"no turn {turn_id!r} is stored; mark a stored notification read")
         self._reads.setdefault(turn_id, at)
 
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
         self._check_open()
         if session_id is not None:
             candidates: Sequence[TurnRecord] = [
@@ -286,7 +373,12 @@ class MemoryStore:
             ]
         else:
             candidates = [self._turns[t] for t in self._notifications]
-        return tuple(t for t in candidates if not (unread_only and t.id in self._reads))
+        return tuple(
+            t
+            for t in candidates
+            if not (unread_only and t.id in self._reads)
+            and all(self._sessions[t.session_id].tags.get(k) == v for k, v in tags.items())
+        )
 
     async def page_sessions(
         self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None

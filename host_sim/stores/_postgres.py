@@ -57,14 +57,18 @@ from typing import Any, Final, Literal, TypeVar, final
 
 import anyio
 import anyio.to_thread
-import attrs
 
 from modular_sdk import SerializationError, SessionId, TurnId
 
 from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION
-from ._records import Invocation, JobRecord, SessionRecord, StoredState, TurnRecord
+from ._postgres_sql import Refused as _Refused
+from ._postgres_traces import TRACE_TABLES_SCHEMA, PostgresTraces
+from ._postgres_sql import Step as _Step
+from ._postgres_sql import cols as _cols
+from ._postgres_sql import marks as _marks
+from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._sqlite import _Table
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore"]
@@ -213,8 +217,32 @@ CREATE TABLE host_sim.jobs (
 );
 CREATE INDEX jobs_running ON host_sim.jobs (seq) WHERE status = 'running';
 CREATE TABLE host_sim.reads (turn_id text PRIMARY KEY, read_at text NOT NULL);
-CREATE INDEX turns_notifications ON host_sim.turns (seq) WHERE message LIKE '{"type":"notification"%';
+CREATE INDEX turns_notifications ON host_sim.turns (seq) WHERE message LIKE '{"type":"notification"%%';
 """
+
+# Jobs from any host (API.md section 13): found by id, paged newest first by session, status
+# or its session's tags (job_tags, copied from session_tags when the job starts), cancelled
+# through cancel_requested_at, which the host running the job polls for by key. Run when a
+# host opens a store made before them (IF NOT EXISTS; job_tags filled in).
+_JOBS_SCHEMA: Final = """
+ALTER TABLE host_sim.jobs ADD COLUMN IF NOT EXISTS cancel_requested_at text;
+CREATE TABLE IF NOT EXISTS host_sim.job_tags (
+    key text NOT NULL, value text NOT NULL, seq bigint NOT NULL, job_id text NOT NULL,
+    PRIMARY KEY (key, value, seq)
+);
+CREATE INDEX IF NOT EXISTS jobs_in_order ON host_sim.jobs (seq);
+CREATE INDEX IF NOT EXISTS jobs_by_session ON host_sim.jobs (session_id, seq);
+CREATE INDEX IF NOT EXISTS jobs_by_status ON host_sim.jobs (status, seq);
+CREATE INDEX IF NOT EXISTS session_tags_by_session ON host_sim.session_tags (session_id);
+INSERT INTO host_sim.job_tags (key, value, seq, job_id)
+    SELECT t.key, t.value, j.seq, j.id FROM host_sim.jobs j JOIN host_sim.session_tags t ON t.session_id = j.session_id
+    ON CONFLICT DO NOTHING;
+"""
+_JOB_TAGS: Final = (
+    "INSERT INTO host_sim.job_tags (key, value, seq, job_id) SELECT t.key, t.value, j.seq, j.id "
+    "FROM host_sim.jobs j JOIN host_sim.session_tags t ON t.session_id = j.session_id WHERE j.id = %s "
+    "ON CONFLICT DO NOTHING"
+)
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
 _TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
@@ -223,14 +251,6 @@ _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"
 _NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
 _INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
 _JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
-
-
-def _cols(table: _Table, alias: str = "") -> str:
-    return ", ".join(f"{alias}{c}" for c in table.columns)
-
-
-def _marks(n: int) -> str:
-    return ", ".join("%s" for _ in range(n))
 
 
 _INSERT_SESSION: Final = (
@@ -324,23 +344,8 @@ def redact(dsn: str) -> str:
     return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1:***@", dsn))
 
 
-@attrs.frozen
-class _Step:
-    """One statement of a transaction; ``refusal`` says what a constraint (or, with
-    ``expect='change'``, changing no row) means."""
-
-    sql: str
-    params: tuple[object, ...]
-    refusal: str
-    expect: Literal["any", "change"] = "any"
-
-
-class _Refused(Exception):
-    pass
-
-
 @final
-class PostgresStore:
+class PostgresStore(PostgresTraces):
     """A durable store in a PostgreSQL database that several hosts share (one session graph).
 
     ``dsn`` is a libpq connection string (``postgresql://user@host:5432/dbname`` or
@@ -439,6 +444,9 @@ class PostgresStore:
 
     async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
         """Write a session, its node and its edge in one transaction; refuses an id already stored."""
+        await self._transact(self._session_steps(record, node, edge))
+
+    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[_Step]:
         parent = None if record.lineage.kind == "root" else record.lineage.parent_session_id
         steps = [
             _Step(
@@ -461,7 +469,7 @@ class PostgresStore:
             )
             for key, value in record.tags.items()
         ]
-        await self._transact(steps)
+        return steps
 
     async def begin_turn(self, record: TurnRecord) -> None:
         """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
@@ -615,19 +623,89 @@ class PostgresStore:
         job whose host is gone is ever marked interrupted by another."""
         updates = ", ".join(f"{c} = excluded.{c}" for c in (*_JOBS.columns, "owner") if c != "id")
         owner = self._owner if record.status == "running" else None
+        steps = [
+            _Step(
+                f"INSERT INTO host_sim.jobs ({_cols(_JOBS)}, owner) VALUES ({_marks(len(_JOBS.columns) + 1)}) "
+                f"ON CONFLICT (id) DO UPDATE SET {updates}",
+                (*self._row(_JOBS, record), owner),
+                f"cannot write job {record.id!r}",
+            )
+        ]
+        if record.status == "running":  # it starts: index it by its session's tags
+            steps.append(_Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
+        await self._transact(steps)
+
+    async def list_jobs(self) -> Sequence[JobRecord]:
+        return await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs ORDER BY seq", ())
+
+    async def get_job(self, job_id: str) -> JobRecord | None:
+        found = await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs WHERE id = %s", (job_id,))
+        return found[0] if found else None
+
+    async def page_jobs(
+        self,
+        session_id: SessionId | None,
+        status: JobStatus | None,
+        tags: Mapping[str, str],
+        limit: int,
+        before: int | None,
+    ) -> tuple[Sequence[JobRecord], int | None]:
+        bound = (1 << 62) if before is None else before
+        columns = _cols(_JOBS, "j.")
+        where = ""
+        params: tuple[object, ...] = ()
+        if session_id is not None:
+            where += " AND j.session_id = %s"
+            params += (session_id,)
+        if status is not None:
+            where += " AND j.status = %s"
+            params += (status,)
+        pairs = list(tags.items())
+        if pairs:
+            (key, value), rest = pairs[0], pairs[1:]
+            also = "".join(
+                " AND EXISTS (SELECT 1 FROM host_sim.job_tags o WHERE o.key = %s AND o.value = %s AND o.seq = t.seq)"
+                for _ in rest
+            )
+            sql = (
+                f"SELECT {columns}, t.seq FROM host_sim.job_tags t JOIN host_sim.jobs j ON j.seq = t.seq "
+                f"WHERE t.key = %s AND t.value = %s AND t.seq < %s{also}{where} ORDER BY t.seq DESC LIMIT %s"
+            )
+            params = (key, value, bound, *(x for pair in rest for x in pair), *params, limit + 1)
+        else:
+            sql = f"SELECT {columns}, j.seq FROM host_sim.jobs j WHERE j.seq < %s{where} ORDER BY j.seq DESC LIMIT %s"
+            params = (bound, *params, limit + 1)
+        rows = await self._query(sql, params)
+        records = [self._decode(_JOBS, JobRecord, row[:-1]) for row in rows[:limit]]
+        last = rows[limit - 1][-1] if len(rows) > limit else None
+        return tuple(records), int(last) if last is not None else None
+
+    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None:
+        await self._transact(
+            [_Step("UPDATE host_sim.jobs SET turn_id = %s WHERE id = %s AND status = 'running'", (turn_id, job_id), "")]
+        )
+
+    async def request_job_cancel(self, job_id: str, at: datetime) -> None:
+        """Ask the host running this job to cancel it: it polls `cancel_requests` for its own jobs."""
         await self._transact(
             [
                 _Step(
-                    f"INSERT INTO host_sim.jobs ({_cols(_JOBS)}, owner) VALUES ({_marks(len(_JOBS.columns) + 1)}) "
-                    f"ON CONFLICT (id) DO UPDATE SET {updates}",
-                    (*self._row(_JOBS, record), owner),
-                    f"cannot write job {record.id!r}",
+                    "UPDATE host_sim.jobs SET cancel_requested_at = %s "
+                    "WHERE id = %s AND status = 'running' AND cancel_requested_at IS NULL",
+                    (at.isoformat(), job_id),
+                    "",
                 )
             ]
         )
 
-    async def list_jobs(self) -> Sequence[JobRecord]:
-        return await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs ORDER BY seq", ())
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
+        if not job_ids:
+            return ()
+        rows = await self._query(
+            "SELECT id FROM host_sim.jobs WHERE id = ANY(%s) AND status = 'running' AND cancel_requested_at IS NOT NULL",
+            (list(job_ids),),
+        )
+        return tuple(str(r[0]) for r in rows)
 
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any
@@ -636,7 +714,7 @@ class PostgresStore:
         if not await self._query(f"SELECT 1 FROM host_sim.jobs j WHERE {orphaned} LIMIT 1", ()):
             return 0  # (the usual case: the clock is not even read)
         rows = await self._query(  # autocommit: one statement, so two hosts never both take one
-            "UPDATE host_sim.jobs j SET status = 'interrupted', finished_at = %s, "
+            "UPDATE host_sim.jobs j SET status = 'interrupted', finished_at = %s, error_kind = 'interrupted', "
             f"error = 'the host closed before the job finished', owner = NULL WHERE {orphaned} RETURNING j.id",
             (now().isoformat(),),
         )
@@ -654,12 +732,17 @@ class PostgresStore:
             ]
         )
 
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
-        sql = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message LIKE '{_NOTIFICATION_PREFIX}%'"
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
+        sql = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message LIKE '{_NOTIFICATION_PREFIX}%%'"
         params: tuple[object, ...] = ()
         if session_id is not None:
             sql += " AND session_id = %s"
             params = (session_id,)
+        for key, value in tags.items():
+            sql += " AND session_id IN (SELECT session_id FROM host_sim.session_tags WHERE key = %s AND value = %s)"
+            params += (key, value)
         if unread_only:
             sql += " AND id NOT IN (SELECT turn_id FROM host_sim.reads)"
         return await self._records(_TURNS, TurnRecord, sql + " ORDER BY seq", params)
@@ -784,7 +867,7 @@ class PostgresStore:
 
         def read(conn: Any) -> StoredState:
             with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
                 return StoredState(
                     sessions=self._decode_all(conn, _SESSIONS, SessionRecord),
                     turns=self._decode_all(conn, _TURNS, TurnRecord),
@@ -938,7 +1021,7 @@ class PostgresStore:
 
     def _decode_all(self, conn: Any, table: _Table, record: type[_R]) -> tuple[_R, ...]:
         try:
-            rows = conn.execute(f"SELECT {_cols(table)} FROM host_sim.{table.name} ORDER BY seq").fetchall()
+            rows = conn.execute(f"SELECT {_cols(table)} FROM host_sim.{table.name} ORDER BY seq", ()).fetchall()
         except self._psycopg.Error as exc:
             raise self._database_error(exc, "cannot be read") from exc
         return tuple(self._decode(table, record, row) for row in rows)
@@ -1073,7 +1156,8 @@ class PostgresStore:
                 conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SCHEMA_LOCK,))  # one creator at a time
                 (has_schema, has_meta, dbname) = conn.execute(
                     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'host_sim'), "
-                    "to_regclass('host_sim.meta') IS NOT NULL, current_database()"
+                    "to_regclass('host_sim.meta') IS NOT NULL, current_database()",
+                    (),
                 ).fetchone()
                 if not has_schema:
                     if not self._create:
@@ -1081,8 +1165,8 @@ class PostgresStore:
                             f"holds no host-sim store (database {dbname!r} has no schema host_sim)",
                             "pass the DSN of the database your hosts write, or open it with a host to create one",
                         )
-                    for statement in _statements(_SCHEMA):
-                        conn.execute(statement)
+                    for statement in _statements(_SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA):
+                        conn.execute(statement, ())
                     conn.execute(
                         "INSERT INTO host_sim.meta (key, value) VALUES ('application', %s), "
                         "('schema_version', %s), ('index_version', %s)",
@@ -1094,7 +1178,13 @@ class PostgresStore:
                         f"has a schema host_sim in database {dbname!r} that is not a host-sim store (no meta table)",
                         "pass the DSN of a database whose schema host_sim a host created, or another database",
                     )
-                meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM host_sim.meta").fetchall()}
+                meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM host_sim.meta", ()).fetchall()}
+                if self._create and conn.execute("SELECT to_regclass('host_sim.traces') IS NULL", ()).fetchone()[0]:
+                    for statement in _statements(TRACE_TABLES_SCHEMA):  # a store made before traces
+                        conn.execute(statement, ())
+                if self._create and conn.execute("SELECT to_regclass('host_sim.job_tags') IS NULL", ()).fetchone()[0]:
+                    for statement in _statements(_JOBS_SCHEMA):  # a store made before jobs had indexes
+                        conn.execute(statement, ())
         except StoreError:
             raise
         except psycopg.errors.InsufficientPrivilege as exc:
@@ -1161,7 +1251,7 @@ def _password_of(dsn: str) -> str | None:
 def _close_quietly(conn: Any, unlock: bool = False) -> None:
     try:
         if unlock and not conn.closed and not conn.broken:
-            conn.execute("SELECT pg_advisory_unlock_all()")
+            conn.execute("SELECT pg_advisory_unlock_all()", ())
         conn.close()
     except Exception:  # noqa: BLE001 (a connection that cannot close cleanly is gone anyway)
         pass

@@ -16,7 +16,7 @@ from typing import Final, Literal, Protocol, runtime_checkable
 from modular_sdk import SessionId, TurnId
 
 from ..lineage._types import LineageEdge, SessionNode
-from ._records import Invocation, JobRecord, SessionRecord, StoredState, TurnRecord
+from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 
 __all__ = ["INDEX_VERSION", "LogStore", "Store"]
 
@@ -179,6 +179,36 @@ class LogStore(Protocol):
         """Every job, in the order they were started."""
         ...
 
+    async def get_job(self, job_id: str) -> JobRecord | None:
+        """One job's record (one read by key), or ``None``."""
+        ...
+
+    async def page_jobs(
+        self,
+        session_id: SessionId | None,
+        status: JobStatus | None,
+        tags: Mapping[str, str],
+        limit: int,
+        before: int | None,
+    ) -> tuple[Sequence[JobRecord], int | None]:
+        """Jobs (of one session, with one status, of sessions whose tags include ``tags``),
+        newest first, at most ``limit``, older than position ``before``; and the position to
+        pass for the next page (``None`` on the last). Served by an index per filter: a page
+        costs what it returns."""
+        ...
+
+    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None:
+        """Note the turn a running job's submission runs (``Job.turn_id`` while it runs)."""
+        ...
+
+    async def request_job_cancel(self, job_id: str, at: datetime) -> None:
+        """Ask whichever host runs this job to cancel it (a running job only; else no change)."""
+        ...
+
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
+        """Which of these jobs (the running ones of the asking host) were asked to cancel: one read by key."""
+        ...
+
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark every ``running`` job ``interrupted`` at ``now()`` (its host closed or crashed); how many."""
         ...
@@ -187,8 +217,11 @@ class LogStore(Protocol):
         """Remember that the user read this notification turn (again: no change)."""
         ...
 
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
-        """Notification turns (of one session, or of all), oldest first; ``unread_only`` skips read ones."""
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
+        """Notification turns (of one session, or of all), oldest first; ``unread_only`` skips
+        read ones; only those of sessions whose tags include every one of ``tags``."""
         ...
 
     async def page_sessions(

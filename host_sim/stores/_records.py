@@ -29,10 +29,14 @@ from ..lineage._types import LineageEdge, SessionNode
 
 __all__ = ["ErrorKind", "Invocation", "JobRecord", "JobStatus", "SessionRecord", "StoredState", "TurnRecord"]
 
-ErrorKind: TypeAlias = Literal["unknown_command", "denied", "handler_failed", "timeout", "model_failed", "invalid_input"]
-"""Why a submission failed, for a program to branch on (`Submission.error_kind`)."""
+ErrorKind: TypeAlias = Literal[
+    "unknown_command", "denied", "handler_failed", "timeout", "model_failed", "invalid_input", "interrupted"
+]
+"""Why a submission failed, for a program to branch on (`Submission.error_kind`); ``"interrupted"``:
+its job was stopped before it finished (the host closed or died, or the job was cancelled)."""
 
-JobStatus: TypeAlias = Literal["running", "finished", "failed", "interrupted"]
+JobStatus: TypeAlias = Literal["running", "finished", "failed", "interrupted", "cancelled"]
+"""Where a job is: ``"running"``, then one of the others, once."""
 
 
 _NO_TAGS: Mapping[str, str] = types.MappingProxyType({})

@@ -70,7 +70,7 @@ from modular_sdk._json import structure, unstructure
 from ..lineage._types import LineageEdge, SessionNode
 from ._errors import StoreError, StoreLockedError
 from ._protocol import INDEX_VERSION
-from ._records import Invocation, JobRecord, SessionRecord, StoredState, TurnRecord
+from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._traces import (
     TRACE_INDEX_VERSION,
     ActionOutcomeRecord,
@@ -193,6 +193,27 @@ CREATE INDEX IF NOT EXISTS jobs_running ON jobs (status) WHERE status = 'running
 CREATE TABLE IF NOT EXISTS reads (turn_id TEXT PRIMARY KEY, read_at TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS turns_notifications ON turns (session_id, ordinal) WHERE json_extract(message, '$.type') = 'notification';
 """
+
+# Jobs from any host (API.md section 13): a job is found by id, paged newest first by
+# session, status or its session's tags (job_tags: position is the job's rowid, copied from
+# session_tags when the job starts), and cancelled through a request its host polls for.
+# Run by a writer opening a store made before them (IF NOT EXISTS; job_tags filled in).
+_JOBS_4: Final = """
+ALTER TABLE jobs ADD COLUMN cancel_requested_at TEXT;
+CREATE TABLE IF NOT EXISTS job_tags (
+    key TEXT NOT NULL, value TEXT NOT NULL, position INTEGER NOT NULL, job_id TEXT NOT NULL,
+    PRIMARY KEY (key, value, position)
+);
+CREATE INDEX IF NOT EXISTS jobs_by_session ON jobs (session_id);
+CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status);
+CREATE INDEX IF NOT EXISTS session_tags_by_session ON session_tags (session_id);
+INSERT OR IGNORE INTO job_tags (key, value, position, job_id)
+    SELECT t.key, t.value, j.rowid, j.id FROM jobs j JOIN session_tags t ON t.session_id = j.session_id;
+"""
+_JOB_TAGS: Final = (
+    "INSERT OR IGNORE INTO job_tags (key, value, position, job_id) SELECT t.key, t.value, j.rowid, j.id "
+    "FROM jobs j JOIN session_tags t ON t.session_id = j.session_id WHERE j.id = ?"
+)
 
 # Traces (API.md section 9, stores/_traces.py): append-only records that triggers keep
 # unchanged, the derived trace index, proposed actions and their one outcome, and applied
@@ -719,7 +740,87 @@ class SqliteStore:
         return await self._records(_INVOCATIONS, Invocation, "WHERE session_id = ? ORDER BY rowid", (session_id,))
 
     async def save_job(self, record: JobRecord) -> None:
-        await self._transact([_Step(_JOBS.upsert, _JOBS.row(record), f"cannot write job {record.id!r}")])
+        steps = [_Step(_JOBS.upsert, _JOBS.row(record), f"cannot write job {record.id!r}")]
+        if record.status == "running":  # it starts: index it by its session's tags
+            steps.append(_Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
+        await self._transact(steps)
+
+    async def get_job(self, job_id: str) -> JobRecord | None:
+        if "jobs.id" in self._missing:
+            return None
+        found = await self._records(_JOBS, JobRecord, "WHERE id = ?", (job_id,))
+        return found[0] if found else None
+
+    async def page_jobs(
+        self,
+        session_id: SessionId | None,
+        status: JobStatus | None,
+        tags: Mapping[str, str],
+        limit: int,
+        before: int | None,
+    ) -> tuple[Sequence[JobRecord], int | None]:
+        if "jobs.id" in self._missing:
+            return (), None
+        bound = (1 << 62) if before is None else before
+        columns = ", ".join(f"NULL AS {c}" if f"jobs.{c}" in self._missing else f"j.{c}" for c in _JOBS.columns)
+        where = ""
+        params: tuple[object, ...] = ()
+        if session_id is not None:
+            where += " AND j.session_id = ?"
+            params += (session_id,)
+        if status is not None:
+            where += " AND j.status = ?"
+            params += (status,)
+        pairs = list(tags.items())
+        if pairs and "job_tags" not in self._absent_tables:
+            (key, value), rest = pairs[0], pairs[1:]
+            also = "".join(
+                " AND EXISTS (SELECT 1 FROM job_tags o WHERE o.key = ? AND o.value = ? AND o.position = t.position)"
+                for _ in rest
+            )
+            sql = (
+                f"SELECT {columns}, t.position FROM job_tags t JOIN jobs j ON j.rowid = t.position "
+                f"WHERE t.key = ? AND t.value = ? AND t.position < ?{also}{where} ORDER BY t.position DESC LIMIT ?"
+            )
+            params = (key, value, bound, *(x for pair in rest for x in pair), *params, limit + 1)
+        else:  # (a reader of a store made before job_tags filters by its sessions' tags)
+            also = "".join(
+                " AND EXISTS (SELECT 1 FROM session_tags o WHERE o.session_id = j.session_id AND o.key = ? AND o.value = ?)"
+                for _ in pairs
+            )
+            sql = f"SELECT {columns}, j.rowid FROM jobs j WHERE j.rowid < ?{where}{also} ORDER BY j.rowid DESC LIMIT ?"
+            params = (bound, *params, *(x for pair in pairs for x in pair), limit + 1)
+        rows = await self._query(sql, params)
+        records = [self._decode(_JOBS, JobRecord, row[:-1]) for row in rows[:limit]]
+        last = rows[limit - 1][-1] if len(rows) > limit else None
+        return tuple(records), last if isinstance(last, int) else None
+
+    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None:
+        await self._transact(
+            [_Step("UPDATE jobs SET turn_id = ? WHERE id = ? AND status = 'running'", (turn_id, job_id), "")]
+        )
+
+    async def request_job_cancel(self, job_id: str, at: datetime) -> None:
+        await self._transact(
+            [
+                _Step(
+                    "UPDATE jobs SET cancel_requested_at = ? "
+                    "WHERE id = ? AND status = 'running' AND cancel_requested_at IS NULL",
+                    (at.isoformat(), job_id),
+                    "",
+                )
+            ]
+        )
+
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
+        if not job_ids or "jobs.id" in self._missing:
+            return ()
+        rows = await self._query(
+            f"SELECT id FROM jobs WHERE id IN ({', '.join('?' for _ in job_ids)}) "
+            "AND status = 'running' AND cancel_requested_at IS NOT NULL",
+            tuple(job_ids),
+        )
+        return tuple(str(r[0]) for r in rows)
 
     async def list_jobs(self) -> Sequence[JobRecord]:
         if "jobs.id" in self._missing:
@@ -736,7 +837,11 @@ class SqliteStore:
                         _JOBS.upsert,
                         _JOBS.row(
                             attrs.evolve(
-                                job, status="interrupted", finished_at=at, error="the host closed before the job finished"
+                                job,
+                                status="interrupted",
+                                finished_at=at,
+                                error="the host closed before the job finished",
+                                error_kind="interrupted",
                             )
                         ),
                         f"cannot write job {job.id!r}",
@@ -754,12 +859,17 @@ class SqliteStore:
             ]
         )
 
-    async def notification_turns(self, session_id: SessionId | None, unread_only: bool) -> Sequence[TurnRecord]:
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
         where = "WHERE json_extract(message, '$.type') = 'notification'"
         params: tuple[object, ...] = ()
         if session_id is not None:
             where += " AND session_id = ?"
             params = (session_id,)
+        for key, value in tags.items():
+            where += " AND session_id IN (SELECT session_id FROM session_tags WHERE key = ? AND value = ?)"
+            params += (key, value)
         if unread_only and "reads" not in self._absent_tables:
             where += " AND id NOT IN (SELECT turn_id FROM reads)"
         order = " ORDER BY ordinal" if session_id is not None else " ORDER BY rowid"
@@ -922,6 +1032,15 @@ class SqliteStore:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
         script = _LOG_3 if "tags" not in columns else _LOG_3.replace("ALTER TABLE sessions ADD COLUMN tags TEXT;\n", "")
         self._execute_script(conn, "BEGIN IMMEDIATE;\n" + script + "DELETE FROM meta WHERE key = 'index_version';\nCOMMIT;")
+
+    def _prepare_jobs(self, conn: sqlite3.Connection) -> None:
+        """Give a writer's store made before jobs could be found and cancelled their indexes
+        and cancel column (`_JOBS_4`); a reader reads such a store as it is."""
+        if self._read_only:
+            return
+        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "job_tags" not in present:
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _JOBS_4 + "COMMIT;")
 
     def _prepare_traces(self, conn: sqlite3.Connection) -> None:
         """Give a writer's store the trace tables (a version-3 store made before traces gets
@@ -1471,6 +1590,7 @@ class SqliteStore:
                     self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _UPGRADE_FROM_2 + "COMMIT;")
         self._prepare_traces(conn)
         self._prepare_log(conn)
+        self._prepare_jobs(conn)
         self._missing = frozenset(
             f"{table.name}.{column}"
             for table in (*_TABLES, *_LOG_TABLES)
@@ -1479,7 +1599,7 @@ class SqliteStore:
             if column not in present
         )
         self._absent_tables = frozenset(
-            {"reads", "deletions", "session_tags"}
+            {"reads", "deletions", "session_tags", "job_tags"}
             - {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         )
         if not self._read_only:

@@ -2,8 +2,8 @@
 
 A separate protocol from `Store`, so a store without it still hosts sessions: the host
 checks ``isinstance(store, TraceStore)`` and, without it, answers ``host.traces`` (and
-everything that needs traces) with `host_sim.TraceError` naming the store. `MemoryStore`
-and `SqliteStore` implement it.
+everything that needs traces) with `host_sim.TraceError` naming the store. `MemoryStore`,
+`SqliteStore` and `PostgresStore` implement it.
 
 Records are authoritative and written once, never changed (append-only): a trace (its
 origin fixed at creation), the task a trace got (once), each session's link to its trace,

@@ -58,7 +58,7 @@ def no_traces(store: object) -> TraceError:
     return TraceError(
         f"the store {store!r} keeps no traces (it does not implement host_sim's TraceStore "
         "protocol), so this host has no traces, pending actions or event spool; use "
-        "MemoryStore() or SqliteStore(path) for them"
+        "MemoryStore(), SqliteStore(path) or PostgresStore(dsn) for them"
     )
 
 

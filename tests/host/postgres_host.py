@@ -2,12 +2,15 @@
 
     python tests/host/postgres_host.py DSN SESSION_ID write --turns N [--workers W] [--name NAME]
     python tests/host/postgres_host.py DSN SESSION_ID hang
+    python tests/host/postgres_host.py DSN SESSION_ID job
 
 ``write`` sends N prompts to the session (W concurrent senders in this process) and prints
 one acknowledgement line (JSON: turn id, ordinal, status, prompt) once each send returns.
 ``hang`` sends one prompt whose model call prints ``in-model`` and then waits for a line
 on stdin (forever, if nobody writes one: the test kills the process there); it prints the
-acknowledgement once the turn finishes. Each process prints ``open`` once its host is open.
+acknowledgement once the turn finishes. ``job`` starts a job (``host.start``) whose model
+call never returns, prints ``{"job": ID}``, and prints its status and error kind once it
+ends (another host cancels it). Each process prints ``open`` once its host is open.
 """
 
 from __future__ import annotations
@@ -56,11 +59,26 @@ async def hang(dsn: str, session_id: str) -> None:
         ack(turn=result.turn.id, ordinal=result.turn.ordinal, status=result.turn.status, prompt="hang")
 
 
+async def job(dsn: str, session_id: str) -> None:
+    never = anyio.Event()
+
+    async def respond(request: ModelRequest) -> str:
+        await never.wait()
+        return "never"
+
+    async with Host(model=ScriptedModel(respond), store=PostgresStore(dsn)) as host:
+        print("open", flush=True)
+        started = await host.start(session_id, "a long job")
+        ack(job=started.id)
+        submission = await started.wait()
+        ack(job=started.id, status=started.status, error_kind=submission.error_kind)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("dsn")
     parser.add_argument("session_id")
-    parser.add_argument("mode", choices=["write", "hang"])
+    parser.add_argument("mode", choices=["write", "hang", "job"])
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--name", default="host")
@@ -68,6 +86,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.mode == "write":
         anyio.run(write, args.dsn, args.session_id, args.turns, args.workers, args.name, backend=args.backend)
+    elif args.mode == "job":
+        anyio.run(job, args.dsn, args.session_id, backend=args.backend)
     else:
         anyio.run(hang, args.dsn, args.session_id, backend=args.backend)
 

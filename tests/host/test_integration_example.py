@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.types import Message
 
 from examples.integration import create_app
-from host_sim import ModelRequest, SqliteStore, Store, ToolCall
+from host_sim import ModelRequest, ScriptedModel, SqliteStore, Store, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,7 +116,7 @@ async def test_two_users_chat_stream_run_a_task_fork_list_delete_and_find_it_all
         watched: list[httpx.Response] = []
 
         async def watch() -> None:
-            watched.append(await client.get("/events", headers=as_("alice"), params={"limit": 5}))
+            watched.append(await client.get("/events", headers=as_("alice"), params={"limit": 7}))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch)
@@ -133,10 +133,13 @@ async def test_two_users_chat_stream_run_a_task_fork_list_delete_and_find_it_all
         (response,) = watched
         assert response.headers["content-type"].startswith("text/event-stream")
         events = sse(response.text)
-        assert [name for name, _ in events] == ["turn_started", "reply_delta", "reply_delta", "reply_delta", "turn_finished"]
-        assert {data["session_id"] for _, data in events} == {first}
+        assert [name for name, _ in events] == [
+            "job_started", "turn_started", "reply_delta", "reply_delta", "reply_delta", "turn_finished", "job_finished",
+        ]  # fmt: skip
+        assert {data["session_id"] for _, data in events if "session_id" in data} == {first}
+        assert events[1][1]["job_id"] == events[-1][1]["job_id"] == alice_job["id"]
         assert [data["text"] for name, data in events if name == "reply_delta"] == ["you ", "said: ", "hello"]
-        assert events[-1][1]["reply"] == "you said: hello"
+        assert events[-2][1]["reply"] == "you said: hello"
 
         # a /task runs as a job; its notification lands in alice's inbox only
         task = await say(client, "alice", first, "/task write the tests")
@@ -288,7 +291,7 @@ async def test_events_stream_as_they_happen_and_a_client_that_leaves_ends_its_su
             await client.post(f"/sessions/{chat}/messages", headers=as_("alice"), json={"text": "hello"})
             with anyio.fail_after(5):
                 await got_event.wait()  # the response is still open: nothing has ended it
-            assert sse(b"".join(chunks).decode())[0][0] == "turn_started"
+            assert sse(b"".join(chunks).decode())[0][0] == "job_started"
             leave.set()  # the client goes away: the handler ends and unsubscribes
         assert not tg.cancel_scope.cancel_called
 
@@ -302,3 +305,24 @@ def test_the_example_imports_only_public_names() -> None:
                 assert all(not a.name.startswith("_") for a in node.names), f"{path.name}: {ast.dump(node)}"
             if isinstance(node, ast.Import):
                 assert all(a.name.split(".")[0] not in ("host_sim", "modular_sdk") or "." not in a.name for a in node.names)
+
+
+@pytest.mark.anyio
+async def test_a_user_cancels_their_running_job_and_nobody_else_can(tmp_path: Path) -> None:
+    release = anyio.Event()
+
+    async def slow(request: ModelRequest) -> str:
+        await release.wait()
+        return "too late"
+
+    app = create_app(lambda: SqliteStore(tmp_path / "chat.sqlite"), model=ScriptedModel(slow))
+    async with serving(app) as client:
+        chat = await new_session(client, "alice")
+        started = await client.post(f"/sessions/{chat}/messages", headers=as_("alice"), json={"text": "a long one"})
+        job_id = started.json()["id"]
+        assert (await client.delete(f"/jobs/{job_id}", headers=as_("bob"))).status_code == 404
+        assert (await client.delete("/jobs/job_nope", headers=as_("alice"))).status_code == 404
+        assert (await client.delete(f"/jobs/{job_id}", headers=as_("alice"))).status_code == 202
+        done = (await client.get(f"/jobs/{job_id}", headers=as_("alice"), params={"wait": 5})).json()
+        assert done["status"] == "cancelled" and done["submission"]["error_kind"] == "interrupted"
+        release.set()

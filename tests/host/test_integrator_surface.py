@@ -39,6 +39,8 @@ from modular_sdk import (
     to_json,
 )
 
+from .conftest import StoreFactory
+
 
 # -- events -----------------------------------------------------------------------------------
 
@@ -207,7 +209,7 @@ async def test_a_job_outlives_its_callers_cancellation_and_is_listed() -> None:
             caller.cancel()  # the request that started it goes away
         submission = await job.wait()
         assert job.status == "finished" and submission.text.startswith("Started task")
-        assert [j.id for j in await host.jobs()] == [job.id]
+        assert [j.id for j in (await host.jobs()).jobs] == [job.id]
 
 
 @pytest.mark.anyio
@@ -228,7 +230,7 @@ async def test_closing_the_host_interrupts_a_running_job_and_a_reopened_host_lis
     submission = await job.wait()
     assert submission.error is not None
     async with Host(store=SqliteStore(path)) as again:
-        (listed,) = await again.jobs()
+        (listed,) = (await again.jobs()).jobs
         assert (listed.id, listed.status) == (job.id, "interrupted")
 
 
@@ -244,30 +246,16 @@ async def test_a_job_a_crash_left_running_is_interrupted_when_the_store_is_next_
     conn.commit()
     conn.close()
     async with Host(store=SqliteStore(path)) as again:
-        (listed,) = await again.jobs()
+        (listed,) = (await again.jobs()).jobs
         assert listed.status == "interrupted" and listed.finished_at is not None
 
 
 # -- the log ------------------------------------------------------------------------------------
 
 
-def store_factory(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[], Store]:
-    """A fresh store of one kind, reopened by calling again (the same data)."""
-    if kind == "memory":
-        memory = MemoryStore()
-        return lambda: memory
-    if kind == "sqlite":
-        return lambda: SqliteStore(tmp_path / "s.sqlite")
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    return lambda: PostgresStore(dsn)
-
-
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
-async def test_commands_are_durable_and_the_log_interleaves_them_with_turns(
-    tmp_path: Path, kind: str, request: pytest.FixtureRequest
-) -> None:
-    store = store_factory(kind, tmp_path, request)
+async def test_commands_are_durable_and_the_log_interleaves_them_with_turns(any_store: StoreFactory) -> None:
+    store = any_store
 
     async with Host(mods=[background_tasks.mod], store=store()) as host:
         chat = await host.sessions.create()
@@ -293,9 +281,8 @@ async def test_commands_are_durable_and_the_log_interleaves_them_with_turns(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
 async def test_a_transcript_read_after_a_restart_shows_the_commands_typed_with_their_output(
-    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+    any_store: StoreFactory,
 ) -> None:
     def broken(argument: str | None, ctx: SlashCommandContext) -> str:
         raise RuntimeError(f"cannot {argument}")
@@ -304,7 +291,7 @@ async def test_a_transcript_read_after_a_restart_shows_the_commands_typed_with_t
         metadata=ModMetadata(display_name="Failing", description="A command that fails"),
         commands=[slash_command(id="break", description="Fails", run=broken)],
     )
-    store = store_factory(kind, tmp_path, request)
+    store = any_store
     async with Host(mods=[background_tasks.mod, failing], store=store()) as host:
         chat = await host.sessions.create()
         await host.submit(chat, "Refactor the parser")
@@ -324,11 +311,8 @@ async def test_a_transcript_read_after_a_restart_shows_the_commands_typed_with_t
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
-async def test_sessions_are_listed_by_owner_newest_first_a_page_at_a_time(
-    tmp_path: Path, kind: str, request: pytest.FixtureRequest
-) -> None:
-    async with Host(store=store_factory(kind, tmp_path, request)()) as host:
+async def test_sessions_are_listed_by_owner_newest_first_a_page_at_a_time(any_store: StoreFactory) -> None:
+    async with Host(store=any_store()) as host:
         alice = [await host.sessions.create(tags={"user": "alice"}) for _ in range(5)]
         bob = await host.sessions.create(tags={"user": "bob", "team": "x"})
         await host.submit(alice[0], "hi")
@@ -369,27 +353,6 @@ async def test_deleting_a_session_leaves_no_byte_of_its_content_and_its_forks_ke
         gone = await again.sessions.get(chat.id)
         assert gone.deleted_at is not None and gone.lineage.kind == "root"
         assert [t.reply for t in await (await again.sessions.get(fork.id)).turns()][-1] == "echo: still works"
-
-
-# -- the inbox ------------------------------------------------------------------------------------
-
-
-@pytest.mark.anyio
-async def test_notifications_have_a_durable_read_state(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite"
-    async with Host(store=SqliteStore(path)) as host:
-        a = await host.sessions.create()
-        b = await host.sessions.create()
-        first = await a.notify(title="build", body="green")
-        await b.notify(title="deploy", body="done")
-        await a.send(AiPromptMessage(text="not a notification"))
-        assert [t.id for t in await host.notifications(session=a)] == [first.id]
-        assert len(await host.notifications()) == 2
-        await host.mark_read(first.message_id)
-    async with Host(store=SqliteStore(path)) as again:
-        unread = await again.notifications()
-        assert [t.message.type for t in unread] == ["notification"] and unread[0].id != first.id
-        assert len(await again.notifications(unread_only=False)) == 2
 
 
 # -- the tree ---------------------------------------------------------------------------------------
@@ -461,7 +424,7 @@ async def test_a_store_made_before_the_log_gets_its_tables_when_a_host_opens_it(
     assert [dict(r.tags) for r in await reader.list_sessions()] == [{}]
     await reader.close()
     async with Host(store=SqliteStore(path)) as again:
-        assert await again.jobs() == []
+        assert (await again.jobs()).jobs == ()
         assert [s.id for s in (await again.sessions.list()).sessions] == [chat.id]
         tagged = await again.sessions.create(tags={"user": "erin"})
         assert [s.id for s in (await again.sessions.list(tags={"user": "erin"})).sessions] == [tagged.id]
@@ -518,6 +481,6 @@ async def test_on_postgresql_a_host_opening_the_store_interrupts_only_jobs_whose
                 (chat.id,),
             )
         async with Host(store=PostgresStore(postgres_dsn)) as other:  # a second host opens the same database
-            statuses = {j.id: j.status for j in await other.jobs()}
+            statuses = {j.id: j.status for j in (await other.jobs()).jobs}
         assert statuses == {running.id: "running", "job_dead": "interrupted"}
     assert running.status == "interrupted"  # its own host closed

@@ -14,8 +14,6 @@ from host_sim.lineage import LineageArtifact, LineageEdge, SessionMetrics, Sessi
 from host_sim.stores import (
     INDEX_VERSION,
     SCHEMA_VERSION,
-    MemoryStore,
-    PostgresStore,
     SessionRecord,
     SqliteStore,
     Store,
@@ -195,17 +193,10 @@ def edges() -> list[LineageEdge]:
 StoreFactory = Callable[[], Store]
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
-    """A factory of store objects that all see the same data (one memory object, one file, one database)."""
-    if request.param == "memory":
-        memory = MemoryStore()
-        return lambda: memory
-    if request.param == "postgres":
-        dsn: str = request.getfixturevalue("postgres_dsn")
-        return lambda: PostgresStore(dsn)
-    path = tmp_path / "store.sqlite"
-    return lambda: SqliteStore(path)
+@pytest.fixture
+def make_store(any_store: StoreFactory) -> StoreFactory:
+    """A factory of store objects that all see the same data, on every store (`any_store`)."""
+    return any_store
 
 
 async def reopen(make_store: StoreFactory) -> StoredState:

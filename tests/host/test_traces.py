@@ -88,21 +88,12 @@ class Clock:
 StoreFactory = Callable[[], Store]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def reopenable(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
-    """A factory of the same store, reopened: one MemoryStore object, or one SQLite file."""
-    if request.param == "memory":
-        store = MemoryStore()
-        return lambda: store
-    return lambda: SqliteStore(tmp_path / "traces.sqlite")
-
-
 def host(store: Store, **options: object) -> Host:
     return Host(mods=[MOD], model=ScriptedModel(respond), store=store, clock=Clock(), **options)  # type: ignore[arg-type]
 
 
-async def test_a_task_trace_links_its_sessions_outputs_and_commit_across_reopen(reopenable: StoreFactory) -> None:
-    async with host(reopenable()) as h:
+async def test_a_task_trace_links_its_sessions_outputs_and_commit_across_reopen(any_store: StoreFactory) -> None:
+    async with host(any_store()) as h:
         trace = await h.traces.for_task(TaskRef(source="github", id="42"), snapshot={"title": "Parser errors"})
         assert trace.origin == "task" and trace.task is not None and trace.task.ref == "github:42"
         assert await h.traces.for_task(TaskRef(source="github", id="42")) == trace  # the existing one
@@ -111,7 +102,7 @@ async def test_a_task_trace_links_its_sessions_outputs_and_commit_across_reopen(
         fork = await chat.fork()
         assert await h.traces.record_commit("chg-1", "3f2a9c1") == "3f2a9c1"
         assert await h.traces.record_commit("chg-1", "deadbee") == "3f2a9c1"  # never overwritten
-    async with host(reopenable()) as h:
+    async with host(any_store()) as h:
         for key in (trace.id, "github:42", chat.id, fork.id, "chg-1", "3f2a9c1"):
             found = await h.traces.find(key)
             assert found.id == trace.id, key
@@ -125,8 +116,8 @@ async def test_a_task_trace_links_its_sessions_outputs_and_commit_across_reopen(
         assert caught.value.id == "deadbee"
 
 
-async def test_a_chat_gets_a_chat_trace_at_its_first_output_and_keeps_that_origin(reopenable: StoreFactory) -> None:
-    async with host(reopenable()) as h:
+async def test_a_chat_gets_a_chat_trace_at_its_first_output_and_keeps_that_origin(any_store: StoreFactory) -> None:
+    async with host(any_store()) as h:
         chat = await h.sessions.create()
         with pytest.raises(UnknownTraceError):
             await h.traces.find(chat.id)  # no output yet: no trace
@@ -144,7 +135,7 @@ async def test_a_chat_gets_a_chat_trace_at_its_first_output_and_keeps_that_origi
             await h.submit(chat2, "propose chg-8")
             await h.traces.attach_task((await h.traces.find("chg-8")).id, TaskRef(source="github", id="1"))
         assert (await h.traces.find("github:1")).id == other.id
-    async with host(reopenable()) as h:
+    async with host(any_store()) as h:
         again = await h.traces.find("local:7")
         assert again.id == trace.id and again.origin == "chat"
 
@@ -170,8 +161,8 @@ async def test_sqlite_refuses_to_rewrite_a_trace_origin_or_any_trace_record(tmp_
     conn.close()
 
 
-async def test_forks_and_spawns_join_the_trace_of_their_parent(reopenable: StoreFactory) -> None:
-    async with host(reopenable()) as h:
+async def test_forks_and_spawns_join_the_trace_of_their_parent(any_store: StoreFactory) -> None:
+    async with host(any_store()) as h:
         trace = await h.traces.for_task(TaskRef(source="jira", id="OPS-1"))
         chat = await h.sessions.create(trace=trace.id)
         submitted = await h.submit(chat, "/report note-1")
@@ -187,8 +178,8 @@ async def test_forks_and_spawns_join_the_trace_of_their_parent(reopenable: Store
             await h.traces.find(loose.id)
 
 
-async def test_an_output_id_reported_by_another_session_is_refused(reopenable: StoreFactory) -> None:
-    async with host(reopenable()) as h:
+async def test_an_output_id_reported_by_another_session_is_refused(any_store: StoreFactory) -> None:
+    async with host(any_store()) as h:
         first, second = await h.sessions.create(), await h.sessions.create()
         await h.submit(first, "/report shared-1")
         await h.submit(first, "/report shared-1")  # the same session again: nothing changes
@@ -197,8 +188,8 @@ async def test_an_output_id_reported_by_another_session_is_refused(reopenable: S
         assert len((await h.traces.find("shared-1")).outputs) == 1
 
 
-async def test_trace_arguments_are_checked(reopenable: StoreFactory) -> None:
-    async with host(reopenable()) as h:
+async def test_trace_arguments_are_checked(any_store: StoreFactory) -> None:
+    async with host(any_store()) as h:
         with pytest.raises(UnknownTraceError, match="no trace 'trc_nope'"):
             await h.sessions.create(trace="trc_nope")
         with pytest.raises(InvalidArgumentError, match="trace must be a trace id"):
@@ -234,7 +225,7 @@ async def test_a_mod_handle_may_not_name_a_trace() -> None:
 
 async def test_a_store_without_traces_gets_a_trace_error_naming_it() -> None:
     class Plain:
-        """A Store that is not a TraceStore (as PostgresStore is today)."""
+        """A Store of your own that is not a TraceStore."""
 
         def __init__(self) -> None:
             self._inner = MemoryStore()
@@ -249,7 +240,7 @@ async def test_a_store_without_traces_gets_a_trace_error_naming_it() -> None:
 
     plain: Store = Plain()  # type: ignore[assignment]
     assert not isinstance(plain, TraceStore)
-    with pytest.raises(TraceError, match="<PlainStore> keeps no traces.*MemoryStore\\(\\) or SqliteStore"):
+    with pytest.raises(TraceError, match="<PlainStore> keeps no traces.*MemoryStore\\(\\), SqliteStore\\(path\\) or PostgresStore"):
         Host(store=plain, spool="spool")
     async with Host(mods=[MOD], store=plain) as h:
         with pytest.raises(TraceError, match="keeps no traces"):
@@ -261,7 +252,7 @@ async def test_a_store_without_traces_gets_a_trace_error_naming_it() -> None:
             await h.sessions.create(trace="trc_x")
 
 
-async def test_the_commit_resolver_fills_missing_commits_lazily_and_first_found_wins(reopenable: StoreFactory) -> None:
+async def test_the_commit_resolver_fills_missing_commits_lazily_and_first_found_wins(any_store: StoreFactory) -> None:
     asked: list[str] = []
 
     async def resolver(output: object) -> str | None:
@@ -269,7 +260,7 @@ async def test_the_commit_resolver_fills_missing_commits_lazily_and_first_found_
         asked.append(output_id)
         return {"chg-1": "1111111"}.get(output_id)
 
-    async with host(reopenable(), commit_resolver=resolver, builtin_tools=("lineage",)) as h:
+    async with host(any_store(), commit_resolver=resolver, builtin_tools=("lineage",)) as h:
         chat = await h.sessions.create()
         await h.submit(chat, "propose chg-1")
         await h.submit(chat, "propose chg-2")
@@ -282,18 +273,18 @@ async def test_the_commit_resolver_fills_missing_commits_lazily_and_first_found_
         assert await h.traces.record_commit("chg-1", "2222222") == "1111111"
 
 
-async def test_a_resolver_that_raises_is_named(reopenable: StoreFactory) -> None:
+async def test_a_resolver_that_raises_is_named(any_store: StoreFactory) -> None:
     def broken(output: object) -> str | None:
         raise RuntimeError("git is not installed")
 
-    async with host(reopenable(), commit_resolver=broken) as h:
+    async with host(any_store(), commit_resolver=broken) as h:
         chat = await h.sessions.create()
         await h.submit(chat, "propose chg-1")
         with pytest.raises(TraceError, match="commit_resolver raised RuntimeError\\('git is not installed'\\) for output 'chg-1'"):
             await h.traces.find("chg-1")
 
 
-async def test_lineage_lookup_answers_from_the_store_writes_nothing_and_never_resolves(reopenable: StoreFactory) -> None:
+async def test_lineage_lookup_answers_from_the_store_writes_nothing_and_never_resolves(any_store: StoreFactory) -> None:
     called: list[object] = []
 
     def resolver(output: object) -> str | None:
@@ -307,7 +298,7 @@ async def test_lineage_lookup_answers_from_the_store_writes_nothing_and_never_re
             return request.tool_results[-1].output or ""
         return respond(request)
 
-    store = reopenable()
+    store = any_store()
     async with Host(mods=[MOD], model=ScriptedModel(model), store=store, builtin_tools=("lineage",), commit_resolver=resolver) as h:
         trace = await h.traces.for_task(TaskRef(source="github", id="9"), {"title": "Why"})
         chat = await h.sessions.create(trace=trace.id)

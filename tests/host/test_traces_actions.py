@@ -59,22 +59,14 @@ def replying(text: str) -> ScriptedModel:
 StoreFactory = Callable[[], Store]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def reopenable(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
-    if request.param == "memory":
-        store = MemoryStore()
-        return lambda: store
-    return lambda: SqliteStore(tmp_path / "actions.sqlite")
-
-
 @pytest.fixture(autouse=True)
 def clear_runs() -> None:
     ran.clear()
 
 
-async def test_a_declared_well_formed_proposal_waits_until_confirmed_once(reopenable: StoreFactory) -> None:
+async def test_a_declared_well_formed_proposal_waits_until_confirmed_once(any_store: StoreFactory) -> None:
     reply = "Shall I? " + tag("task.create", '{"title": "Add error handling", "description": "branches"}')
-    async with Host(mods=[MOD], model=replying(reply), store=reopenable()) as h:
+    async with Host(mods=[MOD], model=replying(reply), store=any_store()) as h:
         chat = await h.sessions.create()
         out = await h.submit(chat, "go")
         assert out.text == reply and out.action_errors == ()
@@ -96,8 +88,8 @@ async def test_a_declared_well_formed_proposal_waits_until_confirmed_once(reopen
     assert len(ran) == 1
 
 
-async def test_a_dismissed_action_never_runs_and_cannot_be_confirmed(reopenable: StoreFactory) -> None:
-    async with Host(mods=[MOD], model=replying(tag("task.create", '{"title": "x"}')), store=reopenable()) as h:
+async def test_a_dismissed_action_never_runs_and_cannot_be_confirmed(any_store: StoreFactory) -> None:
+    async with Host(mods=[MOD], model=replying(tag("task.create", '{"title": "x"}')), store=any_store()) as h:
         chat = await h.sessions.create()
         (proposed,) = (await h.submit(chat, "go")).actions
         await h.dismiss(proposed.id)
@@ -111,7 +103,7 @@ async def test_a_dismissed_action_never_runs_and_cannot_be_confirmed(reopenable:
     assert ran == []
 
 
-async def test_undeclared_types_and_bad_payloads_create_no_action_and_say_why(reopenable: StoreFactory) -> None:
+async def test_undeclared_types_and_bad_payloads_create_no_action_and_say_why(any_store: StoreFactory) -> None:
     reply = " ".join(
         [
             tag("task.delete", '{"title": "x"}'),  # undeclared
@@ -123,7 +115,7 @@ async def test_undeclared_types_and_bad_payloads_create_no_action_and_say_why(re
             '<mod-action type="task.create">{"title": "unclosed"}',
         ]
     )
-    async with Host(mods=[MOD], model=replying(reply), store=reopenable()) as h:
+    async with Host(mods=[MOD], model=replying(reply), store=any_store()) as h:
         chat = await h.sessions.create()
         out = await h.submit(chat, "go")
         assert out.actions == () and out.ok
@@ -139,25 +131,25 @@ async def test_undeclared_types_and_bad_payloads_create_no_action_and_say_why(re
         assert await h.pending_actions(chat) == []
 
 
-async def test_pending_actions_survive_a_reopen_and_are_confirmed_once(reopenable: StoreFactory) -> None:
-    async with Host(mods=[MOD], model=replying(tag("task.create", '{"title": "later"}')), store=reopenable()) as h:
+async def test_pending_actions_survive_a_reopen_and_are_confirmed_once(any_store: StoreFactory) -> None:
+    async with Host(mods=[MOD], model=replying(tag("task.create", '{"title": "later"}')), store=any_store()) as h:
         chat = await h.sessions.create()
         (proposed,) = (await h.submit(chat, "go")).actions
-    async with Host(mods=[MOD], store=reopenable()) as h:
+    async with Host(mods=[MOD], store=any_store()) as h:
         assert [a.id for a in await h.pending_actions(chat.id)] == [proposed.id]
         assert (await h.confirm(proposed.id)).text == "created task 'later'"
-    async with Host(mods=[MOD], store=reopenable()) as h:
+    async with Host(mods=[MOD], store=any_store()) as h:
         assert await h.pending_actions(chat.id) == []
         with pytest.raises(ActionStateError, match="already confirmed"):
             await h.confirm(proposed.id)
     assert [r[0] for r in ran] == ["later"]
 
 
-async def test_an_action_whose_mod_is_not_loaded_cannot_be_confirmed(reopenable: StoreFactory) -> None:
-    async with Host(mods=[MOD], model=replying(tag("task.create", '{"title": "x"}')), store=reopenable()) as h:
+async def test_an_action_whose_mod_is_not_loaded_cannot_be_confirmed(any_store: StoreFactory) -> None:
+    async with Host(mods=[MOD], model=replying(tag("task.create", '{"title": "x"}')), store=any_store()) as h:
         chat = await h.sessions.create()
         (proposed,) = (await h.submit(chat, "go")).actions
-    async with Host(store=reopenable()) as h:
+    async with Host(store=any_store()) as h:
         with pytest.raises(ActionStateError, match="mod 'tasks', which this host has not loaded"):
             await h.confirm(proposed.id)
         await h.dismiss(proposed.id)  # it can still be dropped

@@ -1,0 +1,37 @@
+"""What every `PostgresStore` module builds its SQL from: column lists, placeholders and
+the step of a transaction (a statement with what its refusal means)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from ._sqlite import _Table
+
+__all__ = ["Refused", "Step", "cols", "marks"]
+
+
+def cols(table: _Table, alias: str = "") -> str:
+    """The table's columns, comma-separated (each prefixed by ``alias``)."""
+    return ", ".join(f"{alias}{c}" for c in table.columns)
+
+
+def marks(n: int) -> str:
+    """``n`` psycopg placeholders, comma-separated."""
+    return ", ".join("%s" for _ in range(n))
+
+
+@attrs.frozen
+class Step:
+    """One statement of a transaction; ``refusal`` says what a constraint (or, with
+    ``expect='change'``, changing or returning no row) means."""
+
+    sql: str
+    params: tuple[object, ...]
+    refusal: str
+    expect: Literal["any", "change"] = "any"
+
+
+class Refused(Exception):
+    """A step was refused (raised inside a transaction, turned into a `StoreError`)."""
