@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -21,8 +22,22 @@ from pathlib import Path
 
 import anyio
 
-from host_sim import Host, LineageArtifact, LineageEdge, MemoryStore, SessionNode, SessionRecord, SqliteStore, Store
+from host_sim import (
+    Host,
+    LineageArtifact,
+    LineageEdge,
+    MemoryStore,
+    PostgresStore,
+    SessionNode,
+    SessionRecord,
+    SqliteStore,
+    Store,
+)
 from modular_sdk import RootLineage, SessionId
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from host.postgres_server import PostgresServer, find_binaries  # noqa: E402
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 USERS_OF_THE_CARD = 5
@@ -57,7 +72,7 @@ async def _fill(store: Store, size: int) -> None:
                 to_session_id=record.id,
                 relation="used_result_of",
                 created_at=NOW,
-                artifact=LineageArtifact(type="canvas_card", source_id=card, label=None),
+                artifact=LineageArtifact(type="canvas_card", source_id=card, label=f"card {card}"),
             )
         )
     await store.close()
@@ -76,18 +91,33 @@ async def _query_time(store: Store, calls: int) -> float:
 
 
 async def main(sizes: list[int]) -> None:
+    memories: dict[int, MemoryStore] = {}  # reopening is using the same object
     kinds: dict[str, Callable[[Path, int], Store]] = {
-        "MemoryStore": lambda folder, size: MemoryStore(),
+        "MemoryStore": lambda folder, size: memories.setdefault(size, MemoryStore()),
         "SqliteStore": lambda folder, size: SqliteStore(folder / f"store-{size}.sqlite"),
     }
+    binaries = find_binaries()
+    server = None if binaries is None else PostgresServer(binaries, durable=True)
+    if server is not None:
+        dsns: dict[int, str] = {}
+        kinds["PostgresStore"] = lambda folder, size: PostgresStore(dsns.setdefault(size, server.database("artifact")))
+    else:
+        print("(PostgreSQL binaries not installed: PostgresStore skipped)")
     print(f"find_by_artifact of one card used by {USERS_OF_THE_CARD} sessions, among N other sessions' cards")
+    try:
+        await _each(kinds, sizes)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+async def _each(kinds: dict[str, Callable[[Path, int], Store]], sizes: list[int]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for kind, make in kinds.items():
             medians: list[float] = []
             for size in sizes:
-                store = make(Path(tmp), size)
-                await _fill(store, size)
-                medians.append(await _query_time(store, 300))
+                await _fill(make(Path(tmp), size), size)
+                medians.append(await _query_time(make(Path(tmp), size), 300))
                 print(f"  {kind:12} N = {size:>7,}: {medians[-1] * 1e6:8.1f} us")
             print(f"  {kind:12} ratio N = {sizes[-1]:,} / N = {sizes[0]:,}: {medians[-1] / medians[0]:.2f}x (target <= 1.5x)")
 
