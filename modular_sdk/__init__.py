@@ -57,6 +57,7 @@ from ._mod import PaletteCommand as PaletteCommand
 from ._mod import SlashCommand as SlashCommand
 from ._mod import Tool as Tool
 from ._mod import View as View
+from ._mod import Widget as Widget
 from ._mod import action as action
 from ._mod import agent as agent
 from ._mod import before_action as before_action
@@ -66,6 +67,7 @@ from ._mod import effect as effect
 from ._mod import slash_command as slash_command
 from ._mod import tool as tool
 from ._mod import view as view
+from ._mod import widget as widget
 from ._protocols import ActionContext as ActionContext
 from ._protocols import AgentHandle as AgentHandle
 from ._protocols import AiAgents as AiAgents
@@ -143,6 +145,7 @@ __all__ = [
     "UnknownTurnError",
     "UserAuthor",
     "View",
+    "Widget",
     "action",
     "agent",
     "before_action",
@@ -154,6 +157,7 @@ __all__ = [
     "tool",
     "to_json",
     "view",
+    "widget",
 ]
 
 def _publish() -> None:

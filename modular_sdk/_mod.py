@@ -45,6 +45,7 @@ __all__ = [
     "SlashCommand",
     "Tool",
     "View",
+    "Widget",
     "action",
     "agent",
     "before_action",
@@ -54,6 +55,7 @@ __all__ = [
     "slash_command",
     "tool",
     "view",
+    "widget",
 ]
 
 IdT = TypeVar("IdT", bound=str, covariant=True)
@@ -370,6 +372,52 @@ class Action(Generic[InputT]):
         object.__setattr__(self, "payload_schema", schema)
 
 
+@attrs.frozen(kw_only=True)
+class Widget(Generic[InputT]):
+    """A small renderer contribution shown inside a chat for one session: a status line, a
+    progress bar, a card. Immutable; make one with `widget`.
+
+    It runs in the renderer lane with the same limits as a `View` (no host handles; a
+    timeout). Its input is ``data_type``, an attrs class: JSON data given to the host is
+    structured into it strictly (never coerced) before ``render(data)`` sees it.
+    ``data_schema`` is the JSON Schema of ``data_type``, derived at construction.
+    """
+
+    id: str
+    description: str
+    data_type: builtins.type[InputT]
+    render: Callable[[InputT], str]
+    data_schema: FrozenJsonObject = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        problems = (
+            check_id("id", self.id, "widget id")
+            + check_text("description", self.description)
+            + check_handler("render", self.render, ("data",), define="def")
+        )
+        schema: FrozenJsonObject = {}
+        if not (isinstance(self.data_type, type) and attrs.has(self.data_type)):
+            problems.append(
+                Problem(
+                    "data_type",
+                    self.data_type,
+                    f"data_type must be an attrs class (@attrs.frozen), got {show(self.data_type)}; "
+                    "declare the widget's data fields on an attrs class",
+                )
+            )
+        else:
+            try:
+                schema = freeze_object(json_schema(self.data_type), type_name="the widget data schema")
+            except (SchemaError, SerializationError) as exc:
+                problems.append(Problem("data_type", self.data_type, str(exc)))
+        _raise_own(f"widget(id={show(self.id)})", problems)
+        object.__setattr__(self, "data_schema", schema)
+
+
+def _widgets(value: Iterable[Widget[Any]]) -> tuple[Widget[Any], ...]:
+    return _items(value)
+
+
 def _actions(value: Iterable[Action[Any]]) -> tuple[Action[Any], ...]:
     return _items(value)
 
@@ -405,6 +453,7 @@ class Mod:
     effects: tuple[Effect, ...] = attrs.field(default=(), converter=_effects)
     views: tuple[View[Any], ...] = attrs.field(default=(), converter=_views)
     actions: tuple[Action[Any], ...] = attrs.field(default=(), converter=_actions)
+    widgets: tuple[Widget[Any], ...] = attrs.field(default=(), converter=_widgets)
 
     def __attrs_post_init__(self) -> None:
         raise_problems(f"define_mod(id={show(self.id)})", _mod_problems(self))
@@ -498,6 +547,12 @@ def _mod_problems(mod: Mod) -> list[Problem]:
     problems += _duplicates(
         "actions", [(i, a.type) for i, a in enumerate(mod.actions) if isinstance(a, Action)], "action type"
     )
+    problems += _collection_problems("widgets", mod.widgets, "widget(...)")
+    for index, w in enumerate(mod.widgets):
+        problems += _typed(f"widgets[{index}]", w, Widget, "made by widget")
+    problems += _duplicates(
+        "widgets", [(i, w.id) for i, w in enumerate(mod.widgets) if isinstance(w, Widget)], "widget id"
+    )
     return problems
 
 
@@ -590,6 +645,23 @@ def view(*, id: str, title: str, render: Callable[[DataT], str]) -> View[DataT]:
     return View(id=id, title=title, render=render)
 
 
+def widget(
+    *, id: str, description: str, data_type: type[RecordT], render: Callable[[RecordT], str]
+) -> Widget[RecordT]:
+    """Declare a widget for ``define_mod(widgets=[...])``: a small rendering shown inside a
+    chat for one session, ``render(data) -> str`` in the renderer lane.
+
+    ``data_type`` is an attrs class; the host structures JSON data into it strictly before
+    ``render`` sees it (``host.render_widget(id, session, data)``), and a model may place
+    one in its reply as ``<mod-widget type="<id>">{json}</mod-widget>``. Raises
+    `ModDefinitionError` for a bad id, an empty description, a data type that is not an
+    attrs class, or a ``render`` that cannot take ``(data)``.
+
+    >>> progress = widget(id="progress", description="Task progress", data_type=Progress, render=bar)
+    """
+    return Widget(id=id, description=description, data_type=data_type, render=render)
+
+
 def action(
     *,
     type: str,
@@ -620,13 +692,15 @@ def define_mod(
     effects: Sequence[Effect] = (),
     views: Sequence[View[Any]] = (),
     actions: Sequence[Action[Any]] = (),
+    widgets: Sequence[Widget[Any]] = (),
     id: str | None = None,
 ) -> Mod:
     """The entry point of the SDK: gather a mod's declarations into one frozen `Mod`.
 
     Returns data: registers nothing, starts nothing, touches no host state, does no I/O;
     equal inputs give equal values. ``actions`` are what the model may propose for the
-    user to confirm (see `action`). ``id`` defaults to the slug of
+    user to confirm (see `action`); ``widgets`` small renderings shown inside a chat (see
+    `widget`). ``id`` defaults to the slug of
     ``metadata.display_name`` (``"Background Tasks"`` -> ``"background-tasks"``).
     Raises one `ModDefinitionError` listing every problem (duplicate ids, hook targets that
     are neither a `HostAction` nor ``"command:<own id>"``, ...).
@@ -655,4 +729,5 @@ def define_mod(
         effects=effects,
         views=views,
         actions=actions,
+        widgets=widgets,
     )

@@ -262,6 +262,8 @@ class Host:
         """Slash-command typeahead for what the user typed so far (``"/ta"``), best first."""
     async def render_view(self, view_id: str, data: object) -> ViewResult:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""
+    async def render_widget(self, widget_id: str, session: SessionHandle | SessionId | str, data: object) -> ViewResult:
+        """Render a widget for one session in the renderer lane: ``data`` (JSON data, or an"""
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """The session's history as text: its turns (authors and notifications marked) and the"""
     def subscribe(self, *, buffer: int = 1000) -> AbstractAsyncContextManager[EventStream]:
@@ -470,6 +472,7 @@ class Manifest:
     effects: tuple[EffectEntry, ...] = ()
     views: tuple[ViewEntry, ...] = ()
     actions: tuple[ActionEntry, ...] = ()
+    widgets: tuple[WidgetEntry, ...] = ()
     def to_data(self) -> JsonObject:
         """The manifest as plain JSON data (dicts, lists, strings, numbers, None)."""
     def to_json(self) -> str:
@@ -1171,7 +1174,7 @@ from modular_sdk import UnknownTurnError as UnknownTurnError  # re-exported, one
 
 @attrs.frozen(kw_only=True)
 class ViewResult:
-    """What ``host.render_view`` gives back: the text, or the error that replaced it. Immutable."""
+    """What ``host.render_view`` and ``host.render_widget`` give back: the text, or the error"""
     text: str
     error: str | None = None
 

@@ -335,6 +335,7 @@ class Mod:
     effects: tuple[Effect, ...] = attrs.field(default=(), converter=_effects)
     views: tuple[View[Any], ...] = attrs.field(default=(), converter=_views)
     actions: tuple[Action[Any], ...] = attrs.field(default=(), converter=_actions)
+    widgets: tuple[Widget[Any], ...] = attrs.field(default=(), converter=_widgets)
 
 
 @attrs.frozen(kw_only=True)
@@ -529,6 +530,16 @@ class View(Generic[DataT]):
     render: Callable[[DataT], str]
 
 
+@attrs.frozen(kw_only=True)
+class Widget(Generic[InputT]):
+    """A small renderer contribution shown inside a chat for one session: a status line, a"""
+    id: str
+    description: str
+    data_type: builtins.type[InputT]
+    render: Callable[[InputT], str]
+    data_schema: FrozenJsonObject = attrs.field(init=False, eq=False, repr=False)
+
+
 def action(*, type: str, description: str, payload_type: type[RecordT], run: Callable[[RecordT, ActionContext], object]) -> Action[RecordT]:
     """Declare an action the model may propose and the user must confirm, for ``define_mod(actions=[...])``."""
 
@@ -541,7 +552,7 @@ def before_action(target: TargetT_inv, handle: HookHandle) -> BeforeActionHook[T
 def command(*, id: IdT_inv, title: str, run: CommandRun) -> PaletteCommand[IdT_inv]:
     """Declare a palette command: workbench work with no session; ``run(ctx)``."""
 
-def define_mod(*, metadata: ModMetadata, commands: Sequence[AnyCommand] = (), ai: AiContributions | None = None, hooks: Sequence[BeforeActionHook[str]] = (), effects: Sequence[Effect] = (), views: Sequence[View[Any]] = (), actions: Sequence[Action[Any]] = (), id: str | None = None) -> Mod:
+def define_mod(*, metadata: ModMetadata, commands: Sequence[AnyCommand] = (), ai: AiContributions | None = None, hooks: Sequence[BeforeActionHook[str]] = (), effects: Sequence[Effect] = (), views: Sequence[View[Any]] = (), actions: Sequence[Action[Any]] = (), widgets: Sequence[Widget[Any]] = (), id: str | None = None) -> Mod:
     """The entry point of the SDK: gather a mod's declarations into one frozen `Mod`."""
 
 def effect(*, id: str, activate: Callable[[EffectContext], object]) -> Effect:
@@ -566,6 +577,9 @@ def to_json(value: object) -> str:
 
 def view(*, id: str, title: str, render: Callable[[DataT], str]) -> View[DataT]:
     """Declare a renderer-lane view: ``render(data) -> str``, with no session access."""
+
+def widget(*, id: str, description: str, data_type: type[RecordT], render: Callable[[RecordT], str]) -> Widget[RecordT]:
+    """Declare a widget for ``define_mod(widgets=[...])``: a small rendering shown inside a"""
 
 
 # -- Not exported, referenced above --------------------------------------------------

@@ -18,7 +18,7 @@ import modular_sdk
 
 # API.md section 2: the authoring import block, and the names its prose relies on
 AUTHORING = {
-    "define_mod", "slash_command", "command", "tool", "agent", "before_action", "effect", "view",
+    "define_mod", "slash_command", "command", "tool", "agent", "before_action", "effect", "view", "widget",
     "ModMetadata", "AiContributions", "SlashCommandContext",
     "AiSessionHandle", "AiTurnHandle", "AiPromptMessage", "AiNotificationMessage",
     "AiSessionDisplayMetadata", "AiRunResult",
@@ -51,7 +51,7 @@ EXTRAS = {
     "HOST_ACTIONS", "Action", "ActionContext", "Agent", "AgentHandle", "AiAgents", "AiContext", "AiSessions",
     "AnyCommand", "Author", "BeforeActionHook", "CommandContext", "Effect", "EffectContext",
     "HookDecision", "InvalidArgumentError", "PaletteCommand", "SerializationError", "SpawnTrigger", "Tool",
-    "ToolContext", "TurnStatus", "View", "from_json", "to_json",
+    "ToolContext", "TurnStatus", "View", "Widget", "from_json", "to_json",
 }  # fmt: skip
 
 PINNED = [
@@ -66,9 +66,9 @@ PINNED = [
     "PaletteCommand", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
     "SerializationError", "SessionId", "SlashCommand", "SlashCommandContext",
     "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolContext", "ToolTrigger",
-    "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "UserAuthor", "View",
+    "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "UserAuthor", "View", "Widget",
     "action", "agent", "before_action", "command", "define_mod", "effect", "from_json",
-    "slash_command", "to_json", "tool", "view",
+    "slash_command", "to_json", "tool", "view", "widget",
 ]  # fmt: skip
 
 # What the `_` modules declare but keep inside the package (helpers for the host and the

@@ -23,6 +23,7 @@ from ._manifest import SlashCommandEntry as SlashCommandEntry
 from ._manifest import ToolEntry as ToolEntry
 from ._manifest import ActionEntry as ActionEntry
 from ._manifest import ViewEntry as ViewEntry
+from ._manifest import WidgetEntry as WidgetEntry
 from ._manifest import manifest_from_mod as manifest_from_mod
 from ._sandbox import build_manifest as build_manifest
 from ._sandbox import build_manifest_async as build_manifest_async
@@ -44,6 +45,7 @@ __all__ = [
     "ToolEntry",
     "ActionEntry",
     "ViewEntry",
+    "WidgetEntry",
     "build_manifest",
     "build_manifest_async",
     "check_drift",

@@ -30,6 +30,7 @@ __all__ = [
     "SlashCommandEntry",
     "ToolEntry",
     "ViewEntry",
+    "WidgetEntry",
     "manifest_from_mod",
 ]
 
@@ -126,6 +127,15 @@ class ActionEntry:
     payload_schema: FrozenJsonObject = attrs.field(hash=False, converter=_frozen_schema)
 
 
+@attrs.frozen(kw_only=True)
+class WidgetEntry:
+    """A widget shown inside a chat: its id, description and the JSON Schema of its data. Immutable."""
+
+    id: str
+    description: str
+    data_schema: FrozenJsonObject = attrs.field(hash=False, converter=_frozen_schema)
+
+
 def _version(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or value != MANIFEST_VERSION:
         raise SerializationError(
@@ -155,6 +165,7 @@ class Manifest:
     effects: tuple[EffectEntry, ...] = ()
     views: tuple[ViewEntry, ...] = ()
     actions: tuple[ActionEntry, ...] = ()  # absent from manifests made before actions: read as none
+    widgets: tuple[WidgetEntry, ...] = ()  # absent from manifests made before widgets: read as none
 
     def to_data(self) -> JsonObject:
         """The manifest as plain JSON data (dicts, lists, strings, numbers, None)."""
@@ -257,4 +268,5 @@ def manifest_from_mod(mod: Mod) -> Manifest:
         actions=tuple(
             ActionEntry(type=a.type, description=a.description, payload_schema=a.payload_schema) for a in mod.actions
         ),
+        widgets=tuple(WidgetEntry(id=w.id, description=w.description, data_schema=w.data_schema) for w in mod.widgets),
     )

@@ -52,6 +52,7 @@ from modular_sdk import (
     TurnId,
     UnknownSessionError,
     View,
+    Widget,
 )
 from modular_sdk._json import structure, unstructure
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
@@ -111,6 +112,7 @@ class ModTables:
     host_hooks: dict[str, list[tuple[Mod, BeforeActionHook[str]]]]
     command_hooks: dict[tuple[str, str], list[tuple[Mod, BeforeActionHook[str]]]]
     views: dict[str, tuple[Mod, View[object]]]
+    widgets: dict[str, tuple[Mod, Widget[object]]]
 
     @classmethod
     def build(
@@ -134,6 +136,7 @@ class ModTables:
         tools: dict[str, tuple[Mod, Tool[object]]] = {}
         agents: dict[str, tuple[Mod, Agent]] = {}
         views: dict[str, tuple[Mod, View[object]]] = {}
+        widgets: dict[str, tuple[Mod, Widget[object]]] = {}
         host_hooks: dict[str, list[tuple[Mod, BeforeActionHook[str]]]] = {}
         command_hooks: dict[tuple[str, str], list[tuple[Mod, BeforeActionHook[str]]]] = {}
 
@@ -148,6 +151,7 @@ class ModTables:
             out += [(tools, t.name, t, "tool") for t in mod.ai.tools]
             out += [(agents, a.id, a, "agent") for a in mod.ai.agents]
             out += [(views, v.id, v, "view") for v in mod.views]
+            out += [(widgets, w.id, w, "widget") for w in mod.widgets]
             return out
 
         for at, mod in enumerate(mods):
@@ -191,6 +195,7 @@ class ModTables:
             host_hooks=host_hooks,
             command_hooks=command_hooks,
             views=views,
+            widgets=widgets,
         )
         return tables, tuple(skipped)
 

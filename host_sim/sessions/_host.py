@@ -28,7 +28,7 @@ from modular_sdk import (
 
 from ..lanes._calling import USER, HandlerFrame
 from ..lanes._ext_host import HandlerFailed, call_handler
-from ..lanes._renderer import ViewResult, render
+from ..lanes._renderer import ViewResult, render, render_widget
 from ..lineage._graph import LineageGraph
 from ..models._echo import EchoModel
 from ..models._protocol import Model
@@ -581,6 +581,24 @@ class Host:
             return ViewResult(text=message, error=message)
         mod, declared = entry
         return await render(mod.id, declared, data, timeout=self._handler_timeout)
+
+    async def render_widget(self, widget_id: str, session: SessionHandle | SessionId | str, data: object) -> ViewResult:
+        """Render a widget for one session in the renderer lane: ``data`` (JSON data, or an
+        instance of the widget's data type) is structured strictly into its data type, then
+        ``render(data)`` runs with no session access.
+
+        Raises `modular_sdk.UnknownSessionError` for an unknown session; an unknown widget,
+        data that does not fit, or a failing ``render`` give a `ViewResult` with ``error``.
+        """
+        engine = self._open()
+        await self._session(session)  # the chat it is shown in must exist
+        entry = engine.tables.widgets.get(widget_id) if isinstance(widget_id, str) else None
+        if entry is None:
+            known = sorted(engine.tables.widgets)
+            message = f"unknown widget {widget_id!r} (widgets: {', '.join(map(repr, known)) or 'none loaded'})"
+            return ViewResult(text=message, error=message)
+        mod, declared = entry
+        return await render_widget(mod.id, declared, data, timeout=self._handler_timeout)
 
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """The session's history as text: its turns (authors and notifications marked) and the

@@ -61,6 +61,7 @@ from modular_sdk import (
     to_json,
     tool,
     view,
+    widget,
 )
 from modular_sdk._json import structure, unstructure
 
@@ -196,6 +197,10 @@ METADATA = ModMetadata(display_name="Tasks", description="Run tasks")
 TASK = slash_command(id="task", description="Run a task", run=run_task)
 SEARCH = tool(name="search", description="Search", input_type=SearchInput, run=search)
 
+def render_found(data: SearchInput) -> str:
+    return "found"
+
+
 CREATE = action(type="task.create", description="Create a task", payload_type=SearchInput, run=create_task)
 
 CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
@@ -210,6 +215,7 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
             "actions": [CREATE],
             "effects": [effect(id="watch", activate=watch)],
             "views": [view(id="count", title="Count", render=render)],
+            "widgets": [widget(id="found", description="Search results", data_type=SearchInput, render=render_found)],
             "id": "tasks",
         },
     ),
@@ -221,6 +227,7 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
     "before_action": (before_action, {"target": "session.fork", "handle": allow}),
     "effect": (effect, {"id": "watch", "activate": watch}),
     "view": (view, {"id": "count", "title": "Count", "render": render}),
+    "widget": (widget, {"id": "found", "description": "Search results", "data_type": SearchInput, "render": render_found}),
     "ModMetadata": (ModMetadata, {"display_name": "Tasks", "description": "Run tasks"}),
     "AiContributions": (AiContributions, {"tools": [SEARCH], "agents": [agent(id="helper", description="Helps")]}),
     "AiPromptMessage": (AiPromptMessage, {"text": "Refactor the parser"}),
@@ -251,7 +258,17 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
         },
     ),
     "Deny": (Deny, {"reason": "not now"}),
-    "ActionEvent": (ActionEvent, {"action": "session.fork", "session_id": SessionId("s-1"), "author": UserAuthor()}),
+    "ActionEvent": (
+        ActionEvent,
+        {
+            "action": "session.fork",
+            "session_id": SessionId("s-1"),
+            "author": UserAuthor(),
+            "anchor_ordinal": 3,
+            "anchor_turn_id": "turn-3",
+            "trigger": None,
+        },
+    ),
     "AiRunResult": (AiRunResult, {"text": "done", "turn": None}),
 }
 NO_FIELDS = [modular_sdk.UserAuthor, modular_sdk.RootLineage, modular_sdk.Allow]
@@ -263,9 +280,9 @@ def test_every_public_constructor_is_covered() -> None:
         name
         for name in modular_sdk.__all__
         if (isinstance(getattr(modular_sdk, name), type) and attrs.has(getattr(modular_sdk, name)))
-        or name in {"define_mod", "slash_command", "command", "tool", "agent", "before_action", "effect", "view", "action"}
+        or name in {"define_mod", "slash_command", "command", "tool", "agent", "before_action", "effect", "view", "widget", "action"}
     }
-    made_by_a_function = {"SlashCommand", "PaletteCommand", "Tool", "Agent", "BeforeActionHook", "Effect", "View", "Action"}
+    made_by_a_function = {"SlashCommand", "PaletteCommand", "Tool", "Agent", "BeforeActionHook", "Effect", "View", "Widget", "Action"}
     assert public - made_by_a_function == set(CONSTRUCTORS) | {cls.__name__ for cls in NO_FIELDS}
 
 
