@@ -14,12 +14,16 @@ from collections.abc import Callable, Sequence
 
 __all__ = ["main"]
 
+DISTRIBUTION = "modular-chat-sdk"
+"""The name this project has on the package index (``pip install modular-chat-sdk``); the
+import packages are ``modular_sdk`` and ``host_sim``. ``modular-sdk`` there is another project."""
+
 SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage", "fsck", "forget", "emit", "trace")
 
 
 def _version() -> str:
     try:
-        return importlib.metadata.version("modular-sdk")
+        return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:  # run from a checkout without installing
         return "(not installed)"
 

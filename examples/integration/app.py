@@ -23,7 +23,7 @@ cookie or token check in `user_of`); a user sees only the sessions tagged with t
 ``GET /events?session=&limit=``             server-sent events of the user's sessions
 ==========================================  ===============================================
 
-Run it (``pip install 'modular-sdk[examples]' uvicorn``)::
+Run it (``pip install 'modular-chat-sdk[examples]' uvicorn``)::
 
     CHAT_STORE=chat.sqlite uvicorn --factory examples.integration.app:from_environment
 

@@ -42,7 +42,7 @@ def _backend(text: str) -> str:
     if text == "trio" and importlib.util.find_spec("trio") is None:
         raise argparse.ArgumentTypeError(
             "'trio' needs the trio package, which is not installed here; install it "
-            "(pip install trio, or the dev extras: pip install 'modular-sdk[dev]') "
+            "(pip install trio, or the dev extras: pip install 'modular-chat-sdk[dev]') "
             "or use --backend asyncio"
         )
     return text
