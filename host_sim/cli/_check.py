@@ -14,6 +14,7 @@ from modular_sdk import ManifestBuildError
 
 from ..fold import Manifest, build_manifest_async, check_drift, load_mod
 from ..fold._manifest import dump_json
+from ._endings import stops_on_ctrl_c
 from ._options import add_timeout
 
 __all__ = ["CheckResult", "check", "register", "run"]
@@ -137,6 +138,6 @@ def run(args: argparse.Namespace) -> int:
     """Check every spec, print the report; exit 0 when every mod passes, else 1."""
     specs: list[str] = args.specs
     timeout: float = args.timeout
-    results = anyio.run(lambda: check(specs, timeout=timeout))
+    results = anyio.run(stops_on_ctrl_c, lambda: check(specs, timeout=timeout))
     sys.stdout.write(render_json(results) if args.json else render_text(results))
     return 0 if all(r.ok for r in results) else 1

@@ -11,6 +11,7 @@ from modular_sdk import SessionId
 from .._examples.background_tasks import mod as task_mod
 from ..lineage._render import render_lineage_tree, select_lineage_chain
 from ..sessions._handles import SessionHandle
+from ._endings import stops_on_ctrl_c
 from ._model_option import add_model_options, chosen_model
 from ._options import add_backend, add_store, open_store
 from ._session_io import make_host, report_error
@@ -74,7 +75,8 @@ async def demo(args: argparse.Namespace) -> str:
 def _main(args: argparse.Namespace) -> int:
     backend: str = args.backend
     try:
-        print(anyio.run(demo, args, backend=backend))
+        text = anyio.run(stops_on_ctrl_c, lambda: demo(args), backend=backend)
     except BaseException as exc:  # noqa: BLE001 - report_error re-raises what it does not own
         return report_error("demo", exc)
+    print(text)
     return 0

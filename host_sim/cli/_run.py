@@ -20,6 +20,7 @@ import attrs
 from modular_sdk import UnknownSessionError
 
 from ..sessions._host import Submission
+from ._endings import stops_on_ctrl_c
 from ._model_option import add_model_options, chosen_model
 from ._observe import Notified, Observation, ObservedModel, ToolLog, ToolReturned, describe, with_tool_calls
 from ._options import add_backend, add_store, add_timeout, open_store
@@ -205,7 +206,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.session and args.no_store:
         parser.error(f"--session {args.session} continues a stored session: drop --no-store")
     try:
-        code: int = anyio.run(run, args, backend=args.backend)
+        code: int = anyio.run(stops_on_ctrl_c, lambda: run(args), backend=args.backend)
     except BaseException as exc:  # noqa: BLE001 - report_error re-raises what it does not own
         return report_error("run", exc)
     return code
