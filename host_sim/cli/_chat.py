@@ -163,28 +163,28 @@ class Chat:
 
     async def serve(self) -> None:
         """Open the host, run each submitted line in the task group until `finish`."""
-        store, _ = open_store(self._args)
         model = chosen_model(self._args)
         self._streaming = callable(getattr(model, "stream", None))  # its replies print as deltas
         try:
-            async with make_host(self._args.specs, store=store, timeout=self._args.timeout, model=model) as host:
-                session = await host.sessions.create()
-                self._session_id = session.id
-                self.host = host
-                self.commands = sorted(host.completions("/"), key=lambda c: c.name)
-                async with anyio.create_task_group() as watching:
-                    await watching.start(self._watch, host)
-                    self.show(f"session {session.id}; type /? for commands, /quit to leave")
-                    self.ready.set()
-                    async with anyio.create_task_group() as tg:
-                        async with self._receive:
-                            async for text in self._receive:
-                                scope = anyio.CancelScope()
-                                self._next += 1
-                                self._running[self._next] = (text, scope)
-                                tg.start_soon(self._one, host, session.id, text, self._next, scope)
-                    await anyio.sleep(0.05)  # the watcher shows what the last lines published
-                    watching.cancel_scope.cancel()
+            with open_store(self._args) as (store, _):
+                async with make_host(self._args.specs, store=store, timeout=self._args.timeout, model=model) as host:
+                    session = await host.sessions.create()
+                    self._session_id = session.id
+                    self.host = host
+                    self.commands = sorted(host.completions("/"), key=lambda c: c.name)
+                    async with anyio.create_task_group() as watching:
+                        await watching.start(self._watch, host)
+                        self.show(f"session {session.id}; type /? for commands, /quit to leave")
+                        self.ready.set()
+                        async with anyio.create_task_group() as tg:
+                            async with self._receive:
+                                async for text in self._receive:
+                                    scope = anyio.CancelScope()
+                                    self._next += 1
+                                    self._running[self._next] = (text, scope)
+                                    tg.start_soon(self._one, host, session.id, text, self._next, scope)
+                        await anyio.sleep(0.05)  # the watcher shows what the last lines published
+                        watching.cancel_scope.cancel()
         finally:
             self.ready.set()
 

@@ -37,35 +37,35 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 async def demo(args: argparse.Namespace) -> str:
     """Run the scenario and return what the command prints."""
-    store, path = open_store(args)
     out: list[str] = []
-    async with make_host([task_mod], store=store, timeout=30.0, model=chosen_model(args)) as host:
-        chat = await host.sessions.create()
-        out.append(f"$ (in session {chat.id}) Refactor the parser")
-        first = await host.submit(chat, "Refactor the parser")
-        out.append(first.text)
-        out.append(f"$ (in session {chat.id}) /task write the tests")
-        started = await host.submit(chat, "/task write the tests")
-        out.append(started.text)
-        # The store may hold earlier runs: show this run's sessions only (the chat's tree).
-        everything = []
-        frontier: list[SessionHandle] = [chat]
-        while frontier:
-            handle = frontier.pop(0)
-            everything.append(handle._state.record)
-            frontier += [c for c in await handle.children() if isinstance(c, SessionHandle)]
-        records = select_lineage_chain(everything, SessionId(chat.id))
-        counts: dict[SessionId, int] = {}
-        for record in records:
-            session = await host.sessions.get(record.id)
-            label = session.metadata.label if session.metadata else "chat"
-            counts[record.id] = len(await session.turns())
+    with open_store(args) as (store, path):
+        async with make_host([task_mod], store=store, timeout=30.0, model=chosen_model(args)) as host:
+            chat = await host.sessions.create()
+            out.append(f"$ (in session {chat.id}) Refactor the parser")
+            first = await host.submit(chat, "Refactor the parser")
+            out.append(first.text)
+            out.append(f"$ (in session {chat.id}) /task write the tests")
+            started = await host.submit(chat, "/task write the tests")
+            out.append(started.text)
+            # The store may hold earlier runs: show this run's sessions only (the chat's tree).
+            everything = []
+            frontier: list[SessionHandle] = [chat]
+            while frontier:
+                handle = frontier.pop(0)
+                everything.append(handle._state.record)
+                frontier += [c for c in await handle.children() if isinstance(c, SessionHandle)]
+            records = select_lineage_chain(everything, SessionId(chat.id))
+            counts: dict[SessionId, int] = {}
+            for record in records:
+                session = await host.sessions.get(record.id)
+                label = session.metadata.label if session.metadata else "chat"
+                counts[record.id] = len(await session.turns())
+                out.append("")
+                out.append(f"== transcript of {session.id} ({label}, {session.lineage.kind}) ==")
+                out.append(await host.transcript(session))
             out.append("")
-            out.append(f"== transcript of {session.id} ({label}, {session.lineage.kind}) ==")
-            out.append(await host.transcript(session))
-        out.append("")
-        out.append("== lineage ==")
-        out.append(render_lineage_tree(records, counts))
+            out.append("== lineage ==")
+            out.append(render_lineage_tree(records, counts))
     if path is not None:
         out.append("")
         out.append(f"(sessions kept in {path}; draw them with: host-sim lineage --html lineage.html)")

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 import anyio
 import attrs
 
-from ..stores._errors import StoreError
+from ..stores._errors import StoreError, StoreLockedError
 from ..stores._invariants import Violation, check, repair as repair_store
 from ..stores._postgres import PostgresStore, redact
 from ..stores._protocol import Store
@@ -33,6 +33,7 @@ from ..stores._records import StoredState
 from ..stores._sqlite import SqliteStore
 from ..stores._traces import TraceStore, check_traces, derive_trace_index
 from ._lineage import DEFAULT_STORE
+from ._options import check_writable, held_store_advice
 
 __all__ = ["register", "run_fsck"]
 
@@ -111,7 +112,12 @@ def run_fsck(args: argparse.Namespace) -> int:
     path: str = args.store
     shown = redact(path) if _is_url(path) else path
     try:
+        if args.repair and not _is_url(path):
+            check_writable(path)
         found, left = anyio.run(_fsck, path, args.repair, _utc_now)
+    except StoreLockedError as exc:
+        print(f"host-sim fsck: {held_store_advice(exc)}", file=sys.stderr)
+        return 1
     except StoreError as exc:
         print(f"host-sim fsck: {exc}", file=sys.stderr)
         return 1

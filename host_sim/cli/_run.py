@@ -147,51 +147,51 @@ async def run(args: argparse.Namespace) -> int:
             print(f"  (notification: {first})", flush=True)
 
     chat_id = ""
-    store, store_path = open_store(args)
-    model = ObservedModel(chosen_model(args), report)
-    async with make_host(args.specs, store=store, timeout=args.timeout, model=model) as host:
-        if args.session:
-            try:
-                chat = await host.sessions.get(args.session)
-            except UnknownSessionError:
-                print(
-                    f"host-sim run: no session {args.session!r} in the store {store_path!r}; "
-                    f"list its sessions with: host-sim lineage --store {store_path}",
-                    file=sys.stderr,
-                )
-                return 1
-        else:
-            chat = await host.sessions.create()
-        chat_id = chat.id
-        print(f"session {chat.id}")
-        for step in steps:
-            if step.kind == "message":
-                print(f"> {step.value}", flush=True)
-                advice = misplaced_palette(host, step.value)
-                if advice is not None:
-                    print(f"error: {advice}")
-                    failed = True
-                    continue
-                text = step.value
-                submission: Submission = await _with_progress(text, lambda: host.submit(chat, text), sys.stderr)
-                print(format_submission(submission))
-                failed = failed or submission.error is not None
-            elif step.kind == "palette":
-                print(f"> palette {step.value}", flush=True)
-                command = step.value
-                submission = await _with_progress(command, lambda: host.run_command(command), sys.stderr)
-                print(format_submission(submission))
-                failed = failed or submission.error is not None
+    with open_store(args) as (store, store_path):
+        model = ObservedModel(chosen_model(args), report)
+        async with make_host(args.specs, store=store, timeout=args.timeout, model=model) as host:
+            if args.session:
+                try:
+                    chat = await host.sessions.get(args.session)
+                except UnknownSessionError:
+                    print(
+                        f"host-sim run: no session {args.session!r} in the store {store_path!r}; "
+                        f"list its sessions with: host-sim lineage --store {store_path}",
+                        file=sys.stderr,
+                    )
+                    return 1
             else:
-                print(f"> view {step.value}", flush=True)
-                view, data = step.value, json.loads(step.data or "null")
-                shown = await _with_progress(view, lambda: host.render_view(view, data), sys.stderr)
-                print(f"error: {shown.error}" if shown.error is not None else shown.text)
-                failed = failed or shown.error is not None
-        if args.transcript:
-            print(f"\n== transcript of {chat.id} ==")
-            ordinals = {turn.ordinal: log.of(turn.message) for turn in await chat.turns()}
-            print(with_tool_calls(await host.transcript(chat), ordinals))
+                chat = await host.sessions.create()
+            chat_id = chat.id
+            print(f"session {chat.id}")
+            for step in steps:
+                if step.kind == "message":
+                    print(f"> {step.value}", flush=True)
+                    advice = misplaced_palette(host, step.value)
+                    if advice is not None:
+                        print(f"error: {advice}")
+                        failed = True
+                        continue
+                    text = step.value
+                    submission: Submission = await _with_progress(text, lambda: host.submit(chat, text), sys.stderr)
+                    print(format_submission(submission))
+                    failed = failed or submission.error is not None
+                elif step.kind == "palette":
+                    print(f"> palette {step.value}", flush=True)
+                    command = step.value
+                    submission = await _with_progress(command, lambda: host.run_command(command), sys.stderr)
+                    print(format_submission(submission))
+                    failed = failed or submission.error is not None
+                else:
+                    print(f"> view {step.value}", flush=True)
+                    view, data = step.value, json.loads(step.data or "null")
+                    shown = await _with_progress(view, lambda: host.render_view(view, data), sys.stderr)
+                    print(f"error: {shown.error}" if shown.error is not None else shown.text)
+                    failed = failed or shown.error is not None
+            if args.transcript:
+                print(f"\n== transcript of {chat.id} ==")
+                ordinals = {turn.ordinal: log.of(turn.message) for turn in await chat.turns()}
+                print(with_tool_calls(await host.transcript(chat), ordinals))
     return 1 if failed else 0
 
 

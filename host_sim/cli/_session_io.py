@@ -12,7 +12,9 @@ from ..models._echo import EchoModel
 from ..models._protocol import Model
 from ..sessions._host import Host, Submission
 from ..stores._protocol import Store
+from ..stores._errors import StoreLockedError
 from ._endings import early_ending
+from ._options import held_store_advice
 
 __all__ = ["format_submission", "make_host", "misplaced_palette", "report_error"]
 
@@ -42,6 +44,9 @@ def report_error(command: str, exc: BaseException, stream: TextIO | None = None)
     if isinstance(exc, BaseExceptionGroup):
         for sub in exc.exceptions:
             report_error(command, sub, stream)
+        return 1
+    if isinstance(exc, StoreLockedError):
+        print(f"host-sim {command}: {held_store_advice(exc)}", file=stream)
         return 1
     if isinstance(exc, (ModularError, OSError)):
         print(f"host-sim {command}: {exc}", file=stream)

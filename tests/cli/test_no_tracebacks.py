@@ -9,6 +9,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -185,24 +186,26 @@ def _a_turn_id(installed: Installed, cwd: Path) -> str:
 class _Started:
     """A ``host-sim`` in a process group of its own, as a shell starts a foreground job."""
 
-    def __init__(self, installed: Installed, cwd: Path, *args: str, stdin: int | None = None) -> None:
+    def __init__(self, installed: Installed | None, cwd: Path, *args: str, stdin: int | None = None) -> None:
+        command = [installed.host_sim] if installed is not None else [sys.executable, "-m", "host_sim"]
         self.proc = subprocess.Popen(
-            [installed.host_sim, *args], cwd=cwd, stdin=subprocess.DEVNULL if stdin is None else stdin,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), start_new_session=True,
+            [*command, *args], cwd=cwd, stdin=subprocess.DEVNULL if stdin is None else stdin,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0, env=clean_env(), start_new_session=True,
         )  # fmt: skip
-        self.out = ""
+        self._out = b""
 
     def wait_for(self, text: str, timeout: float = 60) -> None:
-        """Read standard output until ``text`` shows (the command got that far)."""
+        """Read standard output (unbuffered: select sees every byte) until ``text`` shows."""
         assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
-        while text not in self.out:
-            assert time.monotonic() < deadline, f"{text!r} never printed; got {self.out!r}"
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+        while text.encode() not in self._out:
+            assert time.monotonic() < deadline, f"{text!r} never printed; got {self._out!r}"
+            ready, _, _ = select.select([fd], [], [], 0.2)
             if ready:
-                line = self.proc.stdout.readline()
-                assert line, f"the command ended before printing {text!r}: {self.out!r}"
-                self.out += line
+                chunk = os.read(fd, 65536)
+                assert chunk, f"the command ended before printing {text!r}: {self._out!r}"
+                self._out += chunk
 
     def ctrl_c(self) -> None:
         """What the terminal does on Ctrl-C: SIGINT to the whole foreground process group."""
@@ -210,7 +213,7 @@ class _Started:
 
     def finish(self, timeout: float = 30) -> Result:
         out, err = self.proc.communicate(timeout=timeout)
-        return Result(code=self.proc.returncode, out=self.out + out, err=err)
+        return Result(code=self.proc.returncode, out=(self._out + out).decode(), err=err.decode())
 
 
 def _interrupted(result: Result, command: str) -> None:
@@ -248,12 +251,13 @@ def test_ctrl_c_while_run_loads_its_mods_ends_in_one_line(installed: Installed, 
     assert not (user_dir / ".host-sim").exists()
 
 
-def test_ctrl_c_in_demo_stops_the_whole_demo(installed: Installed, user_dir: Path) -> None:
+def test_ctrl_c_in_demo_stops_the_whole_demo(user_dir: Path) -> None:
+    """On a model that never answers (an OpenAI-compatible server: httpx, so the dev install)."""
     with socket.socket() as server:  # a model server that accepts and never answers
         server.bind(("127.0.0.1", 0))
         server.listen()
         port = server.getsockname()[1]
-        started = _Started(installed, user_dir, "demo", "--no-store", "--model", f"openai:slow@http://127.0.0.1:{port}/v1")
+        started = _Started(None, user_dir, "demo", "--no-store", "--model", f"openai:slow@http://127.0.0.1:{port}/v1")
         server.settimeout(60)
         connection, _ = server.accept()  # the first turn asked the model
         with connection:
