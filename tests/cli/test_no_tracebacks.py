@@ -93,6 +93,7 @@ def test_session_with_no_store_is_a_usage_error(installed: Installed, user_dir: 
 
 
 def test_an_unknown_session_names_the_store_and_how_to_list_it(installed: Installed, user_dir: Path) -> None:
+    assert host_sim(installed, user_dir, "demo").code == 0
     result = host_sim(installed, user_dir, "run", "-m", "hi", "--session", "ses_nope")
     no_traceback(result)
     assert result.code == 1
