@@ -92,13 +92,16 @@ async def check(specs: Sequence[str], *, timeout: float = 10.0) -> list[CheckRes
 
 
 def _summary(manifest: Manifest) -> str:
+    """``1 command, 2 tools, 1 action``: every kind of contribution the manifest holds.
+
+    Read from the manifest's own fields (each tuple of entries), so a kind added to the
+    manifest is counted here without anyone remembering to.
+    """
     counts = [
-        (len(manifest.commands), "command"),
-        (len(manifest.tools), "tool"),
-        (len(manifest.agents), "agent"),
-        (len(manifest.hooks), "hook"),
-        (len(manifest.effects), "effect"),
-        (len(manifest.views), "view"),
+        (len(value), field.name[:-1])
+        for field in attrs.fields(Manifest)
+        for value in [getattr(manifest, field.name)]
+        if isinstance(value, tuple) and field.name.endswith("s")
     ]
     return ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in counts if n)
 
