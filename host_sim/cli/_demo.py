@@ -8,7 +8,7 @@ import anyio
 
 from modular_sdk import SessionId
 
-from .._examples.background_tasks import mod as task_mod
+from ..examples.background_tasks import mod as task_mod
 from ..lineage._render import render_lineage_tree, select_lineage_chain
 from ..sessions._handles import SessionHandle
 from ._endings import stops_on_ctrl_c
@@ -23,8 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "demo",
         help="run the /task scenario offline and print transcripts and lineage",
-        description="Run the /task example (shipped in the package; examples/background_tasks.py "
-        "is its readable copy) on the built-in offline EchoModel: one prompt, then "
+        description="Run the /task example (host_sim.examples.background_tasks, shipped in the "
+        "package) on the built-in offline EchoModel: one prompt, then "
         "'/task write the tests'; print every session's transcript and the lineage tree. "
         "The sessions are kept in the store (see --store), so host-sim lineage shows them. "
         "--model runs it on a real or recorded model instead.",

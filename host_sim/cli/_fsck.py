@@ -44,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "fsck",
         help="check a store's invariants (and repair its derived data)",
         description=(
-            "Check every invariant of a SQLite store: fork anchors exist and are completed, "
+            "Check every invariant of a store (a SQLite file, or a PostgreSQL database given as a "
+            "postgresql:// URL): fork anchors exist and are completed, "
             "ordinals are unique and contiguous, depth = parent depth + 1, no turn is left "
             "running, and the lineage index is what the session and turn records imply. "
             "Exits 1 listing each violation. With --repair, mark interrupted turns failed and "

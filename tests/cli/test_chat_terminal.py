@@ -30,7 +30,7 @@ def test_tab_after_slash_s_completes_the_prefix_match_not_a_fuzzy_one(chat: Term
 
 
 def test_tab_after_slash_t_keeps_what_was_typed(installed: Installed, user_dir: Path) -> None:
-    terminal = Terminal(installed, user_dir, "chat", "--no-store", str(ROOT / "examples" / "background_tasks.py"), WORKBENCH)
+    terminal = Terminal(installed, user_dir, "chat", "--no-store", str(ROOT / "host_sim" / "examples" / "background_tasks.py"), WORKBENCH)
     try:
         terminal.expect("> ")
         terminal.type("/t\t")

@@ -84,7 +84,7 @@ def test_a_model_base_url_that_is_not_http_is_refused(installed: Installed, user
 
 
 def test_check_counts_every_kind_of_contribution_actions_too(installed: Installed, user_dir: Path) -> None:
-    (user_dir / "proposals.py").write_bytes((ROOT / "examples" / "proposals.py").read_bytes())
+    (user_dir / "proposals.py").write_bytes((ROOT / "host_sim" / "examples" / "proposals.py").read_bytes())
     result = host_sim(installed, user_dir, "check", "proposals.py")
     assert result.code == 0, result.out + result.err
     assert result.out.startswith("ok      proposals.py: proposals (1 tool, 1 action)\n")
