@@ -25,7 +25,7 @@ def test_every_example_exists_once_in_the_tree_no_copies() -> None:
 
 
 def test_the_shipped_examples_are_mod_specs_from_any_folder(installed: Installed, user_dir: Path) -> None:
-    result = host_sim(installed, user_dir, "run", "host_sim.examples.background_tasks", "--no-store", "-m", "/task write the tests")
+    result = host_sim(installed, user_dir, "run", "host_sim.examples.background_tasks", "--no-store", "-m", "Refactor the parser", "-m", "/task write the tests")
     no_traceback(result)
     assert result.code == 0, result.err
     assert "Started task ses_" in result.out
