@@ -19,10 +19,10 @@ from typing import Literal, TextIO, TypeVar
 import anyio
 import attrs
 
-from modular_sdk import SerializationError, UnknownSessionError
+from modular_sdk import Mod, SerializationError, UnknownSessionError
 from modular_sdk._json import structure
 
-from ..sessions._host import Host, Submission
+from ..sessions._host import Submission
 from ._endings import stops_on_ctrl_c
 from ._model_option import add_model_options, chosen_model
 from ._observe import Notified, Observation, ObservedModel, ToolLog, ToolReturned, describe, with_tool_calls
@@ -189,7 +189,7 @@ async def run(args: argparse.Namespace) -> int:
                     print(f"> view {step.value}", flush=True)
                     view = step.value
                     try:
-                        data = view_data(host, view, json.loads(step.data or "null"))
+                        data = view_data(host.mods, view, json.loads(step.data or "null"))
                     except SerializationError as exc:
                         print(f"error: --data {step.data} does not fit view {view!r}: {exc}")
                         failed = True
@@ -204,7 +204,7 @@ async def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def view_data(host: Host, view_id: str, data: object) -> object:
+def view_data(mods: Sequence[Mod], view_id: str, data: object) -> object:
     """``data`` (parsed JSON) as the view's ``render`` takes it.
 
     When ``render``'s parameter is annotated with an attrs class (``def progress_bar(data:
@@ -213,7 +213,7 @@ def view_data(host: Host, view_id: str, data: object) -> object:
     (no annotation, ``object``, ``dict``, a list ...) the render gets the JSON as parsed.
     Raises `SerializationError` naming the field when the JSON does not fit the class.
     """
-    for mod in host.mods:
+    for mod in mods:
         for declared in mod.views:
             if declared.id == view_id:
                 wanted = _data_type(declared.render)

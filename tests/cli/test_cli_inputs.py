@@ -5,7 +5,14 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from modular_sdk import ModMetadata, SerializationError, define_mod, view
+
+from host_sim.cli._run import view_data
 
 from ._support import ROOT, Installed, host_sim, no_traceback
 
@@ -96,3 +103,48 @@ def test_the_demo_tree_draws_task_report_as_the_child_of_task(installed: Install
     tree = result.out.split("== lineage ==\n", 1)[1].splitlines()
     assert tree[1].startswith("└── ses_") and tree[1].endswith('fork@0  "Task"  2 turns')
     assert tree[2].startswith("    ↳ ses_") and tree[2].endswith('fork@1  "Task report"  3 turns')
+
+
+@attrs.frozen
+class Progress:
+    done: int
+    total: int
+
+
+def _bar(data: Progress) -> str:
+    return f"{data.done}/{data.total}"
+
+
+def _any(data: object) -> str:
+    return repr(data)
+
+
+BOARD = define_mod(
+    metadata=ModMetadata(display_name="Board", description="Typed and untyped views"),
+    views=[view(id="progress", title="Progress", render=_bar), view(id="any", title="Any", render=_any)],
+)
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=JSON | st.fixed_dictionaries({"done": JSON, "total": JSON}, optional={"extra": JSON}))
+def test_any_json_for_a_typed_view_is_its_type_or_an_error_naming_what_does_not_fit(value: object) -> None:
+    try:
+        got = view_data([BOARD], "progress", value)
+    except SerializationError as exc:
+        assert "Progress" in str(exc), str(exc)  # names the type the data must fit
+    else:
+        assert isinstance(got, Progress) and type(got.done) is int and type(got.total) is int
+        assert value == {"done": got.done, "total": got.total}
+
+
+@settings(max_examples=100, deadline=None)
+@given(value=JSON)
+def test_a_view_without_a_type_and_an_unknown_view_get_the_json_unchanged(value: object) -> None:
+    assert view_data([BOARD], "any", value) is value
+    assert view_data([BOARD], "nope", value) is value
