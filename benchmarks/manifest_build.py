@@ -1,6 +1,6 @@
 """Whole-process cost of the sandboxed manifest build against a plain import.
 
-For every mod in ``examples/``, prints the median wall time of ``build_manifest(path)``
+For every mod in ``host_sim/examples/``, prints the median wall time of ``build_manifest(path)``
 (spawning the sandbox child, setting its resource limits, importing the mod under the
 purity guard, deriving the manifest, reading the report back) and of running
 ``python -c "import <module>"`` as a subprocess from the project root, and their ratio.
@@ -53,9 +53,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="timed runs per measurement (median)")
     args = parser.parse_args()
-    examples = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+    examples = sorted(p for p in (ROOT / "host_sim" / "examples").glob("*.py") if not p.name.startswith("_"))
     if not examples:
-        print("no examples found in examples/")
+        print("no examples found in host_sim/examples/")
         return 1
     print(f"{'mod':<28} {'python -c import':>17} {'build_manifest':>15} {'ratio':>7}")
     ratios = []

@@ -11,26 +11,48 @@ import importlib
 import importlib.metadata
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn, cast
+
+from .cli._endings import early_ending, quiet_stdout, say_interrupted
 
 __all__ = ["main"]
+
+DISTRIBUTION = "modular-chat-sdk"
+"""The name this project has on the package index (``pip install modular-chat-sdk``); the
+import packages are ``modular_sdk`` and ``host_sim``. ``modular-sdk`` there is another project."""
 
 SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage", "fsck", "forget", "emit", "trace")
 
 
 def _version() -> str:
     try:
-        return importlib.metadata.version("modular-sdk")
+        return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:  # run from a checkout without installing
         return "(not installed)"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error's message first and a pointer to ``--help`` after it.
+
+    argparse prints the whole usage (six lines for ``run``) before the message; the
+    message is what the user needs, so it comes first and alone.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n(all options: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="host-sim",
-        description="Run modular-sdk mods in the host simulator.",
+        description="Run modular_sdk mods in the host simulator.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Every subparser is a _Parser too (argparse makes them of the parent's class).
+    sub = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND"),
+    )
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"host_sim.cli._{name}")
         register: Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None] = (
@@ -41,11 +63,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (default: ``sys.argv[1:]``), run the subcommand, return its exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler: Callable[[argparse.Namespace], int] = args.handler
-    return handler(args)
+    """Parse ``argv`` (default: ``sys.argv[1:]``), run the subcommand, return its exit code.
+
+    Never a traceback for the two ways a user ends a command early: a closed standard
+    output (``host-sim lineage --json | head -1``) ends quietly with status 0, as ``cat``
+    does; Ctrl-C ends with one line on standard error and status 130 (128 + SIGINT).
+    """
+    command = "host-sim"
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        command = f"host-sim {args.command}"
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        code = handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BaseException as exc:  # noqa: BLE001 - only the two endings below are handled
+        ending = early_ending(exc)
+        if ending == "pipe closed":
+            quiet_stdout()
+            return 0
+        if ending == "interrupted":
+            say_interrupted(command)
+            return 130
+        raise
 
 
 if __name__ == "__main__":

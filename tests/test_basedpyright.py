@@ -1,4 +1,4 @@
-"""basedpyright (what most editors show mod authors) in strict mode over examples/ and the docs.
+"""basedpyright (what most editors show mod authors) in strict mode over host_sim/examples/ and the docs.
 
 The public types must need no ``# type: ignore`` in user code: every example and every
 Markdown block (except those documented to fail type-checking) passes strict mode.
@@ -32,7 +32,7 @@ def test_examples_and_docs_pass_basedpyright_strict(tmp_path: Path) -> None:
         "venvPath": str(Path(sys.prefix).parent),
         "venv": Path(sys.prefix).name,
         "extraPaths": [str(tmp_path / "docs"), str(mdcheck.ROOT)],
-        "include": [str(mdcheck.ROOT / "examples"), *(str(p.path) for p in checked)],
+        "include": [str(mdcheck.ROOT / "host_sim" / "examples"), *(str(p.path) for p in checked)],
     }
     (tmp_path / "pyrightconfig.json").write_text(json.dumps(config), encoding="utf-8")
     done = subprocess.run(

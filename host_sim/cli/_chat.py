@@ -163,28 +163,28 @@ class Chat:
 
     async def serve(self) -> None:
         """Open the host, run each submitted line in the task group until `finish`."""
-        store, _ = open_store(self._args)
         model = chosen_model(self._args)
         self._streaming = callable(getattr(model, "stream", None))  # its replies print as deltas
         try:
-            async with make_host(self._args.specs, store=store, timeout=self._args.timeout, model=model) as host:
-                session = await host.sessions.create()
-                self._session_id = session.id
-                self.host = host
-                self.commands = sorted(host.completions("/"), key=lambda c: c.name)
-                async with anyio.create_task_group() as watching:
-                    await watching.start(self._watch, host)
-                    self.show(f"session {session.id}; type /? for commands, /quit to leave")
-                    self.ready.set()
-                    async with anyio.create_task_group() as tg:
-                        async with self._receive:
-                            async for text in self._receive:
-                                scope = anyio.CancelScope()
-                                self._next += 1
-                                self._running[self._next] = (text, scope)
-                                tg.start_soon(self._one, host, session.id, text, self._next, scope)
-                    await anyio.sleep(0.05)  # the watcher shows what the last lines published
-                    watching.cancel_scope.cancel()
+            with open_store(self._args) as (store, _):
+                async with make_host(self._args.specs, store=store, timeout=self._args.timeout, model=model) as host:
+                    session = await host.sessions.create()
+                    self._session_id = session.id
+                    self.host = host
+                    self.commands = sorted(host.completions("/"), key=lambda c: c.name)
+                    async with anyio.create_task_group() as watching:
+                        await watching.start(self._watch, host)
+                        self.show(f"session {session.id}; type /? for commands, /quit to leave")
+                        self.ready.set()
+                        async with anyio.create_task_group() as tg:
+                            async with self._receive:
+                                async for text in self._receive:
+                                    scope = anyio.CancelScope()
+                                    self._next += 1
+                                    self._running[self._next] = (text, scope)
+                                    tg.start_soon(self._one, host, session.id, text, self._next, scope)
+                        await anyio.sleep(0.05)  # the watcher shows what the last lines published
+                        watching.cancel_scope.cancel()
         finally:
             self.ready.set()
 
@@ -213,12 +213,13 @@ class Chat:
         await self._send.send(text)
 
     async def submit_and_wait(self, text: str) -> None:
-        """Run ``text`` and print what it shows before returning."""
+        """Run ``text`` and print what it shows before returning (Ctrl-C cancels it too)."""
         host = self.host
         assert host is not None
-        submission = await host.submit(self._session_id, text)
-        if not (self._streaming and submission.kind == "prompt" and submission.error is None):
-            self.show(format_submission(submission))
+        scope = anyio.CancelScope()
+        self._next += 1
+        self._running[self._next] = (text, scope)
+        await self._one(host, self._session_id, text, self._next, scope)
 
     async def finish(self) -> None:
         """No more lines: `serve` returns once the running ones are done."""
@@ -284,34 +285,39 @@ def _one_line(chat: Chat, portal: anyio.from_thread.BlockingPortal, read: Callab
     return True
 
 
-def converse(chat: Chat, portal: anyio.from_thread.BlockingPortal, read: Callable[[str], str], interactive: bool) -> None:
+def converse(chat: Chat, portal: anyio.from_thread.BlockingPortal, read: Callable[[str], str], interactive: bool) -> bool:
     """The main thread's loop: read lines, hand them to the chat, handle Ctrl-C and the end.
 
     Ctrl-C cancels the running commands; with none running it clears the line, and a
-    second one in a row leaves.
+    second one in a row leaves. When standard input is not a terminal (a script), every
+    Ctrl-C counts, whatever ran between: the first cancels the running line, the second
+    leaves. True when
+    Ctrl-C ended the chat.
     """
     interrupts = 0
     while True:
         try:
             if not _one_line(chat, portal, read, interactive):
                 break
-            interrupts = 0
+            if interactive:  # a script's lines do not take back a Ctrl-C
+                interrupts = 0
         except KeyboardInterrupt:
             running = portal.call(chat.running)
+            interrupts = 1 if running and interactive else interrupts + 1
+            if interrupts >= 2:
+                portal.call(chat.cancel_running)
+                return True
             if running:
-                interrupts = 0
                 # Said before cancelling, so it comes before what the cancelled commands print.
                 print(f"^C cancelling {running} running command{'s' if running != 1 else ''}", flush=True)
                 portal.call(chat.cancel_running)
+                interrupts = 0 if interactive else interrupts
                 continue
-            interrupts += 1
-            if interrupts >= 2:
-                print()
-                break
-            print("^C (Ctrl-C again or Ctrl-D to leave)")
+            print("^C (Ctrl-C again or Ctrl-D to leave)", flush=True)
     waiting = portal.call(chat.running)
     if waiting and interactive:
         chat.show(f"waiting for {waiting} running command{'s' if waiting != 1 else ''} (Ctrl-C cancels)")
+    return False
 
 
 def _read_line(prompt: str) -> str:
@@ -339,7 +345,11 @@ def _loop_thread(backend: str) -> Iterator[anyio.from_thread.BlockingPortal]:
 
 
 def run_chat(args: argparse.Namespace, read: Callable[[str], str] | None = None) -> int:
-    """Run the chat until /quit, end of input or two Ctrl-C; exit 0 (1 if the host failed)."""
+    """Run the chat until /quit or end of input (exit 0; 1 if the host failed), or two Ctrl-C.
+
+    Ctrl-C that ends the chat raises `KeyboardInterrupt` once the host has closed, for
+    ``host-sim``'s one line and status 130.
+    """
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     reader: Callable[[str], str] = read if read is not None else (input if interactive else _read_line)
     chat = Chat(args, sys.stdout, interactive and read is None)
@@ -352,11 +362,12 @@ def run_chat(args: argparse.Namespace, read: Callable[[str], str] | None = None)
             _install_completer(chat)
         try:
             try:
-                converse(chat, portal, reader, interactive and read is None)
+                left_by_ctrl_c = converse(chat, portal, reader, interactive and read is None)
             finally:
                 portal.call(chat.finish)
             served.result()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # while the running commands finished: cancel them, close
+            left_by_ctrl_c = True
             portal.call(chat.cancel_running)
             try:
                 served.result()
@@ -364,6 +375,8 @@ def run_chat(args: argparse.Namespace, read: Callable[[str], str] | None = None)
                 return report_error("chat", exc)
         except BaseException as exc:  # noqa: BLE001 - report_error re-raises what it does not own
             return report_error("chat", exc)
+    if left_by_ctrl_c:
+        raise KeyboardInterrupt
     return 0
 
 

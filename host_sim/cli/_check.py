@@ -14,6 +14,7 @@ from modular_sdk import ManifestBuildError
 
 from ..fold import Manifest, build_manifest_async, check_drift, load_mod
 from ..fold._manifest import dump_json
+from ._endings import stops_on_ctrl_c
 from ._options import add_timeout
 
 __all__ = ["CheckResult", "check", "register", "run"]
@@ -91,13 +92,16 @@ async def check(specs: Sequence[str], *, timeout: float = 10.0) -> list[CheckRes
 
 
 def _summary(manifest: Manifest) -> str:
+    """``1 command, 2 tools, 1 action``: every kind of contribution the manifest holds.
+
+    Read from the manifest's own fields (each tuple of entries), so a kind added to the
+    manifest is counted here without anyone remembering to.
+    """
     counts = [
-        (len(manifest.commands), "command"),
-        (len(manifest.tools), "tool"),
-        (len(manifest.agents), "agent"),
-        (len(manifest.hooks), "hook"),
-        (len(manifest.effects), "effect"),
-        (len(manifest.views), "view"),
+        (len(value), field.name[:-1])
+        for field in attrs.fields(Manifest)
+        for value in [getattr(manifest, field.name)]
+        if isinstance(value, tuple) and field.name.endswith("s")
     ]
     return ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in counts if n)
 
@@ -137,6 +141,6 @@ def run(args: argparse.Namespace) -> int:
     """Check every spec, print the report; exit 0 when every mod passes, else 1."""
     specs: list[str] = args.specs
     timeout: float = args.timeout
-    results = anyio.run(lambda: check(specs, timeout=timeout))
+    results = anyio.run(stops_on_ctrl_c, lambda: check(specs, timeout=timeout))
     sys.stdout.write(render_json(results) if args.json else render_text(results))
     return 0 if all(r.ok for r in results) else 1

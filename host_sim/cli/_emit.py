@@ -4,7 +4,8 @@ What a git hook or another process runs to tell a host what really happened. ``T
 ``output`` or ``commit``; ``JSON`` holds the other fields (``{"session_id": ..., "output_id":
 ..., "kind": ...}`` or ``{"output_id": ..., "commit": ...}``). The event is written whole
 or not at all (`host_sim.write_event`); the host (``Host(spool=DIR)``) applies it at most
-once. Prints the event id. Exit status 0 when written, 2 for a bad event.
+once. Prints the event id. Exit status 0 when written, 2 for a bad event or a spool
+folder that does not exist (emit never creates one).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Write one event to the spool directory a host consumes (Host(spool=DIR)). TYPE is "
             "'output' (JSON: session_id, output_id, kind) or 'commit' (JSON: output_id, commit). "
             "The file appears whole or not at all; the host applies it at most once. Prints the "
-            "event id."
+            "event id. The spool folder must exist (a host makes it when it starts): emit never "
+            "creates it, so a mistyped path is an error rather than events no host reads."
         ),
     )
     parser.add_argument(
@@ -58,6 +60,15 @@ def run_emit(args: argparse.Namespace) -> int:
         return 2
     if "type" in fields and fields["type"] != args.type:
         print(f"host-sim emit: TYPE is {args.type!r} but JSON says 'type': {fields['type']!r}; drop it from JSON", file=sys.stderr)
+        return 2
+    if not os.path.isdir(args.spool):
+        what = "is not a folder" if os.path.exists(args.spool) else "does not exist"
+        print(
+            f"host-sim emit: the spool {args.spool!r} {what}; a host makes its spool folder when it "
+            "starts (Host(spool=DIR)), so check the path: an event written elsewhere is one no host "
+            "reads (create the folder yourself, mkdir -p DIR, if no host has started yet)",
+            file=sys.stderr,
+        )
         return 2
     event = {**fields, "type": args.type}
     if args.id is not None:

@@ -24,10 +24,10 @@ from modular_sdk import UnknownTurnError
 
 from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin, TurnRef, backward, forget, forward
 from ..lineage._types import LineageEdge
-from ..stores._errors import StoreError
+from ..stores._errors import StoreError, StoreLockedError
 from ..stores._protocol import Store
 from ..stores._sqlite import SqliteStore
-from ._options import DEFAULT_STORE, default_store_path
+from ._options import DEFAULT_STORE, check_writable, default_store_path, held_store_advice
 
 __all__ = ["print_provenance", "register"]
 
@@ -96,9 +96,13 @@ def run_forget(args: argparse.Namespace) -> int:
         return await forget(store, args.id, dry_run=not args.yes, now=_utc_now, applied=lambda records: None)
 
     try:
+        if args.yes:
+            check_writable(path)
         result = _open(path, write=args.yes, use=plan)
     except UnknownTurnError as exc:
         return _fail(prog, f"{exc} (in {path!r})")
+    except StoreLockedError as exc:
+        return _fail(prog, held_store_advice(exc))
     except (StoreError, ValueError) as exc:
         return _fail(prog, str(exc))
     if args.json:

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 import anyio
 import attrs
 
-from ..stores._errors import StoreError
+from ..stores._errors import StoreError, StoreLockedError
 from ..stores._invariants import Violation, check, repair as repair_store
 from ..stores._postgres import PostgresStore, redact
 from ..stores._protocol import Store
@@ -33,6 +33,7 @@ from ..stores._records import StoredState
 from ..stores._sqlite import SqliteStore
 from ..stores._traces import TraceStore, check_traces, derive_trace_index
 from ._lineage import DEFAULT_STORE
+from ._options import check_writable, held_store_advice
 
 __all__ = ["register", "run_fsck"]
 
@@ -43,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "fsck",
         help="check a store's invariants (and repair its derived data)",
         description=(
-            "Check every invariant of a SQLite store: fork anchors exist and are completed, "
+            "Check every invariant of a store (a SQLite file, or a PostgreSQL database given as a "
+            "postgresql:// URL): fork anchors exist and are completed, "
             "ordinals are unique and contiguous, depth = parent depth + 1, no turn is left "
             "running, and the lineage index is what the session and turn records imply. "
             "Exits 1 listing each violation. With --repair, mark interrupted turns failed and "
@@ -111,7 +113,12 @@ def run_fsck(args: argparse.Namespace) -> int:
     path: str = args.store
     shown = redact(path) if _is_url(path) else path
     try:
+        if args.repair and not _is_url(path):
+            check_writable(path)
         found, left = anyio.run(_fsck, path, args.repair, _utc_now)
+    except StoreLockedError as exc:
+        print(f"host-sim fsck: {held_store_advice(exc)}", file=sys.stderr)
+        return 1
     except StoreError as exc:
         print(f"host-sim fsck: {exc}", file=sys.stderr)
         return 1

@@ -1,8 +1,8 @@
 """``--model SPEC`` and ``--record CASSETTE``: which model answers turns, and recording it.
 
 ``--model`` takes ``echo`` (the default, offline), ``openai:MODEL`` or
-``openai:MODEL@BASE_URL`` (any OpenAI-compatible server; the key comes from
-``$OPENAI_API_KEY``) or ``replay:CASSETTE``. ``--record CASSETTE`` writes every model call
+``openai:MODEL@BASE_URL`` (any OpenAI-compatible server at an ``http://`` or ``https://``
+URL; the key comes from ``$OPENAI_API_KEY``) or ``replay:CASSETTE``. ``--record CASSETTE`` writes every model call
 of the run to a cassette. Everything is checked while argparse parses (the cassette to
 replay is read then), so a bad spec is a usage error (exit 2) naming it, never a traceback.
 """
@@ -38,6 +38,13 @@ def model_spec(text: str) -> Model:
                 raise argparse.ArgumentTypeError(
                     f"{text!r} names no model; pass openai:MODEL, e.g. openai:gpt-4o-mini or "
                     "openai:llama3.2@http://localhost:11434/v1"
+                )
+            if base_url is None and "@" in name:
+                tail = name.rpartition("@")[2]
+                raise argparse.ArgumentTypeError(
+                    f"{text!r}: {tail!r} after '@' is not an http:// or https:// URL; pass "
+                    "openai:MODEL@http://HOST:PORT/v1 (a model name that holds '@' takes its base "
+                    "URL after it: openai:NAME@https://api.openai.com/v1)"
                 )
             if base_url is None:
                 return OpenAIModel(name)

@@ -7,11 +7,15 @@ the value and says what to pass instead, never a traceback from deep inside a ru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import math
 import os
+import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
+from ..stores._errors import StoreError, StoreLockedError
 from ..stores._memory import MemoryStore
 from ..stores._protocol import Store
 from ..stores._sqlite import SqliteStore
@@ -21,7 +25,9 @@ __all__ = [
     "add_backend",
     "add_store",
     "add_timeout",
+    "check_writable",
     "default_store_path",
+    "held_store_advice",
     "open_store",
     "seconds",
 ]
@@ -42,7 +48,7 @@ def _backend(text: str) -> str:
     if text == "trio" and importlib.util.find_spec("trio") is None:
         raise argparse.ArgumentTypeError(
             "'trio' needs the trio package, which is not installed here; install it "
-            "(pip install trio, or the dev extras: pip install 'modular-sdk[dev]') "
+            "(pip install trio, or the dev extras: pip install 'modular-chat-sdk[dev]') "
             "or use --backend asyncio"
         )
     return text
@@ -99,16 +105,58 @@ def add_store(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_store(args: argparse.Namespace) -> tuple[Store, str | None]:
+@contextlib.contextmanager
+def open_store(args: argparse.Namespace) -> Iterator[tuple[Store, str | None]]:
     """The store ``--store``/``--no-store`` ask for, and its path (``None`` in memory).
 
-    Only the default store's folder is created (``.host-sim/``); an explicit path whose
-    folder is missing is refused by `SqliteStore`, as sqlite3 and git refuse one.
+    Only the default store's folder is created (``.host-sim/``), and only for a run that
+    keeps something in it: when the run fails before its store was opened (a mod that
+    does not load, Ctrl-C), the folder it made is removed again, empty as it was made. An
+    explicit path whose folder is missing is refused by `SqliteStore`, as sqlite3 and git
+    refuse one.
     """
     if getattr(args, "no_store", False):
-        return MemoryStore(), None
+        yield MemoryStore(), None
+        return
     explicit: str | None = args.store
     path = explicit if explicit is not None else default_store_path()
-    if explicit is None and path == DEFAULT_STORE:
-        Path(path).parent.mkdir(exist_ok=True)
-    return SqliteStore(Path(path)), path
+    check_writable(path, session=getattr(args, "session", None))
+    folder = Path(path).parent
+    made = explicit is None and path == DEFAULT_STORE and not folder.exists()
+    if made:
+        folder.mkdir()
+    try:
+        yield SqliteStore(Path(path)), path
+    finally:
+        if made:
+            with contextlib.suppress(OSError):  # not empty: the run kept its sessions there
+                folder.rmdir()
+
+
+def check_writable(path: str, *, session: str | None = None) -> None:
+    """Refuse, with advice a shell user can follow, a store this command cannot write."""
+    shown = shlex.quote(path)
+    if session is not None and not Path(path).exists():
+        raise StoreError(
+            f"no session {session!r}: there is no store at {path!r} yet (nothing has run with it); "
+            f"drop --session to start a session, or pass --store PATH of the store that holds it",
+            path=path,
+        )
+    if Path(path).is_file() and not os.access(path, os.W_OK):
+        raise StoreError(
+            f"the store {path!r} is read-only (this process may not write it); give it write "
+            f"permission (chmod u+w {shown}), or pass another --store PATH or --no-store; "
+            f"host-sim lineage --store {shown} reads it as it is",
+            path=path,
+        )
+
+
+def held_store_advice(exc: StoreLockedError) -> str:
+    """What a shell user can do about a store another host holds (the error's own advice is Python's)."""
+    who = f"process {exc.pid}" if exc.pid is not None else "another process"
+    shown = shlex.quote(exc.path or "")
+    return (
+        f"the store {exc.path!r} is in use by another host ({who}): one host writes a SQLite store "
+        f"at a time; wait for that one to end, or pass another --store PATH or --no-store; "
+        f"host-sim lineage --store {shown} reads it meanwhile"
+    )

@@ -8,24 +8,28 @@ command when it starts with ``/``), ``--palette ID`` (a palette command) and ``-
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 import time
+import typing
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, TextIO, TypeVar
 
 import anyio
 import attrs
 
-from modular_sdk import UnknownSessionError
+from modular_sdk import Mod, SerializationError, UnknownSessionError
+from modular_sdk._json import structure
 
 from ..sessions._host import Submission
+from ._endings import stops_on_ctrl_c
 from ._model_option import add_model_options, chosen_model
 from ._observe import Notified, Observation, ObservedModel, ToolLog, ToolReturned, describe, with_tool_calls
 from ._options import add_backend, add_store, add_timeout, open_store
 from ._session_io import format_submission, make_host, misplaced_palette, report_error
 
-__all__ = ["Step", "register", "run"]
+__all__ = ["Step", "register", "run", "view_data"]
 
 T = TypeVar("T")
 
@@ -146,52 +150,86 @@ async def run(args: argparse.Namespace) -> int:
             print(f"  (notification: {first})", flush=True)
 
     chat_id = ""
-    store, store_path = open_store(args)
-    model = ObservedModel(chosen_model(args), report)
-    async with make_host(args.specs, store=store, timeout=args.timeout, model=model) as host:
-        if args.session:
-            try:
-                chat = await host.sessions.get(args.session)
-            except UnknownSessionError:
-                print(
-                    f"host-sim run: no session {args.session!r} in the store {store_path!r}; "
-                    f"list its sessions with: host-sim lineage --store {store_path}",
-                    file=sys.stderr,
-                )
-                return 1
-        else:
-            chat = await host.sessions.create()
-        chat_id = chat.id
-        print(f"session {chat.id}")
-        for step in steps:
-            if step.kind == "message":
-                print(f"> {step.value}", flush=True)
-                advice = misplaced_palette(host, step.value)
-                if advice is not None:
-                    print(f"error: {advice}")
-                    failed = True
-                    continue
-                text = step.value
-                submission: Submission = await _with_progress(text, lambda: host.submit(chat, text), sys.stderr)
-                print(format_submission(submission))
-                failed = failed or submission.error is not None
-            elif step.kind == "palette":
-                print(f"> palette {step.value}", flush=True)
-                command = step.value
-                submission = await _with_progress(command, lambda: host.run_command(command), sys.stderr)
-                print(format_submission(submission))
-                failed = failed or submission.error is not None
+    with open_store(args) as (store, store_path):
+        model = ObservedModel(chosen_model(args), report)
+        async with make_host(args.specs, store=store, timeout=args.timeout, model=model) as host:
+            if args.session:
+                try:
+                    chat = await host.sessions.get(args.session)
+                except UnknownSessionError:
+                    print(
+                        f"host-sim run: no session {args.session!r} in the store {store_path!r}; "
+                        f"list its sessions with: host-sim lineage --store {store_path}",
+                        file=sys.stderr,
+                    )
+                    return 1
             else:
-                print(f"> view {step.value}", flush=True)
-                view, data = step.value, json.loads(step.data or "null")
-                shown = await _with_progress(view, lambda: host.render_view(view, data), sys.stderr)
-                print(f"error: {shown.error}" if shown.error is not None else shown.text)
-                failed = failed or shown.error is not None
-        if args.transcript:
-            print(f"\n== transcript of {chat.id} ==")
-            ordinals = {turn.ordinal: log.of(turn.message) for turn in await chat.turns()}
-            print(with_tool_calls(await host.transcript(chat), ordinals))
+                chat = await host.sessions.create()
+            chat_id = chat.id
+            print(f"session {chat.id}")
+            for step in steps:
+                if step.kind == "message":
+                    print(f"> {step.value}", flush=True)
+                    advice = misplaced_palette(host, step.value)
+                    if advice is not None:
+                        print(f"error: {advice}")
+                        failed = True
+                        continue
+                    text = step.value
+                    submission: Submission = await _with_progress(text, lambda: host.submit(chat, text), sys.stderr)
+                    print(format_submission(submission))
+                    failed = failed or submission.error is not None
+                elif step.kind == "palette":
+                    print(f"> palette {step.value}", flush=True)
+                    command = step.value
+                    submission = await _with_progress(command, lambda: host.run_command(command), sys.stderr)
+                    print(format_submission(submission))
+                    failed = failed or submission.error is not None
+                else:
+                    print(f"> view {step.value}", flush=True)
+                    view = step.value
+                    try:
+                        data = view_data(host.mods, view, json.loads(step.data or "null"))
+                    except SerializationError as exc:
+                        print(f"error: --data {step.data} does not fit view {view!r}: {exc}")
+                        failed = True
+                        continue
+                    shown = await _with_progress(view, lambda: host.render_view(view, data), sys.stderr)
+                    print(f"error: {shown.error}" if shown.error is not None else shown.text)
+                    failed = failed or shown.error is not None
+            if args.transcript:
+                print(f"\n== transcript of {chat.id} ==")
+                ordinals = {turn.ordinal: log.of(turn.message) for turn in await chat.turns()}
+                print(with_tool_calls(await host.transcript(chat), ordinals))
     return 1 if failed else 0
+
+
+def view_data(mods: Sequence[Mod], view_id: str, data: object) -> object:
+    """``data`` (parsed JSON) as the view's ``render`` takes it.
+
+    When ``render``'s parameter is annotated with an attrs class (``def progress_bar(data:
+    Progress)``), the JSON is structured into it with the SDK's converter, so ``--data
+    '{"done": 3, "total": 4}'`` renders as ``Progress(done=3, total=4)`` would; otherwise
+    (no annotation, ``object``, ``dict``, a list ...) the render gets the JSON as parsed.
+    Raises `SerializationError` naming the field when the JSON does not fit the class.
+    """
+    for mod in mods:
+        for declared in mod.views:
+            if declared.id == view_id:
+                wanted = _data_type(declared.render)
+                return structure(data, wanted) if wanted is not None else data
+    return data  # an unknown view: render_view says so, listing the views
+
+
+def _data_type(render: Callable[..., object]) -> type | None:
+    """The attrs class ``render``'s one parameter is annotated with, if it is one."""
+    try:
+        (parameter, *_) = inspect.signature(render).parameters.values()
+        hints = typing.get_type_hints(render)
+    except (ValueError, TypeError, NameError):  # no signature, or an annotation that does not resolve
+        return None
+    wanted = hints.get(parameter.name)
+    return wanted if isinstance(wanted, type) and attrs.has(wanted) else None
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -205,7 +243,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.session and args.no_store:
         parser.error(f"--session {args.session} continues a stored session: drop --no-store")
     try:
-        code: int = anyio.run(run, args, backend=args.backend)
+        code: int = anyio.run(stops_on_ctrl_c, lambda: run(args), backend=args.backend)
     except BaseException as exc:  # noqa: BLE001 - report_error re-raises what it does not own
         return report_error("run", exc)
     return code

@@ -12,6 +12,9 @@ from ..models._echo import EchoModel
 from ..models._protocol import Model
 from ..sessions._host import Host, Submission
 from ..stores._protocol import Store
+from ..stores._errors import StoreLockedError
+from ._endings import early_ending
+from ._options import held_store_advice
 
 __all__ = ["format_submission", "make_host", "misplaced_palette", "report_error"]
 
@@ -30,11 +33,20 @@ def format_submission(submission: Submission) -> str:
 
 
 def report_error(command: str, exc: BaseException, stream: TextIO | None = None) -> int:
-    """Print a `ModularError` (or an `ExceptionGroup` of them) without a traceback; exit 1."""
+    """Print a `ModularError` (or an `ExceptionGroup` of them) without a traceback; exit 1.
+
+    Re-raises what it does not own, Ctrl-C and a closed standard output first (they end
+    the command as `host_sim._cli.main` says, not as a failure of this command).
+    """
     stream = sys.stderr if stream is None else stream
+    if early_ending(exc) is not None:
+        raise exc
     if isinstance(exc, BaseExceptionGroup):
         for sub in exc.exceptions:
             report_error(command, sub, stream)
+        return 1
+    if isinstance(exc, StoreLockedError):
+        print(f"host-sim {command}: {held_store_advice(exc)}", file=stream)
         return 1
     if isinstance(exc, (ModularError, OSError)):
         print(f"host-sim {command}: {exc}", file=stream)

@@ -241,6 +241,7 @@ _PAGE = """<!DOCTYPE html>
     <span><svg width="12" height="12"><circle cx="6" cy="6" r="4" class="turn failed"/></svg> failed</span>
     <span><svg width="12" height="12"><circle cx="6" cy="6" r="4" class="turn erased"/></svg> erased</span>
     <span><svg width="12" height="12"><circle cx="6" cy="6" r="4" class="turn running"/></svg> running</span>
+    <span><svg width="12" height="12"><line x1="6" y1="1" x2="6" y2="11" class="turn empty"/></svg> no turns yet</span>
   </div>
 </header>
 <main>
@@ -274,7 +275,7 @@ main { flex: 1; display: flex; min-height: 0; }
 .link { fill: none; stroke-width: 1.6; } .link.fork { stroke: #2f6fdf; } .link.spawn { stroke: #9b4dd6; stroke-dasharray: 4 3; }
 .turn { stroke-width: 1.5; cursor: pointer; }
 .turn.completed { fill: #2f6fdf; stroke: #2f6fdf; } .turn.failed { fill: #d93025; stroke: #d93025; }
-.turn.running { fill: #aab; stroke: #aab; } .turn.empty { fill: #fff; stroke: #aab; } .turn.erased { fill: #fff; stroke: #667; stroke-dasharray: 2 1.5; }
+.turn.running { fill: #aab; stroke: #aab; } .turn.empty { fill: none; stroke: #8a8fa0; stroke-width: 2.5; stroke-linecap: round; } .turn.erased { fill: #fff; stroke: #667; stroke-dasharray: 2 1.5; }
 .row.selected .lane { stroke: #2f6fdf; } .row.dim, .name.dim { opacity: .2; }
 #transcript { width: 38%; min-width: 320px; border-left: 1px solid #d8dde6; overflow: auto; padding: 10px 14px; }
 #transcript h2 { font-size: 14px; margin: 0 0 4px; } #transcript .meta { color: #556; margin-bottom: 8px; }
@@ -320,7 +321,13 @@ _SCRIPT = r"""
       c.appendChild(tip);
       g.appendChild(c);
     }
-    if (!s.turns.length) g.appendChild(svgEl("circle", { class: "turn empty", cx: at(s.start), cy: y(row), r: 3 }));
+    if (!s.turns.length) {  // a bar, not a dot: a hollow dot is an erased turn
+      const bar = svgEl("line", { class: "turn empty", x1: at(s.start), y1: y(row) - 5, x2: at(s.start), y2: y(row) + 5 });
+      const tip = svgEl("title", {});
+      tip.textContent = "no turns yet";
+      bar.appendChild(tip);
+      g.appendChild(bar);
+    }
     g.addEventListener("click", () => show(s.id));
     svg.appendChild(g);
     if (s.parentRow !== null) {

@@ -121,7 +121,7 @@ def render_lineage_tree(
 
     A chain is drawn as a column: the only child of a session that is drawn last among its
     siblings (``└──``), or drawn in a column itself, goes directly below it at the same
-    indentation, with no branch. Indentation stops at 16 levels: the children of a session
+    indentation, marked ``↳`` (a child of the line above, never a sibling of it). Indentation stops at 16 levels: the children of a session
     that deep are drawn after its tree, at the left margin, each naming its parent. So the
     text grows linearly with the number of sessions however deep lineage goes, and no walk
     recurses.
@@ -131,7 +131,7 @@ def render_lineage_tree(
         s-1  root  "Chat"  2 turns
         ├── s-2  fork@0  "Work: write the tests"  2 turns
         │   └── s-3  fork@1  "Report"  3 turns
-        │       s-5  fork@2  "Follow-up"  4 turns
+        │       ↳ s-5  fork@2  "Follow-up"  4 turns
         └── s-4  spawn via command background-tasks:task  0 turns
     """
     by_id = {record.id: record for record in sessions}
@@ -208,9 +208,10 @@ def render_lineage_tree(
 
 _Place = Literal["top", "middle", "last", "column"]
 """Where a line sits: a tree's top, a branch with siblings below it, the last branch, or
-the only child continuing its parent's column."""
+the only child continuing its parent's column (marked ``↳``: drawn without it, at its
+parent's indentation, it read as the parent's sibling)."""
 
-_GLYPH: Final[Mapping[_Place, str]] = {"top": "", "middle": "├── ", "last": "└── ", "column": ""}
+_GLYPH: Final[Mapping[_Place, str]] = {"top": "", "middle": "├── ", "last": "└── ", "column": "↳ "}
 _BELOW: Final[Mapping[_Place, str]] = {"top": "", "middle": "│   ", "last": "    ", "column": ""}
 _MAX_INDENT: Final = 16 * 4
 """Columns of indentation after which children move to the left margin."""

@@ -81,7 +81,7 @@ class OpenAIModel:
     which fails the turn. ``api_key`` defaults to ``$OPENAI_API_KEY`` and may be absent for
     a local server; it never appears in errors or reprs, even when the server quotes it.
 
-    Needs the extra ``modular-sdk[openai]`` (httpx); raises `InvalidArgumentError` for a bad
+    Needs the extra ``modular-chat-sdk[openai]`` (httpx); raises `InvalidArgumentError` for a bad
     argument, naming it.
     """
 
@@ -137,7 +137,7 @@ class OpenAIModel:
         except ImportError:
             raise ModelError(
                 "OpenAIModel needs httpx, which is not installed; "
-                "install the extra: pip install 'modular-sdk[openai]'",
+                "install the extra: pip install 'modular-chat-sdk[openai]'",
                 model=model,
             ) from None
         self._httpx = httpx

@@ -360,7 +360,7 @@ class PostgresStore(PostgresTraces):
     order across hosts. Opening raises `StoreError` naming the DSN (never its password) for
     a malformed DSN, a server that cannot be reached, a database that does not exist, a
     role that may not log in or create the tables, a schema of another application, or a
-    store written by a newer host-sim. Needs the extra ``modular-sdk[postgres]`` (psycopg
+    store written by a newer host-sim. Needs the extra ``modular-chat-sdk[postgres]`` (psycopg
     3), imported when the store is opened.
 
     >>> async with Host(store=PostgresStore("postgresql://app@db/chats")) as host: ...  # doctest: +SKIP
@@ -1095,7 +1095,7 @@ class PostgresStore(PostgresTraces):
             except ImportError as exc:
                 raise StoreError(
                     f"PostgresStore needs psycopg 3, which is not installed ({exc}); install the "
-                    "extra: pip install 'modular-sdk[postgres]'",
+                    "extra: pip install 'modular-chat-sdk[postgres]'",
                     path=self.path,
                 ) from None
             self._psycopg = psycopg

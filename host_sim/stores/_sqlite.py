@@ -555,6 +555,7 @@ class SqliteStore:
         "_immutable_stat",
         "_lock",
         "_lock_file",
+        "_lock_made",
         "_absent_tables",
         "_missing",
         "_path",
@@ -569,6 +570,7 @@ class SqliteStore:
         self._conn: sqlite3.Connection | None = None
         self._lock: anyio.Lock | None = None
         self._lock_file: IO[str] | None = None
+        self._lock_made = False  # this open made the -lock file (removed again if the open fails)
         self._immutable_stat: tuple[int, int] | None = None  # a closed file read without its -shm
         self._batch = _Batch()
         self._missing: frozenset[str] = frozenset()  # "table.column"s an older schema lacks (readers)
@@ -1465,6 +1467,7 @@ class SqliteStore:
 
     def _take_lock(self) -> None:
         lock_path = self._lock_path()
+        self._lock_made = not lock_path.exists()
         try:
             handle = open(lock_path, "a+", encoding="ascii")  # noqa: SIM115 (held while open)
         except OSError as exc:
@@ -1490,9 +1493,12 @@ class SqliteStore:
         handle.flush()
         self._lock_file = handle
 
-    def _unlock(self) -> None:
+    def _unlock(self, *, refused: bool = False) -> None:
+        """Drop the writer lock; ``refused``: the open failed, so a lock file it made goes too."""
         handle, self._lock_file = self._lock_file, None
         if handle is not None:
+            if refused and self._lock_made:  # still held: no other host uses this file
+                self._lock_path().unlink(missing_ok=True)
             handle.close()  # closing the descriptor drops the flock
 
     def _connect(self) -> sqlite3.Connection:
@@ -1515,13 +1521,13 @@ class SqliteStore:
             self._take_lock()
         try:
             if self._read_only:
-                # A reader of a WAL file needs its -shm file, and creates it when no host has
-                # the store open. Where this process may not create it (a folder it may not
-                # write), the store is closed (no -wal): its main file holds every committed
-                # write, so read that file as immutable; `_read_all` refuses the snapshot if a
-                # host changed the file meanwhile.
+                # A reader of a WAL file needs its -shm file, and creates it (and a -wal) when
+                # no host has the store open, leaving files nobody asked for (and failing in a
+                # folder it may not write). With no -wal the store is closed: its main file
+                # holds every committed write, so read that file as immutable; `_read_all`
+                # refuses the snapshot if a host changed the file meanwhile.
                 wal = path.with_name(path.name + "-wal")
-                immutable = not wal.exists() and not os.access(path.parent, os.W_OK)
+                immutable = not wal.exists()
                 self._immutable_stat = self._stat() if immutable else None
                 conn = sqlite3.connect(
                     f"file:{quote(str(path.absolute()))}?mode=ro{'&immutable=1' if immutable else ''}",
@@ -1532,13 +1538,13 @@ class SqliteStore:
             else:
                 conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
-            self._unlock()
+            self._unlock(refused=True)
             raise self._fail(f"cannot be opened ({exc})", "check the path") from exc
         try:
             self._prepare(conn)
         except BaseException:
             conn.close()
-            self._unlock()
+            self._unlock(refused=True)
             raise
         return conn
 

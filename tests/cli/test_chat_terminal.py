@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ._support import FIXTURES, ROOT, Installed
+from ._support import FIXTURES, Installed
 from ._terminal import Terminal
 
 WORKBENCH = str(FIXTURES / "workbench.py")
@@ -30,7 +30,7 @@ def test_tab_after_slash_s_completes_the_prefix_match_not_a_fuzzy_one(chat: Term
 
 
 def test_tab_after_slash_t_keeps_what_was_typed(installed: Installed, user_dir: Path) -> None:
-    terminal = Terminal(installed, user_dir, "chat", "--no-store", str(ROOT / "examples" / "background_tasks.py"), WORKBENCH)
+    terminal = Terminal(installed, user_dir, "chat", "--no-store", "host_sim.examples.background_tasks", WORKBENCH)
     try:
         terminal.expect("> ")
         terminal.type("/t\t")
@@ -64,7 +64,8 @@ def test_ctrl_c_cancels_the_running_command_then_two_leave(chat: Terminal) -> No
     chat.interrupt()
     chat.expect("(Ctrl-C again or Ctrl-D to leave)")
     chat.interrupt()
-    assert chat.wait() == 0
+    assert chat.wait() == 130  # left by Ctrl-C: the conventional status
+    chat.expect("host-sim chat: interrupted")
     assert "Traceback" not in chat.seen
 
 

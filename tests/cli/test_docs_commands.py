@@ -7,17 +7,21 @@ from pathlib import Path
 from ._support import ROOT, Installed, host_sim
 
 
-def test_check_of_the_examples_glob_in_cli_md(installed: Installed, user_dir: Path) -> None:
-    examples = user_dir / "examples"
-    examples.mkdir()
-    for source in (ROOT / "examples").glob("*.py"):
-        (examples / source.name).write_bytes(source.read_bytes())
+def test_check_of_the_shipped_examples_as_cli_md_shows(installed: Installed, user_dir: Path) -> None:
     (user_dir / "hello.py").write_text(
         "from modular_sdk import ModMetadata, define_mod\n\n"
         'mod = define_mod(metadata=ModMetadata(display_name="Hello", description="Says hello"))\n'
     )
-    specs = ["hello.py", *sorted(p.relative_to(user_dir).as_posix() for p in examples.glob("[!_]*.py"))]
-    assert "examples/__init__.py" not in specs
+    shown = "host-sim check hello.py host_sim.examples.background_tasks host_sim.examples.proposals"
+    assert shown in (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    result = host_sim(installed, user_dir, *shown.split()[1:])
+    assert result.code == 0, result.out + result.err
+    assert "ok      host_sim.examples.proposals: proposals (1 tool, 1 action)" in result.out
+
+
+def test_every_shipped_example_checks_from_an_empty_folder(installed: Installed, user_dir: Path) -> None:
+    specs = sorted(f"host_sim.examples.{p.stem}" for p in (ROOT / "host_sim" / "examples").glob("[!_]*.py"))
+    assert len(specs) >= 6
     result = host_sim(installed, user_dir, "check", *specs)
     assert result.code == 0, result.out + result.err
     assert result.out.endswith(f"checked {len(specs)} mods: {len(specs)} ok, 0 failed\n")

@@ -55,7 +55,7 @@ def _make_store(path: Path) -> None:
         return f"echo: {request.text}"
 
     async def build() -> None:
-        mods = [str(ROOT / "examples" / "background_tasks.py"), str(ROOT / "examples" / "delegate.py")]
+        mods = [str(ROOT / "host_sim" / "examples" / "background_tasks.py"), str(ROOT / "host_sim" / "examples" / "delegate.py")]
         async with Host(mods=mods, model=ScriptedModel(respond), store=SqliteStore(path)) as host:
             chat = await host.sessions.create()
             await host.submit(chat, "Refactor the parser")

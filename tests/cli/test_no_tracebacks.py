@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from ._support import FIXTURES, Installed, host_sim, no_traceback
+from ._support import FIXTURES, Installed, Result, clean_env, host_sim, no_traceback
 
 WORKBENCH = str(FIXTURES / "workbench.py")
+SLOW_IMPORT = "n = 0\nwhile n >= 0:  # an import that computes for as long as it is let\n    n += 1\n"
 
 
 def test_backend_trio_without_trio_installed(installed: Installed, user_dir: Path) -> None:
@@ -37,7 +47,7 @@ def test_manifest_of_two_specs_names_both_and_suggests_check(installed: Installe
     result = host_sim(installed, user_dir, "manifest", "a.py", "b.py")
     no_traceback(result)
     assert result.code == 2
-    assert result.err.startswith("usage: host-sim manifest")
+    assert result.err.startswith("host-sim manifest: error: manifest builds one mod")
     assert "manifest builds one mod, got 2 specs ('a.py', 'b.py')" in result.err
     assert "host-sim check a.py b.py" in result.err
 
@@ -66,6 +76,16 @@ def test_run_with_an_explicit_store_in_a_missing_folder_is_an_error(installed: I
     assert not (user_dir / "nonexistent").exists()
 
 
+def test_a_usage_error_says_what_is_wrong_first_then_where_the_options_are(installed: Installed, user_dir: Path) -> None:
+    result = host_sim(installed, user_dir, "run", WORKBENCH)
+    assert result.code == 2
+    assert result.err == (
+        "host-sim run: error: nothing to do: pass -m TEXT, --palette ID or --view ID --data JSON\n"
+        "(all options: host-sim run --help)\n"
+    )
+    assert "usage:" not in result.err
+
+
 def test_session_with_no_store_is_a_usage_error(installed: Installed, user_dir: Path) -> None:
     result = host_sim(installed, user_dir, "run", "-m", "hi", "--no-store", "--session", "ses_x")
     assert result.code == 2
@@ -73,6 +93,7 @@ def test_session_with_no_store_is_a_usage_error(installed: Installed, user_dir: 
 
 
 def test_an_unknown_session_names_the_store_and_how_to_list_it(installed: Installed, user_dir: Path) -> None:
+    assert host_sim(installed, user_dir, "demo").code == 0
     result = host_sim(installed, user_dir, "run", "-m", "hi", "--session", "ses_nope")
     no_traceback(result)
     assert result.code == 1
@@ -97,3 +118,171 @@ def test_lineage_of_a_file_that_is_not_a_store(installed: Installed, user_dir: P
     assert result.code == 1
     assert "is not a SQLite database" in result.err
     assert "new path to create" not in result.err
+
+
+# -- a closed pipe and Ctrl-C: the two ways a user ends a command early ----------------------
+
+
+def _closed_pipe(installed: Installed, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``host-sim ARGS`` with a standard output whose reader is gone (``| head`` done)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [installed.host_sim, *args], cwd=cwd, stdout=write_end, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            text=True, timeout=120, check=False, env=clean_env(),
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+
+
+@pytest.fixture
+def demo_dir(installed: Installed, user_dir: Path) -> Path:
+    assert host_sim(installed, user_dir, "demo").code == 0
+    return user_dir
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["lineage", "--json"],
+        ["lineage"],
+        ["fsck"],
+        ["fsck", "--json"],
+        ["demo"],
+        ["run", WORKBENCH, "-m", "/fast", "--no-store"],
+        ["check", WORKBENCH],
+        ["manifest", WORKBENCH],
+        ["trace", "--json", "nothing"],
+        ["--help"],
+        ["run", "--help"],
+    ],
+    ids=lambda c: " ".join(c).replace(WORKBENCH, "MOD"),
+)
+def test_a_closed_pipe_ends_the_command_quietly_with_status_0(installed: Installed, demo_dir: Path, command: list[str]) -> None:
+    done = _closed_pipe(installed, demo_dir, *command)
+    assert done.stderr == "" or command[0] == "trace", done.stderr
+    assert "Traceback" not in done.stderr and "Broken pipe" not in done.stderr
+    assert done.returncode == (1 if command[0] == "trace" else 0)
+
+
+def test_forget_into_a_closed_pipe_shows_nothing_and_erases_nothing(installed: Installed, demo_dir: Path) -> None:
+    turns = json.loads(host_sim(installed, demo_dir, "lineage", "--json").out)["sessions"]
+    first = host_sim(installed, demo_dir, "lineage", "--forward", _a_turn_id(installed, demo_dir), "--json")
+    assert first.code == 0, first.err
+    done = _closed_pipe(installed, demo_dir, "forget", _a_turn_id(installed, demo_dir))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(host_sim(installed, demo_dir, "lineage", "--json").out)["sessions"] == turns
+
+
+def _a_turn_id(installed: Installed, cwd: Path) -> str:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{cwd / '.host-sim' / 'store.sqlite'}?mode=ro", uri=True)) as db:
+        row = db.execute("SELECT id FROM turns ORDER BY rowid LIMIT 1").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+class _Started:
+    """A ``host-sim`` in a process group of its own, as a shell starts a foreground job."""
+
+    def __init__(self, installed: Installed | None, cwd: Path, *args: str, stdin: int | None = None) -> None:
+        command = [installed.host_sim] if installed is not None else [sys.executable, "-m", "host_sim"]
+        self.proc = subprocess.Popen(
+            [*command, *args], cwd=cwd, stdin=subprocess.DEVNULL if stdin is None else stdin,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0, env=clean_env(), start_new_session=True,
+        )  # fmt: skip
+        self._out = b""
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        """Read standard output (unbuffered: select sees every byte) until ``text`` shows."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while text.encode() not in self._out:
+            assert time.monotonic() < deadline, f"{text!r} never printed; got {self._out!r}"
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                chunk = os.read(fd, 65536)
+                assert chunk, f"the command ended before printing {text!r}: {self._out!r}"
+                self._out += chunk
+
+    def ctrl_c(self) -> None:
+        """What the terminal does on Ctrl-C: SIGINT to the whole foreground process group."""
+        os.killpg(self.proc.pid, signal.SIGINT)
+
+    def finish(self, timeout: float = 30) -> Result:
+        out, err = self.proc.communicate(timeout=timeout)
+        return Result(code=self.proc.returncode, out=(self._out + out).decode(), err=err.decode())
+
+
+def _interrupted(result: Result, command: str) -> None:
+    no_traceback(result)
+    assert result.code == 130, result
+    assert result.err.strip() == f"host-sim {command}: interrupted", result.err
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_ctrl_c_in_run_stops_the_whole_run_not_only_the_current_step(installed: Installed, user_dir: Path, backend: str) -> None:
+    """(trio is not in the wheel's venv: on trio, the dev install's ``python -m host_sim`` runs.)"""
+    started = _Started(installed if backend == "asyncio" else None, user_dir, "run", WORKBENCH, "-m", "/slow 60", "-m", "/fast", "--backend", backend)
+    started.wait_for("> /slow 60")
+    time.sleep(0.5)  # the step is running
+    started.ctrl_c()
+    result = started.finish()
+    _interrupted(result, "run")
+    assert "> /fast" not in result.out and "fast done" not in result.out
+
+
+def test_ctrl_c_during_the_sandbox_build_of_check_ends_in_one_line(installed: Installed, user_dir: Path) -> None:
+    (user_dir / "slow_import.py").write_text(SLOW_IMPORT)
+    for command in ("check", "manifest"):
+        started = _Started(installed, user_dir, command, "slow_import.py", "--timeout", "120")
+        time.sleep(2.0)  # the sandbox child is importing
+        started.ctrl_c()
+        _interrupted(started.finish(), command)
+
+
+def test_ctrl_c_while_run_loads_its_mods_ends_in_one_line(installed: Installed, user_dir: Path) -> None:
+    (user_dir / "slow_import.py").write_text(SLOW_IMPORT)
+    started = _Started(installed, user_dir, "run", "slow_import.py", "-m", "hi", "--timeout", "120")
+    time.sleep(2.0)
+    started.ctrl_c()
+    _interrupted(started.finish(), "run")
+    assert not (user_dir / ".host-sim").exists()
+
+
+def test_ctrl_c_in_demo_stops_the_whole_demo(user_dir: Path) -> None:
+    """On a model that never answers (an OpenAI-compatible server: httpx, so the dev install)."""
+    with socket.socket() as server:  # a model server that accepts and never answers
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        started = _Started(None, user_dir, "demo", "--no-store", "--model", f"openai:slow@http://127.0.0.1:{port}/v1")
+        server.settimeout(60)
+        connection, _ = server.accept()  # the first turn asked the model
+        with connection:
+            started.ctrl_c()
+            result = started.finish()
+    _interrupted(result, "demo")
+    assert result.out == ""
+
+
+def test_piped_chat_leaves_on_the_second_ctrl_c(installed: Installed, user_dir: Path) -> None:
+    read_end, write_end = os.pipe()  # the script's writer stays open: only Ctrl-C ends the chat
+    try:
+        started = _Started(installed, user_dir, "chat", WORKBENCH, "--no-store", stdin=read_end)
+        os.close(read_end)
+        os.write(write_end, b"/slow 60\n/fast\n")
+        started.wait_for("type /? for commands")
+        time.sleep(1.0)
+        started.ctrl_c()
+        started.wait_for("cancelled: /slow 60")
+        started.wait_for("fast done")
+        started.ctrl_c()
+        result = started.finish()
+    finally:
+        os.close(write_end)
+    _interrupted(result, "chat")
+    assert "^C cancelling 1 running command" in result.out

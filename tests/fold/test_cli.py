@@ -53,9 +53,9 @@ def test_manifest_reports_an_unwritable_output(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_check_passes_good_mods(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run("check", fixture("fx_pure"), "examples/background_tasks.py") == 0
+    assert _run("check", fixture("fx_pure"), "host_sim/examples/background_tasks.py") == 0
     out = capsys.readouterr().out
-    assert "ok      examples/background_tasks.py: background-tasks (1 command)" in out
+    assert "ok      host_sim/examples/background_tasks.py: background-tasks (1 command)" in out
     assert out.endswith("checked 2 mods: 2 ok, 0 failed\n")
 
 
@@ -91,5 +91,5 @@ def test_check_json_all_ok(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_check_flags_two_mods_with_the_same_id(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run("check", "examples/background_tasks.py", "examples.background_tasks") == 1
-    assert "mod id 'background-tasks' is also the id of 'examples/background_tasks.py'" in capsys.readouterr().out
+    assert _run("check", "host_sim/examples/background_tasks.py", "host_sim.examples.background_tasks") == 1
+    assert "mod id 'background-tasks' is also the id of 'host_sim/examples/background_tasks.py'" in capsys.readouterr().out

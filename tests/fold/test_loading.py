@@ -30,12 +30,12 @@ def test_load_mod_accepts_an_attribute_after_a_colon() -> None:
 
 
 def test_load_mod_accepts_a_module_spec() -> None:
-    assert load_mod("examples.background_tasks").id == "background-tasks"
-    assert load_mod("examples.background_tasks:mod") is load_mod("examples/background_tasks.py")
+    assert load_mod("host_sim.examples.background_tasks").id == "background-tasks"
+    assert load_mod("host_sim.examples.background_tasks:mod") is load_mod("host_sim/examples/background_tasks.py")
 
 
 def test_a_module_spec_builds_in_the_sandbox() -> None:
-    assert build_manifest("examples.background_tasks:mod").id == "background-tasks"
+    assert build_manifest("host_sim.examples.background_tasks:mod").id == "background-tasks"
 
 
 @pytest.mark.parametrize("load", LOADERS, ids=LOADER_IDS)
@@ -121,8 +121,8 @@ def test_a_shadowed_file_is_refused(tmp_path: Path) -> None:
 def test_discover_mods_reads_the_entry_point_group(monkeypatch: pytest.MonkeyPatch) -> None:
     found = importlib.metadata.EntryPoints(
         [
-            importlib.metadata.EntryPoint(name="tasks", value="examples.background_tasks:mod", group="modular.mods"),
-            importlib.metadata.EntryPoint(name="guard", value="examples.guardrails", group="modular.mods"),
+            importlib.metadata.EntryPoint(name="tasks", value="host_sim.examples.background_tasks:mod", group="modular.mods"),
+            importlib.metadata.EntryPoint(name="guard", value="host_sim.examples.guardrails", group="modular.mods"),
         ]
     )
     seen: list[str] = []
@@ -132,6 +132,6 @@ def test_discover_mods_reads_the_entry_point_group(monkeypatch: pytest.MonkeyPat
         return found
 
     monkeypatch.setattr(spec_module, "entry_points", fake)
-    assert discover_mods() == {"guard": "examples.guardrails", "tasks": "examples.background_tasks:mod"}
+    assert discover_mods() == {"guard": "host_sim.examples.guardrails", "tasks": "host_sim.examples.background_tasks:mod"}
     assert seen == ["modular.mods"]
     assert all(load_mod(spec).id for spec in discover_mods().values())

@@ -25,7 +25,7 @@ from ._support import ROOT, fixture
 
 SCHEMA: dict[str, Any] = json.loads((ROOT / "docs" / "manifest.schema.json").read_text())
 SPECS = [fixture("fx_pure"), fixture("fx_uses_noisy_dep")] + [
-    str(p) for p in sorted((ROOT / "examples").glob("*.py")) if not p.name.startswith("_")
+    str(p) for p in sorted((ROOT / "host_sim" / "examples").glob("*.py")) if not p.name.startswith("_")
 ]
 
 

@@ -15,7 +15,7 @@ from modular_sdk import ManifestBuildError, ModularError
 
 from ._support import FIXTURES, ROOT, fixture, shown, where
 
-EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+EXAMPLES = sorted(p for p in (ROOT / "host_sim" / "examples").glob("*.py") if not p.name.startswith("_"))
 PURE_FIXTURES = [("fx_pure", "pure-fixture"), ("fx_uses_noisy_dep", "uses-noisy-dep"), ("fx_drift", "drift")]
 
 

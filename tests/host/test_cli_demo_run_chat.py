@@ -12,7 +12,7 @@ from host_sim._cli import main
 from host_sim.cli._chat import run_chat
 
 ROOT = Path(__file__).resolve().parents[2]
-TASK = str(ROOT / "examples" / "background_tasks.py")
+TASK = str(ROOT / "host_sim" / "examples" / "background_tasks.py")
 
 
 @pytest.fixture(autouse=True)

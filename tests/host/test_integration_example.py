@@ -1,4 +1,4 @@
-"""examples/integration: a two-user chat backend over HTTP, in process, on the public surface only."""
+"""host_sim/examples/integration: a two-user chat backend over HTTP, in process, on the public surface only."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from starlette.applications import Starlette
 from starlette.types import Message
 
-from examples.integration import create_app
 from host_sim import ModelRequest, ScriptedModel, SqliteStore, Store, ToolCall
+from host_sim.examples.integration import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -297,11 +297,11 @@ async def test_events_stream_as_they_happen_and_a_client_that_leaves_ends_its_su
 
 
 def test_the_example_imports_only_public_names() -> None:
-    for path in sorted((ROOT / "examples" / "integration").glob("*.py")):
+    for path in sorted((ROOT / "host_sim" / "examples" / "integration").glob("*.py")):
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("host_sim", "modular_sdk"):
-                assert node.module in ("host_sim", "modular_sdk"), f"{path.name} imports from {node.module}"
+                assert node.module in ("host_sim", "modular_sdk", "host_sim.examples"), f"{path.name} imports from {node.module}"
                 assert all(not a.name.startswith("_") for a in node.names), f"{path.name}: {ast.dump(node)}"
             if isinstance(node, ast.Import):
                 assert all(a.name.split(".")[0] not in ("host_sim", "modular_sdk") or "." not in a.name for a in node.names)

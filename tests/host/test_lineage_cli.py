@@ -205,7 +205,7 @@ def test_session_prints_only_its_chain(store_path: Path, capsys: pytest.CaptureF
     assert out == (
         's-1  root  "Chat"  2 turns\n'
         '└── s-2  fork@0  "Work: write the tests"  2 turns\n'
-        '    s-3  fork@1  "Report"  3 turns\n'  # an only child of a last child: the chain's column
+        '    ↳ s-3  fork@1  "Report"  3 turns\n'  # an only child of a last child: the chain's column
     )
 
 

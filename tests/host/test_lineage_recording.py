@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from examples import background_tasks, delegate, reviewers
+from host_sim.examples import background_tasks, delegate, reviewers
 from host_sim import Host, LineageArtifact, LineageEdge, SessionMetrics
 from modular_sdk import AiPromptMessage, ForkLineage, SessionId, SpawnLineage
 

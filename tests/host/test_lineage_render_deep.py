@@ -47,7 +47,7 @@ def chain(depth: int) -> list[SessionRecord]:
 
 def ids_in(text: str) -> list[str]:
     """The session id of every line, in order (ids are the first word after the tree's glyphs)."""
-    return [line.lstrip(" │├└─").split("  ", 1)[0] for line in text.splitlines()]
+    return [line.lstrip(" │├└─↳").split("  ", 1)[0] for line in text.splitlines()]
 
 
 def test_a_chain_100000_deep_renders_as_one_column() -> None:
@@ -55,10 +55,10 @@ def test_a_chain_100000_deep_renders_as_one_column() -> None:
     counts = {s.id: i + 1 for i, s in enumerate(sessions)}
     text = render_lineage_tree(sessions, counts)
     lines = text.splitlines()
-    assert lines[:3] == ["c-0  root  1 turn", "└── c-1  fork@0  2 turns", "    c-2  fork@1  3 turns"]
-    assert lines[-1] == "    c-100000  fork@99999  100001 turns"
+    assert lines[:3] == ["c-0  root  1 turn", "└── c-1  fork@0  2 turns", "    ↳ c-2  fork@1  3 turns"]
+    assert lines[-1] == "    ↳ c-100000  fork@99999  100001 turns"
     assert len(lines) == 100_001
-    assert max(len(line) - len(line.lstrip(" └─")) for line in lines) == 4
+    assert max(len(line) - len(line.lstrip(" └─↳")) for line in lines) == 6
     assert len(text) < 40 * len(sessions)  # linear: the line's own text, no depth-wide indentation
 
 
@@ -90,10 +90,19 @@ def test_a_chain_below_a_branch_with_siblings_keeps_its_branch_then_runs_in_a_co
         "s-1  root\n"
         "├── s-2  fork@0\n"
         "│   └── s-3  fork@1\n"
-        "│       s-4  fork@2\n"
+        "│       ↳ s-4  fork@2\n"
         "│       ├── s-5  fork@3\n"
         "│       └── s-6  fork@3\n"
         "└── s-7  fork@0"
+    )
+
+
+def test_an_only_child_in_a_column_is_marked_as_the_child_of_the_line_above() -> None:
+    """The demo's tree: "Task report" is forked from Task, and never reads as Task's sibling."""
+    sessions = [record("chat"), record("task", "chat", 0, 1), record("report", "task", 1, 2), record("other", "chat", 0, 1)]
+    assert render_lineage_tree(sessions[:3], {}) == "chat  root\n└── task  fork@0\n    ↳ report  fork@1"
+    assert render_lineage_tree(sessions, {}) == (
+        "chat  root\n├── task  fork@0\n│   └── report  fork@1\n└── other  fork@0"
     )
 
 

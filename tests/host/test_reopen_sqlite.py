@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from examples import background_tasks, delegate
+from host_sim.examples import background_tasks, delegate
 from host_sim import Host, ModelRequest, ScriptedModel, SessionMetrics, SqliteStore, StoreError
 from modular_sdk import (
     AiPromptMessage,

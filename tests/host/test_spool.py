@@ -141,6 +141,7 @@ async def test_100_events_from_4_concurrent_writer_processes_are_all_applied_exa
 
 async def test_leftover_events_are_applied_at_start_and_emit_writes_them(tmp_path: Path) -> None:
     spool = tmp_path / "spool"
+    spool.mkdir()  # emit writes into a spool folder, never makes one
     path = tmp_path / "s.sqlite"
     chat = await chat_with_output(SqliteStore(path))
     emitted = subprocess.run(

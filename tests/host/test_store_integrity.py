@@ -795,7 +795,7 @@ async def test_fsck_reads_a_store_a_host_holds_but_cannot_repair_it(
 
         assert await anyio.to_thread.run_sync(host_sim_main, ["fsck", "--store", str(path), "--repair"]) == 1
         err = capsys.readouterr().err
-        assert "is held by another host" in err and f"process {os.getpid()}" in err
+        assert "is in use by another host" in err and f"process {os.getpid()}" in err
 
 
 def test_fsck_of_a_missing_file_exits_1_and_creates_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from examples import background_tasks
+from host_sim.examples import background_tasks
 from host_sim import Completion, Host
 from modular_sdk import ModMetadata, SlashCommandContext, UnknownSessionError, define_mod, slash_command
 

@@ -9,7 +9,7 @@ from typing import Literal
 import anyio
 import pytest
 
-from examples import background_tasks
+from host_sim.examples import background_tasks
 from host_sim import (
     Host,
     LineageEdge,

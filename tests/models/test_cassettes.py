@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from examples import background_tasks
+from host_sim.examples import background_tasks
 from host_sim import (
     EchoModel,
     Host,

@@ -17,7 +17,7 @@ from host_sim.cli._model_option import model_spec
 from ._fake_openai import FakeOpenAI, error, reply, streamed_reply
 
 ROOT = Path(__file__).resolve().parents[2]
-TASK = str(ROOT / "examples" / "background_tasks.py")
+TASK = str(ROOT / "host_sim" / "examples" / "background_tasks.py")
 HOST_ID = re.compile(r"(ses|turn|msg|call)_[0-9a-f]{12}")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from examples import background_tasks
+from host_sim.examples import background_tasks
 from host_sim import EchoModel, RecordingModel, ReplayModel
 from host_sim.pytest_plugin import ModHost
 from modular_sdk import InvalidArgumentError
@@ -75,7 +75,7 @@ import pytest
 from host_sim import OpenAIModel
 from host_sim.pytest_plugin import ModHost
 
-from examples import background_tasks
+from host_sim.examples import background_tasks
 
 BASE_URL = {base_url!r}
 
@@ -96,7 +96,6 @@ def test_a_mod_author_records_once_and_replays_from_then_on(
 ) -> None:
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))  # examples/
     pytester.makepyfile(test_user=USER_TEST.format(base_url=fake.base_url))
     fake.answer(reply("Split it in two."), reply("Wrote the tests."), reply("Tests written."), reply("Noted."))
 

@@ -1,4 +1,4 @@
-"""A small chat backend on host_sim's integrator surface: see `examples.integration.app`."""
+"""A small chat backend on host_sim's integrator surface: see `host_sim.examples.integration.app`."""
 
 from .app import ChatBackend as ChatBackend
 from .app import create_app as create_app

@@ -23,9 +23,9 @@ cookie or token check in `user_of`); a user sees only the sessions tagged with t
 ``GET /events?session=&limit=``             server-sent events of the user's sessions
 ==========================================  ===============================================
 
-Run it (``pip install 'modular-sdk[examples]' uvicorn``)::
+Run it (``pip install 'modular-chat-sdk[examples]' uvicorn``)::
 
-    CHAT_STORE=chat.sqlite uvicorn --factory examples.integration.app:from_environment
+    CHAT_STORE=chat.sqlite uvicorn --factory host_sim.examples.integration.app:from_environment
 
 With ``OPENAI_MODEL`` set (and ``OPENAI_BASE_URL`` for a local server) replies come from a
 real model and stream as ``reply_delta`` events; otherwise `EchoModel` answers.
@@ -47,7 +47,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from examples import background_tasks
+from host_sim.examples import background_tasks
 from host_sim import (
     CommandFinished,
     Host,

@@ -1,1 +1,0 @@
-"""Complete, runnable, type-checked example mods."""
