@@ -124,6 +124,7 @@ KEPT: Final[Mapping[str, str]] = {
     "meta": "the store's own settings (application, versions)",
     "sessions": "ids, lineage, times, model and the integrator's tags and label, fixed at creation: what keeps lineage walkable",
     "session_tags": "derived from sessions.tags",
+    "job_tags": "derived from sessions.tags (a job's session's)",
     "deletions": "session ids and times",
     "reads": "turn ids and times",
     "traces": "trace ids, origins and times",

@@ -572,3 +572,37 @@ async def test_forgetting_a_failed_turn_erases_the_model_error_that_quoted_its_p
     async with Host(mods=[MOD], model=ScriptedModel(respond), store=store()) as host:
         turn = await host.sessions.turn(failed.turn.id)
         assert (turn.status, turn.error) == ("failed", "(erased)")
+
+
+_OLD_POSTGRES_RULES = """
+DROP TRIGGER actions_never_change ON host_sim.actions;
+CREATE TRIGGER actions_never_change BEFORE UPDATE ON host_sim.actions
+    FOR EACH ROW EXECUTE FUNCTION host_sim.refuse('a proposed action never changes');
+DROP TRIGGER trace_outputs_never_change ON host_sim.trace_outputs;
+CREATE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.trace_outputs
+    FOR EACH ROW EXECUTE FUNCTION host_sim.refuse('a trace output never changes');
+DROP TRIGGER finished_turns_never_change ON host_sim.turns;
+CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
+    WHEN (OLD.status <> 'running' AND NOT (OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL
+        AND NEW.error IS NOT DISTINCT FROM OLD.error))
+    EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once, to be forgotten)');
+ALTER TABLE host_sim.actions DROP COLUMN erased_at;
+"""
+
+
+async def test_a_postgresql_store_made_before_erasure_reached_actions_and_errors_gets_the_rules_when_a_host_opens_it(
+    request: pytest.FixtureRequest,
+) -> None:
+    import psycopg
+
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    marker = f"mk{secrets.token_hex(8)}"
+    async with Host(mods=[MOD], model=ScriptedModel(respond), store=PostgresStore(dsn)) as host:
+        await host.sessions.create()  # the schema exists, then is made as an older host-sim left it
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(_OLD_POSTGRES_RULES)
+    async with Host(mods=[MOD], model=ScriptedModel(respond), store=PostgresStore(dsn)) as host:
+        planted = await plant(host, marker, outputs=True)
+        await host.sessions.delete(planted.chat)
+        check_read_outs(await read_outs(host, planted), marker)
+    assert postgres_survivors(dsn, marker) == []
