@@ -7,8 +7,10 @@ that hold text from outside the host (what a user typed, what a model or a mod w
 keys that say which of its rows an erasure reaches, and what each field becomes.
 
 Every table a store keeps is either a place or listed in `KEPT` with the reason it holds no
-such text; tests/host/test_erasure.py reads every table from each store's schema and fails
-on a table that is neither, so a new table cannot be forgotten. Adding one is a line here.
+such text, and every field of a place's record (every column of its table) is either
+erased or declared kept; tests/host/test_erasure.py reads every table and column from each
+store's schema, and every record's fields, and fails on one nobody decided about, so a new
+table or field cannot be forgotten. Registering one is a line here.
 
 The rules live here once. What varies between stores is only how a row is written:
 `MemoryStore` applies `erase_record` to its records, the SQL stores run `statements`.
@@ -30,7 +32,7 @@ from ._invariants import ERASED_LABEL
 from ._records import Invocation, JobRecord, TurnRecord
 from ._traces import ActionRecord, TraceOutputRecord
 
-__all__ = ["ERASED_LABEL", "KEPT", "PLACES", "Erasure", "Key", "Place", "erase_record", "erase_rows", "statements"]
+__all__ = ["ERASED_LABEL", "KEPT", "PLACES", "STORE_COLUMNS", "Erasure", "Key", "Place", "erase_record", "erase_rows", "statements"]
 
 _EMPTY: Final[FrozenJsonObject] = freeze_object({}, type_name="an erased payload")
 
@@ -71,7 +73,9 @@ class Place:
 
     ``erased``: each text field and what it becomes (a field that is ``None`` stays
     ``None``); ``rows``: the keys that select its rows; ``stamp``: the field set to the
-    erasure's time (a row stamped before is left as it is).
+    erasure's time (a row stamped before is left as it is); ``kept``: every other field,
+    none of which holds text from outside the host (ids, times, statuses, structure). A
+    record field that is in none of these is a field nobody decided about: a test fails.
     """
 
     table: str
@@ -79,6 +83,7 @@ class Place:
     erased: tuple[tuple[str, object], ...]
     rows: tuple[Key, ...]
     stamp: str | None = None
+    kept: tuple[str, ...] = ()
 
 
 PLACES: Final[tuple[Place, ...]] = (
@@ -90,10 +95,17 @@ PLACES: Final[tuple[Place, ...]] = (
         erased=(("message", None), ("reply", None), ("error", ERASED_LABEL)),
         rows=("record",),
         stamp="erased_at",
+        kept=("id", "session_id", "ordinal", "message_id", "author", "runner_id", "status", "started_at", "finished_at"),
     ),
     # The label of an artifact citing a planned turn (a fork's anchor), and of every edge an
     # integrator gave a deleted session (add_edge).
-    Place(table="edges", record=LineageEdge, erased=(("artifact", None),), rows=("record",)),
+    Place(
+        table="edges",
+        record=LineageEdge,
+        erased=(("artifact", None),),  # its label (type and source id are ids)
+        rows=("record",),
+        kept=("from_session_id", "to_session_id", "relation", "created_at"),
+    ),
     # A command typed where a planned turn was asked (its argument is often that prompt).
     Place(
         table="invocations",
@@ -101,6 +113,7 @@ PLACES: Final[tuple[Place, ...]] = (
         erased=(("argument", None), ("text", ""), ("error", "")),
         rows=("position", "session"),
         stamp="erased_at",
+        kept=("id", "session_id", "mod_id", "command_id", "author", "started_at", "finished_at", "error_kind", "position"),
     ),
     # A job's submitted text and what it gave (the reply, or an error quoting it).
     Place(
@@ -108,17 +121,46 @@ PLACES: Final[tuple[Place, ...]] = (
         record=JobRecord,
         erased=(("text", ""), ("result", ""), ("error", ERASED_LABEL)),
         rows=("turn", "command", "session"),
+        kept=("id", "session_id", "status", "created_at", "finished_at", "kind", "error_kind", "turn_id"),
     ),
     # An action a planned turn's reply proposed: its payload (pending or decided).
-    Place(table="actions", record=ActionRecord, erased=(("payload", _EMPTY),), rows=("turn", "session"), stamp="erased_at"),
+    Place(
+        table="actions",
+        record=ActionRecord,
+        erased=(("payload", _EMPTY),),
+        rows=("turn", "session"),
+        stamp="erased_at",
+        kept=("id", "type", "mod_id", "session_id", "turn_id", "created_at"),
+    ),
     # What a deleted session reported as an output (its kind is the mod's label for it).
-    Place(table="trace_outputs", record=TraceOutputRecord, erased=(("kind", ERASED_LABEL),), rows=("session",)),
+    Place(
+        table="trace_outputs",
+        record=TraceOutputRecord,
+        erased=(("kind", ERASED_LABEL),),
+        rows=("session",),
+        kept=("output_id", "trace_id", "session_id", "created_at"),  # an output id is how commits find it
+    ),
     # The summary a deleted (agent) session completed with.
-    Place(table="nodes", record=SessionNode, erased=(("summary", ERASED_LABEL),), rows=("session",)),
+    Place(
+        table="nodes",
+        record=SessionNode,
+        erased=(("summary", ERASED_LABEL),),
+        rows=("session",),
+        kept=("session_id", "created_at", "agent_id", "completed_at", "metrics"),
+    ),
     # Tool calls (API.md section 17) are not stored yet; once they are, one line here:
     # Place(table="tool_calls", record=ToolCallRecord, erased=(("input", _EMPTY), ("output", None), ("error", ERASED_LABEL)), rows=("turn",)),
 )
 """Every place a store keeps text an erasure removes (see the module docstring)."""
+
+STORE_COLUMNS: Final[Mapping[str, str]] = {
+    "seq": "writing order (PostgreSQL)",
+    "owner": "the host running a turn (PostgreSQL)",
+    "cancel_requested_at": "when a host asked for a job to be cancelled",
+    "artifact_type": "an edge's artifact type, copied for its index (PostgreSQL)",
+    "artifact_source_id": "an edge's artifact source id, copied for its index (PostgreSQL)",
+}
+"""Columns a store adds to a place's table beyond its record's fields, none holding text."""
 
 KEPT: Final[Mapping[str, str]] = {
     "meta": "the store's own settings (application, versions)",

@@ -39,7 +39,7 @@ from host_sim import (
     write_event,
 )
 from host_sim.stores import _erasure
-from host_sim.stores._erasure import KEPT, PLACES
+from host_sim.stores._erasure import KEPT, PLACES, STORE_COLUMNS, Place
 from host_sim.stores._invariants import check
 from modular_sdk import (
     ActionContext,
@@ -54,6 +54,18 @@ from modular_sdk import (
 pytestmark = pytest.mark.anyio
 
 REGISTERED = {p.table for p in PLACES} | set(KEPT)
+
+
+def _decided(place: Place) -> set[str]:
+    return {name for name, _ in place.erased} | set(place.kept) | ({place.stamp} if place.stamp else set())
+
+
+def unregistered_columns(table: str, columns: list[str]) -> list[str]:
+    """Columns of a place's table that nobody decided about (neither erased nor kept)."""
+    place = next((p for p in PLACES if p.table == table), None)
+    if place is None:
+        return []
+    return [f"column {table}.{c} is not registered with the erasure walk" for c in columns if c not in _decided(place) | set(STORE_COLUMNS)]
 
 
 @attrs.frozen
@@ -211,6 +223,7 @@ def sqlite_survivors(path: str, marker: str) -> list[str]:
         found += [f"table {t!r} is not registered with the erasure walk" for t in tables if t not in REGISTERED]
         for table in tables:
             columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+            found += unregistered_columns(table, columns)
             for row in conn.execute(f"SELECT * FROM {table}"):
                 found += [f"{table}.{c}" for c, v in zip(columns, row) if isinstance(v, str) and marker in v]
     finally:
@@ -230,6 +243,12 @@ def postgres_survivors(dsn: str, marker: str) -> list[str]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         tables = [t for (t,) in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'host_sim'")]
         found += [f"table {t!r} is not registered with the erasure walk" for t in tables if t not in REGISTERED]
+        for table in tables:
+            names = [c for (c,) in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = 'host_sim' AND table_name = %s",
+                (table,),
+            )]
+            found += unregistered_columns(table, names)
         columns = conn.execute(
             "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'host_sim' "
             "AND data_type IN ('text', 'json', 'jsonb', 'character varying', 'character')"
@@ -606,3 +625,15 @@ async def test_a_postgresql_store_made_before_erasure_reached_actions_and_errors
         await host.sessions.delete(planted.chat)
         check_read_outs(await read_outs(host, planted), marker)
     assert postgres_survivors(dsn, marker) == []
+
+
+@pytest.mark.parametrize("place", PLACES, ids=lambda p: p.table)
+def test_every_field_of_a_record_that_keeps_text_is_either_erased_or_declared_kept(place: Place) -> None:
+    fields = {f.name for f in attrs.fields(place.record)}
+    decided = _decided(place)
+    assert fields == decided, (
+        f"{place.record.__name__} fields nobody decided about: {sorted(fields - decided)}; "
+        f"decided but gone: {sorted(decided - fields)} (register them in host_sim/stores/_erasure.py PLACES)"
+    )
+    erased = [name for name, _ in place.erased]
+    assert len(erased) + len(place.kept) + (place.stamp is not None) == len(decided)  # no field both erased and kept
