@@ -15,6 +15,7 @@ from .fold._sandbox import build_manifest_async as build_manifest_async
 from .fold._spec import discover_mods as discover_mods
 from .fold._spec import load_mod as load_mod
 from .lineage._errors import LineageEdgeError as LineageEdgeError
+from .lineage._errors import TurnRunningError as TurnRunningError
 from .lineage._graph import LineageGraph as LineageGraph
 from .lineage._types import HOST_RELATIONS as HOST_RELATIONS
 from .lineage._types import NATIVE_ARTIFACT_TYPES as NATIVE_ARTIFACT_TYPES
@@ -67,6 +68,7 @@ from .lineage._provenance import ErasurePlan as ErasurePlan
 from .lineage._provenance import Provenance as Provenance
 from .lineage._provenance import TurnOrigin as TurnOrigin
 from .lineage._provenance import TurnRef as TurnRef
+from .stores._erasure import Erasure as Erasure
 from .stores._errors import StoreError as StoreError
 from .stores._errors import StoreLockedError as StoreLockedError
 from .stores._memory import MemoryStore as MemoryStore
@@ -123,6 +125,7 @@ __all__ = [
     "LineageChain",
     "LineageEdge",
     "LineageEdgeError",
+    "TurnRunningError",
     "LineageGraph",
     "LineageRelation",
     "LineageTree",
@@ -146,6 +149,7 @@ __all__ = [
     "SessionRecord",
     "SqliteStore",
     "Store",
+    "Erasure",
     "StoreError",
     "StoreLockedError",
     "StoredState",

@@ -202,7 +202,11 @@ class HostClosedError(ModularError, RuntimeError):
 class ActionStateError(ModularError, RuntimeError):
     """A proposed action cannot move to the state asked: confirmed twice, or after dismissal.
 
-    ``action_id`` names the action, ``state`` is the state it is in.
+    ``action_id`` names the action, ``state`` is the state it is in: ``"pending"`` (its mod
+    is not loaded, or its payload no longer fits), ``"confirmed"``, ``"dismissed"``,
+    ``"unknown"``, ``"erased"`` (the turn that proposed it was forgotten or
+    its session deleted: its payload is gone) or ``"deleted"`` (proposed in a session that
+    was deleted since; confirming is refused, dismissing is not).
     """
 
     def __init__(self, message: str, *, action_id: str, state: str) -> None:

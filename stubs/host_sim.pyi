@@ -106,6 +106,8 @@ class TraceStore(Protocol):
         """Every trace record and index row (for checks and repair: it reads every row)."""
     async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
         """Replace the whole trace index by ``entries`` and record `TRACE_INDEX_VERSION`, in one transaction."""
+    async def erase(self, erasure: Erasure) -> None:
+        """`Store.erase`, plus the trace records' text it reaches, in the same transaction."""
 
 
 @attrs.frozen(kw_only=True)
@@ -414,11 +416,18 @@ class LineageEdgeError(ModularError, ValueError):
     relation: str
 
 
+class TurnRunningError(ModularError, RuntimeError):
+    """``forget`` or ``sessions.delete`` reaches a session whose turn (or job) is still running."""
+    def __init__(self, message: str, *, session_id: str, running_id: str) -> None: ...
+    session_id: str
+    running_id: str
+
+
 @final
 class LineageGraph:
     """How the sessions of a host relate: forks, spawns, and the edges integrators add."""
-    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now) -> None:
-        """Internal: the host builds its graph over its (open) store; users get ``host.lineage``."""
+    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now, log: LogStore | None = None) -> None:
+        """Internal: the host builds its graph over its (open) store and log; users get ``host.lineage``."""
     async def tree(self, root_id: str) -> LineageTree:
         """The session ``root_id`` and every session forked or spawned from it, nested, in"""
     async def html(self, root_id: str | None = None, *, title: str | None = None) -> str:
@@ -505,8 +514,8 @@ class MemoryStore:
         """Keep a lineage edge (an edge between the same two sessions replaces it)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge."""
-    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
-        """Replace finished turns by their erased records and rewrite edges, all or nothing."""
+    async def erase(self, erasure: Erasure) -> None:
+        """Carry out an erasure over every place that keeps text (``PLACES``), all or nothing."""
     async def begin_invocation(self, record: Invocation) -> None: ...
     async def finish_invocation(self, record: Invocation) -> None: ...
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]: ...
@@ -641,8 +650,8 @@ class PostgresStore(PostgresTraces):
         """Write a lineage edge between two stored sessions (same pair: replaced)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge and record `INDEX_VERSION`, in one transaction."""
-    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
-        """Replace finished turns by their erased records and rewrite edges, in one transaction."""
+    async def erase(self, erasure: Erasure) -> None:
+        """Carry out an erasure over every place that keeps text, in one transaction."""
     async def begin_invocation(self, record: Invocation) -> None: ...
     async def finish_invocation(self, record: Invocation) -> None: ...
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]: ...
@@ -865,8 +874,8 @@ class SqliteStore:
         """Write a lineage edge between two stored sessions (same pair: replaced)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
-    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
-        """Replace finished turns by their erased records and rewrite edges, in one transaction;"""
+    async def erase(self, erasure: Erasure) -> None:
+        """Carry out an erasure over every place that keeps text, in one transaction."""
     async def begin_invocation(self, record: Invocation) -> None: ...
     async def finish_invocation(self, record: Invocation) -> None: ...
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]: ...
@@ -947,8 +956,8 @@ class Store(Protocol):
         """Write a lineage edge between two sessions the store holds (same pair: replaced)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace the whole lineage index by these and record `INDEX_VERSION`, in one transaction."""
-    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
-        """Forget: replace finished turns by their erased records (same id, ordinal, author,"""
+    async def erase(self, erasure: Erasure) -> None:
+        """Carry out one erasure (``forget``, a session's deletion) in one transaction."""
     async def index_version(self) -> int | None:
         """The `INDEX_VERSION` the index was last rebuilt with (``None``: never). Reads no rows."""
     async def get_session(self, session_id: SessionId) -> SessionRecord | None:
@@ -975,6 +984,18 @@ class Store(Protocol):
         """Edges whose artifact has this type and source id, in writing order."""
     async def read_all(self) -> StoredState:
         """Everything the store holds (for checks, repair and export: it reads every row)."""
+
+
+@attrs.frozen(kw_only=True)
+class Erasure:
+    """What one ``forget`` or session deletion erases, by key. Immutable."""
+    at: datetime
+    turns: tuple[TurnRecord, ...] = ()
+    edges: tuple[LineageEdge, ...] = ()
+    turn_ids: frozenset[TurnId] = frozenset()
+    positions: frozenset[tuple[SessionId, int]] = frozenset()
+    commands: frozenset[tuple[SessionId, str]] = frozenset()
+    sessions: frozenset[SessionId] = frozenset()
 
 
 class StoreError(ModularError, RuntimeError):

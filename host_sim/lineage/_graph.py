@@ -33,7 +33,7 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from ..stores._protocol import Store
+    from ..stores._protocol import LogStore, Store
     from ..stores._records import SessionRecord, TurnRecord
 
 __all__ = ["LineageGraph"]
@@ -59,12 +59,13 @@ class LineageGraph:
     ['s-1']
     """
 
-    __slots__ = ("_applied", "_clock", "_store")
+    __slots__ = ("_applied", "_clock", "_log", "_store")
 
-    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now) -> None:
-        """Internal: the host builds its graph over its (open) store; users get ``host.lineage``."""
+    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now, log: LogStore | None = None) -> None:
+        """Internal: the host builds its graph over its (open) store and log; users get ``host.lineage``."""
         self._store = store
         self._clock = clock
+        self._log = log
         self._applied: Callable[[Sequence[TurnRecord]], None] = lambda records: None  # the host's live state
 
     async def tree(self, root_id: str) -> LineageTree:
@@ -125,16 +126,20 @@ class LineageGraph:
         walk computes both). Carrying it out erases the message text and reply of every
         planned turn and the labels of the planned edges' artifacts, in one transaction;
         ids, ordinals, authors, times and lineage stay, so forks, queries and later turns go
-        on working, and later model calls see erased entries (`HistoryEntry.erased`). A
-        `SqliteStore` keeps no copy of the erased text in its files. Forgetting a turn again
-        erases nothing more. Raises `modular_sdk.UnknownTurnError` for an unknown id and
-        `ValueError` when a planned turn is still running.
+        on working, and later model calls see erased entries (`HistoryEntry.erased`). The
+        same walk erases every other copy of that text the host keeps: the failed turns'
+        errors, the commands typed where the planned turns were asked (argument, text,
+        error), the jobs that ran them, and the actions their replies proposed (which can
+        then no longer be confirmed). A `SqliteStore` keeps no copy of the erased text in its
+        files. Forgetting a turn again erases nothing more. Raises
+        `modular_sdk.UnknownTurnError` for an unknown id and `host_sim.TurnRunningError`
+        while a session the plan reaches runs a turn or a job (nothing is erased then).
 
         >>> plan = await host.lineage.forget(turn.id)  # doctest: +SKIP
         >>> await host.lineage.forget(turn.id, dry_run=False)  # doctest: +SKIP
         """
         return await _provenance.forget(
-            self._store, turn_id, dry_run=dry_run, now=self._now, applied=self._applied
+            self._store, turn_id, dry_run=dry_run, now=self._now, applied=self._applied, log=self._log
         )
 
     # -- queries -------------------------------------------------------------------------

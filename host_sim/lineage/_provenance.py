@@ -18,13 +18,16 @@ import attrs
 
 from modular_sdk import SessionId, TurnId, UnknownTurnError
 
-from ._types import LineageArtifact, LineageEdge
+from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
+
+from ..stores._protocol import LogStore
+from ._errors import TurnRunningError
 
 if TYPE_CHECKING:
     from ..stores._protocol import Store
-    from ..stores._records import TurnRecord
+    from ..stores._records import Invocation, TurnRecord
 
-__all__ = ["ErasurePlan", "Provenance", "TurnOrigin", "TurnRef", "backward", "forget", "forward", "find_turn"]
+__all__ = ["ErasurePlan", "Provenance", "TurnOrigin", "TurnRef", "backward", "delete_session", "find_turn", "forget", "forward"]
 
 
 @attrs.frozen(kw_only=True)
@@ -108,8 +111,9 @@ async def find_turn(store: Store, turn_or_message_id: object) -> TurnRecord:
     return found
 
 
-async def _forward(store: Store, turn: TurnRecord) -> tuple[tuple[SessionId, ...], list[TurnRecord], Provenance]:
-    """The one walk behind `forward` and `forget`: holders breadth-first, then what rests on the turn."""
+async def _forward(store: Store, turn: TurnRecord) -> tuple[list[TurnRecord], list[TurnRecord], Provenance]:
+    """The one walk behind `forward` and `forget`: holders breadth-first, then what rests on
+    the turn; and the turns still running that will (or the turn itself, if it runs)."""
     holders = [turn.session_id]
     level = [turn.session_id]
     while level:  # breadth-first over forks that inherit the turn; iterative, any depth
@@ -122,9 +126,12 @@ async def _forward(store: Store, turn: TurnRecord) -> tuple[tuple[SessionId, ...
         holders += following
         level = following
     resting: list[TurnRecord] = []
+    running = [turn] if turn.status == "running" else []
     if turn.status == "completed":  # a model sees completed turns only
         for session_id in holders:
-            resting += (t for t in await store.turns_since(session_id, turn.ordinal + 1) if t.status == "completed")
+            later = await store.turns_since(session_id, turn.ordinal + 1)
+            resting += (t for t in later if t.status == "completed")
+            running += (t for t in later if t.status == "running")
     spawns = tuple(s.id for s in await store.spawned_during(turn.id))
     edges = tuple(await store.find_edges("turn", turn.id))
     provenance = Provenance(
@@ -134,7 +141,7 @@ async def _forward(store: Store, turn: TurnRecord) -> tuple[tuple[SessionId, ...
         spawns=spawns,
         edges=edges,
     )
-    return tuple(holders), resting, provenance
+    return running, resting, provenance
 
 
 async def forward(store: Store, turn_or_message_id: object) -> Provenance:
@@ -162,52 +169,123 @@ async def backward(store: Store, turn_or_message_id: object) -> TurnOrigin:
     return TurnOrigin(of=_ref(turn), read_from=read_from, sessions=tuple(chain))
 
 
+def _typed(invocation: Invocation) -> str:
+    """What the user typed to run a slash command (``host.submit`` and jobs keep that text)."""
+    return f"/{invocation.command_id}" + ("" if invocation.argument is None else f" {invocation.argument}")
+
+
+async def _refuse_running(
+    log: LogStore | None, running: Iterable[TurnRecord], sessions: Iterable[SessionId], what: str
+) -> None:
+    """Raise `TurnRunningError` for a turn still running that rests on what is erased (its
+    reply would keep the text), or a job of an affected session still running (its record
+    is written when it ends)."""
+    busy = next(iter(running), None)
+    if busy is not None:
+        raise TurnRunningError(
+            f"turn {busy.id!r} of session {busy.session_id!r} is still running, and {what} reaches that "
+            "session; wait for it (await turn.completed()) or cancel it, then erase again",
+            session_id=busy.session_id,
+            running_id=busy.id,
+        )
+    if log is None:
+        return
+    for session_id in dict.fromkeys(sessions):
+        jobs, _ = await log.page_jobs(session_id, "running", {}, 1, None)  # served by an index
+        for job in jobs:
+            raise TurnRunningError(
+                f"job {job.id!r} of session {job.session_id!r} is still running, and {what} reaches that "
+                "session; wait for it (await job.wait()) or cancel it, then erase again",
+                session_id=job.session_id,
+                running_id=job.id,
+            )
+
+
 async def _erase(
     store: Store,
+    log: LogStore | None,
     turns: Iterable[TurnRecord],
     edges: Iterable[LineageEdge],
     *,
+    deleted: Iterable[SessionId] = (),
     now: Callable[[], datetime],
     applied: Callable[[Sequence[TurnRecord]], None],
 ) -> None:
-    """Carry out a plan in one store transaction: its turns lose their text (those not
-    erased already), the artifacts citing them their labels; then tell the host."""
+    """The one erasure walk: carry out a plan over every place the store keeps text
+    (stores/_erasure.py ``PLACES``) in one store transaction, then tell the host.
+
+    Planned turns lose their text (those not erased already), the artifacts citing them
+    their labels; the commands typed where they were asked, the jobs that ran them, the
+    actions their replies proposed, and everything of the ``deleted`` sessions lose theirs.
+    """
+    from ..stores._erasure import Erasure
     from ..stores._invariants import ERASED_LABEL, erased
 
     at = now()
-    records = [erased(t, at) for t in turns if t.erased_at is None]
-    rewritten = [
+    planned = list(turns)
+    records = tuple(erased(t, at) for t in planned if t.erased_at is None)
+    citing = {(e.from_session_id, e.to_session_id): e for e in edges}
+    for record in records:  # a fork anchored at a resting turn cites it: its label is derived from it
+        citing.update(((e.from_session_id, e.to_session_id), e) for e in await store.find_edges("turn", record.id))
+    rewritten = tuple(
         attrs.evolve(e, artifact=LineageArtifact(type=e.artifact.type, source_id=e.artifact.source_id, label=ERASED_LABEL))
-        for e in edges
+        for e in citing.values()
         if e.artifact is not None and e.artifact.label != ERASED_LABEL
-    ]
-    await store.erase(records, rewritten)
+    )
+    positions = frozenset((t.session_id, t.ordinal) for t in planned)
+    commands: set[tuple[SessionId, str]] = set()
+    if log is not None:
+        for session_id in dict.fromkeys(t.session_id for t in planned):
+            commands.update(
+                (session_id, _typed(i))
+                for i in await log.invocations_of(session_id)
+                if (session_id, i.position) in positions and i.erased_at is None
+            )
+    erasure = Erasure(
+        at=at,
+        turns=records,
+        edges=rewritten,
+        turn_ids=frozenset(t.id for t in planned),
+        positions=positions,
+        commands=frozenset(commands),
+        sessions=frozenset(deleted),
+    )
+    await store.erase(erasure)
+    if log is not None and not isinstance(store, LogStore):  # a log kept apart from the store (MemoryLog)
+        await log.erase(erasure)
     applied(records)
 
 
-async def erase_turns(
+async def delete_session(
     store: Store,
-    turns: Sequence[TurnRecord],
+    log: LogStore | None,
+    session_id: SessionId,
     *,
     now: Callable[[], datetime],
     applied: Callable[[Sequence[TurnRecord]], None],
 ) -> None:
-    """Forget several turns at once (a deleted session's own turns): the union of their
-    plans, computed by the same walk as `forget`, erased in one transaction."""
+    """Erase a deleted session: the union of its own turns' plans, computed by the same walk
+    as `forget`, every other row of the session (invocations, jobs, actions, outputs) and
+    the artifact labels of the edges integrators gave it, in one transaction. Raises `TurnRunningError` while an affected session runs a turn."""
+    own = await store.get_turns(session_id)
     planned: dict[TurnId, TurnRecord] = {}
     edges: dict[tuple[SessionId, SessionId], LineageEdge] = {}
-    for turn in turns:
-        if turn.status == "running":
-            raise ValueError(
-                f"turn {turn.id!r} of session {turn.session_id!r} is still running; "
-                "delete the session once its turns have finished"
-            )
-        _, resting, provenance = await _forward(store, turn)
+    holders: dict[SessionId, None] = {session_id: None}
+    running: list[TurnRecord] = []
+    for turn in own:
+        busy, resting, provenance = await _forward(store, turn)
+        running += busy
+        holders.update(dict.fromkeys(provenance.sessions))
         for record in (turn, *resting):
             planned.setdefault(record.id, record)
         for edge in provenance.edges:
             edges[edge.from_session_id, edge.to_session_id] = edge
-    await _erase(store, planned.values(), edges.values(), now=now, applied=applied)
+    for direction in ("out", "in"):  # the labels integrators gave the session's own edges
+        for edge in await store.get_edges([session_id], direction):
+            if edge.relation in HOST_RELATIONS and edge.artifact is not None:
+                edges[edge.from_session_id, edge.to_session_id] = edge
+    await _refuse_running(log, running, holders, f"deleting session {session_id!r}")
+    await _erase(store, log, planned.values(), edges.values(), deleted=(session_id,), now=now, applied=applied)
 
 
 async def forget(
@@ -217,16 +295,21 @@ async def forget(
     dry_run: bool,
     now: Callable[[], datetime],
     applied: Callable[[Sequence[TurnRecord]], None],
+    log: LogStore | None = None,
 ) -> ErasurePlan:
     """The erasure plan of a turn; with ``dry_run=False`` also carry it out, in one transaction.
 
     ``applied`` is told the erased records once they are durable (the host updates what it
-    holds in memory). Raises `ValueError` naming a planned turn that is still running.
+    holds in memory); ``log`` is where invocations and jobs are kept (the store itself when
+    it is a `LogStore`). Raises `TurnRunningError` while a session the plan reaches runs a
+    turn or a job.
     """
+    if log is None and isinstance(store, LogStore):
+        log = store
     if not isinstance(dry_run, bool):
         raise TypeError(f"dry_run must be True or False, got {dry_run!r}")
     turn = await find_turn(store, turn_or_message_id)
-    _, resting, provenance = await _forward(store, turn)
+    running, resting, provenance = await _forward(store, turn)
     planned = [turn, *resting]
     plan = ErasurePlan(
         of=provenance.of,
@@ -238,11 +321,6 @@ async def forget(
     )
     if dry_run:
         return plan
-    running = [t for t in planned if t.status == "running"]
-    if running:
-        raise ValueError(
-            f"turn {running[0].id!r} of session {running[0].session_id!r} is still running; "
-            "forget it once it has finished (await turn.completed())"
-        )
-    await _erase(store, planned, provenance.edges, now=now, applied=applied)
+    await _refuse_running(log, running, provenance.sessions, f"forgetting turn {turn.id!r}")
+    await _erase(store, log, planned, provenance.edges, now=now, applied=applied)
     return attrs.evolve(plan, edges=tuple(await store.find_edges("turn", turn.id)))

@@ -59,7 +59,7 @@ from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
 from ..lanes._ext_host import HandlerFailed, call_handler
-from ..lineage._provenance import erase_turns, find_turn
+from ..lineage._provenance import delete_session, find_turn
 from ..lineage._types import LineageEdge, SessionNode
 from ..models._protocol import Model, ModelRequest, ToolCall, ToolResult, ToolSpec
 from ..stores._protocol import LogStore, Store
@@ -383,9 +383,9 @@ class Engine:
                 apply_erasure(session, record)
 
     async def delete(self, state: SessionState) -> None:
-        """Delete a session: erase its own turns through forget, then hide it (`LogStore`)."""
-        own = [t.record() for t in state.own or ()]
-        await erase_turns(self.store, own, now=self.now, applied=self.apply_erasure)
+        """Delete a session: erase it through the one erasure walk (its own turns as forget
+        does, and all it holds), then hide it (`LogStore`)."""
+        await delete_session(self.store, self.log, state.id, now=self.now, applied=self.apply_erasure)
         at = self.now()
         await self.log.delete_session(state.id, at)
         state.deleted_at = state.deleted_at or at

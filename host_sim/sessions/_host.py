@@ -231,7 +231,7 @@ class Host:
             with anyio.CancelScope(shield=True):
                 await self._store.close()
             raise
-        graph = LineageGraph(self._store, clock=self._clock)
+        graph = LineageGraph(self._store, clock=self._clock, log=log)
         engine = Engine(
             tables=tables,
             model=self._model,

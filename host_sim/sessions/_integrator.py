@@ -11,6 +11,7 @@ import attrs
 
 from modular_sdk import SessionId, TurnId
 
+from ..stores._erasure import PLACES, Erasure, erase_rows
 from ..stores._protocol import LogStore, Store
 from ..stores._records import Invocation, JobRecord, JobStatus, SessionRecord, TurnRecord
 
@@ -136,6 +137,13 @@ class MemoryLog:
 
     async def deleted_at(self, session_id: SessionId) -> datetime | None:
         return self._deleted.get(session_id)
+
+    async def erase(self, erasure: Erasure) -> None:
+        for place in PLACES:
+            if place.table == "invocations":
+                erase_rows(self._invocations, place, erasure)
+            elif place.table == "jobs":
+                erase_rows(self._jobs, place, erasure)
 
 
 def log_of(store: Store) -> LogStore:

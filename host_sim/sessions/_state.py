@@ -297,7 +297,7 @@ def apply_erasure(session: SessionState, record: TurnRecord) -> None:
     if not session.own or not session.first_ordinal <= record.ordinal < session.next_ordinal:
         return
     turn = session.own[record.ordinal - session.first_ordinal]
-    turn.message, turn.reply, turn.erased_at = record.message, record.reply, record.erased_at
+    turn.message, turn.reply, turn.error, turn.erased_at = record.message, record.reply, record.error, record.erased_at
     turn.artifact = None  # later forks cite it with the erased label
     if turn.status == "completed" and session.entries is not None:
         index = turn.completed_before - session.inherited_completed

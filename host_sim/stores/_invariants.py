@@ -89,13 +89,15 @@ def fork_artifact(turn_id: str, ordinal: int, *, erased: bool = False) -> Lineag
 
 
 def erased(turn: TurnRecord, at: datetime) -> TurnRecord:
-    """``turn`` forgotten at ``at``: its message text and reply gone, everything else kept."""
+    """``turn`` forgotten at ``at``: its message text, reply and error text gone (a failed
+    turn's error reads `ERASED_LABEL`: a model's error may quote the prompt), everything else kept."""
     message: AiMessage = (
         AiNotificationMessage(title=ERASED_LABEL, body="")
         if isinstance(turn.message, AiNotificationMessage)
         else AiPromptMessage(text="")
     )
-    return attrs.evolve(turn, message=message, reply=None, erased_at=at)
+    error = None if turn.error is None else ERASED_LABEL
+    return attrs.evolve(turn, message=message, reply=None, error=error, erased_at=at)
 
 
 def interrupted(turn: TurnRecord, at: datetime) -> TurnRecord:

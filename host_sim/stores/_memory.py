@@ -13,6 +13,7 @@ import attrs
 from modular_sdk import SessionId, TurnId
 
 from ..lineage._types import LineageEdge, SessionNode
+from ._erasure import PLACES, Erasure, Place, erase_rows
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
@@ -218,9 +219,10 @@ class MemoryStore:
             self._put_edge(edge)
         self._index_version = INDEX_VERSION
 
-    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
-        """Replace finished turns by their erased records and rewrite edges, all or nothing."""
+    async def erase(self, erasure: Erasure) -> None:
+        """Carry out an erasure over every place that keeps text (``PLACES``), all or nothing."""
         self._check_open()
+        turns, edges = erasure.turns, erasure.edges
         for turn in turns:
             old = self._turns.get(turn.id)
             if (
@@ -228,7 +230,8 @@ class MemoryStore:
                 or old.status == "running"
                 or old.erased_at is not None
                 or turn.erased_at is None
-                or attrs.evolve(old, message=turn.message, reply=turn.reply, erased_at=turn.erased_at) != turn
+                or attrs.evolve(old, message=turn.message, reply=turn.reply, error=turn.error, erased_at=turn.erased_at)
+                != turn
             ):
                 raise StoreError(
                     f"cannot erase turn {turn.id!r}: only a finished turn is erased, once, keeping all but its text"
@@ -242,6 +245,22 @@ class MemoryStore:
             own[bisect.bisect_left(own, turn.ordinal, key=_ordinal)] = turn
         for edge in edges:
             self._put_edge(edge)
+        tr = self._tr
+        tables: dict[str, Callable[[Place], None]] = {
+            "invocations": lambda place: erase_rows(self._invocations, place, erasure),
+            "jobs": lambda place: erase_rows(self._jobs, place, erasure),
+            "actions": lambda place: erase_rows(tr.actions, place, erasure),
+            "trace_outputs": lambda place: erase_rows(tr.outputs, place, erasure),
+            "nodes": lambda place: erase_rows(self._nodes, place, erasure),
+        }
+        for place in PLACES:
+            if "record" not in place.rows:
+                tables[place.table](place)  # KeyError: a place this store does not keep yet (add it here)
+        for trace_id, outputs in tr.outputs_of.items():
+            tr.outputs_of[trace_id] = [tr.outputs[o.output_id] for o in outputs]
+        for action_id, action in tr.actions.items():
+            if action.erased_at is not None:
+                tr.pending_of.get(action.session_id, {}).pop(action_id, None)
 
     # -- the integrator's log (LogStore) --------------------------------------------------
 
@@ -411,12 +430,6 @@ class MemoryStore:
         if session_id not in self._sessions:
             raise StoreError(f"no session {session_id!r} is stored")
         self._deleted.setdefault(session_id, at)
-        for invocation_id in self._invocations_of.get(session_id, ()):
-            old = self._invocations[invocation_id]
-            if old.erased_at is None:
-                self._invocations[invocation_id] = attrs.evolve(
-                    old, argument=None, text=None if old.text is None else "", error=None if old.error is None else "", erased_at=at
-                )
 
     async def deleted_at(self, session_id: SessionId) -> datetime | None:
         self._check_open()

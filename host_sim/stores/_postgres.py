@@ -61,7 +61,9 @@ import anyio.to_thread
 from modular_sdk import SerializationError, SessionId, TurnId
 
 from ..lineage._types import LineageEdge, SessionNode
+from ._erasure import Erasure, statements
 from ._errors import StoreError
+from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
 from ._postgres_sql import Refused as _Refused
 from ._postgres_traces import TRACE_TABLES_SCHEMA, PostgresTraces
@@ -69,7 +71,7 @@ from ._postgres_sql import Step as _Step
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
-from ._sqlite import _Table
+from ._sqlite import _erased_value, _Table
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore"]
 
@@ -166,7 +168,7 @@ CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR E
         AND NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
         AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
         AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
-        AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND NEW.error IS NOT DISTINCT FROM OLD.error
+        AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND (NEW.error IS NULL) = (OLD.error IS NULL)
         AND NEW.owner IS NOT DISTINCT FROM OLD.owner))
     EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once, to be forgotten)');
 CREATE TRIGGER finished_turns_are_kept BEFORE DELETE ON host_sim.turns FOR EACH ROW
@@ -238,6 +240,40 @@ INSERT INTO host_sim.job_tags (key, value, seq, job_id)
     SELECT t.key, t.value, j.seq, j.id FROM host_sim.jobs j JOIN host_sim.session_tags t ON t.session_id = j.session_id
     ON CONFLICT DO NOTHING;
 """
+# Erasure (stores/_erasure.py): a record changes once more only to lose its text. Made with
+# a new store, and when a host opens a store made before erasure reached turn errors,
+# actions and outputs (its actions rule does not name erased_at).
+_ERASURE_RULES: Final = f"""
+ALTER TABLE host_sim.actions ADD COLUMN IF NOT EXISTS erased_at text;
+CREATE INDEX IF NOT EXISTS jobs_by_turn ON host_sim.jobs (turn_id) WHERE turn_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS actions_by_turn ON host_sim.actions (turn_id);
+CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
+    WHEN (OLD.status <> 'running' AND NOT (
+        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL
+        AND NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
+        AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
+        AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
+        AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND (NEW.error IS NULL) = (OLD.error IS NULL)
+        AND NEW.owner IS NOT DISTINCT FROM OLD.owner))
+    EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once, to be forgotten)');
+CREATE OR REPLACE TRIGGER actions_never_change BEFORE UPDATE ON host_sim.actions FOR EACH ROW
+    WHEN (NOT (
+        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND NEW.id = OLD.id AND NEW.type = OLD.type
+        AND NEW.mod_id = OLD.mod_id AND NEW.session_id = OLD.session_id AND NEW.turn_id = OLD.turn_id
+        AND NEW.created_at = OLD.created_at AND NEW.seq = OLD.seq))
+    EXECUTE FUNCTION host_sim.refuse('a proposed action never changes (except once, to be erased)');
+CREATE OR REPLACE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.trace_outputs FOR EACH ROW
+    WHEN (NOT (
+        NEW.kind = '{ERASED_LABEL}' AND NEW.output_id = OLD.output_id AND NEW.trace_id = OLD.trace_id
+        AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at AND NEW.seq = OLD.seq))
+    EXECUTE FUNCTION host_sim.refuse('a trace output never changes (except to be erased)');
+"""
+_HAS_ERASURE_RULES: Final = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
+    "AND t.tgname = 'actions_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%erased_at%%')"
+)
+
 _JOB_TAGS: Final = (
     "INSERT INTO host_sim.job_tags (key, value, seq, job_id) SELECT t.key, t.value, j.seq, j.id "
     "FROM host_sim.jobs j JOIN host_sim.session_tags t ON t.session_id = j.session_id WHERE j.id = %s "
@@ -288,7 +324,7 @@ _FINISH_TURN: Final = (
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status = 'running'"
 )
 _ERASE_TURN: Final = (
-    "UPDATE host_sim.turns SET message = %s, reply = %s, erased_at = %s "
+    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s "
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status <> 'running' AND erased_at IS NULL"
 )
 _SET_INDEX_VERSION: Final = (
@@ -333,6 +369,7 @@ SELECT_EDGES_IN: Final = f"SELECT {_cols(_EDGES)} FROM host_sim.edges WHERE to_s
 SELECT_EDGES_BY_ARTIFACT: Final = (
     f"SELECT {_cols(_EDGES)} FROM host_sim.edges WHERE artifact_type = %s AND artifact_source_id = %s ORDER BY seq"
 )
+_SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'host_sim'"
 SELECT_INDEX_VERSION: Final = "SELECT value FROM host_sim.meta WHERE key = 'index_version'"
 
 _PASSWORD_IN_URL: Final = re.compile(r"^([a-z]+://[^:/@?#]*):[^@/?#]*@", re.IGNORECASE)
@@ -558,27 +595,36 @@ class PostgresStore(PostgresTraces):
         steps.append(_Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
         await self._transact(steps)
 
-    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
-        """Replace finished turns by their erased records and rewrite edges, in one transaction.
+    async def erase(self, erasure: Erasure) -> None:
+        """Carry out an erasure over every place that keeps text, in one transaction.
+
+        The places (``PLACES``) are those among the tables this database has.
 
         The erased text is gone from every row a host or a query reads. PostgreSQL keeps
-        old row versions in its files until ``VACUUM`` reclaims them (and in WAL archives
-        and backups); run ``VACUUM host_sim.turns`` where that matters.
+        old row versions in its files (a plain ``VACUUM`` only marks their space reusable)
+        and in WAL segments, archives and backups; ``VACUUM FULL`` on the ``host_sim``
+        tables rewrites their files without it (docs/embedding.md, "Several hosts:
+        PostgresStore", Limits).
         """
         steps: list[_Step] = []
-        for turn in turns:
+        for turn in erasure.turns:
             row = dict(zip(_TURNS.columns, self._row(_TURNS, turn), strict=True))
             if turn.erased_at is None:
                 raise self._fail(f"cannot erase turn {turn.id!r} without erased_at", "pass its erased record")
             steps.append(
                 _Step(
                     _ERASE_TURN,
-                    (row["message"], row["reply"], row["erased_at"], turn.id, turn.session_id, turn.ordinal),
+                    (row["message"], row["reply"], row["error"], row["erased_at"], turn.id, turn.session_id, turn.ordinal),
                     f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
                     "change",
                 )
             )
-        steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot rewrite an edge") for e in edges]
+        steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot rewrite an edge") for e in erasure.edges]
+        tables = [str(name) for (name,) in await self._query(_SELECT_TABLES, ())]
+        steps += [
+            _Step(sql, params, "cannot erase the text of a record")
+            for sql, params in statements(erasure, tables=tables, mark="%s", prefix="host_sim.", encode=_erased_value)
+        ]
         await self._transact(steps)
 
     # -- reads ----------------------------------------------------------------------------
@@ -783,14 +829,6 @@ class PostgresStore(PostgresTraces):
                     "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) ON CONFLICT (session_id) DO NOTHING",
                     (session_id, stamp, session_id),
                     f"no session {session_id!r} is stored",
-                ),
-                _Step(
-                    "UPDATE host_sim.invocations SET argument = NULL, "
-                    "text = CASE WHEN text IS NULL THEN NULL ELSE '' END, "
-                    "error = CASE WHEN error IS NULL THEN NULL ELSE '' END, erased_at = %s "
-                    "WHERE session_id = %s AND erased_at IS NULL",
-                    (stamp, session_id),
-                    "",
                 ),
             ]
         )
@@ -1165,7 +1203,7 @@ class PostgresStore(PostgresTraces):
                             f"holds no host-sim store (database {dbname!r} has no schema host_sim)",
                             "pass the DSN of the database your hosts write, or open it with a host to create one",
                         )
-                    for statement in _statements(_SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA):
+                    for statement in _statements(_SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA + _ERASURE_RULES):
                         conn.execute(statement, ())
                     conn.execute(
                         "INSERT INTO host_sim.meta (key, value) VALUES ('application', %s), "
@@ -1184,6 +1222,9 @@ class PostgresStore(PostgresTraces):
                         conn.execute(statement, ())
                 if self._create and conn.execute("SELECT to_regclass('host_sim.job_tags') IS NULL", ()).fetchone()[0]:
                     for statement in _statements(_JOBS_SCHEMA):  # a store made before jobs had indexes
+                        conn.execute(statement, ())
+                if self._create and not conn.execute(_HAS_ERASURE_RULES, ()).fetchone()[0]:
+                    for statement in _statements(_ERASURE_RULES):  # a store made before erasure reached them
                         conn.execute(statement, ())
         except StoreError:
             raise

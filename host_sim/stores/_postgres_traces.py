@@ -11,11 +11,12 @@ tables mirror `SqliteStore`'s (stores/_traces.py describes the records), in sche
     trace_outputs(seq, output_id PRIMARY KEY, trace_id, session_id, kind, created_at)
     trace_commits(seq, output_id PRIMARY KEY, commit_hash, recorded_at)
     trace_index(seq, kind, key, trace_id, PRIMARY KEY (key, kind, trace_id))  -- derived
-    actions(seq, id PRIMARY KEY, type, payload, mod_id, session_id, turn_id, created_at)
+    actions(seq, id PRIMARY KEY, type, payload, mod_id, session_id, turn_id, created_at, erased_at)
     action_outcomes(seq, action_id PRIMARY KEY, state, decided_at)
     spool_applied(seq, event_id PRIMARY KEY, applied_at)
 
-Records never change and are never deleted (triggers refuse); only the derived
+Records never change and are never deleted (triggers refuse), except to be erased (an
+action's payload, an output's kind: `PostgresStore.erase`, rules in _postgres.py); only the derived
 ``trace_index`` is rewritten, by `rebuild_trace_index`. A database made before traces gets
 the tables when a host opens it (``IF NOT EXISTS``), and then has no trace index version,
 so the host derives the index.
@@ -93,7 +94,8 @@ CREATE TABLE IF NOT EXISTS host_sim.trace_index (
 );
 CREATE TABLE IF NOT EXISTS host_sim.actions (
     seq bigint GENERATED ALWAYS AS IDENTITY, id text PRIMARY KEY, type text NOT NULL, payload text NOT NULL,
-    mod_id text NOT NULL, session_id text NOT NULL, turn_id text NOT NULL, created_at text NOT NULL
+    mod_id text NOT NULL, session_id text NOT NULL, turn_id text NOT NULL, created_at text NOT NULL,
+    erased_at text
 );
 CREATE INDEX IF NOT EXISTS actions_by_session ON host_sim.actions (session_id, seq);
 CREATE TABLE IF NOT EXISTS host_sim.action_outcomes (
@@ -392,7 +394,7 @@ class PostgresTraces:
             ActionRecord,
             _select(
                 _ACTIONS,
-                "a WHERE a.session_id = %s AND NOT EXISTS "
+                "a WHERE a.session_id = %s AND a.erased_at IS NULL AND NOT EXISTS "
                 "(SELECT 1 FROM host_sim.action_outcomes o WHERE o.action_id = a.id) ORDER BY a.seq",
             ),
             (session_id,),

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Final, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
 from modular_sdk import SessionId, TurnId
 
 from ..lineage._types import LineageEdge, SessionNode
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+
+if TYPE_CHECKING:
+    from ._erasure import Erasure
 
 __all__ = ["INDEX_VERSION", "LogStore", "Store"]
 
@@ -82,9 +85,14 @@ class Store(Protocol):
         """Replace the whole lineage index by these and record `INDEX_VERSION`, in one transaction."""
         ...
 
-    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
-        """Forget: replace finished turns by their erased records (same id, ordinal, author,
-        times and status; text gone; ``erased_at`` set) and rewrite edges, in one transaction.
+    async def erase(self, erasure: Erasure) -> None:
+        """Carry out one erasure (``forget``, a session's deletion) in one transaction.
+
+        It reaches every place this store keeps text (stores/_erasure.py ``PLACES``): planned turns
+        become their erased records (same id, ordinal, author, times and status; text and
+        error text gone; ``erased_at`` set), edges are rewritten, and, in a store that keeps
+        the integrator's log, the invocations, jobs and nodes the erasure reaches lose their
+        text. A store that also keeps traces erases them too (`TraceStore.erase`).
 
         Refuses a turn that is running, unknown or already erased. A durable store leaves
         no copy of the erased text in its files once this returns.
@@ -233,9 +241,16 @@ class LogStore(Protocol):
         ...
 
     async def delete_session(self, session_id: SessionId, at: datetime) -> None:
-        """Hide a session from listing and erase its invocations' text, in one transaction."""
+        """Hide a session from listing (its text is erased before, by `Store.erase`)."""
         ...
 
     async def deleted_at(self, session_id: SessionId) -> datetime | None:
         """When the session was deleted, or ``None``."""
+        ...
+
+    async def erase(self, erasure: Erasure) -> None:
+        """Erase the invocations and jobs an erasure reaches.
+
+        A store that keeps the log does it in `Store.erase`'s one transaction; a log kept
+        apart from its store erases only its own records."""
         ...

@@ -68,7 +68,9 @@ from modular_sdk import (
 from modular_sdk._json import structure, unstructure
 
 from ..lineage._types import LineageEdge, SessionNode
+from ._erasure import Erasure, statements
 from ._errors import StoreError, StoreLockedError
+from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._traces import (
@@ -239,7 +241,7 @@ CREATE TABLE IF NOT EXISTS trace_index (
 );
 CREATE TABLE IF NOT EXISTS actions (
     id TEXT PRIMARY KEY, type TEXT NOT NULL, payload TEXT NOT NULL, mod_id TEXT NOT NULL,
-    session_id TEXT NOT NULL, turn_id TEXT NOT NULL, created_at TEXT NOT NULL
+    session_id TEXT NOT NULL, turn_id TEXT NOT NULL, created_at TEXT NOT NULL, erased_at TEXT
 );
 CREATE INDEX IF NOT EXISTS actions_by_session ON actions (session_id);
 CREATE TABLE IF NOT EXISTS action_outcomes (action_id TEXT PRIMARY KEY, state TEXT NOT NULL, decided_at TEXT NOT NULL);
@@ -260,6 +262,40 @@ CREATE TABLE IF NOT EXISTS spool_applied (event_id TEXT PRIMARY KEY, applied_at 
         ("spool_applied", "applied event id"),
     )
 )
+
+# Erasure (stores/_erasure.py): a record changes once more only to lose its text. A writer
+# makes these rules at open when its store has older ones (made before erasure reached
+# turn errors, actions and outputs), so every store a host writes has them.
+_ERASURE_RULES: Final = f"""
+DROP TRIGGER IF EXISTS finished_turns_never_change;
+CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
+WHEN OLD.status != 'running' AND NOT (
+    OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL
+    AND NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
+    AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
+    AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
+    AND NEW.finished_at IS OLD.finished_at AND (NEW.error IS NULL) = (OLD.error IS NULL)
+)
+BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once, to be forgotten)'); END;
+DROP TRIGGER IF EXISTS actions_never_change;
+CREATE TRIGGER actions_never_change BEFORE UPDATE ON actions
+WHEN NOT (
+    OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND NEW.id = OLD.id AND NEW.type = OLD.type
+    AND NEW.mod_id = OLD.mod_id AND NEW.session_id = OLD.session_id AND NEW.turn_id = OLD.turn_id
+    AND NEW.created_at = OLD.created_at
+)
+BEGIN SELECT RAISE(ABORT, 'a proposed action never changes (except once, to be erased)'); END;
+DROP TRIGGER IF EXISTS trace_outputs_never_change;
+CREATE TRIGGER trace_outputs_never_change BEFORE UPDATE ON trace_outputs
+WHEN NOT (
+    NEW.kind = '{ERASED_LABEL}' AND NEW.output_id = OLD.output_id AND NEW.trace_id = OLD.trace_id
+    AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at
+)
+BEGIN SELECT RAISE(ABORT, 'a trace output never changes (except to be erased)'); END;
+CREATE INDEX IF NOT EXISTS jobs_by_turn ON jobs (turn_id) WHERE turn_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_by_session ON jobs (session_id);
+CREATE INDEX IF NOT EXISTS actions_by_turn ON actions (turn_id);
+"""
 
 # A new store is made as version 2 was, then brought to version 3 by the same statements
 # an upgrade runs: one definition of each version, no drift between new and upgraded files.
@@ -489,7 +525,7 @@ _REBUILD_TAGS: Final = (
 _LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
 _ERASE_TURN: Final = (
-    "UPDATE turns SET message = ?, reply = ?, erased_at = ? "
+    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ? "
     "WHERE id = ? AND session_id = ? AND ordinal = ? AND status != 'running' AND erased_at IS NULL"
 )
 
@@ -557,6 +593,7 @@ class SqliteStore:
         "_lock_file",
         "_lock_made",
         "_absent_tables",
+        "_tables",
         "_missing",
         "_path",
         "_read_only",
@@ -576,6 +613,7 @@ class SqliteStore:
         self._missing: frozenset[str] = frozenset()  # "table.column"s an older schema lacks (readers)
         self._has_traces = False  # TraceStore: the trace tables exist (a reader may find them absent)
         self._absent_tables: frozenset[str] = frozenset()
+        self._tables: frozenset[str] = frozenset()  # every table the file has (erasure reaches those)
 
     def __repr__(self) -> str:
         state = "open" if self._conn is not None else "closed"
@@ -692,24 +730,29 @@ class SqliteStore:
         steps.append(_Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
         await self._transact(steps)
 
-    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
-        """Replace finished turns by their erased records and rewrite edges, in one transaction;
-        then checkpoint the WAL so no erased text is left in it (free pages are zeroed:
-        ``secure_delete`` is on)."""
+    async def erase(self, erasure: Erasure) -> None:
+        """Carry out an erasure over every place that keeps text, in one transaction.
+
+        The places are ``PLACES``; then the WAL is checkpointed so no erased text is left in
+        it (free pages are zeroed: ``secure_delete`` is on)."""
         steps: list[_Step] = []
-        for turn in turns:
+        for turn in erasure.turns:
             row = dict(zip(_TURNS.columns, _TURNS.row(turn), strict=True))
             if turn.erased_at is None:
                 raise self._fail(f"cannot erase turn {turn.id!r} without erased_at", "pass its erased record")
             steps.append(
                 _Step(
                     _ERASE_TURN,
-                    (row["message"], row["reply"], row["erased_at"], turn.id, turn.session_id, turn.ordinal),
+                    (row["message"], row["reply"], row["error"], row["erased_at"], turn.id, turn.session_id, turn.ordinal),
                     f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
                     "change",
                 )
             )
-        steps += [_Step(_EDGES.upsert, _EDGES.row(e), "cannot rewrite an edge") for e in edges]
+        steps += [_Step(_EDGES.upsert, _EDGES.row(e), "cannot rewrite an edge") for e in erasure.edges]
+        steps += [
+            _Step(sql, params, "cannot erase the text of a record")
+            for sql, params in statements(erasure, tables=self._tables, mark="?", encode=_erased_value)
+        ]
         await self._transact(steps)
         await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
 
@@ -914,16 +957,8 @@ class SqliteStore:
             [
                 _Step("SELECT 1 FROM sessions WHERE id = ?", (session_id,), f"no session {session_id!r} is stored", "row"),
                 _Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
-                _Step(
-                    "UPDATE invocations SET argument = NULL, text = CASE WHEN text IS NULL THEN NULL ELSE '' END, "
-                    "error = CASE WHEN error IS NULL THEN NULL ELSE '' END, erased_at = ? "
-                    "WHERE session_id = ? AND erased_at IS NULL",
-                    (stamp, session_id),
-                    "",
-                ),
             ]
         )
-        await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
 
     async def deleted_at(self, session_id: SessionId) -> datetime | None:
         if "deletions" in self._absent_tables:
@@ -1054,6 +1089,11 @@ class SqliteStore:
         stale = "" if "trace_index" in present else "DELETE FROM meta WHERE key = 'trace_index_version';\n"
         self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _TRACES + stale + "COMMIT;")
         self._has_traces = True
+        rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'actions_never_change'").fetchone()
+        if rule is None or "erased_at" not in str(rule[0]):  # a store made before erasure reached actions
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(actions)")}
+            added = "" if "erased_at" in columns else "ALTER TABLE actions ADD COLUMN erased_at TEXT;\n"
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _ERASURE_RULES + "COMMIT;")
 
     async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
         """Write a trace and its task with their index rows, in one transaction."""
@@ -1295,8 +1335,8 @@ class SqliteStore:
         return await self._records(
             _ACTIONS,
             ActionRecord,
-            "WHERE session_id = ? AND NOT EXISTS (SELECT 1 FROM action_outcomes o WHERE o.action_id = actions.id) "
-            "ORDER BY rowid",
+            "WHERE session_id = ? AND erased_at IS NULL "
+            "AND NOT EXISTS (SELECT 1 FROM action_outcomes o WHERE o.action_id = actions.id) ORDER BY rowid",
             (session_id,),
         )
 
@@ -1599,15 +1639,13 @@ class SqliteStore:
         self._prepare_jobs(conn)
         self._missing = frozenset(
             f"{table.name}.{column}"
-            for table in (*_TABLES, *_LOG_TABLES)
+            for table in (*_TABLES, *_LOG_TABLES, _ACTIONS)
             for present in [{row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}]
             for column in table.columns
             if column not in present
         )
-        self._absent_tables = frozenset(
-            {"reads", "deletions", "session_tags", "job_tags"}
-            - {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        )
+        self._tables = frozenset(name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+        self._absent_tables = frozenset({"reads", "deletions", "session_tags", "job_tags"} - self._tables)
         if not self._read_only:
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA secure_delete = ON")  # what forget erases is zeroed, not freed
@@ -1703,6 +1741,13 @@ class SqliteStore:
             ) from None
         assert isinstance(value, record)
         return value
+
+
+def _erased_value(table: str, field: str, value: object) -> object:
+    """How an erased value is stored: text as it is, a JSON value (a payload) as JSON text."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(unstructure(value), ensure_ascii=False, separators=(",", ":"))
 
 
 def _chunks(ids: Sequence[SessionId], size: int = 500) -> list[Sequence[SessionId]]:

@@ -8,7 +8,9 @@ everything that needs traces) with `host_sim.TraceError` naming the store. `Memo
 Records are authoritative and written once, never changed (append-only): a trace (its
 origin fixed at creation), the task a trace got (once), each session's link to its trace,
 each output, the first commit of each output, each proposed action and its one outcome,
-each applied spool event id. A trace as the host shows it is assembled from them. The
+each applied spool event id; the one change allowed is an erasure (`TraceStore.erase`),
+which takes the text out of an action's payload or an output's kind and keeps the rest. A
+trace as the host shows it is assembled from them. The
 reverse index (task ref, session, output, commit -> trace) is derived from the records:
 written in the transaction that writes what it indexes, checked by `check_traces`, and
 rebuilt from the records by `derive_trace_index` (``host-sim fsck --repair``, and a host
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Final, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
 import attrs
 
@@ -29,6 +31,9 @@ from modular_sdk._frozen import FrozenJsonObject
 from ..lineage._types import LineageEdge, SessionNode
 from ._invariants import Violation
 from ._records import SessionRecord
+
+if TYPE_CHECKING:
+    from ._erasure import Erasure
 
 __all__ = [
     "TRACE_INDEX_VERSION",
@@ -117,7 +122,11 @@ class TraceIndexEntry:
 
 @attrs.frozen(kw_only=True)
 class ActionRecord:
-    """An action a model proposed, as recorded (its payload as JSON). Immutable."""
+    """An action a model proposed, as recorded (its payload as JSON). Immutable.
+
+    It changes once more only if its turn is forgotten or its session deleted: its payload
+    goes (``{}``) and ``erased_at`` is set; an erased action is never confirmed.
+    """
 
     id: str
     type: str
@@ -126,6 +135,7 @@ class ActionRecord:
     session_id: SessionId
     turn_id: TurnId
     created_at: datetime
+    erased_at: datetime | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -273,6 +283,15 @@ class TraceStore(Protocol):
 
     async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
         """Replace the whole trace index by ``entries`` and record `TRACE_INDEX_VERSION`, in one transaction."""
+        ...
+
+    async def erase(self, erasure: Erasure) -> None:
+        """`Store.erase`, plus the trace records' text it reaches, in the same transaction.
+
+        Erased (stores/_erasure.py ``PLACES``): the payload of every action proposed in a planned
+        turn or a deleted session (``{}``, ``erased_at`` set) and the kind of every output a
+        deleted session reported. A durable store leaves no copy of that text in its files.
+        """
         ...
 
 

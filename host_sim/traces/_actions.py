@@ -259,8 +259,26 @@ class ActionBook:
                 state="unknown",
             )
         record, outcome = found
+        if record.erased_at is not None:
+            raise ActionStateError(
+                f"action {action_id!r} was erased at {record.erased_at.isoformat()} (the turn that proposed it "
+                f"was forgotten, or its session deleted), so it cannot be {verb}ed: nothing of it is left to "
+                "run; ask the model for a new proposal",
+                action_id=action_id,
+                state="erased",
+            )
         if outcome is not None:
             raise _decided(action_id, outcome)
+        if verb == "confirm":
+            session = await self._engine.load(record.session_id)
+            if session.deleted_at is not None:
+                raise ActionStateError(
+                    f"action {action_id!r} was proposed in session {record.session_id!r}, which was deleted at "
+                    f"{session.deleted_at.isoformat()}; an action of a deleted session is never confirmed: "
+                    "dismiss it, or ask for a new proposal in a live session",
+                    action_id=action_id,
+                    state="deleted",
+                )
         return record
 
     async def _session_id(self, session: object) -> SessionId:

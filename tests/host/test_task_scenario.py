@@ -11,6 +11,7 @@ import pytest
 
 from host_sim.examples import background_tasks
 from host_sim import (
+    Erasure,
     Host,
     LineageEdge,
     MemoryStore,
@@ -204,8 +205,8 @@ class GatedStore:
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         await self._inner.rebuild_index(nodes, edges)
 
-    async def erase(self, turns: Sequence[TurnRecord], edges: Sequence[LineageEdge]) -> None:
-        await self._inner.erase(turns, edges)
+    async def erase(self, erasure: Erasure) -> None:
+        await self._inner.erase(erasure)
 
     # Reads go straight through.
     async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
