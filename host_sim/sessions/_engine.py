@@ -54,7 +54,7 @@ from modular_sdk import (
     View,
     Widget,
 )
-from modular_sdk._json import structure, unstructure
+from modular_sdk._json import parse_json_text, structure, unstructure
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
@@ -979,9 +979,13 @@ class Engine:
         raw = turn.reply or ""
         name = getattr(output_type, "__name__", repr(output_type))
         try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            why = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            data = parse_json_text(raw)  # the one rule for numbers from outside
+        except (json.JSONDecodeError, RecursionError, SerializationError) as exc:
+            why = (
+                f"{exc.msg} at position {exc.pos}"
+                if isinstance(exc, json.JSONDecodeError)
+                else str(exc) if isinstance(exc, SerializationError) else "nested too deeply"
+            )
             raise ReplyValidationError(
                 f"the reply to run(..., output_type={name}) is not JSON ({why}): {raw[:200]!r}; "
                 "ask the model for JSON matching the schema",
