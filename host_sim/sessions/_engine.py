@@ -221,6 +221,7 @@ class Engine:
         cwd: str,
         tool_context: Callable[[Engine, SessionState, HandlerFrame], ToolContext],
         log: LogStore,
+        max_reply_bytes: int = 1_000_000,
     ) -> None:
         self.tables = tables
         self.model = model
@@ -230,6 +231,7 @@ class Engine:
         self.handler_timeout = handler_timeout
         self.model_timeout = model_timeout
         self.max_tool_rounds = max_tool_rounds
+        self.max_reply_bytes = max_reply_bytes
         self.cwd = cwd
         self.tool_context = tool_context  # made by the handles module: the engine never imports it
         self.sessions: dict[SessionId, SessionState] = {}
@@ -828,6 +830,12 @@ class Engine:
                         return
                     request = attrs.evolve(request, tool_results=(*request.tool_results, result))
                     continue
+                if isinstance(reply, str):
+                    size = utf8_size(reply)
+                    reply = ReplyTooLong(size=size, streamed=False) if size > self.max_reply_bytes else reply
+                if isinstance(reply, ReplyTooLong):
+                    turn.status, turn.error = "failed", reply.error(self.max_reply_bytes)
+                    return
                 if not isinstance(reply, str):
                     turn.status = "failed"
                     turn.error = _storable(f"the model returned {reply!r}; a model must return reply text or a ToolCall")
@@ -860,7 +868,11 @@ class Engine:
             turn.streamed = []
         chunks = turn.streamed  # across the turn's rounds
 
+        limit = self.max_reply_bytes
+        size = sum(utf8_size(c) for c in chunks)  # text of earlier rounds counts too
+
         async def consume() -> object:
+            nonlocal size
             iterator = stream(request)
             try:
                 async for chunk in iterator:
@@ -868,6 +880,10 @@ class Engine:
                         return chunk
                     if not isinstance(chunk, str):
                         return chunk  # refused below like any bad reply
+                    size += utf8_size(chunk)
+                    if size > limit:  # read no further; keep nothing of it
+                        chunks.clear()
+                        return ReplyTooLong(size=size, streamed=True)
                     if chunk:
                         chunks.append(chunk)
                         self.events.publish(_delta(session.id, turn.id, chunk))
@@ -1001,6 +1017,31 @@ class Engine:
                 output_type=name,
             ) from None
         return value
+
+
+@attrs.frozen
+class ReplyTooLong:
+    """A reply over ``Host(max_reply_bytes=...)``: ``size`` bytes (so far, when ``streamed``)."""
+
+    size: int
+    streamed: bool
+
+    def error(self, limit: int) -> str:
+        fix = "raise Host(max_reply_bytes=...) if replies this long are expected"
+        if self.streamed:
+            return (
+                f"the model's streamed reply passed the limit of {limit} bytes (Host(max_reply_bytes={limit})) "
+                f"after {self.size} bytes; the host stopped reading it and kept nothing of it; {fix}"
+            )
+        return (
+            f"the model's reply is {self.size} bytes, over the limit of {limit} bytes "
+            f"(Host(max_reply_bytes={limit})); nothing of it was kept; {fix}"
+        )
+
+
+def utf8_size(text: str) -> int:
+    """Bytes of ``text`` in UTF-8 (a lone surrogate counts 3)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def checked_now(clock: Callable[[], datetime]) -> datetime:

@@ -112,6 +112,8 @@ class Host:
     ``spool`` is a folder other processes write events to (`write_event`); the host reads
     each event file of at most ``max_event_bytes`` and sets aside anything else (links,
     FIFOs, odd names, larger files) into ``spool/failed/``.
+    A model reply longer than ``max_reply_bytes`` (UTF-8) fails its turn and nothing of it
+    is kept; a streamed one is read no further.
     """
 
     def __init__(
@@ -130,6 +132,7 @@ class Host:
         commit_resolver: CommitResolver | None = None,
         builtin_tools: Sequence[str] = (),
         on_bad_mod: Literal["raise", "skip"] = "raise",
+        max_reply_bytes: int = 1_000_000,
     ) -> None:
         if on_bad_mod not in ("raise", "skip"):
             raise InvalidArgumentError(
@@ -150,6 +153,14 @@ class Host:
         self._handler_timeout = handler_timeout
         self._model_timeout = model_timeout
         self._max_tool_rounds = max_tool_rounds
+        if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int) or max_reply_bytes < 1:
+            raise InvalidArgumentError(
+                f"max_reply_bytes must be an int >= 1 (bytes of UTF-8), got {max_reply_bytes!r}; "
+                "pass e.g. max_reply_bytes=1_000_000",
+                argument="max_reply_bytes",
+                value=max_reply_bytes,
+            )
+        self._max_reply_bytes = max_reply_bytes
         self._cwd = cwd if cwd is not None else os.getcwd()
         # Traces (API.md section 9): the spool, the commit resolver and the built-in tools.
         unknown = [t for t in builtin_tools if t not in BUILTIN_TOOLS] if not isinstance(builtin_tools, str) else [builtin_tools]
@@ -244,6 +255,7 @@ class Host:
             cwd=self._cwd,
             tool_context=tool_context,
             log=log,
+            max_reply_bytes=self._max_reply_bytes,
         )
         graph._applied = engine.apply_erasure
         self._engine, self._lineage = engine, graph
