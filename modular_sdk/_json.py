@@ -634,7 +634,7 @@ def _json_constant(text: str) -> object:
     raise _RefusedNumber(text, "not a JSON number (JSON has no NaN or infinities)")
 
 
-def parse_json_text(text: str) -> object:
+def parse_json_text(text: str) -> Any:
     """``json.loads`` with the numbers rule: the one reader of JSON text from outside.
 
     Accepts integers in `INT_RANGE` and finite floats; refuses longer integers, floats
