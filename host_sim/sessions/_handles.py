@@ -11,6 +11,7 @@ is stamped with that actor, whatever task, thread or ``contextvars`` context sen
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, final, overload
@@ -34,6 +35,7 @@ from modular_sdk import (
     TurnId,
     TurnStatus,
 )
+from modular_sdk._rules import show, unstorable_text
 
 from ..lanes._calling import Actor, HandlerFrame
 from ..traces._errors import TraceError
@@ -294,11 +296,15 @@ def encode_cursor(position: int) -> str:
     return f"p{position}"
 
 
+_CURSOR = re.compile(r"p[0-9]{1,19}")  # a store position: a signed 64-bit integer
+
+
 def decode_cursor(cursor: object) -> int:
-    """The position a cursor from `SessionPage.next` names; `ValueError` naming it otherwise."""
-    if isinstance(cursor, str) and cursor.startswith("p") and cursor[1:].isdigit():
+    """The position a cursor from `SessionPage.next` names; `ValueError` naming it otherwise
+    (also for a position no store holds: over 2**63 - 1)."""
+    if isinstance(cursor, str) and _CURSOR.fullmatch(cursor) and int(cursor[1:]) < 2**63:
         return int(cursor[1:])
-    raise ValueError(f"{cursor!r} is not a page cursor; pass the `next` of a SessionPage this host returned")
+    raise ValueError(f"{show(cursor)} is not a page cursor; pass the `next` of a SessionPage this host returned")
 
 
 
@@ -306,11 +312,23 @@ def check_list_tags(tags: object) -> Mapping[str, str]:
     """Tags to filter by (``None``: none), checked: a mapping of str to str, else `InvalidArgumentError`."""
     if tags is None:
         return {}
-    if not isinstance(tags, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
+    try:
+        pairs = list(tags.items()) if isinstance(tags, Mapping) else None
+    except Exception:  # a mapping whose items() raises is not tags either
+        pairs = None
+    if pairs is None or not all(isinstance(k, str) and isinstance(v, str) for k, v in pairs):
         raise InvalidArgumentError(
-            f"tags must map str to str, like {{'user': 'alice'}}, got {tags!r}", argument="tags", value=tags
+            f"tags must map str to str, like {{'user': 'alice'}}, got {show(tags)}", argument="tags", value=tags
         )
-    return dict(tags)
+    for key, value in pairs:
+        why = unstorable_text(key) or unstorable_text(value)
+        if why is not None:
+            raise InvalidArgumentError(
+                f"the tag {show(key)}: {show(value)} {why}; tags are text a store can hold",
+                argument="tags",
+                value=tags,
+            )
+    return dict(pairs)
 
 
 @final

@@ -25,6 +25,7 @@ from modular_sdk import (
     ModularError,
     SessionId,
 )
+from modular_sdk._rules import show
 
 from ..lanes._calling import USER, HandlerFrame
 from ..lanes._ext_host import HandlerFailed, call_handler
@@ -48,6 +49,7 @@ from ._explain import close_names
 from ._ids import new_invocation_id
 from ._integrator import log_of
 from ._jobs import Job, JobBook, JobPage
+from ._host_arguments import check_host_arguments
 from ._handles import (
     AiSessionsImpl,
     CommandContextImpl,
@@ -143,34 +145,30 @@ class Host:
             )
         self._on_bad_mod = on_bad_mod
         self._mod_errors: tuple[ModularError, ...] = ()
-        for name, value in (("handler_timeout", handler_timeout), ("model_timeout", model_timeout)):
-            if value is not None and not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds or None, got {value!r}")
-        self._specs = tuple(mods)
+        specs, builtin_names = check_host_arguments(
+            mods=mods,
+            model=model,
+            store=store,
+            clock=clock,
+            handler_timeout=handler_timeout,
+            model_timeout=model_timeout,
+            max_tool_rounds=max_tool_rounds,
+            cwd=cwd,
+            spool=spool,
+            builtin_tools=builtin_tools,
+            known_builtin_tools=BUILTIN_TOOLS,
+            max_reply_bytes=max_reply_bytes,
+        )
+        self._specs = specs
         self._model: Model = model if model is not None else EchoModel()
         self._store: Store = store if store is not None else MemoryStore()
         self._clock = clock if clock is not None else _utc_now
         self._handler_timeout = handler_timeout
         self._model_timeout = model_timeout
         self._max_tool_rounds = max_tool_rounds
-        if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int) or max_reply_bytes < 1:
-            raise InvalidArgumentError(
-                f"max_reply_bytes must be an int >= 1 (bytes of UTF-8), got {max_reply_bytes!r}; "
-                "pass e.g. max_reply_bytes=1_000_000",
-                argument="max_reply_bytes",
-                value=max_reply_bytes,
-            )
         self._max_reply_bytes = max_reply_bytes
         self._cwd = cwd if cwd is not None else os.getcwd()
         # Traces (API.md section 9): the spool, the commit resolver and the built-in tools.
-        unknown = [t for t in builtin_tools if t not in BUILTIN_TOOLS] if not isinstance(builtin_tools, str) else [builtin_tools]
-        if unknown:
-            raise InvalidArgumentError(
-                f"builtin_tools must be a sequence of {', '.join(map(repr, BUILTIN_TOOLS))}, got {builtin_tools!r}; "
-                "write builtin_tools=('lineage',)",
-                argument="builtin_tools",
-                value=builtin_tools,
-            )
         if commit_resolver is not None and not callable(commit_resolver):
             raise InvalidArgumentError(
                 f"commit_resolver must be a function fn(output) -> str | None, got {commit_resolver!r}",
@@ -189,7 +187,7 @@ class Host:
         self._spool = None if spool is None else Path(spool)
         self._max_event_bytes = max_event_bytes
         self._commit_resolver = commit_resolver
-        self._builtin_tools = tuple(builtin_tools)
+        self._builtin_tools = builtin_names
         self._traces: Traces | None = None
         self._actions: ActionBook | None = None
         self._spool_consumer: SpoolConsumer | None = None
@@ -459,8 +457,18 @@ class Host:
         )
 
     async def run_command(self, command_id: str) -> Submission:
-        """Run a palette command (no session) and report like `submit`."""
+        """Run a palette command (no session) and report like `submit`.
+
+        Raises `InvalidArgumentError` when ``command_id`` is not a str.
+        """
         engine = self._open()
+        if not isinstance(command_id, str):
+            raise InvalidArgumentError(
+                f"run_command() takes a palette command id (a str, like 'open'), got {show(command_id)} "
+                f"({type(command_id).__name__})",
+                argument="command_id",
+                value=command_id,
+            )
         entry = engine.tables.palette.get(command_id)
         if entry is None:
             known = sorted(engine.tables.palette)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 from modular_sdk import Action, ActionStateError, Mod, SerializationError, SessionId
 from modular_sdk._frozen import freeze_object, thaw_object
 from modular_sdk._json import parse_json_text, structure, unstructure
-from modular_sdk._rules import show
+from modular_sdk._rules import show, unstorable_text
 
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..sessions._handles import AiContextImpl, NoPublicConstructor, SessionHandle
@@ -245,9 +245,12 @@ class ActionBook:
             raise _decided(record.id, found[1]) from None
 
     async def _pending_record(self, store: TraceStore, action_id: str, verb: str) -> ActionRecord:
-        if not isinstance(action_id, str):
+        if not isinstance(action_id, str) or unstorable_text(action_id) is not None:
             raise ActionStateError(
-                f"{verb}() takes an action id (PendingAction.id), got {action_id!r}", action_id=repr(action_id), state="unknown"
+                f"{verb}() takes an action id (PendingAction.id, a str of valid text), got {show(action_id)}; "
+                "use an id from Submission.actions or host.pending_actions(session)",
+                action_id=show(action_id),
+                state="unknown",
             )
         found = await store.get_action(action_id)
         if found is None:
