@@ -55,6 +55,7 @@ from modular_sdk import (
     Widget,
 )
 from modular_sdk._json import parse_json_text, structure, unstructure
+from modular_sdk._rules import show
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
@@ -297,7 +298,7 @@ class Engine:
         """
         if not isinstance(session_id, str):
             raise InvalidArgumentError(
-                f"a session id is a str (a SessionId), got {session_id!r}; pass session.id",
+                f"a session id is a str (a SessionId), got {show(session_id)}; pass session.id",
                 argument="session_id",
                 value=session_id,
             )
@@ -1082,14 +1083,14 @@ def _storable(text: str) -> str:
 
 def _prompt(text: object) -> AiPromptMessage:
     if not isinstance(text, str):
-        raise InvalidArgumentError(f"a prompt is a str, got {text!r}; pass the text to send", argument="prompt", value=text)
+        raise InvalidArgumentError(f"a prompt is a str, got {show(text)}; pass the text to send", argument="prompt", value=text)
     return AiPromptMessage(text=text)
 
 
 def _check_text(argument: str, value: object) -> None:
     if value is not None and (not isinstance(value, str) or not value or _unstorable(value) is not None):
         raise InvalidArgumentError(
-            f"{argument} must be a non-empty str of valid text or None, got {value!r}",
+            f"{argument} must be a non-empty str of valid text or None, got {show(value)}",
             argument=argument,
             value=value,
         )
@@ -1112,7 +1113,7 @@ def _article(noun: str) -> str:
 def _check_metadata(metadata: object) -> None:
     if metadata is not None and not isinstance(metadata, AiSessionDisplayMetadata):
         raise InvalidArgumentError(
-            f"metadata must be an AiSessionDisplayMetadata, got {metadata!r}; "
+            f"metadata must be an AiSessionDisplayMetadata, got {show(metadata)}; "
             "write metadata=AiSessionDisplayMetadata(label='Task')",
             argument="metadata",
             value=metadata,
@@ -1135,14 +1136,14 @@ def _check_tags(tags: object) -> Mapping[str, str]:
         return {}
     if not isinstance(tags, Mapping):
         raise InvalidArgumentError(
-            f"tags must be a mapping of str to str, like {{'user': 'alice'}}, got {tags!r}",
+            f"tags must be a mapping of str to str, like {{'user': 'alice'}}, got {show(tags)}",
             argument="tags",
             value=tags,
         )
     for key, value in tags.items():
         if not isinstance(key, str) or not key or not isinstance(value, str):
             raise InvalidArgumentError(
-                f"tags map non-empty str keys to str values; got {key!r}: {value!r}",
+                f"tags map non-empty str keys to str values; got {show(key)}: {show(value)}",
                 argument="tags",
                 value=tags,
             )
@@ -1150,7 +1151,7 @@ def _check_tags(tags: object) -> Mapping[str, str]:
             problem = _unstorable(text)
             if problem is not None:
                 raise InvalidArgumentError(
-                    f"tag {key!r} holds text that cannot be stored ({problem})", argument="tags", value=tags
+                    f"tag {show(key)} holds text that cannot be stored ({problem})", argument="tags", value=tags
                 )
     return dict(tags)
 

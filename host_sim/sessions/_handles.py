@@ -366,7 +366,7 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
 
     async def get(self, session_id: str) -> SessionHandle:
         """The session with this id; raises `UnknownSessionError`."""
-        self._engine.check_open(f"get session {session_id!r}")
+        self._engine.check_open(f"get session {show(session_id)}")
         return SessionHandle._create(self._engine, await self._engine.load(session_id), self._actor)
 
     async def turn(self, turn_id: str) -> TurnHandle:
@@ -395,9 +395,9 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         engine.check_open("list sessions")
         checked = check_list_tags(tags)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            raise InvalidArgumentError(f"limit must be an int from 1 to 10000, got {limit!r}", argument="limit", value=limit)
+            raise InvalidArgumentError(f"limit must be an int from 1 to 10000, got {show(limit)}", argument="limit", value=limit)
         if not isinstance(roots_only, bool):
-            raise InvalidArgumentError(f"roots_only must be True or False, got {roots_only!r}", argument="roots_only", value=roots_only)
+            raise InvalidArgumentError(f"roots_only must be True or False, got {show(roots_only)}", argument="roots_only", value=roots_only)
         try:
             before = None if after is None else decode_cursor(after)
         except ValueError as bad:
@@ -413,7 +413,7 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         ``deleted_at`` set, so lineage stays walkable.
         """
         engine = self._engine
-        engine.check_open(f"delete session {session_id!r}")
+        engine.check_open(f"delete session {show(session_id)}")
         state = await engine.load(session_id)
         await engine.delete(state)
 
@@ -611,7 +611,7 @@ def _trace_arg(trace: object, actor: Actor) -> str | None:
 
 async def _report_output(session: SessionHandle, kind: str, output_id: str) -> None:
     engine = session._engine
-    engine.check_open(f"report output {output_id!r}")
+    engine.check_open(f"report output {show(output_id)}")
     if engine.report_output is None:
         raise TraceError(
             "this engine links no outputs (it was not made by a Host); call report_output in a "

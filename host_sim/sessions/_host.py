@@ -139,7 +139,7 @@ class Host:
         if on_bad_mod not in ("raise", "skip"):
             raise InvalidArgumentError(
                 f"on_bad_mod must be 'raise' (refuse every mod when one is bad) or 'skip' (load the "
-                f"good ones, list the bad in host.mod_errors), got {on_bad_mod!r}",
+                f"good ones, list the bad in host.mod_errors), got {show(on_bad_mod)}",
                 argument="on_bad_mod",
                 value=on_bad_mod,
             )
@@ -171,7 +171,7 @@ class Host:
         # Traces (API.md section 9): the spool, the commit resolver and the built-in tools.
         if commit_resolver is not None and not callable(commit_resolver):
             raise InvalidArgumentError(
-                f"commit_resolver must be a function fn(output) -> str | None, got {commit_resolver!r}",
+                f"commit_resolver must be a function fn(output) -> str | None, got {show(commit_resolver)}",
                 argument="commit_resolver",
                 value=commit_resolver,
             )
@@ -179,7 +179,7 @@ class Host:
             require_traces(self._store)  # TraceError naming the store: the spool applies to traces
         if isinstance(max_event_bytes, bool) or not isinstance(max_event_bytes, int) or max_event_bytes < 1:
             raise InvalidArgumentError(
-                f"max_event_bytes must be a positive int (the largest spool event file read), got {max_event_bytes!r}; "
+                f"max_event_bytes must be a positive int (the largest spool event file read), got {show(max_event_bytes)}; "
                 "leave it out for 1_048_576 (1 MiB)",
                 argument="max_event_bytes",
                 value=max_event_bytes,
@@ -378,7 +378,7 @@ class Host:
             return await engine.load(session.id)
         if not isinstance(session, str):
             raise InvalidArgumentError(
-                f"expected a session handle or id, got {session!r}; pass a handle from "
+                f"expected a session handle or id, got {show(session)}; pass a handle from "
                 "host.sessions or its .id",
                 argument="session",
                 value=session,
@@ -398,7 +398,7 @@ class Host:
         """`submit`, in ``job`` (or none): the events of its turn or command carry its id."""
         if not isinstance(text, str):
             raise InvalidArgumentError(
-                f"submit() takes the typed text as a str, got {text!r}", argument="text", value=text
+                f"submit() takes the typed text as a str, got {show(text)}", argument="text", value=text
             )
         if text == "/" or not text.strip():
             message = (
@@ -566,7 +566,7 @@ class Host:
         engine = self._open()
         if not isinstance(text, str):
             raise InvalidArgumentError(
-                f"completions() takes the typed text as a str (like '/ta'), got {text!r}",
+                f"completions() takes the typed text as a str (like '/ta'), got {show(text)}",
                 argument="text",
                 value=text,
             )
@@ -653,7 +653,7 @@ class Host:
         self._open()
         state = await self._session(session)
         if not isinstance(text, str):
-            raise InvalidArgumentError(f"start() takes the typed text as a str, got {text!r}", argument="text", value=text)
+            raise InvalidArgumentError(f"start() takes the typed text as a str, got {show(text)}", argument="text", value=text)
         assert self._jobs is not None
         return await self._jobs.start(state.id, text)
 
