@@ -27,6 +27,7 @@ import anyio.lowlevel
 import attrs
 
 from modular_sdk import InvalidArgumentError, ModularError, SessionId, TurnId
+from modular_sdk._rules import show
 
 from ..stores._errors import StoreError
 from ..stores._protocol import LogStore
@@ -210,7 +211,11 @@ class JobBook:
         try:
             with scope:
                 await anyio.lowlevel.checkpoint_if_cancelled()  # cancelled before it began: nothing runs
-                submission = await self._submit(record.session_id, record.text, _Call(job, self._log))
+                try:
+                    submission = await self._submit(record.session_id, record.text, _Call(job, self._log))
+                except Exception as exc:  # submit never raises for a bad reply; a bug fails this job, not the host
+                    message = f"the job failed inside the host ({show(exc)}); please report it"
+                    submission = Submission(kind="prompt", text=message, error=message, error_kind="model_failed")
         except BaseException:  # the host closed (its task group is cancelled) or failed
             await self._end(job, _stopped(job._record, "interrupted", _INTERRUPTED, self._now()), None)
             raise

@@ -9,6 +9,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -269,3 +270,26 @@ def test_max_reply_bytes_must_be_a_positive_int(value: object) -> None:
     with pytest.raises(InvalidArgumentError, match=rf"^max_reply_bytes must be an int >= 1 \(bytes of UTF-8\), got {re.escape(repr(value))}; pass e.g. max_reply_bytes=1_000_000") as info:
         Host(max_reply_bytes=value)  # type: ignore[arg-type]
     assert info.value.argument == "max_reply_bytes"
+
+
+class FailingStore:
+    """A MemoryStore whose turn writes fail with an error the host does not expect."""
+
+    def __init__(self) -> None:
+        self._inner = MemoryStore()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def begin_turn(self, record: object) -> None:
+        raise RuntimeError("disk on fire")
+
+
+async def test_a_job_that_fails_inside_the_host_is_failed_and_the_host_lives_on() -> None:
+    async with Host(store=FailingStore()) as host:
+        chat = await host.sessions.create()
+        job = await host.start(chat, "go")
+        submission = await job.wait()
+        assert job.status == "failed"
+        assert submission.error == "the job failed inside the host (RuntimeError('disk on fire')); please report it"
+        assert (await host.sessions.create()).id != chat.id  # the host still answers
