@@ -23,6 +23,7 @@ import anyio
 
 from modular_sdk import InvalidArgumentError, SerializationError
 from modular_sdk._json import parse_json_text
+from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject, JsonValue
 
 from ._errors import ModelError
@@ -103,7 +104,7 @@ class OpenAIModel:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidArgumentError(
-                f"OpenAIModel needs the model name as a non-empty str, got {model!r}; "
+                f"OpenAIModel needs the model name as a non-empty str, got {show(model)}; "
                 "pass what the server calls it, e.g. OpenAIModel('gpt-4o-mini')",
                 argument="model",
                 value=model,
@@ -115,7 +116,7 @@ class OpenAIModel:
         if api_key is None:
             api_key = os.environ.get("OPENAI_API_KEY") or None
         elif not isinstance(api_key, str) or not api_key.strip() or api_key != api_key.strip():
-            shown = "an empty or padded str" if isinstance(api_key, str) else repr(api_key)
+            shown = "an empty or padded str" if isinstance(api_key, str) else show(api_key)
             raise InvalidArgumentError(
                 f"OpenAIModel's api_key must be a non-empty str without surrounding spaces or None, "
                 f"got {shown}; pass None to use $OPENAI_API_KEY or to send no key to a local server",
@@ -123,9 +124,9 @@ class OpenAIModel:
                 value=None if isinstance(api_key, str) else api_key,  # never keep a key in an error
             )
         self._api_key = _Secret(api_key) if api_key else None
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not _finite(timeout) or timeout <= 0:
             raise InvalidArgumentError(
-                f"OpenAIModel's timeout must be a positive number of seconds, got {timeout!r}; "
+                f"OpenAIModel's timeout must be a positive number of seconds, got {show(timeout)}; "
                 "pass e.g. timeout=60.0",
                 argument="timeout",
                 value=timeout,
@@ -133,7 +134,7 @@ class OpenAIModel:
         self._timeout = float(timeout)
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise InvalidArgumentError(
-                f"OpenAIModel's max_retries must be an int >= 0, got {max_retries!r}; "
+                f"OpenAIModel's max_retries must be an int >= 0, got {show(max_retries)}; "
                 "pass 0 to never retry",
                 argument="max_retries",
                 value=max_retries,
@@ -142,11 +143,11 @@ class OpenAIModel:
         if (
             isinstance(max_retry_wait, bool)
             or not isinstance(max_retry_wait, (int, float))
-            or not math.isfinite(max_retry_wait)
+            or not _finite(max_retry_wait)
             or max_retry_wait < 0
         ):
             raise InvalidArgumentError(
-                f"OpenAIModel's max_retry_wait must be a number of seconds >= 0, got {max_retry_wait!r}; "
+                f"OpenAIModel's max_retry_wait must be a number of seconds >= 0, got {show(max_retry_wait)}; "
                 "pass e.g. max_retry_wait=60.0 (0: fail rather than wait when the server asks)",
                 argument="max_retry_wait",
                 value=max_retry_wait,
@@ -682,7 +683,7 @@ def _check_base_url(base_url: object) -> str:
     parsed = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
     if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc or parsed.query or parsed.fragment:
         raise InvalidArgumentError(
-            f"OpenAIModel's base_url must be an http(s) URL without query, got {base_url!r}; "
+            f"OpenAIModel's base_url must be an http(s) URL without query, got {show(base_url)}; "
             "pass the server's API root, e.g. 'http://localhost:8000/v1'",
             argument="base_url",
             value=base_url,
@@ -734,6 +735,14 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     if math.isfinite(seconds) and seconds >= 0:
         return seconds
     return None
+
+
+def _finite(value: float) -> bool:
+    """Whether ``value`` is a finite float, or an int a float can hold (10**5000 is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _backoff(attempt: int) -> float:

@@ -26,10 +26,18 @@ def _bad(argument: str, value: object, rule: str, fix: str) -> InvalidArgumentEr
     )
 
 
+def _finite(value: float) -> bool:
+    """Whether ``value`` is a finite float, or an int a float can hold (10**5000 is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _seconds(argument: str, value: object, default: float) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value) or value <= 0:
         raise _bad(argument, value, "be a positive number of seconds or None", f"pass e.g. {argument}={default}")
 
 

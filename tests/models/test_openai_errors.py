@@ -8,6 +8,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from host_sim import Host, ModelRequest, OpenAIModel, RecordingModel
 from host_sim.models._errors import ModelError
@@ -290,3 +292,26 @@ def test_bad_arguments_raise_invalid_argument_error_naming_them(kwargs: dict[str
         OpenAIModel(**given)  # type: ignore[arg-type]
     assert info.value.argument == argument
     assert " sk-x " not in str(info.value)
+
+
+junk = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=5000, max_value=5001).map(lambda n: 10**n),
+    st.floats(),
+    st.text(max_size=8),
+    st.lists(st.integers(), max_size=2),
+    st.sampled_from([object(), int, b"sk"]),
+)
+
+
+@pytest.mark.parametrize("argument", ["model", "base_url", "api_key", "timeout", "max_retries", "max_retry_wait"])
+@settings(max_examples=40, deadline=None)
+@given(value=junk)
+def test_junk_in_any_argument_raises_only_invalid_argument_error(argument: str, value: object) -> None:
+    given_arguments: dict[str, object] = {"model": "m", argument: value}
+    try:
+        OpenAIModel(**given_arguments)  # type: ignore[arg-type]
+    except InvalidArgumentError as exc:
+        assert exc.argument == argument and str(exc)
