@@ -315,3 +315,12 @@ def test_junk_in_any_argument_raises_only_invalid_argument_error(argument: str, 
         OpenAIModel(**given_arguments)  # type: ignore[arg-type]
     except InvalidArgumentError as exc:
         assert exc.argument == argument and str(exc)
+
+
+@pytest.mark.anyio
+async def test_a_streamed_request_also_fails_when_retry_after_passes_max_retry_wait(fake: FakeOpenAI) -> None:
+    fake.answer(error(503, "busy", headers={"Retry-After": "100000"}))
+    with pytest.raises(ModelError, match=r"answered 503 Service Unavailable and asked to retry after 100000 s \(Retry-After\), more than OpenAIModel\(max_retry_wait=60\) waits"):
+        async for _ in model_at(fake).stream(request()):
+            pass
+    assert len(fake.received) == 1
