@@ -171,3 +171,48 @@ async def test_text_that_only_looks_like_the_key_is_left_alone(fake: FakeOpenAI)
 
 def _request() -> ModelRequest:
     return ModelRequest(session_id="ses_0123456789ab", model="m", kind="prompt", text="hi", message=AiPromptMessage(text="hi"), history=[])
+
+
+# -- the scrubber alone, over any key ------------------------------------------------------------
+
+
+def encode_as_text(key: str, hows: list[str]) -> str:
+    """``key`` written in decoded text (after JSON decoding): literal, %XX or \\uXXXX per char."""
+    out = []
+    for char, how in zip(key, hows):
+        data = char.encode("utf-8", "surrogatepass")
+        if how == "percent":
+            out.append("".join(f"%{b:02X}" for b in data))
+        elif how == "unicode":
+            units = char.encode("utf-16-be")
+            out.append("".join(f"\\u{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2)))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+keys = st.text(st.characters(min_codepoint=33, max_codepoint=0x1F600, exclude_categories=("Cs",)), min_size=8, max_size=24)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key=keys,
+    data=st.data(),
+    before=st.text(max_size=10),
+    after=st.text(max_size=10),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+)
+def test_any_key_in_any_encoding_and_any_split_is_scrubbed(key: str, data: st.DataObject, before: str, after: str, cuts: list[int]) -> None:
+    from host_sim.models._secrets import KeyFilter, KeyScrubber
+
+    scrubber = KeyScrubber(key)
+    hows = data.draw(st.lists(st.sampled_from(["literal", "percent", "unicode"]), min_size=len(key), max_size=len(key)))
+    text = before + encode_as_text(key, hows) + after
+    whole = scrubber.text(text)
+    assert "<api key>" in whole
+    streamed = KeyFilter(scrubber)
+    points = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
+    shown = "".join(streamed.feed(text[a:b]) for a, b in zip(points, points[1:])) + streamed.flush()
+    for out in (whole, shown):
+        for view in decoded_views(out):
+            assert key not in view
