@@ -115,6 +115,8 @@ HOST_ARGUMENTS = [
     "commit_resolver",
     "builtin_tools",
     "max_reply_bytes",
+    "max_event_bytes",
+    "on_bad_mod",
 ]
 
 
@@ -172,7 +174,7 @@ async def test_forget_refuses_a_dry_run_that_is_not_a_bool(dry_run: object) -> N
         ({"handler_timeout": "soon"}, r"^Host's handler_timeout must be a positive number of seconds or None, got 'soon' \(str\); pass e.g. handler_timeout=30.0$"),
         ({"model_timeout": float("nan")}, r"model_timeout must be a positive number of seconds or None, got nan"),
         ({"mods": None}, r"^Host's mods must be a sequence of Mod values or mod specs \(str\), got None"),
-        ({"mods": [3]}, r"mods must be a sequence of Mod values or mod specs \(str\), got \[3\]"),
+        ({"mods": 3}, r"mods must be a sequence of Mod values or mod specs \(str\), got 3 \(int\)"),
         ({"model": "echo"}, r"^Host's model must be a model \(an object with respond\(request\)\) or None, got 'echo'"),
         ({"store": "host.sqlite"}, r"store must be a store \(MemoryStore, SqliteStore, PostgresStore\) or None, got 'host.sqlite'"),
         ({"max_tool_rounds": -1}, r"max_tool_rounds must be an int >= 0, got -1"),

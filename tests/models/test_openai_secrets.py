@@ -118,7 +118,7 @@ async def story(fake: FakeOpenAI, folder: Path, units: list[Unit], cuts: list[in
             failed = await host.submit(chat, "fail")
             assert failed.error is not None and "bad key <api key>" in failed.error
             texts += [("a submission", repr(s)) for s in (first, second, failed)]
-            texts += [("a job", repr((j.text, j.status, j.submission))) for j in await host.jobs()]
+            texts += [("a job", repr((j.text, j.status, j.submission))) for j in (await host.jobs()).jobs]
             texts += [("the transcript", await host.transcript(chat))]
             texts += [("a turn", repr((t.reply, t.error))) for t in await chat.turns()]
     assert any("reply_delta" in where for where, _ in texts) or path != "stream"
