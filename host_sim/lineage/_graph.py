@@ -294,7 +294,7 @@ class LineageGraph:
     async def _node(self, session_id: str, *, role: str = "session_id") -> SessionNode:
         if not isinstance(session_id, str):
             raise UnknownSessionError(
-                f"{role} must be a session id (a str), got {session_id!r}; pass session.id",
+                f"{role} must be a session id (a str), got {show(session_id)}; pass session.id",
                 session_id=str(session_id),
             )
         found = await self._store.get_nodes([SessionId(session_id)])

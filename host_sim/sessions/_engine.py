@@ -305,6 +305,12 @@ class Engine:
         state = self.sessions.get(SessionId(session_id))
         if state is not None:
             return state
+        if _unstorable(session_id) is not None:  # no store holds it (nor could be asked for it)
+            raise UnknownSessionError(
+                f"no session {show(session_id)} in this host or its store (a session id is valid text); "
+                "use an id from host.sessions.create() or a handle's .id",
+                session_id=session_id,
+            )
         async with self._loading:  # one reader builds a session's state; the rest reuse it
             return await self._load(SessionId(session_id))
 

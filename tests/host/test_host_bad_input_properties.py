@@ -72,6 +72,16 @@ CALLS: dict[str, Call] = {
     "confirm": lambda host, x: host.confirm(x),  # type: ignore[arg-type]
     "dismiss": lambda host, x: host.dismiss(x),  # type: ignore[arg-type]
     "submit(text=)": lambda host, x: _submit(host, x),
+    "start(text=)": lambda host, x: _start(host, x),
+    "sessions.turn": lambda host, x: host.sessions.turn(x),  # type: ignore[arg-type]
+    "lineage.forward": lambda host, x: host.lineage.forward(x),  # type: ignore[arg-type]
+    "lineage.forget(turn_id=)": lambda host, x: host.lineage.forget(x),  # type: ignore[arg-type]
+    "job": lambda host, x: host.job(x),  # type: ignore[arg-type]
+    "jobs(after=)": lambda host, x: host.jobs(after=x),  # type: ignore[arg-type]
+    "jobs(tags=)": lambda host, x: host.jobs(tags=x),  # type: ignore[arg-type]
+    "jobs(status=)": lambda host, x: host.jobs(status=x),  # type: ignore[arg-type]
+    "mark_read": lambda host, x: host.mark_read(x),  # type: ignore[arg-type]
+    "completions": lambda host, x: _completions(host, x),
     "lineage.forget(dry_run=)": lambda host, x: _forget(host, x),
 }
 
@@ -79,6 +89,16 @@ CALLS: dict[str, Call] = {
 async def _submit(host: Host, text: object) -> object:
     chat = await host.sessions.create()
     return await host.submit(chat, text)  # type: ignore[arg-type]
+
+
+async def _start(host: Host, text: object) -> object:
+    chat = await host.sessions.create()
+    job = await host.start(chat, text)  # type: ignore[arg-type]
+    return await job.wait()
+
+
+async def _completions(host: Host, text: object) -> object:
+    return host.completions(text)  # type: ignore[arg-type]
 
 
 async def _forget(host: Host, dry_run: object) -> object:
