@@ -15,6 +15,11 @@ converter (or ``json``) recurses into it, on the way in and on the way out: arra
 objects nested more than `MAX_DEPTH` (100) levels deep, text with a lone surrogate, integers
 over Python's 4,300-digit limit; and JSON text that is not a ``str`` or ``bytes``, or bytes
 that do not decode.
+
+JSON text from outside (a model reply, a server response, a cassette, a manifest) is read
+by one function, `parse_json_text`, with one rule for numbers: integers in the signed 64-bit
+range (`INT_RANGE`) and finite floats; longer integers, floats that overflow, ``NaN`` and
+infinities are refused with `SerializationError`, like any other bad JSON.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import collections.abc
 import enum
 import json
+import math
 import types
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -47,8 +53,10 @@ from ._rules import MAX_DEPTH, check_json_data, show
 
 __all__ = [
     "converter",
+    "INT_RANGE",
     "from_json",
     "load_json",
+    "parse_json_text",
     "register_tagged",
     "structure",
     "to_json",
@@ -580,11 +588,78 @@ def to_json(value: object) -> str:
         ) from None
 
 
+INT_RANGE = (-(2**63), 2**63 - 1)
+"""The integers JSON text from outside may hold: the signed 64-bit range.
+
+What every store column and most JSON readers in other languages hold exactly; a longer
+number of digits would also cost time to convert (quadratic in its length).
+"""
+
+_MAX_INT_DIGITS = 19  # 9223372036854775807 = 2**63 - 1: no integer in range has more digits
+
+
+class _RefusedNumber(Exception):
+    """Raised inside ``json.loads`` by the number hooks; `load_json` words it."""
+
+    def __init__(self, text: str, why: str) -> None:
+        super().__init__(why)
+        self.text = text
+        self.why = why
+
+
+def _shown_number(text: str) -> str:
+    if len(text) <= 40:
+        return repr(text)
+    return f"{text[:20]!r}...({len(text)} characters)"
+
+
+def _json_int(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > _MAX_INT_DIGITS:  # refused before int() converts it (quadratic in its length)
+        raise _RefusedNumber(text, f"an integer of {digits} digits, outside the signed 64-bit range")
+    value = int(text)
+    if not INT_RANGE[0] <= value <= INT_RANGE[1]:
+        raise _RefusedNumber(text, "an integer outside the signed 64-bit range (-2**63 to 2**63-1)")
+    return value
+
+
+def _json_float(text: str) -> float:
+    value = float(text)  # float() is linear in the text: no digit limit to fear
+    if not math.isfinite(value):
+        raise _RefusedNumber(text, "a number too large for a float (it overflows to infinity)")
+    return value
+
+
+def _json_constant(text: str) -> object:
+    raise _RefusedNumber(text, "not a JSON number (JSON has no NaN or infinities)")
+
+
+def parse_json_text(text: str) -> Any:
+    """``json.loads`` with the numbers rule: the one reader of JSON text from outside.
+
+    Accepts integers in `INT_RANGE` and finite floats; refuses longer integers, floats
+    that overflow, ``NaN``, ``Infinity`` and ``-Infinity`` (``json`` accepts all of them).
+    Raises ``json.JSONDecodeError``, ``RecursionError`` or `SerializationError` (a
+    number); callers that word their own messages catch those three. Linear in the text.
+    """
+    try:
+        return json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant)
+    except _RefusedNumber as refused:
+        raise SerializationError(
+            f"the number {_shown_number(refused.text)} is {refused.why}; numbers "
+            "must fit a 64-bit integer or a finite float (send longer numbers as strings)",
+            value=refused.text,
+            type_name="JSON number",
+        ) from None
+
+
 def load_json(text: object, type_name: str) -> object:
     """Parse JSON text (``str``, or ``bytes`` in UTF-8, -16 or -32) into plain data.
 
     Raises `SerializationError` for anything else: not text, bytes that do not decode,
-    text that is not JSON, nesting too deep to parse, integers over 4,300 digits.
+    text that is not JSON, nesting too deep to parse, and numbers JSON readers cannot all
+    hold: integers outside the signed 64-bit range, floats that overflow, ``NaN`` and
+    infinities (see `parse_json_text`).
     """
     if isinstance(text, (bytes, bytearray)):
         raw = bytes(text)
@@ -605,7 +680,7 @@ def load_json(text: object, type_name: str) -> object:
             type_name=type_name,
         )
     try:
-        return json.loads(text)
+        return parse_json_text(text)
     except json.JSONDecodeError as exc:
         raise SerializationError(f"not JSON: {exc}", value=text, type_name=type_name) from None
     except RecursionError:
@@ -615,13 +690,8 @@ def load_json(text: object, type_name: str) -> object:
             value=text,
             type_name=type_name,
         ) from None
-    except ValueError as exc:  # an integer over Python's 4,300-digit limit
-        raise SerializationError(
-            f"the JSON for {type_name} holds a number Python will not read ({exc}); "
-            "send very long numbers as strings",
-            value=text,
-            type_name=type_name,
-        ) from None
+    except SerializationError as exc:
+        raise SerializationError(f"the JSON for {type_name} is refused: {exc}", value=text, type_name=type_name) from None
 
 
 @overload
@@ -634,6 +704,7 @@ def from_json(text: str | bytes, tp: object) -> object:
     Raises `SerializationError` naming the offending value: unknown or missing ``kind`` /
     ``type`` tags, wrong JSON types (never coerced), unknown keys; text that is not JSON or
     not text at all, bytes that are not UTF-8 (or UTF-16/32); data nested more than 100
-    levels deep, text with a lone surrogate, integers over 4,300 digits.
+    levels deep, text with a lone surrogate, numbers `parse_json_text` refuses (integers
+    beyond 64 bits, floats that overflow, NaN, infinities).
     """
     return structure(load_json(text, _safe_type_name(tp)), tp)

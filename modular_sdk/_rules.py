@@ -308,6 +308,16 @@ def check_handler(
         signature = inspect.signature(handler)
     except (TypeError, ValueError):  # some builtins have no signature: trust them
         return []
+    except Exception as exc:  # a __signature__ (or __wrapped__ ...) that raises: refuse it now
+        return [
+            Problem(
+                field,
+                handler,
+                f"{field} {show(handler)}: its signature cannot be read ({type(exc).__name__}: "
+                f"{show(str(exc))}), so the host could not call it safely; checked when the mod is "
+                f"defined: pass a plain function, `{define} {field.rsplit('.', 1)[-1]}({', '.join(params)})`",
+            )
+        ]
     try:
         signature.bind(*params)
     except TypeError as exc:

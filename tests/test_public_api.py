@@ -75,7 +75,7 @@ PINNED = [
 # plugin, not for mod authors).
 INTERNAL = {
     "_frozen": {"FrozenJsonObject", "FrozenJsonValue", "JsonArray", "freeze", "freeze_object", "thaw", "thaw_object"},
-    "_json": {"converter", "load_json", "register_tagged", "structure", "unstructure"},
+    "_json": {"INT_RANGE", "converter", "load_json", "parse_json_text", "register_tagged", "structure", "unstructure"},
     "_rules": {
         "ID_PATTERN", "MAX_DEPTH", "Problem", "check_json_data", "close_match", "raise_problems", "show",
         "slug", "text_validator", "unstorable_text",

@@ -180,7 +180,8 @@ class Manifest:
         """Read JSON written by `to_json`; raises `SerializationError` naming the problem.
 
         That includes text that is not JSON or not text at all, bytes that do not decode,
-        data nested more than 100 levels deep and integers over 4,300 digits.
+        data nested more than 100 levels deep, and numbers JSON readers cannot all hold
+        (integers beyond 64 bits, floats that overflow, NaN, infinities).
         """
         return cls.from_data(load_json(text, "Manifest"))
 

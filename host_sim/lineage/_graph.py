@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Final, final
 import attrs
 
 from modular_sdk import InvalidArgumentError, SessionId, UnknownSessionError
+from modular_sdk._rules import show
 
 from . import _provenance
 from ._errors import LineageEdgeError
@@ -138,6 +139,13 @@ class LineageGraph:
         >>> plan = await host.lineage.forget(turn.id)  # doctest: +SKIP
         >>> await host.lineage.forget(turn.id, dry_run=False)  # doctest: +SKIP
         """
+        if not isinstance(dry_run, bool):  # a truthy junk value must never erase
+            raise InvalidArgumentError(
+                f"forget(dry_run=...) takes True (show the plan) or False (erase), got {show(dry_run)}; "
+                "pass dry_run=False to erase",
+                argument="dry_run",
+                value=dry_run,
+            )
         return await _provenance.forget(
             self._store, turn_id, dry_run=dry_run, now=self._now, applied=self._applied, log=self._log
         )
@@ -291,7 +299,7 @@ class LineageGraph:
     async def _node(self, session_id: str, *, role: str = "session_id") -> SessionNode:
         if not isinstance(session_id, str):
             raise UnknownSessionError(
-                f"{role} must be a session id (a str), got {session_id!r}; pass session.id",
+                f"{role} must be a session id (a str), got {show(session_id)}; pass session.id",
                 session_id=str(session_id),
             )
         found = await self._store.get_nodes([SessionId(session_id)])

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from modular_sdk import SessionId, TurnId, UnknownTurnError
+from modular_sdk._rules import show, unstorable_text
 
 from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
 
@@ -95,11 +96,11 @@ def _ref(turn: TurnRecord) -> TurnRef:
 
 async def find_turn(store: Store, turn_or_message_id: object) -> TurnRecord:
     """The turn with this turn id or message id; `UnknownTurnError` otherwise."""
-    if not isinstance(turn_or_message_id, str) or not turn_or_message_id:
+    if not isinstance(turn_or_message_id, str) or not turn_or_message_id or unstorable_text(turn_or_message_id):
         raise UnknownTurnError(
-            f"a turn is named by its turn id or message id (a non-empty str), got {turn_or_message_id!r}; "
-            "pass turn.id or turn.message_id",
-            id=str(turn_or_message_id),
+            f"a turn is named by its turn id or message id (a non-empty str of valid text), got "
+            f"{show(turn_or_message_id)}; pass turn.id or turn.message_id",
+            id=show(turn_or_message_id),
         )
     found = await store.find_turn(turn_or_message_id)
     if found is None:

@@ -28,6 +28,7 @@ import attrs
 
 from modular_sdk import InvalidArgumentError, SerializationError
 from modular_sdk._schema import JsonObject, JsonValue
+from modular_sdk._json import parse_json_text
 
 from ..lanes._ext_host import describe_exception
 from ._errors import CassetteMismatchError, ModelError
@@ -383,11 +384,13 @@ def _parse_line(path: Path, number: int, line: str) -> _Call:
         )
 
     try:
-        data = json.loads(line)
+        data = parse_json_text(line)
     except json.JSONDecodeError as exc:
         raise bad(f"not JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:
         raise bad("nested too deeply") from None
+    except SerializationError as exc:  # a number JSON readers cannot all hold
+        raise bad(str(exc)) from None
     if not isinstance(data, dict) or set(data) != {"call", "request", "response"}:
         raise bad("a line is an object with exactly 'call', 'request' and 'response'")
     if data["call"] != number or isinstance(data["call"], bool):

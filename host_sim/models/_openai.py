@@ -21,11 +21,14 @@ from typing import TYPE_CHECKING, final
 
 import anyio
 
-from modular_sdk import InvalidArgumentError
+from modular_sdk import InvalidArgumentError, SerializationError
+from modular_sdk._json import parse_json_text
+from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject, JsonValue
 
 from ._errors import ModelError
 from ._protocol import ModelRequest, ToolCall
+from ._secrets import KeyFilter, KeyScrubber
 
 if TYPE_CHECKING:
     import httpx
@@ -33,7 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["OpenAIModel", "chat_completions_body"]
 
 _RETRY_STATUSES = frozenset({408, 429})
-_MAX_RETRY_AFTER = 60.0  # a longer Retry-After is not worth waiting for inside a turn
 _BACKOFF_BASE = 0.5
 _BACKOFF_CAP = 8.0
 _QUOTE_LIMIT = 500  # characters of a server's error text quoted in a message
@@ -42,12 +44,14 @@ _NOTIFICATION_PREFIX = "Notification (a system event, not a message from the use
 
 
 class _Secret:
-    """The API key, held where neither ``repr`` nor ``vars()`` of the model shows it."""
+    """The API key, held where neither ``repr`` nor ``vars()`` of the model shows it, with
+    the scrubber that keeps it out of every text the model returns."""
 
-    __slots__ = ("value",)
+    __slots__ = ("scrubber", "value")
 
     def __init__(self, value: str) -> None:
         self.value = value
+        self.scrubber = KeyScrubber(value)
 
     def __repr__(self) -> str:
         return "<hidden>"
@@ -76,10 +80,13 @@ class OpenAIModel:
     asks for the whole answer at once (what `RecordingModel` calls).
 
     429, 408, 5xx, refused connections and timeouts are retried with exponential backoff,
-    waiting what ``Retry-After`` asks (up to 60 s): at most ``1 + max_retries`` attempts of
-    ``timeout`` seconds each. Any other failure raises `ModelError` with the server's message,
-    which fails the turn. ``api_key`` defaults to ``$OPENAI_API_KEY`` and may be absent for
-    a local server; it never appears in errors or reprs, even when the server quotes it.
+    waiting what ``Retry-After`` asks (seconds or an HTTP date) up to ``max_retry_wait``
+    seconds; a server asking for longer fails the turn saying so. At most
+    ``1 + max_retries`` attempts of ``timeout`` seconds each. Any other failure raises
+    `ModelError` with the server's message, which fails the turn. ``api_key`` defaults to
+    ``$OPENAI_API_KEY`` and may be absent for a local server; it never appears in a reply,
+    a tool call, an error or a repr, however the server encodes it when it quotes it (JSON
+    escapes, percent-encoding, split across stream chunks): it reads ``<api key>`` instead.
 
     Needs the extra ``modular-chat-sdk[openai]`` (httpx); raises `InvalidArgumentError` for a bad
     argument, naming it.
@@ -93,10 +100,11 @@ class OpenAIModel:
         api_key: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 2,
+        max_retry_wait: float = 60.0,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidArgumentError(
-                f"OpenAIModel needs the model name as a non-empty str, got {model!r}; "
+                f"OpenAIModel needs the model name as a non-empty str, got {show(model)}; "
                 "pass what the server calls it, e.g. OpenAIModel('gpt-4o-mini')",
                 argument="model",
                 value=model,
@@ -108,7 +116,7 @@ class OpenAIModel:
         if api_key is None:
             api_key = os.environ.get("OPENAI_API_KEY") or None
         elif not isinstance(api_key, str) or not api_key.strip() or api_key != api_key.strip():
-            shown = "an empty or padded str" if isinstance(api_key, str) else repr(api_key)
+            shown = "an empty or padded str" if isinstance(api_key, str) else show(api_key)
             raise InvalidArgumentError(
                 f"OpenAIModel's api_key must be a non-empty str without surrounding spaces or None, "
                 f"got {shown}; pass None to use $OPENAI_API_KEY or to send no key to a local server",
@@ -116,9 +124,9 @@ class OpenAIModel:
                 value=None if isinstance(api_key, str) else api_key,  # never keep a key in an error
             )
         self._api_key = _Secret(api_key) if api_key else None
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not _finite(timeout) or timeout <= 0:
             raise InvalidArgumentError(
-                f"OpenAIModel's timeout must be a positive number of seconds, got {timeout!r}; "
+                f"OpenAIModel's timeout must be a positive number of seconds, got {show(timeout)}; "
                 "pass e.g. timeout=60.0",
                 argument="timeout",
                 value=timeout,
@@ -126,12 +134,25 @@ class OpenAIModel:
         self._timeout = float(timeout)
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise InvalidArgumentError(
-                f"OpenAIModel's max_retries must be an int >= 0, got {max_retries!r}; "
+                f"OpenAIModel's max_retries must be an int >= 0, got {show(max_retries)}; "
                 "pass 0 to never retry",
                 argument="max_retries",
                 value=max_retries,
             )
         self._max_retries = max_retries
+        if (
+            isinstance(max_retry_wait, bool)
+            or not isinstance(max_retry_wait, (int, float))
+            or not _finite(max_retry_wait)
+            or max_retry_wait < 0
+        ):
+            raise InvalidArgumentError(
+                f"OpenAIModel's max_retry_wait must be a number of seconds >= 0, got {show(max_retry_wait)}; "
+                "pass e.g. max_retry_wait=60.0 (0: fail rather than wait when the server asks)",
+                argument="max_retry_wait",
+                value=max_retry_wait,
+            )
+        self._max_retry_wait = float(max_retry_wait)
         try:
             import httpx
         except ImportError:
@@ -155,7 +176,8 @@ class OpenAIModel:
     def __repr__(self) -> str:
         return (
             f"OpenAIModel({self._model!r}, base_url={_without_userinfo(self._base_url)!r}, "
-            f"timeout={self._timeout!r}, max_retries={self._max_retries!r})"
+            f"timeout={self._timeout!r}, max_retries={self._max_retries!r}, "
+            f"max_retry_wait={self._max_retry_wait!r})"
         )
 
     async def respond(self, request: ModelRequest) -> str | ToolCall:
@@ -241,7 +263,7 @@ class OpenAIModel:
                         await response.aclose()
                 if outcome is not None or attempt == attempts:
                     break
-                await anyio.sleep(wait if wait is not None else _backoff(attempt))
+                await anyio.sleep(self._wait(wait, attempt, model, last_status))
         if outcome is None:
             raise self._gave_up(model, attempts, last, last_status)
         if isinstance(outcome, ToolCall) or outcome:
@@ -266,6 +288,22 @@ class OpenAIModel:
         if response.status_code not in _RETRY_STATUSES and response.status_code < 500:
             raise ModelError(self._refused(response.status_code, message, model), model=model, status=response.status_code)
         return f"the server answered {_status(response.status_code)}: {message}", _retry_after(response.headers)
+
+    def _wait(self, asked: float | None, attempt: int, model: str, status: int | None) -> float:
+        """Seconds to wait before the next attempt: what the server asked (``Retry-After``),
+        else backoff; raises `ModelError` when the server asks for more than ``max_retry_wait``."""
+        if asked is None:
+            return _backoff(attempt)
+        if asked > self._max_retry_wait:
+            raise ModelError(
+                f"model {model!r} at {self._shown_endpoint}: the server answered "
+                f"{_status(status) if status is not None else 'a failure'} and asked to retry after {asked if asked < 10 else round(asked):g} s "
+                f"(Retry-After), more than OpenAIModel(max_retry_wait={self._max_retry_wait:g}) waits; the turn "
+                "fails instead of waiting: try again later, or raise max_retry_wait",
+                model=model,
+                status=status,
+            )
+        return asked
 
     def _gave_up(self, model: str, attempts: int, last: str, last_status: int | None) -> ModelError:
         return ModelError(
@@ -301,13 +339,13 @@ class OpenAIModel:
                     last, last_status = f"no answer within {self._timeout:g}s", None
                 if attempt == attempts:
                     break
-                await anyio.sleep(wait if wait is not None else _backoff(attempt))
+                await anyio.sleep(self._wait(wait, attempt, model, last_status))
         raise self._gave_up(model, attempts, last, last_status)
 
     def _decode(self, response: httpx.Response, model: str) -> JsonValue:
         try:
-            payload: JsonValue = json.loads(self._scrub(response.text))  # a quoted key never reaches a reply
-        except (ValueError, RecursionError):
+            payload: JsonValue = self._scrub_data(parse_json_text(response.text))  # decoded, then scrubbed
+        except (ValueError, RecursionError):  # SerializationError (a number) is a ValueError
             raise ModelError(
                 f"model {model!r} at {self._shown_endpoint} answered {_status(response.status_code)} "
                 f"with a body that is not JSON: {self._quote(response.text)}; "
@@ -321,7 +359,7 @@ class OpenAIModel:
         """The server's own words: ``error.message`` of an OpenAI error body, else the body."""
         text = response.text
         try:
-            data = json.loads(text)
+            data = parse_json_text(text)
         except (ValueError, RecursionError):
             data = None
         if isinstance(data, dict):
@@ -343,9 +381,12 @@ class OpenAIModel:
         return f"model {model!r} at {self._shown_endpoint}: the server answered {_status(status)}: {message}; {hint}"
 
     def _scrub(self, text: str) -> str:
-        if self._api_key is not None:
-            text = text.replace(self._api_key.value, "<api key>")
-        return text
+        """``text`` with the key replaced, in any encoding (see `host_sim.models._secrets`)."""
+        return text if self._api_key is None else self._api_key.scrubber.text(text)
+
+    def _scrub_data(self, value: JsonValue) -> JsonValue:
+        """Decoded JSON data with the key replaced in every string."""
+        return value if self._api_key is None else self._api_key.scrubber.data(value)
 
     def _quote(self, text: str) -> str:
         text = self._scrub(text).strip()
@@ -387,10 +428,11 @@ class OpenAIModel:
             arguments = "{}"
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments)
-            except (ValueError, RecursionError):
+                arguments = self._scrub_data(parse_json_text(self._scrub(arguments)))
+            except (ValueError, RecursionError) as exc:  # SerializationError (a number) is a ValueError
+                why = f" ({exc})" if isinstance(exc, SerializationError) else ""
                 raise ModelError(
-                    f"model {model!r} called tool {name!r} with arguments that are not JSON: "
+                    f"model {model!r} called tool {name!r} with arguments that are not JSON{why}: "
                     f"{self._quote(str(function.get('arguments')))}; a model with better tool use may be needed",
                     model=model,
                 ) from None
@@ -420,33 +462,6 @@ class _StreamBroke(Exception):
         self.why = why
 
 
-class _KeyFilter:
-    """Text chunks with the API key replaced, also when a key is split across chunks.
-
-    A chunk that ends with what could be the start of the key keeps that end back until the
-    next chunk says whether the key follows.
-    """
-
-    __slots__ = ("_held", "_key")
-
-    def __init__(self, key: str | None) -> None:
-        self._key = key
-        self._held = ""
-
-    def feed(self, text: str) -> str:
-        key = self._key
-        if key is None:
-            return text
-        text = (self._held + text).replace(key, "<api key>")
-        keep = next((n for n in range(min(len(text), len(key) - 1), 0, -1) if text.endswith(key[:n])), 0)
-        self._held = text[len(text) - keep :]
-        return text[: len(text) - keep]
-
-    def flush(self) -> str:
-        held, self._held = self._held, ""
-        return held
-
-
 class _ToolCallPieces:
     """One streamed tool call as its deltas arrive (``arguments`` come in fragments)."""
 
@@ -471,7 +486,7 @@ class _StreamReader:
         self._owner = owner
         self._model = model
         self._data: list[str] = []
-        self._text = _KeyFilter(owner._api_key.value if owner._api_key is not None else None)
+        self._text = KeyFilter(owner._api_key.scrubber if owner._api_key is not None else None)
         self._calls: dict[int, _ToolCallPieces] = {}
         self._refusal: list[str] = []
         self._done = False
@@ -521,7 +536,7 @@ class _StreamReader:
             self._done = True
             return ""
         try:
-            chunk: JsonValue = json.loads(self._owner._scrub(data))
+            chunk: JsonValue = self._owner._scrub_data(parse_json_text(data))  # content: the filter too
         except (ValueError, RecursionError):
             raise self._malformed(data, "an event is not JSON") from None
         if not isinstance(chunk, dict):
@@ -668,7 +683,7 @@ def _check_base_url(base_url: object) -> str:
     parsed = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
     if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc or parsed.query or parsed.fragment:
         raise InvalidArgumentError(
-            f"OpenAIModel's base_url must be an http(s) URL without query, got {base_url!r}; "
+            f"OpenAIModel's base_url must be an http(s) URL without query, got {show(base_url)}; "
             "pass the server's API root, e.g. 'http://localhost:8000/v1'",
             argument="base_url",
             value=base_url,
@@ -694,14 +709,15 @@ def _status(code: int) -> str:
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``), if sane."""
+    """Seconds the server asked us to wait (``retry-after-ms``, or ``Retry-After`` in seconds or
+    as an HTTP date), or ``None`` when it asked nothing readable."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
         try:
             seconds = float(raw_ms) / 1000
         except ValueError:
             seconds = math.nan
-        if 0 <= seconds <= _MAX_RETRY_AFTER:
+        if math.isfinite(seconds) and seconds >= 0:
             return seconds
     raw = headers.get("retry-after")
     if raw is None:
@@ -716,9 +732,17 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         if when.tzinfo is None:
             return None
         seconds = max(0.0, when.timestamp() - time.time())  # a date just past: retry now
-    if math.isfinite(seconds) and 0 <= seconds <= _MAX_RETRY_AFTER:
+    if math.isfinite(seconds) and seconds >= 0:
         return seconds
     return None
+
+
+def _finite(value: float) -> bool:
+    """Whether ``value`` is a finite float, or an int a float can hold (10**5000 is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _backoff(attempt: int) -> float:

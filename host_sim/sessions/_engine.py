@@ -54,7 +54,8 @@ from modular_sdk import (
     View,
     Widget,
 )
-from modular_sdk._json import structure, unstructure
+from modular_sdk._json import parse_json_text, structure, unstructure
+from modular_sdk._rules import show
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
@@ -221,6 +222,7 @@ class Engine:
         cwd: str,
         tool_context: Callable[[Engine, SessionState, HandlerFrame], ToolContext],
         log: LogStore,
+        max_reply_bytes: int = 1_000_000,
     ) -> None:
         self.tables = tables
         self.model = model
@@ -230,6 +232,7 @@ class Engine:
         self.handler_timeout = handler_timeout
         self.model_timeout = model_timeout
         self.max_tool_rounds = max_tool_rounds
+        self.max_reply_bytes = max_reply_bytes
         self.cwd = cwd
         self.tool_context = tool_context  # made by the handles module: the engine never imports it
         self.sessions: dict[SessionId, SessionState] = {}
@@ -295,13 +298,19 @@ class Engine:
         """
         if not isinstance(session_id, str):
             raise InvalidArgumentError(
-                f"a session id is a str (a SessionId), got {session_id!r}; pass session.id",
+                f"a session id is a str (a SessionId), got {show(session_id)}; pass session.id",
                 argument="session_id",
                 value=session_id,
             )
         state = self.sessions.get(SessionId(session_id))
         if state is not None:
             return state
+        if _unstorable(session_id) is not None:  # no store holds it (nor could be asked for it)
+            raise UnknownSessionError(
+                f"no session {show(session_id)} in this host or its store (a session id is valid text); "
+                "use an id from host.sessions.create() or a handle's .id",
+                session_id=session_id,
+            )
         async with self._loading:  # one reader builds a session's state; the rest reuse it
             return await self._load(SessionId(session_id))
 
@@ -828,6 +837,12 @@ class Engine:
                         return
                     request = attrs.evolve(request, tool_results=(*request.tool_results, result))
                     continue
+                if isinstance(reply, str):
+                    size = utf8_size(reply)
+                    reply = ReplyTooLong(size=size, streamed=False) if size > self.max_reply_bytes else reply
+                if isinstance(reply, ReplyTooLong):
+                    turn.status, turn.error = "failed", reply.error(self.max_reply_bytes)
+                    return
                 if not isinstance(reply, str):
                     turn.status = "failed"
                     turn.error = _storable(f"the model returned {reply!r}; a model must return reply text or a ToolCall")
@@ -860,7 +875,11 @@ class Engine:
             turn.streamed = []
         chunks = turn.streamed  # across the turn's rounds
 
+        limit = self.max_reply_bytes
+        size = sum(utf8_size(c) for c in chunks)  # text of earlier rounds counts too
+
         async def consume() -> object:
+            nonlocal size
             iterator = stream(request)
             try:
                 async for chunk in iterator:
@@ -868,6 +887,10 @@ class Engine:
                         return chunk
                     if not isinstance(chunk, str):
                         return chunk  # refused below like any bad reply
+                    size += utf8_size(chunk)
+                    if size > limit:  # read no further; keep nothing of it
+                        chunks.clear()
+                        return ReplyTooLong(size=size, streamed=True)
                     if chunk:
                         chunks.append(chunk)
                         self.events.publish(_delta(session.id, turn.id, chunk))
@@ -979,9 +1002,13 @@ class Engine:
         raw = turn.reply or ""
         name = getattr(output_type, "__name__", repr(output_type))
         try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            why = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            data = parse_json_text(raw)  # the one rule for numbers from outside
+        except (json.JSONDecodeError, RecursionError, SerializationError) as exc:
+            why = (
+                f"{exc.msg} at position {exc.pos}"
+                if isinstance(exc, json.JSONDecodeError)
+                else str(exc) if isinstance(exc, SerializationError) else "nested too deeply"
+            )
             raise ReplyValidationError(
                 f"the reply to run(..., output_type={name}) is not JSON ({why}): {raw[:200]!r}; "
                 "ask the model for JSON matching the schema",
@@ -997,6 +1024,31 @@ class Engine:
                 output_type=name,
             ) from None
         return value
+
+
+@attrs.frozen
+class ReplyTooLong:
+    """A reply over ``Host(max_reply_bytes=...)``: ``size`` bytes (so far, when ``streamed``)."""
+
+    size: int
+    streamed: bool
+
+    def error(self, limit: int) -> str:
+        fix = "raise Host(max_reply_bytes=...) if replies this long are expected"
+        if self.streamed:
+            return (
+                f"the model's streamed reply passed the limit of {limit} bytes (Host(max_reply_bytes={limit})) "
+                f"after {self.size} bytes; the host stopped reading it and kept nothing of it; {fix}"
+            )
+        return (
+            f"the model's reply is {self.size} bytes, over the limit of {limit} bytes "
+            f"(Host(max_reply_bytes={limit})); nothing of it was kept; {fix}"
+        )
+
+
+def utf8_size(text: str) -> int:
+    """Bytes of ``text`` in UTF-8 (a lone surrogate counts 3)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def checked_now(clock: Callable[[], datetime]) -> datetime:
@@ -1037,14 +1089,14 @@ def _storable(text: str) -> str:
 
 def _prompt(text: object) -> AiPromptMessage:
     if not isinstance(text, str):
-        raise InvalidArgumentError(f"a prompt is a str, got {text!r}; pass the text to send", argument="prompt", value=text)
+        raise InvalidArgumentError(f"a prompt is a str, got {show(text)}; pass the text to send", argument="prompt", value=text)
     return AiPromptMessage(text=text)
 
 
 def _check_text(argument: str, value: object) -> None:
     if value is not None and (not isinstance(value, str) or not value or _unstorable(value) is not None):
         raise InvalidArgumentError(
-            f"{argument} must be a non-empty str of valid text or None, got {value!r}",
+            f"{argument} must be a non-empty str of valid text or None, got {show(value)}",
             argument=argument,
             value=value,
         )
@@ -1067,7 +1119,7 @@ def _article(noun: str) -> str:
 def _check_metadata(metadata: object) -> None:
     if metadata is not None and not isinstance(metadata, AiSessionDisplayMetadata):
         raise InvalidArgumentError(
-            f"metadata must be an AiSessionDisplayMetadata, got {metadata!r}; "
+            f"metadata must be an AiSessionDisplayMetadata, got {show(metadata)}; "
             "write metadata=AiSessionDisplayMetadata(label='Task')",
             argument="metadata",
             value=metadata,
@@ -1090,14 +1142,14 @@ def _check_tags(tags: object) -> Mapping[str, str]:
         return {}
     if not isinstance(tags, Mapping):
         raise InvalidArgumentError(
-            f"tags must be a mapping of str to str, like {{'user': 'alice'}}, got {tags!r}",
+            f"tags must be a mapping of str to str, like {{'user': 'alice'}}, got {show(tags)}",
             argument="tags",
             value=tags,
         )
     for key, value in tags.items():
         if not isinstance(key, str) or not key or not isinstance(value, str):
             raise InvalidArgumentError(
-                f"tags map non-empty str keys to str values; got {key!r}: {value!r}",
+                f"tags map non-empty str keys to str values; got {show(key)}: {show(value)}",
                 argument="tags",
                 value=tags,
             )
@@ -1105,7 +1157,7 @@ def _check_tags(tags: object) -> Mapping[str, str]:
             problem = _unstorable(text)
             if problem is not None:
                 raise InvalidArgumentError(
-                    f"tag {key!r} holds text that cannot be stored ({problem})", argument="tags", value=tags
+                    f"tag {show(key)} holds text that cannot be stored ({problem})", argument="tags", value=tags
                 )
     return dict(tags)
 

@@ -11,6 +11,7 @@ is stamped with that actor, whatever task, thread or ``contextvars`` context sen
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, final, overload
@@ -34,6 +35,7 @@ from modular_sdk import (
     TurnId,
     TurnStatus,
 )
+from modular_sdk._rules import show, unstorable_text
 
 from ..lanes._calling import Actor, HandlerFrame
 from ..traces._errors import TraceError
@@ -294,11 +296,15 @@ def encode_cursor(position: int) -> str:
     return f"p{position}"
 
 
+_CURSOR = re.compile(r"p[0-9]{1,19}")  # a store position: a signed 64-bit integer
+
+
 def decode_cursor(cursor: object) -> int:
-    """The position a cursor from `SessionPage.next` names; `ValueError` naming it otherwise."""
-    if isinstance(cursor, str) and cursor.startswith("p") and cursor[1:].isdigit():
+    """The position a cursor from `SessionPage.next` names; `ValueError` naming it otherwise
+    (also for a position no store holds: over 2**63 - 1)."""
+    if isinstance(cursor, str) and _CURSOR.fullmatch(cursor) and int(cursor[1:]) < 2**63:
         return int(cursor[1:])
-    raise ValueError(f"{cursor!r} is not a page cursor; pass the `next` of a SessionPage this host returned")
+    raise ValueError(f"{show(cursor)} is not a page cursor; pass the `next` of a SessionPage this host returned")
 
 
 
@@ -306,11 +312,23 @@ def check_list_tags(tags: object) -> Mapping[str, str]:
     """Tags to filter by (``None``: none), checked: a mapping of str to str, else `InvalidArgumentError`."""
     if tags is None:
         return {}
-    if not isinstance(tags, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
+    try:
+        pairs = list(tags.items()) if isinstance(tags, Mapping) else None
+    except Exception:  # a mapping whose items() raises is not tags either
+        pairs = None
+    if pairs is None or not all(isinstance(k, str) and isinstance(v, str) for k, v in pairs):
         raise InvalidArgumentError(
-            f"tags must map str to str, like {{'user': 'alice'}}, got {tags!r}", argument="tags", value=tags
+            f"tags must map str to str, like {{'user': 'alice'}}, got {show(tags)}", argument="tags", value=tags
         )
-    return dict(tags)
+    for key, value in pairs:
+        why = unstorable_text(key) or unstorable_text(value)
+        if why is not None:
+            raise InvalidArgumentError(
+                f"the tag {show(key)}: {show(value)} {why}; tags are text a store can hold",
+                argument="tags",
+                value=tags,
+            )
+    return dict(pairs)
 
 
 @final
@@ -348,7 +366,7 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
 
     async def get(self, session_id: str) -> SessionHandle:
         """The session with this id; raises `UnknownSessionError`."""
-        self._engine.check_open(f"get session {session_id!r}")
+        self._engine.check_open(f"get session {show(session_id)}")
         return SessionHandle._create(self._engine, await self._engine.load(session_id), self._actor)
 
     async def turn(self, turn_id: str) -> TurnHandle:
@@ -377,9 +395,9 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         engine.check_open("list sessions")
         checked = check_list_tags(tags)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            raise InvalidArgumentError(f"limit must be an int from 1 to 10000, got {limit!r}", argument="limit", value=limit)
+            raise InvalidArgumentError(f"limit must be an int from 1 to 10000, got {show(limit)}", argument="limit", value=limit)
         if not isinstance(roots_only, bool):
-            raise InvalidArgumentError(f"roots_only must be True or False, got {roots_only!r}", argument="roots_only", value=roots_only)
+            raise InvalidArgumentError(f"roots_only must be True or False, got {show(roots_only)}", argument="roots_only", value=roots_only)
         try:
             before = None if after is None else decode_cursor(after)
         except ValueError as bad:
@@ -395,7 +413,7 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         ``deleted_at`` set, so lineage stays walkable.
         """
         engine = self._engine
-        engine.check_open(f"delete session {session_id!r}")
+        engine.check_open(f"delete session {show(session_id)}")
         state = await engine.load(session_id)
         await engine.delete(state)
 
@@ -593,7 +611,7 @@ def _trace_arg(trace: object, actor: Actor) -> str | None:
 
 async def _report_output(session: SessionHandle, kind: str, output_id: str) -> None:
     engine = session._engine
-    engine.check_open(f"report output {output_id!r}")
+    engine.check_open(f"report output {show(output_id)}")
     if engine.report_output is None:
         raise TraceError(
             "this engine links no outputs (it was not made by a Host); call report_output in a "

@@ -25,6 +25,7 @@ from modular_sdk import (
     ModularError,
     SessionId,
 )
+from modular_sdk._rules import show
 
 from ..lanes._calling import USER, HandlerFrame
 from ..lanes._ext_host import HandlerFailed, call_handler
@@ -48,6 +49,7 @@ from ._explain import close_names
 from ._ids import new_invocation_id
 from ._integrator import log_of
 from ._jobs import Job, JobBook, JobPage
+from ._host_arguments import check_host_arguments
 from ._handles import (
     AiSessionsImpl,
     CommandContextImpl,
@@ -112,6 +114,8 @@ class Host:
     ``spool`` is a folder other processes write events to (`write_event`); the host reads
     each event file of at most ``max_event_bytes`` and sets aside anything else (links,
     FIFOs, odd names, larger files) into ``spool/failed/``.
+    A model reply longer than ``max_reply_bytes`` (UTF-8) fails its turn and nothing of it
+    is kept; a streamed one is read no further.
     """
 
     def __init__(
@@ -130,39 +134,44 @@ class Host:
         commit_resolver: CommitResolver | None = None,
         builtin_tools: Sequence[str] = (),
         on_bad_mod: Literal["raise", "skip"] = "raise",
+        max_reply_bytes: int = 1_000_000,
     ) -> None:
         if on_bad_mod not in ("raise", "skip"):
             raise InvalidArgumentError(
                 f"on_bad_mod must be 'raise' (refuse every mod when one is bad) or 'skip' (load the "
-                f"good ones, list the bad in host.mod_errors), got {on_bad_mod!r}",
+                f"good ones, list the bad in host.mod_errors), got {show(on_bad_mod)}",
                 argument="on_bad_mod",
                 value=on_bad_mod,
             )
         self._on_bad_mod = on_bad_mod
         self._mod_errors: tuple[ModularError, ...] = ()
-        for name, value in (("handler_timeout", handler_timeout), ("model_timeout", model_timeout)):
-            if value is not None and not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds or None, got {value!r}")
-        self._specs = tuple(mods)
+        specs, builtin_names = check_host_arguments(
+            mods=mods,
+            model=model,
+            store=store,
+            clock=clock,
+            handler_timeout=handler_timeout,
+            model_timeout=model_timeout,
+            max_tool_rounds=max_tool_rounds,
+            cwd=cwd,
+            spool=spool,
+            builtin_tools=builtin_tools,
+            known_builtin_tools=BUILTIN_TOOLS,
+            max_reply_bytes=max_reply_bytes,
+        )
+        self._specs = specs
         self._model: Model = model if model is not None else EchoModel()
         self._store: Store = store if store is not None else MemoryStore()
         self._clock = clock if clock is not None else _utc_now
         self._handler_timeout = handler_timeout
         self._model_timeout = model_timeout
         self._max_tool_rounds = max_tool_rounds
+        self._max_reply_bytes = max_reply_bytes
         self._cwd = cwd if cwd is not None else os.getcwd()
         # Traces (API.md section 9): the spool, the commit resolver and the built-in tools.
-        unknown = [t for t in builtin_tools if t not in BUILTIN_TOOLS] if not isinstance(builtin_tools, str) else [builtin_tools]
-        if unknown:
-            raise InvalidArgumentError(
-                f"builtin_tools must be a sequence of {', '.join(map(repr, BUILTIN_TOOLS))}, got {builtin_tools!r}; "
-                "write builtin_tools=('lineage',)",
-                argument="builtin_tools",
-                value=builtin_tools,
-            )
         if commit_resolver is not None and not callable(commit_resolver):
             raise InvalidArgumentError(
-                f"commit_resolver must be a function fn(output) -> str | None, got {commit_resolver!r}",
+                f"commit_resolver must be a function fn(output) -> str | None, got {show(commit_resolver)}",
                 argument="commit_resolver",
                 value=commit_resolver,
             )
@@ -170,7 +179,7 @@ class Host:
             require_traces(self._store)  # TraceError naming the store: the spool applies to traces
         if isinstance(max_event_bytes, bool) or not isinstance(max_event_bytes, int) or max_event_bytes < 1:
             raise InvalidArgumentError(
-                f"max_event_bytes must be a positive int (the largest spool event file read), got {max_event_bytes!r}; "
+                f"max_event_bytes must be a positive int (the largest spool event file read), got {show(max_event_bytes)}; "
                 "leave it out for 1_048_576 (1 MiB)",
                 argument="max_event_bytes",
                 value=max_event_bytes,
@@ -178,7 +187,7 @@ class Host:
         self._spool = None if spool is None else Path(spool)
         self._max_event_bytes = max_event_bytes
         self._commit_resolver = commit_resolver
-        self._builtin_tools = tuple(builtin_tools)
+        self._builtin_tools = builtin_names
         self._traces: Traces | None = None
         self._actions: ActionBook | None = None
         self._spool_consumer: SpoolConsumer | None = None
@@ -244,6 +253,7 @@ class Host:
             cwd=self._cwd,
             tool_context=tool_context,
             log=log,
+            max_reply_bytes=self._max_reply_bytes,
         )
         graph._applied = engine.apply_erasure
         self._engine, self._lineage = engine, graph
@@ -368,7 +378,7 @@ class Host:
             return await engine.load(session.id)
         if not isinstance(session, str):
             raise InvalidArgumentError(
-                f"expected a session handle or id, got {session!r}; pass a handle from "
+                f"expected a session handle or id, got {show(session)}; pass a handle from "
                 "host.sessions or its .id",
                 argument="session",
                 value=session,
@@ -388,7 +398,7 @@ class Host:
         """`submit`, in ``job`` (or none): the events of its turn or command carry its id."""
         if not isinstance(text, str):
             raise InvalidArgumentError(
-                f"submit() takes the typed text as a str, got {text!r}", argument="text", value=text
+                f"submit() takes the typed text as a str, got {show(text)}", argument="text", value=text
             )
         if text == "/" or not text.strip():
             message = (
@@ -447,8 +457,18 @@ class Host:
         )
 
     async def run_command(self, command_id: str) -> Submission:
-        """Run a palette command (no session) and report like `submit`."""
+        """Run a palette command (no session) and report like `submit`.
+
+        Raises `InvalidArgumentError` when ``command_id`` is not a str.
+        """
         engine = self._open()
+        if not isinstance(command_id, str):
+            raise InvalidArgumentError(
+                f"run_command() takes a palette command id (a str, like 'open'), got {show(command_id)} "
+                f"({type(command_id).__name__})",
+                argument="command_id",
+                value=command_id,
+            )
         entry = engine.tables.palette.get(command_id)
         if entry is None:
             known = sorted(engine.tables.palette)
@@ -546,7 +566,7 @@ class Host:
         engine = self._open()
         if not isinstance(text, str):
             raise InvalidArgumentError(
-                f"completions() takes the typed text as a str (like '/ta'), got {text!r}",
+                f"completions() takes the typed text as a str (like '/ta'), got {show(text)}",
                 argument="text",
                 value=text,
             )
@@ -633,7 +653,7 @@ class Host:
         self._open()
         state = await self._session(session)
         if not isinstance(text, str):
-            raise InvalidArgumentError(f"start() takes the typed text as a str, got {text!r}", argument="text", value=text)
+            raise InvalidArgumentError(f"start() takes the typed text as a str, got {show(text)}", argument="text", value=text)
         assert self._jobs is not None
         return await self._jobs.start(state.id, text)
 

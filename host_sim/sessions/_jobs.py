@@ -27,6 +27,7 @@ import anyio.lowlevel
 import attrs
 
 from modular_sdk import InvalidArgumentError, ModularError, SessionId, TurnId
+from modular_sdk._rules import show
 
 from ..stores._errors import StoreError
 from ..stores._protocol import LogStore
@@ -210,7 +211,11 @@ class JobBook:
         try:
             with scope:
                 await anyio.lowlevel.checkpoint_if_cancelled()  # cancelled before it began: nothing runs
-                submission = await self._submit(record.session_id, record.text, _Call(job, self._log))
+                try:
+                    submission = await self._submit(record.session_id, record.text, _Call(job, self._log))
+                except Exception as exc:  # submit never raises for a bad reply; a bug fails this job, not the host
+                    message = f"the job failed inside the host ({show(exc)}); please report it"
+                    submission = Submission(kind="prompt", text=message, error=message, error_kind="model_failed")
         except BaseException:  # the host closed (its task group is cancelled) or failed
             await self._end(job, _stopped(job._record, "interrupted", _INTERRUPTED, self._now()), None)
             raise
@@ -239,7 +244,7 @@ class JobBook:
         """The job's row (one read by key); `UnknownJobError` naming the id when there is none."""
         if not isinstance(job_id, str):
             raise InvalidArgumentError(
-                f"a job id is a str (Job.id, like 'job_3f2a9c1e0b4d'), got {job_id!r}", argument="job_id", value=job_id
+                f"a job id is a str (Job.id, like 'job_3f2a9c1e0b4d'), got {show(job_id)}", argument="job_id", value=job_id
             )
         record = await self._log.get_job(job_id)
         if record is None:
@@ -278,13 +283,13 @@ class JobBook:
         found: JobStatus | None = next((s for s in get_args(JobStatus) if s == status), None)
         if status is not None and (found is None or not isinstance(status, str)):
             raise InvalidArgumentError(
-                f"status must be one of {', '.join(map(repr, get_args(JobStatus)))} or None, got {status!r}",
+                f"status must be one of {', '.join(map(repr, get_args(JobStatus)))} or None, got {show(status)}",
                 argument="status",
                 value=status,
             )
         checked = check_list_tags(tags)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            raise InvalidArgumentError(f"limit must be an int from 1 to 10000, got {limit!r}", argument="limit", value=limit)
+            raise InvalidArgumentError(f"limit must be an int from 1 to 10000, got {show(limit)}", argument="limit", value=limit)
         before = None if after is None else _decode_cursor(after)
         records, last = await self._log.page_jobs(session_id, found, checked, limit, before)
         jobs = tuple(self._live.get(r.id) or Job._create(r, None, self) for r in records)
@@ -331,7 +336,7 @@ def _decode_cursor(cursor: object) -> int:
     if isinstance(cursor, str) and cursor.startswith("j") and cursor[1:].isdigit():
         return int(cursor[1:])
     raise InvalidArgumentError(
-        f"{cursor!r} is not a job page cursor; pass the `next` of a JobPage this host returned",
+        f"{show(cursor)} is not a job page cursor; pass the `next` of a JobPage this host returned",
         argument="after",
         value=cursor,
     )

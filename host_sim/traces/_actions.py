@@ -10,7 +10,6 @@ other tag is reported in ``Submission.action_errors`` and creates nothing. Nothi
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -19,10 +18,12 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 from modular_sdk import Action, ActionStateError, Mod, SerializationError, SessionId
 from modular_sdk._frozen import freeze_object, thaw_object
-from modular_sdk._json import structure, unstructure
+from modular_sdk._json import parse_json_text, structure, unstructure
+from modular_sdk._rules import show, unstorable_text
 
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..sessions._handles import AiContextImpl, NoPublicConstructor, SessionHandle
+from ..sessions._reply_tags import MAX_TAGS, scan_tags
 from ..sessions._state import SessionState, TurnState
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ActionBook", "ActionContextImpl", "parse_actions"]
 
-_TAG: Final = re.compile(r"<mod-action\s+type\s*=\s*\"([^\"]*)\"\s*>(.*?)</mod-action\s*>", re.S)
-_OPENING: Final = re.compile(r"<mod-action\b")
 _KEEP: Final = 1024  # results of recent turns kept for host.submit to return
 
 
@@ -44,26 +43,31 @@ def parse_actions(
     reply: str, declared: dict[str, tuple[Mod, Action[Any]]]
 ) -> tuple[list[tuple[Mod, Action[Any], dict[str, object]]], list[str]]:
     """The well-formed, declared proposals of ``reply`` (payload as canonical JSON), and what
-    was wrong with every other ``<mod-action>`` tag."""
+    was wrong with every other ``<mod-action>`` tag.
+
+    Linear in the reply's length whatever it holds, at most `MAX_TAGS` tags read (the rest
+    are reported), and it never raises: a payload with a number JSON readers cannot all hold
+    (see `modular_sdk._json.parse_json_text`) is a bad payload like any other.
+    """
     found: list[tuple[Mod, Action[Any], dict[str, object]]] = []
     errors: list[str] = []
-    matches = list(_TAG.finditer(reply))
-    for match in matches:
-        kind, body = match.group(1), match.group(2).strip()
+    scanned = scan_tags(reply, "mod-action", limit=MAX_TAGS)
+    for tag in scanned.tags:
+        kind, body = tag.type, tag.body
         entry = declared.get(kind)
         if entry is None:
             known = ", ".join(repr(k) for k in declared) or "none"
-            errors.append(f"<mod-action type={kind!r}> names no declared action (declared: {known}); it was ignored")
+            errors.append(f"<mod-action type={show(kind)}> names no declared action (declared: {known}); it was ignored")
             continue
         mod, action = entry
         try:
-            data = json.loads(body)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            errors.append(f"<mod-action type={kind!r}> holds no JSON ({why}): {body[:120]!r}; it was ignored")
+            data = parse_json_text(body)
+        except (json.JSONDecodeError, RecursionError, SerializationError) as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) if isinstance(exc, SerializationError) else "nested too deeply"
+            errors.append(f"<mod-action type={show(kind)}> holds no JSON payload ({why}): {show(body)}; it was ignored")
             continue
         if not isinstance(data, dict):
-            errors.append(f"<mod-action type={kind!r}> holds {body[:120]!r}; its payload is a JSON object; it was ignored")
+            errors.append(f"<mod-action type={show(kind)}> holds {show(body)}; its payload is a JSON object; it was ignored")
             continue
         try:
             value = structure(data, action.payload_type)
@@ -73,17 +77,12 @@ def parse_actions(
         except (SerializationError, RecursionError) as exc:
             problem = str(exc) if isinstance(exc, SerializationError) else "nested too deeply"
             errors.append(
-                f"<mod-action type={kind!r}> payload does not match {action.payload_type.__name__} "
+                f"<mod-action type={show(kind)}> payload does not match {action.payload_type.__name__} "
                 f"of mod {mod.id!r}: {problem}; it was ignored"
             )
             continue
         found.append((mod, action, canonical))
-    unclosed = len(_OPENING.findall(reply)) - len(matches)
-    if unclosed > 0:
-        errors.append(
-            f"{unclosed} <mod-action> tag{'s are' if unclosed != 1 else ' is'} malformed (write "
-            "<mod-action type=\"...\">{json}</mod-action>); ignored"
-        )
+    errors += scanned.problems()
     return found, errors
 
 
@@ -246,9 +245,12 @@ class ActionBook:
             raise _decided(record.id, found[1]) from None
 
     async def _pending_record(self, store: TraceStore, action_id: str, verb: str) -> ActionRecord:
-        if not isinstance(action_id, str):
+        if not isinstance(action_id, str) or unstorable_text(action_id) is not None:
             raise ActionStateError(
-                f"{verb}() takes an action id (PendingAction.id), got {action_id!r}", action_id=repr(action_id), state="unknown"
+                f"{verb}() takes an action id (PendingAction.id, a str of valid text), got {show(action_id)}; "
+                "use an id from Submission.actions or host.pending_actions(session)",
+                action_id=show(action_id),
+                state="unknown",
             )
         found = await store.get_action(action_id)
         if found is None:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import os
 import re
 import secrets
@@ -47,6 +46,7 @@ import anyio.to_thread
 import attrs
 
 from modular_sdk import InvalidArgumentError, ModularError, SerializationError, SessionId
+from modular_sdk._json import parse_json_text
 from modular_sdk._rules import check_json_data
 
 from ..stores._errors import StoreError
@@ -304,29 +304,12 @@ def prepare_spool(directory: str | os.PathLike[str]) -> Path:
 def parse_event(raw: bytes) -> object:
     """The JSON value of an event file; `ValueError` for what JSON (RFC 8259) cannot hold.
 
-    Strict where `json.loads` is lenient: ``NaN`` and ``Infinity`` are refused, and so are
+    Strict where `json.loads` is lenient, by the one rule for numbers from outside
+    (`modular_sdk._json.parse_json_text`): ``NaN`` and ``Infinity`` are refused, and so are
     floats that overflow to infinity and integers beyond 64 bits (refused by their length
     before any conversion, so a 100,000-digit number costs nothing).
     """
-    return json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite, parse_int=_int64)
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON number; an event holds finite numbers only")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]!r} is too large for a float; an event holds finite numbers only")
-    return value
-
-
-def _int64(text: str) -> int:
-    if len(text) > 20 or not -(2**63) <= (value := int(text)) < 2**63:
-        shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} digits)"
-        raise ValueError(f"the integer {shown} does not fit 64 bits; an event holds numbers JSON readers agree on")
-    return value
+    return parse_json_text(raw.decode("utf-8"))
 
 
 def _open_folder(path: Path) -> int | None:

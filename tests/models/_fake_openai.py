@@ -26,8 +26,11 @@ __all__ = [
     "FakeOpenAI",
     "Received",
     "error",
+    "error_raw",
     "events",
     "reply",
+    "reply_raw",
+    "streamed_raw",
     "streamed_reply",
     "streamed_tool_call",
     "tool_call",
@@ -141,6 +144,27 @@ def error(status: int, message: str, *, headers: Mapping[str, str] | None = None
     """An OpenAI-style error body."""
     body = _json({"error": {"message": message, "type": "invalid_request_error", "code": None}})
     return Answer(status=status, body=body, headers={"Content-Type": "application/json", **(headers or {})})
+
+
+def reply_raw(content: str) -> Answer:
+    """A completion whose message content is the JSON string literal ``content``, sent exactly
+    as given (its escapes too: ``"\\u0073k-..."``), as a server that encodes what it echoes."""
+    body = '{"choices": [{"index": 0, "message": {"role": "assistant", "content": %s}, "finish_reason": "stop"}]}'
+    return Answer(body=(body % content).encode(), headers={"Content-Type": "application/json"})
+
+
+def streamed_raw(*contents: str) -> Answer:
+    """A streamed completion whose content arrives as the JSON string literals ``contents``."""
+    pieces: list[JsonValue | bytes] = [_chunk({"role": "assistant", "content": ""})]
+    pieces += [b'data: {"choices": [{"index": 0, "delta": {"content": %s}, "finish_reason": null}]}\n\n' % c.encode() for c in contents]
+    pieces += [_chunk({}, "stop"), b"data: [DONE]\n\n"]
+    return events(*pieces)
+
+
+def error_raw(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> Answer:
+    """An OpenAI-style error body whose message is the JSON string literal ``message``."""
+    body = '{"error": {"message": %s, "type": "invalid_request_error", "code": null}}' % message
+    return Answer(status=status, body=body.encode(), headers={"Content-Type": "application/json", **(headers or {})})
 
 
 class FakeOpenAI:

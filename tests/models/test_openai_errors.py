@@ -8,6 +8,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from host_sim import Host, ModelRequest, OpenAIModel, RecordingModel
 from host_sim.models._errors import ModelError
@@ -82,9 +84,33 @@ def test_retry_after_accepts_seconds_dates_and_ignores_nonsense() -> None:
     date = _retry_after({"retry-after": soon})
     assert date is not None and 0 <= date <= 1
     assert _retry_after({"retry-after": "soon"}) is None
-    assert _retry_after({"retry-after": "3600"}) is None  # not worth waiting inside a turn: back off instead
+    assert _retry_after({"retry-after": "3600"}) == 3600.0  # what it asks: max_retry_wait decides
     assert _retry_after({"retry-after": "-5"}) is None
     assert _retry_after({}) is None
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("asked", ["100000", "in an hour"])
+async def test_a_retry_after_beyond_max_retry_wait_fails_the_turn_saying_so(fake: FakeOpenAI, asked: str) -> None:
+    """Retry-After: 100000 used to be ignored silently (the client backed off and retried)."""
+    header = asked if asked.isdigit() else email.utils.formatdate(time.time() + 3600, usegmt=True)
+    fake.answer(error(429, "slow down", headers={"Retry-After": header}))
+    start = time.monotonic()
+    with pytest.raises(ModelError, match=r"the server answered 429 Too Many Requests and asked to retry after (100000|3\d\d\d) s \(Retry-After\), more than OpenAIModel\(max_retry_wait=60\) waits; the turn fails instead of waiting: try again later, or raise max_retry_wait") as info:
+        await model_at(fake).respond(request())
+    assert time.monotonic() - start < 5 and len(fake.received) == 1
+    assert info.value.status == 429
+
+
+@pytest.mark.anyio
+async def test_a_retry_after_within_max_retry_wait_is_honoured(fake: FakeOpenAI) -> None:
+    fake.answer(error(503, "busy", headers={"Retry-After": "1"}))
+    with pytest.raises(ModelError, match=r"asked to retry after 1 s \(Retry-After\), more than OpenAIModel\(max_retry_wait=0.5\) waits"):
+        await model_at(fake, max_retry_wait=0.5).respond(request())
+    fake.answer(error(503, "busy", headers={"Retry-After": "1"}), reply("ok"))
+    start = time.monotonic()
+    assert await model_at(fake, max_retry_wait=1).respond(request()) == "ok"
+    assert time.monotonic() - start >= 0.95
 
 
 @pytest.mark.anyio
@@ -215,7 +241,7 @@ async def test_a_key_quoted_in_a_retried_error_or_a_reply_is_scrubbed(fake: Fake
 
 def test_the_key_is_not_in_the_repr_or_the_attributes() -> None:
     model = OpenAIModel("gpt-4o-mini", api_key=KEY, base_url="https://user:pw@example.test/v1")
-    assert repr(model) == "OpenAIModel('gpt-4o-mini', base_url='https://example.test/v1', timeout=60.0, max_retries=2)"
+    assert repr(model) == "OpenAIModel('gpt-4o-mini', base_url='https://example.test/v1', timeout=60.0, max_retries=2, max_retry_wait=60.0)"
     assert KEY not in repr(vars(model))
 
 
@@ -252,6 +278,12 @@ async def test_the_key_is_in_no_transcript_and_no_cassette(fake: FakeOpenAI, tmp
         ({"api_key": ""}, "api_key", "an empty or padded str"),
         ({"api_key": " sk-x "}, "api_key", "an empty or padded str"),
         ({"api_key": 42}, "api_key", "got 42"),
+        ({"max_retry_wait": -1}, "max_retry_wait", r"must be a number of seconds >= 0, got -1; pass e.g. max_retry_wait=60.0"),
+        ({"max_retry_wait": float("inf")}, "max_retry_wait", "got inf"),
+        ({"max_retry_wait": float("nan")}, "max_retry_wait", "got nan"),
+        ({"max_retry_wait": "60"}, "max_retry_wait", "got '60'"),
+        ({"max_retry_wait": None}, "max_retry_wait", "got None"),
+        ({"max_retry_wait": False}, "max_retry_wait", "got False"),
     ],
 )
 def test_bad_arguments_raise_invalid_argument_error_naming_them(kwargs: dict[str, object], argument: str, match: str) -> None:
@@ -260,3 +292,35 @@ def test_bad_arguments_raise_invalid_argument_error_naming_them(kwargs: dict[str
         OpenAIModel(**given)  # type: ignore[arg-type]
     assert info.value.argument == argument
     assert " sk-x " not in str(info.value)
+
+
+junk = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=5000, max_value=5001).map(lambda n: 10**n),
+    st.floats(),
+    st.text(max_size=8),
+    st.lists(st.integers(), max_size=2),
+    st.sampled_from([object(), int, b"sk"]),
+)
+
+
+@pytest.mark.parametrize("argument", ["model", "base_url", "api_key", "timeout", "max_retries", "max_retry_wait"])
+@settings(max_examples=40, deadline=None)
+@given(value=junk)
+def test_junk_in_any_argument_raises_only_invalid_argument_error(argument: str, value: object) -> None:
+    given_arguments: dict[str, object] = {"model": "m", argument: value}
+    try:
+        OpenAIModel(**given_arguments)  # type: ignore[arg-type]
+    except InvalidArgumentError as exc:
+        assert exc.argument == argument and str(exc)
+
+
+@pytest.mark.anyio
+async def test_a_streamed_request_also_fails_when_retry_after_passes_max_retry_wait(fake: FakeOpenAI) -> None:
+    fake.answer(error(503, "busy", headers={"Retry-After": "100000"}))
+    with pytest.raises(ModelError, match=r"answered 503 Service Unavailable and asked to retry after 100000 s \(Retry-After\), more than OpenAIModel\(max_retry_wait=60\) waits"):
+        async for _ in model_at(fake).stream(request()):
+            pass
+    assert len(fake.received) == 1

@@ -6,6 +6,7 @@ The cases an outside tester found (issue 9); `test_bad_input_properties.py` gene
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -250,8 +251,33 @@ def test_from_json_refuses_bytes_that_do_not_decode(raw: bytes) -> None:
 
 
 def test_from_json_refuses_an_integer_over_4300_digits() -> None:
-    with pytest.raises(SerializationError, match=r"holds a number Python will not read .*4300.*send very long numbers as strings"):
+    with pytest.raises(SerializationError, match=r"an integer of 5000 digits, outside the signed 64-bit range.*send longer numbers as strings"):
         from_json('{"kind": "fork", "depth": ' + "1" * 5000 + "}", AiSessionLineage)
+
+
+@pytest.mark.parametrize(
+    ("number", "why"),
+    [
+        (str(2**63), r"an integer outside the signed 64-bit range \(-2\*\*63 to 2\*\*63-1\)"),
+        (str(-(2**63) - 1), r"an integer outside the signed 64-bit range \(-2\*\*63 to 2\*\*63-1\)"),
+        ("1" * 20, r"an integer of 20 digits, outside the signed 64-bit range"),
+        ("1e999", r"a number too large for a float \(it overflows to infinity\)"),
+        ("-1e400", r"a number too large for a float \(it overflows to infinity\)"),
+        ("NaN", r"not a JSON number \(JSON has no NaN or infinities\)"),
+        ("Infinity", r"not a JSON number \(JSON has no NaN or infinities\)"),
+        ("-Infinity", r"not a JSON number \(JSON has no NaN or infinities\)"),
+    ],
+)
+def test_from_json_refuses_a_number_json_readers_cannot_all_hold(number: str, why: str) -> None:
+    with pytest.raises(SerializationError, match=rf"^the JSON for ForkLineage is refused: the number {re.escape(repr(number[:20]))}.* is {why}; numbers must fit a 64-bit integer or a finite float") as info:
+        from_json('{"kind": "fork", "depth": ' + number + "}", ForkLineage)
+    assert info.value.type_name == "ForkLineage"
+
+
+def test_from_json_reads_every_64_bit_integer_and_finite_float() -> None:
+    from modular_sdk._json import load_json
+
+    assert load_json(f"[{2**63 - 1}, {-(2**63)}, 1.7976931348623157e308, -0.0, 5e-324]", "X") == [2**63 - 1, -(2**63), 1.7976931348623157e308, -0.0, 5e-324]
 
 
 @pytest.mark.parametrize("text", [None, 5, ["{}"], object()], ids=repr)

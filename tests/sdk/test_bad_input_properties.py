@@ -94,6 +94,17 @@ class Incomparable:
         raise RuntimeError("no hashing")
 
 
+class SignatureRaises:
+    """A callable whose ``__signature__`` raises (``inspect.signature`` lets that through)."""
+
+    def __call__(self, *args: object) -> None:
+        return None
+
+    @property
+    def __signature__(self) -> object:
+        raise RuntimeError("no signature for you")
+
+
 @attrs.frozen
 class SearchInput:
     """Search the code."""
@@ -131,6 +142,7 @@ scalars = st.one_of(
     st.binary(max_size=8),
     st.just(object()),
     st.builds(Unprintable),
+    st.builds(SignatureRaises),
     st.builds(Incomparable),
     st.sampled_from([int, str, list, dict, SearchInput, Mod, type(None)]),
     st.sampled_from([len, print, lambda: None, lambda a, b, c: None]),
@@ -313,6 +325,18 @@ def test_junk_inside_a_list_argument_raises_only_a_modular_error(name: str, data
     field = data.draw(st.sampled_from(lists))
     items = data.draw(st.lists(junk, min_size=1, max_size=3))
     refuses_only_with_our_errors(lambda: make(**{**arguments, field: [*arguments[field], *items]}))  # type: ignore[misc]
+
+
+HANDLER_FIELDS = [(name, field) for name, (_, arguments) in CONSTRUCTORS.items() for field, value in arguments.items() if callable(value) and not isinstance(value, type)]
+
+
+@pytest.mark.parametrize(("name", "field"), HANDLER_FIELDS)
+def test_a_handler_whose_signature_raises_is_refused_when_the_mod_is_defined(name: str, field: str) -> None:
+    """It used to raise RuntimeError out of the constructor."""
+    make, arguments = CONSTRUCTORS[name]
+    error = refuses_only_with_our_errors(lambda: make(**{**arguments, field: SignatureRaises()}))
+    assert isinstance(error, ModDefinitionError), f"{name}({field}=...) was accepted"
+    assert "its signature cannot be read (RuntimeError: 'no signature for you'), so the host could not call it safely; checked when the mod is defined" in str(error)
 
 
 TEXT_FIELDS: list[tuple[str, str]] = [
