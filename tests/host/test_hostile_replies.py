@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -112,23 +111,18 @@ HOSTILE: dict[str, Callable[[int], str]] = {
 
 
 @pytest.mark.parametrize("shape", sorted(HOSTILE))
-def test_sixteen_thousand_hostile_tags_are_read_in_linear_time(shape: str) -> None:
-    """8,000 unclosed openings took 10.7 s with one regular expression (16,000: 44 s)."""
-    make = HOSTILE[shape]
-    for n in (1_000, 16_000):  # warm up, then the real size
-        started = time.perf_counter()
-        found, errors = parse_actions(make(n), DECLARED)
-        elapsed = time.perf_counter() - started
-    assert elapsed < 1.0, f"{shape}: {elapsed:.2f}s for 16,000"
+def test_sixteen_thousand_hostile_tags_are_reported_and_create_nothing(shape: str) -> None:
+    """8,000 unclosed openings took 10.7 s with one regular expression (16,000: 44 s); the
+    time is a benchmark's business (benchmarks/replies.py checks the ratios), this is what
+    such a reply comes to."""
+    found, errors = parse_actions(HOSTILE[shape](16_000), DECLARED)
     assert found == [] or shape == "openings then one closing"
     assert all("ignored" in e for e in errors)
 
 
-def test_a_megabyte_reply_of_tags_is_read_in_linear_time() -> None:
+def test_a_megabyte_reply_of_tags_proposes_at_most_a_hundred() -> None:
     reply = (tag('{"title": "t"}') * 40_000)[:1_000_000] + "<mod-action " * 10_000
-    started = time.perf_counter()
     found, errors = parse_actions(reply, DECLARED)
-    assert time.perf_counter() - started < 2.0
     assert len(found) == 100
     assert any("after the first 100 of this reply were ignored: a reply holds at most 100" in e for e in errors)
 
