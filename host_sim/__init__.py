@@ -25,6 +25,7 @@ from .lineage._types import LineageEdge as LineageEdge
 from .lineage._types import LineageRelation as LineageRelation
 from .lineage._types import SessionMetrics as SessionMetrics
 from .lineage._types import SessionNode as SessionNode
+from .mcp._server import lineage_mcp_server as lineage_mcp_server
 from .models._cassette import RecordingModel as RecordingModel
 from .models._cassette import ReplayModel as ReplayModel
 from .models._echo import EchoModel as EchoModel
@@ -171,6 +172,7 @@ __all__ = [
     "build_manifest",
     "build_manifest_async",
     "discover_mods",
+    "lineage_mcp_server",
     "load_mod",
     "load_verified",
 ]

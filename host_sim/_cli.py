@@ -21,7 +21,7 @@ DISTRIBUTION = "modular-chat-sdk"
 """The name this project has on the package index (``pip install modular-chat-sdk``); the
 import packages are ``modular_sdk`` and ``host_sim``. ``modular-sdk`` there is another project."""
 
-SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage", "fsck", "forget", "emit", "trace")
+SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage", "fsck", "forget", "emit", "trace", "mcp")
 
 
 def _version() -> str:

@@ -1209,6 +1209,9 @@ async def build_manifest_async(spec: str, *, timeout: float = 10.0) -> Manifest:
 def discover_mods() -> dict[str, str]:
     """Installed mods: entry-point name -> mod spec, from the group ``modular.mods``."""
 
+def lineage_mcp_server(host: Host) -> MCPServer:
+    """The read-only lineage of ``host`` as an MCP server, for an application to mount."""
+
 def load_mod(spec: str) -> Mod:
     """Import the mod module named by ``spec`` in this process and return its `Mod`."""
 

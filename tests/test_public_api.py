@@ -244,6 +244,7 @@ HOST_CONTRACT = {
     "OpenAIModel", "RecordingModel", "ReplayModel",  # section 10
     "Provenance", "TurnOrigin", "TurnRef", "ErasurePlan", "UnknownTurnError",  # section 8
     "PostgresStore",  # section 11
+    "lineage_mcp_server",  # section 16
     "Trace", "TaskRef", "UnknownTraceError", "TraceError", "PendingAction", "write_event", "TraceStore",  # section 9
 }  # fmt: skip
 # Classes of modular_sdk that host_sim re-exports (the same class, not a copy).
@@ -330,6 +331,7 @@ HOST_PINNED = sorted(
         "build_manifest",
         "build_manifest_async",
         "discover_mods",
+        "lineage_mcp_server",
         "load_mod",
         "load_verified",
     ]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from modular_sdk import AiNotificationMessage, AiPromptMessage
 
 from ..lineage._render import describe_author
-from ..stores._records import Invocation
+from ..stores._records import Invocation, TurnRecord
 from ._state import TurnState
 
 __all__ = ["render_transcript"]
@@ -31,11 +31,12 @@ def _invocation_block(invocation: Invocation) -> str:
     return f"> [{who}] {typed}\n{tail}"
 
 
-def render_transcript(items: Sequence[TurnState | Invocation], session_id: str | None = None) -> str:
+def render_transcript(items: Sequence[TurnState | TurnRecord | Invocation], session_id: str | None = None) -> str:
     """One block per turn (ordinal, the input and its author, the reply) or command invocation
     (what the user typed, the command's output or error), in the order given (``host.log``'s).
 
-    Turns run by another session than ``session_id`` (inherited by a fork) say so.
+    Turns run by another session than ``session_id`` (inherited by a fork) say so; an erased
+    turn shows that it was erased, never an empty message.
     """
     blocks: list[str] = []
     for turn in items:
@@ -46,6 +47,10 @@ def render_transcript(items: Sequence[TurnState | Invocation], session_id: str |
         if session_id is not None and turn.session_id != session_id:
             who += f", inherited from {turn.session_id}"
         message = turn.message
+        if turn.erased_at is not None:
+            kind = "notification, system event from " if isinstance(message, AiNotificationMessage) else ""
+            blocks.append(f"#{turn.ordinal} [{kind}{who}] (erased)")
+            continue
         if isinstance(message, AiNotificationMessage):
             head = f"#{turn.ordinal} [notification, system event from {who}] {message.title}"
             body = _indent(message.body, "    | ") if message.body else ""

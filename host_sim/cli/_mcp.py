@@ -1,0 +1,113 @@
+"""``host-sim mcp [--store PATH|URL] [--http HOST:PORT]``: serve a store's lineage over MCP, read-only.
+
+Serves `lineage_mcp_server`'s four read-only tools (``lineage_lookup``,
+``lineage_forward``, ``lineage_backward``, ``session_transcript``) over stdio, or over
+streamable HTTP at ``http://HOST:PORT/mcp`` with ``--http``. The store is opened read-only
+for each call and closed after it: nothing is written, no ``-wal``/``-shm`` file is created
+beside a closed SQLite store, and a host may keep writing the store meanwhile (each call
+sees what it has committed). Needs the extra ``mcp``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from functools import partial
+
+import anyio
+
+from ..mcp._server import McpUnavailableError, StoreReader, lineage_server, require_mcp
+from ..stores._errors import StoreError
+from ..stores._postgres import PostgresStore, redact
+from ..stores._protocol import Store
+from ..stores._sqlite import SqliteStore
+from ._options import DEFAULT_STORE, default_store_path
+
+__all__ = ["register", "run_mcp"]
+
+_PROG = "host-sim mcp"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``mcp`` subcommand."""
+    parser = subparsers.add_parser(
+        "mcp",
+        help="serve a store's lineage over MCP (read-only)",
+        description=(
+            "Serve the lineage of a store as a read-only MCP server: lineage_lookup (why does "
+            "this commit, output, session or task exist), lineage_forward, lineage_backward and "
+            "session_transcript, each annotated read-only. Speaks MCP over stdio (for an agent "
+            "that starts it), or streamable HTTP with --http. Writes nothing to the store."
+        ),
+    )
+    parser.add_argument(
+        "--store",
+        metavar="PATH|URL",
+        default=None,
+        help="the SQLite store to read, or a postgresql://... URL of a PostgresStore "
+        f"(default: $HOST_SIM_STORE or {DEFAULT_STORE})",
+    )
+    parser.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        type=_address,
+        default=None,
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio",
+    )
+    parser.set_defaults(handler=run_mcp)
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not HOST:PORT; write e.g. --http 127.0.0.1:8765"
+        )
+    return host.strip("[]"), int(port)
+
+
+def _is_url(spec: str) -> bool:
+    return spec.startswith(("postgresql://", "postgres://"))
+
+
+def _opener(spec: str) -> Store:
+    """The store ``--store`` names, to read only: a PostgreSQL URL, else an existing SQLite file."""
+    return PostgresStore(spec, create=False) if _is_url(spec) else SqliteStore(spec, create=False, read_only=True)
+
+
+async def _check(spec: str) -> None:
+    store = _opener(spec)
+    await store.open()
+    await store.close()
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    """Run ``host-sim mcp`` until its client disconnects (stdio) or Ctrl-C; returns the exit code."""
+    spec: str = args.store if args.store is not None else default_store_path()
+    shown = redact(spec) if _is_url(spec) else spec
+    if not _is_url(spec) and not os.path.exists(spec):
+        print(
+            f"{_PROG}: error: no store at {shown!r}; pass --store PATH of a store a host wrote "
+            "(host-sim run, chat and demo write one)",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        require_mcp(_PROG)
+        anyio.run(_check, spec)  # an unusable store fails now, not at the first call
+    except (McpUnavailableError, StoreError) as exc:
+        print(f"{_PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    server = lineage_server(StoreReader(partial(_opener, spec)))
+    try:
+        if args.http is None:
+            anyio.run(server.run_stdio_async)
+        else:
+            host, port = args.http
+            print(f"serving the lineage of {shown} at http://{host}:{port}/mcp (read-only)", file=sys.stderr)
+            anyio.run(partial(server.run_streamable_http_async, host=host, port=port))
+    except KeyboardInterrupt:
+        print(f"{_PROG}: interrupted", file=sys.stderr)
+        return 130
+    return 0
