@@ -56,6 +56,8 @@ from ._mod import ModMetadata as ModMetadata
 from ._mod import PaletteCommand as PaletteCommand
 from ._mod import SlashCommand as SlashCommand
 from ._mod import Tool as Tool
+from ._mcp import McpServer as McpServer
+from ._mcp import mcp_server as mcp_server
 from ._mod import View as View
 from ._mod import Widget as Widget
 from ._mod import action as action
@@ -155,6 +157,8 @@ __all__ = [
     "from_json",
     "slash_command",
     "tool",
+    "mcp_server",
+    "McpServer",
     "to_json",
     "view",
     "widget",

@@ -17,6 +17,7 @@ from typing_extensions import Never
 from ._actions import ActionEvent, HookDecision
 from ._errors import SerializationError
 from ._frozen import FrozenJsonObject, freeze_object
+from ._mcp import McpServer
 from ._ids import HOST_ACTIONS
 from ._protocols import ActionContext, CommandContext, EffectContext, SlashCommandContext, ToolContext
 from ._rules import (
@@ -244,24 +245,39 @@ def _agents(value: Iterable[Agent]) -> tuple[Agent, ...]:
     return _items(value)
 
 
+def _mcp_servers(value: Iterable[McpServer]) -> tuple[McpServer, ...]:
+    return _items(value)
+
+
 @attrs.frozen(kw_only=True)
 class AiContributions:
-    """A mod's AI contributions: tools the model may call and declared agents. Immutable.
+    """A mod's AI contributions: tools the model may call, declared agents, and MCP servers
+    whose tools the model may call (`mcp_server`). Immutable.
 
-    Raises `ModDefinitionError` when ``tools`` or ``agents`` is not a list of declarations
-    made by `tool` or `agent`; `define_mod` checks that names are distinct.
+    Raises `ModDefinitionError` when ``tools``, ``agents`` or ``mcp_servers`` is not a list
+    of declarations made by `tool`, `agent` or `mcp_server`, or when two MCP servers share
+    an id; `define_mod` checks that names are distinct.
     """
 
     tools: tuple[Tool[Any], ...] = attrs.field(default=(), converter=_tools)
     agents: tuple[Agent, ...] = attrs.field(default=(), converter=_agents)
+    mcp_servers: tuple[McpServer, ...] = attrs.field(default=(), converter=_mcp_servers)
 
     def __attrs_post_init__(self) -> None:
         problems = _collection_problems("tools", self.tools, "tool(...)")
         problems += _collection_problems("agents", self.agents, "agent(...)")
+        problems += _collection_problems("mcp_servers", self.mcp_servers, "mcp_server(...)")
         for index, t in enumerate(self.tools):
             problems += _typed(f"tools[{index}]", t, Tool, "made by tool")
         for index, a in enumerate(self.agents):
             problems += _typed(f"agents[{index}]", a, Agent, "made by agent")
+        for index, m in enumerate(self.mcp_servers):
+            problems += _typed(f"mcp_servers[{index}]", m, McpServer, "made by mcp_server")
+        problems += _duplicates(
+            "mcp_servers",
+            [(i, m.id) for i, m in enumerate(self.mcp_servers) if isinstance(m, McpServer)],
+            "MCP server id",
+        )
         _raise_own("AiContributions", problems)
 
 

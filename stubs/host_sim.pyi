@@ -482,6 +482,7 @@ class Manifest:
     views: tuple[ViewEntry, ...] = ()
     actions: tuple[ActionEntry, ...] = ()
     widgets: tuple[WidgetEntry, ...] = ()
+    mcp_servers: tuple[McpServerEntry, ...] = ()
     def to_data(self) -> JsonObject:
         """The manifest as plain JSON data (dicts, lists, strings, numbers, None)."""
     def to_json(self) -> str:

@@ -89,9 +89,10 @@ class AiContext(Protocol):
 
 @attrs.frozen(kw_only=True)
 class AiContributions:
-    """A mod's AI contributions: tools the model may call and declared agents. Immutable."""
+    """A mod's AI contributions: tools the model may call, declared agents, and MCP servers"""
     tools: tuple[Tool[Any], ...] = attrs.field(default=(), converter=_tools)
     agents: tuple[Agent, ...] = attrs.field(default=(), converter=_agents)
+    mcp_servers: tuple[McpServer, ...] = attrs.field(default=(), converter=_mcp_servers)
 
 
 AiMessage: TypeAlias = AiPromptMessage | AiNotificationMessage
@@ -571,6 +572,23 @@ def slash_command(*, id: IdT_inv, description: str, run: SlashCommandRun, argume
 
 def tool(*, name: str, description: str, input_type: type[RecordT], run: Callable[[RecordT, ToolContext], object]) -> Tool[RecordT]:
     """Declare an AI tool the model may call with JSON matching ``input_type``."""
+
+def mcp_server(*, id: str, command: str | None = None, args: Iterable[str] = (), env: Mapping[str, str] | None = None, url: str | None = None, description: str) -> McpServer:
+    """Declare an MCP server whose tools the model may call, for ``AiContributions(mcp_servers=[...])``."""
+
+@attrs.frozen(kw_only=True)
+class McpServer:
+    """An MCP server a mod uses, for ``AiContributions(mcp_servers=[...])``. Immutable; make"""
+    id: str
+    description: str
+    command: str | None = None
+    args: tuple[str, ...] = attrs.field(default=(), converter=_args)
+    env: Mapping[str, str] | None = attrs.field(default=None, converter=_env, hash=False)
+    url: str | None = None
+    @property
+    def transport(self) -> Literal['stdio', 'http']:
+        """``"stdio"`` for a ``command``, ``"http"`` for a ``url``."""
+
 
 def to_json(value: object) -> str:
     """Serialize a message, author, lineage, trigger or decision to JSON (sorted keys)."""

@@ -43,7 +43,9 @@ ERRORS = {
 }  # fmt: skip
 # section 9: agents propose actions (the host side lives in host_sim)
 TRACES = {"action"}
-CONTRACT = AUTHORING | SESSIONS | LINEAGE | ERRORS | TRACES
+# section 16: a mod declares the MCP servers whose tools its sessions may use
+MCP = {"mcp_server"}
+CONTRACT = AUTHORING | SESSIONS | LINEAGE | ERRORS | TRACES | MCP
 
 # Documented extras: the declaration classes the constructors return, the other handler
 # contexts, the union aliases, the JSON helpers and their error.
@@ -51,7 +53,7 @@ EXTRAS = {
     "HOST_ACTIONS", "Action", "ActionContext", "Agent", "AgentHandle", "AiAgents", "AiContext", "AiSessions",
     "AnyCommand", "Author", "BeforeActionHook", "CommandContext", "Effect", "EffectContext",
     "HookDecision", "InvalidArgumentError", "PaletteCommand", "SerializationError", "SpawnTrigger", "Tool",
-    "ToolContext", "TurnStatus", "View", "Widget", "from_json", "to_json",
+    "ToolContext", "TurnStatus", "View", "Widget", "from_json", "to_json", "McpServer",
 }  # fmt: skip
 
 PINNED = [
@@ -61,13 +63,13 @@ PINNED = [
     "AiSessions", "AiTurnHandle", "Allow", "AnyCommand", "Author", "BeforeActionHook",
     "CommandContext", "CommandTrigger", "Deny", "Effect", "EffectContext", "ForkLineage",
     "HOST_ACTIONS", "HookDecision", "HostAction", "HostClosedError", "InvalidArgumentError",
-    "ManifestBuildError", "Mod", "ModAuthor",
+    "ManifestBuildError", "McpServer", "Mod", "ModAuthor",
     "ModDefinitionError", "ModMetadata", "ModularError", "NoConversationError",
     "PaletteCommand", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
     "SerializationError", "SessionId", "SlashCommand", "SlashCommandContext",
     "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolContext", "ToolTrigger",
     "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "UserAuthor", "View", "Widget",
-    "action", "agent", "before_action", "command", "define_mod", "effect", "from_json",
+    "action", "agent", "before_action", "command", "define_mod", "effect", "from_json", "mcp_server",
     "slash_command", "to_json", "tool", "view", "widget",
 ]  # fmt: skip
 

@@ -17,7 +17,8 @@ from functools import partial
 
 import anyio
 
-from ..mcp._server import McpUnavailableError, StoreReader, lineage_server, require_mcp
+from ..mcp._extra import McpUnavailableError, require_mcp
+from ..mcp._server import StoreReader, lineage_server
 from ..stores._errors import StoreError
 from ..stores._postgres import PostgresStore, redact
 from ..stores._protocol import Store

@@ -25,6 +25,7 @@ __all__ = [
     "EffectEntry",
     "HookEntry",
     "Manifest",
+    "McpServerEntry",
     "ManifestMetadata",
     "PaletteCommandEntry",
     "SlashCommandEntry",
@@ -136,6 +137,16 @@ class WidgetEntry:
     data_schema: FrozenJsonObject = attrs.field(hash=False, converter=_frozen_schema)
 
 
+@attrs.frozen(kw_only=True)
+class McpServerEntry:
+    """An MCP server the mod's sessions may use: its id, description and transport
+    (``"stdio"`` or ``"http"``), never its tools (the host lists them at runtime). Immutable."""
+
+    id: str
+    description: str
+    transport: Literal["stdio", "http"]
+
+
 def _version(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or value != MANIFEST_VERSION:
         raise SerializationError(
@@ -166,6 +177,7 @@ class Manifest:
     views: tuple[ViewEntry, ...] = ()
     actions: tuple[ActionEntry, ...] = ()  # absent from manifests made before actions: read as none
     widgets: tuple[WidgetEntry, ...] = ()  # absent from manifests made before widgets: read as none
+    mcp_servers: tuple[McpServerEntry, ...] = ()  # absent from manifests made before MCP: read as none
 
     def to_data(self) -> JsonObject:
         """The manifest as plain JSON data (dicts, lists, strings, numbers, None)."""
@@ -270,4 +282,7 @@ def manifest_from_mod(mod: Mod) -> Manifest:
             ActionEntry(type=a.type, description=a.description, payload_schema=a.payload_schema) for a in mod.actions
         ),
         widgets=tuple(WidgetEntry(id=w.id, description=w.description, data_schema=w.data_schema) for w in mod.widgets),
+        mcp_servers=tuple(
+            McpServerEntry(id=m.id, description=m.description, transport=m.transport) for m in mod.ai.mcp_servers
+        ),
     )

@@ -24,13 +24,14 @@ from ..sessions._transcript import render_transcript
 from ..stores._protocol import LogStore, Store
 from ..stores._records import Invocation, TurnRecord
 from ..traces._lineage_tool import lookup
+from ._extra import require_mcp
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from ..sessions._host import Host
 
-__all__ = ["McpUnavailableError", "StoreReader", "lineage_mcp_server", "lineage_server", "require_mcp"]
+__all__ = ["StoreReader", "lineage_mcp_server", "lineage_server"]
 
 _R = TypeVar("_R")
 
@@ -50,21 +51,6 @@ class LineageReader(Protocol):
     async def forward(self, turn_id: str) -> Provenance: ...
     async def backward(self, turn_id: str) -> TurnOrigin: ...
     async def transcript(self, session_id: str) -> str: ...
-
-
-class McpUnavailableError(ModularError, ImportError):
-    """The ``mcp`` package is not installed (the extra ``mcp``)."""
-
-
-def require_mcp(what: str) -> None:
-    """Raise `McpUnavailableError`, naming the extra, when the ``mcp`` package is missing."""
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        raise McpUnavailableError(
-            f"{what} needs the 'mcp' package, which is not installed; install the extra: "
-            "pip install 'modular-sdk[mcp]'"
-        ) from None
 
 
 def lineage_mcp_server(host: Host) -> MCPServer:

@@ -84,6 +84,7 @@ from ._state import SessionState, TurnState, apply_erasure, history_view, text_o
 
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
+    from ..mcp._client import McpTools
 
 __all__ = ["Engine", "JobCall", "ModTables"]
 
@@ -223,6 +224,7 @@ class Engine:
         tool_context: Callable[[Engine, SessionState, HandlerFrame], ToolContext],
         log: LogStore,
         max_reply_bytes: int = 1_000_000,
+        mcp: McpTools | None = None,
     ) -> None:
         self.tables = tables
         self.model = model
@@ -235,6 +237,7 @@ class Engine:
         self.max_reply_bytes = max_reply_bytes
         self.cwd = cwd
         self.tool_context = tool_context  # made by the handles module: the engine never imports it
+        self.mcp = mcp  # the mods' MCP servers: their tools beside the mods' own (API section 16)
         self.sessions: dict[SessionId, SessionState] = {}
         self.tool_specs = tuple(
             ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
@@ -810,7 +813,7 @@ class Engine:
                 history=history_view(session),  # the completed turns before this one
                 output_schema=output_schema,
                 instructions=self._instructions(session),
-                tools=self.tool_specs,
+                tools=self.tool_specs if self.mcp is None else (*self.tool_specs, *await self.mcp.specs()),
             )
             rounds = 0
             while True:
@@ -952,6 +955,8 @@ class Engine:
             """Told to the model instead of running the tool: its own mistake to correct."""
             return ToolResult(call_id=call_id, name=call.name, input=call.input, output=None, error=error)
 
+        if self.mcp is not None and call.name not in self.tables.tools and self.mcp.serves(call.name):
+            return await self.mcp.call(session.id, turn.id, call, call_id)
         entry = self.tables.tools.get(call.name)
         if entry is None:
             known = ", ".join(repr(n) for n in self.tables.tools) or "none"

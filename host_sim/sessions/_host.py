@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +31,7 @@ from ..lanes._calling import USER, HandlerFrame
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..lanes._renderer import ViewResult, render, render_widget
 from ..lineage._graph import LineageGraph
+from ..mcp._client import McpTools
 from ..models._echo import EchoModel
 from ..models._protocol import Model
 from ..stores._invariants import recover
@@ -241,6 +242,13 @@ class Host:
                 await self._store.close()
             raise
         graph = LineageGraph(self._store, clock=self._clock, log=log)
+        mcp = McpTools(
+            tables.mods,
+            store=self._store,
+            clock=lambda: checked_now(self._clock),
+            timeout=self._handler_timeout,
+            start=self._start_owned,  # servers start on first need, in the host's task group
+        )
         engine = Engine(
             tables=tables,
             model=self._model,
@@ -254,13 +262,15 @@ class Host:
             tool_context=tool_context,
             log=log,
             max_reply_bytes=self._max_reply_bytes,
+            mcp=mcp if mcp.declared else None,
         )
         graph._applied = engine.apply_erasure
         self._engine, self._lineage = engine, graph
         linker = TraceLinker(self._store, lambda: checked_now(self._clock))
         engine.link_session, engine.report_output = linker.link_session, linker.report_output
         self._actions = ActionBook(
-            engine=engine, mods=tables.mods, store=self._store, clock=lambda: checked_now(self._clock), handler_timeout=self._handler_timeout
+            engine=engine, mods=tables.mods, store=self._store, clock=lambda: checked_now(self._clock), handler_timeout=self._handler_timeout,
+            mcp=mcp if mcp.declared else None,
         )
         engine.after_turn = self._actions.after_turn
         if isinstance(self._store, TraceStore):
@@ -306,6 +316,12 @@ class Host:
                     self._engine.events.close()  # subscribers read what is left, then stop
                 await self._store.close()
         return None
+
+    def _start_owned(self, run: Callable[[], Coroutine[object, object, None]]) -> None:
+        """Run ``run()`` in the host's task group (cancelled when the host closes)."""
+        if self._state != "open" or self._task_group is None:
+            raise HostClosedError("the host is closed; nothing new starts in it", state=self._state)
+        self._task_group.start_soon(run)
 
     async def _run_effect(self, mod: Mod, effect_id: str, activate: Callable[..., object]) -> None:
         assert self._engine is not None

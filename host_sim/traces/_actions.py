@@ -16,14 +16,16 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, final
 
-from modular_sdk import Action, ActionStateError, Mod, SerializationError, SessionId
+from modular_sdk import Action, ActionStateError, AiNotificationMessage, Mod, ModularError, SerializationError, SessionId
 from modular_sdk._frozen import freeze_object, thaw_object
 from modular_sdk._json import parse_json_text, structure, unstructure
 from modular_sdk._rules import show, unstorable_text
 
 from ..lanes._ext_host import HandlerFailed, call_handler
+from ..sessions._events import ToolCalled, ToolFinished
 from ..sessions._handles import AiContextImpl, NoPublicConstructor, SessionHandle
 from ..sessions._reply_tags import MAX_TAGS, scan_tags
+from ..sessions._ids import new_call_id
 from ..sessions._state import SessionState, TurnState
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
@@ -32,6 +34,7 @@ from ._service import no_traces
 from ._types import PendingAction
 
 if TYPE_CHECKING:
+    from ..mcp._client import McpTools
     from ..sessions._engine import Engine
 
 __all__ = ["ActionBook", "ActionContextImpl", "parse_actions"]
@@ -143,8 +146,10 @@ class ActionBook:
         store: Store,
         clock: Callable[[], datetime],
         handler_timeout: float | None,
+        mcp: McpTools | None = None,
     ) -> None:
         self._engine = engine
+        self._mcp = mcp  # confirms 'mcp.call' actions (a writing MCP tool the model called)
         self._store = store
         self._clock = clock
         self._timeout = handler_timeout
@@ -157,6 +162,9 @@ class ActionBook:
     async def after_turn(self, session: SessionState, turn: TurnState) -> None:
         """Record the actions a completed turn's reply proposed (engine hook)."""
         reply = turn.reply or ""
+        called = () if self._mcp is None else self._mcp.proposed(turn.id)
+        if called:
+            self._results[turn.id] = (called, ())
         if "<mod-action" not in reply:
             return
         found, errors = parse_actions(reply, self.declared)
@@ -184,7 +192,7 @@ class ActionBook:
                     pending = tuple(to_pending(r) for r in records)
                 except StoreError as exc:
                     errors.append(f"the proposed actions could not be stored: {exc}")
-        self._results[turn.id] = (pending, tuple(errors))
+        self._results[turn.id] = (called + pending, tuple(errors))
         while len(self._results) > _KEEP:
             self._results.popitem(last=False)
 
@@ -205,6 +213,9 @@ class ActionBook:
         """Run a pending action once, as the user: (text, error)."""
         store = self._traces()
         record = await self._pending_record(store, action_id, "confirm")
+        if record.type == "mcp.call" and self._mcp is not None:
+            await self._decide(store, record, "confirmed")  # before it runs: it runs at most once
+            return await self._confirm_mcp_call(record, self._mcp)
         entry = self.declared.get(record.type)
         if entry is None or entry[0].id != record.mod_id:
             raise ActionStateError(
@@ -233,6 +244,46 @@ class ActionBook:
         except HandlerFailed as failed:
             return failed.reason, failed.reason
         return ("" if value is None else str(value)), None
+
+    async def _confirm_mcp_call(self, record: ActionRecord, mcp: McpTools) -> tuple[str, str | None]:
+        """Run a confirmed ``mcp.call`` (a ``tool_called``/``tool_finished`` pair) and deliver
+        its result to the session it was proposed in, as a notification turn."""
+        engine = self._engine
+        session = await engine.load(record.session_id)
+        payload = thaw_object(record.payload)
+        assert isinstance(payload, dict)
+        name = f"{payload.get('server')}.{payload.get('tool')}"
+        arguments = payload.get("input")
+        call_id = new_call_id()
+        engine.events.publish(
+            lambda seq, at: ToolCalled(
+                seq=seq,
+                at=at,
+                session_id=session.id,
+                turn_id=record.turn_id,
+                call_id=call_id,
+                tool_name=name,
+                input=arguments if isinstance(arguments, dict) else {},
+            )
+        )
+        text, error = await mcp.confirmed(record)
+        engine.events.publish(
+            lambda seq, at: ToolFinished(
+                seq=seq,
+                at=at,
+                session_id=session.id,
+                turn_id=record.turn_id,
+                call_id=call_id,
+                output=None if error is not None else text,
+                error=error,
+            )
+        )
+        title = f"{name} ran (confirmed action {record.id})" if error is None else f"{name} failed (confirmed action {record.id})"
+        try:
+            await engine.send(session, AiNotificationMessage(title=title, body=text), None)
+        except ModularError as exc:  # the tool ran; only the delivery failed: say so
+            return text, f"{name} ran, but its result could not be delivered to session {session.id!r}: {exc}"
+        return text, error
 
     async def _decide(self, store: TraceStore, record: ActionRecord, state: str) -> None:
         outcome = ActionOutcomeRecord(action_id=record.id, state="confirmed" if state == "confirmed" else "dismissed", decided_at=self._clock())

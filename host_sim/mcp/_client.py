@@ -1,0 +1,310 @@
+"""Mods use MCP servers' tools (API.md section 16, Consume).
+
+`McpTools` is the host's side of every ``mcp_server(...)`` the loaded mods declare. Nothing
+starts when the host opens: the first model call that offers tools connects every declared
+server (a stdio subprocess, or streamable HTTP), lists its tools and offers each as
+``{server}.{tool}`` beside the mods' own tools. A tool annotated ``readOnlyHint`` runs when
+the model calls it; any other becomes a pending action (type ``mcp.call``, payload
+``{"server", "tool", "input"}``) that runs only when the user confirms it, its result then
+delivered to the session as a notification turn. A server that fails to start, list or
+answer fails only what needed it (its tools are not offered; a call gets its message), and
+is tried again at the next need. Each connection lives in a task of the host's task group;
+closing the host stops every server: a stdio server's process is ended and reaped.
+
+The ``mcp`` package (extra ``mcp``) is imported only when a server is first connected.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final, final
+
+import anyio
+
+from modular_sdk import Mod, ModularError, SessionId, TurnId
+from modular_sdk._frozen import freeze_object, thaw_object
+from modular_sdk._mcp import McpServer
+
+from ..models._protocol import ToolCall, ToolResult, ToolSpec
+from ..stores._errors import StoreError
+from ..stores._protocol import Store
+from ..stores._traces import ActionRecord, TraceStore
+from ..traces._types import PendingAction
+from ._extra import McpUnavailableError, require_mcp
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.types import CallToolResult, Tool
+
+__all__ = ["MCP_CALL", "McpTools"]
+
+MCP_CALL: Final = "mcp.call"
+"""The type of the pending action a writing MCP tool call becomes."""
+_MAX_TOOLS: Final = 1000  # per server: a listing that never ends cannot hang a turn
+_MAX_PAGES: Final = 100
+
+
+@final
+class _Connection:
+    """One declared server: its live client and tools while connected, else why not."""
+
+    def __init__(self, mod: Mod, server: McpServer) -> None:
+        self.mod = mod
+        self.server = server
+        self.client: Client | None = None
+        self.tools: dict[str, Tool] = {}
+        self.error: str | None = None
+        self.ready = anyio.Event()
+        self.scope: anyio.CancelScope | None = None
+        self.connecting = False
+
+
+@final
+class McpTools:
+    """The MCP servers of the loaded mods, for one host (see the module docstring)."""
+
+    def __init__(
+        self,
+        mods: Sequence[Mod],
+        *,
+        store: Store,
+        clock: Callable[[], datetime],
+        timeout: float | None,
+        start: Callable[[Callable[[], Coroutine[object, object, None]]], None],
+    ) -> None:
+        self._connections: dict[str, _Connection] = {}
+        for mod in mods:
+            for server in mod.ai.mcp_servers:
+                self._connections.setdefault(server.id, _Connection(mod, server))
+        self._store = store
+        self._clock = clock
+        self._timeout = timeout
+        self._start = start  # runs a connection in the host's task group (its close stops it)
+        self._lock = anyio.Lock()
+        self._proposed: dict[str, list[PendingAction]] = {}
+
+    @property
+    def declared(self) -> bool:
+        """Whether any loaded mod declares an MCP server."""
+        return bool(self._connections)
+
+    # -- connecting -------------------------------------------------------------------------
+    async def specs(self) -> tuple[ToolSpec, ...]:
+        """The tools of every declared server, as ``{server}.{tool}``; connects what is not connected."""
+        if not self._connections:
+            return ()
+        async with self._lock:
+            for connection in self._connections.values():
+                if connection.client is None:
+                    await self._connect(connection)
+        out: list[ToolSpec] = []
+        for server_id, connection in self._connections.items():
+            for name, listed in connection.tools.items():
+                description = listed.description or listed.title or f"the tool {name!r} of the MCP server {server_id!r}"
+                if not _read_only(listed):
+                    description += " (runs only after the user confirms it)"
+                out.append(ToolSpec(name=f"{server_id}.{name}", description=description, input_schema=dict(listed.input_schema)))
+        return tuple(out)
+
+    async def _connect(self, connection: _Connection) -> None:
+        connection.ready, connection.error, connection.connecting = anyio.Event(), None, True
+        try:
+            self._start(lambda: self._keep(connection))
+        except ModularError as closed:  # the host is closing
+            connection.error = str(closed)
+            return
+        with anyio.move_on_after(self._timeout) as waited:
+            await connection.ready.wait()
+        if waited.cancelled_caught:
+            if connection.scope is not None:
+                connection.scope.cancel()
+            connection.error = (
+                f"MCP server {connection.server.id!r} of mod {connection.mod.id!r} did not answer within "
+                f"{self._timeout:g} s; check that it starts and speaks MCP"
+            )
+
+    async def _keep(self, connection: _Connection) -> None:
+        """Hold one server's connection open until the host closes or the server fails."""
+        server = connection.server
+        try:
+            with anyio.CancelScope() as connection.scope:
+                require_mcp(f"the MCP server {server.id!r} of mod {connection.mod.id!r}")
+                from mcp import Client, StdioServerParameters
+
+                target: StdioServerParameters | str
+                if server.command is not None:
+                    target = StdioServerParameters(
+                        command=server.command, args=list(server.args), env=None if server.env is None else dict(server.env)
+                    )
+                else:
+                    assert server.url is not None
+                    target = server.url
+                async with Client(target) as client:
+                    tools = await _list_tools(client)
+                    connection.client, connection.tools = client, tools
+                    connection.ready.set()
+                    await anyio.sleep_forever()
+        except McpUnavailableError as missing:
+            connection.error = str(missing)
+        except Exception as exc:  # a server that fails to start, list or stay up: only its calls fail
+            connection.error = f"MCP server {server.id!r} of mod {connection.mod.id!r} failed: {_describe(exc)}"
+        finally:
+            connection.client, connection.tools, connection.connecting = None, {}, False
+            connection.ready.set()
+
+    # -- calling ----------------------------------------------------------------------------
+    def serves(self, tool_name: str) -> bool:
+        """Whether ``tool_name`` (``{server}.{tool}``) names a tool of a declared server."""
+        server_id, dot, _ = tool_name.partition(".")
+        return bool(dot) and server_id in self._connections
+
+    async def call(self, session_id: SessionId, turn_id: TurnId, call: ToolCall, call_id: str) -> ToolResult:
+        """The model called ``{server}.{tool}``: run it now when read-only, else propose it."""
+
+        def result(output: str | None, error: str | None = None) -> ToolResult:
+            return ToolResult(call_id=call_id, name=call.name, input=call.input, output=output, error=error)
+
+        server_id, _, name = call.name.partition(".")
+        connection = self._connections[server_id]
+        if connection.client is None:
+            async with self._lock:
+                if connection.client is None:
+                    await self._connect(connection)
+        if connection.client is None:
+            return result(None, connection.error or f"MCP server {server_id!r} is not connected")
+        listed = connection.tools.get(name)
+        if listed is None:
+            known = ", ".join(repr(f"{server_id}.{t}") for t in connection.tools) or "none"
+            return result(None, f"unknown tool {call.name!r}; the tools of MCP server {server_id!r} are: {known}")
+        if _read_only(listed):
+            output, error = await self._run(connection, name, thaw_object(call.input))
+            return result(output, error)
+        store = self._store
+        if not isinstance(store, TraceStore):
+            return result(
+                None,
+                f"{call.name!r} writes, so it needs the user's confirmation, and this host's store keeps no "
+                "pending actions; it did not run",
+            )
+        record = ActionRecord(
+            id=f"act_{secrets.token_hex(6)}",
+            type=MCP_CALL,
+            payload=freeze_object({"server": server_id, "tool": name, "input": thaw_object(call.input)}, type_name="the action payload"),
+            mod_id=connection.mod.id,
+            session_id=session_id,
+            turn_id=turn_id,
+            created_at=self._clock(),
+        )
+        try:
+            await store.propose_actions([record])
+        except StoreError as exc:
+            return result(None, f"{call.name!r} needs the user's confirmation, and it could not be recorded: {exc}")
+        self._proposed.setdefault(turn_id, []).append(
+            PendingAction(
+                id=record.id,
+                type=record.type,
+                payload=record.payload,
+                mod_id=record.mod_id,
+                session_id=record.session_id,
+                turn_id=record.turn_id,
+                created_at=record.created_at,
+            )
+        )
+        return result(
+            f"awaiting confirmation: {call.name!r} changes things, so it runs only when the user confirms "
+            f"action {record.id!r}; its result will arrive in this session as a notification"
+        )
+
+    def proposed(self, turn_id: str) -> tuple[PendingAction, ...]:
+        """The ``mcp.call`` actions turn ``turn_id`` proposed (for its `Submission`), once."""
+        return tuple(self._proposed.pop(turn_id, ()))
+
+    async def confirmed(self, record: ActionRecord) -> tuple[str, str | None]:
+        """Run a confirmed ``mcp.call`` action's tool: (text, error)."""
+        payload = thaw_object(record.payload)
+        assert isinstance(payload, dict)
+        server_id, name, arguments = payload.get("server"), payload.get("tool"), payload.get("input")
+        connection = self._connections.get(server_id) if isinstance(server_id, str) else None
+        if connection is None or not isinstance(name, str) or not isinstance(arguments, dict):
+            message = f"action {record.id!r} names MCP server {server_id!r}, which no loaded mod declares; it did not run"
+            return message, message
+        if connection.client is None:
+            async with self._lock:
+                if connection.client is None:
+                    await self._connect(connection)
+        if connection.client is None:
+            message = connection.error or f"MCP server {server_id!r} is not connected"
+            return message, message
+        output, error = await self._run(connection, name, arguments)
+        return (error if error is not None else output or ""), error
+
+    async def _run(self, connection: _Connection, name: str, arguments: dict[str, Any]) -> tuple[str | None, str | None]:
+        """Call one tool: (output, None), or (None, what went wrong)."""
+        client = connection.client
+        server_id = connection.server.id
+        if client is None:
+            return None, connection.error or f"MCP server {server_id!r} is not connected"
+        try:
+            with anyio.fail_after(self._timeout):
+                answer = await client.call_tool(name, arguments)
+        except TimeoutError:
+            return None, f"MCP tool {server_id}.{name} did not answer within {self._timeout:g} s"
+        except Exception as exc:  # the server died or refused: this call fails, the turn goes on
+            if connection.scope is not None and _broken(exc):
+                connection.scope.cancel()  # reconnect at the next need
+            return None, f"MCP tool {server_id}.{name} failed: {_describe(exc)}"
+        text = _text_of(answer)
+        if answer.is_error:
+            return None, f"MCP tool {server_id}.{name} failed: {text}"
+        return text, None
+
+
+async def _list_tools(client: Client) -> dict[str, Tool]:
+    tools: dict[str, Tool] = {}
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        for listed in page.tools:
+            if len(tools) < _MAX_TOOLS:
+                tools.setdefault(listed.name, listed)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def _read_only(listed: Tool) -> bool:
+    return listed.annotations is not None and listed.annotations.read_only_hint is True
+
+
+def _text_of(answer: CallToolResult) -> str:
+    from mcp.types import TextContent
+
+    parts: list[str] = []
+    for block in answer.content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        else:
+            parts.append(json.dumps(block.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True))
+    if not parts and answer.structured_content is not None:
+        parts.append(json.dumps(answer.structured_content, sort_keys=True))
+    return "\n".join(parts)
+
+
+def _broken(exc: BaseException) -> bool:
+    from mcp import MCPError
+
+    return not isinstance(exc, MCPError)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an error: the innermost messages of a group, the type when there is none."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions)
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+

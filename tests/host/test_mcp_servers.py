@@ -1,0 +1,235 @@
+"""Mods use MCP servers' tools (API.md section 16, Consume): a real MCP stdio server,
+written by the test (one read-only tool, one writing tool), used by a mod through a Host."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import attrs
+import pytest
+
+from host_sim import Host, HostEvent, ModelRequest, ScriptedModel, SqliteStore, ToolCall, ToolCalled, ToolFinished, build_manifest
+from modular_sdk._schema import JsonValue
+from modular_sdk import AiContributions, Mod, ModMetadata, ToolContext, define_mod, mcp_server, tool
+
+pytestmark = pytest.mark.anyio
+
+SERVER = textwrap.dedent(
+    '''
+    """A small MCP server over stdio: notes in a folder (one read-only tool, one writing tool)."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    folder = Path(sys.argv[1])
+    (folder / f"server-{os.getpid()}.pid").write_text(str(os.getpid()))
+    server = MCPServer(name="notes")
+
+
+    @server.tool(description="Read a note", annotations=ToolAnnotations(read_only_hint=True))
+    def read_note(name: str) -> str:
+        path = folder / f"{name}.txt"
+        if not path.exists():
+            raise ToolError(f"no note {name!r}")
+        return path.read_text()
+
+
+    @server.tool(description="Write a note", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
+    def write_note(name: str, text: str) -> str:
+        (folder / f"{name}.txt").write_text(text)
+        return f"wrote {name}"
+
+
+    server.run()
+    '''
+)
+
+
+@attrs.frozen
+class Word:
+    word: str
+
+
+async def shout(value: Word, ctx: ToolContext) -> str:
+    return value.word.upper()
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.txt").write_text("first note")
+    (tmp_path / "notes_server.py").write_text(SERVER)
+    return folder
+
+
+def notes_mod(notes: Path, **server: object) -> Mod:
+    declared = server or {"command": sys.executable, "args": [str(notes.parent / "notes_server.py"), str(notes)]}
+    return define_mod(
+        id="notes-mod",
+        metadata=ModMetadata(display_name="Notes", description="Notes through an MCP server"),
+        ai=AiContributions(
+            tools=[tool(name="shout", description="Shout a word", input_type=Word, run=shout)],
+            mcp_servers=[mcp_server(id="notes", description="Notes in a folder", **declared)],  # type: ignore[arg-type]
+        ),
+    )
+
+
+def calls(name: str, arguments: dict[str, JsonValue]) -> ScriptedModel:
+    """A model that calls one tool for a prompt 'call', then answers with what it got."""
+
+    def respond(request: ModelRequest) -> str | ToolCall:
+        if request.text == "call" and not request.tool_results:
+            return ToolCall(name=name, input=arguments)
+        if request.tool_results:
+            result = request.tool_results[-1]
+            return f"output={result.output!r} error={result.error!r}"
+        return f"tools: {', '.join(sorted(t.name for t in request.tools))}"
+
+    return ScriptedModel(respond)
+
+
+def pids(notes: Path) -> list[int]:
+    return [int(p.read_text()) for p in notes.glob("server-*.pid")]
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+async def test_the_servers_tools_are_offered_as_server_dot_tool_beside_the_mods_own(notes: Path) -> None:
+    async with Host(mods=[notes_mod(notes)], model=calls("unused", {})) as host:
+        assert pids(notes) == []  # nothing starts when the host opens
+        chat = await host.sessions.create()
+        answer = await host.submit(chat, "which tools?")
+    assert answer.text == "tools: notes.read_note, notes.write_note, shout"
+
+
+async def test_a_read_only_tool_runs_at_once_as_a_tool_call_with_its_events(notes: Path) -> None:
+    events: list[HostEvent] = []
+    async with Host(mods=[notes_mod(notes)], model=calls("notes.read_note", {"name": "a"})) as host:
+        chat = await host.sessions.create()
+        async with host.subscribe() as stream:
+            answer = await host.submit(chat, "call")
+            async for event in stream:
+                events.append(event)
+                if event.kind == "turn_finished":
+                    break
+        assert await host.pending_actions(chat) == []
+    assert answer.error is None and answer.text == "output='first note' error=None"
+    called = [e for e in events if isinstance(e, ToolCalled)]
+    finished = [e for e in events if isinstance(e, ToolFinished)]
+    assert [(e.tool_name, e.input) for e in called] == [("notes.read_note", {"name": "a"})]
+    assert [(e.call_id, e.output, e.error) for e in finished] == [(called[0].call_id, "first note", None)]
+
+
+async def test_a_writing_tool_waits_for_the_user_and_its_result_arrives_as_a_notification(notes: Path, tmp_path: Path) -> None:
+    model = calls("notes.write_note", {"name": "b", "text": "second note"})
+    async with Host(mods=[notes_mod(notes)], model=model, store=SqliteStore(tmp_path / "store.sqlite")) as host:
+        chat = await host.sessions.create()
+        answer = await host.submit(chat, "call")
+        assert not (notes / "b.txt").exists()  # proposed, not run
+        assert answer.error is None and "awaiting confirmation" in answer.text
+        [pending] = answer.actions
+        assert pending.type == "mcp.call" and pending.mod_id == "notes-mod" and pending.session_id == chat.id
+        assert json.loads(json.dumps(pending.payload, default=dict)) == {
+            "server": "notes",
+            "tool": "write_note",
+            "input": {"name": "b", "text": "second note"},
+        }
+        assert [a.id for a in await host.pending_actions(chat)] == [pending.id]
+        async with host.subscribe() as stream:
+            done = await host.confirm(pending.id)
+            seen: list[HostEvent] = []
+            async for event in stream:
+                seen.append(event)
+                if event.kind == "turn_finished":
+                    break
+        assert done.error is None and done.text == "wrote b"
+        assert (notes / "b.txt").read_text() == "second note"
+        assert await host.pending_actions(chat) == []
+        last = (await chat.turns())[-1]
+        assert last.message.type == "notification"
+        assert last.message.title.startswith("notes.write_note ran") and last.message.body == "wrote b"
+        assert [(e.kind, getattr(e, "tool_name", None)) for e in seen if e.kind.startswith("tool_")] == [
+            ("tool_called", "notes.write_note"),
+            ("tool_finished", None),
+        ]
+
+
+async def test_a_failing_tool_fails_only_its_call_with_the_servers_message(notes: Path) -> None:
+    async with Host(mods=[notes_mod(notes)], model=calls("notes.read_note", {"name": "missing"})) as host:
+        chat = await host.sessions.create()
+        answer = await host.submit(chat, "call")
+        again = await host.submit(chat, "which tools?")
+    assert answer.error is None and "error=" in answer.text and "no note 'missing'" in answer.text
+    assert again.text.startswith("tools: notes.read_note")
+
+
+async def test_a_server_that_fails_to_start_fails_only_the_call_with_its_message(notes: Path) -> None:
+    broken = notes_mod(notes, command=sys.executable, args=["-c", "import sys; sys.exit(3)"])
+    async with Host(mods=[broken], model=calls("notes.read_note", {"name": "a"}), handler_timeout=20) as host:
+        chat = await host.sessions.create()
+        answer = await host.submit(chat, "call")
+        listed = await host.submit(chat, "which tools?")
+    assert answer.error is None
+    assert "MCP server 'notes' of mod 'notes-mod' failed" in answer.text
+    assert listed.text == "tools: shout"  # the mod's own tool still works
+
+
+async def test_no_server_process_is_left_after_the_host_closes(notes: Path) -> None:
+    async with Host(mods=[notes_mod(notes)], model=calls("notes.read_note", {"name": "a"})) as host:
+        chat = await host.sessions.create()
+        await host.submit(chat, "call")
+        [pid] = pids(notes)
+        assert not gone(pid)
+    assert gone(pid)
+
+
+async def test_nothing_starts_at_build_and_the_manifest_lists_servers_not_tools(notes: Path, tmp_path: Path) -> None:
+    spec = tmp_path / "notes_mod.py"
+    spec.write_text(
+        textwrap.dedent(
+            f"""
+            from modular_sdk._schema import JsonValue
+from modular_sdk import AiContributions, ModMetadata, define_mod, mcp_server
+
+            mod = define_mod(
+                id="notes-mod",
+                metadata=ModMetadata(display_name="Notes", description="Notes through an MCP server"),
+                ai=AiContributions(
+                    mcp_servers=[
+                        mcp_server(id="notes", command={sys.executable!r}, args=[{str(tmp_path / 'notes_server.py')!r}, {str(notes)!r}], description="Notes in a folder"),
+                        mcp_server(id="search", url="http://127.0.0.1:9/mcp", description="Search"),
+                    ]
+                ),
+            )
+            """
+        )
+    )
+    manifest = await anyio_build(str(spec))
+    data = json.loads(manifest)
+    assert data["mcp_servers"] == [
+        {"id": "notes", "description": "Notes in a folder", "transport": "stdio"},
+        {"id": "search", "description": "Search", "transport": "http"},
+    ]
+    assert "notes_server.py" not in manifest and "read_note" not in manifest
+    assert pids(notes) == []
+
+
+async def anyio_build(spec: str) -> str:
+    import anyio.to_thread
+
+    return (await anyio.to_thread.run_sync(build_manifest, spec)).to_json()
