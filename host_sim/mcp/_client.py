@@ -59,7 +59,7 @@ class _Connection:
         self.error: str | None = None
         self.ready = anyio.Event()
         self.scope: anyio.CancelScope | None = None
-        self.connecting = False
+        self.attempt = 0  # which connection attempt the fields above describe
 
 
 @final
@@ -110,27 +110,38 @@ class McpTools:
         return tuple(out)
 
     async def _connect(self, connection: _Connection) -> None:
-        connection.ready, connection.error, connection.connecting = anyio.Event(), None, True
+        connection.attempt += 1
+        connection.ready, connection.error, connection.scope = anyio.Event(), None, None
+        attempt, ready = connection.attempt, connection.ready
         try:
-            self._start(lambda: self._keep(connection))
+            self._start(lambda: self._keep(connection, attempt, ready))
         except ModularError as closed:  # the host is closing
             connection.error = str(closed)
             return
         with anyio.move_on_after(self._timeout) as waited:
-            await connection.ready.wait()
+            await ready.wait()
         if waited.cancelled_caught:
-            if connection.scope is not None:
-                connection.scope.cancel()
+            _stop(connection)
             connection.error = (
                 f"MCP server {connection.server.id!r} of mod {connection.mod.id!r} did not answer within "
                 f"{self._timeout:g} s; check that it starts and speaks MCP"
             )
 
-    async def _keep(self, connection: _Connection) -> None:
-        """Hold one server's connection open until the host closes or the server fails."""
+    async def _keep(self, connection: _Connection, attempt: int, ready: anyio.Event) -> None:
+        """Hold one server's connection open until the host closes or the server fails.
+
+        Writes ``connection`` only while ``attempt`` is its current one: an attempt that ends
+        after a newer one started (a server that died) leaves the newer one alone.
+        """
         server = connection.server
+
+        def current() -> bool:
+            return connection.attempt == attempt
+
         try:
-            with anyio.CancelScope() as connection.scope:
+            with anyio.CancelScope() as scope:
+                if current():
+                    connection.scope = scope
                 require_mcp(f"the MCP server {server.id!r} of mod {connection.mod.id!r}")
                 from mcp import Client, StdioServerParameters
 
@@ -144,16 +155,20 @@ class McpTools:
                     target = server.url
                 async with Client(target) as client:
                     tools = await _list_tools(client)
-                    connection.client, connection.tools = client, tools
-                    connection.ready.set()
+                    if current():
+                        connection.client, connection.tools = client, tools
+                    ready.set()
                     await anyio.sleep_forever()
         except McpUnavailableError as missing:
-            connection.error = str(missing)
+            if current():
+                connection.error = str(missing)
         except Exception as exc:  # a server that fails to start, list or stay up: only its calls fail
-            connection.error = f"MCP server {server.id!r} of mod {connection.mod.id!r} failed: {_describe(exc)}"
+            if current():
+                connection.error = f"MCP server {server.id!r} of mod {connection.mod.id!r} failed: {_describe(exc)}"
         finally:
-            connection.client, connection.tools, connection.connecting = None, {}, False
-            connection.ready.set()
+            if current():
+                connection.client, connection.tools = None, {}
+            ready.set()
 
     # -- calling ----------------------------------------------------------------------------
     def serves(self, tool_name: str) -> bool:
@@ -253,13 +268,20 @@ class McpTools:
         except TimeoutError:
             return None, f"MCP tool {server_id}.{name} did not answer within {self._timeout:g} s"
         except Exception as exc:  # the server died or refused: this call fails, the turn goes on
-            if connection.scope is not None and _broken(exc):
-                connection.scope.cancel()  # reconnect at the next need
+            if _broken(exc):  # reconnect at the next need
+                connection.client = None
+                _stop(connection)
             return None, f"MCP tool {server_id}.{name} failed: {_describe(exc)}"
         text = _text_of(answer)
         if answer.is_error:
             return None, f"MCP tool {server_id}.{name} failed: {text}"
         return text, None
+
+
+def _stop(connection: _Connection) -> None:
+    """End the current attempt's connection (its task ends the server on the way out)."""
+    if connection.scope is not None:
+        connection.scope.cancel()
 
 
 async def _list_tools(client: Client) -> dict[str, Tool]:
@@ -295,9 +317,11 @@ def _text_of(answer: CallToolResult) -> str:
 
 
 def _broken(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection is gone (not only this call refused)."""
     from mcp import MCPError
+    from mcp_types.jsonrpc import CONNECTION_CLOSED
 
-    return not isinstance(exc, MCPError)
+    return not isinstance(exc, MCPError) or exc.code == CONNECTION_CLOSED
 
 
 def _describe(exc: BaseException) -> str:

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import anyio
 import attrs
 import pytest
 
 from host_sim import Host, HostEvent, ModelRequest, ScriptedModel, SqliteStore, ToolCall, ToolCalled, ToolFinished, build_manifest
 from modular_sdk._schema import JsonValue
-from modular_sdk import AiContributions, Mod, ModMetadata, ToolContext, define_mod, mcp_server, tool
+from host_sim.pytest_plugin import ModHost
+from modular_sdk import ActionStateError, AiContributions, Mod, ModMetadata, ToolContext, define_mod, mcp_server, tool
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +52,15 @@ SERVER = textwrap.dedent(
         return f"wrote {name}"
 
 
-    server.run()
+    @server.tool(description="Stop the server", annotations=ToolAnnotations(read_only_hint=True))
+    def crash() -> str:
+        os._exit(7)
+
+
+    if len(sys.argv) > 2:  # notes_server.py FOLDER PORT: streamable HTTP at /mcp
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
     '''
 )
 
@@ -114,7 +126,7 @@ async def test_the_servers_tools_are_offered_as_server_dot_tool_beside_the_mods_
         assert pids(notes) == []  # nothing starts when the host opens
         chat = await host.sessions.create()
         answer = await host.submit(chat, "which tools?")
-    assert answer.text == "tools: notes.read_note, notes.write_note, shout"
+    assert answer.text == "tools: notes.crash, notes.read_note, notes.write_note, shout"
 
 
 async def test_a_read_only_tool_runs_at_once_as_a_tool_call_with_its_events(notes: Path) -> None:
@@ -175,7 +187,7 @@ async def test_a_failing_tool_fails_only_its_call_with_the_servers_message(notes
         answer = await host.submit(chat, "call")
         again = await host.submit(chat, "which tools?")
     assert answer.error is None and "error=" in answer.text and "no note 'missing'" in answer.text
-    assert again.text.startswith("tools: notes.read_note")
+    assert again.text.startswith("tools: notes.crash, notes.read_note")
 
 
 async def test_a_server_that_fails_to_start_fails_only_the_call_with_its_message(notes: Path) -> None:
@@ -203,8 +215,7 @@ async def test_nothing_starts_at_build_and_the_manifest_lists_servers_not_tools(
     spec.write_text(
         textwrap.dedent(
             f"""
-            from modular_sdk._schema import JsonValue
-from modular_sdk import AiContributions, ModMetadata, define_mod, mcp_server
+            from modular_sdk import AiContributions, ModMetadata, define_mod, mcp_server
 
             mod = define_mod(
                 id="notes-mod",
@@ -233,3 +244,104 @@ async def anyio_build(spec: str) -> str:
     import anyio.to_thread
 
     return (await anyio.to_thread.run_sync(build_manifest, spec)).to_json()
+
+
+async def test_a_proposed_call_survives_a_reopen_and_is_confirmed_by_the_next_host(notes: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store.sqlite"
+    model = calls("notes.write_note", {"name": "c", "text": "third"})
+    async with Host(mods=[notes_mod(notes)], model=model, store=SqliteStore(store)) as host:
+        chat = await host.sessions.create()
+        [pending] = (await host.submit(chat, "call")).actions
+    assert not (notes / "c.txt").exists()
+    async with Host(mods=[notes_mod(notes)], model=model, store=SqliteStore(store)) as host:
+        assert [a.id for a in await host.pending_actions(chat.id)] == [pending.id]
+        done = await host.confirm(pending.id)  # connects the server for this call
+        assert done.error is None and (notes / "c.txt").read_text() == "third"
+        with pytest.raises(ActionStateError, match="already confirmed") as raised:
+            await host.confirm(pending.id)
+        assert raised.value.action_id == pending.id and raised.value.state == "confirmed"
+
+
+async def test_a_dismissed_call_never_runs(notes: Path) -> None:
+    async with Host(mods=[notes_mod(notes)], model=calls("notes.write_note", {"name": "d", "text": "x"})) as host:
+        chat = await host.sessions.create()
+        [pending] = (await host.submit(chat, "call")).actions
+        await host.dismiss(pending.id)
+        assert await host.pending_actions(chat) == []
+        with pytest.raises(ActionStateError, match="already dismissed"):
+            await host.confirm(pending.id)
+    assert not (notes / "d.txt").exists()
+
+
+async def test_a_server_that_dies_fails_its_call_and_is_started_again_at_the_next_need(notes: Path) -> None:
+    def respond(request: ModelRequest) -> str | ToolCall:
+        if request.tool_results:
+            result = request.tool_results[-1]
+            return f"output={result.output!r} error={result.error!r}"
+        if request.text == "crash":
+            return ToolCall(name="notes.crash", input={})
+        return ToolCall(name="notes.read_note", input={"name": "a"})
+
+    async with Host(mods=[notes_mod(notes)], model=ScriptedModel(respond)) as host:
+        chat = await host.sessions.create()
+        crashed = await host.submit(chat, "crash")
+        [first] = pids(notes)
+        read = await host.submit(chat, "read")
+        assert crashed.error is None and "MCP tool notes.crash failed" in crashed.text
+        assert read.text == "output='first note' error=None"
+        assert len(pids(notes)) == 2 and gone(first)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def test_a_streamable_http_server_is_used_by_its_url(notes: Path) -> None:
+    port = free_port()
+    process = await anyio.open_process(
+        [sys.executable, str(notes.parent / "notes_server.py"), str(notes), str(port)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with anyio.fail_after(30):
+            while True:
+                try:
+                    stream = await anyio.connect_tcp("127.0.0.1", port)
+                except OSError:
+                    await anyio.sleep(0.1)
+                    continue
+                await stream.aclose()
+                break
+        mod = notes_mod(notes, url=f"http://127.0.0.1:{port}/mcp")
+        async with Host(mods=[mod], model=calls("notes.read_note", {"name": "a"})) as host:
+            chat = await host.sessions.create()
+            answer = await host.submit(chat, "call")
+        assert answer.text == "output='first note' error=None"
+    finally:
+        process.terminate()
+        with anyio.CancelScope(shield=True):
+            await process.wait()
+            await process.aclose()
+
+
+async def test_the_mod_host_fixture_runs_a_mods_mcp_servers(notes: Path, mod_host: ModHost) -> None:
+    host = await mod_host(notes_mod(notes), model=calls("notes.read_note", {"name": "a"}))
+    chat = await host.sessions.create()
+    assert (await host.submit(chat, "call")).text == "output='first note' error=None"
+    [pid] = pids(notes)
+    await mod_host._close()
+    assert gone(pid)
+
+
+async def test_a_server_that_never_answers_fails_the_call_after_the_handler_timeout(notes: Path) -> None:
+    silent = notes_mod(notes, command=sys.executable, args=["-c", "import time; time.sleep(120)"])
+    async with Host(mods=[silent], model=calls("notes.read_note", {"name": "a"}), handler_timeout=1) as host:
+        chat = await host.sessions.create()
+        answer = await host.submit(chat, "call")
+    assert answer.error is None
+    assert "MCP server 'notes' of mod 'notes-mod' did not answer within 1 s" in answer.text
