@@ -8,7 +8,9 @@ the model calls it; any other becomes a pending action (type ``mcp.call``, paylo
 ``{"server", "tool", "input"}``) that runs only when the user confirms it, its result then
 delivered to the session as a notification turn. A server that fails to start, list or
 answer fails only what needed it (its tools are not offered; a call gets its message), and
-is tried again at the next need. Each connection lives in a task of the host's task group;
+is tried again at the next need: a call or a confirmation naming it tries at once, a model
+call offering tools at most every `RETRY_AFTER` seconds (so a broken server does not slow
+every turn). Each connection lives in a task of the host's task group;
 closing the host stops every server: a stdio server's process is ended and reaped.
 
 The ``mcp`` package (extra ``mcp``) is imported only when a server is first connected.
@@ -45,6 +47,8 @@ MCP_CALL: Final = "mcp.call"
 """The type of the pending action a writing MCP tool call becomes."""
 _MAX_TOOLS: Final = 1000  # per server: a listing that never ends cannot hang a turn
 _MAX_PAGES: Final = 100
+RETRY_AFTER: Final = 30.0
+"""Seconds before a model call offers tools again tries a server that failed (a direct call always tries)."""
 
 
 @final
@@ -60,6 +64,7 @@ class _Connection:
         self.ready = anyio.Event()
         self.scope: anyio.CancelScope | None = None
         self.attempt = 0  # which connection attempt the fields above describe
+        self.failed_at: float | None = None  # anyio.current_time() of the last failed attempt
 
 
 @final
@@ -97,8 +102,10 @@ class McpTools:
         if not self._connections:
             return ()
         async with self._lock:
+            now = anyio.current_time()
             for connection in self._connections.values():
-                if connection.client is None:
+                failed_at = connection.failed_at
+                if connection.client is None and (failed_at is None or now - failed_at >= RETRY_AFTER):
                     await self._connect(connection)
         out: list[ToolSpec] = []
         for server_id, connection in self._connections.items():
@@ -126,6 +133,7 @@ class McpTools:
                 f"MCP server {connection.server.id!r} of mod {connection.mod.id!r} did not answer within "
                 f"{self._timeout:g} s; check that it starts and speaks MCP"
             )
+        connection.failed_at = None if connection.client is not None else anyio.current_time()
 
     async def _keep(self, connection: _Connection, attempt: int, ready: anyio.Event) -> None:
         """Hold one server's connection open until the host closes or the server fails.
