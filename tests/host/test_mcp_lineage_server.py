@@ -241,3 +241,41 @@ def test_importing_host_sim_and_modular_sdk_imports_nothing_of_mcp() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_lineage_mcp_server_refuses_what_is_not_a_host() -> None:
+    from modular_sdk import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="takes an open host_sim.Host, got 'host'") as raised:
+        lineage_mcp_server("host")  # type: ignore[arg-type]
+    assert raised.value.argument == "host" and raised.value.value == "host"
+
+
+def test_without_the_mcp_package_serving_and_host_sim_mcp_name_the_extra(written_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['mcp'] = None  # as if the extra were not installed\n"
+        "import anyio\n"
+        "from host_sim import Host, lineage_mcp_server\n"
+        "from host_sim._cli import main\n"
+        "async def serve() -> None:\n"
+        "    async with Host() as host:\n"
+        "        try:\n"
+        "            lineage_mcp_server(host)\n"
+        "        except ImportError as exc:\n"
+        "            print(type(exc).__mro__[1].__name__, exc)\n"
+        "anyio.run(serve)\n"
+        f"sys.exit(main(['mcp', '--store', {str(written_path)!r}]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith("ModularError the lineage MCP server needs the 'mcp' package")
+    assert "pip install 'modular-sdk[mcp]'" in result.stdout
+    assert "host-sim mcp: error: host-sim mcp needs the 'mcp' package" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def written_path(tmp_path: Path) -> Path:
+    path = tmp_path / "store.sqlite"
+    anyio.run(write_store, path)
+    return path

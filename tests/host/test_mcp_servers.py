@@ -345,3 +345,39 @@ async def test_a_server_that_never_answers_fails_the_call_after_the_handler_time
         answer = await host.submit(chat, "call")
     assert answer.error is None
     assert "MCP server 'notes' of mod 'notes-mod' did not answer within 1 s" in answer.text
+
+
+def test_without_the_mcp_package_a_call_fails_naming_the_extra(notes: Path) -> None:
+    code = textwrap.dedent(
+        f"""
+        import sys
+        sys.modules['mcp'] = None  # as if the extra were not installed
+        import anyio
+        from host_sim import Host, ScriptedModel, ToolCall
+        from modular_sdk import AiContributions, ModMetadata, define_mod, mcp_server
+
+        mod = define_mod(
+            id="notes-mod",
+            metadata=ModMetadata(display_name="Notes", description="Notes"),
+            ai=AiContributions(mcp_servers=[mcp_server(id="notes", command={sys.executable!r}, description="Notes")]),
+        )
+
+        def respond(request):
+            if request.tool_results:
+                return str(request.tool_results[-1].error)
+            return ToolCall(name="notes.read_note", input={{"name": "a"}})
+
+        async def main():
+            async with Host(mods=[mod], model=ScriptedModel(respond)) as host:
+                chat = await host.sessions.create()
+                print((await host.submit(chat, "call")).text)
+
+        anyio.run(main)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "the MCP server 'notes' of mod 'notes-mod' needs the 'mcp' package, which is not installed; "
+        "install the extra: pip install 'modular-sdk[mcp]'"
+    )
