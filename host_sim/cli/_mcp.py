@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from functools import partial
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -24,6 +27,9 @@ from ..stores._postgres import PostgresStore, redact
 from ..stores._protocol import Store
 from ..stores._sqlite import SqliteStore
 from ._options import DEFAULT_STORE, default_store_path
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 __all__ = ["register", "run_mcp"]
 
@@ -57,6 +63,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio",
     )
     parser.set_defaults(handler=run_mcp)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+async def _serve_http(app: Starlette, host: str, port: int) -> None:
+    """Serve ``app`` with uvicorn (the ``mcp`` package's own server for streamable HTTP)."""
+    import uvicorn
+
+    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -106,8 +123,12 @@ def run_mcp(args: argparse.Namespace) -> int:
             anyio.run(server.run_stdio_async)
         else:
             host, port = args.http
-            print(f"serving the lineage of {shown} at http://{host}:{port}/mcp (read-only)", file=sys.stderr)
-            anyio.run(partial(server.run_streamable_http_async, host=host, port=port))
+            print(f"serving the lineage of {shown} at http://{host}:{port}/mcp (read-only); Ctrl-C stops", file=sys.stderr)
+            previous = signal.signal(signal.SIGINT, _interrupt)  # uvicorn re-raises it once it has shut down
+            try:
+                anyio.run(partial(_serve_http, server.streamable_http_app(host=host), host, port))
+            finally:
+                signal.signal(signal.SIGINT, previous)
     except KeyboardInterrupt:
         print(f"{_PROG}: interrupted", file=sys.stderr)
         return 130

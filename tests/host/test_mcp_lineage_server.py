@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -192,15 +193,16 @@ def free_port() -> int:
         return port
 
 
-async def test_host_sim_mcp_over_streamable_http_answers(written: Written) -> None:
+async def test_host_sim_mcp_over_streamable_http_answers_and_ends_with_130_on_ctrl_c(written: Written) -> None:
     port = free_port()
     before = snapshot(written.path)
     process = await anyio.open_process(
         [sys.executable, "-m", "host_sim", "mcp", "--store", str(written.path), "--http", f"127.0.0.1:{port}"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
+    stderr = b""
     try:
         with anyio.fail_after(30):
             while True:  # until the server listens
@@ -216,11 +218,20 @@ async def test_host_sim_mcp_over_streamable_http_answers(written: Written) -> No
             back = json.loads(text_of(await client.call_tool("lineage_backward", {"turn_id": written.later_turn_id})))
         assert sorted(t.name for t in tools) == TOOLS
         assert [t["turn_id"] for t in back["read_from"]] == [written.proposed_turn_id]
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        assert process.stderr is not None
+        with anyio.fail_after(30):
+            async for chunk in process.stderr:
+                stderr += chunk
+            assert await process.wait() == 130
     finally:
-        process.terminate()
+        if process.returncode is None:
+            process.kill()
         with anyio.CancelScope(shield=True):
             await process.wait()
             await process.aclose()
+    text = stderr.decode()
+    assert text.rstrip().endswith("host-sim mcp: interrupted") and "Traceback" not in text
     assert snapshot(written.path) == before
 
 
