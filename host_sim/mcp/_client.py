@@ -19,6 +19,7 @@ The ``mcp`` package (extra ``mcp``) is imported only when a server is first conn
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
@@ -47,6 +48,9 @@ MCP_CALL: Final = "mcp.call"
 """The type of the pending action a writing MCP tool call becomes."""
 _MAX_TOOLS: Final = 1000  # per server: a listing that never ends cannot hang a turn
 _MAX_PAGES: Final = 100
+_MAX_TEXT: Final = 1_000_000  # characters of one tool result the model is given
+_MAX_DESCRIPTION: Final = 2_000
+_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RETRY_AFTER: Final = 30.0
 """Seconds before a model call offers tools again tries a server that failed (a direct call always tries)."""
 
@@ -110,7 +114,7 @@ class McpTools:
         out: list[ToolSpec] = []
         for server_id, connection in self._connections.items():
             for name, listed in connection.tools.items():
-                description = listed.description or listed.title or f"the tool {name!r} of the MCP server {server_id!r}"
+                description = (listed.description or listed.title or f"the tool {name!r} of the MCP server {server_id!r}")[:_MAX_DESCRIPTION]
                 if not _read_only(listed):
                     description += " (runs only after the user confirms it)"
                 out.append(ToolSpec(name=f"{server_id}.{name}", description=description, input_schema=dict(listed.input_schema)))
@@ -297,8 +301,8 @@ async def _list_tools(client: Client) -> dict[str, Tool]:
     cursor: str | None = None
     for _ in range(_MAX_PAGES):
         page = await client.list_tools(cursor=cursor)
-        for listed in page.tools:
-            if len(tools) < _MAX_TOOLS:
+        for listed in page.tools:  # a server's listing is outside input: odd names are not offered
+            if len(tools) < _MAX_TOOLS and _TOOL_NAME.fullmatch(listed.name):
                 tools.setdefault(listed.name, listed)
         cursor = page.next_cursor
         if cursor is None:
@@ -321,7 +325,10 @@ def _text_of(answer: CallToolResult) -> str:
             parts.append(json.dumps(block.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True))
     if not parts and answer.structured_content is not None:
         parts.append(json.dumps(answer.structured_content, sort_keys=True))
-    return "\n".join(parts)
+    text = "\n".join(parts).encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates: quoted, storable
+    if len(text) > _MAX_TEXT:
+        return text[:_MAX_TEXT] + f"\n[truncated: the tool answered {len(text):,} characters; the first {_MAX_TEXT:,} are shown]"
+    return text
 
 
 def _broken(exc: BaseException) -> bool:

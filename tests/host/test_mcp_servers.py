@@ -52,6 +52,11 @@ SERVER = textwrap.dedent(
         return f"wrote {name}"
 
 
+    @server.tool(description="A long answer", annotations=ToolAnnotations(read_only_hint=True))
+    def big() -> str:
+        return "x" * 1_500_000
+
+
     @server.tool(description="Stop the server", annotations=ToolAnnotations(read_only_hint=True))
     def crash() -> str:
         os._exit(7)
@@ -126,7 +131,7 @@ async def test_the_servers_tools_are_offered_as_server_dot_tool_beside_the_mods_
         assert pids(notes) == []  # nothing starts when the host opens
         chat = await host.sessions.create()
         answer = await host.submit(chat, "which tools?")
-    assert answer.text == "tools: notes.crash, notes.read_note, notes.write_note, shout"
+    assert answer.text == "tools: notes.big, notes.crash, notes.read_note, notes.write_note, shout"
 
 
 async def test_a_read_only_tool_runs_at_once_as_a_tool_call_with_its_events(notes: Path) -> None:
@@ -187,7 +192,7 @@ async def test_a_failing_tool_fails_only_its_call_with_the_servers_message(notes
         answer = await host.submit(chat, "call")
         again = await host.submit(chat, "which tools?")
     assert answer.error is None and "error=" in answer.text and "no note 'missing'" in answer.text
-    assert again.text.startswith("tools: notes.crash, notes.read_note")
+    assert again.text.startswith("tools: notes.big, notes.crash, notes.read_note")
 
 
 async def test_a_server_that_fails_to_start_fails_only_the_call_with_its_message(notes: Path) -> None:
@@ -381,3 +386,20 @@ def test_without_the_mcp_package_a_call_fails_naming_the_extra(notes: Path) -> N
         "the MCP server 'notes' of mod 'notes-mod' needs the 'mcp' package, which is not installed; "
         "install the extra: pip install 'modular-sdk[mcp]'"
     )
+
+
+TRUNCATED = "\n[truncated: the tool answered 1,500,000 characters; the first 1,000,000 are shown]"
+
+
+async def test_a_huge_answer_reaches_the_model_cut_at_a_million_characters(notes: Path) -> None:
+    def respond(request: ModelRequest) -> str | ToolCall:
+        if request.tool_results:
+            output = request.tool_results[-1].output or ""
+            return f"{len(output)} {output[-90:]}"
+        return ToolCall(name="notes.big", input={})
+
+    async with Host(mods=[notes_mod(notes)], model=ScriptedModel(respond)) as host:
+        chat = await host.sessions.create()
+        answer = await host.submit(chat, "big")
+    assert answer.text.startswith(f"{1_000_000 + len(TRUNCATED)} ")
+    assert answer.text.endswith("x" + TRUNCATED)
