@@ -290,3 +290,24 @@ def written_path(tmp_path: Path) -> Path:
     path = tmp_path / "store.sqlite"
     anyio.run(write_store, path)
     return path
+
+
+async def test_host_sim_mcp_serves_a_postgres_store_by_its_url(postgres_dsn: str) -> None:
+    from host_sim import PostgresStore
+
+    async with Host(store=PostgresStore(postgres_dsn)) as host:
+        chat = await host.sessions.create()
+        first = await host.submit(chat, "Plan the parser rewrite")
+        await host.submit(chat, "Now write the tests")
+        expected = await host.transcript(chat)
+    assert first.turn is not None
+    parts = dict(pair.split("=", 1) for pair in postgres_dsn.split())
+    url = f"postgresql://{parts['user']}@/{parts['dbname']}?host={parts['host']}&port={parts['port']}"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "host_sim", "mcp", "--store", url], env=dict(os.environ))
+    async with Client(params) as client:
+        transcript = text_of(await client.call_tool("session_transcript", {"session_id": chat.id}))
+        forward = json.loads(text_of(await client.call_tool("lineage_forward", {"turn_id": first.turn.id})))
+        lookup = json.loads(text_of(await client.call_tool("lineage_lookup", {"id": chat.id})))
+    assert transcript == expected and "Plan the parser rewrite" in transcript
+    assert [t["ordinal"] for t in forward["turns"]] == [1]
+    assert lookup["of"] == chat.id and "keeps no traces" in lookup["error"]
