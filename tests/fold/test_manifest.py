@@ -97,3 +97,36 @@ def test_from_json_refuses_an_unknown_command_kind() -> None:
 def test_from_json_refuses_text_that_is_not_json() -> None:
     with pytest.raises(SerializationError, match="not JSON"):
         Manifest.from_json("{")
+
+
+def test_mcp_servers_are_listed_by_id_description_and_transport_never_more() -> None:
+    from host_sim.fold._manifest import McpServerEntry
+    from modular_sdk import AiContributions, ModMetadata, define_mod, mcp_server
+
+    mod = define_mod(
+        id="uses-mcp",
+        metadata=ModMetadata(display_name="Uses MCP", description="d"),
+        ai=AiContributions(
+            mcp_servers=[
+                mcp_server(id="files", command="files-server", args=["--root", "/secret"], env={"TOKEN": "t0k"}, description="Files"),
+                mcp_server(id="search", url="https://example.test/mcp", description="Search"),
+            ]
+        ),
+    )
+    manifest = manifest_from_mod(mod)
+    assert manifest.mcp_servers == (
+        McpServerEntry(id="files", description="Files", transport="stdio"),
+        McpServerEntry(id="search", description="Search", transport="http"),
+    )
+    text = manifest.to_json()
+    assert not any(secret in text for secret in ("files-server", "/secret", "t0k", "example.test"))
+    jsonschema.Draft202012Validator(SCHEMA).validate(json.loads(text))
+    assert Manifest.from_json(text) == manifest
+    items = SCHEMA["properties"]["mcp_servers"]["items"]
+    assert set(items["properties"]) == set(items["required"]) == {f.name for f in attrs.fields(McpServerEntry)}
+
+
+def test_a_manifest_made_before_mcp_reads_as_declaring_no_servers() -> None:
+    data = _data()
+    del data["mcp_servers"]
+    assert Manifest.from_data(data).mcp_servers == ()
