@@ -101,7 +101,11 @@ async def _check(spec: str) -> None:
 
 
 def run_mcp(args: argparse.Namespace) -> int:
-    """Run ``host-sim mcp`` until its client disconnects (stdio) or Ctrl-C; returns the exit code."""
+    """Run ``host-sim mcp`` until its client disconnects (stdio) or Ctrl-C; returns the exit code.
+
+    Ctrl-C surfaces as `KeyboardInterrupt`, which ``host_sim._cli.main`` turns into one line
+    and status 130.
+    """
     spec: str = args.store if args.store is not None else default_store_path()
     shown = redact(spec) if _is_url(spec) else spec
     if not _is_url(spec) and not os.path.exists(spec):
@@ -118,18 +122,16 @@ def run_mcp(args: argparse.Namespace) -> int:
         print(f"{_PROG}: error: {exc}", file=sys.stderr)
         return 1
     server = lineage_server(StoreReader(partial(_opener, spec)))
+    if args.http is None:
+        anyio.run(server.run_stdio_async)  # until the client closes the connection
+        return 0
+    host, port = args.http
+    print(f"serving the lineage of {shown} at http://{host}:{port}/mcp (read-only); Ctrl-C stops", file=sys.stderr)
+    # uvicorn takes Ctrl-C, shuts down, then raises the signal again: this handler makes that a
+    # KeyboardInterrupt, which host_sim._cli.main reports as every command's Ctrl-C (status 130).
+    previous = signal.signal(signal.SIGINT, _interrupt)
     try:
-        if args.http is None:
-            anyio.run(server.run_stdio_async)
-        else:
-            host, port = args.http
-            print(f"serving the lineage of {shown} at http://{host}:{port}/mcp (read-only); Ctrl-C stops", file=sys.stderr)
-            previous = signal.signal(signal.SIGINT, _interrupt)  # uvicorn re-raises it once it has shut down
-            try:
-                anyio.run(partial(_serve_http, server.streamable_http_app(host=host), host, port))
-            finally:
-                signal.signal(signal.SIGINT, previous)
-    except KeyboardInterrupt:
-        print(f"{_PROG}: interrupted", file=sys.stderr)
-        return 130
+        anyio.run(partial(_serve_http, server.streamable_http_app(host=host), host, port))
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return 0

@@ -4,6 +4,7 @@ Each module is a mod spec that works wherever the package is installed, no check
 needed: ``host-sim run host_sim.examples.background_tasks -m "/task write the tests"``,
 ``from host_sim.examples import background_tasks``. They import ``modular_sdk`` only, as a
 mod of your own would (``integration/`` is the exception: an integrator's chat backend,
-which needs the ``examples`` extra). ``background_tasks`` is the ``/task`` mod that
+which needs the ``examples`` extra; so is ``_notes_server``, the MCP server ``notes`` starts,
+which needs the ``mcp`` extra). ``background_tasks`` is the ``/task`` mod that
 ``host-sim demo`` runs.
 """

@@ -18,5 +18,5 @@ def require_mcp(what: str) -> None:
     except ImportError:
         raise McpUnavailableError(
             f"{what} needs the 'mcp' package, which is not installed; install the extra: "
-            "pip install 'modular-sdk[mcp]'"
+            "pip install 'modular-chat-sdk[mcp]'"
         ) from None

@@ -63,7 +63,7 @@ def lineage_mcp_server(host: Host) -> MCPServer:
     answers ``host.transcript``. They write nothing; erased turns show as erased. Serve it
     with the ``mcp`` package: ``await server.run_stdio_async()``, or mount
     ``server.streamable_http_app()`` in an ASGI application. The host must stay open while
-    the server runs. Needs the extra ``mcp`` (``pip install 'modular-sdk[mcp]'``).
+    the server runs. Needs the extra ``mcp`` (``pip install 'modular-chat-sdk[mcp]'``).
 
     Raises `HostClosedError` when ``host`` is not open.
     """

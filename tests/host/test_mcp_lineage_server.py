@@ -281,7 +281,7 @@ def test_without_the_mcp_package_serving_and_host_sim_mcp_name_the_extra(written
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1, result.stderr
     assert result.stdout.startswith("ModularError the lineage MCP server needs the 'mcp' package")
-    assert "pip install 'modular-sdk[mcp]'" in result.stdout
+    assert "pip install 'modular-chat-sdk[mcp]'" in result.stdout
     assert "host-sim mcp: error: host-sim mcp needs the 'mcp' package" in result.stderr and "Traceback" not in result.stderr
 
 
@@ -296,7 +296,8 @@ async def test_host_sim_mcp_serves_a_postgres_store_by_its_url(postgres_dsn: str
     from host_sim import PostgresStore
 
     async with Host(store=PostgresStore(postgres_dsn)) as host:
-        chat = await host.sessions.create()
+        trace = await host.traces.for_task(TaskRef(source="github", id="7"), snapshot={"title": "Parser"})
+        chat = await host.sessions.create(trace=trace.id)
         first = await host.submit(chat, "Plan the parser rewrite")
         await host.submit(chat, "Now write the tests")
         expected = await host.transcript(chat)
@@ -310,4 +311,5 @@ async def test_host_sim_mcp_serves_a_postgres_store_by_its_url(postgres_dsn: str
         lookup = json.loads(text_of(await client.call_tool("lineage_lookup", {"id": chat.id})))
     assert transcript == expected and "Plan the parser rewrite" in transcript
     assert [t["ordinal"] for t in forward["turns"]] == [1]
-    assert lookup["of"] == chat.id and "keeps no traces" in lookup["error"]
+    assert lookup["of"] == chat.id and lookup["task"]["ref"] == "github:7"
+    assert [s["session_id"] for s in lookup["sessions"]] == [chat.id]

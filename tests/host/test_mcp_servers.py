@@ -384,7 +384,7 @@ def test_without_the_mcp_package_a_call_fails_naming_the_extra(notes: Path) -> N
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == (
         "the MCP server 'notes' of mod 'notes-mod' needs the 'mcp' package, which is not installed; "
-        "install the extra: pip install 'modular-sdk[mcp]'"
+        "install the extra: pip install 'modular-chat-sdk[mcp]'"
     )
 
 
