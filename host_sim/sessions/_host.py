@@ -773,9 +773,11 @@ class Host:
         """Run a pending action once, as the user: its ``run(payload, ctx)``.
 
         Returns a `Submission` (``kind`` ``"command"``) whose ``text`` is ``str()`` of what
-        ``run`` returned (``""`` for ``None``), or whose ``error`` says how it failed. Raises
-        `modular_sdk.ActionStateError` for an unknown action, one confirmed or dismissed
-        before, or one whose mod is not loaded.
+        ``run`` returned (``""`` for ``None``), or whose ``error`` says how it failed. An
+        ``mcp.call`` action (a tool of a mod's MCP server that is not read-only, which the model
+        called) runs that tool: ``text`` is its answer, also delivered to the session as a
+        notification turn. Raises `modular_sdk.ActionStateError` for an unknown action, one
+        confirmed or dismissed before, or one whose mod is not loaded.
         """
         self._open()
         assert self._actions is not None
