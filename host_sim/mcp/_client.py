@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -73,21 +73,19 @@ class _Connection:
 
 @final
 class McpTools:
-    """The MCP servers of the loaded mods, for one host (see the module docstring)."""
+    """The MCP servers of the loaded mods (by server id: `ModTables` refuses one id declared
+    twice), for one host (see the module docstring)."""
 
     def __init__(
         self,
-        mods: Sequence[Mod],
+        servers: Mapping[str, tuple[Mod, McpServer]],
         *,
         store: Store,
         clock: Callable[[], datetime],
         timeout: float | None,
         start: Callable[[Callable[[], Coroutine[object, object, None]]], None],
     ) -> None:
-        self._connections: dict[str, _Connection] = {}
-        for mod in mods:
-            for server in mod.ai.mcp_servers:
-                self._connections.setdefault(server.id, _Connection(mod, server))
+        self._connections = {server_id: _Connection(mod, server) for server_id, (mod, server) in servers.items()}
         self._store = store
         self._clock = clock
         self._timeout = timeout

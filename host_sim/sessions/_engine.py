@@ -84,6 +84,8 @@ from ._state import SessionState, TurnState, apply_erasure, history_view, text_o
 
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
+    from modular_sdk._mcp import McpServer
+
     from ..mcp._client import McpTools
 
 __all__ = ["Engine", "JobCall", "ModTables"]
@@ -115,6 +117,7 @@ class ModTables:
     command_hooks: dict[tuple[str, str], list[tuple[Mod, BeforeActionHook[str]]]]
     views: dict[str, tuple[Mod, View[object]]]
     widgets: dict[str, tuple[Mod, Widget[object]]]
+    mcp_servers: dict[str, tuple[Mod, McpServer]] = attrs.field(factory=dict)  # by server id
 
     @classmethod
     def build(
@@ -139,6 +142,7 @@ class ModTables:
         agents: dict[str, tuple[Mod, Agent]] = {}
         views: dict[str, tuple[Mod, View[object]]] = {}
         widgets: dict[str, tuple[Mod, Widget[object]]] = {}
+        mcp_servers: dict[str, tuple[Mod, McpServer]] = {}
         host_hooks: dict[str, list[tuple[Mod, BeforeActionHook[str]]]] = {}
         command_hooks: dict[tuple[str, str], list[tuple[Mod, BeforeActionHook[str]]]] = {}
 
@@ -154,6 +158,7 @@ class ModTables:
             out += [(agents, a.id, a, "agent") for a in mod.ai.agents]
             out += [(views, v.id, v, "view") for v in mod.views]
             out += [(widgets, w.id, w, "widget") for w in mod.widgets]
+            out += [(mcp_servers, m.id, m, "MCP server") for m in mod.ai.mcp_servers]
             return out
 
         for at, mod in enumerate(mods):
@@ -198,6 +203,7 @@ class ModTables:
             command_hooks=command_hooks,
             views=views,
             widgets=widgets,
+            mcp_servers=mcp_servers,
         )
         return tables, tuple(skipped)
 

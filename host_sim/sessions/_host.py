@@ -243,7 +243,7 @@ class Host:
             raise
         graph = LineageGraph(self._store, clock=self._clock, log=log)
         mcp = McpTools(
-            tables.mods,
+            tables.mcp_servers,
             store=self._store,
             clock=lambda: checked_now(self._clock),
             timeout=self._handler_timeout,

@@ -403,3 +403,20 @@ async def test_a_huge_answer_reaches_the_model_cut_at_a_million_characters(notes
         answer = await host.submit(chat, "big")
     assert answer.text.startswith(f"{1_000_000 + len(TRUNCATED)} ")
     assert answer.text.endswith("x" + TRUNCATED)
+
+
+async def test_two_mods_declaring_one_server_id_are_refused_or_the_second_skipped(notes: Path) -> None:
+    from modular_sdk import ModDefinitionError
+
+    other = define_mod(
+        id="other-notes",
+        metadata=ModMetadata(display_name="Other", description="Also declares 'notes'"),
+        ai=AiContributions(mcp_servers=[mcp_server(id="notes", url="http://127.0.0.1:9/mcp", description="Other notes")]),
+    )
+    with pytest.raises(ModDefinitionError, match="MCP server 'notes' is declared by both mod 'notes-mod' and mod 'other-notes'"):
+        async with Host(mods=[notes_mod(notes), other]):
+            pass
+    async with Host(mods=[notes_mod(notes), other], on_bad_mod="skip", model=calls("notes.read_note", {"name": "a"})) as host:
+        assert [m.id for m in host.mods] == ["notes-mod"] and len(host.mod_errors) == 1
+        chat = await host.sessions.create()
+        assert (await host.submit(chat, "call")).text == "output='first note' error=None"
