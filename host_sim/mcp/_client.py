@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, final
@@ -48,6 +49,7 @@ MCP_CALL: Final = "mcp.call"
 """The type of the pending action a writing MCP tool call becomes."""
 _MAX_TOOLS: Final = 1000  # per server: a listing that never ends cannot hang a turn
 _MAX_PAGES: Final = 100
+_KEEP: Final = 1024
 _MAX_TEXT: Final = 1_000_000  # characters of one tool result the model is given
 _MAX_DESCRIPTION: Final = 2_000
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
@@ -91,7 +93,9 @@ class McpTools:
         self._timeout = timeout
         self._start = start  # runs a connection in the host's task group (its close stops it)
         self._lock = anyio.Lock()
-        self._proposed: dict[str, list[PendingAction]] = {}
+        # What each recent turn proposed, until its Submission takes it (a turn that fails
+        # never does: only the latest _KEEP turns are kept).
+        self._proposed: OrderedDict[str, list[PendingAction]] = OrderedDict()
 
     @property
     def declared(self) -> bool:
@@ -227,6 +231,8 @@ class McpTools:
             await store.propose_actions([record])
         except StoreError as exc:
             return result(None, f"{call.name!r} needs the user's confirmation, and it could not be recorded: {exc}")
+        while len(self._proposed) >= _KEEP and turn_id not in self._proposed:
+            self._proposed.popitem(last=False)
         self._proposed.setdefault(turn_id, []).append(
             PendingAction(
                 id=record.id,
