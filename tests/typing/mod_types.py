@@ -13,11 +13,13 @@ from typing_extensions import assert_type
 
 from modular_sdk import (
     ActionEvent,
+    AiContributions,
     Allow,
     AnyCommand,
     BeforeActionHook,
     CommandContext,
     Deny,
+    McpServer,
     Mod,
     ModMetadata,
     PaletteCommand,
@@ -28,6 +30,7 @@ from modular_sdk import (
     before_action,
     command,
     define_mod,
+    mcp_server,
     slash_command,
     tool,
 )
@@ -97,3 +100,12 @@ for declared in mod.commands:
     else:
         assert_type(declared, PaletteCommand[str])
         assert_type(declared.title, str)
+
+# MCP servers (API section 16): frozen declarations; the transport is a closed literal.
+files = mcp_server(id="files", command="python", args=["files.py"], description="Project files")
+assert_type(files, McpServer)
+assert_type(files.transport, Literal["stdio", "http"])
+assert_type(files.args, tuple[str, ...])
+assert_type(files.env, Mapping[str, str] | None)
+assert_type(AiContributions(mcp_servers=[files]).mcp_servers, tuple[McpServer, ...])
+mcp_server(id="files", command=["python"], description="Project files")  # type: ignore[arg-type]
