@@ -10,13 +10,15 @@ pydantic, its own retry policy and a much larger import. httpx is imported when 
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import json
 import math
 import os
 import random
+import re
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, final
 
 import anyio
@@ -39,6 +41,7 @@ _RETRY_STATUSES = frozenset({408, 429})
 _BACKOFF_BASE = 0.5
 _BACKOFF_CAP = 8.0
 _QUOTE_LIMIT = 500  # characters of a server's error text quoted in a message
+_WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # the tool names Chat Completions accepts
 _ERASED = "An earlier turn was here; it was erased at the user's request."
 _NOTIFICATION_PREFIX = "Notification (a system event, not a message from the user):\n"
 
@@ -184,7 +187,7 @@ class OpenAIModel:
         """Ask the server for the next step of the turn; raises `ModelError` when it cannot."""
         model = request.model or self._model
         payload = await self._post(chat_completions_body(model, request), model)
-        return self._parse(payload, model)
+        return _host_named(self._parse(payload, model), request)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall]:
         """Ask for the next step of the turn as the server writes it (``"stream": true``).
@@ -267,7 +270,7 @@ class OpenAIModel:
         if outcome is None:
             raise self._gave_up(model, attempts, last, last_status)
         if isinstance(outcome, ToolCall) or outcome:
-            yield outcome
+            yield _host_named(outcome, request)
 
     # -- HTTP -------------------------------------------------------------------------------
 
@@ -620,8 +623,38 @@ def _is_json(response: httpx.Response) -> bool:
     return content_type.split(";")[0].strip().lower() == "application/json"
 
 
+def wire_names(names: Sequence[str]) -> dict[str, str]:
+    """Each tool name -> the name sent for it: Chat Completions takes ``[A-Za-z0-9_-]{1,64}``.
+
+    A name that fits is sent as it is; any other (an MCP tool, ``notes.read_note``) has each
+    other character replaced by ``_`` (``notes_read_note``), with a short hash of the name
+    added when that is taken or too long. The same names always map the same way.
+    """
+    out: dict[str, str] = {name: name for name in names if _WIRE_NAME.fullmatch(name)}
+    taken = set(out)
+    for name in names:
+        if name in out:
+            continue
+        wire = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+        if not wire or len(wire) > 64 or wire in taken:
+            wire = f"{wire[:55]}_{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+        out[name] = wire
+        taken.add(wire)
+    return out
+
+
+def _host_named(value: str | ToolCall, request: ModelRequest) -> str | ToolCall:
+    """A tool call with the host's name for the tool the model named on the wire."""
+    if not isinstance(value, ToolCall):
+        return value
+    host = {wire: name for name, wire in wire_names([t.name for t in request.tools]).items()}
+    name = host.get(value.name, value.name)
+    return value if name == value.name else ToolCall(name=name, input=value.input, call_id=value.call_id)
+
+
 def chat_completions_body(model: str, request: ModelRequest) -> JsonObject:
-    """The Chat Completions request body for one step of a turn."""
+    """The Chat Completions request body for one step of a turn (tool names as `wire_names` sends them)."""
+    wire = wire_names([t.name for t in request.tools])
     messages: list[JsonValue] = []
     if request.instructions:
         messages.append({"role": "system", "content": request.instructions})
@@ -641,7 +674,7 @@ def chat_completions_body(model: str, request: ModelRequest) -> JsonObject:
                     {
                         "id": result.call_id,
                         "type": "function",
-                        "function": {"name": result.name, "arguments": json.dumps(result.input, ensure_ascii=False)},
+                        "function": {"name": wire.get(result.name, result.name), "arguments": json.dumps(result.input, ensure_ascii=False)},
                     }
                 ],
             }
@@ -653,7 +686,7 @@ def chat_completions_body(model: str, request: ModelRequest) -> JsonObject:
         body["tools"] = [
             {
                 "type": "function",
-                "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+                "function": {"name": wire[t.name], "description": t.description, "parameters": t.input_schema},
             }
             for t in request.tools
         ]

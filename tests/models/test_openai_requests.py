@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 import subprocess
 import sys
 
@@ -32,6 +33,8 @@ from modular_sdk import (
 
 from modular_sdk._frozen import thaw_object
 from modular_sdk._schema import JsonObject, json_schema
+
+from host_sim.models._openai import wire_names
 
 from ._fake_openai import FakeOpenAI, reply, streamed_reply, streamed_tool_call, tool_call
 
@@ -267,3 +270,35 @@ def test_import_host_sim_imports_no_http_client() -> None:
     made = "import sys, host_sim; host_sim.OpenAIModel('m'); print('httpx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", made], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+@pytest.mark.anyio
+async def test_tool_names_chat_completions_refuses_are_sent_encoded_and_read_back_as_the_hosts(fake: FakeOpenAI) -> None:
+    """An MCP tool is 'server.tool'; Chat Completions takes only [A-Za-z0-9_-]{1,64} names."""
+    schema: JsonObject = {"type": "object", "properties": {}}
+    request = attrs.evolve(
+        full_request(),
+        tools=(
+            ToolSpec(name="notes.read_note", description="Read a note", input_schema=schema),
+            ToolSpec(name="notes_read_note", description="A mod tool with the plain name", input_schema=schema),
+        ),
+        tool_results=(ToolResult(call_id="call_1", name="notes.read_note", input={"name": "a"}, output="first"),),
+    )
+    wire = wire_names(["notes.read_note", "notes_read_note"])["notes.read_note"]  # the plain name is taken
+    fake.answer(tool_call(wire, "{}"))
+    fake.answer(streamed_tool_call(wire, "{}"))
+    model = OpenAIModel("m", base_url=fake.base_url)
+    assert await model.respond(request) == ToolCall(name="notes.read_note", input={}, call_id="call_fake0001")
+    streamed = [chunk async for chunk in model.stream(request)]
+    assert streamed == [ToolCall(name="notes.read_note", input={}, call_id="call_fake0001")]
+    sent: Any = fake.received[0].body  # JSON as the server read it
+    names = [t["function"]["name"] for t in sent["tools"]]
+    assert names == [wire, "notes_read_note"] and wire.startswith("notes_read_note_")
+    assert all(len(n) <= 64 and n.replace("_", "").replace("-", "").isalnum() for n in names)
+    assert sent["messages"][-2]["tool_calls"][0]["function"]["name"] == names[0]
+
+
+def test_wire_names_keep_plain_names_and_are_stable() -> None:
+    assert wire_names(["search", "notes.read_note"]) == {"search": "search", "notes.read_note": "notes_read_note"}
+    long = "a." + "b" * 80
+    assert len(wire_names([long])[long]) == 64 and wire_names([long]) == wire_names([long])
