@@ -27,7 +27,7 @@ import anyio.lowlevel
 import attrs
 
 from modular_sdk import InvalidArgumentError, ModularError, SessionId, TurnId
-from modular_sdk._rules import show
+from modular_sdk._rules import show, unstorable_text
 
 from ..stores._errors import StoreError
 from ..stores._protocol import LogStore
@@ -246,7 +246,8 @@ class JobBook:
             raise InvalidArgumentError(
                 f"a job id is a str (Job.id, like 'job_3f2a9c1e0b4d'), got {show(job_id)}", argument="job_id", value=job_id
             )
-        record = await self._log.get_job(job_id)
+        # an id no store could hold (a lone surrogate) is an unknown id, never an encoding error
+        record = None if unstorable_text(job_id) else await self._log.get_job(job_id)
         if record is None:
             raise UnknownJobError(
                 f"no job {job_id!r} is in this host's store; pass the id of a Job that host.start "

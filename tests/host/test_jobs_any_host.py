@@ -116,6 +116,11 @@ async def test_an_unknown_job_id_raises_unknown_job_error_naming_it(any_store: S
         assert caught.value.id == "job_nope" and isinstance(caught.value, LookupError)
         with pytest.raises(UnknownJobError, match="'job_nope'"):
             await host.cancel_job("job_nope")
+        for unstorable in ("\ud800", "job_\udfff"):  # no store could hold it: unknown, not an encoding error
+            with pytest.raises(UnknownJobError, match="is in this host's store"):
+                await host.job(unstorable)
+            with pytest.raises(UnknownJobError):
+                await host.cancel_job(unstorable)
 
 
 # -- cancelling ----------------------------------------------------------------------------------------
