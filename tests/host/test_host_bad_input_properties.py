@@ -1,7 +1,7 @@
 """Any junk given to a host method or to ``Host(...)`` raises a ModularError, never a builtin.
 
-Each method is called on a host that works (MemoryStore and SqliteStore: the store sees
-what gets past the checks) with one argument replaced by generated junk: None, lone
+Each method is called on a host that works (on every store: the store sees what gets past
+the checks) with one argument replaced by generated junk: None, lone
 surrogates, numbers past 64 bits, NaN, containers, objects whose ``repr`` raises. The call
 may succeed or raise a `ModularError`; ``TypeError``, ``UnicodeEncodeError``,
 ``OverflowError`` and friends from inside the library fail the test.
@@ -19,8 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host_sim import Host, SqliteStore
+from host_sim import Host, PostgresStore, SqliteStore, Store
 from modular_sdk import ActionStateError, InvalidArgumentError, ModularError
+
+from .postgres_server import PostgresServer
 
 junk_settings = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -108,18 +110,34 @@ async def _forget(host: Host, dry_run: object) -> object:
     return await host.lineage.forget(out.turn.id, dry_run=dry_run)  # type: ignore[arg-type]
 
 
-async def call_with(name: str, value: object, store_kind: str) -> None:
+async def call_with(name: str, value: object, store_kind: str, dsn: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        store = SqliteStore(Path(folder) / "s.sqlite") if store_kind == "sqlite" else None
+        store: Store | None = None
+        if store_kind == "sqlite":
+            store = SqliteStore(Path(folder) / "s.sqlite")
+        elif store_kind == "postgres":
+            store = PostgresStore(dsn)
         async with Host(store=store) as host:
             await refuses_only_with_our_errors(lambda: CALLS[name](host, value))
 
 
+@pytest.fixture(scope="module")
+def junk_database(postgres: PostgresServer) -> str:
+    """One database the junk examples share (each opens its own host on it)."""
+    return postgres.database("junk")
+
+
 @pytest.mark.parametrize("name", sorted(CALLS))
 @junk_settings
-@given(value=junk, store_kind=st.sampled_from(["memory", "sqlite"]), backend=st.sampled_from(["asyncio", "trio"]))
-def test_junk_in_any_host_argument_raises_only_a_modular_error(name: str, value: object, store_kind: str, backend: str) -> None:
-    anyio.run(call_with, name, value, store_kind, backend=backend)
+@given(
+    value=junk,
+    store_kind=st.sampled_from(["memory", "sqlite", "postgres"]),
+    backend=st.sampled_from(["asyncio", "trio"]),
+)
+def test_junk_in_any_host_argument_raises_only_a_modular_error(
+    name: str, value: object, store_kind: str, backend: str, junk_database: str
+) -> None:
+    anyio.run(call_with, name, value, store_kind, junk_database, backend=backend)
 
 
 HOST_ARGUMENTS = [

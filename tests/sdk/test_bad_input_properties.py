@@ -60,6 +60,7 @@ from modular_sdk import (
     slash_command,
     to_json,
     tool,
+    mcp_server,
     view,
     widget,
 )
@@ -240,6 +241,10 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
     "effect": (effect, {"id": "watch", "activate": watch}),
     "view": (view, {"id": "count", "title": "Count", "render": render}),
     "widget": (widget, {"id": "found", "description": "Search results", "data_type": SearchInput, "render": render_found}),
+    "mcp_server": (
+        mcp_server,
+        {"id": "notes", "command": "notes-server", "args": ["--ro"], "env": {"LANG": "C"}, "url": None, "description": "Notes"},
+    ),
     "ModMetadata": (ModMetadata, {"display_name": "Tasks", "description": "Run tasks"}),
     "AiContributions": (AiContributions, {"tools": [SEARCH], "agents": [agent(id="helper", description="Helps")]}),
     "AiPromptMessage": (AiPromptMessage, {"text": "Refactor the parser"}),
@@ -292,9 +297,9 @@ def test_every_public_constructor_is_covered() -> None:
         name
         for name in modular_sdk.__all__
         if (isinstance(getattr(modular_sdk, name), type) and attrs.has(getattr(modular_sdk, name)))
-        or name in {"define_mod", "slash_command", "command", "tool", "agent", "before_action", "effect", "view", "widget", "action"}
+        or name in {"define_mod", "slash_command", "command", "tool", "agent", "before_action", "effect", "view", "widget", "action", "mcp_server"}
     }
-    made_by_a_function = {"SlashCommand", "PaletteCommand", "Tool", "Agent", "BeforeActionHook", "Effect", "View", "Widget", "Action"}
+    made_by_a_function = {"SlashCommand", "PaletteCommand", "Tool", "Agent", "BeforeActionHook", "Effect", "View", "Widget", "Action", "McpServer"}
     assert public - made_by_a_function == set(CONSTRUCTORS) | {cls.__name__ for cls in NO_FIELDS}
 
 
