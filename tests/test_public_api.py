@@ -38,7 +38,7 @@ ERRORS = {
     "ModularError", "ModDefinitionError", "NoConversationError", "SpawnContextError",
     "TurnFailedError", "ReentrantTurnError", "ReplyValidationError", "ActionDeniedError",
     "UnknownSessionError", "ManifestBuildError",
-    "HostClosedError", "UnknownTurnError", "ActionStateError",
+    "HostClosedError", "UnknownTurnError", "ActionStateError", "SessionDeletedError",
     "UserAuthor", "ModAuthor", "Allow", "Deny", "ActionEvent", "HostAction",
 }  # fmt: skip
 # section 9: agents propose actions (the host side lives in host_sim)
@@ -64,7 +64,7 @@ PINNED = [
     "ManifestBuildError", "Mod", "ModAuthor",
     "ModDefinitionError", "ModMetadata", "ModularError", "NoConversationError",
     "PaletteCommand", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
-    "SerializationError", "SessionId", "SlashCommand", "SlashCommandContext",
+    "SerializationError", "SessionDeletedError", "SessionId", "SlashCommand", "SlashCommandContext",
     "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolContext", "ToolTrigger",
     "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "UserAuthor", "View", "Widget",
     "action", "agent", "before_action", "command", "define_mod", "effect", "from_json",
@@ -301,6 +301,7 @@ HOST_PINNED = sorted(
         "ReplyDelta",
         "ScriptedModel",
         "SessionCreated",
+        "SessionDeleted",
         "SessionHandle",
         "SessionMetrics",
         "SessionNode",
@@ -317,6 +318,7 @@ HOST_PINNED = sorted(
         "ToolFinished",
         "ToolResult",
         "ToolSpec",
+        "TurnErased",
         "TurnFinished",
         "TurnHandle",
         "TurnOrigin",

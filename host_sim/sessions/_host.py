@@ -23,6 +23,7 @@ from modular_sdk import (
     InvalidArgumentError,
     Mod,
     ModularError,
+    SessionDeletedError,
     SessionId,
 )
 
@@ -35,6 +36,7 @@ from ..models._protocol import Model
 from ..stores._invariants import recover
 from ..stores._memory import MemoryStore
 from ..stores._protocol import Store
+from ..stores._shared import SharedStore
 from ..stores._traces import TraceStore, recover_traces
 from ..traces._actions import ActionBook
 from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
@@ -42,10 +44,11 @@ from ..traces._service import CommitResolver, TraceLinker, Traces, require_trace
 from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import PendingAction
 from ..stores._records import ErrorKind, Invocation, JobStatus
+from ._across_hosts import HostsLink, replay_of
 from ._engine import Engine, JobCall, ModTables, checked_now
-from ._events import CommandFinished, EventStream
+from ._events import CommandFinished, EventHub, EventStream
 from ._explain import close_names
-from ._ids import new_invocation_id
+from ._ids import new_host_id, new_invocation_id
 from ._integrator import log_of
 from ._jobs import Job, JobBook, JobPage
 from ._handles import (
@@ -112,6 +115,8 @@ class Host:
     ``spool`` is a folder other processes write events to (`write_event`); the host reads
     each event file of at most ``max_event_bytes`` and sets aside anything else (links,
     FIFOs, odd names, larger files) into ``spool/failed/``.
+    ``event_history`` is how many events the host keeps for ``subscribe(after=seq)`` whether
+    or not anyone subscribes (a shared store keeps its event rows instead, see `PostgresStore`).
     """
 
     def __init__(
@@ -130,7 +135,16 @@ class Host:
         commit_resolver: CommitResolver | None = None,
         builtin_tools: Sequence[str] = (),
         on_bad_mod: Literal["raise", "skip"] = "raise",
+        event_history: int = 10_000,
     ) -> None:
+        if isinstance(event_history, bool) or not isinstance(event_history, int) or event_history < 0:
+            raise InvalidArgumentError(
+                f"event_history must be an int >= 0 (the events kept for subscribe(after=...)), got "
+                f"{event_history!r}; the default is 10_000",
+                argument="event_history",
+                value=event_history,
+            )
+        self._event_history = event_history
         if on_bad_mod not in ("raise", "skip"):
             raise InvalidArgumentError(
                 f"on_bad_mod must be 'raise' (refuse every mod when one is bad) or 'skip' (load the "
@@ -188,6 +202,7 @@ class Host:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._effects: dict[tuple[str, str], EffectStatus] = {}
         self._jobs: JobBook | None = None
+        self._link: HostsLink | None = None
         self._state: Literal["new", "open", "closed"] = "new"
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -227,11 +242,20 @@ class Host:
             if isinstance(self._store, TraceStore):
                 await recover_traces(self._store)  # the trace index, when missing or stale
             await log.interrupt_jobs(lambda: checked_now(self._clock))  # jobs a crash left running
+            # What this host loads from now on is at least this fresh (several hosts).
+            generation = await self._store.erasure_generation() if isinstance(self._store, SharedStore) else 0
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._store.close()
             raise
         graph = LineageGraph(self._store, clock=self._clock, log=log)
+        shared = self._store if isinstance(self._store, SharedStore) else None
+        events = EventHub(
+            lambda: checked_now(self._clock),
+            history=self._event_history,
+            host_id=new_host_id() if shared is None else shared.host_id,
+            replay=None if shared is None else replay_of(shared),
+        )
         engine = Engine(
             tables=tables,
             model=self._model,
@@ -244,8 +268,18 @@ class Host:
             cwd=self._cwd,
             tool_context=tool_context,
             log=log,
+            events=events,
         )
-        graph._applied = engine.apply_erasure
+        graph._applied = engine.erased
+        engine.erasure_generation = generation
+        self._link = None if shared is None else HostsLink(engine, shared)
+        if self._link is not None:
+            try:
+                await self._link.start()
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._store.close()
+                raise
         self._engine, self._lineage = engine, graph
         linker = TraceLinker(self._store, lambda: checked_now(self._clock))
         engine.link_session, engine.report_output = linker.link_session, linker.report_output
@@ -268,6 +302,8 @@ class Host:
         )
         if self._spool_consumer is not None:  # the host owns the spool's consumer task
             task_group.start_soon(self._spool_consumer.run)
+        if self._link is not None:  # several hosts: events, caches and dead hosts
+            task_group.start_soon(self._link.run)
         self._state = "open"
         for mod in tables.mods:
             for declared in mod.effects:
@@ -293,6 +329,8 @@ class Host:
             with anyio.CancelScope(shield=True):
                 if self._engine is not None:
                     await self._engine.close()
+                    if self._link is not None:
+                        await self._link.flush()  # the turns close() failed: other hosts learn of it
                     self._engine.events.close()  # subscribers read what is left, then stop
                 await self._store.close()
         return None
@@ -390,6 +428,7 @@ class Host:
             raise InvalidArgumentError(
                 f"submit() takes the typed text as a str, got {text!r}", argument="text", value=text
             )
+        await engine.refuse_deleted(state, "submit to")
         if text == "/" or not text.strip():
             message = (
                 "type a command name after '/', like '/help'"
@@ -610,16 +649,23 @@ class Host:
 
     # -- the integrator's surface (API.md section 12) --------------------------------------
 
-    def subscribe(self, *, buffer: int = 1000) -> AbstractAsyncContextManager[EventStream]:
+    def subscribe(self, *, buffer: int = 1000, after: int | None = None) -> AbstractAsyncContextManager[EventStream]:
         """Watch the host live: ``async with host.subscribe() as events: async for event in events``.
 
-        Yields every `HostEvent` published after subscribing, each with a per-host ``seq``
-        and ``at``; events of one session come in the order they happened. A subscriber
-        never slows the host: it keeps at most ``buffer`` unread events, and when it falls
-        further behind the oldest are dropped and it reads one ``lagged`` event saying how
-        many. Iteration ends when the host closes.
+        Yields every `HostEvent` published after subscribing, each with a ``seq`` (but
+        ``reply_delta``), ``at`` and ``host_id``; events of one session come in the order
+        they happened. Each event is a snapshot of what was true when it was published (an
+        erasure later is a ``turn_erased`` event, never a rewrite). A subscriber never slows
+        the host: it keeps at most ``buffer`` unread events, and when it falls further
+        behind the oldest are dropped and it reads one ``lagged`` event saying how many.
+        Iteration ends when the host closes.
+
+        ``after=seq`` resumes after an event read before (an SSE ``Last-Event-ID``): the
+        host keeps its last ``Host(event_history=...)`` events whether or not anyone
+        subscribes; when the events after ``seq`` are gone the stream starts with
+        ``lagged``. A seq this host never published (it restarted) replays all it kept.
         """
-        return self._open().events.subscribe(buffer)
+        return self._open().events.subscribe(buffer, after)
 
     async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
         """Accept what `submit` accepts and return at once a running `Job` the host owns.
@@ -630,16 +676,20 @@ class Host:
         events of its turn and command carry its ``job_id``. Jobs are durable records: any
         host sharing the store finds it (`job`, `jobs`).
         """
-        self._open()
+        engine = self._open()
         state = await self._session(session)
         if not isinstance(text, str):
             raise InvalidArgumentError(f"start() takes the typed text as a str, got {text!r}", argument="text", value=text)
+        await engine.refuse_deleted(state, "start a job in")
         assert self._jobs is not None
         return await self._jobs.start(state.id, text)
 
     async def _submit_in_job(self, session_id: SessionId, text: str, job: JobCall) -> Submission:
         engine = self._open()
-        return await self._submit(engine, await engine.load(session_id), text, job)
+        try:
+            return await self._submit(engine, await engine.load(session_id), text, job)
+        except SessionDeletedError as gone:  # deleted (on any host) after the job was started
+            return Submission(kind="prompt", text=str(gone), error=str(gone), error_kind="invalid_input")
 
     async def job(self, job_id: str) -> Job:
         """The job with this id, on whichever host sharing the store started it (one read by key).
