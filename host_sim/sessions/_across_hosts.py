@@ -56,6 +56,7 @@ from ..stores._shared import EventRow, SharedStore
 from ._events import (
     CommandFinished,
     HostEvent,
+    JobFinished,
     NotificationEvent,
     Replay,
     ReplyDelta,
@@ -358,13 +359,17 @@ class HostsLink:
                     session = engine.sessions.get(record.session_id)
                     if session is not None:
                         await catch_up(engine.store, session, engine.now)
-                await engine.log.interrupt_jobs(engine.now)
-                # job_finished: publish here for each job interrupt_jobs marked (once JobFinished exists).
+                for job_id in await self._store.interrupt_dead_hosts_jobs(engine.now):
+                    engine.events.publish(_job_interrupted(job_id))
                 if anyio.current_time() - trimmed_at > _TRIM:
                     trimmed_at = anyio.current_time()
                     await self._store.trim_events()
             except StoreError:
                 continue  # the server is unreachable: look again later
+
+
+def _job_interrupted(job_id: str) -> Callable[[int, datetime], JobFinished]:
+    return lambda seq, at: JobFinished(seq=seq, at=at, job_id=job_id, status="interrupted", error_kind="interrupted")
 
 
 def _finished(record: TurnRecord) -> Callable[[int, datetime], TurnFinished]:

@@ -859,15 +859,19 @@ class PostgresStore(PostgresTraces):
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any
         more); a job a live host runs is left alone, as its running turns are."""
+        return len(await self.interrupt_dead_hosts_jobs(now))
+
+    async def interrupt_dead_hosts_jobs(self, now: Callable[[], datetime]) -> Sequence[str]:
+        """`interrupt_jobs`, returning the ids of the jobs it marked (a live host announces them)."""
         orphaned = f"j.status = 'running' AND NOT EXISTS ({_OWNER_HELD.format(owner='j.owner')})"
         if not await self._query(f"SELECT 1 FROM host_sim.jobs j WHERE {orphaned} LIMIT 1", ()):
-            return 0  # (the usual case: the clock is not even read)
+            return ()  # (the usual case: the clock is not even read)
         rows = await self._query(  # autocommit: one statement, so two hosts never both take one
             "UPDATE host_sim.jobs j SET status = 'interrupted', finished_at = %s, error_kind = 'interrupted', "
             f"error = 'the host closed before the job finished', owner = NULL WHERE {orphaned} RETURNING j.id",
             (now().isoformat(),),
         )
-        return len(rows)
+        return tuple(str(r[0]) for r in rows)
 
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         await self._transact(

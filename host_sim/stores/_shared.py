@@ -18,7 +18,8 @@ and, when it has it:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
@@ -97,4 +98,8 @@ class SharedStore(Protocol):
 
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record."""
+        ...
+
+    async def interrupt_dead_hosts_jobs(self, now: Callable[[], datetime]) -> Sequence[str]:
+        """Mark ``interrupted`` the running jobs whose host is gone; their ids."""
         ...

@@ -27,6 +27,7 @@ import pytest
 from host_sim import (
     Host,
     HostEvent,
+    JobFinished,
     Lagged,
     ModelRequest,
     PostgresStore,
@@ -242,6 +243,14 @@ async def test_a_host_killed_mid_job_is_noticed_by_a_live_one_within_ten_seconds
                 return [j.status for j in (await here.jobs()).jobs if j.id != live.id] == ["interrupted"]
 
             await within(10.0 - (time.perf_counter() - killed), job_interrupted)
+            (dead_job,) = [j for j in (await here.jobs()).jobs if j.id != live.id]
+
+            async def job_announced() -> bool:
+                return any(isinstance(e, JobFinished) and e.job_id == dead_job.id for e in seen)
+
+            await within(10.0 - (time.perf_counter() - killed), job_announced)
+            (ended,) = [e for e in seen if isinstance(e, JobFinished) and e.job_id == dead_job.id]
+            assert (ended.status, ended.error_kind) == ("interrupted", "interrupted")
             assert (await live.wait()).error is None  # a live host's work is never touched
             assert live.status == "finished"
         finally:
