@@ -1,4 +1,5 @@
-"""PostgresStore beside SqliteStore: turns per second with 1, 2 and 4 host processes, fork cost.
+"""PostgresStore beside SqliteStore: turns per second with 1, 2 and 4 host processes, fork cost,
+cross-host event latency and the cost of the erasure check.
 
 Starts a throwaway PostgreSQL server from the Debian binaries (``tests/host/postgres_server.py``,
 durable settings: fsync on, ``synchronous_commit = on``) and measures, on this machine:
@@ -10,6 +11,14 @@ durable settings: fsync on, ``synchronous_commit = on``) and measures, on this m
 - **fork**: a session of N turns (N = 10 and 10,000, bulk-loaded), forked 100 times by a
   host that has the session loaded: time per fork and bytes per fork (the fork's rows;
   and the database or file growth over the 100 forks, divided by 100).
+
+- **cross-host event latency**: a host process runs TURNS turns; a host in this process
+  subscribes; for each of the other host's ``turn_finished`` events, the time from its
+  ``at`` (when it was published there) to when the subscriber here reads it: p50 and p95.
+- **scaling**: distinct-session turns/s of 2 and 4 host processes over 1.
+- **the erasure check**: the one indexed read a turn makes when it takes its session lock
+  (pipelined with the lock: one round trip), as the time it adds to taking the lock, and
+  as a share of a whole turn's time.
 
 The same rows for `SqliteStore` (one writer: 1 host process only; a second host on the file
 gets StoreLockedError). Prints a Markdown table (what docs/performance.md shows).
@@ -27,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import anyio
@@ -190,6 +200,75 @@ async def fork_cost(spec: str, n: int) -> tuple[float, int, int]:
     return per_fork * 1000, fork_row_bytes(spec, forks[-1].id), growth
 
 
+# -- several hosts as one: events and the erasure check ---------------------------------------
+
+
+async def event_latency(dsn: str, turns: int) -> tuple[float, float]:
+    """(p50, p95) ms from another host process publishing turn_finished to a subscriber here reading it."""
+    (chat,) = await new_sessions(dsn, 1)
+    process = await anyio.open_process([sys.executable, __file__, "--worker", dsn, chat, str(turns)])
+    latencies: list[float] = []
+    try:
+        assert process.stdout is not None and process.stdin is not None
+        opened = await process.stdout.receive()
+        assert opened.startswith(b"open"), opened
+        async with Host(store=PostgresStore(dsn)) as host, host.subscribe(buffer=100_000) as events:
+            await process.stdin.send(b"go\n")
+            with anyio.fail_after(600):
+                async for event in events:
+                    if event.kind == "turn_finished":
+                        latencies.append((datetime.now(timezone.utc) - event.at).total_seconds() * 1000)
+                        if len(latencies) == turns:
+                            break
+    finally:
+        await process.wait()
+    latencies.sort()
+    return latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.95) - 1]
+
+
+async def erasure_check_cost(dsn: str, turns: int) -> tuple[float, float]:
+    """(ms the erasure check adds to a turn, ms of one whole turn), one host, one session.
+
+    The check rides in the round trip that takes the session's lock (a pipeline: the lock,
+    then one indexed read of the generation); what it adds is timed as the difference
+    between taking the lock with it and without it, on one connection.
+    """
+    async with Host(store=PostgresStore(dsn)) as host:
+        chat = await host.sessions.create()
+        for i in range(10):  # warm the pool
+            await chat.run(f"warm {i}")
+        started = time.perf_counter()
+        for i in range(turns):
+            await chat.run(f"prompt {i}")
+        per_turn = (time.perf_counter() - started) / turns
+    import psycopg
+
+    from host_sim.stores._postgres import SELECT_ERASURE_GENERATION
+
+    lock, unlock = "SELECT pg_advisory_lock(1, 2)", "SELECT pg_advisory_unlock(1, 2)"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+
+        def plain() -> None:
+            conn.execute(lock)
+            conn.execute(unlock)
+
+        def checked() -> None:
+            with conn.pipeline():
+                conn.execute(lock)
+                conn.execute(SELECT_ERASURE_GENERATION).fetchone()
+            conn.execute(unlock)
+
+        timings = {}
+        for _ in range(3):  # interleaved rounds, the best of each
+            for name, step in (("plain", plain), ("checked", checked)):
+                began = time.perf_counter()
+                for _ in range(turns * 5):
+                    step()
+                took = (time.perf_counter() - began) / (turns * 5)
+                timings[name] = min(timings.get(name, took), took)
+    return max(0.0, timings["checked"] - timings["plain"]) * 1000, per_turn * 1000
+
+
 # -- the report -------------------------------------------------------------------------------
 
 
@@ -208,11 +287,19 @@ def main() -> int:
         return 1
     server = PostgresServer(binaries, durable=True)
     rows: list[tuple[str, str, str]] = []
+    distinct_rate: dict[int, float] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="host-sim-bench-") as tmp:
+            p50, p95 = anyio.run(event_latency, server.database("events"), args.turns)
+            rows.append(("cross-host event latency (turn_finished, another process's subscriber): p50 / p95 ms", f"{p50:.1f} / {p95:.1f}", "-"))
+            print(f"  event latency: p50 {p50:.1f} ms, p95 {p95:.1f} ms", flush=True)
+            check, turn = anyio.run(erasure_check_cost, server.database("check"), args.turns)
+            rows.append(("erasure check per turn (read with the session lock): ms added / share of a turn", f"{check:.3f} / {check / turn:.1%}", "-"))
+            print(f"  erasure check: {check:.2f} ms of a {turn:.2f} ms turn ({check / turn:.1%})", flush=True)
             for hosts in (1, 2, 4):
                 dsn = server.database("bench")
                 distinct = turns_per_second(dsn, anyio.run(new_sessions, dsn, hosts), args.turns)
+                distinct_rate[hosts] = distinct
                 shared_id = anyio.run(new_sessions, dsn, 1)[0]
                 shared = turns_per_second(dsn, [shared_id] * hosts, args.turns)
                 sqlite = "-"
@@ -224,6 +311,13 @@ def main() -> int:
                 rows.append((f"turns/s, {hosts} host process{'es' if hosts > 1 else ''}, distinct sessions", f"{distinct:,.0f}", sqlite))
                 rows.append((f"turns/s, {hosts} host process{'es' if hosts > 1 else ''}, one shared session", f"{shared:,.0f}", sqlite))
                 print(f"  {hosts} host(s): distinct {distinct:,.0f}/s, shared {shared:,.0f}/s, sqlite {sqlite}", flush=True)
+            rows.append(
+                (
+                    "scaling, distinct sessions: 2 / 4 host processes over 1",
+                    f"{distinct_rate[2] / distinct_rate[1]:.2f}x / {distinct_rate[4] / distinct_rate[1]:.2f}x",
+                    "-",
+                )
+            )
             for n in (10, 10_000):
                 pg = anyio.run(fork_cost, server.database("fork"), n)
                 sq = anyio.run(fork_cost, f"sqlite:{Path(tmp) / f'fork-{n}.sqlite'}", n)

@@ -51,8 +51,10 @@ from .sessions._events import Lagged as Lagged
 from .sessions._events import NotificationEvent as NotificationEvent
 from .sessions._events import ReplyDelta as ReplyDelta
 from .sessions._events import SessionCreated as SessionCreated
+from .sessions._events import SessionDeleted as SessionDeleted
 from .sessions._events import ToolCalled as ToolCalled
 from .sessions._events import ToolFinished as ToolFinished
+from .sessions._events import TurnErased as TurnErased
 from .sessions._events import TurnFinished as TurnFinished
 from .sessions._events import TurnStarted as TurnStarted
 from .sessions._handles import AiSessionsImpl as AiSessionsImpl
@@ -143,6 +145,7 @@ __all__ = [
     "ReplyDelta",
     "ScriptedModel",
     "SessionCreated",
+    "SessionDeleted",
     "SessionHandle",
     "SessionMetrics",
     "SessionNode",
@@ -160,6 +163,7 @@ __all__ = [
     "ToolFinished",
     "ToolResult",
     "ToolSpec",
+    "TurnErased",
     "TurnFinished",
     "TurnHandle",
     "TurnOrigin",

@@ -19,6 +19,7 @@ from ._errors import NoConversationError as NoConversationError
 from ._errors import ReentrantTurnError as ReentrantTurnError
 from ._errors import ReplyValidationError as ReplyValidationError
 from ._errors import SerializationError as SerializationError
+from ._errors import SessionDeletedError as SessionDeletedError
 from ._errors import SpawnContextError as SpawnContextError
 from ._errors import TurnFailedError as TurnFailedError
 from ._errors import UnknownSessionError as UnknownSessionError
@@ -131,6 +132,7 @@ __all__ = [
     "ReplyValidationError",
     "RootLineage",
     "SerializationError",
+    "SessionDeletedError",
     "SessionId",
     "SlashCommand",
     "SlashCommandContext",

@@ -15,6 +15,7 @@ also from the builtin it resembles, so ``except ValueError`` keeps working::
     ├── ActionDeniedError       (PermissionError) a ``before_action`` hook said ``Deny``
     ├── UnknownSessionError     (LookupError)   no session by that id
     ├── UnknownTurnError        (LookupError)   no turn or message by that id
+    ├── SessionDeletedError     (RuntimeError)  a send, fork or spawn from a deleted session
     ├── HostClosedError         (RuntimeError)  an operation on a host that is closed
     ├── ActionStateError        (RuntimeError)  a proposed action confirmed twice or after dismissal
     └── ManifestBuildError      (RuntimeError)  the build-time fold refused a module
@@ -39,6 +40,7 @@ __all__ = [
     "ReentrantTurnError",
     "ReplyValidationError",
     "SerializationError",
+    "SessionDeletedError",
     "SpawnContextError",
     "TurnFailedError",
     "UnknownSessionError",
@@ -186,6 +188,19 @@ class UnknownTurnError(ModularError, LookupError):
 
     def __str__(self) -> str:  # LookupError subclasses would quote the message
         return str(self.args[0])
+
+
+class SessionDeletedError(ModularError, RuntimeError):
+    """The session was deleted (``sessions.delete``, on any host sharing the store): nothing
+    more may be sent to it, forked or spawned from it. ``session_id`` is the deleted session.
+
+    Its history stays readable (erased) and ``sessions.get`` still returns it, with
+    ``deleted_at`` set; its forks made before the deletion keep working.
+    """
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
 
 
 class HostClosedError(ModularError, RuntimeError):

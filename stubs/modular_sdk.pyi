@@ -408,6 +408,12 @@ class SerializationError(ModularError, ValueError):
     type_name: str
 
 
+class SessionDeletedError(ModularError, RuntimeError):
+    """The session was deleted (``sessions.delete``, on any host sharing the store): nothing"""
+    def __init__(self, message: str, *, session_id: str) -> None: ...
+    session_id: str
+
+
 SessionId = NewType('SessionId', str)
 """Stable identifier of an AI session."""
 

@@ -38,7 +38,7 @@ ERRORS = {
     "ModularError", "ModDefinitionError", "NoConversationError", "SpawnContextError",
     "TurnFailedError", "ReentrantTurnError", "ReplyValidationError", "ActionDeniedError",
     "UnknownSessionError", "ManifestBuildError",
-    "HostClosedError", "UnknownTurnError", "ActionStateError",
+    "HostClosedError", "UnknownTurnError", "ActionStateError", "SessionDeletedError",
     "UserAuthor", "ModAuthor", "Allow", "Deny", "ActionEvent", "HostAction",
 }  # fmt: skip
 # section 9: agents propose actions (the host side lives in host_sim)
@@ -66,7 +66,7 @@ PINNED = [
     "ManifestBuildError", "McpServer", "Mod", "ModAuthor",
     "ModDefinitionError", "ModMetadata", "ModularError", "NoConversationError",
     "PaletteCommand", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
-    "SerializationError", "SessionId", "SlashCommand", "SlashCommandContext",
+    "SerializationError", "SessionDeletedError", "SessionId", "SlashCommand", "SlashCommandContext",
     "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolContext", "ToolTrigger",
     "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "UserAuthor", "View", "Widget",
     "action", "agent", "before_action", "command", "define_mod", "effect", "from_json", "mcp_server",
@@ -304,6 +304,7 @@ HOST_PINNED = sorted(
         "ReplyDelta",
         "ScriptedModel",
         "SessionCreated",
+        "SessionDeleted",
         "SessionHandle",
         "SessionMetrics",
         "SessionNode",
@@ -320,6 +321,7 @@ HOST_PINNED = sorted(
         "ToolFinished",
         "ToolResult",
         "ToolSpec",
+        "TurnErased",
         "TurnFinished",
         "TurnHandle",
         "TurnOrigin",

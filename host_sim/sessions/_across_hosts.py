@@ -19,44 +19,118 @@ When a host sees turns other hosts added to a session it holds:
 A turn found ``running`` while this host holds the session's lock was left by a host that
 died (a live host would hold the lock): the store's `running_turns` hands it over, and it
 is failed as interrupted, like a host opening the store does.
+
+Several hosts are one host through one mechanism, designed here once (`HostsLink`):
+
+- the **event log**: every event but ``reply_delta`` is a row of the store, numbered in
+  commit order; each host reads every host's rows (woken by NOTIFY, and every second
+  anyway) and hands them to its subscribers, and ``subscribe(after=seq)`` reads them back;
+- **coherent caches**: another host's ``turn_finished``, ``turn_erased`` and
+  ``session_deleted`` rows refresh the sessions this host holds before subscribers see
+  them, so reads are stale by about a second at most;
+- the one **synchronous check**, for model calls: the erasure generation, read with the
+  session lock (`erased_elsewhere`), so a forgotten message never reaches a model;
+- **dead hosts**: every host looks for running turns whose host is gone, fails them as
+  interrupted and publishes their ``turn_finished``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
+from typing import TYPE_CHECKING, get_args
 
 import anyio
+import attrs
+
+from modular_sdk import ModularError, SerializationError
+from modular_sdk._json import structure, unstructure
 
 from ..stores._errors import StoreError
 from ..stores._invariants import interrupted
 from ..stores._protocol import Store
 from ..stores._records import TurnRecord
-from ..stores._shared import SharedStore
-from ._state import SessionState, TurnState
+from ..stores._shared import EventRow, SharedStore
+from ._events import (
+    CommandFinished,
+    HostEvent,
+    JobFinished,
+    NotificationEvent,
+    Replay,
+    ReplyDelta,
+    SessionCreated,
+    SessionDeleted,
+    ToolCalled,
+    ToolFinished,
+    TurnErased,
+    TurnFinished,
+    TurnStarted,
+)
+from ._state import SessionState, TurnState, apply_erasure
 
-__all__ = ["across_hosts", "catch_up", "running_elsewhere"]
+if TYPE_CHECKING:
+    from ._engine import Engine
+
+__all__ = ["HostsLink", "across_hosts", "catch_up", "erased_elsewhere", "event_of", "event_row", "replay_of", "running_elsewhere"]
 
 _DEAD_HOST_GRACE = 30.0  # seconds a dead host's last connection may take to close
 
 
 @contextlib.asynccontextmanager
-async def across_hosts(store: Store, session: SessionState, now: Callable[[], datetime]) -> AsyncIterator[None]:
-    """Hold ``session``'s lock in a shared store for one turn, caught up first; nothing otherwise."""
+async def across_hosts(engine: Engine, session: SessionState) -> AsyncIterator[None]:
+    """Hold ``session``'s lock in a shared store for one turn, caught up first; nothing otherwise.
+
+    Caught up means: the turns other hosts added, and (the one synchronous check for
+    erasure) when the store's erasure generation moved since this host last looked, the
+    erasures and deletion of the session and its fork chain, so that the model's history
+    never holds text another host has erased.
+    """
+    store = engine.store
     if not isinstance(store, SharedStore):
         yield
         return
-    async with store.lock_session(session.id):
-        await catch_up(store, session, now, locked=True)
+    async with store.lock_session(session.id) as generation:
+        await erased_elsewhere(engine, session, generation)
+        await catch_up(store, session, engine.now, locked=True, announce=lambda r: engine.events.publish(_finished(r)))
         yield
 
 
-async def catch_up(store: Store, session: SessionState, now: Callable[[], datetime], *, locked: bool = False) -> None:
+async def erased_elsewhere(engine: Engine, session: SessionState, generation: int) -> None:
+    """Make ``session`` and its fork chain reflect every erasure and deletion any host committed
+    up to ``generation`` (the store's erasure generation, read once the lock was granted).
+
+    Nothing more when nothing was erased since this host last looked; otherwise the own
+    turns of each session of the chain are read again (an erasure after the generation was
+    read moves it again, so it is never missed).
+    """
+    store = engine.store
+    assert isinstance(store, SharedStore)
+    if generation == engine.erasure_generation:
+        return
+    current: SessionState | None = session
+    while current is not None:
+        for record in await store.get_turns(current.id):
+            if record.erased_at is not None:
+                apply_erasure(current, record)
+        current.deleted_at = current.deleted_at or await engine.log.deleted_at(current.id)
+        current = current.parent
+    engine.erasure_generation = generation
+
+
+async def catch_up(
+    store: Store,
+    session: SessionState,
+    now: Callable[[], datetime],
+    *,
+    locked: bool = False,
+    announce: Callable[[TurnRecord], None] = lambda record: None,
+) -> None:
     """Add to ``session`` the turns other hosts finished since this host last looked (shared stores only).
 
     With ``locked`` (this host holds the session's lock), a ``running`` turn is one a dead
-    host left: it is failed as interrupted first.
+    host left: it is failed as interrupted first, and ``announce``d (``turn_finished``).
     """
     if not isinstance(store, SharedStore):
         return
@@ -64,7 +138,9 @@ async def catch_up(store: Store, session: SessionState, now: Callable[[], dateti
     waited = 0.0
     while locked and any(r.status == "running" for r in records):
         for orphan in await store.running_turns():  # handed to this host: it finishes them
-            await store.finish_turn(interrupted(orphan, now()))
+            failed = interrupted(orphan, now())
+            await store.finish_turn(failed)
+            announce(failed)
         records = await store.turns_since(session.id, session.next_ordinal)
         if not any(r.status == "running" for r in records):
             break
@@ -95,3 +171,214 @@ async def catch_up(store: Store, session: SessionState, now: Callable[[], dateti
 def running_elsewhere(store: Store, record: TurnRecord) -> bool:
     """Whether a turn read from a shared store is still running (on another host): not loaded yet."""
     return record.status == "running" and isinstance(store, SharedStore)
+
+
+# -- one log for events, caches and dead hosts (API.md section 13) ----------------------------
+
+_EVENT_CLASSES: dict[str, type[HostEvent]] = {  # every kind of the union (kinds added later included)
+    attrs.fields(cls).kind.default: cls for cls in get_args(HostEvent)
+}
+_POLL = 1.0  # seconds between reads of the event rows when no NOTIFY woke this host (the rows are the truth)
+_WATCH = 2.0  # seconds between looks for dead hosts' running turns
+_TRIM = 60.0  # seconds between deletions of event rows older than the retention
+
+
+def event_row(event: HostEvent) -> EventRow:
+    """What a shared store writes of an event (its seq and host are the row's)."""
+    data = unstructure(event)
+    del data["seq"], data["host_id"]
+    return EventRow(
+        kind=event.kind,
+        session_id=getattr(event, "session_id", None),
+        turn_id=getattr(event, "turn_id", None),
+        event=json.dumps({"kind": event.kind, **data}, ensure_ascii=False, separators=(",", ":")),
+    )
+
+
+def event_of(seq: int | None, host_id: str, text: str) -> HostEvent:
+    """The event a row (or a delta's payload) holds, numbered ``seq``, published by ``host_id``."""
+    data = json.loads(text)
+    cls = _EVENT_CLASSES.get(data.pop("kind", None))
+    if cls is None:
+        raise SerializationError(f"an event row of kind {text[:60]!r} is no kind this host knows", value=text, type_name="HostEvent")
+    event: HostEvent = structure({**data, "seq": seq, "host_id": host_id}, cls)
+    return event
+
+
+def replay_of(store: SharedStore) -> Replay:
+    """``subscribe(after=...)`` reading a shared store's event rows."""
+
+    async def replay(after: int, limit: int) -> tuple[list[HostEvent], int]:
+        trimmed = await store.trimmed_events()  # read first: rows deleted after it are then missing below
+        rows = await store.events_after(after, limit)
+        events: list[HostEvent] = []
+        for seq, host, text in rows:
+            try:
+                events.append(event_of(seq, host, text))
+            except (ValueError, TypeError, KeyError, ModularError):
+                continue  # written by a newer host (a kind this one lacks)
+        if rows and not events:  # a page of kinds this host lacks: the next one starts after it
+            return await replay(rows[-1][0], limit)
+        return events, trimmed
+
+    return replay
+
+
+class HostsLink:
+    """This host among the hosts of a shared store: one mechanism, run in the host's task group.
+
+    - Writes the events this host publishes as rows (``outbox``), in order, batched.
+    - Reads every host's rows after the last it read, woken by NOTIFY or every `_POLL`
+      seconds (a NOTIFY is a hint; the rows are the truth), and before handing another
+      host's ``turn_finished``, ``turn_erased`` or ``session_deleted`` to subscribers
+      makes this host's sessions in memory reflect it (so reads are stale by at most
+      about a second, without the caller polling).
+    - Looks every `_WATCH` seconds for running turns whose host is gone (its owner lock
+      went with its connections) and fails them as interrupted, publishing
+      ``turn_finished``; marks that host's jobs interrupted.
+    - Deletes event rows older than the store's retention.
+    """
+
+    def __init__(self, engine: Engine, store: SharedStore) -> None:
+        self._engine = engine
+        self._store = store
+        self._read_up_to = 0
+        self._writing = anyio.Lock()  # one batch at a time, so rows keep the order of publishing
+        engine.events.settle = self.settle
+
+    async def start(self) -> None:
+        """Where this host starts reading: the newest row when it opens."""
+        self._read_up_to = await self._store.last_event_seq()
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._write)
+            tg.start_soon(self._read)
+            tg.start_soon(self._watch)
+
+    async def flush(self) -> None:
+        """Write what is left in the outbox and hand this host's subscribers the rows they have
+        not read yet (the host closes: its last turns and jobs ended meanwhile)."""
+        with contextlib.suppress(StoreError):  # the database is gone: a live host reports the turns
+            await self._write_outbox()
+            await self._catch_up()
+
+    async def settle(self) -> int:
+        """Write the outbox now; the newest seq (where a new subscriber starts)."""
+        await self._write_outbox()
+        return await self._store.last_event_seq()
+
+    async def _write_outbox(self) -> None:
+        hub = self._engine.events
+        async with self._writing:
+            while hub.outbox:
+                batch, hub.outbox = hub.outbox, []
+                try:
+                    with anyio.CancelScope(shield=True):  # a started write finishes
+                        await self._store.append_events([event_row(e) for e in batch])
+                except StoreError:
+                    hub.outbox[:0] = batch  # kept, in order, for the next try
+                    raise
+
+    async def _write(self) -> None:
+        hub = self._engine.events
+        while True:
+            await hub.outbox_ready.wait()
+            hub.outbox_ready = anyio.Event()
+            deltas, hub.deltas_out = hub.deltas_out, []
+            for delta in deltas:  # best-effort: a delta that cannot be sent is dropped
+                with contextlib.suppress(StoreError):
+                    await self._store.send_delta(f"{self._store.host_id} {event_row(delta).event}")
+            try:
+                await self._write_outbox()
+            except StoreError:
+                hub.outbox_ready.set()
+                await anyio.sleep(_POLL)  # the server is unreachable: try again
+
+    async def _read(self) -> None:
+        while True:
+            try:
+                deltas = await self._store.wait_for_events(_POLL)
+                for payload in deltas:
+                    self._delta(payload)
+                await self._catch_up()
+            except StoreError:
+                await anyio.sleep(_POLL)  # the server is unreachable: try again
+
+    def _delta(self, payload: str) -> None:
+        host_id, _, text = payload.partition(" ")
+        if host_id == self._store.host_id:
+            return
+        try:
+            event = event_of(None, host_id, text)
+        except (ValueError, KeyError, TypeError, ModularError):
+            return  # best-effort: a payload that is not a delta is dropped
+        if isinstance(event, ReplyDelta):
+            self._engine.events.deliver(event)
+
+    async def _catch_up(self) -> None:
+        while True:
+            rows = await self._store.events_after(self._read_up_to, 500)
+            for seq, host_id, text in rows:
+                self._read_up_to = seq
+                try:
+                    event = event_of(seq, host_id, text)
+                except (ValueError, TypeError, KeyError, ModularError):
+                    continue  # written by a newer host (a kind this one lacks): not this host's to show
+                if host_id != self._store.host_id:
+                    await self._invalidate(event)
+                self._engine.events.deliver(event)
+            if len(rows) < 500:
+                return
+
+    async def _invalidate(self, event: HostEvent) -> None:
+        """Make what this host holds in memory reflect what another host committed."""
+        engine = self._engine
+        session = engine.sessions.get(event.session_id) if isinstance(event, (TurnFinished, TurnErased, SessionDeleted)) else None
+        if session is None:
+            return  # not touched by this host: read fresh when it is
+        if isinstance(event, TurnFinished):
+            await catch_up(engine.store, session, engine.now)
+        elif isinstance(event, TurnErased):
+            record = await engine.store.find_turn(event.turn_id)
+            if record is not None:
+                engine.apply_erasure([record])
+        else:
+            session.deleted_at = session.deleted_at or event.at
+
+    async def _watch(self) -> None:
+        engine = self._engine
+        trimmed_at = 0.0
+        while True:
+            await anyio.sleep(_WATCH)
+            try:
+                for orphan in await self._store.running_turns():  # handed to this host: it finishes them
+                    record = interrupted(orphan, engine.now())
+                    await self._store.finish_turn(record)
+                    engine.events.publish(_finished(record))
+                    session = engine.sessions.get(record.session_id)
+                    if session is not None:
+                        await catch_up(engine.store, session, engine.now)
+                for job_id in await self._store.interrupt_dead_hosts_jobs(engine.now):
+                    engine.events.publish(_job_interrupted(job_id))
+                if anyio.current_time() - trimmed_at > _TRIM:
+                    trimmed_at = anyio.current_time()
+                    await self._store.trim_events()
+            except StoreError:
+                continue  # the server is unreachable: look again later
+
+
+def _job_interrupted(job_id: str) -> Callable[[int, datetime], JobFinished]:
+    return lambda seq, at: JobFinished(seq=seq, at=at, job_id=job_id, status="interrupted", error_kind="interrupted")
+
+
+def _finished(record: TurnRecord) -> Callable[[int, datetime], TurnFinished]:
+    return lambda seq, at: TurnFinished(
+        seq=seq,
+        at=at,
+        session_id=record.session_id,
+        turn_id=record.id,
+        status=record.status,
+        reply=record.reply,
+        error=record.error,
+    )

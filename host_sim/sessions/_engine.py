@@ -38,6 +38,7 @@ from modular_sdk import (
     NoConversationError,
     PaletteCommand,
     ReentrantTurnError,
+    SessionDeletedError,
     ReplyValidationError,
     RootLineage,
     SerializationError,
@@ -67,14 +68,17 @@ from ..stores._protocol import LogStore, Store
 from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
 from ..stores._records import SessionRecord, TurnRecord
+from ..stores._shared import SharedStore
 from ._across_hosts import across_hosts, catch_up, running_elsewhere
 from ._events import (
     EventHub,
     NotificationEvent,
     ReplyDelta,
     SessionCreated,
+    SessionDeleted,
     ToolCalled,
     ToolFinished,
+    TurnErased,
     TurnFinished,
     TurnStarted,
 )
@@ -229,6 +233,7 @@ class Engine:
         cwd: str,
         tool_context: Callable[[Engine, SessionState, HandlerFrame], ToolContext],
         log: LogStore,
+        events: EventHub,
         max_reply_bytes: int = 1_000_000,
         mcp: McpTools | None = None,
     ) -> None:
@@ -250,8 +255,9 @@ class Engine:
             for _, t in tables.tools.values()
         )
         self._loading = anyio.Lock()
-        self.events = EventHub(self.now)
+        self.events = events
         self.log = log  # the integrator's records: the store itself, or a MemoryLog over it
+        self.erasure_generation = 0  # a shared store's erasure generation this host's sessions reflect
         self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
         self._idle: anyio.Event | None = None
         self._closed = False
@@ -389,24 +395,50 @@ class Engine:
         record = await find_turn(self.store, turn_or_message_id)
         session = await self.load(record.session_id)
         turn = turn_at(session, record.ordinal)
+        if turn is None and record.status != "running":  # another host finished it a moment ago
+            await catch_up(self.store, session, self.now)
+            turn = turn_at(session, record.ordinal)
         if turn is None or turn.id != record.id:
             raise _damaged(self.store, f"turn {record.id!r} is not at ordinal {record.ordinal} of {session.id!r}")
         return session, turn
 
     def apply_erasure(self, records: Sequence[TurnRecord]) -> None:
-        """What forget erased, made true of the live sessions this host holds."""
+        """What an erasure (this host's or another's) made true, made true of the live sessions this host holds."""
         for record in records:
             session = self.sessions.get(record.session_id)
             if session is not None:
                 apply_erasure(session, record)
 
+    def erased(self, records: Sequence[TurnRecord]) -> None:
+        """This host erased ``records`` (forget, delete): its live sessions say so, and one
+        ``turn_erased`` event per turn says so to subscribers (earlier events stay as they were)."""
+        self.apply_erasure(records)
+        for record in records:
+            self.events.publish(_turn_erased(record))
+
     async def delete(self, state: SessionState) -> None:
         """Delete a session: erase it through the one erasure walk (its own turns as forget
         does, and all it holds), then hide it (`LogStore`)."""
-        await delete_session(self.store, self.log, state.id, now=self.now, applied=self.apply_erasure)
+        await delete_session(self.store, self.log, state.id, now=self.now, applied=self.erased)
         at = self.now()
         await self.log.delete_session(state.id, at)
+        first = state.deleted_at is None
         state.deleted_at = state.deleted_at or at
+        if first:
+            self.events.publish(lambda seq, at: SessionDeleted(seq=seq, at=at, session_id=state.id))
+
+    async def refuse_deleted(self, session: SessionState, what: str) -> None:
+        """Raise `SessionDeletedError` when ``session`` was deleted, on this host or (a shared
+        store: one indexed read) on another."""
+        if session.deleted_at is None and isinstance(self.store, SharedStore):
+            session.deleted_at = await self.log.deleted_at(session.id)
+        if session.deleted_at is not None:
+            raise SessionDeletedError(
+                f"cannot {what} session {session.id!r}: it was deleted at {session.deleted_at.isoformat()}; "
+                "its history stays readable (erased), but nothing more can be sent to it, forked or "
+                "spawned from it: create a new session (or fork one of its forks made before the deletion)",
+                session_id=session.id,
+            )
 
     async def children(self, state: SessionState) -> list[SessionState]:
         """The forks and spawns of a session, in creation order (read from the store)."""
@@ -545,6 +577,7 @@ class Engine:
         """Fork ``parent`` after ``anchor`` (default: its last completed turn)."""
         _check_metadata(metadata)
         self.check_open(f"fork session {parent.id!r}")
+        await self.refuse_deleted(parent, "fork")
         if anchor is None:
             await catch_up(self.store, parent, self.now)  # several hosts: the last turn any finished
             anchor = parent.last_completed
@@ -587,6 +620,7 @@ class Engine:
     async def spawn(self, parent: SessionState, metadata: AiSessionDisplayMetadata | None, actor: Actor) -> SessionState:
         _check_metadata(metadata)
         self.check_open(f"spawn from session {parent.id!r}")
+        await self.refuse_deleted(parent, "spawn from")
         trigger = actor.trigger if actor is not None else None
         if trigger is None:
             where = "outside any mod handler (on a handle acting as the user)" if actor is None else f"in {_article(actor.kind)} {actor.kind} of mod {actor.mod_id!r}"
@@ -680,6 +714,8 @@ class Engine:
                 session_id=session.id,
             )
         self.check_open(f"send to session {session.id!r}")
+        if session.deleted_at is not None:
+            await self.refuse_deleted(session, "send to")
         author = author_of(actor)
         action = "session.notify" if isinstance(message, AiNotificationMessage) else "session.send"
         await self.before(action, session.id, author)
@@ -691,7 +727,9 @@ class Engine:
             try:
                 async with session.queue:
                     self.check_open(f"send to session {session.id!r}")  # closed while queued
-                    async with across_hosts(self.store, session, self.now):  # several hosts: their order too
+                    async with across_hosts(self, session):  # several hosts: their order, their erasures
+                        if session.deleted_at is not None:  # deleted while this send waited
+                            await self.refuse_deleted(session, "send to")
                         turn = await self._turn(session, message, author, actor, output_schema, closing, started, job)
                         if turn.status == "completed" and self.after_turn is not None:
                             await self.after_turn(session, turn)  # proposed actions, before the next turn
@@ -1173,5 +1211,9 @@ def _check_tags(tags: object) -> Mapping[str, str]:
     return dict(tags)
 
 
+def _turn_erased(record: TurnRecord) -> Callable[[int, datetime], TurnErased]:
+    return lambda seq, at: TurnErased(seq=seq, at=at, session_id=record.session_id, turn_id=record.id)
+
+
 def _delta(session_id: SessionId, turn_id: TurnId, text: str) -> Callable[[int, datetime], ReplyDelta]:
-    return lambda seq, at: ReplyDelta(seq=seq, at=at, session_id=session_id, turn_id=turn_id, text=text)
+    return lambda seq, at: ReplyDelta(seq=None, at=at, session_id=session_id, turn_id=turn_id, text=text)

@@ -1,19 +1,24 @@
 """Live events: what happens in a host, as it happens (``host.subscribe()``).
 
 Every event is a frozen attrs class discriminated by ``kind``; `HostEvent` is their closed
-union, so a ``match`` over it is exhaustive under mypy. Each carries ``seq`` (per host,
-increasing) and ``at`` (the host's clock).
+union, so a ``match`` over it is exhaustive under mypy. Each carries ``seq`` (increasing:
+per host, or store-wide on a shared store; ``None`` for the live-only `ReplyDelta`), ``at``
+(the host's clock) and ``host_id`` (the host that published it).
+
+Events are facts: each is made when it is published, a snapshot of what was true then. A
+later change is a new event (`TurnErased`, `SessionDeleted`), never a rewrite of an old one.
 
 Publishing never waits and costs the same whatever the number of subscribers: events go
-into one shared ring (kept only while someone subscribes), and each subscriber holds a
-cursor into it. A subscriber that falls more than its ``buffer`` behind loses the oldest
-events it has not read, and reads one `Lagged` event saying how many, then carries on.
+into one shared ring (the last ``history`` of them kept whether anyone subscribes or not),
+and each subscriber holds a cursor into it. A subscriber that falls more than its
+``buffer`` behind loses the oldest events it has not read, and reads one `Lagged` event
+saying how many, then carries on.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Literal, TypeAlias, final
@@ -35,11 +40,14 @@ __all__ = [
     "JobStarted",
     "Lagged",
     "NotificationEvent",
+    "Replay",
     "ReplyDelta",
     "SessionCreated",
+    "SessionDeleted",
     "ToolCalled",
     "ToolFinished",
     "TurnFinished",
+    "TurnErased",
     "TurnStarted",
 ]
 
@@ -51,6 +59,7 @@ class SessionCreated:
     kind: Literal["session_created"] = attrs.field(default="session_created", init=False)
     seq: int
     at: datetime
+    host_id: str = ""
     session_id: SessionId
     lineage: AiSessionLineage
     tags: Mapping[str, str]
@@ -63,6 +72,7 @@ class TurnStarted:
     kind: Literal["turn_started"] = attrs.field(default="turn_started", init=False)
     seq: int
     at: datetime
+    host_id: str = ""
     session_id: SessionId
     turn_id: TurnId
     ordinal: int
@@ -73,11 +83,16 @@ class TurnStarted:
 
 @attrs.frozen(kw_only=True)
 class ReplyDelta:
-    """A chunk of a streaming model's reply; the turn's reply is their concatenation. Immutable."""
+    """A chunk of a streaming model's reply; the turn's reply is their concatenation. Immutable.
+
+    Deltas are live only: ``seq`` is ``None`` (they are not kept for ``subscribe(after=...)``),
+    and across hosts they arrive best-effort; the turn's ``turn_finished`` carries the reply.
+    """
 
     kind: Literal["reply_delta"] = attrs.field(default="reply_delta", init=False)
-    seq: int
+    seq: int | None
     at: datetime
+    host_id: str = ""
     session_id: SessionId
     turn_id: TurnId
     text: str
@@ -90,6 +105,7 @@ class ToolCalled:
     kind: Literal["tool_called"] = attrs.field(default="tool_called", init=False)
     seq: int
     at: datetime
+    host_id: str = ""
     session_id: SessionId
     turn_id: TurnId
     call_id: str
@@ -104,6 +120,7 @@ class ToolFinished:
     kind: Literal["tool_finished"] = attrs.field(default="tool_finished", init=False)
     seq: int
     at: datetime
+    host_id: str = ""
     session_id: SessionId
     turn_id: TurnId
     call_id: str
@@ -118,6 +135,7 @@ class TurnFinished:
     kind: Literal["turn_finished"] = attrs.field(default="turn_finished", init=False)
     seq: int
     at: datetime
+    host_id: str = ""
     session_id: SessionId
     turn_id: TurnId
     status: TurnStatus
@@ -132,6 +150,7 @@ class CommandFinished:
     kind: Literal["command_finished"] = attrs.field(default="command_finished", init=False)
     seq: int
     at: datetime
+    host_id: str = ""
     invocation_id: str
     session_id: SessionId | None
     command_id: str
@@ -147,6 +166,7 @@ class JobStarted:
     kind: Literal["job_started"] = attrs.field(default="job_started", init=False)
     seq: int
     at: datetime
+    host_id: str = ""
     job_id: str
     session_id: SessionId
 
@@ -158,6 +178,7 @@ class JobFinished:
     kind: Literal["job_finished"] = attrs.field(default="job_finished", init=False)
     seq: int
     at: datetime
+    host_id: str = ""
     job_id: str
     status: JobStatus
     error_kind: ErrorKind | None
@@ -170,10 +191,36 @@ class NotificationEvent:
     kind: Literal["notification"] = attrs.field(default="notification", init=False)
     seq: int
     at: datetime
+    host_id: str = ""
     session_id: SessionId
     turn_id: TurnId
     title: str
     body: str
+
+
+@attrs.frozen(kw_only=True)
+class SessionDeleted:
+    """A session was deleted (``sessions.delete``): its own turns are erased, it is hidden from
+    ``list``, and sending to, forking or spawning from it raises `SessionDeletedError`. Immutable."""
+
+    kind: Literal["session_deleted"] = attrs.field(default="session_deleted", init=False)
+    seq: int
+    at: datetime
+    host_id: str = ""
+    session_id: SessionId
+
+
+@attrs.frozen(kw_only=True)
+class TurnErased:
+    """A turn was erased (``lineage.forget`` or ``sessions.delete``): events published before
+    keep what was true then; this one says it is gone. Immutable."""
+
+    kind: Literal["turn_erased"] = attrs.field(default="turn_erased", init=False)
+    seq: int
+    at: datetime
+    host_id: str = ""
+    session_id: SessionId
+    turn_id: TurnId
 
 
 @attrs.frozen(kw_only=True)
@@ -183,6 +230,7 @@ class Lagged:
     kind: Literal["lagged"] = attrs.field(default="lagged", init=False)
     seq: int
     at: datetime
+    host_id: str = ""
     missed: int
 
 
@@ -197,52 +245,114 @@ HostEvent: TypeAlias = (
     | JobStarted
     | JobFinished
     | NotificationEvent
+    | SessionDeleted
+    | TurnErased
     | Lagged
 )
 """Everything ``host.subscribe()`` yields; discriminated by ``kind``."""
 
 
-class _Slot:
-    """One published event: made when a subscriber first reads it (idle ones never do)."""
+Replay = Callable[[int, int], Awaitable[tuple[Sequence[HostEvent], int]]]
+"""A shared store's event rows after a seq: ``replay(after, limit) -> (events, trimmed)``,
+``trimmed`` the newest seq retention deleted (0: none)."""
 
-    __slots__ = ("at", "event", "make", "seq")
-
-    def __init__(self, seq: int, at: datetime, make: Callable[[int, datetime], HostEvent]) -> None:
-        self.seq, self.at, self.make = seq, at, make
-        self.event: HostEvent | None = None
-
-    def get(self) -> HostEvent:
-        if self.event is None:
-            self.event = self.make(self.seq, self.at)
-        return self.event
+_REPLAY_PAGE = 500
 
 
 class EventHub:
-    """The host's event ring: publish is O(1) whatever the number of subscribers."""
+    """The host's event ring: publish is O(1) whatever the number of subscribers.
 
-    __slots__ = ("_clock", "_closed", "_ring", "_seq", "_size", "_subscribers", "_waiting", "_wake")
+    The ring keeps the last ``history`` events whether or not anyone subscribes (a client
+    reconnecting with ``subscribe(after=seq)`` resumes from it); it grows to the largest
+    ``buffer`` a subscriber asked for. With one host per store (``replay is None``) ``seq``
+    is this host's own counter. On a shared store (``replay`` given) events are rows of the
+    store: `publish` puts them in ``outbox`` for the store to write (it assigns the seq),
+    and `deliver` puts each row read back (any host's) in the ring; a subscriber that falls
+    behind the ring, or resumes from before it, reads the rows from the store instead.
+    """
 
-    def __init__(self, clock: Callable[[], datetime]) -> None:
+    __slots__ = (
+        "_clock",
+        "_closed",
+        "_end",
+        "_history",
+        "_last_seq",
+        "_ring",
+        "_seq",
+        "_size",
+        "_subscribers",
+        "_waiting",
+        "_wake",
+        "host_id",
+        "deltas_out",
+        "outbox",
+        "outbox_ready",
+        "replay",
+        "settle",
+    )
+
+    def __init__(
+        self, clock: Callable[[], datetime], *, history: int = 10_000, host_id: str = "", replay: Replay | None = None
+    ) -> None:
         self._clock = clock
-        self._ring: deque[_Slot] = deque()
+        self._history = history
+        self.host_id = host_id
+        self.replay = replay
+        self.settle: Callable[[], Awaitable[int]] | None = None  # shared store: write the outbox, the newest seq
+        self._ring: deque[HostEvent] = deque()
+        self._end = 0  # the position after the newest event in the ring (events ever appended)
+        self._seq = 0  # the seq of the last event this host numbered (one host per store)
+        self._last_seq = 0  # the newest seq in the ring
+        self._size = history  # the ring's capacity: history, or the largest buffer asked for
         self._waiting = 0  # subscribers blocked in __anext__
-        self._seq = 0  # the seq of the last event published
-        self._size = 0  # the largest buffer a subscriber asked for
         self._subscribers: set[EventStream] = set()
         self._wake = anyio.Event()
         self._closed = False
+        self.outbox: list[HostEvent] = []  # shared store: events the store has yet to write
+        self.deltas_out: list[ReplyDelta] = []  # shared store: deltas to hand to the other hosts
+        self.outbox_ready = anyio.Event()
 
     @property
     def active(self) -> bool:
-        """Whether anyone listens (no subscriber: publishing makes nothing)."""
+        """Whether anyone listens."""
         return bool(self._subscribers)
 
+    @property
+    def last_seq(self) -> int:
+        """The newest seq this host has seen (0: none yet)."""
+        return self._last_seq
+
     def publish(self, make: Callable[[int, datetime], HostEvent]) -> None:
-        """Make the next event (``make(seq, at)``) and hand it to every subscriber, without waiting."""
-        if not self._subscribers:
+        """Make the next event now (``make(seq, at)``), a snapshot of what is true, without waiting.
+
+        With one host per store it goes into the ring at once; on a shared store into the
+        outbox (the store numbers and writes it, then `deliver` hands it out), except a
+        ``reply_delta``, which is live only and goes to this host's subscribers at once.
+        """
+        if self._closed:
             return
-        self._seq += 1
-        self._ring.append(_Slot(self._seq, self._clock(), make))
+        shared = self.replay is not None
+        event = make(0 if shared else self._seq + 1, self._clock())
+        if self.host_id:
+            event = attrs.evolve(event, host_id=self.host_id)
+        if isinstance(event, ReplyDelta):
+            self.deliver(event)
+            if shared:
+                self.deltas_out.append(event)
+                self.outbox_ready.set()
+        elif shared:
+            self.outbox.append(event)
+            self.outbox_ready.set()
+        else:
+            self._seq += 1
+            self.deliver(event)
+
+    def deliver(self, event: HostEvent) -> None:
+        """Put a numbered event in the ring and wake the subscribers that wait."""
+        self._ring.append(event)
+        self._end += 1
+        if event.seq is not None:
+            self._last_seq = event.seq
         if len(self._ring) > self._size:
             self._ring.popleft()
         if self._waiting:  # wake only a subscriber that waits (an idle one costs nothing)
@@ -255,23 +365,34 @@ class EventHub:
         self._wake.set()
 
     @asynccontextmanager
-    async def subscribe(self, buffer: int) -> AsyncIterator[EventStream]:
+    async def subscribe(self, buffer: int, after: int | None = None) -> AsyncIterator[EventStream]:
         if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
             raise InvalidArgumentError(
                 f"buffer must be an int >= 1 (events kept for a slow subscriber), got {buffer!r}",
                 argument="buffer",
                 value=buffer,
             )
-        stream = EventStream(self, buffer, self._seq + 1)
+        if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+            raise InvalidArgumentError(
+                f"after must be None or the seq (an int >= 0) of an event read before, got {after!r}; "
+                "pass event.seq of the last event a client saw (an SSE Last-Event-ID)",
+                argument="after",
+                value=after,
+            )
+        stream = EventStream(self, buffer)
+        if after is None and self.settle is not None:  # start after what this host published so far
+            after = await self.settle()
+        if after is not None:
+            stream._resume(after)
         self._subscribers.add(stream)
         self._size = max(self._size, buffer)
         try:
             yield stream
         finally:
             self._subscribers.discard(stream)
-            self._size = max((s.buffer for s in self._subscribers), default=0)
-            if not self._subscribers:
-                self._ring.clear()
+            self._size = max((s.buffer for s in self._subscribers), default=self._history)
+            while len(self._ring) > self._size:
+                self._ring.popleft()
 
 
 @final
@@ -280,15 +401,41 @@ class EventStream:
 
     Obtain it from ``async with host.subscribe() as events``. Iteration ends when the host
     closes (after the events already published). Events start with the first one published
-    after subscribing.
+    after subscribing, or after the seq given as ``subscribe(after=...)``.
     """
 
-    __slots__ = ("_hub", "_next", "buffer")
+    __slots__ = ("_after", "_catching_up", "_hub", "_live", "_missed", "_next", "_page", "buffer")
 
-    def __init__(self, hub: EventHub, buffer: int, start: int) -> None:
+    def __init__(self, hub: EventHub, buffer: int) -> None:
         self._hub = hub
         self.buffer = buffer
-        self._next = start  # the seq this subscriber reads next
+        self._next = hub._end  # the ring position this subscriber reads next
+        self._live = hub._end  # deltas before this position were published before it subscribed
+        self._after = hub._last_seq  # the seq of the last event delivered (or skipped as seen)
+        self._missed = 0  # a lagged event owed before the next one
+        self._catching_up = False  # reading the store's rows instead of the ring (shared stores)
+        self._page: deque[HostEvent] = deque()
+
+    def _resume(self, after: int) -> None:
+        """Start after seq ``after``: from the ring, or (shared store) from the store's rows."""
+        hub = self._hub
+        self._after = after
+        if hub.replay is not None:
+            self._catching_up = True  # the rows are the truth; ring events already read are skipped
+            return
+        if after > hub._last_seq:  # a seq this host never published (it restarted): all it has is new
+            self._after = 0
+        oldest = hub._end - len(hub._ring)
+        position = hub._end
+        for index in range(len(hub._ring) - 1, -1, -1):
+            seq = hub._ring[index].seq
+            if seq is not None and seq <= self._after:
+                break
+            position = oldest + index
+        self._next = position
+        first = next((e.seq for e in hub._ring if e.seq is not None), hub._seq + 1)
+        if first - 1 > self._after:  # numbered by this host, then dropped from the ring
+            self._missed, self._after = first - 1 - self._after, first - 1
 
     def __aiter__(self) -> EventStream:
         return self
@@ -296,16 +443,33 @@ class EventStream:
     async def __anext__(self) -> HostEvent:
         hub = self._hub
         while True:
-            latest = hub._seq
-            if self._next <= latest:
-                oldest = latest - len(hub._ring) + 1
-                floor = max(oldest, latest - self.buffer + 1)
+            if self._missed:
+                missed, self._missed = self._missed, 0
+                return Lagged(seq=self._after, at=hub._clock(), host_id=hub.host_id, missed=missed)
+            if self._catching_up:
+                event = await self._from_store()
+                if event is not None:
+                    return event
+                continue
+            if self._next < hub._end:
+                oldest = hub._end - len(hub._ring)
+                floor = max(oldest, hub._end - self.buffer)
                 if self._next < floor:
+                    if hub.replay is not None:  # behind the ring: the store still has the rows
+                        self._catching_up = True
+                        continue
                     missed = floor - self._next
                     self._next = floor
-                    return Lagged(seq=floor - 1, at=hub._clock(), missed=missed)
-                event = hub._ring[self._next - oldest].get()
+                    return Lagged(seq=self._seq_before(floor - oldest), at=hub._clock(), host_id=hub.host_id, missed=missed)
+                event = hub._ring[self._next - oldest]
                 self._next += 1
+                if event.seq is None:
+                    if self._next - 1 < self._live:
+                        continue  # a delta published before this subscriber came: live only
+                elif event.seq <= self._after:
+                    continue  # read from the store already
+                else:
+                    self._after = event.seq
                 return event
             if hub._closed:
                 raise StopAsyncIteration
@@ -314,3 +478,31 @@ class EventStream:
                 await hub._wake.wait()
             finally:
                 hub._waiting -= 1
+
+    async def _from_store(self) -> HostEvent | None:
+        """The next row after ``_after`` (a shared store), or ``None`` once caught up with it."""
+        hub = self._hub
+        if not self._page:
+            assert hub.replay is not None
+            events, trimmed = await hub.replay(self._after, _REPLAY_PAGE)
+            self._page.extend(events)
+            if trimmed > self._after:  # retention deleted rows this subscriber never read
+                self._missed, self._after = trimmed - self._after, trimmed
+                return None
+            if not events:
+                self._catching_up = False
+                self._next = max(self._next, hub._end - len(hub._ring), hub._end - self.buffer)
+                return None
+        event = self._page.popleft()
+        assert event.seq is not None
+        self._after = event.seq
+        return event
+
+    def _seq_before(self, index: int) -> int:
+        """The seq just before the ring event at ``index`` (what a lagged event reports)."""
+        ring = self._hub._ring
+        for i in range(index, len(ring)):
+            seq = ring[i].seq
+            if seq is not None:
+                return seq - 1
+        return self._hub._last_seq

@@ -23,6 +23,7 @@ from modular_sdk import (
     InvalidArgumentError,
     Mod,
     ModularError,
+    SessionDeletedError,
     SessionId,
 )
 from modular_sdk._rules import show
@@ -37,6 +38,7 @@ from ..models._protocol import Model
 from ..stores._invariants import recover
 from ..stores._memory import MemoryStore
 from ..stores._protocol import Store
+from ..stores._shared import SharedStore
 from ..stores._traces import TraceStore, recover_traces
 from ..traces._actions import ActionBook
 from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
@@ -44,10 +46,11 @@ from ..traces._service import CommitResolver, TraceLinker, Traces, require_trace
 from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import PendingAction
 from ..stores._records import ErrorKind, Invocation, JobStatus
+from ._across_hosts import HostsLink, replay_of
 from ._engine import Engine, JobCall, ModTables, checked_now
-from ._events import CommandFinished, EventStream
+from ._events import CommandFinished, EventHub, EventStream
 from ._explain import close_names
-from ._ids import new_invocation_id
+from ._ids import new_host_id, new_invocation_id
 from ._integrator import log_of
 from ._jobs import Job, JobBook, JobPage
 from ._host_arguments import check_host_arguments
@@ -117,6 +120,8 @@ class Host:
     FIFOs, odd names, larger files) into ``spool/failed/``.
     A model reply longer than ``max_reply_bytes`` (UTF-8) fails its turn and nothing of it
     is kept; a streamed one is read no further.
+    ``event_history`` is how many events the host keeps for ``subscribe(after=seq)`` whether
+    or not anyone subscribes (a shared store keeps its event rows instead, see `PostgresStore`).
     """
 
     def __init__(
@@ -136,16 +141,8 @@ class Host:
         builtin_tools: Sequence[str] = (),
         on_bad_mod: Literal["raise", "skip"] = "raise",
         max_reply_bytes: int = 1_000_000,
+        event_history: int = 10_000,
     ) -> None:
-        if on_bad_mod not in ("raise", "skip"):
-            raise InvalidArgumentError(
-                f"on_bad_mod must be 'raise' (refuse every mod when one is bad) or 'skip' (load the "
-                f"good ones, list the bad in host.mod_errors), got {show(on_bad_mod)}",
-                argument="on_bad_mod",
-                value=on_bad_mod,
-            )
-        self._on_bad_mod = on_bad_mod
-        self._mod_errors: tuple[ModularError, ...] = ()
         specs, builtin_names = check_host_arguments(
             mods=mods,
             model=model,
@@ -159,7 +156,14 @@ class Host:
             builtin_tools=builtin_tools,
             known_builtin_tools=BUILTIN_TOOLS,
             max_reply_bytes=max_reply_bytes,
+            max_event_bytes=max_event_bytes,
+            commit_resolver=commit_resolver,
+            on_bad_mod=on_bad_mod,
+            event_history=event_history,
         )
+        self._event_history = event_history
+        self._on_bad_mod = on_bad_mod
+        self._mod_errors: tuple[ModularError, ...] = ()
         self._specs = specs
         self._model: Model = model if model is not None else EchoModel()
         self._store: Store = store if store is not None else MemoryStore()
@@ -170,21 +174,8 @@ class Host:
         self._max_reply_bytes = max_reply_bytes
         self._cwd = cwd if cwd is not None else os.getcwd()
         # Traces (API.md section 9): the spool, the commit resolver and the built-in tools.
-        if commit_resolver is not None and not callable(commit_resolver):
-            raise InvalidArgumentError(
-                f"commit_resolver must be a function fn(output) -> str | None, got {show(commit_resolver)}",
-                argument="commit_resolver",
-                value=commit_resolver,
-            )
         if spool is not None:
             require_traces(self._store)  # TraceError naming the store: the spool applies to traces
-        if isinstance(max_event_bytes, bool) or not isinstance(max_event_bytes, int) or max_event_bytes < 1:
-            raise InvalidArgumentError(
-                f"max_event_bytes must be a positive int (the largest spool event file read), got {show(max_event_bytes)}; "
-                "leave it out for 1_048_576 (1 MiB)",
-                argument="max_event_bytes",
-                value=max_event_bytes,
-            )
         self._spool = None if spool is None else Path(spool)
         self._max_event_bytes = max_event_bytes
         self._commit_resolver = commit_resolver
@@ -198,6 +189,7 @@ class Host:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._effects: dict[tuple[str, str], EffectStatus] = {}
         self._jobs: JobBook | None = None
+        self._link: HostsLink | None = None
         self._state: Literal["new", "open", "closed"] = "new"
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -237,6 +229,8 @@ class Host:
             if isinstance(self._store, TraceStore):
                 await recover_traces(self._store)  # the trace index, when missing or stale
             await log.interrupt_jobs(lambda: checked_now(self._clock))  # jobs a crash left running
+            # What this host loads from now on is at least this fresh (several hosts).
+            generation = await self._store.erasure_generation() if isinstance(self._store, SharedStore) else 0
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._store.close()
@@ -248,6 +242,13 @@ class Host:
             clock=lambda: checked_now(self._clock),
             timeout=self._handler_timeout,
             start=self._start_owned,  # servers start on first need, in the host's task group
+        )
+        shared = self._store if isinstance(self._store, SharedStore) else None
+        events = EventHub(
+            lambda: checked_now(self._clock),
+            history=self._event_history,
+            host_id=new_host_id() if shared is None else shared.host_id,
+            replay=None if shared is None else replay_of(shared),
         )
         engine = Engine(
             tables=tables,
@@ -263,8 +264,18 @@ class Host:
             log=log,
             max_reply_bytes=self._max_reply_bytes,
             mcp=mcp if mcp.declared else None,
+            events=events,
         )
-        graph._applied = engine.apply_erasure
+        graph._applied = engine.erased
+        engine.erasure_generation = generation
+        self._link = None if shared is None else HostsLink(engine, shared)
+        if self._link is not None:
+            try:
+                await self._link.start()
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._store.close()
+                raise
         self._engine, self._lineage = engine, graph
         linker = TraceLinker(self._store, lambda: checked_now(self._clock))
         engine.link_session, engine.report_output = linker.link_session, linker.report_output
@@ -288,6 +299,8 @@ class Host:
         )
         if self._spool_consumer is not None:  # the host owns the spool's consumer task
             task_group.start_soon(self._spool_consumer.run)
+        if self._link is not None:  # several hosts: events, caches and dead hosts
+            task_group.start_soon(self._link.run)
         self._state = "open"
         for mod in tables.mods:
             for declared in mod.effects:
@@ -313,6 +326,8 @@ class Host:
             with anyio.CancelScope(shield=True):
                 if self._engine is not None:
                     await self._engine.close()
+                    if self._link is not None:
+                        await self._link.flush()  # the turns close() failed: other hosts learn of it
                     self._engine.events.close()  # subscribers read what is left, then stop
                 await self._store.close()
         return None
@@ -416,6 +431,7 @@ class Host:
             raise InvalidArgumentError(
                 f"submit() takes the typed text as a str, got {show(text)}", argument="text", value=text
             )
+        await engine.refuse_deleted(state, "submit to")
         if text == "/" or not text.strip():
             message = (
                 "type a command name after '/', like '/help'"
@@ -646,16 +662,23 @@ class Host:
 
     # -- the integrator's surface (API.md section 12) --------------------------------------
 
-    def subscribe(self, *, buffer: int = 1000) -> AbstractAsyncContextManager[EventStream]:
+    def subscribe(self, *, buffer: int = 1000, after: int | None = None) -> AbstractAsyncContextManager[EventStream]:
         """Watch the host live: ``async with host.subscribe() as events: async for event in events``.
 
-        Yields every `HostEvent` published after subscribing, each with a per-host ``seq``
-        and ``at``; events of one session come in the order they happened. A subscriber
-        never slows the host: it keeps at most ``buffer`` unread events, and when it falls
-        further behind the oldest are dropped and it reads one ``lagged`` event saying how
-        many. Iteration ends when the host closes.
+        Yields every `HostEvent` published after subscribing, each with a ``seq`` (but
+        ``reply_delta``), ``at`` and ``host_id``; events of one session come in the order
+        they happened. Each event is a snapshot of what was true when it was published (an
+        erasure later is a ``turn_erased`` event, never a rewrite). A subscriber never slows
+        the host: it keeps at most ``buffer`` unread events, and when it falls further
+        behind the oldest are dropped and it reads one ``lagged`` event saying how many.
+        Iteration ends when the host closes.
+
+        ``after=seq`` resumes after an event read before (an SSE ``Last-Event-ID``): the
+        host keeps its last ``Host(event_history=...)`` events whether or not anyone
+        subscribes; when the events after ``seq`` are gone the stream starts with
+        ``lagged``. A seq this host never published (it restarted) replays all it kept.
         """
-        return self._open().events.subscribe(buffer)
+        return self._open().events.subscribe(buffer, after)
 
     async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
         """Accept what `submit` accepts and return at once a running `Job` the host owns.
@@ -666,16 +689,20 @@ class Host:
         events of its turn and command carry its ``job_id``. Jobs are durable records: any
         host sharing the store finds it (`job`, `jobs`).
         """
-        self._open()
+        engine = self._open()
         state = await self._session(session)
         if not isinstance(text, str):
             raise InvalidArgumentError(f"start() takes the typed text as a str, got {show(text)}", argument="text", value=text)
+        await engine.refuse_deleted(state, "start a job in")
         assert self._jobs is not None
         return await self._jobs.start(state.id, text)
 
     async def _submit_in_job(self, session_id: SessionId, text: str, job: JobCall) -> Submission:
         engine = self._open()
-        return await self._submit(engine, await engine.load(session_id), text, job)
+        try:
+            return await self._submit(engine, await engine.load(session_id), text, job)
+        except SessionDeletedError as gone:  # deleted (on any host) after the job was started
+            return Submission(kind="prompt", text=str(gone), error=str(gone), error_kind="invalid_input")
 
     async def job(self, job_id: str) -> Job:
         """The job with this id, on whichever host sharing the store started it (one read by key).

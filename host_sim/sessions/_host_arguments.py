@@ -65,6 +65,10 @@ def check_host_arguments(
     builtin_tools: object,
     known_builtin_tools: tuple[str, ...],
     max_reply_bytes: object,
+    max_event_bytes: object,
+    commit_resolver: object,
+    on_bad_mod: object,
+    event_history: object,
 ) -> tuple[tuple[object, ...], tuple[str, ...]]:
     """Raise `InvalidArgumentError` for the first argument of ``Host(...)`` that cannot work;
     return the mods and the built-in tool names, read once (an iterator is read here)."""
@@ -99,5 +103,28 @@ def check_host_arguments(
             "pass e.g. max_reply_bytes=1_000_000",
             argument="max_reply_bytes",
             value=max_reply_bytes,
+        )
+    if isinstance(max_event_bytes, bool) or not isinstance(max_event_bytes, int) or max_event_bytes < 1:
+        raise _bad(
+            "max_event_bytes",
+            max_event_bytes,
+            "be a positive int (the largest spool event file read)",
+            "leave it out for 1_048_576 (1 MiB)",
+        )
+    if commit_resolver is not None and not callable(commit_resolver):
+        raise _bad("commit_resolver", commit_resolver, "be a function fn(output) -> str | None", "or leave it out")
+    if on_bad_mod not in ("raise", "skip"):
+        raise _bad(
+            "on_bad_mod",
+            on_bad_mod,
+            "be 'raise' (refuse every mod when one is bad) or 'skip' (load the good ones, list the bad in host.mod_errors)",
+            "leave it out for 'raise'",
+        )
+    if isinstance(event_history, bool) or not isinstance(event_history, int) or event_history < 0:
+        raise _bad(
+            "event_history",
+            event_history,
+            "be an int >= 0 (the events kept for subscribe(after=...))",
+            "leave it out for 10_000",
         )
     return specs, tuple(n for n in names if isinstance(n, str))

@@ -6,7 +6,7 @@ import secrets
 
 from modular_sdk import SessionId, TurnId
 
-__all__ = ["new_call_id", "new_invocation_id", "new_job_id", "new_message_id", "new_session_id", "new_turn_id"]
+__all__ = ["new_call_id", "new_host_id", "new_invocation_id", "new_job_id", "new_message_id", "new_session_id", "new_turn_id"]
 
 
 def new_session_id() -> SessionId:
@@ -31,3 +31,7 @@ def new_invocation_id() -> str:
 
 def new_job_id() -> str:
     return f"job_{secrets.token_hex(6)}"
+
+
+def new_host_id() -> str:
+    return f"host_{secrets.token_hex(6)}"

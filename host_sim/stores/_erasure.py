@@ -32,7 +32,7 @@ from ._invariants import ERASED_LABEL
 from ._records import Invocation, JobRecord, TurnRecord
 from ._traces import ActionRecord, TraceOutputRecord
 
-__all__ = ["ERASED_LABEL", "KEPT", "PLACES", "STORE_COLUMNS", "Erasure", "Key", "Place", "erase_record", "erase_rows", "statements"]
+__all__ = ["ERASED_BY_STORE", "ERASED_LABEL", "KEPT", "PLACES", "STORE_COLUMNS", "Erasure", "Key", "Place", "erase_record", "erase_rows", "statements"]
 
 _EMPTY: Final[FrozenJsonObject] = freeze_object({}, type_name="an erased payload")
 
@@ -178,6 +178,14 @@ KEPT: Final[Mapping[str, str]] = {
     "spool_applied": "spool event ids and times",
 }
 """Every other table a store keeps, and why it holds no text an erasure must remove."""
+
+ERASED_BY_STORE: Final[Mapping[str, str]] = {
+    "events": "the event log (PostgreSQL, API.md section 13): an event row is JSON of any kind, so the "
+    "store erases the rows of erased turns, of erased commands and of deleted sessions in the "
+    "erasure's own transaction (stores/_postgres.py, _ERASE_EVENTS), and a row written after an "
+    "erasure erases itself in its own",
+}
+"""Tables a store erases itself, in the erasure's transaction, and how."""
 
 
 def _hits(place: Place, record: object, erasure: Erasure) -> bool:

@@ -13,6 +13,9 @@ Layout (PostgreSQL schema ``host_sim``, schema version 1)::
     nodes(seq, session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics)
     edges(seq, from_session_id, to_session_id, relation, created_at, artifact,
           artifact_type, artifact_source_id, PRIMARY KEY (from_session_id, to_session_id))
+    events(seq PRIMARY KEY, host_id, kind, session_id, turn_id, written, event)
+                                         -- every host's events (API.md section 13); added to
+                                         -- older stores when opened
 
 Columns hold what `SqliteStore` holds, byte for byte: JSON columns are the one converter's
 JSON as ``text``, times ISO 8601 with their offset. ``seq`` (an identity column) keeps the
@@ -40,6 +43,16 @@ first connection, and writes ``owner`` into the turns it begins. `running_turns`
 host opening the store fails as interrupted) returns only running turns whose owner holds
 no such lock any more: a turn another live host is running is never failed.
 
+The event log: a host writes the events it publishes as rows of ``events`` (a batch per
+transaction, holding the transaction-level advisory lock ``(0x48530004, 0)`` while it takes
+its seqs, so rows commit in seq order and a reader that read up to N never later finds a row
+below N), then ``NOTIFY host_sim_events``. Each host LISTENs on a connection of its own and
+reads the rows after the last it read when woken, and at least every second: the rows are
+the truth, the NOTIFY a hint. An erasure (`erase`, `delete_session`) takes the same lock and
+erases the text of its turns' event rows in its transaction; a batch written after an
+erasure erases its own rows of erased turns. Every erasure and deletion also bumps
+``meta.erasure_generation``, which `lock_session` reads once the lock is granted.
+
 All database work runs in worker threads (``anyio.to_thread``) with psycopg 3's blocking
 API, so the store works the same under asyncio and trio (psycopg's async API needs
 asyncio). psycopg is imported when a store is opened, never before.
@@ -52,7 +65,7 @@ import re
 import secrets
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final, Literal, TypeVar, final
 
 import anyio
@@ -72,6 +85,7 @@ from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._sqlite import _erased_value, _Table
+from ._shared import EventRow
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore"]
 
@@ -82,6 +96,10 @@ _APPLICATION: Final = "host-sim"
 _SESSION_LOCK: Final = 0x48530001  # advisory lock class: one session's turns
 _OWNER_LOCK: Final = 0x48530002  # advisory lock class: a live store (its owner key)
 _SCHEMA_LOCK: Final = 0x48530003  # advisory lock class: creating or upgrading the schema
+_EVENT_LOCK: Final = 0x48530004  # advisory lock (transaction): event rows commit in seq order
+_EVENTS_CHANNEL: Final = "host_sim_events"  # NOTIFY: new event rows (a wake-up, never the rows)
+_DELTAS_CHANNEL: Final = "host_sim_deltas"  # NOTIFY: reply_delta payloads (best-effort, live only)
+_MAX_NOTIFY_PAYLOAD: Final = 7900  # bytes; PostgreSQL's limit is 8000
 _IDLE_LOCK_CONNECTIONS: Final = 8
 
 _R = TypeVar("_R")
@@ -280,6 +298,22 @@ _JOB_TAGS: Final = (
     "ON CONFLICT DO NOTHING"
 )
 
+_EVENT_LOG: Final = """
+CREATE TABLE IF NOT EXISTS host_sim.events (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    host_id text NOT NULL,
+    kind text NOT NULL,
+    session_id text,
+    turn_id text,
+    written timestamptz NOT NULL DEFAULT now(),
+    event text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_turn ON host_sim.events (turn_id) WHERE turn_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_by_session ON host_sim.events (session_id) WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_by_time ON host_sim.events (written);
+"""
+"""The event log (API.md section 13), added to stores of schema version 1 when opened."""
+
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
 _TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
@@ -327,6 +361,52 @@ _ERASE_TURN: Final = (
     "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s "
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status <> 'running' AND erased_at IS NULL"
 )
+_BLANK = "CASE WHEN e.event::jsonb->>'{0}' IS NULL THEN NULL ELSE '' END"
+
+
+def _erased_event(message: str) -> str:
+    """The JSON of event row ``e`` with the text of its (erased) turn gone; ``message`` is the erased message."""
+    return (
+        "(CASE e.kind "
+        f"WHEN 'turn_started' THEN jsonb_set(e.event::jsonb, '{{message}}', {message}) "
+        f"WHEN 'turn_finished' THEN e.event::jsonb || jsonb_build_object('reply', {_BLANK.format('reply')}, "
+        f"'error', {_BLANK.format('error')}) "
+        "WHEN 'tool_called' THEN jsonb_set(e.event::jsonb, '{input}', '{}'::jsonb) "
+        f"WHEN 'tool_finished' THEN e.event::jsonb || jsonb_build_object('output', {_BLANK.format('output')}, "
+        f"'error', {_BLANK.format('error')}) "
+        "WHEN 'notification' THEN e.event::jsonb || '{\"title\": \"\", \"body\": \"\"}'::jsonb "
+        "ELSE e.event::jsonb END)::text"
+    )
+
+
+_ERASE_EVENTS: Final = (  # what the event rows of an erased turn said goes with it (the kinds that hold text)
+    f"UPDATE host_sim.events e SET event = {_erased_event('%s::jsonb')} WHERE e.turn_id = %s"
+)
+_ERASE_NEW_EVENTS: Final = (  # rows just written about a turn erased meanwhile (made before, written after)
+    f"UPDATE host_sim.events e SET event = {_erased_event('t.message::jsonb')} FROM host_sim.turns t "
+    "WHERE e.seq >= %s AND e.turn_id = t.id AND t.erased_at IS NOT NULL"
+)
+_ERASE_COMMAND_EVENTS_OF: Final = (  # the command_finished rows of the commands an erasure erased
+    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
+    f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = ANY(%s) AND e.kind = 'command_finished' "
+    "AND EXISTS (SELECT 1 FROM host_sim.invocations i WHERE i.id = e.event::jsonb->>'invocation_id' "
+    "AND i.erased_at IS NOT NULL)"
+)
+_ERASE_NEW_COMMAND_EVENTS: Final = (
+    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
+    f"'error', {_BLANK.format('error')}))::text FROM host_sim.deletions d "
+    "WHERE e.seq >= %s AND e.kind = 'command_finished' AND e.session_id = d.session_id"
+)
+_LOCK_EVENTS: Final = f"SELECT pg_advisory_xact_lock({_EVENT_LOCK}, 0)"  # appends and erasures, one at a time
+_ERASE_COMMAND_EVENTS: Final = (  # a deleted session's command_finished events lose their text
+    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
+    f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = %s AND e.kind = 'command_finished'"
+)
+_BUMP_ERASURE_GENERATION: Final = (  # in the transaction of every erasure and deletion
+    "INSERT INTO host_sim.meta (key, value) VALUES ('erasure_generation', '1') "
+    "ON CONFLICT (key) DO UPDATE SET value = (host_sim.meta.value::bigint + 1)::text"
+)
+SELECT_ERASURE_GENERATION: Final = "SELECT value FROM host_sim.meta WHERE key = 'erasure_generation'"
 _SET_INDEX_VERSION: Final = (
     "INSERT INTO host_sim.meta (key, value) VALUES ('index_version', %s) "
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
@@ -394,7 +474,9 @@ class PostgresStore(PostgresTraces):
 
     Hosts on the same database see each other's sessions (``sessions.get``) and turns (see
     docs/embedding.md, "Several hosts"); turns of one session run one at a time in arrival
-    order across hosts. Opening raises `StoreError` naming the DSN (never its password) for
+    order across hosts. They are one host: erasures and deletions hold on all at once,
+    every host's events are rows every host's subscribers read (kept ``event_retention``,
+    24 hours by default), and a dead host's running turns are failed by a live one. Opening raises `StoreError` naming the DSN (never its password) for
     a malformed DSN, a server that cannot be reached, a database that does not exist, a
     role that may not log in or create the tables, a schema of another application, or a
     store written by a newer host-sim. Needs the extra ``modular-chat-sdk[postgres]`` (psycopg
@@ -407,6 +489,9 @@ class PostgresStore(PostgresTraces):
         "_connections",
         "_create",
         "_dsn",
+        "_event_retention",
+        "_listener",
+        "_listening",
         "_idle",
         "_idle_locks",
         "_lock",
@@ -416,7 +501,9 @@ class PostgresStore(PostgresTraces):
         "_slots",
     )
 
-    def __init__(self, dsn: str, *, create: bool = True, connections: int = 8) -> None:
+    def __init__(
+        self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)
+    ) -> None:
         if not isinstance(dsn, str) or not dsn.strip():
             raise StoreError(
                 f"a PostgresStore needs a libpq connection string, got {dsn!r}; pass e.g. "
@@ -427,6 +514,15 @@ class PostgresStore(PostgresTraces):
             raise StoreError(
                 f"connections must be a positive int, got {connections!r}; the default is 8", path=redact(dsn)
             )
+        if not isinstance(event_retention, timedelta) or event_retention <= timedelta(0):
+            raise StoreError(
+                f"event_retention must be a positive timedelta, got {event_retention!r}; the default is "
+                "timedelta(hours=24) (how long event rows are kept for subscribe(after=...))",
+                path=redact(dsn),
+            )
+        self._event_retention = event_retention
+        self._listener: Any = None
+        self._listening = threading.Lock()  # held by the thread waiting on the listener
         self._dsn = dsn
         self._create = create
         self._connections = connections
@@ -472,6 +568,9 @@ class PostgresStore(PostgresTraces):
             async with lock:
                 conns = [self._owner_conn, *self._idle, *self._idle_locks]
                 self._owner_conn, self._idle, self._idle_locks = None, [], []
+                listener, self._listener = self._listener, None
+                if listener is not None:  # woken (a NOTIFY), then closed once no thread waits on it
+                    await anyio.to_thread.run_sync(_close_listener, listener, self._listening, conns[0])
                 self._lock = self._slots = None
                 for conn in conns:
                     if conn is not None:  # this host's locks go first, so other hosts see it gone at once
@@ -606,7 +705,7 @@ class PostgresStore(PostgresTraces):
         tables rewrites their files without it (docs/embedding.md, "Several hosts:
         PostgresStore", Limits).
         """
-        steps: list[_Step] = []
+        steps: list[_Step] = [_Step(_LOCK_EVENTS, (), "cannot lock the event log")]
         for turn in erasure.turns:
             row = dict(zip(_TURNS.columns, self._row(_TURNS, turn), strict=True))
             if turn.erased_at is None:
@@ -619,12 +718,16 @@ class PostgresStore(PostgresTraces):
                     "change",
                 )
             )
+            steps.append(_Step(_ERASE_EVENTS, (row["message"], turn.id), f"cannot erase the events of turn {turn.id!r}"))
         steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot rewrite an edge") for e in erasure.edges]
         tables = [str(name) for (name,) in await self._query(_SELECT_TABLES, ())]
         steps += [
             _Step(sql, params, "cannot erase the text of a record")
             for sql, params in statements(erasure, tables=tables, mark="%s", prefix="host_sim.", encode=_erased_value)
         ]
+        touched = sorted({session for session, _ in erasure.positions} | set(erasure.sessions))
+        steps.append(_Step(_ERASE_COMMAND_EVENTS_OF, (touched,), "cannot erase the events of erased commands"))
+        steps.append(_Step(_BUMP_ERASURE_GENERATION, (), "cannot record the erasure generation"))
         await self._transact(steps)
 
     # -- reads ----------------------------------------------------------------------------
@@ -756,15 +859,19 @@ class PostgresStore(PostgresTraces):
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any
         more); a job a live host runs is left alone, as its running turns are."""
+        return len(await self.interrupt_dead_hosts_jobs(now))
+
+    async def interrupt_dead_hosts_jobs(self, now: Callable[[], datetime]) -> Sequence[str]:
+        """`interrupt_jobs`, returning the ids of the jobs it marked (a live host announces them)."""
         orphaned = f"j.status = 'running' AND NOT EXISTS ({_OWNER_HELD.format(owner='j.owner')})"
         if not await self._query(f"SELECT 1 FROM host_sim.jobs j WHERE {orphaned} LIMIT 1", ()):
-            return 0  # (the usual case: the clock is not even read)
+            return ()  # (the usual case: the clock is not even read)
         rows = await self._query(  # autocommit: one statement, so two hosts never both take one
             "UPDATE host_sim.jobs j SET status = 'interrupted', finished_at = %s, error_kind = 'interrupted', "
             f"error = 'the host closed before the job finished', owner = NULL WHERE {orphaned} RETURNING j.id",
             (now().isoformat(),),
         )
-        return len(rows)
+        return tuple(str(r[0]) for r in rows)
 
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         await self._transact(
@@ -824,14 +931,22 @@ class PostgresStore(PostgresTraces):
         stamp = at.isoformat()
         await self._transact(
             [
+                _Step(_LOCK_EVENTS, (), "cannot lock the event log"),
                 _Step(
                     "INSERT INTO host_sim.deletions (session_id, deleted_at) SELECT %s, %s "
                     "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) ON CONFLICT (session_id) DO NOTHING",
                     (session_id, stamp, session_id),
                     f"no session {session_id!r} is stored",
                 ),
+                _Step(_ERASE_COMMAND_EVENTS, (session_id,), f"cannot erase the command events of {session_id!r}"),
+                _Step(_BUMP_ERASURE_GENERATION, (), "cannot record the erasure generation"),
             ]
         )
+
+    async def erasure_generation(self) -> int:
+        """The counter every `erase` and `delete_session` bumps in its transaction (0: none yet)."""
+        rows = await self._query(SELECT_ERASURE_GENERATION, ())
+        return int(rows[0][0]) if rows else 0
 
     async def deleted_at(self, session_id: SessionId) -> datetime | None:
         rows = await self._query("SELECT deleted_at FROM host_sim.deletions WHERE session_id = %s", (session_id,))
@@ -918,8 +1033,9 @@ class PostgresStore(PostgresTraces):
     # -- several hosts ---------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def lock_session(self, session_id: SessionId) -> AsyncIterator[None]:
-        """Hold session ``session_id``'s turn lock across every host of this database.
+    async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
+        """Hold session ``session_id``'s turn lock across every host of this database; yields
+        the erasure generation, read once the lock is granted (in the same round trip).
 
         Waits (cancellably) until no other host holds it; hosts get it in the order they
         asked. The lock is held on a connection of its own until the block ends, or until
@@ -927,12 +1043,12 @@ class PostgresStore(PostgresTraces):
         """
         conn = await self._lock_connection()
         try:
-            await self._wait_for_lock(conn, session_id)
+            generation = await self._wait_for_lock(conn, session_id)
         except BaseException:
             conn = None  # closed by _wait_for_lock
             raise
         try:
-            yield
+            yield generation
         finally:
             with anyio.CancelScope(shield=True):
                 try:
@@ -952,26 +1068,51 @@ class PostgresStore(PostgresTraces):
             conn = self._idle_locks.pop()
             if not conn.closed and not conn.broken:
                 return conn
-        return await anyio.to_thread.run_sync(self._connect)
+        made: list[Any] = []
+        try:
+            await anyio.to_thread.run_sync(lambda: made.append(self._connect()))
+        except BaseException:
+            for conn in made:  # connected, but the caller was cancelled meanwhile
+                _close_quietly(conn)
+            raise
+        return made[0]
 
-    async def _wait_for_lock(self, conn: Any, session_id: SessionId) -> None:
+    async def _wait_for_lock(self, conn: Any, session_id: SessionId) -> int:
         done = threading.Event()
+        state = threading.Lock()  # guards ``phase``: whether the waiting thread began, or was called off
+        phase = ["new"]
         failure: list[BaseException] = []
+        generation: list[int] = []
 
         def wait() -> None:
+            with state:
+                if phase[0] == "called off":  # cancelled before this thread ran: never ask for the lock
+                    done.set()
+                    return
+                phase[0] = "asking"
             try:
-                conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_SESSION_LOCK, session_id))
+                # Two statements in one round trip: the second reads the generation with a
+                # snapshot taken once the lock is granted (never one from before the wait).
+                with conn.pipeline():
+                    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_SESSION_LOCK, session_id))
+                    read = conn.execute(SELECT_ERASURE_GENERATION, ())
+                row = read.fetchone()
+                generation.append(int(row[0]) if row is not None else 0)
             except BaseException as exc:  # reported below, in the caller's task
                 failure.append(exc)
             finally:
                 done.set()
 
         def cancel() -> None:
-            try:
-                conn.cancel_safe(timeout=10)
-            except Exception:  # noqa: BLE001 (closing the connection below ends the wait anyway)
-                pass
-            done.wait(30)
+            with state:
+                began = phase[0] == "asking"
+                phase[0] = "called off"
+            if began:
+                try:
+                    conn.cancel_safe(timeout=10)
+                except Exception:  # noqa: BLE001 (closing the connection below ends the wait anyway)
+                    pass
+                done.wait(30)
             _close_quietly(conn)  # a lock granted just before the cancel goes with it
 
         try:
@@ -983,12 +1124,137 @@ class PostgresStore(PostgresTraces):
         if failure:
             _close_quietly(conn)
             raise self._database_error(failure[0], f"cannot lock session {session_id!r}")
+        return generation[0]
 
     def _unlock_session(self, conn: Any, session_id: SessionId) -> None:
         try:
             conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_SESSION_LOCK, session_id))
         except self._psycopg.Error as exc:
             raise self._database_error(exc, f"cannot unlock session {session_id!r}") from exc
+
+    # -- the event log (API.md section 13) ------------------------------------------------
+
+    @property
+    def host_id(self) -> str:
+        """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
+        return f"pg-{self._owner}"
+
+    async def append_events(self, rows: Sequence[EventRow]) -> None:
+        """Write event rows (in order) in one transaction and wake every listening host.
+
+        The transaction holds an advisory lock while it takes its seqs, so event rows
+        commit in seq order across hosts: a reader that has read up to seq N never later
+        finds a row below N it has not read.
+        """
+        if not rows:
+            return
+        values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
+        params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
+        for r in rows:
+            if "\x00" in r.event:
+                raise self._fail(f"cannot store a {r.kind} event holding a NUL character", "remove it where the text enters")
+
+        def run(conn: Any) -> None:
+            try:
+                with conn.transaction():
+                    conn.execute(_LOCK_EVENTS, ())
+                    first = conn.execute(
+                        f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} "
+                        "RETURNING seq",
+                        params,
+                    ).fetchone()[0]
+                    conn.execute(_ERASE_NEW_EVENTS, (first,))  # an erasure never leaves text behind in a row
+                    conn.execute(_ERASE_NEW_COMMAND_EVENTS, (first,))
+                    conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
+            except self._psycopg.Error as exc:
+                raise self._database_error(exc, "could not write events") from exc
+
+        await self._with_connection(run)
+
+    async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
+        """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
+        rows = await self._query(
+            "SELECT seq, host_id, event FROM host_sim.events WHERE seq > %s ORDER BY seq LIMIT %s", (seq, limit)
+        )
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+    async def trimmed_events(self) -> int:
+        """The newest seq retention deleted (0: none)."""
+        rows = await self._query("SELECT value FROM host_sim.meta WHERE key = 'events_trimmed'", ())
+        return int(rows[0][0]) if rows else 0
+
+    async def last_event_seq(self) -> int:
+        """The newest event row's seq (0: none): where a host that opens starts reading."""
+        rows = await self._query("SELECT max(seq) FROM host_sim.events", ())
+        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
+    async def wait_for_events(self, timeout: float) -> list[str]:
+        """Wait until a host wrote event rows (a NOTIFY) or ``timeout`` seconds passed; returns
+        the reply_delta payloads that arrived meanwhile. A wake-up, never the truth: the rows are."""
+        if self._owner_conn is None:
+            raise self._closed_error()
+        if self._listener is None or self._listener.closed:  # first use, or lost (the server restarted)
+            await anyio.to_thread.run_sync(self._listen)  # the store holds it even if this task is cancelled
+        listener, listening = self._listener, self._listening
+
+        def wait() -> list[str]:
+            with listening:
+                if listener.closed:
+                    return []
+                deltas: list[str] = []
+                try:
+                    for note in listener.notifies(timeout=timeout, stop_after=1):
+                        if note.channel == _DELTAS_CHANNEL:
+                            deltas.append(note.payload)
+                except self._psycopg.Error as exc:
+                    _close_quietly(listener)
+                    raise self._database_error(exc, "lost its event listener") from exc
+                return deltas
+
+        return await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
+
+    def _listen(self) -> None:
+        if self._listener is not None:
+            _close_listener(self._listener, self._listening, None)
+        conn = self._connect()
+        try:
+            conn.execute(f"LISTEN {_EVENTS_CHANNEL}", ())
+            conn.execute(f"LISTEN {_DELTAS_CHANNEL}", ())
+        except BaseException:
+            _close_quietly(conn)
+            raise
+        self._listener = conn
+
+    async def send_delta(self, payload: str) -> None:
+        """Hand a reply_delta to the other hosts' listeners (best-effort: dropped when too large)."""
+        if len(payload.encode("utf-8")) > _MAX_NOTIFY_PAYLOAD or "\x00" in payload:
+            return
+        await self._query(f"SELECT pg_notify('{_DELTAS_CHANNEL}', %s)", (payload,))
+
+    async def trim_events(self) -> int:
+        """Delete event rows older than ``event_retention``; returns how many."""
+        cutoff_seconds = self._event_retention.total_seconds()
+
+        def run(conn: Any) -> int:
+            try:
+                with conn.transaction():
+                    row = conn.execute(
+                        "DELETE FROM host_sim.events WHERE seq <= (SELECT max(seq) FROM host_sim.events "
+                        "WHERE written < now() - make_interval(secs => %s)) RETURNING seq",
+                        (cutoff_seconds,),
+                    ).fetchall()
+                    if row:
+                        conn.execute(
+                            "INSERT INTO host_sim.meta (key, value) VALUES ('events_trimmed', %s) "
+                            "ON CONFLICT (key) DO UPDATE SET value = GREATEST(host_sim.meta.value::bigint, "
+                            "excluded.value::bigint)::text",
+                            (str(max(int(r[0]) for r in row)),),
+                        )
+                    return len(row)
+            except self._psycopg.Error as exc:
+                raise self._database_error(exc, "could not delete old events") from exc
+
+        return await self._with_connection(run)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -1020,16 +1286,21 @@ class PostgresStore(PostgresTraces):
         if slots is None or self._owner_conn is None:
             raise self._closed_error()
         async with slots:
-            conn = self._idle.pop() if self._idle else None
-            conn, result = await anyio.to_thread.run_sync(self._run, conn, work)
+            # The idle connection is taken in the worker thread: a task cancelled before the
+            # thread starts must not drop one it took (it would be left open, unowned).
+            conn, result = await anyio.to_thread.run_sync(self._run, work)
             if self._owner_conn is not None:
                 self._idle.append(conn)
             else:
-                await anyio.to_thread.run_sync(_close_quietly, conn)
+                _close_quietly(conn)  # the store closed meanwhile (no await: nothing may drop it)
             return result
 
-    def _run(self, conn: Any, work: Callable[[Any], _R]) -> tuple[Any, _R]:
-        """In a worker thread: run ``work`` on ``conn`` (connecting when ``None``)."""
+    def _run(self, work: Callable[[Any], _R]) -> tuple[Any, _R]:
+        """In a worker thread: run ``work`` on an idle connection (connecting when there is none)."""
+        try:
+            conn = self._idle.pop()
+        except IndexError:
+            conn = None
         if conn is None or conn.closed or conn.broken:
             conn = self._connect()
         try:
@@ -1203,7 +1474,7 @@ class PostgresStore(PostgresTraces):
                             f"holds no host-sim store (database {dbname!r} has no schema host_sim)",
                             "pass the DSN of the database your hosts write, or open it with a host to create one",
                         )
-                    for statement in _statements(_SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA + _ERASURE_RULES):
+                    for statement in _statements(_SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA + _ERASURE_RULES + _EVENT_LOG):
                         conn.execute(statement, ())
                     conn.execute(
                         "INSERT INTO host_sim.meta (key, value) VALUES ('application', %s), "
@@ -1225,6 +1496,11 @@ class PostgresStore(PostgresTraces):
                         conn.execute(statement, ())
                 if self._create and not conn.execute(_HAS_ERASURE_RULES, ()).fetchone()[0]:
                     for statement in _statements(_ERASURE_RULES):  # a store made before erasure reached them
+                        conn.execute(statement, ())
+                if meta.get("application") == _APPLICATION and conn.execute(
+                    "SELECT to_regclass('host_sim.events') IS NULL", ()
+                ).fetchone()[0]:
+                    for statement in _statements(_EVENT_LOG):  # a store written before the event log
                         conn.execute(statement, ())
         except StoreError:
             raise
@@ -1287,6 +1563,16 @@ def _password_of(dsn: str) -> str | None:
     if found:
         return found.group(2).strip("'") or None
     return None
+
+
+def _close_listener(conn: Any, listening: threading.Lock, waker: Any) -> None:
+    try:
+        if waker is not None and not waker.closed and not waker.broken:
+            waker.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
+    except Exception:  # noqa: BLE001 (the wait then ends at its timeout)
+        pass
+    with listening:
+        _close_quietly(conn)
 
 
 def _close_quietly(conn: Any, unlock: bool = False) -> None:

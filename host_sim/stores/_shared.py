@@ -9,30 +9,97 @@ and, when it has it:
 - holds ``lock_session(id)`` from before a turn of that session begins to after it
   finishes (the database grants it to hosts in the order they asked), and first catches
   up with ``turns_since(id, next_ordinal)``, so the turn's ordinal is the next one;
-- catches up (without the lock) when it reads a session's history or forks it.
+- catches up (without the lock) when it reads a session's history or forks it;
+- reads the erasure generation once it holds the lock (``lock_session`` yields it, read
+  in the same round trip as the lock): when it moved, another host
+  erased or deleted something, and the session's chain is read again before the model
+  is called (a forgotten message never reaches a model on any host).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
+
+import attrs
 
 from modular_sdk import SessionId
 
 from ._records import TurnRecord
 
-__all__ = ["SharedStore"]
+__all__ = ["EventRow", "SharedStore"]
+
+
+@attrs.frozen(kw_only=True)
+class EventRow:
+    """One event as a shared store writes it: its kind, what it is about, and its JSON. Immutable."""
+
+    kind: str
+    session_id: str | None
+    turn_id: str | None
+    event: str
 
 
 @runtime_checkable
 class SharedStore(Protocol):
     """A store several hosts write at once (see the module docstring)."""
 
-    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[None]:
-        """Hold the session's turn lock across hosts for the ``async with`` block (waits, cancellably)."""
+    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[int]:
+        """Hold the session's turn lock across hosts for the ``async with`` block (waits,
+        cancellably); yields the erasure generation read once the lock was granted."""
         ...
 
     async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
         """The session's own turns from ``ordinal`` on, in ordinal order."""
+        ...
+
+    async def erasure_generation(self) -> int:
+        """A counter every erasure and deletion bumps in its own transaction (one indexed read)."""
+        ...
+
+    @property
+    def host_id(self) -> str:
+        """Who this host is among the hosts of the store (the events it writes carry it)."""
+        ...
+
+    async def append_events(self, rows: Sequence[EventRow]) -> None:
+        """Write event rows in one transaction, numbered in commit order, and wake the listeners."""
+        ...
+
+    async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
+        """Event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
+        ...
+
+    async def trimmed_events(self) -> int:
+        """The newest seq retention deleted (0: none)."""
+        ...
+
+    async def last_event_seq(self) -> int:
+        """The newest event row's seq (0: none)."""
+        ...
+
+    async def wait_for_events(self, timeout: float) -> list[str]:
+        """Wait for a wake-up (new rows) or ``timeout``; returns reply_delta payloads received."""
+        ...
+
+    async def send_delta(self, payload: str) -> None:
+        """Send a reply_delta to the other hosts, best-effort."""
+        ...
+
+    async def trim_events(self) -> int:
+        """Delete event rows older than the store's retention."""
+        ...
+
+    async def running_turns(self) -> Sequence[TurnRecord]:
+        """Running turns whose host is gone, handed to this host to finish."""
+        ...
+
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record."""
+        ...
+
+    async def interrupt_dead_hosts_jobs(self, now: Callable[[], datetime]) -> Sequence[str]:
+        """Mark ``interrupted`` the running jobs whose host is gone; their ids."""
         ...

@@ -3,6 +3,7 @@
     python tests/host/postgres_host.py DSN SESSION_ID write --turns N [--workers W] [--name NAME]
     python tests/host/postgres_host.py DSN SESSION_ID hang
     python tests/host/postgres_host.py DSN SESSION_ID job
+    python tests/host/postgres_host.py DSN - serve
 
 ``write`` sends N prompts to the session (W concurrent senders in this process) and prints
 one acknowledgement line (JSON: turn id, ordinal, status, prompt) once each send returns.
@@ -10,7 +11,10 @@ one acknowledgement line (JSON: turn id, ordinal, status, prompt) once each send
 on stdin (forever, if nobody writes one: the test kills the process there); it prints the
 acknowledgement once the turn finishes. ``job`` starts a job (``host.start``) whose model
 call never returns, prints ``{"job": ID}``, and prints its status and error kind once it
-ends (another host cancels it). Each process prints ``open`` once its host is open.
+ends (another host cancels it). ``hang-job`` is ``hang`` run as a job. ``serve`` runs one JSON command per stdin line
+(``{"op": "run" | "forget" | "delete" | "create", ...}``) and prints one JSON answer per
+command; a ``run`` answers with the history its model was given. Each process prints
+``open`` once its host is open.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ async def write(dsn: str, session_id: str, turns: int, workers: int, name: str) 
                 tg.start_soon(worker)
 
 
-async def hang(dsn: str, session_id: str) -> None:
+async def hang(dsn: str, session_id: str, as_job: bool = False) -> None:
     async def respond(request: ModelRequest) -> str:
         print("in-model", flush=True)
         line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
@@ -55,6 +59,11 @@ async def hang(dsn: str, session_id: str) -> None:
     async with Host(model=ScriptedModel(respond), store=PostgresStore(dsn)) as host:
         print("open", flush=True)
         session = await host.sessions.get(session_id)
+        if as_job:  # the same, as a job the host owns
+            job = await host.start(session, "hang")
+            done = await job.wait()
+            ack(job=job.id, status=job.status, text=done.text)
+            return
         result = await session.run("hang")
         ack(turn=result.turn.id, ordinal=result.turn.ordinal, status=result.turn.status, prompt="hang")
 
@@ -74,22 +83,53 @@ async def job(dsn: str, session_id: str) -> None:
         ack(job=started.id, status=started.status, error_kind=submission.error_kind)
 
 
+async def serve(dsn: str) -> None:
+    seen: list[list[object]] = []
+
+    async def respond(request: ModelRequest) -> str:
+        seen.append([[h.text, h.reply, h.erased] for h in request.history])
+        return f"reply to {request.text}"
+
+    async with Host(model=ScriptedModel(respond), store=PostgresStore(dsn)) as host:
+        print("open", flush=True)
+        while line := await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True):
+            command = json.loads(line)
+            op = command["op"]
+            try:
+                if op == "create":
+                    ack(session=(await host.sessions.create()).id)
+                elif op == "run":
+                    session = await host.sessions.get(command["session"])
+                    result = await session.run(command["text"])
+                    ack(turn=result.turn.id, status=result.turn.status, history=seen[-1])
+                elif op == "forget":
+                    await host.lineage.forget(command["turn"], dry_run=False)
+                    ack(done=True)
+                elif op == "delete":
+                    await host.sessions.delete(command["session"])
+                    ack(done=True)
+            except Exception as exc:  # reported to the test, which checks the type
+                ack(error=type(exc).__name__, message=str(exc))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("dsn")
     parser.add_argument("session_id")
-    parser.add_argument("mode", choices=["write", "hang", "job"])
+    parser.add_argument("mode", choices=["write", "hang", "hang-job", "job", "serve"])
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--name", default="host")
     parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
     args = parser.parse_args()
-    if args.mode == "write":
+    if args.mode == "serve":
+        anyio.run(serve, args.dsn, backend=args.backend)
+    elif args.mode == "write":
         anyio.run(write, args.dsn, args.session_id, args.turns, args.workers, args.name, backend=args.backend)
     elif args.mode == "job":
         anyio.run(job, args.dsn, args.session_id, backend=args.backend)
     else:
-        anyio.run(hang, args.dsn, args.session_id, backend=args.backend)
+        anyio.run(hang, args.dsn, args.session_id, args.mode == "hang-job", backend=args.backend)
 
 
 if __name__ == "__main__":

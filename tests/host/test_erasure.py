@@ -39,7 +39,7 @@ from host_sim import (
     write_event,
 )
 from host_sim.stores import _erasure
-from host_sim.stores._erasure import KEPT, PLACES, STORE_COLUMNS, Place
+from host_sim.stores._erasure import ERASED_BY_STORE, KEPT, PLACES, STORE_COLUMNS, Place
 from host_sim.stores._invariants import check
 from modular_sdk import (
     ActionContext,
@@ -53,7 +53,7 @@ from modular_sdk import (
 
 pytestmark = pytest.mark.anyio
 
-REGISTERED = {p.table for p in PLACES} | set(KEPT)
+REGISTERED = {p.table for p in PLACES} | set(KEPT) | set(ERASED_BY_STORE)
 
 
 def _decided(place: Place) -> set[str]:
@@ -332,13 +332,12 @@ async def test_a_deleted_session_leaves_no_copy_of_its_text_in_any_read_out_or_b
 async def test_an_action_proposed_after_its_session_was_deleted_cannot_be_confirmed() -> None:
     async with Host(mods=[MOD], model=ScriptedModel(respond), store=MemoryStore()) as host:
         chat = await host.sessions.create()
-        await host.sessions.delete(chat.id)
-        proposed = await host.submit(chat, "remember this")  # a deleted session still answers
+        proposed = await host.submit(chat, "remember this")
         (pending,) = proposed.actions
-        with pytest.raises(ActionStateError, match="which was deleted") as refused:
+        await host.sessions.delete(chat.id)  # nothing more is sent to it (SessionDeletedError)
+        with pytest.raises(ActionStateError, match="was erased at .*its session deleted.* cannot be confirmed") as refused:
             await host.confirm(pending.id)
-        assert refused.value.state == "deleted"
-        await host.dismiss(pending.id)  # dismissing it is still allowed
+        assert refused.value.state == "erased"
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])

@@ -326,3 +326,21 @@ async def test_a_user_cancels_their_running_job_and_nobody_else_can(tmp_path: Pa
         done = (await client.get(f"/jobs/{job_id}", headers=as_("alice"), params={"wait": 5})).json()
         assert done["status"] == "cancelled" and done["submission"]["error_kind"] == "interrupted"
         release.set()
+
+
+@pytest.mark.anyio
+async def test_a_browser_that_reconnects_with_last_event_id_gets_what_it_missed(tmp_path: Path) -> None:
+    async with serving(app_on(tmp_path / "chat.sqlite")) as client:
+        chat = await new_session(client, "alice")
+        await say(client, "alice", chat, "one")
+        # From the start: what happened before it came, but the live-only reply deltas.
+        first = await client.get("/events", headers={**as_("alice"), "Last-Event-ID": "0"}, params={"limit": 3})
+        assert [name for name, _ in sse(first.text)] == ["session_created", "job_started", "turn_started"]
+        await say(client, "alice", chat, "two")  # meanwhile
+        last = [line for line in first.text.splitlines() if line.startswith("id: ")][-1].removeprefix("id: ")
+        again = await client.get("/events", headers={**as_("alice"), "Last-Event-ID": last}, params={"limit": 6})
+        assert [(name, data.get("reply")) for name, data in sse(again.text) if name.startswith("turn_")] == [
+            ("turn_finished", "you said: one"),
+            ("turn_started", None),
+            ("turn_finished", "you said: two"),
+        ]

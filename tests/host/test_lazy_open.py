@@ -16,7 +16,9 @@ from host_sim import Host, MemoryStore, SessionHandle, SqliteStore, Store
 from modular_sdk import AiPromptMessage, AiSessionHandle, AiTurnHandle
 
 # What a host may do to its store when it opens: look for crash leftovers (turns, jobs) and the index marker.
-OPENING_READS = {"open", "running_turns", "index_version", "interrupt_jobs", "trace_index_version"}  # each by an index
+OPENING_READS = {
+    "open", "running_turns", "index_version", "interrupt_jobs", "trace_index_version", "erasure_generation", "last_event_seq"
+}  # each by an index
 
 
 class CountingStore:

@@ -414,9 +414,13 @@ class CountingSharedStore(CountingStore):
         super().__init__(inner)
         self._postgres = inner
 
-    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[None]:
+    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[int]:
         self.calls.append(("lock_session", session_id))
         return self._postgres.lock_session(session_id)
+
+    @property
+    def host_id(self) -> str:
+        return self._postgres.host_id
 
 
 @pytest.mark.anyio

@@ -63,12 +63,14 @@ from host_sim import (
     OpenAIModel,
     ReplyDelta,
     SessionCreated,
+    SessionDeleted,
     SessionHandle,
     SqliteStore,
     Store,
     Submission,
     ToolCalled,
     ToolFinished,
+    TurnErased,
     TurnFinished,
     TurnHandle,
     TurnStarted,
@@ -240,6 +242,8 @@ class ChatBackend:
         if only is not None:
             await self.owned(request, only)
         limit = int_param(request, "limit", default=None, low=1, high=1_000_000)
+        last_id = request.headers.get("last-event-id", "")  # a reconnecting EventSource resumes after it
+        after = int(last_id) if last_id.isdigit() and len(last_id) <= 18 else None
         host = self.host
         owners: dict[str, str | None] = {}
         job_sessions: dict[str, str] = {}  # a job_finished names its job; job_started, its session
@@ -265,7 +269,7 @@ class ChatBackend:
 
         async def stream() -> AsyncIterator[str]:
             sent = 0
-            async with host.subscribe() as events:
+            async with host.subscribe(after=after) as events:
                 while limit is None or sent < limit:
                     event: HostEvent | None = None
                     with anyio.move_on_after(KEEP_ALIVE):  # never yield inside a cancel scope
@@ -278,7 +282,8 @@ class ChatBackend:
                     elif await visible(event):
                         sent += 1
                         data = json.dumps(event_json(event), ensure_ascii=False)
-                        yield f"id: {event.seq}\nevent: {event.kind}\ndata: {data}\n\n"
+                        seen = "" if event.seq is None else f"id: {event.seq}\n"  # a delta is live only
+                        yield f"{seen}event: {event.kind}\ndata: {data}\n\n"
 
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
@@ -594,6 +599,10 @@ def event_json(event: HostEvent) -> dict[str, JSON]:
             data |= {"job_id": event.job_id, "status": event.status, "error_kind": event.error_kind}
         case NotificationEvent():
             data |= {"session_id": event.session_id, "turn_id": event.turn_id, "title": event.title, "body": event.body}
+        case SessionDeleted():
+            data |= {"session_id": event.session_id}
+        case TurnErased():
+            data |= {"session_id": event.session_id, "turn_id": event.turn_id}
         case Lagged():
             data |= {"missed": event.missed}
         case _:
