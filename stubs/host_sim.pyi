@@ -772,29 +772,29 @@ class ScopedHost:
     @property
     def traces(self) -> ScopedTraces:
         """Traces as the scope sees them (see `ScopedTraces`)."""
-    async def submit(self, session: _Session, text: str) -> Submission:
+    async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
         """`Host.submit` in a session of the scope; a handler it runs acts within the session's tags."""
-    async def start(self, session: _Session, text: str) -> Job:
+    async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
         """`Host.start` in a session of the scope."""
     async def run_command(self, command_id: str) -> Submission:
         """`Host.run_command`: a palette command, whose handler acts within the scope."""
     def completions(self, text: str) -> list[Completion]:
         """`Host.completions` (slash-command typeahead: the mods' commands, no tenant data)."""
-    async def log(self, session: _Session) -> list[TurnHandle | Invocation]:
+    async def log(self, session: SessionHandle | SessionId | str) -> list[TurnHandle | Invocation]:
         """`Host.log` of a session of the scope."""
-    async def transcript(self, session: _Session) -> str:
+    async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """`Host.transcript` of a session of the scope."""
     async def job(self, job_id: str) -> Job:
         """A job of a session of the scope; `UnknownJobError` (as for a missing id) otherwise."""
     async def cancel_job(self, job_id: str) -> None:
         """Cancel a job of the scope (`Host.cancel_job`); `UnknownJobError` otherwise."""
-    async def jobs(self, *, session: _Session | None = None, status: JobStatus | None = None, tags: Mapping[str, str] | None = None, limit: int = 50, after: str | None = None) -> JobPage:
+    async def jobs(self, *, session: SessionHandle | SessionId | str | None = None, status: JobStatus | None = None, tags: Mapping[str, str] | None = None, limit: int = 50, after: str | None = None) -> JobPage:
         """`Host.jobs` limited to the scope's sessions, served by the tag index."""
-    async def notifications(self, *, session: _Session | None = None, unread_only: bool = True, tags: Mapping[str, str] | None = None) -> list[TurnHandle]:
+    async def notifications(self, *, session: SessionHandle | SessionId | str | None = None, unread_only: bool = True, tags: Mapping[str, str] | None = None) -> list[TurnHandle]:
         """`Host.notifications`: the scope's inbox, served by the tag index."""
     async def mark_read(self, turn_id: str) -> None:
         """`Host.mark_read` of a notification of the scope; `UnknownTurnError` otherwise."""
-    async def pending_actions(self, session: _Session) -> list[PendingAction]:
+    async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
         """`Host.pending_actions` of a session of the scope."""
     async def confirm(self, action_id: str) -> Submission:
         """`Host.confirm` of an action proposed in the scope; `ActionStateError` (as for an"""
@@ -1335,5 +1335,3 @@ JobStatus: TypeAlias = Literal['running', 'finished', 'failed', 'interrupted', '
 """Where a job is: ``"running"``, then one of the others, once."""
 
 T = TypeVar('T')
-
-_Session = SessionHandle | SessionId | str

@@ -46,8 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ScopedEventStream", "ScopedHost", "ScopedLineage", "ScopedTraces"]
 
-_Session = SessionHandle | SessionId | str
-
 
 def _session_id(session: object) -> object:
     """The id a handle or id names (checked where it is read)."""
@@ -92,7 +90,7 @@ class ScopedHost(metaclass=NoPublicConstructor):
     def _engine(self) -> Engine:
         return self._host._open()
 
-    async def _id(self, session: _Session) -> SessionId:
+    async def _id(self, session: SessionHandle | SessionId | str) -> SessionId:
         """The id of a session this scope sees; `UnknownSessionError` as for a missing one."""
         session_id = _session_id(session)
         if not isinstance(session_id, str):
@@ -123,11 +121,11 @@ class ScopedHost(metaclass=NoPublicConstructor):
         return ScopedTraces._create(self._host.traces, self._engine().store, self._scope)
 
     # -- what the user types ---------------------------------------------------------------
-    async def submit(self, session: _Session, text: str) -> Submission:
+    async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
         """`Host.submit` in a session of the scope; a handler it runs acts within the session's tags."""
         return await self._host.submit(await self._id(session), text)
 
-    async def start(self, session: _Session, text: str) -> Job:
+    async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
         """`Host.start` in a session of the scope."""
         return await self._host.start(await self._id(session), text)
 
@@ -140,11 +138,11 @@ class ScopedHost(metaclass=NoPublicConstructor):
         return self._host.completions(text)
 
     # -- reading -----------------------------------------------------------------------------
-    async def log(self, session: _Session) -> list[TurnHandle | Invocation]:
+    async def log(self, session: SessionHandle | SessionId | str) -> list[TurnHandle | Invocation]:
         """`Host.log` of a session of the scope."""
         return await self._host.log(await self._id(session))
 
-    async def transcript(self, session: _Session) -> str:
+    async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """`Host.transcript` of a session of the scope."""
         return await self._host.transcript(await self._id(session))
 
@@ -163,7 +161,7 @@ class ScopedHost(metaclass=NoPublicConstructor):
     async def jobs(
         self,
         *,
-        session: _Session | None = None,
+        session: SessionHandle | SessionId | str | None = None,
         status: JobStatus | None = None,
         tags: Mapping[str, str] | None = None,
         limit: int = 50,
@@ -178,7 +176,7 @@ class ScopedHost(metaclass=NoPublicConstructor):
     async def notifications(
         self,
         *,
-        session: _Session | None = None,
+        session: SessionHandle | SessionId | str | None = None,
         unread_only: bool = True,
         tags: Mapping[str, str] | None = None,
     ) -> list[TurnHandle]:
@@ -192,7 +190,7 @@ class ScopedHost(metaclass=NoPublicConstructor):
         await self._host.mark_read(turn_id)
 
     # -- actions -----------------------------------------------------------------------------
-    async def pending_actions(self, session: _Session) -> list[PendingAction]:
+    async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
         """`Host.pending_actions` of a session of the scope."""
         return await self._host.pending_actions(await self._id(session))
 
