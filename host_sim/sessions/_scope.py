@@ -12,6 +12,8 @@ import types
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, final
 
+import attrs
+
 from modular_sdk import ActionStateError, InvalidArgumentError, SessionId, UnknownSessionError, UnknownTurnError
 
 from modular_sdk._rules import show, unstorable_text
@@ -28,19 +30,21 @@ if TYPE_CHECKING:
 __all__ = ["Scope", "scope_of"]
 
 
+def _frozen_tags(tags: Mapping[str, str]) -> Mapping[str, str]:
+    return types.MappingProxyType(dict(tags))
+
+
 @final
+@attrs.frozen
 class Scope:
     """The tags a scoped view (``host.scoped(tags)``) or a handler acts within. Immutable."""
 
-    __slots__ = ("tags",)
+    tags: Mapping[str, str] = attrs.field(converter=_frozen_tags, eq=False)
+    _key: frozenset[tuple[str, str]] = attrs.field(init=False, repr=False)
 
-    tags: Mapping[str, str]
-
-    def __init__(self, tags: Mapping[str, str]) -> None:
-        object.__setattr__(self, "tags", types.MappingProxyType(dict(tags)))
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"a Scope is immutable; make another with scope.narrowed({{...}})")
+    @_key.default
+    def _key_of(self) -> frozenset[tuple[str, str]]:
+        return frozenset(self.tags.items())
 
     @staticmethod
     def of(tags: object) -> Scope:
@@ -85,12 +89,6 @@ class Scope:
         """The scope of a view within this one (``scoped(...)`` of a `ScopedHost`)."""
         Scope.of(more)
         return Scope(self.merged(more))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Scope) and dict(other.tags) == dict(self.tags)
-
-    def __hash__(self) -> int:
-        return hash(frozenset(self.tags.items()))
 
     def __repr__(self) -> str:
         return f"Scope({dict(self.tags)!r})"

@@ -27,6 +27,7 @@ from host_sim import (
     ScopedHost,
     ScriptedModel,
     TaskRef,
+    ToolCall,
     UnknownJobError,
     UnknownTraceError,
 )
@@ -39,6 +40,7 @@ from modular_sdk import (
     ModMetadata,
     ModularError,
     SlashCommandContext,
+    ToolContext,
     UnknownSessionError,
     UnknownTurnError,
     action,
@@ -46,6 +48,7 @@ from modular_sdk import (
     command,
     define_mod,
     slash_command,
+    tool,
 )
 
 from .conftest import StoreFactory
@@ -420,3 +423,33 @@ async def test_a_scoped_subscriber_reads_only_its_scopes_events(any_store: Store
             s.id for s in (await alice.sessions.list()).sessions
         }
         assert his.id not in {getattr(e, "session_id", None) for e in seen}
+
+
+@attrs.frozen
+class NoInput:
+    """A tool that takes nothing."""
+
+
+made_by_tool: list[str] = []
+
+
+async def make_from_tool(_: NoInput, ctx: ToolContext) -> str:
+    made_by_tool.append((await ctx.ai.sessions.create()).id)
+    return "made"
+
+
+@pytest.mark.anyio
+async def test_a_tool_handler_acts_within_the_tags_of_its_session(any_store: StoreFactory) -> None:
+    def call_then_answer(request: ModelRequest) -> str | ToolCall:
+        return "done" if request.tool_results else ToolCall(name="make_session", input={})
+
+    tools = define_mod(
+        metadata=ModMetadata(display_name="Tools", description="A tool that creates a session"),
+        ai=AiContributions(tools=[tool(name="make_session", description="Create one", input_type=NoInput, run=make_from_tool)]),
+    )
+    async with Host([tools], store=any_store(), model=ScriptedModel(call_then_answer)) as host:
+        carol = host.scoped({"org": "acme", "user": "carol"})
+        chat = await carol.sessions.create()
+        assert (await carol.submit(chat, "make one")).error is None
+        made = await carol.sessions.get(made_by_tool[-1])
+        assert made.tags == {"org": "acme", "user": "carol"}
