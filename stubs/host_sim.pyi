@@ -807,7 +807,7 @@ class ScopedHost:
 @final
 class ScopedLineage:
     """`LineageGraph` within a scope: ``view.lineage``."""
-    def __init__(self, graph: LineageGraph, store: Store, scope: Scope) -> None: ...
+    def __init__(self, graph: LineageGraph, store: Store, log: LogStore, scope: Scope) -> None: ...
     async def node(self, session_id: str) -> SessionNode:
         """`LineageGraph.node` of a session of the scope."""
     async def ancestors(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
@@ -822,6 +822,8 @@ class ScopedLineage:
         """`LineageGraph.find_by_artifact`: only the scope's sessions."""
     async def add_edge(self, from_id: str, to_id: str, relation: LineageRelation, artifact: LineageArtifact | None = None) -> LineageEdge:
         """`LineageGraph.add_edge` between two sessions of the scope; an id outside it raises"""
+    async def html(self, root_id: str | None = None, *, title: str | None = None) -> str:
+        """`LineageGraph.html` of the scope: its (listed) sessions, or with ``root_id`` (a"""
     async def complete_session(self, session_id: str, metrics: SessionMetrics) -> SessionNode:
         """`LineageGraph.complete_session` of a session of the scope."""
     async def forward(self, turn_id: str) -> Provenance:

@@ -17,7 +17,8 @@ import attrs
 from modular_sdk import InvalidArgumentError, SessionId, UnknownSessionError
 from modular_sdk._rules import show, unstorable_text
 
-from ..lineage._graph import LineageGraph
+from ..lineage._graph import LineageGraph, _chain_records
+from ..lineage._html import DEFAULT_TITLE, render_lineage_html
 from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin
 from ..lineage._tree import LineageTree
 from ..lineage._types import LineageArtifact, LineageChain, LineageEdge, LineageRelation, SessionMetrics, SessionNode
@@ -40,7 +41,8 @@ from ._scope import (
 from ._submission import Submission
 
 if TYPE_CHECKING:
-    from ..stores._protocol import Store
+    from ..stores._protocol import LogStore, Store
+    from ..stores._records import SessionRecord
     from ._engine import Engine
     from ._host import Completion, Host
 
@@ -75,7 +77,7 @@ class ScopedHost(metaclass=NoPublicConstructor):
         self._host = host
         self._scope = scope
         self._sessions = AiSessionsImpl._create(engine, None, scope)
-        self._lineage = ScopedLineage._create(host.lineage, engine.store, scope)
+        self._lineage = ScopedLineage._create(host.lineage, engine.store, engine.log, scope)
 
     @property
     def tags(self) -> Mapping[str, str]:
@@ -296,11 +298,12 @@ class ScopedLineage(metaclass=NoPublicConstructor):
     Obtain it as ``host.scoped(tags).lineage``.
     """
 
-    __slots__ = ("_graph", "_scope", "_store")
+    __slots__ = ("_graph", "_log", "_scope", "_store")
 
-    def __init__(self, graph: LineageGraph, store: Store, scope: Scope) -> None:
+    def __init__(self, graph: LineageGraph, store: Store, log: LogStore, scope: Scope) -> None:
         self._graph = graph
         self._store = store
+        self._log = log
         self._scope = scope
 
     async def _check(self, session_id: object) -> SessionId:
@@ -385,6 +388,29 @@ class ScopedLineage(metaclass=NoPublicConstructor):
                         session_id=session_id,
                     )
         return await self._graph.add_edge(from_id, to_id, relation, artifact)
+
+    async def html(self, root_id: str | None = None, *, title: str | None = None) -> str:
+        """`LineageGraph.html` of the scope: its (listed) sessions, or with ``root_id`` (a
+        session of the scope) that session's chain, without the sessions outside the scope."""
+        if title is not None and not isinstance(title, str):
+            raise InvalidArgumentError(
+                f"title must be a str or None, got {title!r}; pass the page's heading as text", argument="title", value=title
+            )
+        if root_id is None:
+            records: list[SessionRecord] = []
+            before: int | None = None
+            while True:  # the scope's sessions, by the tag index, a page at a time
+                page, last = await self._log.page_sessions(self._scope.tags, False, 1000, before)
+                records += page
+                if last is None:
+                    break
+                before = last
+            records.sort(key=lambda record: record.created_at)
+        else:
+            await self._check(root_id)
+            records = [r for r in await _chain_records(self._store, root_id) if self._scope.admits(r.tags)]
+        turns = [t for record in records for t in await self._store.get_turns(record.id)]
+        return render_lineage_html(records, turns, title=DEFAULT_TITLE if title is None else title)
 
     async def complete_session(self, session_id: str, metrics: SessionMetrics) -> SessionNode:
         """`LineageGraph.complete_session` of a session of the scope."""

@@ -240,6 +240,10 @@ async def check(
         for event in await drain(stream):
             session_id = getattr(event, "session_id", None)
             assert event.kind == "lagged" or (isinstance(session_id, str) and session_id in tags and inside(scope, session_id)) or event.kind == "job_finished", event
+        outsiders = [s for s in tags if not inside(scope, s)]
+        pages = [await view.lineage.html()] + [await view.lineage.html(s) for s in list(listed)[:1]]
+        assert not [s for s in outsiders for page in pages if s in page]
+        assert all(s in pages[0] for s in listed)
         missing_session = f"ses_{uuid.uuid4().hex[:12]}"
         for session_id in tags:
             if inside(scope, session_id):
