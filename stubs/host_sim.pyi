@@ -841,7 +841,7 @@ class ScopedTraces:
     async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
         """`Traces.for_task`; the trace lists only the scope's sessions."""
     async def find(self, id: str) -> Trace:
-        """`Traces.find` within the scope; `UnknownTraceError` for a trace it does not see."""
+        """`Traces.find` within the scope: by the trace's id, its task ref, or a session,"""
     async def attach_task(self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
         """`Traces.attach_task` of a trace the scope sees."""
     async def record_commit(self, output_id: str, commit: str) -> str:

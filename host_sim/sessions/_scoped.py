@@ -513,10 +513,13 @@ class ScopedTraces(metaclass=NoPublicConstructor):
         return trace
 
     async def find(self, id: str) -> Trace:
-        """`Traces.find` within the scope; `UnknownTraceError` for a trace it does not see."""
+        """`Traces.find` within the scope: by the trace's id, its task ref, or a session,
+        output or commit of the scope's part of it; `UnknownTraceError` for anything else
+        (a session, output or commit outside the scope answers as one never seen)."""
+        key = id.ref if isinstance(id, TaskRef) else id
         found = await self._seen(await self._traces.find(id))
-        if found is None:
-            raise _no_trace(id.ref if isinstance(id, TaskRef) else id)
+        if found is None or key not in _keys(found):
+            raise _no_trace(key)
         return found
 
     async def attach_task(self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
@@ -544,6 +547,15 @@ class ScopedTraces(metaclass=NoPublicConstructor):
                     id=output_id,
                 )
         return await self._traces.record_commit(output_id, commit)
+
+
+def _keys(trace: Trace) -> set[str]:
+    """What ``find`` answers ``trace`` for: its id, task ref, and its links' sessions, outputs and commits."""
+    keys = {trace.id, *(link.session_id for link in trace.links)}
+    keys |= {o.output_id for o in trace.outputs} | {o.commit for o in trace.outputs if o.commit is not None}
+    if trace.task is not None:
+        keys.add(trace.task.ref)
+    return keys
 
 
 def _no_trace(key: str) -> UnknownTraceError:

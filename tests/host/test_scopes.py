@@ -457,3 +457,24 @@ async def test_a_tool_handler_acts_within_the_tags_of_its_session(any_store: Sto
         assert (await carol.submit(chat, "make one")).error is None
         made = await carol.sessions.get(made_by_tool[-1])
         assert made.tags == {"org": "acme", "user": "carol"}
+
+
+@pytest.mark.anyio
+async def test_a_shared_trace_shows_each_scope_its_own_part_only(any_store: StoreFactory) -> None:
+    async with Host(store=any_store()) as host:
+        trace = await host.traces.for_task(TaskRef(source="github", id="42"), snapshot={"title": "parser"})
+        hers = await host.sessions.create(trace=trace.id, tags={"user": "alice"})
+        his = await host.sessions.create(trace=trace.id, tags={"user": "bob"})  # the integrator may share a task
+        alice = host.scoped({"user": "alice"})
+        seen = await alice.traces.find("github:42")
+        assert [link.session_id for link in seen.links] == [hers.id]
+        assert (await alice.traces.find(hers.id)).id == trace.id
+        assert await answer(alice.traces.find, his.id) == await answer(alice.traces.find, "ses_000000000000")
+        with pytest.raises(UnknownTraceError, match=rf"no trace is found by {his.id!r}") as info:
+            await alice.traces.find(his.id)
+        assert info.value.id == his.id
+        carol = host.scoped({"user": "carol"})
+        assert await answer(carol.traces.find, trace.id) == await answer(carol.traces.find, "trc_000000000000")
+        assert await answer(lambda t: carol.sessions.create(trace=t), trace.id) == await answer(
+            lambda t: carol.sessions.create(trace=t), "trc_000000000000"
+        )
