@@ -38,7 +38,7 @@ from modular_sdk import (
 from modular_sdk._rules import show, unstorable_text
 
 from ..lanes._calling import Actor, HandlerFrame
-from ..traces._errors import TraceError
+from ..traces._errors import TraceError, UnknownTraceError
 from ._across_hosts import catch_up
 from ._explain import close_names, turn_failed
 from ._scope import Scope, check_trace, scope_of, session_state, turn_record
@@ -632,6 +632,11 @@ def _trace_arg(trace: object, actor: Actor) -> str | None:
             f"trace must be a trace id (str), got {trace!r}; pass trace=trace.id of a trace from host.traces",
             argument="trace",
             value=trace,
+        )
+    if unstorable_text(trace):  # an id no store could hold is an unknown id, never an encoding error
+        raise UnknownTraceError(
+            f"no trace {trace!r} in this host's store; pass trace= a Trace.id from host.traces (for_task or find)",
+            id=trace,
         )
     return trace
 

@@ -378,9 +378,10 @@ class ScopedLineage(metaclass=NoPublicConstructor):
     ) -> LineageEdge:
         """`LineageGraph.add_edge` between two sessions of the scope; an id outside it raises
         `UnknownSessionError`, exactly as an id that does not exist."""
-        if isinstance(from_id, str) and isinstance(to_id, str) and from_id != to_id and not unstorable_text(from_id + to_id):
+        if isinstance(from_id, str) and isinstance(to_id, str) and from_id != to_id:
             for role, session_id in (("from_id", from_id), ("to_id", to_id)):
-                record = await self._store.get_session(SessionId(session_id))
+                unknown = unstorable_text(session_id)  # no store holds it (nor can be asked for it)
+                record = None if unknown else await self._store.get_session(SessionId(session_id))
                 if record is None or not self._scope.admits(record.tags):
                     raise UnknownSessionError(  # LineageGraph's own words for a missing id
                         f"{role} {session_id!r} names no session of this host; "
@@ -394,7 +395,7 @@ class ScopedLineage(metaclass=NoPublicConstructor):
         session of the scope) that session's chain, without the sessions outside the scope."""
         if title is not None and not isinstance(title, str):
             raise InvalidArgumentError(
-                f"title must be a str or None, got {title!r}; pass the page's heading as text", argument="title", value=title
+                f"title must be a str or None, got {show(title)}; pass the page's heading as text", argument="title", value=title
             )
         if root_id is None:
             records: list[SessionRecord] = []
@@ -517,6 +518,8 @@ class ScopedTraces(metaclass=NoPublicConstructor):
         output or commit of the scope's part of it; `UnknownTraceError` for anything else
         (a session, output or commit outside the scope answers as one never seen)."""
         key = id.ref if isinstance(id, TaskRef) else id
+        if isinstance(key, str) and unstorable_text(key):  # no store holds it (nor can be asked for it)
+            raise _no_trace(key)
         found = await self._seen(await self._traces.find(id))
         if found is None or key not in _keys(found):
             raise _no_trace(key)

@@ -480,3 +480,26 @@ async def test_a_shared_trace_shows_each_scope_its_own_part_only(any_store: Stor
         assert await answer(lambda t: carol.sessions.create(trace=t), trace.id) == await answer(
             lambda t: carol.sessions.create(trace=t), "trc_000000000000"
         )
+
+
+@pytest.mark.anyio
+async def test_an_id_no_store_could_hold_is_an_unknown_id_through_a_view(any_store: StoreFactory) -> None:
+    async with Host([MOD], store=any_store(), model=ScriptedModel(respond)) as host:
+        view = host.scoped({"user": "alice"})
+        junk = "ses_\ud800"
+        for ask in (
+            view.sessions.get,
+            view.sessions.turn,
+            view.job,
+            view.confirm,
+            view.dismiss,
+            view.mark_read,
+            view.lineage.node,
+            view.lineage.forward,
+            view.traces.find,
+            lambda i: view.traces.record_commit(i, "a" * 40),
+            lambda i: view.sessions.create(trace=i),
+            lambda i: view.lineage.add_edge(i, "ses_other", "continued_from"),
+        ):
+            with pytest.raises(ModularError):  # never a UnicodeEncodeError from the store
+                await ask(junk)
