@@ -629,7 +629,7 @@ def _trace_arg(trace: object, actor: Actor) -> str | None:
         )
     if not isinstance(trace, str) or not trace:
         raise InvalidArgumentError(
-            f"trace must be a trace id (str), got {trace!r}; pass trace=trace.id of a trace from host.traces",
+            f"trace must be a trace id (str), got {show(trace)}; pass trace=trace.id of a trace from host.traces",
             argument="trace",
             value=trace,
         )

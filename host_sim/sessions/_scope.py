@@ -56,7 +56,7 @@ class Scope:
         ):
             raise InvalidArgumentError(
                 f"scoped() takes the tags of one tenant or owner, a non-empty mapping of str to str like "
-                f"{{'user': 'alice'}}, got {tags!r}",
+                f"{{'user': 'alice'}}, got {show(tags)}",
                 argument="tags",
                 value=tags,
             )
@@ -72,12 +72,12 @@ class Scope:
             return dict(self.tags)
         if not isinstance(more, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in more.items()):
             raise InvalidArgumentError(
-                f"{what} must map str to str, like {{'project': 'p1'}}, got {more!r}", argument=what, value=more
+                f"{what} must map str to str, like {{'project': 'p1'}}, got {show(more)}", argument=what, value=more
             )
         for key, value in more.items():
             if key in self.tags and self.tags[key] != value:
                 raise InvalidArgumentError(
-                    f"{what} {dict(more)!r} sets {key!r} to {value!r}, but this view is scoped to "
+                    f"{what} {show(dict(more))} sets {key!r} to {value!r}, but this view is scoped to "
                     f"{key!r}={self.tags[key]!r}; leave {key!r} out (the scope's value is added), or use "
                     "a view of that scope",
                     argument=what,
