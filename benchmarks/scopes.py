@@ -7,13 +7,16 @@ it times (median of 30) the tenant's first page of sessions (``limit=50``), its 
 (``notifications()``) and its first page of jobs (``jobs(limit=50)``), among ``--others``
 and among 100 other sessions. Target: within 1.5x.
 
-    python benchmarks/scopes.py [--others 100000] [--stores memory,sqlite] [--backend asyncio|trio]
+    python benchmarks/scopes.py [--others 100000] [--stores memory,sqlite,postgres] [--backend asyncio|trio]
+
+``postgres`` starts its own server from Debian's binaries (as the tests do).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -21,7 +24,12 @@ from pathlib import Path
 
 import anyio
 
-from host_sim import Host, MemoryStore, SqliteStore, Store
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from host.postgres_server import MISSING, PostgresServer, find_binaries  # noqa: E402
+
+from host_sim import Host, MemoryStore, PostgresStore, SqliteStore, Store  # noqa: E402
 
 TENANT = {"user": "tenant"}
 ROUNDS = 30
@@ -92,7 +100,7 @@ async def reads(host: Host) -> dict[str, float]:
     return {"sessions page": await median(page, 50), "notifications": await median(inbox, 20), "jobs page": await median(jobs, 20)}
 
 
-async def main(others: int, stores: list[str]) -> None:
+async def main(others: int, stores: list[str], server: PostgresServer | None) -> None:
     failed = False
     for kind in stores:
         results: dict[int, dict[str, float]] = {}
@@ -101,6 +109,10 @@ async def main(others: int, stores: list[str]) -> None:
                 if kind == "sqlite":
                     path = Path(folder) / "scopes.sqlite"
                     results[count] = await measure(lambda: SqliteStore(path), count, reopen=True)
+                elif kind == "postgres":
+                    assert server is not None
+                    dsn = server.database("scopes")
+                    results[count] = await measure(lambda: PostgresStore(dsn), count, reopen=True)
                 else:
                     memory = MemoryStore()
                     results[count] = await measure(lambda: memory, count, reopen=False)
@@ -123,4 +135,15 @@ if __name__ == "__main__":
     parser.add_argument("--stores", default="memory,sqlite")
     parser.add_argument("--backend", default="asyncio", choices=("asyncio", "trio"))
     args = parser.parse_args()
-    anyio.run(main, args.others, args.stores.split(","), backend=args.backend)
+    kinds = args.stores.split(",")
+    server = None
+    if "postgres" in kinds:
+        binaries = find_binaries()
+        if binaries is None:
+            raise SystemExit(f"benchmarks/scopes.py: {MISSING}")
+        server = PostgresServer(binaries)
+    try:
+        anyio.run(main, args.others, kinds, server, backend=args.backend)
+    finally:
+        if server is not None:
+            server.stop()
