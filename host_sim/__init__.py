@@ -65,6 +65,10 @@ from .sessions._jobs import UnknownJobError as UnknownJobError
 from .stores._records import ErrorKind as ErrorKind
 from .stores._records import Invocation as Invocation
 from .sessions._host import Host as Host
+from .sessions._scoped import ScopedEventStream as ScopedEventStream
+from .sessions._scoped import ScopedHost as ScopedHost
+from .sessions._scoped import ScopedLineage as ScopedLineage
+from .sessions._scoped import ScopedTraces as ScopedTraces
 from .sessions._host import Submission as Submission
 from .lanes._renderer import ViewResult as ViewResult
 from .lineage._provenance import ErasurePlan as ErasurePlan
@@ -143,6 +147,10 @@ __all__ = [
     "RecordingModel",
     "ReplayModel",
     "ReplyDelta",
+    "ScopedEventStream",
+    "ScopedHost",
+    "ScopedLineage",
+    "ScopedTraces",
     "ScriptedModel",
     "SessionCreated",
     "SessionDeleted",

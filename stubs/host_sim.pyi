@@ -150,7 +150,7 @@ NATIVE_ARTIFACT_TYPES: tuple[str, ...] = ('canvas_card', 'job_result', 'plan_ste
 @final
 class AiSessionsImpl:
     """The session catalogue (``host.sessions``, ``ctx.ai.sessions``)."""
-    def __init__(self, engine: Engine, actor: Actor) -> None: ...
+    def __init__(self, engine: Engine, actor: Actor, scope: Scope | None = None) -> None: ...
     async def create(self, *, metadata: AiSessionDisplayMetadata | None = None, model: str | None = None, cwd: str | None = None, tags: Mapping[str, str] | None = None, trace: str | None = None) -> SessionHandle:
         """A new, empty root session (``session.create`` hooks run first). With"""
     async def get(self, session_id: str) -> SessionHandle:
@@ -261,6 +261,8 @@ class Host:
         """What the user types: ``/name argument`` runs a slash command, anything else is a prompt."""
     async def run_command(self, command_id: str) -> Submission:
         """Run a palette command (no session) and report like `submit`."""
+    def scoped(self, tags: Mapping[str, str]) -> ScopedHost:
+        """The host as one tenant or owner sees it (API.md §14): ``host.scoped({"user": "alice"})``."""
     def completions(self, text: str) -> list[Completion]:
         """Slash-command typeahead for what the user typed so far (``"/ta"``), best first."""
     async def render_view(self, view_id: str, data: object) -> ViewResult:
@@ -771,6 +773,106 @@ class ReplyDelta:
     session_id: SessionId
     turn_id: TurnId
     text: str
+
+
+@final
+class ScopedEventStream:
+    """The events of one scope: ``async for event in events``, as `EventStream`."""
+    def __init__(self, stream: EventStream, engine: Engine, scope: Scope) -> None: ...
+
+
+@final
+class ScopedHost:
+    """The host as one tenant or owner sees it: ``host.scoped({"user": "alice"})``."""
+    def __init__(self, host: Host, scope: Scope) -> None: ...
+    @property
+    def tags(self) -> Mapping[str, str]:
+        """The scope: a session is visible when its tags include every one of these. Read-only."""
+    def scoped(self, tags: Mapping[str, str]) -> ScopedHost:
+        """A view narrower still: this scope's tags plus ``tags``. Raises `InvalidArgumentError`"""
+    @property
+    def sessions(self) -> AiSessionsImpl:
+        """The scope's sessions: ``create`` adds the scope's tags; ``get``, ``turn``, ``list`` and"""
+    @property
+    def lineage(self) -> ScopedLineage:
+        """The lineage graph within the scope: walks stop at its edge (see `ScopedLineage`)."""
+    @property
+    def traces(self) -> ScopedTraces:
+        """Traces as the scope sees them (see `ScopedTraces`)."""
+    async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
+        """`Host.submit` in a session of the scope; a handler it runs acts within the session's tags."""
+    async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
+        """`Host.start` in a session of the scope."""
+    async def run_command(self, command_id: str) -> Submission:
+        """`Host.run_command`: a palette command, whose handler acts within the scope."""
+    def completions(self, text: str) -> list[Completion]:
+        """`Host.completions` (slash-command typeahead: the mods' commands, no tenant data)."""
+    async def log(self, session: SessionHandle | SessionId | str) -> list[TurnHandle | Invocation]:
+        """`Host.log` of a session of the scope."""
+    async def transcript(self, session: SessionHandle | SessionId | str) -> str:
+        """`Host.transcript` of a session of the scope."""
+    async def job(self, job_id: str) -> Job:
+        """A job of a session of the scope; `UnknownJobError` (as for a missing id) otherwise."""
+    async def cancel_job(self, job_id: str) -> None:
+        """Cancel a job of the scope (`Host.cancel_job`); `UnknownJobError` otherwise."""
+    async def jobs(self, *, session: SessionHandle | SessionId | str | None = None, status: JobStatus | None = None, tags: Mapping[str, str] | None = None, limit: int = 50, after: str | None = None) -> JobPage:
+        """`Host.jobs` limited to the scope's sessions, served by the tag index."""
+    async def notifications(self, *, session: SessionHandle | SessionId | str | None = None, unread_only: bool = True, tags: Mapping[str, str] | None = None) -> list[TurnHandle]:
+        """`Host.notifications`: the scope's inbox, served by the tag index."""
+    async def mark_read(self, turn_id: str) -> None:
+        """`Host.mark_read` of a notification of the scope; `UnknownTurnError` otherwise."""
+    async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
+        """`Host.pending_actions` of a session of the scope."""
+    async def confirm(self, action_id: str) -> Submission:
+        """`Host.confirm` of an action proposed in the scope; `ActionStateError` (as for an"""
+    async def dismiss(self, action_id: str) -> None:
+        """`Host.dismiss` of an action proposed in the scope; `ActionStateError` otherwise."""
+    def subscribe(self, *, buffer: int = 1000, after: int | None = None) -> AbstractAsyncContextManager[ScopedEventStream]:
+        """`Host.subscribe`, filtered in the host: only events of the scope's sessions."""
+
+
+@final
+class ScopedLineage:
+    """`LineageGraph` within a scope: ``view.lineage``."""
+    def __init__(self, graph: LineageGraph, store: Store, log: LogStore, scope: Scope) -> None: ...
+    async def node(self, session_id: str) -> SessionNode:
+        """`LineageGraph.node` of a session of the scope."""
+    async def ancestors(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
+        """`LineageGraph.ancestors`, stopping at the scope's edge."""
+    async def descendants(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
+        """`LineageGraph.descendants`, stopping at the scope's edge."""
+    async def chain(self, session_id: str, max_depth: int = 10) -> LineageChain:
+        """`LineageGraph.chain` within the scope: its nodes and the edges between them."""
+    async def tree(self, root_id: str) -> LineageTree:
+        """`LineageGraph.tree` of a session of the scope, without the branches outside it."""
+    async def find_by_artifact(self, type: str, source_id: str) -> list[SessionNode]:
+        """`LineageGraph.find_by_artifact`: only the scope's sessions."""
+    async def add_edge(self, from_id: str, to_id: str, relation: LineageRelation, artifact: LineageArtifact | None = None) -> LineageEdge:
+        """`LineageGraph.add_edge` between two sessions of the scope; an id outside it raises"""
+    async def html(self, root_id: str | None = None, *, title: str | None = None) -> str:
+        """`LineageGraph.html` of the scope: its (listed) sessions, or with ``root_id`` (a"""
+    async def complete_session(self, session_id: str, metrics: SessionMetrics) -> SessionNode:
+        """`LineageGraph.complete_session` of a session of the scope."""
+    async def forward(self, turn_id: str) -> Provenance:
+        """`LineageGraph.forward` of a turn of the scope, listing only the scope's part."""
+    async def backward(self, turn_id: str) -> TurnOrigin:
+        """`LineageGraph.backward` of a turn of the scope, listing only the scope's part."""
+    async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
+        """`LineageGraph.forget` of a turn of the scope; the plan lists only the scope's part."""
+
+
+@final
+class ScopedTraces:
+    """`host.traces` within a scope: ``view.traces``."""
+    def __init__(self, traces: Traces, store: Store, scope: Scope) -> None: ...
+    async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
+        """`Traces.for_task`; the trace lists only the scope's sessions."""
+    async def find(self, id: str) -> Trace:
+        """`Traces.find` within the scope: by the trace's id, its task ref, or a session,"""
+    async def attach_task(self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
+        """`Traces.attach_task` of a trace the scope sees."""
+    async def record_commit(self, output_id: str, commit: str) -> str:
+        """`Traces.record_commit` of an output of a session of the scope; `UnknownTraceError` otherwise."""
 
 
 @final

@@ -248,6 +248,7 @@ HOST_CONTRACT = {
     "PostgresStore",  # section 11
     "lineage_mcp_server",  # section 16
     "Trace", "TaskRef", "UnknownTraceError", "TraceError", "PendingAction", "write_event", "TraceStore",  # section 9
+    "ScopedHost",  # section 14
 }  # fmt: skip
 # Classes of modular_sdk that host_sim re-exports (the same class, not a copy).
 HOST_REEXPORTS = {"UnknownTurnError"}
@@ -302,6 +303,10 @@ HOST_PINNED = sorted(
         "RecordingModel",
         "ReplayModel",
         "ReplyDelta",
+        "ScopedEventStream",
+        "ScopedHost",
+        "ScopedLineage",
+        "ScopedTraces",
         "ScriptedModel",
         "SessionCreated",
         "SessionDeleted",
@@ -366,7 +371,14 @@ def test_host_sim_classes_and_functions_say_host_sim_as_their_module() -> None:
 def test_handles_have_no_public_constructor() -> None:
     import host_sim
 
-    for cls in (host_sim.SessionHandle, host_sim.TurnHandle):
+    for cls in (
+        host_sim.SessionHandle,
+        host_sim.TurnHandle,
+        host_sim.ScopedHost,
+        host_sim.ScopedLineage,
+        host_sim.ScopedTraces,
+        host_sim.ScopedEventStream,
+    ):
         construct: Any = cls  # a user trying anyway, whatever the signature says
         with pytest.raises(TypeError, match="has no public constructor"):
             construct()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final, final
 import attrs
 
 from modular_sdk import InvalidArgumentError, SessionId, UnknownSessionError
-from modular_sdk._rules import show
+from modular_sdk._rules import show, unstorable_text
 
 from . import _provenance
 from ._errors import LineageEdgeError
@@ -91,7 +91,7 @@ class LineageGraph:
         """
         if title is not None and not isinstance(title, str):
             raise InvalidArgumentError(
-                f"title must be a str or None, got {title!r}; pass the page's heading as text",
+                f"title must be a str or None, got {show(title)}; pass the page's heading as text",
                 argument="title",
                 value=title,
             )
@@ -192,8 +192,17 @@ class LineageGraph:
 
         Matches ``artifact.type`` and ``artifact.source_id`` exactly; the type set is open
         (``"canvas_card"``, ``"turn"``, or any string an integrator uses). Each session
-        once, in recording order.
+        once, in recording order. Raises `InvalidArgumentError` unless both are str.
         """
+        for argument, value in (("type", type), ("source_id", source_id)):
+            if not isinstance(value, str):
+                raise InvalidArgumentError(
+                    f"find_by_artifact() takes the artifact's {argument} as a str, got {show(value)}",
+                    argument=argument,
+                    value=value,
+                )
+        if unstorable_text(type + source_id):  # no store holds it (nor can be asked for it)
+            return []
         edges = await self._store.find_edges(type, source_id)
         return list(await self._store.get_nodes(list(dict.fromkeys(e.to_session_id for e in edges))))
 
@@ -222,26 +231,28 @@ class LineageGraph:
             if relation in _HOST_ONLY:
                 what = "forks" if relation == "branched_from" else "spawns"
                 message = (
-                    f"relation {relation!r} is recorded by the host itself for {what}; "
+                    f"relation {show(relation)} is recorded by the host itself for {what}; "
                     f"add_edge records only {allowed}"
                 )
             else:
-                message = f"unknown lineage relation {relation!r}; use one of {allowed}"
+                message = f"unknown lineage relation {show(relation)}; use one of {allowed}"
             raise LineageEdgeError(
                 message, from_session_id=from_id, to_session_id=to_id, relation=relation
             )
         if from_id == to_id:
             raise LineageEdgeError(
-                f"a lineage edge cannot go from session {from_id!r} to itself; "
+                f"a lineage edge cannot go from session {show(from_id)} to itself; "
                 "connect two different sessions",
                 from_session_id=from_id,
                 to_session_id=to_id,
                 relation=relation,
             )
         if artifact is not None and not isinstance(artifact, LineageArtifact):
-            raise TypeError(
-                f"artifact must be a LineageArtifact or None, got {artifact!r}; "
-                "use LineageArtifact(type=..., source_id=..., label=...)"
+            raise InvalidArgumentError(
+                f"artifact must be a LineageArtifact or None, got {show(artifact)}; "
+                "use LineageArtifact(type=..., source_id=..., label=...)",
+                argument="artifact",
+                value=artifact,
             )
         source = await self._node(from_id, role="from_id")
         target = await self._node(to_id, role="to_id")
@@ -277,9 +288,11 @@ class LineageGraph:
         """
         current = await self._node(session_id)
         if not isinstance(metrics, SessionMetrics):
-            raise TypeError(
-                f"metrics must be a SessionMetrics, got {metrics!r}; use SessionMetrics("
-                "tool_calls=..., token_usage=..., duration_ms=..., sessions_spawned=...)"
+            raise InvalidArgumentError(
+                f"metrics must be a SessionMetrics, got {show(metrics)}; use SessionMetrics("
+                "tool_calls=..., token_usage=..., duration_ms=..., sessions_spawned=...)",
+                argument="metrics",
+                value=metrics,
             )
         node = attrs.evolve(current, completed_at=self._now(), metrics=metrics)
         await self._store.save_node(node)
@@ -300,12 +313,13 @@ class LineageGraph:
         if not isinstance(session_id, str):
             raise UnknownSessionError(
                 f"{role} must be a session id (a str), got {show(session_id)}; pass session.id",
-                session_id=str(session_id),
+                session_id=show(session_id),
             )
-        found = await self._store.get_nodes([SessionId(session_id)])
+        unknown = unstorable_text(session_id)  # no store holds it (nor can be asked for it)
+        found = [] if unknown else await self._store.get_nodes([SessionId(session_id)])
         if found:
             return found[0]
-        record = await self._store.get_session(SessionId(session_id))
+        record = None if unknown else await self._store.get_session(SessionId(session_id))
         if record is None:
             raise UnknownSessionError(
                 f"{role} {session_id!r} names no session of this host; "
@@ -337,7 +351,9 @@ class LineageGraph:
 
     async def _walk(self, session_id: str, max_depth: int, *, forward: bool) -> list[SessionNode]:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
-            raise ValueError(f"max_depth must be an int >= 0 (edges to follow), got {max_depth!r}")
+            raise InvalidArgumentError(
+                f"max_depth must be an int >= 0 (edges to follow), got {show(max_depth)}", argument="max_depth", value=max_depth
+            )
         start = await self._node(session_id)
         seen: set[SessionId] = {start.session_id}
         found: list[SessionNode] = []

@@ -27,6 +27,7 @@ import anyio
 import attrs
 
 from modular_sdk import AiMessage, AiSessionLineage, Author, InvalidArgumentError, SessionId, TurnId, TurnStatus
+from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject
 
 from ..stores._records import ErrorKind, JobStatus
@@ -368,7 +369,7 @@ class EventHub:
     async def subscribe(self, buffer: int, after: int | None = None) -> AsyncIterator[EventStream]:
         if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
             raise InvalidArgumentError(
-                f"buffer must be an int >= 1 (events kept for a slow subscriber), got {buffer!r}",
+                f"buffer must be an int >= 1 (events kept for a slow subscriber), got {show(buffer)}",
                 argument="buffer",
                 value=buffer,
             )

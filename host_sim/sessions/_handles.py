@@ -38,9 +38,10 @@ from modular_sdk import (
 from modular_sdk._rules import show, unstorable_text
 
 from ..lanes._calling import Actor, HandlerFrame
-from ..traces._errors import TraceError
+from ..traces._errors import TraceError, UnknownTraceError
 from ._across_hosts import catch_up
 from ._explain import close_names, turn_failed
+from ._scope import Scope, check_trace, scope_of, session_state, turn_record
 from ._state import SessionState, TurnState, history
 
 if TYPE_CHECKING:
@@ -335,15 +336,22 @@ def check_list_tags(tags: object) -> Mapping[str, str]:
 class AiSessionsImpl(metaclass=NoPublicConstructor):
     """The session catalogue (``host.sessions``, ``ctx.ai.sessions``).
 
-    Obtain it as ``host.sessions`` (acting as the user) or ``ctx.ai.sessions`` (acting as
-    the handler's mod).
+    Obtain it as ``host.sessions`` (acting as the user), ``host.scoped(tags).sessions``
+    (the user, within a scope) or ``ctx.ai.sessions`` (acting as the handler's mod, within
+    the tags of the session it runs in).
     """
 
-    __slots__ = ("_actor", "_engine")
+    __slots__ = ("_actor", "_engine", "_scope")
 
-    def __init__(self, engine: Engine, actor: Actor) -> None:
+    def __init__(self, engine: Engine, actor: Actor, scope: Scope | None = None) -> None:
         self._engine = engine
         self._actor = actor
+        self._scope = scope  # None: every session; else only those the scope sees (API.md §14)
+
+    async def _state(self, session_id: str) -> SessionState:
+        if self._scope is None:
+            return await self._engine.load(session_id)
+        return await session_state(self._engine, self._scope, session_id)
 
     async def create(
         self,
@@ -359,15 +367,20 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         trace) the session works on that trace.
 
         ``tags`` (str keys and values, like ``{"user": "alice"}``) are fixed at creation;
-        forks and spawns inherit them, and `list` filters by them.
+        forks and spawns inherit them, and `list` filters by them. In a scope, the session gets
+        the scope's tags; ``tags`` may add more, and raises `InvalidArgumentError` when it
+        would change one of the scope's.
         """
+        if self._scope is not None:
+            tags = self._scope.merged(tags)
+            await check_trace(self._engine.store, self._scope, trace)
         state = await self._engine.create_root(metadata=metadata, model=model, cwd=cwd, actor=self._actor, trace_id=_trace_arg(trace, self._actor), tags=tags)
         return SessionHandle._create(self._engine, state, self._actor)
 
     async def get(self, session_id: str) -> SessionHandle:
         """The session with this id; raises `UnknownSessionError`."""
         self._engine.check_open(f"get session {show(session_id)}")
-        return SessionHandle._create(self._engine, await self._engine.load(session_id), self._actor)
+        return SessionHandle._create(self._engine, await self._state(session_id), self._actor)
 
     async def turn(self, turn_id: str) -> TurnHandle:
         """The turn with this turn id or message id, in whichever session ran it.
@@ -375,6 +388,8 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         Raises `modular_sdk.UnknownTurnError` for an id this host's store does not hold.
         """
         self._engine.check_open("get a turn")
+        if self._scope is not None:
+            await turn_record(self._engine.store, self._scope, turn_id)  # outside: as if missing
         session, turn = await self._engine.load_turn(turn_id)
         return TurnHandle._create(self._engine, session, turn, self._actor)
 
@@ -393,7 +408,7 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         """
         engine = self._engine
         engine.check_open("list sessions")
-        checked = check_list_tags(tags)
+        checked = check_list_tags(tags) if self._scope is None else self._scope.merged(tags)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise InvalidArgumentError(f"limit must be an int from 1 to 10000, got {show(limit)}", argument="limit", value=limit)
         if not isinstance(roots_only, bool):
@@ -414,7 +429,7 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         """
         engine = self._engine
         engine.check_open(f"delete session {show(session_id)}")
-        state = await engine.load(session_id)
+        state = await self._state(session_id)
         await engine.delete(state)
 
 
@@ -422,21 +437,28 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
 class AgentHandleImpl(metaclass=NoPublicConstructor):
     """A declared agent. Obtain one from ``ctx.ai.agents.get(id)``."""
 
-    __slots__ = ("_actor", "_agent", "_engine")
+    __slots__ = ("_actor", "_agent", "_engine", "_scope")
 
-    def __init__(self, engine: Engine, agent: Agent, actor: Actor) -> None:
+    def __init__(self, engine: Engine, agent: Agent, actor: Actor, scope: Scope | None = None) -> None:
         self._engine = engine
         self._agent = agent
         self._actor = actor
+        self._scope = scope
 
     @property
     def id(self) -> str:
         return self._agent.id
 
     async def spawn(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
-        """A new root session configured by this agent (not a child of the current one)."""
+        """A new root session configured by this agent (not a child of the current one); it
+        gets the tags of the session whose handler starts it (its scope)."""
         state = await self._engine.create_root(
-            metadata=metadata, model=None, cwd=None, actor=self._actor, agent=self._agent
+            metadata=metadata,
+            model=None,
+            cwd=None,
+            actor=self._actor,
+            agent=self._agent,
+            tags=None if self._scope is None else self._scope.tags,
         )
         return SessionHandle._create(self._engine, state, self._actor)
 
@@ -445,11 +467,12 @@ class AgentHandleImpl(metaclass=NoPublicConstructor):
 class AiAgentsImpl(metaclass=NoPublicConstructor):
     """The agents declared by loaded mods. Obtain it as ``ctx.ai.agents``."""
 
-    __slots__ = ("_actor", "_engine")
+    __slots__ = ("_actor", "_engine", "_scope")
 
-    def __init__(self, engine: Engine, actor: Actor) -> None:
+    def __init__(self, engine: Engine, actor: Actor, scope: Scope | None = None) -> None:
         self._engine = engine
         self._actor = actor
+        self._scope = scope
 
     def get(self, agent_id: str) -> AgentHandle:
         entry = self._engine.tables.agents.get(agent_id)
@@ -461,18 +484,22 @@ class AiAgentsImpl(metaclass=NoPublicConstructor):
                 f"no agent {agent_id!r}{hint} (declared agents: {', '.join(map(repr, known)) or 'none'}); "
                 "declare it with AiContributions(agents=[agent(id=...)])"
             )
-        return AgentHandleImpl._create(self._engine, entry[1], self._actor)
+        return AgentHandleImpl._create(self._engine, entry[1], self._actor, self._scope)
 
 
 @final
 class AiContextImpl(metaclass=NoPublicConstructor):
-    """``ctx.ai``: sessions and agents. Obtain it from a handler's context."""
+    """``ctx.ai``: sessions and agents. Obtain it from a handler's context.
+
+    A handler running in a tagged session acts within those tags (API.md §14): what it
+    creates gets them, and it finds only sessions that carry them.
+    """
 
     __slots__ = ("_agents", "_sessions")
 
-    def __init__(self, engine: Engine, actor: Actor) -> None:
-        self._sessions = AiSessionsImpl._create(engine, actor)
-        self._agents = AiAgentsImpl._create(engine, actor)
+    def __init__(self, engine: Engine, actor: Actor, scope: Scope | None = None) -> None:
+        self._sessions = AiSessionsImpl._create(engine, actor, scope)
+        self._agents = AiAgentsImpl._create(engine, actor, scope)
 
     @property
     def sessions(self) -> AiSessionsImpl:
@@ -486,8 +513,8 @@ class AiContextImpl(metaclass=NoPublicConstructor):
 class _Context:
     __slots__ = ("_ai", "_frame")
 
-    def __init__(self, engine: Engine, frame: HandlerFrame) -> None:
-        self._ai = AiContextImpl._create(engine, frame)
+    def __init__(self, engine: Engine, frame: HandlerFrame, scope: Scope | None = None) -> None:
+        self._ai = AiContextImpl._create(engine, frame, scope)
         self._frame = frame
 
     @property
@@ -506,7 +533,7 @@ class SlashCommandContextImpl(_Context, metaclass=NoPublicConstructor):
     __slots__ = ("_session",)
 
     def __init__(self, *, engine: Engine, session: SessionState, frame: HandlerFrame) -> None:
-        super().__init__(engine, frame)
+        super().__init__(engine, frame, scope_of(session))
         self._session = SessionHandle._create(engine, session, frame)
 
     @property
@@ -530,8 +557,8 @@ class CommandContextImpl(_Context, metaclass=NoPublicConstructor):
 
     __slots__ = ()
 
-    def __init__(self, *, engine: Engine, frame: HandlerFrame) -> None:
-        super().__init__(engine, frame)
+    def __init__(self, *, engine: Engine, frame: HandlerFrame, scope: Scope | None = None) -> None:
+        super().__init__(engine, frame, scope)
 
     @property
     def command_id(self) -> str:
@@ -546,7 +573,7 @@ class ToolContextImpl(_Context, metaclass=NoPublicConstructor):
     __slots__ = ("_session",)
 
     def __init__(self, *, engine: Engine, session: SessionHandle, frame: HandlerFrame) -> None:
-        super().__init__(engine, frame)
+        super().__init__(engine, frame, scope_of(session._state))
         self._session = session
 
     @property
@@ -602,9 +629,14 @@ def _trace_arg(trace: object, actor: Actor) -> str | None:
         )
     if not isinstance(trace, str) or not trace:
         raise InvalidArgumentError(
-            f"trace must be a trace id (str), got {trace!r}; pass trace=trace.id of a trace from host.traces",
+            f"trace must be a trace id (str), got {show(trace)}; pass trace=trace.id of a trace from host.traces",
             argument="trace",
             value=trace,
+        )
+    if unstorable_text(trace):  # an id no store could hold is an unknown id, never an encoding error
+        raise UnknownTraceError(
+            f"no trace {trace!r} in this host's store; pass trace= a Trace.id from host.traces (for_task or find)",
+            id=trace,
         )
     return trace
 

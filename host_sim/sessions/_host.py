@@ -52,6 +52,8 @@ from ._events import CommandFinished, EventHub, EventStream
 from ._explain import close_names
 from ._ids import new_host_id, new_invocation_id
 from ._integrator import log_of
+from ._scope import Scope
+from ._scoped import ScopedHost
 from ._jobs import Job, JobBook, JobPage
 from ._host_arguments import check_host_arguments
 from ._handles import (
@@ -493,6 +495,21 @@ class Host:
 
         Raises `InvalidArgumentError` when ``command_id`` is not a str.
         """
+        return await self._palette(command_id, None)
+
+    def scoped(self, tags: Mapping[str, str]) -> ScopedHost:
+        """The host as one tenant or owner sees it (API.md §14): ``host.scoped({"user": "alice"})``.
+
+        A `ScopedHost` has this host's surface, limited to the sessions whose tags include
+        every one of ``tags``; sessions it creates get them. An id outside the scope raises
+        what an id that does not exist raises. Make one per request of a multi-user server.
+        Raises `InvalidArgumentError` unless ``tags`` is a non-empty mapping of str to str.
+        """
+        self._open()
+        return ScopedHost._create(self, Scope.of(tags))
+
+    async def _palette(self, command_id: str, scope: Scope | None) -> Submission:
+        """`run_command`; its handler's ``ctx.ai`` acts within ``scope`` (``None``: every session)."""
         engine = self._open()
         if not isinstance(command_id, str):
             raise InvalidArgumentError(
@@ -509,7 +526,7 @@ class Host:
             message = f"unknown palette command {command_id!r}{hint} (commands: {', '.join(map(repr, known)) or 'none loaded'})"
             return Submission(kind="command", text=message, error=message, error_kind="unknown_command")
         mod, declared = entry
-        return await self._command(engine, mod, declared.id, repr(declared.id), declared.run, None, None, None)
+        return await self._command(engine, mod, declared.id, repr(declared.id), declared.run, None, None, None, scope)
 
     async def _command(
         self,
@@ -521,6 +538,7 @@ class Host:
         state: SessionState | None,
         argument: str | None,
         job_id: str | None,
+        scope: Scope | None = None,
     ) -> Submission:
         invocation = Invocation(
             id=new_invocation_id(),
@@ -537,7 +555,7 @@ class Host:
                 await engine.log.begin_invocation(invocation)
             submission = Submission(kind="command", text="", error="cancelled before it finished", error_kind="handler_failed")
             try:
-                submission = await self._run_command(engine, mod, command_id, label, run, state, argument)
+                submission = await self._run_command(engine, mod, command_id, label, run, state, argument, scope)
             finally:
                 done = attrs.evolve(
                     invocation,
@@ -571,6 +589,7 @@ class Host:
         run: Callable[..., object],
         state: SessionState | None,
         argument: str | None,
+        scope: Scope | None = None,
     ) -> Submission:
         try:
             await engine.before(f"command:{command_id}", None if state is None else state.id, USER, owner=mod)
@@ -582,7 +601,7 @@ class Host:
             args: tuple[object, ...] = (argument, ctx)
         else:
             frame = HandlerFrame(mod_id=mod.id, kind="palette", command_id=command_id)
-            ctx = CommandContextImpl._create(engine=engine, frame=frame)
+            ctx = CommandContextImpl._create(engine=engine, frame=frame, scope=scope)
             args = (ctx,)
         try:
             value = await call_handler(f"command {label} of mod {mod.id!r}", run, args, timeout=self._handler_timeout)

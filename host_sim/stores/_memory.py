@@ -120,7 +120,7 @@ class MemoryStore:
         self._jobs_by: dict[tuple[str, ...], array[int]] = {}
         self._cancel_requested: dict[str, datetime] = {}
         self._reads: dict[TurnId, datetime] = {}
-        self._notifications: list[TurnId] = []
+        self._notifications: dict[TurnId, int] = {}  # notification turns, each with its place in order
 
     def __repr__(self) -> str:
         return f"<MemoryStore {len(self._sessions)} sessions, {len(self._turns)} turns, {len(self._edges)} edges>"
@@ -176,7 +176,7 @@ class MemoryStore:
         self._by_message.setdefault(record.message_id, record.id)
         self._running[record.id] = None
         if record.message.type == "notification":
-            self._notifications.append(record.id)
+            self._notifications.setdefault(record.id, len(self._notifications))
 
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record."""
@@ -390,6 +390,10 @@ class MemoryStore:
             candidates: Sequence[TurnRecord] = [
                 t for t in self._turns_of.get(session_id, ()) if t.message.type == "notification"
             ]
+        elif tags:  # the sessions of the rarest tag, by the tag index: a tenant's inbox costs its own turns
+            ids = min((self._by_tag.get(pair, ([], array("q")))[0] for pair in tags.items()), key=len)
+            found = [t for s in ids for t in self._turns_of.get(s, ()) if t.id in self._notifications]
+            candidates = sorted(found, key=lambda t: self._notifications[t.id])
         else:
             candidates = [self._turns[t] for t in self._notifications]
         return tuple(

@@ -27,6 +27,7 @@ from ..sessions._handles import AiContextImpl, NoPublicConstructor, SessionHandl
 from ..sessions._reply_tags import MAX_TAGS, scan_tags
 from ..sessions._ids import new_call_id
 from ..sessions._state import SessionState, TurnState
+from ..sessions._scope import scope_of
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
 from ..stores._traces import ActionOutcomeRecord, ActionRecord, TraceStore
@@ -111,7 +112,7 @@ class ActionContextImpl(metaclass=NoPublicConstructor):
     __slots__ = ("_action_type", "_ai", "_mod_id", "_session")
 
     def __init__(self, engine: Engine, session: SessionState, mod_id: str, action_type: str) -> None:
-        self._ai = AiContextImpl._create(engine, None)
+        self._ai = AiContextImpl._create(engine, None, scope_of(session))  # within the session's tags
         self._session = SessionHandle._create(engine, session, None)
         self._mod_id = mod_id
         self._action_type = action_type

@@ -17,6 +17,7 @@ from typing import Final, final
 
 from modular_sdk import InvalidArgumentError, ModDefinitionError, SerializationError, SessionId
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
+from modular_sdk._rules import show, unstorable_text
 
 from ..lineage._types import LineageEdge, SessionNode
 from ..sessions._handles import NoPublicConstructor
@@ -65,7 +66,7 @@ def no_traces(store: object) -> TraceError:
 def check_text(argument: str, value: object, *, what: str) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 500:
         raise InvalidArgumentError(
-            f"{argument} must be {what} (non-empty text, at most 500 characters), got {value!r}",
+            f"{argument} must be {what} (non-empty text, at most 500 characters), got {show(value)}",
             argument=argument,
             value=value,
         )
@@ -84,7 +85,7 @@ def check_commit(commit: object) -> str:
     if not isinstance(commit, str) or not _COMMIT.fullmatch(commit):
         raise InvalidArgumentError(
             f"commit must be a commit hash or ref (4-200 characters of letters, digits and ._/+-), "
-            f"got {commit!r}; pass the output of 'git rev-parse HEAD'",
+            f"got {show(commit)}; pass the output of 'git rev-parse HEAD'",
             argument="commit",
             value=commit,
         )
@@ -96,7 +97,7 @@ def _snapshot(snapshot: object) -> FrozenJsonObject:
         return freeze_object({} if snapshot is None else snapshot, type_name="the task snapshot")
     except SerializationError as exc:
         raise InvalidArgumentError(
-            f"snapshot must be a JSON object (a dict of JSON data), got {snapshot!r}: {exc}",
+            f"snapshot must be a JSON object (a dict of JSON data), got {show(snapshot)}: {exc}",
             argument="snapshot",
             value=snapshot,
         ) from None
@@ -111,7 +112,7 @@ def _task_ref(ref: object) -> TaskRef:
         except ModDefinitionError as exc:
             raise InvalidArgumentError(str(exc), argument="ref", value=ref) from None
     raise InvalidArgumentError(
-        f"ref must be a TaskRef (or 'source:id'), got {ref!r}; write TaskRef(source='github', id='42')",
+        f"ref must be a TaskRef (or 'source:id'), got {show(ref)}; write TaskRef(source='github', id='42')",
         argument="ref",
         value=ref,
     )
@@ -200,11 +201,12 @@ class Traces(metaclass=NoPublicConstructor):
         key = id.ref if isinstance(id, TaskRef) else id
         if not isinstance(key, str) or not key:
             raise InvalidArgumentError(
-                f"find() takes a trace id, task ref, session id, output id or commit (a str), got {id!r}",
+                f"find() takes a trace id, task ref, session id, output id or commit (a str), got {show(id)}",
                 argument="id",
                 value=id,
             )
-        trace_id = await self._store.find_trace(key)
+        # an id no store could hold (a lone surrogate) is an unknown id, never an encoding error
+        trace_id = None if unstorable_text(key) else await self._store.find_trace(key)
         records = None if trace_id is None else await self._store.get_trace(trace_id)
         if records is None:
             raise UnknownTraceError(
@@ -257,8 +259,8 @@ class Traces(metaclass=NoPublicConstructor):
 
     async def _records(self, trace_id: str) -> TraceRecords:
         if not isinstance(trace_id, str) or not trace_id:
-            raise InvalidArgumentError(f"trace_id must be a trace id (str), got {trace_id!r}", argument="trace_id", value=trace_id)
-        records = await self._store.get_trace(trace_id)
+            raise InvalidArgumentError(f"trace_id must be a trace id (str), got {show(trace_id)}", argument="trace_id", value=trace_id)
+        records = None if unstorable_text(trace_id) else await self._store.get_trace(trace_id)
         if records is None:
             raise UnknownTraceError(
                 f"no trace {trace_id!r} in this host's store; use a Trace.id from host.traces", id=trace_id

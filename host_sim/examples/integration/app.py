@@ -2,7 +2,10 @@
 
 It uses only the public names of ``host_sim`` and ``modular_sdk``. Every request names its
 user in the ``X-User`` header (a stand-in for real authentication: put your session
-cookie or token check in `user_of`); a user sees only the sessions tagged with their id.
+cookie or token check in `user_of`). Each request acts through ``host.scoped({"user": ...})``,
+the user's view of the host: what it creates is tagged with the user's id, and it sees
+nothing else; another user's id answers as an id that does not exist (404). The app itself
+checks no ownership.
 
 ==========================================  ===============================================
 ``POST /sessions``                          create a session owned by the user
@@ -59,6 +62,7 @@ from host_sim import (
     Lagged,
     LineageTree,
     Model,
+    ScopedHost,
     NotificationEvent,
     OpenAIModel,
     ReplyDelta,
@@ -129,34 +133,36 @@ class ChatBackend:
             finally:
                 self._host = None
 
+    def view(self, request: Request) -> ScopedHost:
+        """The host as the requesting user sees it: their sessions, jobs, inbox and events."""
+        return self.host.scoped({OWNER: user_of(request)})
+
     # -- sessions -------------------------------------------------------------------------
 
     async def create_session(self, request: Request) -> Response:
-        user = user_of(request)
         body = await body_of(request)
         label = body.get("label")
         if label is not None and (not isinstance(label, str) or not label.strip()):
             raise HTTPException(422, f"label must be a non-empty string or absent, got {label!r}")
         metadata = AiSessionDisplayMetadata(label=label) if isinstance(label, str) else None
-        session = await self.host.sessions.create(metadata=metadata, tags={OWNER: user})
+        session = await self.view(request).sessions.create(metadata=metadata)
         return JSONResponse(session_json(session), status_code=201)
 
     async def list_sessions(self, request: Request) -> Response:
-        user = user_of(request)
         limit = int_param(request, "limit", default=20, low=1, high=200) or 20
         roots_only = bool_param(request, "roots_only")
         after = request.query_params.get("after")
-        page = await self.host.sessions.list(tags={OWNER: user}, roots_only=roots_only, limit=limit, after=after)
+        page = await self.view(request).sessions.list(roots_only=roots_only, limit=limit, after=after)
         return JSONResponse({"sessions": [session_json(s) for s in page.sessions], "next": page.next})
 
     async def get_session(self, request: Request) -> Response:
         session = await self.owned(request, request.path_params["session_id"])
-        log = await self.host.log(session)
+        log = await self.view(request).log(session)
         return JSONResponse({**session_json(session), "log": [log_json(entry) for entry in log]})
 
     async def delete_session(self, request: Request) -> Response:
         session = await self.owned(request, request.path_params["session_id"])
-        await self.host.sessions.delete(session.id)
+        await self.view(request).sessions.delete(session.id)
         return Response(status_code=204)
 
     async def fork(self, request: Request) -> Response:
@@ -172,11 +178,11 @@ class ChatBackend:
         if turn.status != "completed":
             raise HTTPException(409, f"turn {ordinal} is {turn.status}; a fork continues from a completed turn")
         fork = await turn.fork()
-        return JSONResponse(session_json(await self.host.sessions.get(fork.id)), status_code=201)
+        return JSONResponse(session_json(await self.view(request).sessions.get(fork.id)), status_code=201)
 
     async def tree(self, request: Request) -> Response:
         session = await self.owned(request, request.path_params["session_id"])
-        return JSONResponse(tree_json(await self.host.lineage.tree(session.id)))
+        return JSONResponse(tree_json(await self.view(request).lineage.tree(session.id)))
 
     # -- messages and jobs ----------------------------------------------------------------
 
@@ -186,20 +192,16 @@ class ChatBackend:
         text = body.get("text")
         if not isinstance(text, str):
             raise HTTPException(422, f'send {{"text": "..."}} with the message as a string, got text={text!r}')
-        job = await self.host.start(session, text)  # runs in the host's task group, not this request's
+        job = await self.view(request).start(session, text)  # runs in the host's task group, not this request's
         return JSONResponse(job_json(job), status_code=202)
 
     async def owned_job(self, request: Request) -> Job:
-        """The job of the path, if the user owns its session (started by any process, before a restart too)."""
-        user = user_of(request)
+        """The job of the path, if it is the user's (started by any process, before a restart too)."""
         job_id = request.path_params["job_id"]
         try:
-            job = await self.host.job(job_id)  # one read by key
+            return await self.view(request).job(job_id)  # another user's job: as if it did not exist
         except UnknownJobError:
-            job = None
-        if job is None or await self.owner_of(job.session_id) != user:
-            raise HTTPException(404, f"no job {job_id!r} for user {user!r}")
-        return job
+            raise HTTPException(404, f"no job {job_id!r} for user {user_of(request)!r}") from None
 
     async def get_job(self, request: Request) -> Response:
         job = await self.owned_job(request)
@@ -217,59 +219,46 @@ class ChatBackend:
     # -- inbox ----------------------------------------------------------------------------
 
     async def inbox(self, request: Request) -> Response:
-        user = user_of(request)
         unread_only = bool_param(request, "unread_only", default=True)
-        mine = await self.host.notifications(unread_only=unread_only, tags={"user": user})
+        mine = await self.view(request).notifications(unread_only=unread_only)
         return JSONResponse({"notifications": [turn_json(n) for n in mine]})
 
     async def mark_read(self, request: Request) -> Response:
-        user = user_of(request)
+        view = self.view(request)
         turn_id = request.path_params["turn_id"]
         try:
-            turn = await self.host.sessions.turn(turn_id)
+            turn: TurnHandle | None = await view.sessions.turn(turn_id)
         except UnknownTurnError:
             turn = None
-        if turn is None or turn.message.type != "notification" or await self.owner_of(turn.session_id) != user:
-            raise HTTPException(404, f"no notification {turn_id!r} for user {user!r}")
-        await self.host.mark_read(turn.id)
+        if turn is None or turn.message.type != "notification":
+            raise HTTPException(404, f"no notification {turn_id!r} for user {user_of(request)!r}")
+        await view.mark_read(turn.id)
         return Response(status_code=204)
 
     # -- events ---------------------------------------------------------------------------
 
     async def events(self, request: Request) -> Response:
-        user = user_of(request)
+        view = self.view(request)  # the host filters the events: only the user's sessions'
         only = request.query_params.get("session")
         if only is not None:
             await self.owned(request, only)
         limit = int_param(request, "limit", default=None, low=1, high=1_000_000)
         last_id = request.headers.get("last-event-id", "")  # a reconnecting EventSource resumes after it
         after = int(last_id) if last_id.isdigit() and len(last_id) <= 18 else None
-        host = self.host
-        owners: dict[str, str | None] = {}
         job_sessions: dict[str, str] = {}  # a job_finished names its job; job_started, its session
 
-        async def visible(event: HostEvent) -> bool:
-            if isinstance(event, Lagged):
-                return True  # the client missed events: it should reload what it shows
-            if isinstance(event, SessionCreated):
-                owners[event.session_id] = event.tags.get(OWNER)
-            if isinstance(event, JobFinished):
-                if event.job_id not in job_sessions:
-                    job_sessions[event.job_id] = (await host.job(event.job_id)).session_id
-                session_id: str | None = job_sessions.pop(event.job_id)
-            else:
-                session_id = event.session_id
+        def visible(event: HostEvent) -> bool:
+            """With ``?session=``, only that session's events (the user's own, already)."""
+            if only is None or isinstance(event, Lagged):
+                return True  # lagged: the client missed events and should reload what it shows
             if isinstance(event, JobStarted):
                 job_sessions[event.job_id] = event.session_id
-            if session_id is None or (only is not None and session_id != only):
-                return False
-            if session_id not in owners:
-                owners[session_id] = await self.owner_of(session_id)
-            return owners[session_id] == user
+            session_id = job_sessions.pop(event.job_id, None) if isinstance(event, JobFinished) else event.session_id
+            return session_id == only
 
         async def stream() -> AsyncIterator[str]:
             sent = 0
-            async with host.subscribe(after=after) as events:
+            async with view.subscribe(after=after) as events:
                 while limit is None or sent < limit:
                     event: HostEvent | None = None
                     with anyio.move_on_after(KEEP_ALIVE):  # never yield inside a cancel scope
@@ -279,7 +268,7 @@ class ChatBackend:
                             return
                     if event is None:
                         yield ": keep-alive\n\n"
-                    elif await visible(event):
+                    elif visible(event):
                         sent += 1
                         data = json.dumps(event_json(event), ensure_ascii=False)
                         seen = "" if event.seq is None else f"id: {event.seq}\n"  # a delta is live only
@@ -288,24 +277,14 @@ class ChatBackend:
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
-    # -- ownership ------------------------------------------------------------------------
-
-    async def owner_of(self, session_id: str) -> str | None:
-        try:
-            session = await self.host.sessions.get(session_id)
-        except UnknownSessionError:
-            return None
-        return session.tags.get(OWNER)
+    # -- the path's session -----------------------------------------------------------------
 
     async def owned(self, request: Request, session_id: str) -> SessionHandle:
-        """The user's session; 404 for another user's (never say it exists), 410 once deleted."""
-        user = user_of(request)
+        """The user's session; 404 for another user's (the scoped view never says it exists), 410 once deleted."""
         try:
-            session = await self.host.sessions.get(session_id)
+            session = await self.view(request).sessions.get(session_id)
         except UnknownSessionError:
-            session = None
-        if session is None or session.tags.get(OWNER) != user:
-            raise HTTPException(404, f"no session {session_id!r} for user {user!r}")
+            raise HTTPException(404, f"no session {session_id!r} for user {user_of(request)!r}") from None
         if session.deleted_at is not None:
             raise HTTPException(410, f"session {session_id!r} was deleted at {session.deleted_at.isoformat()}")
         return session

@@ -1,0 +1,213 @@
+"""The one rule of scopes (API.md §14): which sessions a scope sees, and how it answers for the rest.
+
+A `Scope` is a set of tags; it sees a session whose tags include every one of them. Every
+scoped read decides visibility here, by the session record's tags (fixed at creation), and
+answers for an id outside the scope with the very error it gives for an id that does not
+exist: both come from the same function below, so a caller cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, final
+
+import attrs
+
+from modular_sdk import ActionStateError, InvalidArgumentError, SessionId, UnknownSessionError, UnknownTurnError
+
+from modular_sdk._rules import show, unstorable_text
+
+from ..lineage._provenance import find_turn
+
+if TYPE_CHECKING:
+    from ..stores._protocol import LogStore, Store
+    from ..stores._records import JobRecord, SessionRecord, TurnRecord
+    from ..stores._traces import TraceStore
+    from ._engine import Engine
+    from ._state import SessionState
+
+__all__ = ["Scope", "scope_of"]
+
+
+def _frozen_tags(tags: Mapping[str, str]) -> Mapping[str, str]:
+    return types.MappingProxyType(dict(tags))
+
+
+@final
+@attrs.frozen
+class Scope:
+    """The tags a scoped view (``host.scoped(tags)``) or a handler acts within. Immutable."""
+
+    tags: Mapping[str, str] = attrs.field(converter=_frozen_tags, eq=False)
+    _key: frozenset[tuple[str, str]] = attrs.field(init=False, repr=False)
+
+    @_key.default
+    def _key_of(self) -> frozenset[tuple[str, str]]:
+        return frozenset(self.tags.items())
+
+    @staticmethod
+    def of(tags: object) -> Scope:
+        """The scope of ``tags`` (a non-empty mapping of non-empty str to str), checked."""
+        if (
+            not isinstance(tags, Mapping)
+            or not tags
+            or not all(isinstance(k, str) and k and isinstance(v, str) for k, v in tags.items())
+        ):
+            raise InvalidArgumentError(
+                f"scoped() takes the tags of one tenant or owner, a non-empty mapping of str to str like "
+                f"{{'user': 'alice'}}, got {show(tags)}",
+                argument="tags",
+                value=tags,
+            )
+        return Scope(tags)
+
+    def admits(self, tags: Mapping[str, str]) -> bool:
+        """Whether a session with these tags is inside the scope (its tags include all of the scope's)."""
+        return all(tags.get(key) == value for key, value in self.tags.items())
+
+    def merged(self, more: object, *, what: str = "tags") -> dict[str, str]:
+        """The scope's tags plus ``more`` (which may add tags, never change one of the scope's)."""
+        if more is None:
+            return dict(self.tags)
+        if not isinstance(more, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in more.items()):
+            raise InvalidArgumentError(
+                f"{what} must map str to str, like {{'project': 'p1'}}, got {show(more)}", argument=what, value=more
+            )
+        for key, value in more.items():
+            if key in self.tags and self.tags[key] != value:
+                raise InvalidArgumentError(
+                    f"{what} {show(dict(more))} sets {key!r} to {value!r}, but this view is scoped to "
+                    f"{key!r}={self.tags[key]!r}; leave {key!r} out (the scope's value is added), or use "
+                    "a view of that scope",
+                    argument=what,
+                    value=more,
+                )
+        return {**self.tags, **more}
+
+    def narrowed(self, more: object) -> Scope:
+        """The scope of a view within this one (``scoped(...)`` of a `ScopedHost`)."""
+        Scope.of(more)
+        return Scope(self.merged(more))
+
+    def __repr__(self) -> str:
+        return f"Scope({dict(self.tags)!r})"
+
+
+def scope_of(session: SessionState) -> Scope | None:
+    """The scope a handler running in ``session`` acts within: the session's own tags (they
+    include the scope of every view that can see it); ``None`` (unscoped) for an untagged session."""
+    tags = session.record.tags
+    return Scope(tags) if tags else None
+
+
+# -- visibility: one check per kind of id, each answering "outside" as "missing" ----------
+
+
+def no_session(session_id: str) -> UnknownSessionError:
+    """What the host answers for a session id it does not hold (or a scope does not see)."""
+    return UnknownSessionError(
+        f"no session {session_id!r} in this host or its store; use an id from "
+        "host.sessions.create() or a handle's .id",
+        session_id=session_id,
+    )
+
+
+async def session_record(store: Store, scope: Scope, session_id: object) -> SessionRecord:
+    """The record of a session the scope sees (one read by key); `UnknownSessionError` otherwise."""
+    if not isinstance(session_id, str):
+        raise InvalidArgumentError(
+            f"a session id is a str (a SessionId), got {show(session_id)}; pass session.id",
+            argument="session_id",
+            value=session_id,
+        )
+    # an id no store could hold (a lone surrogate) is an unknown id, never an encoding error
+    record = None if unstorable_text(session_id) else await store.get_session(SessionId(session_id))
+    if record is None or not scope.admits(record.tags):
+        raise no_session(session_id)
+    return record
+
+
+async def session_state(engine: Engine, scope: Scope, session_id: object) -> SessionState:
+    """The live state of a session the scope sees; `UnknownSessionError` (as for a missing id) otherwise."""
+    live = engine.sessions.get(SessionId(session_id)) if isinstance(session_id, str) else None
+    if live is not None:  # tags never change: the cached record decides
+        if not scope.admits(live.record.tags):
+            raise no_session(str(session_id))
+        return live
+    record = await session_record(engine.store, scope, session_id)
+    return await engine.load(record.id)
+
+
+async def turn_record(store: Store, scope: Scope, turn_id: object) -> TurnRecord:
+    """A turn (by turn id or message id) of a session the scope sees; `UnknownTurnError` otherwise."""
+    record = await find_turn(store, turn_id)  # a missing id raises here
+    session = await store.get_session(record.session_id)
+    if session is None or not scope.admits(session.tags):
+        assert isinstance(turn_id, str)
+        raise UnknownTurnError(  # the very message find_turn gives for a missing id
+            f"no turn or message by this id in this host: {turn_id!r}; "
+            "pass the id or message_id of a turn of this host's store",
+            id=turn_id,
+        )
+    return record
+
+
+async def job_record(log: LogStore, store: Store, scope: Scope, job_id: object) -> JobRecord:
+    """A job of a session the scope sees (one read by key each); `UnknownJobError` otherwise."""
+    if not isinstance(job_id, str):
+        raise InvalidArgumentError(
+            f"a job id is a str (Job.id, like 'job_3f2a9c1e0b4d'), got {show(job_id)}", argument="job_id", value=job_id
+        )
+    from ._jobs import UnknownJobError  # _jobs imports the handles, which import this module
+
+    record = None if unstorable_text(job_id) else await log.get_job(job_id)
+    session = None if record is None else await store.get_session(record.session_id)
+    if record is None or session is None or not scope.admits(session.tags):
+        raise UnknownJobError(
+            f"no job {job_id!r} is in this host's store; pass the id of a Job that host.start "
+            "returned (host.jobs() lists them)",
+            id=job_id,
+        )
+    return record
+
+
+async def check_action(store: Store, traces: TraceStore, scope: Scope, action_id: object, verb: str) -> None:
+    """Refuse an action proposed outside the scope exactly as an action never proposed (the
+    host itself answers a bad or missing id)."""
+    if not isinstance(action_id, str) or unstorable_text(action_id) is not None:
+        return
+    found = await traces.get_action(action_id)
+    if found is None:
+        return
+    session = await store.get_session(found[0].session_id)
+    if session is None or not scope.admits(session.tags):
+        raise ActionStateError(
+            f"no action {action_id!r} was proposed in this host's store; use an id from "
+            "Submission.actions or host.pending_actions(session)",
+            action_id=action_id,
+            state="unknown",
+        )
+
+
+async def check_trace(store: Store, scope: Scope, trace_id: object) -> None:
+    """Refuse ``sessions.create(trace=...)`` of a trace the scope does not see (one a session
+    outside it works on, and none inside) exactly as a trace that does not exist."""
+    from ..stores._traces import TraceStore
+    from ..traces._errors import UnknownTraceError
+
+    if not isinstance(trace_id, str) or unstorable_text(trace_id) or not isinstance(store, TraceStore):
+        return  # the unscoped checks name what is wrong with it
+    records = await store.get_trace(trace_id)
+    if records is None:
+        return
+    for link in records.links:
+        session = await store.get_session(link.session_id)
+        if session is not None and scope.admits(session.tags):
+            return
+    if records.links:
+        raise UnknownTraceError(
+            f"no trace {trace_id!r} in this host's store; pass trace= a Trace.id from host.traces "
+            "(for_task or find)",
+            id=trace_id,
+        )

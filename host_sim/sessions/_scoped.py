@@ -1,0 +1,574 @@
+"""`ScopedHost`: the host's whole surface for one tenant or owner (API.md §14).
+
+``host.scoped({"user": "alice"})`` is what an integrator serving many users hands each
+request. Every method decides visibility through `_scope` (one check per kind of id, by
+the session record's tags) before it delegates to the host, and reads its lists through
+the stores' tag index with the scope's tags added, so a scoped page costs what it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, final
+
+import attrs
+
+from modular_sdk import InvalidArgumentError, SessionId, UnknownSessionError
+from modular_sdk._rules import show, unstorable_text
+
+from ..lineage._graph import LineageGraph, _chain_records
+from ..lineage._html import DEFAULT_TITLE, render_lineage_html
+from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin
+from ..lineage._tree import LineageTree
+from ..lineage._types import LineageArtifact, LineageChain, LineageEdge, LineageRelation, SessionMetrics, SessionNode
+from ..stores._records import Invocation, JobStatus
+from ..stores._traces import TraceStore
+from ..traces._errors import UnknownTraceError
+from ..traces._service import Traces
+from ..traces._types import PendingAction, TaskRef, Trace
+from ._events import EventStream, HostEvent, Lagged
+from ._handles import AiSessionsImpl, NoPublicConstructor, SessionHandle, TurnHandle
+from ._jobs import Job, JobPage
+from ._scope import (
+    Scope,
+    check_action,
+    job_record,
+    session_record,
+    session_state,
+    turn_record,
+)
+from ._submission import Submission
+
+if TYPE_CHECKING:
+    from ..stores._protocol import LogStore, Store
+    from ..stores._records import SessionRecord
+    from ._engine import Engine
+    from ._host import Completion, Host
+
+__all__ = ["ScopedEventStream", "ScopedHost", "ScopedLineage", "ScopedTraces"]
+
+
+def _session_id(session: object) -> object:
+    """The id a handle or id names (checked where it is read)."""
+    return session.id if isinstance(session, SessionHandle) else session
+
+
+@final
+class ScopedHost(metaclass=NoPublicConstructor):
+    """The host as one tenant or owner sees it: ``host.scoped({"user": "alice"})``.
+
+    The same surface as `Host` (``sessions``, ``lineage``, ``traces``, ``submit``,
+    ``start``, ``job``, ``jobs``, ``log``, ``transcript``, ``subscribe``,
+    ``notifications``, ``mark_read``, ``pending_actions``, ``confirm``, ``dismiss``,
+    ``run_command``, ``completions``), limited to the sessions whose tags include every
+    one of ``tags``. Sessions it creates get those tags. An id outside the scope raises
+    exactly what an id that does not exist raises (same error type, same message), so a
+    caller cannot learn that it exists. Make one per request; it is cheap (it holds the
+    host and the tags).
+
+    Obtain one from ``host.scoped(tags)`` or ``view.scoped(more)``.
+    """
+
+    __slots__ = ("_host", "_lineage", "_scope", "_sessions")
+
+    def __init__(self, host: Host, scope: Scope) -> None:
+        engine = host._open()
+        self._host = host
+        self._scope = scope
+        self._sessions = AiSessionsImpl._create(engine, None, scope)
+        self._lineage = ScopedLineage._create(host.lineage, engine.store, engine.log, scope)
+
+    @property
+    def tags(self) -> Mapping[str, str]:
+        """The scope: a session is visible when its tags include every one of these. Read-only."""
+        return self._scope.tags
+
+    def scoped(self, tags: Mapping[str, str]) -> ScopedHost:
+        """A view narrower still: this scope's tags plus ``tags``. Raises `InvalidArgumentError`
+        when ``tags`` would change one of this scope's values."""
+        return ScopedHost._create(self._host, self._scope.narrowed(tags))
+
+    def _engine(self) -> Engine:
+        return self._host._open()
+
+    async def _id(self, session: SessionHandle | SessionId | str) -> SessionId:
+        """The id of a session this scope sees; `UnknownSessionError` as for a missing one."""
+        session_id = _session_id(session)
+        if not isinstance(session_id, str):
+            raise InvalidArgumentError(
+                f"expected a session handle or id, got {show(session)}; pass a handle from host.sessions or its .id",
+                argument="session",
+                value=session,
+            )
+        return (await session_state(self._engine(), self._scope, session_id)).id
+
+    # -- sessions, lineage, traces ---------------------------------------------------------
+    @property
+    def sessions(self) -> AiSessionsImpl:
+        """The scope's sessions: ``create`` adds the scope's tags; ``get``, ``turn``, ``list`` and
+        ``delete`` see only the scope's sessions (an outside id: `UnknownSessionError`)."""
+        self._engine()
+        return self._sessions
+
+    @property
+    def lineage(self) -> ScopedLineage:
+        """The lineage graph within the scope: walks stop at its edge (see `ScopedLineage`)."""
+        self._engine()
+        return self._lineage
+
+    @property
+    def traces(self) -> ScopedTraces:
+        """Traces as the scope sees them (see `ScopedTraces`)."""
+        return ScopedTraces._create(self._host.traces, self._engine().store, self._scope)
+
+    # -- what the user types ---------------------------------------------------------------
+    async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
+        """`Host.submit` in a session of the scope; a handler it runs acts within the session's tags."""
+        return await self._host.submit(await self._id(session), text)
+
+    async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
+        """`Host.start` in a session of the scope."""
+        return await self._host.start(await self._id(session), text)
+
+    async def run_command(self, command_id: str) -> Submission:
+        """`Host.run_command`: a palette command, whose handler acts within the scope."""
+        return await self._host._palette(command_id, self._scope)
+
+    def completions(self, text: str) -> list[Completion]:
+        """`Host.completions` (slash-command typeahead: the mods' commands, no tenant data)."""
+        return self._host.completions(text)
+
+    # -- reading -----------------------------------------------------------------------------
+    async def log(self, session: SessionHandle | SessionId | str) -> list[TurnHandle | Invocation]:
+        """`Host.log` of a session of the scope."""
+        return await self._host.log(await self._id(session))
+
+    async def transcript(self, session: SessionHandle | SessionId | str) -> str:
+        """`Host.transcript` of a session of the scope."""
+        return await self._host.transcript(await self._id(session))
+
+    async def job(self, job_id: str) -> Job:
+        """A job of a session of the scope; `UnknownJobError` (as for a missing id) otherwise."""
+        engine = self._engine()
+        await job_record(engine.log, engine.store, self._scope, job_id)
+        return await self._host.job(job_id)
+
+    async def cancel_job(self, job_id: str) -> None:
+        """Cancel a job of the scope (`Host.cancel_job`); `UnknownJobError` otherwise."""
+        engine = self._engine()
+        await job_record(engine.log, engine.store, self._scope, job_id)
+        await self._host.cancel_job(job_id)
+
+    async def jobs(
+        self,
+        *,
+        session: SessionHandle | SessionId | str | None = None,
+        status: JobStatus | None = None,
+        tags: Mapping[str, str] | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> JobPage:
+        """`Host.jobs` limited to the scope's sessions, served by the tag index."""
+        session_id = None if session is None else await self._id(session)
+        return await self._host.jobs(
+            session=session_id, status=status, tags=self._scope.merged(tags), limit=limit, after=after
+        )
+
+    async def notifications(
+        self,
+        *,
+        session: SessionHandle | SessionId | str | None = None,
+        unread_only: bool = True,
+        tags: Mapping[str, str] | None = None,
+    ) -> list[TurnHandle]:
+        """`Host.notifications`: the scope's inbox, served by the tag index."""
+        session_id = None if session is None else await self._id(session)
+        return await self._host.notifications(session=session_id, unread_only=unread_only, tags=self._scope.merged(tags))
+
+    async def mark_read(self, turn_id: str) -> None:
+        """`Host.mark_read` of a notification of the scope; `UnknownTurnError` otherwise."""
+        await turn_record(self._engine().store, self._scope, turn_id)
+        await self._host.mark_read(turn_id)
+
+    # -- actions -----------------------------------------------------------------------------
+    async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
+        """`Host.pending_actions` of a session of the scope."""
+        return await self._host.pending_actions(await self._id(session))
+
+    async def confirm(self, action_id: str) -> Submission:
+        """`Host.confirm` of an action proposed in the scope; `ActionStateError` (as for an
+        action never proposed) otherwise."""
+        engine = self._engine()
+        await check_action(engine.store, self._host.traces._store, self._scope, action_id, "confirm")
+        return await self._host.confirm(action_id)
+
+    async def dismiss(self, action_id: str) -> None:
+        """`Host.dismiss` of an action proposed in the scope; `ActionStateError` otherwise."""
+        engine = self._engine()
+        await check_action(engine.store, self._host.traces._store, self._scope, action_id, "dismiss")
+        await self._host.dismiss(action_id)
+
+    # -- events --------------------------------------------------------------------------------
+    def subscribe(
+        self, *, buffer: int = 1000, after: int | None = None
+    ) -> AbstractAsyncContextManager[ScopedEventStream]:
+        """`Host.subscribe`, filtered in the host: only events of the scope's sessions.
+
+        Events that belong to no session (a palette command's ``command_finished``) are left
+        out: they cannot be told apart by tenant. ``lagged`` events pass (they say how many
+        events of the whole host this subscriber missed, and carry nothing else). ``after``
+        resumes after a seq read before, as for `Host.subscribe` (the scope's events only).
+        """
+        return self._subscribe(buffer, after)
+
+    @asynccontextmanager
+    async def _subscribe(self, buffer: int, after: int | None) -> AsyncIterator[ScopedEventStream]:
+        engine = self._engine()
+        async with engine.events.subscribe(buffer, after) as stream:
+            yield ScopedEventStream._create(stream, engine, self._scope)
+
+    def __repr__(self) -> str:
+        return f"<ScopedHost {dict(self._scope.tags)!r}>"
+
+
+@final
+class ScopedEventStream(metaclass=NoPublicConstructor):
+    """The events of one scope: ``async for event in events``, as `EventStream`.
+
+    Obtain it from ``async with view.subscribe() as events``. The host decides which
+    events pass, by the tags of the session each belongs to (read once per session).
+    """
+
+    __slots__ = ("_engine", "_jobs", "_scope", "_stream", "_visible")
+
+    def __init__(self, stream: EventStream, engine: Engine, scope: Scope) -> None:
+        self._stream = stream
+        self._engine = engine
+        self._scope = scope
+        self._visible: dict[str, bool] = {}  # session id -> inside (tags never change)
+        self._jobs: dict[str, bool] = {}  # job id -> inside
+
+    def __aiter__(self) -> ScopedEventStream:
+        return self
+
+    async def __anext__(self) -> HostEvent:
+        async for event in self._stream:
+            if await self._passes(event):
+                return event
+        raise StopAsyncIteration
+
+    async def _inside(self, session_id: str) -> bool:
+        known = self._visible.get(session_id)
+        if known is None:
+            record = await self._engine.store.get_session(SessionId(session_id))
+            known = self._visible[session_id] = record is not None and self._scope.admits(record.tags)
+        return known
+
+    async def _passes(self, event: HostEvent) -> bool:
+        if isinstance(event, Lagged):
+            return True
+        session_id = getattr(event, "session_id", None)
+        job_id = getattr(event, "job_id", None)
+        if event.kind == "session_created":
+            self._visible[event.session_id] = self._scope.admits(event.tags)
+        if isinstance(session_id, str):
+            inside = await self._inside(session_id)
+            if isinstance(job_id, str):
+                self._jobs[job_id] = inside
+            return inside
+        if isinstance(job_id, str):  # job_finished names only its job: the job's session decides
+            known = self._jobs.get(job_id)
+            if known is None:
+                record = await self._engine.log.get_job(job_id)
+                known = self._jobs[job_id] = record is not None and await self._inside(record.session_id)
+            return known
+        return False  # an event of no session (a palette command): no tenant's
+
+
+@final
+class ScopedLineage(metaclass=NoPublicConstructor):
+    """`LineageGraph` within a scope: ``view.lineage``.
+
+    Every method takes the same arguments as `LineageGraph`'s. A session id outside the
+    scope raises `modular_sdk.UnknownSessionError` and a turn id outside it
+    `modular_sdk.UnknownTurnError`, exactly as ids that do not exist. Walks (``ancestors``,
+    ``descendants``, ``chain``, ``tree``) never step onto a session outside the scope;
+    ``forward``, ``backward`` and ``forget`` plans list only the scope's sessions, turns
+    and edges (``forget(dry_run=False)`` still erases every copy of the forgotten text,
+    wherever the unscoped plan reaches). ``add_edge`` relates two sessions of the scope.
+
+    Obtain it as ``host.scoped(tags).lineage``.
+    """
+
+    __slots__ = ("_graph", "_log", "_scope", "_store")
+
+    def __init__(self, graph: LineageGraph, store: Store, log: LogStore, scope: Scope) -> None:
+        self._graph = graph
+        self._store = store
+        self._log = log
+        self._scope = scope
+
+    async def _check(self, session_id: object) -> SessionId:
+        return (await session_record(self._store, self._scope, session_id)).id
+
+    async def _inside(self, session_ids: Sequence[SessionId]) -> set[SessionId]:
+        inside: set[SessionId] = set()
+        for session_id in dict.fromkeys(session_ids):  # one read by key each: what the answer holds
+            record = await self._store.get_session(session_id)
+            if record is not None and self._scope.admits(record.tags):
+                inside.add(session_id)
+        return inside
+
+    async def node(self, session_id: str) -> SessionNode:
+        """`LineageGraph.node` of a session of the scope."""
+        return await self._graph.node(await self._check(session_id))
+
+    async def _walk(self, session_id: str, max_depth: int, *, forward: bool) -> list[SessionNode]:
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
+            raise InvalidArgumentError(
+                f"max_depth must be an int >= 0 (edges to follow), got {show(max_depth)}", argument="max_depth", value=max_depth
+            )
+        start = await self._check(session_id)
+        seen: set[SessionId] = {start}
+        found: list[SessionId] = []
+        frontier = [start]
+        for _ in range(max_depth):  # one edge read per level; a session outside ends the path
+            candidates: list[SessionId] = []
+            for edge in await self._store.get_edges(frontier, "out" if forward else "in"):
+                other = edge.to_session_id if forward else edge.from_session_id
+                if other not in seen:
+                    seen.add(other)
+                    candidates.append(other)
+            inside = await self._inside(candidates)
+            frontier = [c for c in candidates if c in inside]
+            if not frontier:
+                break
+            found += frontier
+        return list(await self._graph._nodes(found))
+
+    async def ancestors(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
+        """`LineageGraph.ancestors`, stopping at the scope's edge."""
+        return await self._walk(session_id, max_depth, forward=False)
+
+    async def descendants(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
+        """`LineageGraph.descendants`, stopping at the scope's edge."""
+        return await self._walk(session_id, max_depth, forward=True)
+
+    async def chain(self, session_id: str, max_depth: int = 10) -> LineageChain:
+        """`LineageGraph.chain` within the scope: its nodes and the edges between them."""
+        start = await self._graph.node(await self._check(session_id))
+        nodes = [start]
+        nodes += await self._walk(session_id, max_depth, forward=False)
+        nodes += await self._walk(session_id, max_depth, forward=True)
+        members = {n.session_id for n in nodes}
+        out = await self._store.get_edges([n.session_id for n in nodes], "out")
+        return LineageChain(nodes=tuple(nodes), edges=tuple(e for e in out if e.to_session_id in members))
+
+    async def tree(self, root_id: str) -> LineageTree:
+        """`LineageGraph.tree` of a session of the scope, without the branches outside it."""
+        tree = await self._graph.tree(await self._check(root_id))
+        return _prune(tree, self._scope)
+
+    async def find_by_artifact(self, type: str, source_id: str) -> list[SessionNode]:
+        """`LineageGraph.find_by_artifact`: only the scope's sessions."""
+        nodes = await self._graph.find_by_artifact(type, source_id)
+        inside = await self._inside([n.session_id for n in nodes])
+        return [n for n in nodes if n.session_id in inside]
+
+    async def add_edge(
+        self, from_id: str, to_id: str, relation: LineageRelation, artifact: LineageArtifact | None = None
+    ) -> LineageEdge:
+        """`LineageGraph.add_edge` between two sessions of the scope; an id outside it raises
+        `UnknownSessionError`, exactly as an id that does not exist."""
+        if isinstance(from_id, str) and isinstance(to_id, str) and from_id != to_id:
+            for role, session_id in (("from_id", from_id), ("to_id", to_id)):
+                unknown = unstorable_text(session_id)  # no store holds it (nor can be asked for it)
+                record = None if unknown else await self._store.get_session(SessionId(session_id))
+                if record is None or not self._scope.admits(record.tags):
+                    raise UnknownSessionError(  # LineageGraph's own words for a missing id
+                        f"{role} {session_id!r} names no session of this host; "
+                        "use the id of a session the host created (session.id)",
+                        session_id=session_id,
+                    )
+        return await self._graph.add_edge(from_id, to_id, relation, artifact)
+
+    async def html(self, root_id: str | None = None, *, title: str | None = None) -> str:
+        """`LineageGraph.html` of the scope: its (listed) sessions, or with ``root_id`` (a
+        session of the scope) that session's chain, without the sessions outside the scope."""
+        if title is not None and not isinstance(title, str):
+            raise InvalidArgumentError(
+                f"title must be a str or None, got {show(title)}; pass the page's heading as text", argument="title", value=title
+            )
+        if root_id is None:
+            records: list[SessionRecord] = []
+            before: int | None = None
+            while True:  # the scope's sessions, by the tag index, a page at a time
+                page, last = await self._log.page_sessions(self._scope.tags, False, 1000, before)
+                records += page
+                if last is None:
+                    break
+                before = last
+            records.sort(key=lambda record: record.created_at)
+        else:
+            await self._check(root_id)
+            records = [r for r in await _chain_records(self._store, root_id) if self._scope.admits(r.tags)]
+        turns = [t for record in records for t in await self._store.get_turns(record.id)]
+        return render_lineage_html(records, turns, title=DEFAULT_TITLE if title is None else title)
+
+    async def complete_session(self, session_id: str, metrics: SessionMetrics) -> SessionNode:
+        """`LineageGraph.complete_session` of a session of the scope."""
+        return await self._graph.complete_session(await self._check(session_id), metrics)
+
+    async def forward(self, turn_id: str) -> Provenance:
+        """`LineageGraph.forward` of a turn of the scope, listing only the scope's part."""
+        await turn_record(self._store, self._scope, turn_id)
+        found = await self._graph.forward(turn_id)
+        inside = await self._inside([*found.sessions, *found.spawns, *_ends(found.edges)])
+        return attrs.evolve(
+            found,
+            sessions=tuple(s for s in found.sessions if s in inside),
+            turns=tuple(t for t in found.turns if t.session_id in inside),
+            spawns=tuple(s for s in found.spawns if s in inside),
+            edges=tuple(e for e in found.edges if e.from_session_id in inside and e.to_session_id in inside),
+        )
+
+    async def backward(self, turn_id: str) -> TurnOrigin:
+        """`LineageGraph.backward` of a turn of the scope, listing only the scope's part."""
+        await turn_record(self._store, self._scope, turn_id)
+        found = await self._graph.backward(turn_id)
+        inside = await self._inside(found.sessions)
+        return attrs.evolve(
+            found,
+            read_from=tuple(t for t in found.read_from if t.session_id in inside),
+            sessions=tuple(s for s in found.sessions if s in inside),
+        )
+
+    async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
+        """`LineageGraph.forget` of a turn of the scope; the plan lists only the scope's part."""
+        await turn_record(self._store, self._scope, turn_id)
+        plan = await self._graph.forget(turn_id, dry_run=dry_run)
+        inside = await self._inside([*plan.sessions, *plan.spawns, *(t.session_id for t in plan.turns), *_ends(plan.edges)])
+        return attrs.evolve(
+            plan,
+            sessions=tuple(s for s in plan.sessions if s in inside),
+            turns=tuple(t for t in plan.turns if t.session_id in inside),
+            spawns=tuple(s for s in plan.spawns if s in inside),
+            edges=tuple(e for e in plan.edges if e.from_session_id in inside and e.to_session_id in inside),
+        )
+
+    def __repr__(self) -> str:
+        return f"<ScopedLineage {dict(self._scope.tags)!r}>"
+
+
+def _ends(edges: Sequence[LineageEdge]) -> list[SessionId]:
+    return [s for e in edges for s in (e.from_session_id, e.to_session_id)]
+
+
+def _prune(tree: LineageTree, scope: Scope) -> LineageTree:
+    """The tree without the branches whose sessions the scope does not see (no recursion)."""
+    order: list[LineageTree] = [tree]
+    index = 0
+    while index < len(order):
+        order += [c for c in order[index].children if scope.admits(c.tags)]
+        index += 1
+    built: dict[int, LineageTree] = {}
+    for node in reversed(order):
+        kids = tuple(built[id(c)] for c in node.children if id(c) in built)
+        built[id(node)] = node if kids == node.children else attrs.evolve(node, children=kids)
+    return built[id(tree)]
+
+
+@final
+class ScopedTraces(metaclass=NoPublicConstructor):
+    """`host.traces` within a scope: ``view.traces``.
+
+    A trace is visible when a session of the scope works on it, or when no session works on
+    it yet (a task's trace made by ``for_task``: its ref is the task tracker's, not a
+    tenant's). Its ``links`` list only the scope's sessions. Anything else raises
+    `UnknownTraceError`, exactly as an id that does not exist.
+
+    Obtain it as ``host.scoped(tags).traces``.
+    """
+
+    __slots__ = ("_scope", "_store", "_traces")
+
+    def __init__(self, traces: Traces, store: Store, scope: Scope) -> None:
+        self._traces = traces
+        self._store = store
+        self._scope = scope
+
+    async def _seen(self, trace: Trace) -> Trace | None:
+        """``trace`` as the scope sees it, or ``None`` when it does not see it."""
+        links = []
+        for link in trace.links:
+            record = await self._store.get_session(link.session_id)
+            if record is not None and self._scope.admits(record.tags):
+                links.append(link)
+        if trace.links and not links:
+            return None
+        return attrs.evolve(trace, links=tuple(links))
+
+    async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
+        """`Traces.for_task`; the trace lists only the scope's sessions."""
+        trace = await self._seen(await self._traces.for_task(ref, snapshot))
+        if trace is None:
+            raise _no_trace(ref.ref if isinstance(ref, TaskRef) else str(ref))
+        return trace
+
+    async def find(self, id: str) -> Trace:
+        """`Traces.find` within the scope: by the trace's id, its task ref, or a session,
+        output or commit of the scope's part of it; `UnknownTraceError` for anything else
+        (a session, output or commit outside the scope answers as one never seen)."""
+        key = id.ref if isinstance(id, TaskRef) else id
+        if isinstance(key, str) and unstorable_text(key):  # no store holds it (nor can be asked for it)
+            raise _no_trace(key)
+        found = await self._seen(await self._traces.find(id))
+        if found is None or key not in _keys(found):
+            raise _no_trace(key)
+        return found
+
+    async def attach_task(self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
+        """`Traces.attach_task` of a trace the scope sees."""
+        try:
+            await self.find(trace_id)
+        except UnknownTraceError:
+            raise UnknownTraceError(
+                f"no trace {trace_id!r} in this host's store; use a Trace.id from host.traces", id=trace_id
+            ) from None
+        attached = await self._seen(await self._traces.attach_task(trace_id, ref, snapshot))
+        assert attached is not None
+        return attached
+
+    async def record_commit(self, output_id: str, commit: str) -> str:
+        """`Traces.record_commit` of an output of a session of the scope; `UnknownTraceError` otherwise."""
+        store = self._store
+        if isinstance(output_id, str) and not unstorable_text(output_id) and isinstance(store, TraceStore):
+            output = await store.get_output(output_id)
+            record = None if output is None else await store.get_session(output.session_id)
+            if output is not None and (record is None or not self._scope.admits(record.tags)):
+                raise UnknownTraceError(  # Traces' own words for an output no trace holds
+                    f"no output {output_id!r} is linked to a trace; report it first (ctx.report_output, "
+                    "or an 'output' spool event), then record its commit",
+                    id=output_id,
+                )
+        return await self._traces.record_commit(output_id, commit)
+
+
+def _keys(trace: Trace) -> set[str]:
+    """What ``find`` answers ``trace`` for: its id, task ref, and its links' sessions, outputs and commits."""
+    keys = {trace.id, *(link.session_id for link in trace.links)}
+    keys |= {o.output_id for o in trace.outputs} | {o.commit for o in trace.outputs if o.commit is not None}
+    if trace.task is not None:
+        keys.add(trace.task.ref)
+    return keys
+
+
+def _no_trace(key: str) -> UnknownTraceError:
+    return UnknownTraceError(
+        f"no trace is found by {key!r}: it is no trace id, task ref, session, output or "
+        "commit this host's store knows; a session joins a trace through "
+        "host.sessions.create(trace=...), a fork or spawn of one, or its first reported output",
+        id=key,
+    )
+
