@@ -61,7 +61,7 @@ from .sessions._handles import AiSessionsImpl as AiSessionsImpl
 from .sessions._handles import SessionPage as SessionPage
 from .sessions._jobs import Job as Job
 from .sessions._jobs import JobPage as JobPage
-from .sessions._jobs import UnknownJobError as UnknownJobError
+from .sessions._job_errors import UnknownJobError as UnknownJobError
 from .stores._records import ErrorKind as ErrorKind
 from .stores._records import Invocation as Invocation
 from .sessions._host import Host as Host

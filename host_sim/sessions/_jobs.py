@@ -26,18 +26,19 @@ import anyio.abc
 import anyio.lowlevel
 import attrs
 
-from modular_sdk import InvalidArgumentError, ModularError, SessionId, TurnId
+from modular_sdk import InvalidArgumentError, SessionId, TurnId
 from modular_sdk._rules import show, unstorable_text
 
 from ..stores._errors import StoreError
 from ..stores._protocol import LogStore
 from ..stores._records import ErrorKind, JobRecord, JobStatus
+from ._job_errors import UnknownJobError
 from ._events import EventHub, JobFinished, JobStarted
 from ._handles import NoPublicConstructor, check_list_tags
 from ._ids import new_job_id
 from ._submission import Submission
 
-__all__ = ["Job", "JobBook", "JobPage", "UnknownJobError", "ended"]
+__all__ = ["Job", "JobBook", "JobPage", "ended"]
 
 CANCEL_POLL: Final = 1.0
 """Seconds between a host's reads of the cancel requests for the jobs it runs."""
@@ -48,17 +49,6 @@ _INTERRUPTED: Final = "the host closed before the job finished"
 
 Submit = Callable[[SessionId, str, "_Call"], Awaitable[Submission]]
 """How a job runs its text: ``submit(session_id, text, call)``, the host's `submit` in the job's call path."""
-
-
-class UnknownJobError(ModularError, LookupError):
-    """No job has this id in the host's store; ``id`` is the id asked for."""
-
-    def __init__(self, message: str, *, id: str) -> None:
-        super().__init__(message)
-        self.id = id
-
-    def __str__(self) -> str:  # LookupError subclasses would quote the message
-        return str(self.args[0])
 
 
 @final

@@ -75,6 +75,13 @@ class Scope:
                 f"{what} must map str to str, like {{'project': 'p1'}}, got {show(more)}", argument=what, value=more
             )
         for key, value in more.items():
+            problem = unstorable_text(key) or unstorable_text(value)
+            if problem is not None:
+                raise InvalidArgumentError(
+                    f"{what} {show(dict(more))} cannot be stored: {problem}; tags are valid text",
+                    argument=what,
+                    value=more,
+                )
             if key in self.tags and self.tags[key] != value:
                 raise InvalidArgumentError(
                     f"{what} {show(dict(more))} sets {key!r} to {value!r}, but this view is scoped to "
@@ -159,7 +166,7 @@ async def job_record(log: LogStore, store: Store, scope: Scope, job_id: object) 
         raise InvalidArgumentError(
             f"a job id is a str (Job.id, like 'job_3f2a9c1e0b4d'), got {show(job_id)}", argument="job_id", value=job_id
         )
-    from ._jobs import UnknownJobError  # _jobs imports the handles, which import this module
+    from ._job_errors import UnknownJobError
 
     record = None if unstorable_text(job_id) else await log.get_job(job_id)
     session = None if record is None else await store.get_session(record.session_id)

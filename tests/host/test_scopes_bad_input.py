@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host_sim import Host, ScopedHost, SqliteStore, TaskRef
+from host_sim import Host, PostgresStore, ScopedHost, SqliteStore, Store, TaskRef
 
+from .postgres_server import PostgresServer
 from .test_host_bad_input_properties import junk, junk_settings, refuses_only_with_our_errors
 
 
@@ -75,9 +76,13 @@ async def _subscribe(view: ScopedHost, buffer: object) -> object:
         return events
 
 
-async def call_with(name: str, value: object, store_kind: str) -> None:
+async def call_with(name: str, value: object, store_kind: str, dsn: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        store = SqliteStore(Path(folder) / "s.sqlite") if store_kind == "sqlite" else None
+        store: Store | None = None
+        if store_kind == "sqlite":
+            store = SqliteStore(Path(folder) / "s.sqlite")
+        elif store_kind == "postgres":
+            store = PostgresStore(dsn)
         async with Host(store=store) as host:
             view = host.scoped({"user": "alice"})
             chat = await view.sessions.create()
@@ -85,8 +90,20 @@ async def call_with(name: str, value: object, store_kind: str) -> None:
             await refuses_only_with_our_errors(lambda: CALLS[name](host, view, chat.id, value))
 
 
+@pytest.fixture(scope="module")
+def junk_database(postgres: PostgresServer) -> str:
+    """One database the junk examples share (each opens its own host on it)."""
+    return postgres.database("scopejunk")
+
+
 @pytest.mark.parametrize("name", sorted(CALLS))
 @junk_settings
-@given(value=junk, store_kind=st.sampled_from(["memory", "sqlite"]), backend=st.sampled_from(["asyncio", "trio"]))
-def test_junk_in_any_scoped_argument_raises_only_a_modular_error(name: str, value: object, store_kind: str, backend: str) -> None:
-    anyio.run(call_with, name, value, store_kind, backend=backend)
+@given(
+    value=junk,
+    store_kind=st.sampled_from(["memory", "sqlite", "postgres"]),
+    backend=st.sampled_from(["asyncio", "trio"]),
+)
+def test_junk_in_any_scoped_argument_raises_only_a_modular_error(
+    name: str, value: object, store_kind: str, backend: str, junk_database: str
+) -> None:
+    anyio.run(call_with, name, value, store_kind, junk_database, backend=backend)
