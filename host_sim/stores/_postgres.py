@@ -1220,6 +1220,9 @@ class PostgresStore(PostgresTraces):
         try:
             conn.execute(f"LISTEN {_EVENTS_CHANNEL}", ())
             conn.execute(f"LISTEN {_DELTAS_CHANNEL}", ())
+        except self._psycopg.Error as exc:  # the connection died at once: the reader retries
+            _close_quietly(conn)
+            raise self._database_error(exc, "could not listen for events") from exc
         except BaseException:
             _close_quietly(conn)
             raise
