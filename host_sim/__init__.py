@@ -79,6 +79,7 @@ from .stores._postgres import PostgresStore as PostgresStore
 from .stores._protocol import Store as Store
 from .stores._records import SessionRecord as SessionRecord
 from .stores._records import StoredState as StoredState
+from .stores._records import ToolCallRecord as ToolCallRecord
 from .stores._records import TurnRecord as TurnRecord
 from .stores._sqlite import SqliteStore as SqliteStore
 from .stores._traces import TraceStore as TraceStore
@@ -159,6 +160,7 @@ __all__ = [
     "StoredState",
     "Submission",
     "ToolCall",
+    "ToolCallRecord",
     "ToolCalled",
     "ToolFinished",
     "ToolResult",

@@ -1082,6 +1082,18 @@ class ToolCall:
 
 
 @attrs.frozen(kw_only=True)
+class ToolCallRecord:
+    """One tool call a turn made, as the record keeps it (API.md section 17). Immutable."""
+    call_id: str
+    name: str
+    input: FrozenJsonObject = attrs.field(converter=_frozen_input)
+    output: str | None
+    error: str | None
+    started_at: datetime
+    finished_at: datetime
+
+
+@attrs.frozen(kw_only=True)
 class ToolCalled:
     """The model called a tool; its handler runs now. Immutable."""
     kind: Literal['tool_called'] = attrs.field(default='tool_called', init=False)
@@ -1185,6 +1197,9 @@ class TurnHandle:
     @property
     def erased_at(self) -> datetime | None:
         """When the user forgot it (``host.lineage.forget``): its text is gone. ``None`` otherwise."""
+    @property
+    def tool_calls(self) -> tuple[ToolCallRecord, ...]:
+        """The tool calls the turn made, in the order made (API.md section 17)."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``."""
 
@@ -1213,6 +1228,7 @@ class TurnRecord:
     started_at: datetime
     finished_at: datetime | None
     erased_at: datetime | None = None
+    tool_calls: tuple[ToolCallRecord, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -317,6 +317,7 @@ HOST_PINNED = sorted(
         "StoredState",
         "Submission",
         "ToolCall",
+        "ToolCallRecord",
         "ToolCalled",
         "ToolFinished",
         "ToolResult",

@@ -67,7 +67,7 @@ from ..models._protocol import Model, ModelRequest, ToolCall, ToolResult, ToolSp
 from ..stores._protocol import LogStore, Store
 from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
-from ..stores._records import SessionRecord, TurnRecord
+from ..stores._records import SessionRecord, ToolCallRecord, TurnRecord
 from ..stores._shared import SharedStore
 from ._across_hosts import across_hosts, catch_up, running_elsewhere
 from ._events import (
@@ -964,6 +964,7 @@ class Engine:
     ) -> ToolResult:
         """Run one tool call of ``turn``, publishing ``tool_called`` then ``tool_finished``."""
         call_id = call.call_id or new_call_id()
+        started_at = self.now()
         self.events.publish(
             lambda seq, at: ToolCalled(
                 seq=seq, at=at, session_id=session.id, turn_id=turn.id, call_id=call_id, tool_name=call.name, input=call.input
@@ -979,6 +980,18 @@ class Engine:
             raise
         finally:
             output = None if result is None else result.output
+            turn.tool_calls = (
+                *turn.tool_calls,
+                ToolCallRecord(
+                    call_id=call_id,
+                    name=call.name,
+                    input=_storable_json(call.input),
+                    output=None if output is None else _storable(output),
+                    error=_storable(error) if error is not None else None if result is not None else "it did not finish",
+                    started_at=started_at,
+                    finished_at=self.now(),
+                ),
+            )  # kept with the turn's record (API §17)
             self.events.publish(
                 lambda seq, at: ToolFinished(
                     seq=seq, at=at, session_id=session.id, turn_id=turn.id, call_id=call_id, output=output, error=error
@@ -1134,6 +1147,17 @@ def _unstorable(text: str) -> str | None:
 def _storable(text: str) -> str:
     """A message of ours made storable: lone surrogates quoted as escapes."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _storable_json(value: object) -> object:
+    """JSON data from outside (a model's tool input) made storable: each text `_storable`."""
+    if isinstance(value, str):
+        return _storable(value)
+    if isinstance(value, Mapping):
+        return {_storable(str(k)): _storable_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_storable_json(v) for v in value]
+    return value
 
 
 def _prompt(text: object) -> AiPromptMessage:

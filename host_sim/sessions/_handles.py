@@ -38,6 +38,7 @@ from modular_sdk import (
 from modular_sdk._rules import show, unstorable_text
 
 from ..lanes._calling import Actor, HandlerFrame
+from ..stores._records import ToolCallRecord
 from ..traces._errors import TraceError
 from ._across_hosts import catch_up
 from ._explain import close_names, turn_failed
@@ -145,6 +146,15 @@ class TurnHandle(metaclass=NoPublicConstructor):
     def erased_at(self) -> datetime | None:
         """When the user forgot it (``host.lineage.forget``): its text is gone. ``None`` otherwise."""
         return self._turn.erased_at
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallRecord, ...]:
+        """The tool calls the turn made, in the order made (API.md section 17).
+
+        Durable with the turn: read back after a reopen. A forgotten turn keeps its calls'
+        ids, tool names and times; their inputs, outputs and errors are erased.
+        """
+        return self._turn.tool_calls
 
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``.

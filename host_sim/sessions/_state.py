@@ -22,7 +22,7 @@ from modular_sdk import AiMessage, AiNotificationMessage, AiRunnerId, Author, Se
 
 from ..lineage._types import LineageArtifact
 from ..models._protocol import HistoryEntry
-from ..stores._records import ErrorKind, SessionRecord, TurnRecord
+from ..stores._records import ErrorKind, SessionRecord, ToolCallRecord, TurnRecord
 
 __all__ = [
     "HistoryView",
@@ -58,6 +58,7 @@ class TurnState:
     completed_before: int = 0  # completed turns before it in its session's history
     failure: ErrorKind | None = None  # why it failed, for Submission.error_kind (not stored)
     streamed: list[str] | None = None  # reply_delta chunks published so far (streaming models only)
+    tool_calls: tuple[ToolCallRecord, ...] = ()  # the calls made so far, kept with the record
 
     def record(self) -> TurnRecord:
         return TurnRecord(
@@ -74,6 +75,7 @@ class TurnState:
             started_at=self.started_at,
             finished_at=self.finished_at,
             erased_at=self.erased_at,
+            tool_calls=self.tool_calls,
         )
 
     @classmethod
@@ -92,6 +94,7 @@ class TurnState:
             error=record.error,
             finished_at=record.finished_at,
             erased_at=record.erased_at,
+            tool_calls=record.tool_calls,
         )
 
 
@@ -298,6 +301,7 @@ def apply_erasure(session: SessionState, record: TurnRecord) -> None:
         return
     turn = session.own[record.ordinal - session.first_ordinal]
     turn.message, turn.reply, turn.error, turn.erased_at = record.message, record.reply, record.error, record.erased_at
+    turn.tool_calls = record.tool_calls
     turn.artifact = None  # later forks cite it with the erased label
     if turn.status == "completed" and session.entries is not None:
         index = turn.completed_before - session.inherited_completed

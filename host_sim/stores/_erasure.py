@@ -36,6 +36,9 @@ __all__ = ["ERASED_BY_STORE", "ERASED_LABEL", "KEPT", "PLACES", "STORE_COLUMNS",
 
 _EMPTY: Final[FrozenJsonObject] = freeze_object({}, type_name="an erased payload")
 
+ERASED_TOOL_CALLS: Final = "each call's input {}, output None, error ERASED_LABEL"
+"""What a forgotten turn's ``tool_calls`` become (`_invariants.erased_call`), for a reader of `PLACES`."""
+
 Key: TypeAlias = Literal["record", "turn", "position", "command", "session"]
 """Which rows of a place an `Erasure` reaches.
 
@@ -87,12 +90,14 @@ class Place:
 
 
 PLACES: Final[tuple[Place, ...]] = (
-    # A turn's prompt (or notification title and body), its reply, and its error (a model's
-    # error may quote the prompt). Written as erased records (stores/_invariants.erased).
+    # A turn's prompt (or notification title and body), its reply, its error (a model's
+    # error may quote the prompt) and its tool calls' inputs, outputs and errors (API.md
+    # section 17; their ids, tool names and times stay). Written as erased records
+    # (stores/_invariants.erased and erased_call).
     Place(
         table="turns",
         record=TurnRecord,
-        erased=(("message", None), ("reply", None), ("error", ERASED_LABEL)),
+        erased=(("message", None), ("reply", None), ("error", ERASED_LABEL), ("tool_calls", ERASED_TOOL_CALLS)),
         rows=("record",),
         stamp="erased_at",
         kept=("id", "session_id", "ordinal", "message_id", "author", "runner_id", "status", "started_at", "finished_at"),
@@ -148,8 +153,6 @@ PLACES: Final[tuple[Place, ...]] = (
         rows=("session",),
         kept=("session_id", "created_at", "agent_id", "completed_at", "metrics"),
     ),
-    # Tool calls (API.md section 17) are not stored yet; once they are, one line here:
-    # Place(table="tool_calls", record=ToolCallRecord, erased=(("input", _EMPTY), ("output", None), ("error", ERASED_LABEL)), rows=("turn",)),
 )
 """Every place a store keeps text an erasure removes (see the module docstring)."""
 

@@ -15,6 +15,7 @@ from modular_sdk import SessionId, TurnId
 from ..lineage._types import LineageEdge, SessionNode
 from ._erasure import PLACES, Erasure, Place, erase_rows
 from ._errors import StoreError
+from ._invariants import erased_call
 from ._protocol import INDEX_VERSION
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._traces import (
@@ -230,7 +231,14 @@ class MemoryStore:
                 or old.status == "running"
                 or old.erased_at is not None
                 or turn.erased_at is None
-                or attrs.evolve(old, message=turn.message, reply=turn.reply, error=turn.error, erased_at=turn.erased_at)
+                or attrs.evolve(
+                    old,
+                    message=turn.message,
+                    reply=turn.reply,
+                    error=turn.error,
+                    erased_at=turn.erased_at,
+                    tool_calls=tuple(erased_call(call) for call in old.tool_calls),
+                )
                 != turn
             ):
                 raise StoreError(

@@ -7,7 +7,7 @@ Layout (PostgreSQL schema ``host_sim``, schema version 1)::
              agent_id, trigger_turn_id, parent_session_id)
                                          -- never updated, deleted or truncated (triggers refuse)
     turns(seq, id PRIMARY KEY, session_id, ordinal, message, message_id, author, runner_id,
-          status, reply, error, started_at, finished_at, erased_at, owner)
+          status, reply, error, started_at, finished_at, erased_at, owner, tool_calls)
           UNIQUE (session_id, ordinal)   -- a finished turn changes only once, to be forgotten;
                                          -- it is never deleted (triggers refuse)
     nodes(seq, session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics)
@@ -286,6 +286,14 @@ CREATE OR REPLACE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.t
         AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at AND NEW.seq = OLD.seq))
     EXECUTE FUNCTION host_sim.refuse('a trace output never changes (except to be erased)');
 """
+# The record, complete (API.md section 17): a turn's tool calls, written with its finished
+# record (JSON; NULL in rows written before). Made with a new store, and when a host opens
+# a store made before it.
+_RECORD_SCHEMA: Final = "ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS tool_calls text;\n"
+_HAS_RECORD_SCHEMA: Final = (
+    "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'host_sim' "
+    "AND table_name = 'turns' AND column_name = 'tool_calls')"
+)
 _HAS_ERASURE_RULES: Final = (
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
     "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
@@ -315,7 +323,7 @@ CREATE INDEX IF NOT EXISTS events_by_time ON host_sim.events (written);
 """The event log (API.md section 13), added to stores of schema version 1 when opened."""
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
+_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
@@ -354,11 +362,11 @@ _SAVE_EDGE: Final = (
     f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
 )
 _FINISH_TURN: Final = (
-    "UPDATE host_sim.turns SET status = %s, reply = %s, error = %s, finished_at = %s, owner = NULL "
+    "UPDATE host_sim.turns SET status = %s, reply = %s, error = %s, finished_at = %s, tool_calls = %s, owner = NULL "
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status = 'running'"
 )
 _ERASE_TURN: Final = (
-    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s "
+    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s, tool_calls = %s "
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status <> 'running' AND erased_at IS NULL"
 )
 _BLANK = "CASE WHEN e.event::jsonb->>'{0}' IS NULL THEN NULL ELSE '' END"
@@ -620,7 +628,7 @@ class PostgresStore(PostgresTraces):
         row = dict(zip(_TURNS.columns, self._row(_TURNS, record), strict=True))
         if record.status == "running" or record.finished_at is None:
             raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "id", "session_id", "ordinal"))
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "id", "session_id", "ordinal"))
         await self._transact(
             [
                 _Step(
@@ -713,7 +721,10 @@ class PostgresStore(PostgresTraces):
             steps.append(
                 _Step(
                     _ERASE_TURN,
-                    (row["message"], row["reply"], row["error"], row["erased_at"], turn.id, turn.session_id, turn.ordinal),
+                    (
+                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
+                        turn.id, turn.session_id, turn.ordinal,
+                    ),  # fmt: skip
                     f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
                     "change",
                 )
@@ -1474,7 +1485,9 @@ class PostgresStore(PostgresTraces):
                             f"holds no host-sim store (database {dbname!r} has no schema host_sim)",
                             "pass the DSN of the database your hosts write, or open it with a host to create one",
                         )
-                    for statement in _statements(_SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA + _ERASURE_RULES + _EVENT_LOG):
+                    for statement in _statements(
+                        _SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA + _ERASURE_RULES + _EVENT_LOG + _RECORD_SCHEMA
+                    ):
                         conn.execute(statement, ())
                     conn.execute(
                         "INSERT INTO host_sim.meta (key, value) VALUES ('application', %s), "
@@ -1501,6 +1514,9 @@ class PostgresStore(PostgresTraces):
                     "SELECT to_regclass('host_sim.events') IS NULL", ()
                 ).fetchone()[0]:
                     for statement in _statements(_EVENT_LOG):  # a store written before the event log
+                        conn.execute(statement, ())
+                if self._create and not conn.execute(_HAS_RECORD_SCHEMA, ()).fetchone()[0]:
+                    for statement in _statements(_RECORD_SCHEMA):  # a store made before tool calls were kept
                         conn.execute(statement, ())
         except StoreError:
             raise

@@ -25,9 +25,20 @@ from modular_sdk import (
     TurnStatus,
 )
 
+from modular_sdk._frozen import FrozenJsonObject, freeze_object
+
 from ..lineage._types import LineageEdge, SessionNode
 
-__all__ = ["ErrorKind", "Invocation", "JobRecord", "JobStatus", "SessionRecord", "StoredState", "TurnRecord"]
+__all__ = [
+    "ErrorKind",
+    "Invocation",
+    "JobRecord",
+    "JobStatus",
+    "SessionRecord",
+    "StoredState",
+    "ToolCallRecord",
+    "TurnRecord",
+]
 
 ErrorKind: TypeAlias = Literal[
     "unknown_command", "denied", "handler_failed", "timeout", "model_failed", "invalid_input", "interrupted"
@@ -64,6 +75,35 @@ class SessionRecord:
     tags: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_tags, hash=False)
 
 
+def _frozen_input(value: object) -> FrozenJsonObject:
+    return freeze_object(value, type_name="a tool call's input")
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRecord:
+    """One tool call a turn made, as the record keeps it (API.md section 17). Immutable.
+
+    ``input`` is what the model passed, ``output`` what the tool returned (its text, as the
+    model saw it) and ``error`` why it failed (``output`` is then ``None``). Written with
+    the finished turn, in the same transaction, and read back with it after a reopen; when
+    the turn is forgotten its ``input`` becomes ``{}``, its ``output`` ``None`` and its
+    ``error`` ``"(erased)"``, while ``call_id``, ``name`` and the times stay.
+
+    Read them from a turn handle::
+
+        for call in turn.tool_calls:
+            print(call.name, call.input, call.output or call.error)
+    """
+
+    call_id: str
+    name: str
+    input: FrozenJsonObject = attrs.field(converter=_frozen_input)
+    output: str | None
+    error: str | None
+    started_at: datetime
+    finished_at: datetime
+
+
 @attrs.frozen(kw_only=True)
 class TurnRecord:
     """A turn: written ``running`` when it starts, then once more when it finishes. Immutable.
@@ -86,6 +126,7 @@ class TurnRecord:
     started_at: datetime
     finished_at: datetime | None
     erased_at: datetime | None = None  # set once by forget: message text and reply are gone
+    tool_calls: tuple[ToolCallRecord, ...] = ()  # written with the finished record
 
 
 @attrs.frozen(kw_only=True)

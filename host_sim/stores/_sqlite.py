@@ -7,7 +7,8 @@ Layout (schema version 3)::
     sessions(id PRIMARY KEY, lineage JSON, metadata JSON, model, cwd, runner_id,
              created_at, agent_id)           -- never updated nor deleted (triggers refuse)
     turns(id PRIMARY KEY, session_id, ordinal, message JSON, message_id, author JSON,
-          runner_id, status, reply, error, started_at, finished_at)
+          runner_id, status, reply, error, started_at, finished_at, erased_at,
+          tool_calls JSON)
           UNIQUE (session_id, ordinal)       -- a finished turn is never updated (trigger)
     nodes(session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics JSON)
     edges(from_session_id, to_session_id, relation, created_at, artifact JSON,
@@ -72,7 +73,7 @@ from ._erasure import Erasure, statements
 from ._errors import StoreError, StoreLockedError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
-from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, ToolCallRecord, TurnRecord
 from ._traces import (
     TRACE_INDEX_VERSION,
     ActionOutcomeRecord,
@@ -297,6 +298,10 @@ CREATE INDEX IF NOT EXISTS jobs_by_session ON jobs (session_id);
 CREATE INDEX IF NOT EXISTS actions_by_turn ON actions (turn_id);
 """
 
+# The record, complete (API.md section 17): a turn's tool calls, written with its finished
+# record (JSON, NULL in rows written before). Run by a writer opening a store without it.
+_RECORD_17: Final = "ALTER TABLE turns ADD COLUMN tool_calls TEXT;\n"
+
 # A new store is made as version 2 was, then brought to version 3 by the same statements
 # an upgrade runs: one definition of each version, no drift between new and upgraded files.
 _SCHEMA: Final = (
@@ -450,7 +455,7 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
     sends the row to the converter, which names whatever is wrong with it."""
     try:
         (id_, session_id, ordinal, message, message_id, author, runner_id, status, reply, error,
-         started_at, finished_at, erased_at) = row  # fmt: skip  # _TURNS.columns, checked below
+         started_at, finished_at, erased_at, tool_calls) = row  # fmt: skip  # _TURNS.columns, checked below
         if not (
             isinstance(id_, str) and isinstance(session_id, str) and type(ordinal) is int and ordinal >= 0
             and isinstance(message, str) and isinstance(message_id, str) and isinstance(author, str)
@@ -482,17 +487,26 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
             started_at=started,
             finished_at=_time(finished_at),
             erased_at=_time(erased_at),
+            tool_calls=() if tool_calls is None else _tool_calls(tool_calls),
         )
     except (ValueError, TypeError, KeyError, AssertionError, SerializationError, RecursionError):
         return None
 
 
-_NULL_IS_DEFAULT: Final = frozenset({"tags"})
+def _tool_calls(text: object) -> tuple[ToolCallRecord, ...]:
+    """A turn's ``tool_calls`` column (JSON written by the one converter)."""
+    if not isinstance(text, str):
+        raise TypeError("tool_calls is JSON text")
+    value: tuple[ToolCallRecord, ...] = structure(json.loads(text), tuple[ToolCallRecord, ...])
+    return value
+
+
+_NULL_IS_DEFAULT: Final = frozenset({"tags", "tool_calls"})  # columns added later: NULL in older rows
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
 _INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
 _JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
+_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
@@ -509,7 +523,7 @@ _TRACE_TABLES: Final = (_TRACE_RECORDS, _TRACE_TASKS, _TRACE_LINKS, _TRACE_OUTPU
 _LOG_TABLES: Final = (_INVOCATIONS, _JOBS)  # version 3: absent from a store a reader finds older
 assert _TURNS.columns == (
     "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
-    "reply", "error", "started_at", "finished_at", "erased_at",
+    "reply", "error", "started_at", "finished_at", "erased_at", "tool_calls",
 ), "_turn_fast reads the turns columns in this order"  # fmt: skip
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
@@ -525,12 +539,12 @@ _REBUILD_TAGS: Final = (
 _LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
 _ERASE_TURN: Final = (
-    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ? "
+    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ?, tool_calls = ? "
     "WHERE id = ? AND session_id = ? AND ordinal = ? AND status != 'running' AND erased_at IS NULL"
 )
 
 _FINISH_TURN: Final = (
-    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ? "
+    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ?, tool_calls = ? "
     "WHERE id = ? AND session_id = ? AND ordinal = ? AND status = 'running'"
 )
 
@@ -692,7 +706,7 @@ class SqliteStore:
         row = dict(zip(_TURNS.columns, _TURNS.row(record), strict=True))
         if record.status == "running" or record.finished_at is None:
             raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "id", "session_id", "ordinal"))
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "id", "session_id", "ordinal"))
         await self._transact(
             [_Step(_FINISH_TURN, params, f"turn {record.id!r} is not a running turn of this store; a turn finishes once", "change")]
         )
@@ -743,7 +757,10 @@ class SqliteStore:
             steps.append(
                 _Step(
                     _ERASE_TURN,
-                    (row["message"], row["reply"], row["error"], row["erased_at"], turn.id, turn.session_id, turn.ordinal),
+                    (
+                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
+                        turn.id, turn.session_id, turn.ordinal,
+                    ),  # fmt: skip
                     f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
                     "change",
                 )
@@ -1078,6 +1095,15 @@ class SqliteStore:
         present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "job_tags" not in present:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _JOBS_4 + "COMMIT;")
+
+    def _prepare_record(self, conn: sqlite3.Connection) -> None:
+        """Give a writer's store made before tool calls were part of the record (API.md
+        section 17) its ``turns.tool_calls`` column; a reader reads it as absent (no calls)."""
+        if self._read_only:
+            return
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
+        if "tool_calls" not in columns:
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _RECORD_17 + "COMMIT;")
 
     def _prepare_traces(self, conn: sqlite3.Connection) -> None:
         """Give a writer's store the trace tables (a version-3 store made before traces gets
@@ -1637,6 +1663,7 @@ class SqliteStore:
         self._prepare_traces(conn)
         self._prepare_log(conn)
         self._prepare_jobs(conn)
+        self._prepare_record(conn)
         self._missing = frozenset(
             f"{table.name}.{column}"
             for table in (*_TABLES, *_LOG_TABLES, _ACTIONS)

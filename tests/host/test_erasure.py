@@ -32,6 +32,7 @@ from host_sim import (
     ScriptedModel,
     SqliteStore,
     Store,
+    ToolCall,
     TraceStore,
     TurnHandle,
     TurnRunningError,
@@ -44,11 +45,14 @@ from host_sim.stores._invariants import check
 from modular_sdk import (
     ActionContext,
     ActionStateError,
+    AiContributions,
     ModMetadata,
     SlashCommandContext,
+    ToolContext,
     action,
     define_mod,
     slash_command,
+    tool,
 )
 
 pytestmark = pytest.mark.anyio
@@ -84,16 +88,24 @@ async def echo(argument: str | None, ctx: SlashCommandContext) -> str:
     return f"echo: {argument}"
 
 
+async def recall(payload: Note, ctx: ToolContext) -> str:
+    return f"recalled {payload.text}"
+
+
 MOD = define_mod(
     metadata=ModMetadata(display_name="Notes", description="Notes the user confirms"),
     commands=[slash_command(id="echo", description="Echo the argument", run=echo)],
+    ai=AiContributions(tools=[tool(name="recall", description="Recall a note", input_type=Note, run=recall)]),
     actions=[action(type="note.save", description="Save a note", payload_type=Note, run=save_note)],
 )
 
 
-def respond(request: ModelRequest) -> str:
-    """Replies quoting the prompt and proposing a note of it; a prompt with 'fail' fails,
-    the model's error quoting it (as real model errors do)."""
+def respond(request: ModelRequest) -> str | ToolCall:
+    """Replies quoting the prompt and proposing a note of it, after recalling it with a tool
+    call (its input and output quote it); a prompt with 'fail' fails, the model's error
+    quoting it (as real model errors do)."""
+    if request.text.startswith("prompt ") and not request.tool_results:
+        return ToolCall(name="recall", input={"text": request.text})
     if "fail" in request.text:
         raise RuntimeError(f"the model refused {request.text!r}")
     payload = json.dumps({"text": request.text})
@@ -127,8 +139,9 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
     chat = await host.sessions.create()
     typed = await host.submit(chat, f"/echo typed {marker}")  # a command: its argument and text
     assert typed.error is None
-    first = await host.submit(chat, f"prompt {marker}")  # turn 0: prompt, reply, a proposed action
+    first = await host.submit(chat, f"prompt {marker}")  # turn 0: prompt, a tool call, reply, a proposed action
     assert first.turn is not None and first.error is None
+    assert marker in repr(first.turn.tool_calls)
     job = await host.start(chat, f"/echo job {marker}")  # a command run as a job
     assert (await job.wait()).error is None
     job = await host.start(chat, f"job {marker}")  # a prompt run as a job: its text and result
@@ -166,7 +179,7 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
 
 
 def _turn_text(turn: TurnHandle) -> str:
-    return repr((turn.message, turn.reply, turn.error))
+    return repr((turn.message, turn.reply, turn.error, turn.tool_calls))
 
 
 async def read_outs(host: Host, planted: Planted) -> dict[str, str]:

@@ -1,0 +1,162 @@
+"""The record, complete (API.md section 17): what a turn did is kept with the turn, on
+every store, read back after a reopen, shown by transcripts, and erased with the turn."""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from pathlib import Path
+
+import attrs
+import pytest
+
+from host_sim import Host, ModelRequest, ScriptedModel, SqliteStore, ToolCall, ToolCallRecord, TurnHandle
+from host_sim.stores._invariants import ERASED_LABEL
+from modular_sdk import AiContributions, ModMetadata, ToolContext, define_mod, tool
+
+from .conftest import StoreFactory
+
+pytestmark = pytest.mark.anyio
+
+
+@attrs.frozen
+class Lookup:
+    """What to look up."""
+
+    word: str
+
+
+async def define(query: Lookup, ctx: ToolContext) -> str:
+    if query.word == "boom":
+        raise RuntimeError(f"the dictionary is on fire near {query.word!r}")
+    return f"{query.word}: a word"
+
+
+DICTIONARY = define_mod(
+    metadata=ModMetadata(display_name="Dictionary", description="Looks words up"),
+    ai=AiContributions(tools=[tool(name="define", description="Define a word", input_type=Lookup, run=define)]),
+)
+
+
+def lookups(*words: str) -> ScriptedModel:
+    """A model that looks up each word in turn (one tool call per word), then answers; a
+    word ``tool:word`` is looked up with that tool instead."""
+
+    def respond(request: ModelRequest) -> str | ToolCall:
+        done = len(request.tool_results)
+        if done < len(words):
+            name, _, word = words[done].rpartition(":")
+            return ToolCall(name=name or "define", input={"word": word}, call_id=f"call-{done}")
+        return "looked up: " + "; ".join(r.output or f"error {r.error}" for r in request.tool_results)
+
+    return ScriptedModel(respond)
+
+
+async def turns_of(host: Host, session_id: str) -> list[TurnHandle]:
+    """The session's turns as host_sim's handles (``tool_calls`` is a host_sim surface)."""
+    return [await host.sessions.turn(t.id) for t in await (await host.sessions.get(session_id)).turns()]
+
+
+async def test_a_turn_keeps_every_tool_call_it_made_with_input_output_and_times(any_store: StoreFactory) -> None:
+    async with Host(mods=[DICTIONARY], model=lookups("apple", "pear"), store=any_store()) as host:
+        chat = await host.sessions.create()
+        result = await chat.run("define two fruits")
+        turn = await host.sessions.turn(result.turn.id)
+
+    first, second = turn.tool_calls
+    assert isinstance(first, ToolCallRecord)
+    assert (first.call_id, first.name, dict(first.input), first.output, first.error) == (
+        "call-0", "define", {"word": "apple"}, "apple: a word", None,
+    )  # fmt: skip
+    assert (second.call_id, dict(second.input), second.output) == ("call-1", {"word": "pear"}, "pear: a word")
+    assert turn.started_at <= first.started_at <= first.finished_at <= second.started_at <= second.finished_at
+    assert turn.finished_at is not None and second.finished_at <= turn.finished_at
+
+
+async def test_tool_calls_are_read_back_after_a_reopen_and_shown_by_the_transcript(any_store: StoreFactory) -> None:
+    async with Host(mods=[DICTIONARY], model=lookups("apple", "thesaurus:pear", "boom"), store=any_store()) as host:
+        chat = await host.sessions.create()
+        await host.submit(chat, "look these up")
+        live = (await turns_of(host, chat.id))[0].tool_calls
+
+    async with Host(mods=[DICTIONARY], model=lookups(), store=any_store()) as host:  # a new host: only the store
+        (turn,) = await turns_of(host, chat.id)
+        assert turn.tool_calls == live
+        assert [c.call_id for c in turn.tool_calls] == ["call-0", "call-1", "call-2"]
+        refused, failed = turn.tool_calls[1:]
+        assert refused.output is None and refused.error == "unknown tool 'thesaurus'; the tools are: 'define'"
+        assert failed.output is None and failed.error is not None and "the dictionary is on fire" in failed.error
+        assert turn.status == "failed"  # a tool that raised fails its turn; the call is kept all the same
+        transcript = await host.transcript(chat.id)
+
+    lines = transcript.splitlines()
+    assert lines[0] == "#0 [user] look these up"
+    assert lines[1] == """    tool 'define' {"word": "apple"} -> apple: a word"""
+    assert lines[2] == """    tool 'thesaurus' {"word": "pear"} -> error: unknown tool 'thesaurus'; the tools are: 'define'"""
+    assert lines[3].startswith("""    tool 'define' {"word": "boom"} -> error: tool 'define' of mod""")
+    assert lines[4].startswith("    FAILED: ")
+
+
+async def test_a_turn_that_called_no_tool_has_no_tool_calls(any_store: StoreFactory) -> None:
+    async with Host(mods=[DICTIONARY], model=lookups(), store=any_store()) as host:
+        chat = await host.sessions.create()
+        result = await chat.run("just talk")
+        assert (await host.sessions.turn(result.turn.id)).tool_calls == ()
+    async with Host(mods=[DICTIONARY], model=lookups(), store=any_store()) as host:
+        (turn,) = await turns_of(host, chat.id)
+        assert turn.tool_calls == ()
+
+
+async def test_forgetting_a_turn_erases_its_tool_calls_inputs_and_outputs_but_keeps_which_tools_ran(
+    any_store: StoreFactory,
+) -> None:
+    marker = f"mk{secrets.token_hex(6)}"
+    async with Host(mods=[DICTIONARY], model=lookups(marker, "boom"), store=any_store()) as host:
+        chat = await host.sessions.create()
+        result = await host.submit(chat, f"define {marker}")
+        assert result.turn is not None and marker in repr(result.turn.tool_calls)
+        await host.lineage.forget(result.turn.id, dry_run=False)
+        (turn,) = await turns_of(host, chat.id)
+        assert marker not in repr(turn.tool_calls) and marker not in await host.transcript(chat)
+
+    async with Host(mods=[DICTIONARY], model=lookups(), store=any_store()) as host:
+        (turn,) = await turns_of(host, chat.id)
+        assert [(c.call_id, c.name, dict(c.input), c.output) for c in turn.tool_calls] == [
+            ("call-0", "define", {}, None),
+            ("call-1", "define", {}, None),
+        ]
+        assert turn.tool_calls[1].error == ERASED_LABEL  # it failed: that it did stays, not why
+        assert turn.tool_calls[0].error is None
+        assert marker not in await host.transcript(chat.id)
+
+
+async def test_a_tool_input_that_cannot_be_stored_is_kept_with_its_bad_text_escaped(any_store: StoreFactory) -> None:
+    async with Host(mods=[DICTIONARY], model=lookups("bad \ud800 text"), store=any_store()) as host:
+        chat = await host.sessions.create()
+        result = await chat.run("look up a broken word")
+        (call,) = (await host.sessions.turn(result.turn.id)).tool_calls
+        assert call.input == {"word": "bad \\ud800 text"}
+    async with Host(mods=[DICTIONARY], model=lookups(), store=any_store()) as host:
+        (turn,) = await turns_of(host, chat.id)
+        assert turn.tool_calls == (call,)
+
+
+async def test_a_sqlite_store_made_before_tool_calls_were_kept_gets_them_once_a_host_writes_it(tmp_path: Path) -> None:
+    path = tmp_path / "older.sqlite"
+    async with Host(mods=[DICTIONARY], model=lookups(), store=SqliteStore(path)) as host:
+        chat = await host.sessions.create()
+        await chat.run("before tool calls were kept")
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE turns DROP COLUMN tool_calls")  # as an older host-sim made it
+    conn.commit()
+    conn.close()
+
+    async with Host(mods=[DICTIONARY], model=lookups(), store=SqliteStore(path, read_only=True)) as host:
+        (old,) = await turns_of(host, chat.id)  # a reader reads it as it is
+        assert old.tool_calls == ()
+    async with Host(mods=[DICTIONARY], model=lookups("apple"), store=SqliteStore(path)) as host:
+        session = await host.sessions.get(chat.id)
+        await session.run("after")
+    async with Host(mods=[DICTIONARY], model=lookups(), store=SqliteStore(path)) as host:
+        old, new = await turns_of(host, chat.id)
+        assert old.tool_calls == () and [c.output for c in new.tool_calls] == ["apple: a word"]
