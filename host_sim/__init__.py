@@ -87,6 +87,8 @@ from .traces._errors import TraceError as TraceError
 from .traces._errors import UnknownTraceError as UnknownTraceError
 from .traces._service import Traces as Traces
 from .traces._spool import write_event as write_event
+from .traces._types import ActionRecord as ActionRecord
+from .traces._types import ActionStatus as ActionStatus
 from .traces._types import PendingAction as PendingAction
 from .traces._types import TaskRef as TaskRef
 from .traces._types import Trace as Trace
@@ -95,6 +97,8 @@ from .traces._types import TraceOutput as TraceOutput
 from .traces._types import TraceTask as TraceTask
 
 __all__ = [
+    "ActionRecord",
+    "ActionStatus",
     "PendingAction",
     "TaskRef",
     "Trace",

@@ -4,6 +4,25 @@
 """host_sim: the host simulator that folds modular-sdk mods and runs their AI sessions."""
 
 @attrs.frozen(kw_only=True)
+class ActionRecord:
+    """An action a model proposed and what became of it (API.md section 17). Immutable."""
+    id: str
+    type: str
+    payload: FrozenJsonObject
+    mod_id: str
+    session_id: SessionId
+    turn_id: TurnId
+    created_at: datetime
+    status: ActionStatus
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    reason: str | None = None
+
+
+ActionStatus: TypeAlias = Literal['pending', 'confirmed', 'dismissed']
+"""Where a proposed action is: waiting for the user, or decided once."""
+
+@attrs.frozen(kw_only=True)
 class PendingAction:
     """An action a model proposed, waiting for the user. Immutable."""
     id: str
@@ -92,14 +111,16 @@ class TraceStore(Protocol):
         """One output's record, or ``None``."""
     async def get_commit(self, output_id: str) -> TraceCommitRecord | None:
         """The commit recorded for an output, or ``None``."""
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions (all or none); refuses an id already stored."""
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
         """Write the user's decision about a pending action; refuses one decided before."""
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
         """An action and its outcome (``None``: pending), or ``None`` for an unknown id."""
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
         """A session's actions with no outcome yet, in the order proposed."""
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
+        """Every action proposed in a session with its outcome (``None``: pending), in the order proposed."""
     async def trace_index_version(self) -> int | None:
         """The `TRACE_INDEX_VERSION` the trace index was built with (``None``: never)."""
     async def read_traces(self) -> TraceState:
@@ -290,10 +311,12 @@ class Host:
         """Traces: task -> session -> output -> commit (``for_task``, ``find``, ``attach_task``,"""
     async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
         """The actions models proposed in ``session`` that wait for the user, in the order proposed."""
-    async def confirm(self, action_id: str) -> Submission:
+    async def confirm(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> Submission:
         """Run a pending action once, as the user: its ``run(payload, ctx)``."""
-    async def dismiss(self, action_id: str) -> None:
-        """Drop a pending action: it never runs. Raises `modular_sdk.ActionStateError` for an"""
+    async def dismiss(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> None:
+        """Drop a pending action: it never runs. ``by`` and ``reason`` are kept as for `confirm`."""
+    async def actions(self, session: SessionHandle | SessionId | str, *, status: ActionStatus | None = None) -> list[ActionRecord]:
+        """Every action proposed in ``session`` and what became of it, in the order proposed."""
 
 
 HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | SessionDeleted | TurnErased | Lagged
@@ -569,12 +592,13 @@ class MemoryStore:
     async def trace_of_session(self, session_id: SessionId) -> str | None: ...
     async def get_output(self, output_id: str) -> TraceOutputRecord | None: ...
     async def get_commit(self, output_id: str) -> TraceCommitRecord | None: ...
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Keep proposed actions, all or none."""
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
         """Keep the one decision about a pending action."""
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None: ...
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]: ...
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None: ...
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]: ...
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]: ...
     async def trace_index_version(self) -> int | None: ...
     async def read_traces(self) -> TraceState: ...
     async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
@@ -964,12 +988,13 @@ class SqliteStore:
     async def trace_of_session(self, session_id: SessionId) -> str | None: ...
     async def get_output(self, output_id: str) -> TraceOutputRecord | None: ...
     async def get_commit(self, output_id: str) -> TraceCommitRecord | None: ...
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions, all or none."""
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
         """Write the one decision about a pending action."""
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None: ...
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]: ...
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None: ...
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]: ...
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]: ...
     async def trace_index_version(self) -> int | None: ...
     async def read_traces(self) -> TraceState:
         """Every trace record and index row, in writing order."""

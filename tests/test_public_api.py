@@ -253,6 +253,8 @@ HOST_CONTRACT = {
 HOST_REEXPORTS = {"UnknownTurnError"}
 HOST_PINNED = sorted(
     [
+        "ActionRecord",
+        "ActionStatus",
         "HOST_RELATIONS",
         "NATIVE_ARTIFACT_TYPES",
         "PendingAction",

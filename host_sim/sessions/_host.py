@@ -44,7 +44,7 @@ from ..traces._actions import ActionBook
 from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
 from ..traces._spool import SpoolConsumer, prepare_spool
-from ..traces._types import PendingAction
+from ..traces._types import ActionRecord, ActionStatus, PendingAction
 from ..stores._records import ErrorKind, Invocation, JobStatus
 from ._across_hosts import HostsLink, replay_of
 from ._engine import Engine, JobCall, ModTables, checked_now
@@ -796,27 +796,45 @@ class Host:
         assert self._actions is not None
         return await self._actions.pending((await self._session(session)).id)
 
-    async def confirm(self, action_id: str) -> Submission:
+    async def confirm(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> Submission:
         """Run a pending action once, as the user: its ``run(payload, ctx)``.
 
-        Returns a `Submission` (``kind`` ``"command"``) whose ``text`` is ``str()`` of what
-        ``run`` returned (``""`` for ``None``), or whose ``error`` says how it failed. An
-        ``mcp.call`` action (a tool of a mod's MCP server that is not read-only, which the model
-        called) runs that tool: ``text`` is its answer, also delivered to the session as a
-        notification turn. Raises `modular_sdk.ActionStateError` for an unknown action, one
-        confirmed or dismissed before, or one whose mod is not loaded.
+        ``by`` (who decided: your name for the user) and ``reason`` (why) are kept with the
+        decision, durable (`actions`). Returns a `Submission` (``kind`` ``"command"``) whose
+        ``text`` is ``str()`` of what ``run`` returned (``""`` for ``None``), or whose
+        ``error`` says how it failed. An ``mcp.call`` action (a tool of a mod's MCP server that
+        is not read-only, which the model called) runs that tool: ``text`` is its answer, also
+        delivered to the session as a notification turn. Raises
+        `modular_sdk.ActionStateError` for an unknown action, one confirmed or dismissed
+        before, or one whose mod is not loaded, and `modular_sdk.InvalidArgumentError` for a
+        ``by`` or ``reason`` that is not text.
         """
         self._open()
         assert self._actions is not None
-        text, error = await self._actions.confirm(action_id)
+        text, error = await self._actions.confirm(action_id, by, reason)
         return Submission(kind="command", text=text, error=error)
 
-    async def dismiss(self, action_id: str) -> None:
-        """Drop a pending action: it never runs. Raises `modular_sdk.ActionStateError` for an
-        unknown action or one confirmed or dismissed before."""
+    async def dismiss(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> None:
+        """Drop a pending action: it never runs. ``by`` and ``reason`` are kept as for `confirm`.
+        Raises `modular_sdk.ActionStateError` for an unknown action or one confirmed or
+        dismissed before."""
         self._open()
         assert self._actions is not None
-        await self._actions.dismiss(action_id)
+        await self._actions.dismiss(action_id, by, reason)
+
+    async def actions(
+        self, session: SessionHandle | SessionId | str, *, status: ActionStatus | None = None
+    ) -> list[ActionRecord]:
+        """Every action proposed in ``session`` and what became of it, in the order proposed.
+
+        Each `ActionRecord` says its ``status`` and, once decided, who decided, when and why
+        (an approval audit); ``status=`` keeps only those (``"pending"``, ``"confirmed"``,
+        ``"dismissed"``). Durable on every store; erased with the turn that proposed an
+        action, or its session (payload and reason go, who and when stay).
+        """
+        self._open()
+        assert self._actions is not None
+        return await self._actions.decisions((await self._session(session)).id, status)
 
     def _proposed(self, submission: Submission, turn_id: str) -> Submission:
         """``submission`` with what its turn's reply proposed (`Submission.actions`)."""

@@ -30,7 +30,7 @@ from modular_sdk._frozen import FrozenJsonObject, freeze_object
 from ..lineage._types import LineageEdge, SessionNode
 from ._invariants import ERASED_LABEL
 from ._records import Invocation, JobRecord, TurnRecord
-from ._traces import ActionRecord, TraceOutputRecord
+from ._traces import ActionOutcomeRecord, ProposedActionRecord, TraceOutputRecord
 
 __all__ = ["ERASED_BY_STORE", "ERASED_LABEL", "KEPT", "PLACES", "STORE_COLUMNS", "Erasure", "Key", "Place", "erase_record", "erase_rows", "statements"]
 
@@ -131,11 +131,20 @@ PLACES: Final[tuple[Place, ...]] = (
     # An action a planned turn's reply proposed: its payload (pending or decided).
     Place(
         table="actions",
-        record=ActionRecord,
+        record=ProposedActionRecord,
         erased=(("payload", _EMPTY),),
         rows=("turn", "session"),
         stamp="erased_at",
         kept=("id", "type", "mod_id", "session_id", "turn_id", "created_at"),
+    ),
+    # Why the user confirmed or dismissed such an action (API.md section 17); who decided is
+    # the integrator's name for a user (as tags are), kept for the audit.
+    Place(
+        table="action_outcomes",
+        record=ActionOutcomeRecord,
+        erased=(("reason", ERASED_LABEL),),
+        rows=("turn", "session"),
+        kept=("action_id", "state", "decided_at", "decided_by", "session_id", "turn_id"),
     ),
     # What a deleted session reported as an output (its kind is the mod's label for it).
     Place(
@@ -177,7 +186,6 @@ KEPT: Final[Mapping[str, str]] = {
     "trace_links": "session and trace ids",
     "trace_commits": "output ids and commit hashes",
     "trace_index": "derived from the trace records' ids",
-    "action_outcomes": "action ids, decisions and times",
     "spool_applied": "spool event ids and times",
 }
 """Every other table a store keeps, and why it holds no text an erasure must remove."""

@@ -23,7 +23,7 @@ from ._traces import (
     TRACE_INDEX_VERSION,
     IndexKind,
     ActionOutcomeRecord,
-    ActionRecord,
+    ProposedActionRecord,
     TraceCommitRecord,
     TraceIndexEntry,
     TraceLinkRecord,
@@ -258,6 +258,7 @@ class MemoryStore:
             "invocations": lambda place: erase_rows(self._invocations, place, erasure),
             "jobs": lambda place: erase_rows(self._jobs, place, erasure),
             "actions": lambda place: erase_rows(tr.actions, place, erasure),
+            "action_outcomes": lambda place: erase_rows(tr.outcomes, place, erasure),
             "trace_outputs": lambda place: erase_rows(tr.outputs, place, erasure),
             "nodes": lambda place: erase_rows(self._nodes, place, erasure),
         }
@@ -648,7 +649,7 @@ class MemoryStore:
         self._check_open()
         return self._tr.commits.get(output_id)
 
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Keep proposed actions, all or none."""
         self._check_open()
         tr = self._tr
@@ -661,6 +662,7 @@ class MemoryStore:
         for proposed in actions:
             tr.actions[proposed.id] = proposed
             tr.pending_of.setdefault(proposed.session_id, {})[proposed.id] = None
+            tr.actions_of.setdefault(proposed.session_id, []).append(proposed.id)
 
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
         """Keep the one decision about a pending action."""
@@ -672,14 +674,19 @@ class MemoryStore:
         tr.outcomes[outcome.action_id] = outcome
         tr.pending_of[proposed.session_id].pop(outcome.action_id, None)
 
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
         self._check_open()
         proposed = self._tr.actions.get(action_id)
         return None if proposed is None else (proposed, self._tr.outcomes.get(action_id))
 
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
         self._check_open()
         return tuple(self._tr.actions[a] for a in self._tr.pending_of.get(session_id, ()))
+
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
+        self._check_open()
+        tr = self._tr
+        return tuple((tr.actions[a], tr.outcomes.get(a)) for a in tr.actions_of.get(session_id, ()))
 
     async def trace_index_version(self) -> int | None:
         self._check_open()
@@ -739,6 +746,7 @@ class _Traces:
 
     __slots__ = (
         "actions",
+        "actions_of",
         "commits",
         "events",
         "index",
@@ -766,9 +774,10 @@ class _Traces:
         self.index: dict[tuple[IndexKind, str], dict[str, None]] = {}
         self.index_version: int | None = TRACE_INDEX_VERSION
         self.events: set[str] = set()
-        self.actions: dict[str, ActionRecord] = {}
+        self.actions: dict[str, ProposedActionRecord] = {}
         self.outcomes: dict[str, ActionOutcomeRecord] = {}
         self.pending_of: dict[SessionId, dict[str, None]] = {}
+        self.actions_of: dict[SessionId, list[str]] = {}  # every action of a session, in the order proposed
 
     def check_task(self, task: TraceTaskRecord) -> None:
         if task.trace_id in self.tasks:

@@ -289,9 +289,30 @@ CREATE OR REPLACE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.t
 # The record, complete (API.md section 17): a turn's tool calls, written with its finished
 # record (JSON; NULL in rows written before). Made with a new store, and when a host opens
 # a store made before it.
-_RECORD_SCHEMA: Final = "ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS tool_calls text;\n"
+# Decisions are records too: who decided about an action and why, with the action's session
+# and turn (the erasure walk finds the reason, text, with them); a decision changes once
+# more only to lose its reason.
+_RECORD_SCHEMA: Final = f"""
+ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS tool_calls text;
+ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS decided_by text;
+ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS reason text;
+ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS session_id text;
+ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS turn_id text;
+CREATE INDEX IF NOT EXISTS action_outcomes_by_session ON host_sim.action_outcomes (session_id) WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS action_outcomes_by_turn ON host_sim.action_outcomes (turn_id) WHERE turn_id IS NOT NULL;
+CREATE OR REPLACE TRIGGER action_outcomes_never_change BEFORE UPDATE ON host_sim.action_outcomes FOR EACH ROW
+    WHEN (NOT (
+        NEW.action_id = OLD.action_id AND NEW.state = OLD.state AND NEW.decided_at = OLD.decided_at
+        AND NEW.decided_by IS NOT DISTINCT FROM OLD.decided_by AND NEW.session_id IS NOT DISTINCT FROM OLD.session_id
+        AND NEW.turn_id IS NOT DISTINCT FROM OLD.turn_id AND NEW.seq = OLD.seq
+        AND (NEW.reason IS NOT DISTINCT FROM OLD.reason OR NEW.reason = '{ERASED_LABEL}')))
+    EXECUTE FUNCTION host_sim.refuse('a decision about an action never changes (except to lose its reason, erased)');
+"""
 _HAS_RECORD_SCHEMA: Final = (
-    "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'host_sim' "
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
+    "AND t.tgname = 'action_outcomes_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%reason%%') "
+    "AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'host_sim' "
     "AND table_name = 'turns' AND column_name = 'tool_calls')"
 )
 _HAS_ERASURE_RULES: Final = (
@@ -1516,7 +1537,7 @@ class PostgresStore(PostgresTraces):
                     for statement in _statements(_EVENT_LOG):  # a store written before the event log
                         conn.execute(statement, ())
                 if self._create and not conn.execute(_HAS_RECORD_SCHEMA, ()).fetchone()[0]:
-                    for statement in _statements(_RECORD_SCHEMA):  # a store made before tool calls were kept
+                    for statement in _statements(_RECORD_SCHEMA):  # a store made before tool calls and decisions were kept
                         conn.execute(statement, ())
         except StoreError:
             raise

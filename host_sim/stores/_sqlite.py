@@ -77,7 +77,7 @@ from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredSta
 from ._traces import (
     TRACE_INDEX_VERSION,
     ActionOutcomeRecord,
-    ActionRecord,
+    ProposedActionRecord,
     TraceCommitRecord,
     TraceIndexEntry,
     TraceLinkRecord,
@@ -302,6 +302,26 @@ CREATE INDEX IF NOT EXISTS actions_by_turn ON actions (turn_id);
 # record (JSON, NULL in rows written before). Run by a writer opening a store without it.
 _RECORD_17: Final = "ALTER TABLE turns ADD COLUMN tool_calls TEXT;\n"
 
+# Decisions are records (API.md section 17): who decided about an action and why, with the
+# action's session and turn (so the erasure walk finds the reason, text, with them). A
+# decision changes once more only to lose its reason. Run by a writer whose store lacks it.
+_DECISIONS_17: Final = f"""
+ALTER TABLE action_outcomes ADD COLUMN decided_by TEXT;
+ALTER TABLE action_outcomes ADD COLUMN reason TEXT;
+ALTER TABLE action_outcomes ADD COLUMN session_id TEXT;
+ALTER TABLE action_outcomes ADD COLUMN turn_id TEXT;
+CREATE INDEX IF NOT EXISTS action_outcomes_by_session ON action_outcomes (session_id) WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS action_outcomes_by_turn ON action_outcomes (turn_id) WHERE turn_id IS NOT NULL;
+DROP TRIGGER IF EXISTS action_outcomes_never_change;
+CREATE TRIGGER action_outcomes_never_change BEFORE UPDATE ON action_outcomes
+WHEN NOT (
+    NEW.action_id = OLD.action_id AND NEW.state = OLD.state AND NEW.decided_at = OLD.decided_at
+    AND NEW.decided_by IS OLD.decided_by AND NEW.session_id IS OLD.session_id AND NEW.turn_id IS OLD.turn_id
+    AND (NEW.reason IS OLD.reason OR NEW.reason = '{ERASED_LABEL}')
+)
+BEGIN SELECT RAISE(ABORT, 'a decision about an action never changes (except to lose its reason, erased)'); END;
+"""
+
 # A new store is made as version 2 was, then brought to version 3 by the same statements
 # an upgrade runs: one definition of each version, no drift between new and upgraded files.
 _SCHEMA: Final = (
@@ -516,7 +536,7 @@ _TRACE_LINKS: Final = _Table("trace_links", TraceLinkRecord, ("session_id",), fr
 _TRACE_OUTPUTS: Final = _Table("trace_outputs", TraceOutputRecord, ("output_id",), frozenset())
 _TRACE_COMMITS: Final = _Table("trace_commits", TraceCommitRecord, ("output_id",), frozenset())
 _TRACE_INDEX: Final = _Table("trace_index", TraceIndexEntry, ("key", "kind", "trace_id"), frozenset())
-_ACTIONS: Final = _Table("actions", ActionRecord, ("id",), frozenset({"payload"}))
+_ACTIONS: Final = _Table("actions", ProposedActionRecord, ("id",), frozenset({"payload"}))
 _ACTION_OUTCOMES: Final = _Table("action_outcomes", ActionOutcomeRecord, ("action_id",), frozenset())
 _INDEX_ROW: Final = "INSERT OR IGNORE INTO trace_index (kind, key, trace_id) "
 _TRACE_TABLES: Final = (_TRACE_RECORDS, _TRACE_TASKS, _TRACE_LINKS, _TRACE_OUTPUTS, _TRACE_COMMITS, _TRACE_INDEX, _ACTIONS, _ACTION_OUTCOMES)
@@ -1097,13 +1117,17 @@ class SqliteStore:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _JOBS_4 + "COMMIT;")
 
     def _prepare_record(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store made before tool calls were part of the record (API.md
-        section 17) its ``turns.tool_calls`` column; a reader reads it as absent (no calls)."""
+        """Give a writer's store made before tool calls and decisions were part of the record
+        (API.md section 17) their columns (`_RECORD_17`, `_DECISIONS_17`); a reader reads
+        them as absent (no calls, no one who decided, no reason)."""
         if self._read_only:
             return
         columns = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
         if "tool_calls" not in columns:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _RECORD_17 + "COMMIT;")
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(action_outcomes)")}
+        if "reason" not in columns:
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _DECISIONS_17 + "COMMIT;")
 
     def _prepare_traces(self, conn: sqlite3.Connection) -> None:
         """Give a writer's store the trace tables (a version-3 store made before traces gets
@@ -1327,7 +1351,7 @@ class SqliteStore:
         found = await self._records(_TRACE_COMMITS, TraceCommitRecord, "WHERE output_id = ?", (output_id,))
         return found[0] if found else None
 
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions, all or none."""
         await self._transact(
             [_Step(_ACTIONS.insert, _ACTIONS.row(a), f"action {a.id!r} is already stored") for a in actions]
@@ -1346,25 +1370,38 @@ class SqliteStore:
             ]
         )
 
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
         if not self._has_traces:
             return None
-        found = await self._records(_ACTIONS, ActionRecord, "WHERE id = ?", (action_id,))
+        found = await self._records(_ACTIONS, ProposedActionRecord, "WHERE id = ?", (action_id,))
         if not found:
             return None
         outcome = await self._records(_ACTION_OUTCOMES, ActionOutcomeRecord, "WHERE action_id = ?", (action_id,))
         return found[0], outcome[0] if outcome else None
 
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
         if not self._has_traces:
             return ()
         return await self._records(
             _ACTIONS,
-            ActionRecord,
+            ProposedActionRecord,
             "WHERE session_id = ? AND erased_at IS NULL "
             "AND NOT EXISTS (SELECT 1 FROM action_outcomes o WHERE o.action_id = actions.id) ORDER BY rowid",
             (session_id,),
         )
+
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
+        if not self._has_traces:
+            return ()
+        actions = await self._records(_ACTIONS, ProposedActionRecord, "WHERE session_id = ? ORDER BY rowid", (session_id,))
+        outcomes = await self._records(
+            _ACTION_OUTCOMES,
+            ActionOutcomeRecord,
+            "WHERE action_id IN (SELECT id FROM actions WHERE session_id = ?)",
+            (session_id,),
+        )
+        by_action = {o.action_id: o for o in outcomes}
+        return tuple((a, by_action.get(a.id)) for a in actions)
 
     async def trace_index_version(self) -> int | None:
         rows = await self._query("SELECT value FROM meta WHERE key = 'trace_index_version'", ())
@@ -1666,7 +1703,7 @@ class SqliteStore:
         self._prepare_record(conn)
         self._missing = frozenset(
             f"{table.name}.{column}"
-            for table in (*_TABLES, *_LOG_TABLES, _ACTIONS)
+            for table in (*_TABLES, *_LOG_TABLES, _ACTIONS, _ACTION_OUTCOMES)
             for present in [{row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}]
             for column in table.columns
             if column not in present

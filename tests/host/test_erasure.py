@@ -150,7 +150,7 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
     if traces:
         pending = await host.pending_actions(chat)
         assert len(pending) == 2 and all(marker in p.payload["text"] for p in pending)  # type: ignore[operator]
-        confirmed = await host.confirm(pending[1].id)  # a decided action keeps its payload until erased
+        confirmed = await host.confirm(pending[1].id, by="auditor", reason=f"why {marker}")  # payload and reason kept until erased
         assert confirmed.error is None and marker in confirmed.text
         action_ids = [p.id for p in pending]
     await chat.notify(title=f"note {marker}", body=f"body {marker}")  # a notification turn
@@ -191,6 +191,7 @@ async def read_outs(host: Host, planted: Planted) -> dict[str, str]:
         out[f"transcript({name})"] = await host.transcript(session)
         if isinstance(store, TraceStore):
             out[f"pending_actions({name})"] = repr(await host.pending_actions(session))
+            out[f"actions({name})"] = repr(await host.actions(session))
     out["jobs"] = repr([(j.text, j.status, j.submission) for j in (await host.jobs(limit=10_000)).jobs])
     out["notifications"] = repr([_turn_text(t) for t in await host.notifications(unread_only=False)])
     out["lineage page"] = await host.lineage.html()

@@ -10,9 +10,18 @@ from pathlib import Path
 import attrs
 import pytest
 
-from host_sim import Host, ModelRequest, ScriptedModel, SqliteStore, ToolCall, ToolCallRecord, TurnHandle
+from host_sim import ActionRecord, Host, ModelRequest, ScriptedModel, SqliteStore, ToolCall, ToolCallRecord, TurnHandle
 from host_sim.stores._invariants import ERASED_LABEL
-from modular_sdk import AiContributions, ModMetadata, ToolContext, define_mod, tool
+from modular_sdk import (
+    ActionContext,
+    AiContributions,
+    InvalidArgumentError,
+    ModMetadata,
+    ToolContext,
+    action,
+    define_mod,
+    tool,
+)
 
 from .conftest import StoreFactory
 
@@ -160,3 +169,117 @@ async def test_a_sqlite_store_made_before_tool_calls_were_kept_gets_them_once_a_
     async with Host(mods=[DICTIONARY], model=lookups(), store=SqliteStore(path)) as host:
         old, new = await turns_of(host, chat.id)
         assert old.tool_calls == () and [c.output for c in new.tool_calls] == ["apple: a word"]
+
+
+# -- decisions are records ------------------------------------------------------------------
+
+
+@attrs.frozen
+class Refund:
+    """A refund a model proposes."""
+
+    amount: int
+
+
+async def refund(payload: Refund, ctx: ActionContext) -> str:
+    return f"refunded {payload.amount}"
+
+
+BILLING = define_mod(
+    metadata=ModMetadata(display_name="Billing", description="Refunds the user approves"),
+    actions=[action(type="billing.refund", description="Refund", payload_type=Refund, run=refund)],
+)
+
+
+def proposes(*amounts: int) -> ScriptedModel:
+    """A model whose every reply proposes one refund per amount."""
+    tags = "".join(f'<mod-action type="billing.refund">{{"amount": {a}}}</mod-action>' for a in amounts)
+    return ScriptedModel(lambda request: f"I suggest: {tags}")
+
+
+async def test_who_decided_and_why_are_kept_with_each_decision_and_read_back_after_a_reopen(
+    any_store: StoreFactory,
+) -> None:
+    async with Host(mods=[BILLING], model=proposes(10, 20, 30), store=any_store()) as host:
+        chat = await host.sessions.create()
+        proposed = await host.submit(chat, "the parcel never came")
+        first, second, third = proposed.actions
+        done = await host.confirm(first.id, by="alice", reason="tracking shows it lost")
+        assert done.text == "refunded 10"
+        await host.dismiss(second.id, by="bob", reason="already refunded in #4411")
+        await host.dismiss(third.id)  # who and why are optional
+
+    async with Host(mods=[BILLING], model=proposes(), store=any_store()) as host:
+        records = await host.actions(chat.id)
+    assert [(r.id, r.status, r.decided_by, r.reason) for r in records] == [
+        (first.id, "confirmed", "alice", "tracking shows it lost"),
+        (second.id, "dismissed", "bob", "already refunded in #4411"),
+        (third.id, "dismissed", None, None),
+    ]
+    assert all(isinstance(r, ActionRecord) and r.decided_at is not None for r in records)
+    assert records[0].decided_at is not None and records[0].decided_at >= records[0].created_at
+    assert (records[0].type, records[0].mod_id, dict(records[0].payload), records[0].turn_id) == (
+        "billing.refund", "billing", {"amount": 10}, first.turn_id,
+    )  # fmt: skip
+
+
+async def test_actions_lists_pending_ones_too_and_filters_by_status(any_store: StoreFactory) -> None:
+    async with Host(mods=[BILLING], model=proposes(1, 2), store=any_store()) as host:
+        chat = await host.sessions.create()
+        first, second = (await host.submit(chat, "two refunds")).actions
+        await host.confirm(first.id, by="alice")
+        assert [(r.id, r.status, r.decided_at) for r in await host.actions(chat, status="pending")] == [
+            (second.id, "pending", None)
+        ]
+        assert [r.id for r in await host.actions(chat, status="confirmed")] == [first.id]
+        assert await host.actions(chat, status="dismissed") == []
+        assert await host.actions(await host.sessions.create()) == []
+        with pytest.raises(InvalidArgumentError, match=r"status=.*got 'approved'") as bad:
+            await host.actions(chat, status="approved")  # type: ignore[arg-type]
+        assert bad.value.argument == "status"
+
+
+@pytest.mark.parametrize("by, reason", [("", None), (None, "   "), (42, None), ("alice", "bad \ud800")])
+async def test_a_decision_with_who_or_why_that_is_not_text_is_refused_and_leaves_the_action_pending(
+    by: object, reason: object
+) -> None:
+    async with Host(mods=[BILLING], model=proposes(5)) as host:
+        chat = await host.sessions.create()
+        (pending,) = (await host.submit(chat, "refund")).actions
+        with pytest.raises(InvalidArgumentError, match=r"must be .*host\.confirm\(action_id, by='alice'"):
+            await host.confirm(pending.id, by=by, reason=reason)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentError):
+            await host.dismiss(pending.id, by=by, reason=reason)  # type: ignore[arg-type]
+        assert [r.status for r in await host.actions(chat)] == ["pending"]
+
+
+async def test_deleting_the_session_erases_why_a_decision_was_made_but_keeps_who_and_when(
+    any_store: StoreFactory,
+) -> None:
+    marker = f"mk{secrets.token_hex(6)}"
+    async with Host(mods=[BILLING], model=proposes(7), store=any_store()) as host:
+        chat = await host.sessions.create()
+        (pending,) = (await host.submit(chat, "refund")).actions
+        await host.dismiss(pending.id, by="carol", reason=f"customer said {marker}")
+        await host.sessions.delete(chat.id)
+        (record,) = await host.actions(chat.id)
+        assert marker not in repr(record)
+    async with Host(mods=[BILLING], model=proposes(), store=any_store()) as host:
+        (record,) = await host.actions(chat.id)
+    assert (record.status, record.decided_by, record.reason, dict(record.payload)) == (
+        "dismissed", "carol", ERASED_LABEL, {},
+    )  # fmt: skip
+
+
+async def test_forgetting_the_turn_that_proposed_an_action_erases_the_reason_for_its_decision(
+    any_store: StoreFactory,
+) -> None:
+    async with Host(mods=[BILLING], model=proposes(3), store=any_store()) as host:
+        chat = await host.sessions.create()
+        proposed = await host.submit(chat, "refund")
+        (pending,) = proposed.actions
+        await host.confirm(pending.id, by="dave", reason="the secret plan")
+        assert proposed.turn is not None
+        await host.lineage.forget(proposed.turn.id, dry_run=False)
+        (record,) = await host.actions(chat)
+        assert (record.status, record.decided_by, record.reason) == ("confirmed", "dave", ERASED_LABEL)
