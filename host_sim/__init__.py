@@ -49,6 +49,7 @@ from .sessions._events import JobFinished as JobFinished
 from .sessions._events import JobStarted as JobStarted
 from .sessions._events import Lagged as Lagged
 from .sessions._events import NotificationEvent as NotificationEvent
+from .sessions._events import TurnRetracted as TurnRetracted
 from .sessions._events import ReplyDelta as ReplyDelta
 from .sessions._events import SessionCreated as SessionCreated
 from .sessions._events import SessionDeleted as SessionDeleted
@@ -174,6 +175,7 @@ __all__ = [
     "TurnHandle",
     "TurnOrigin",
     "TurnRecord",
+    "TurnRetracted",
     "TurnRef",
     "TurnStarted",
     "UnknownJobError",

@@ -190,7 +190,6 @@ class CommandFinished:
     kind: Literal['command_finished'] = attrs.field(default='command_finished', init=False)
     seq: int
     at: datetime
-    host_id: str = ''
     invocation_id: str
     session_id: SessionId | None
     command_id: str
@@ -242,7 +241,7 @@ ErrorKind: TypeAlias = Literal['unknown_command', 'denied', 'handler_failed', 't
 @final
 class EventStream:
     """One subscriber's view of the host's events: ``async for event in events``."""
-    def __init__(self, hub: EventHub, buffer: int) -> None: ...
+    def __init__(self, hub: EventHub, buffer: int, start: int) -> None: ...
     buffer: int
 
 
@@ -253,12 +252,14 @@ class HistoryEntry:
     text: str
     reply: str
     erased: bool = False
+    retracted: bool = False
+    retraction_reason: str | None = None
 
 
 @final
 class Host:
     """The host simulator: folds mods into lanes and runs their AI sessions."""
-    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, max_event_bytes: int = 1048576, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = (), on_bad_mod: Literal['raise', 'skip'] = 'raise', max_reply_bytes: int = 1000000, event_history: int = 10000) -> None: ...
+    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, max_event_bytes: int = 1048576, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = (), on_bad_mod: Literal['raise', 'skip'] = 'raise', max_reply_bytes: int = 1000000) -> None: ...
     async def __aenter__(self) -> Host: ...
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None: ...
     @property
@@ -290,7 +291,7 @@ class Host:
         """Render a widget for one session in the renderer lane: ``data`` (JSON data, or an"""
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """The session's history as text: its turns (authors and notifications marked) and the"""
-    def subscribe(self, *, buffer: int = 1000, after: int | None = None) -> AbstractAsyncContextManager[EventStream]:
+    def subscribe(self, *, buffer: int = 1000) -> AbstractAsyncContextManager[EventStream]:
         """Watch the host live: ``async with host.subscribe() as events: async for event in events``."""
     async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
         """Accept what `submit` accepts and return at once a running `Job` the host owns."""
@@ -319,7 +320,7 @@ class Host:
         """Every action proposed in ``session`` and what became of it, in the order proposed."""
 
 
-HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | SessionDeleted | TurnErased | Lagged
+HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | Lagged | TurnRetracted
 """Everything ``host.subscribe()`` yields; discriminated by ``kind``."""
 
 @attrs.frozen(kw_only=True)
@@ -376,7 +377,6 @@ class JobFinished:
     kind: Literal['job_finished'] = attrs.field(default='job_finished', init=False)
     seq: int
     at: datetime
-    host_id: str = ''
     job_id: str
     status: JobStatus
     error_kind: ErrorKind | None
@@ -395,7 +395,6 @@ class JobStarted:
     kind: Literal['job_started'] = attrs.field(default='job_started', init=False)
     seq: int
     at: datetime
-    host_id: str = ''
     job_id: str
     session_id: SessionId
 
@@ -406,7 +405,6 @@ class Lagged:
     kind: Literal['lagged'] = attrs.field(default='lagged', init=False)
     seq: int
     at: datetime
-    host_id: str = ''
     missed: int
 
 
@@ -465,6 +463,8 @@ class LineageGraph:
         """What a turn's reply was read from: the completed turns its model saw, and their fork chain."""
     async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
         """What forgetting a turn removes (a dry run, by default), or remove it (``dry_run=False``)."""
+    async def retract(self, turn_id: str, *, reason: str) -> TurnRecord:
+        """Mark a turn wrong without erasing it (seed 001, corrections; API.md section 17)."""
     async def node(self, session_id: str) -> SessionNode:
         """The node of one session (with its metrics once `complete_session` ran)."""
     async def ancestors(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
@@ -536,6 +536,8 @@ class MemoryStore:
         """Keep a turn that starts (status ``running``)."""
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record."""
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once (a turn retracted before keeps its first reason)."""
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a session kept here."""
     async def save_edge(self, edge: LineageEdge) -> None:
@@ -634,7 +636,6 @@ class NotificationEvent:
     kind: Literal['notification'] = attrs.field(default='notification', init=False)
     seq: int
     at: datetime
-    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     title: str
@@ -660,7 +661,7 @@ class OpenAIModel:
 @final
 class PostgresStore(PostgresTraces):
     """A durable store in a PostgreSQL database that several hosts share (one session graph)."""
-    def __init__(self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)) -> None: ...
+    def __init__(self, dsn: str, *, create: bool = True, connections: int = 8) -> None: ...
     @property
     def path(self) -> str:
         """The DSN without its password: what messages and `StoreError.path` name."""
@@ -674,6 +675,8 @@ class PostgresStore(PostgresTraces):
         """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record; refuses any turn that is not running."""
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted"""
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a stored session."""
     async def save_edge(self, edge: LineageEdge) -> None:
@@ -696,14 +699,10 @@ class PostgresStore(PostgresTraces):
     async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]: ...
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any"""
-    async def interrupt_dead_hosts_jobs(self, now: Callable[[], datetime]) -> Sequence[str]:
-        """`interrupt_jobs`, returning the ids of the jobs it marked (a live host announces them)."""
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None: ...
     async def notification_turns(self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]) -> Sequence[TurnRecord]: ...
     async def page_sessions(self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None) -> tuple[Sequence[SessionRecord], int | None]: ...
     async def delete_session(self, session_id: SessionId, at: datetime) -> None: ...
-    async def erasure_generation(self) -> int:
-        """The counter every `erase` and `delete_session` bumps in its transaction (0: none yet)."""
     async def deleted_at(self, session_id: SessionId) -> datetime | None: ...
     async def index_version(self) -> int | None:
         """The `INDEX_VERSION` the index was built with, or ``None``."""
@@ -723,25 +722,8 @@ class PostgresStore(PostgresTraces):
     async def read_all(self) -> StoredState:
         """Every record and index row, in writing order, from one consistent snapshot."""
     @contextlib.asynccontextmanager
-    async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
-        """Hold session ``session_id``'s turn lock across every host of this database; yields"""
-    @property
-    def host_id(self) -> str:
-        """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
-    async def append_events(self, rows: Sequence[EventRow]) -> None:
-        """Write event rows (in order) in one transaction and wake every listening host."""
-    async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
-        """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
-    async def trimmed_events(self) -> int:
-        """The newest seq retention deleted (0: none)."""
-    async def last_event_seq(self) -> int:
-        """The newest event row's seq (0: none): where a host that opens starts reading."""
-    async def wait_for_events(self, timeout: float) -> list[str]:
-        """Wait until a host wrote event rows (a NOTIFY) or ``timeout`` seconds passed; returns"""
-    async def send_delta(self, payload: str) -> None:
-        """Hand a reply_delta to the other hosts' listeners (best-effort: dropped when too large)."""
-    async def trim_events(self) -> int:
-        """Delete event rows older than ``event_retention``; returns how many."""
+    async def lock_session(self, session_id: SessionId) -> AsyncIterator[None]:
+        """Hold session ``session_id``'s turn lock across every host of this database."""
 
 
 @attrs.frozen(kw_only=True)
@@ -789,9 +771,8 @@ class ReplayModel:
 class ReplyDelta:
     """A chunk of a streaming model's reply; the turn's reply is their concatenation. Immutable."""
     kind: Literal['reply_delta'] = attrs.field(default='reply_delta', init=False)
-    seq: int | None
+    seq: int
     at: datetime
-    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     text: str
@@ -813,20 +794,9 @@ class SessionCreated:
     kind: Literal['session_created'] = attrs.field(default='session_created', init=False)
     seq: int
     at: datetime
-    host_id: str = ''
     session_id: SessionId
     lineage: AiSessionLineage
     tags: Mapping[str, str]
-
-
-@attrs.frozen(kw_only=True)
-class SessionDeleted:
-    """A session was deleted (``sessions.delete``): its own turns are erased, it is hidden from"""
-    kind: Literal['session_deleted'] = attrs.field(default='session_deleted', init=False)
-    seq: int
-    at: datetime
-    host_id: str = ''
-    session_id: SessionId
 
 
 @final
@@ -931,6 +901,8 @@ class SqliteStore:
         """Write a turn that starts (status ``running``); refuses a taken id or ordinal."""
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record; refuses any turn that is not running."""
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted"""
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a stored session."""
     async def save_edge(self, edge: LineageEdge) -> None:
@@ -1014,6 +986,8 @@ class Store(Protocol):
         """Write a turn that starts now (status ``running``). Refuses a taken id or ordinal."""
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a ``running`` turn by its finished record (same id). Refuses any other."""
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Set a finished turn's ``retracted_at`` and ``retraction_reason``, once, and return"""
     async def save_node(self, node: SessionNode) -> None:
         """Replace the lineage node of a session the store holds (completion, metrics)."""
     async def save_edge(self, edge: LineageEdge) -> None:
@@ -1124,7 +1098,6 @@ class ToolCalled:
     kind: Literal['tool_called'] = attrs.field(default='tool_called', init=False)
     seq: int
     at: datetime
-    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     call_id: str
@@ -1138,7 +1111,6 @@ class ToolFinished:
     kind: Literal['tool_finished'] = attrs.field(default='tool_finished', init=False)
     seq: int
     at: datetime
-    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     call_id: str
@@ -1165,23 +1137,11 @@ class ToolSpec:
 
 
 @attrs.frozen(kw_only=True)
-class TurnErased:
-    """A turn was erased (``lineage.forget`` or ``sessions.delete``): events published before"""
-    kind: Literal['turn_erased'] = attrs.field(default='turn_erased', init=False)
-    seq: int
-    at: datetime
-    host_id: str = ''
-    session_id: SessionId
-    turn_id: TurnId
-
-
-@attrs.frozen(kw_only=True)
 class TurnFinished:
     """A turn completed or failed, durably. Immutable."""
     kind: Literal['turn_finished'] = attrs.field(default='turn_finished', init=False)
     seq: int
     at: datetime
-    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     status: TurnStatus
@@ -1223,6 +1183,12 @@ class TurnHandle:
     def erased_at(self) -> datetime | None:
         """When the user forgot it (``host.lineage.forget``): its text is gone. ``None`` otherwise."""
     @property
+    def retracted_at(self) -> datetime | None:
+        """When someone found the turn wrong (``host.lineage.retract``); ``None`` otherwise. The turn stays."""
+    @property
+    def retraction_reason(self) -> str | None:
+        """Why it was retracted (the first reason given); ``None`` if it was not."""
+    @property
     def tool_calls(self) -> tuple[ToolCallRecord, ...]:
         """The tool calls the turn made, in the order made (API.md section 17)."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
@@ -1254,6 +1220,19 @@ class TurnRecord:
     finished_at: datetime | None
     erased_at: datetime | None = None
     tool_calls: tuple[ToolCallRecord, ...] = ()
+    retracted_at: datetime | None = None
+    retraction_reason: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TurnRetracted:
+    """A turn was found wrong and retracted (``host.lineage.retract``), ``reason`` saying why;"""
+    kind: Literal['turn_retracted'] = attrs.field(default='turn_retracted', init=False)
+    seq: int
+    at: datetime
+    session_id: SessionId
+    turn_id: TurnId
+    reason: str
 
 
 @attrs.frozen(kw_only=True)
@@ -1270,7 +1249,6 @@ class TurnStarted:
     kind: Literal['turn_started'] = attrs.field(default='turn_started', init=False)
     seq: int
     at: datetime
-    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     ordinal: int

@@ -329,6 +329,7 @@ HOST_PINNED = sorted(
         "TurnHandle",
         "TurnOrigin",
         "TurnRecord",
+        "TurnRetracted",
         "TurnRef",
         "TurnRunningError",
         "TurnStarted",

@@ -80,11 +80,12 @@ from ._events import (
     ToolFinished,
     TurnErased,
     TurnFinished,
+    TurnRetracted,
     TurnStarted,
 )
 from ._explain import turn_failed
 from ._ids import new_call_id, new_message_id, new_session_id, new_turn_id
-from ._state import SessionState, TurnState, apply_erasure, history_view, text_of, turn_at
+from ._state import SessionState, TurnState, apply_erasure, apply_retraction, history_view, text_of, turn_at
 
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
@@ -415,6 +416,20 @@ class Engine:
         self.apply_erasure(records)
         for record in records:
             self.events.publish(_turn_erased(record))
+
+    def apply_retraction(self, record: TurnRecord, first: bool) -> None:
+        """A retraction, made true of the live sessions this host holds; ``first``: this call
+        retracted it (publishes ``turn_retracted``), else it was retracted before."""
+        session = self.sessions.get(record.session_id)
+        if session is not None:
+            apply_retraction(session, record)
+        reason = record.retraction_reason or ""
+        if first:
+            self.events.publish(
+                lambda seq, at: TurnRetracted(
+                    seq=seq, at=at, session_id=record.session_id, turn_id=record.id, reason=reason
+                )
+            )
 
     async def delete(self, state: SessionState) -> None:
         """Delete a session: erase it through the one erasure walk (its own turns as forget

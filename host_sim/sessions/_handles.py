@@ -148,6 +148,16 @@ class TurnHandle(metaclass=NoPublicConstructor):
         return self._turn.erased_at
 
     @property
+    def retracted_at(self) -> datetime | None:
+        """When someone found the turn wrong (``host.lineage.retract``); ``None`` otherwise. The turn stays."""
+        return self._turn.retracted_at
+
+    @property
+    def retraction_reason(self) -> str | None:
+        """Why it was retracted (the first reason given); ``None`` if it was not."""
+        return self._turn.retraction_reason
+
+    @property
     def tool_calls(self) -> tuple[ToolCallRecord, ...]:
         """The tool calls the turn made, in the order made (API.md section 17).
 

@@ -267,6 +267,7 @@ class Host:
             events=events,
         )
         graph._applied = engine.erased
+        graph._retracted = engine.apply_retraction
         engine.erasure_generation = generation
         self._link = None if shared is None else HostsLink(engine, shared)
         if self._link is not None:

@@ -45,7 +45,7 @@ def _short(text: str, limit: int = 200) -> str:
 
 
 def render_transcript(items: Sequence[TurnState | TurnRecord | Invocation], session_id: str | None = None) -> str:
-    """One block per turn (ordinal, the input and its author, its tool calls, the reply) or command invocation
+    """One block per turn (ordinal, the input and its author, its tool calls, the reply, a retraction) or command invocation
     (what the user typed, the command's output or error), in the order given (``host.log``'s).
 
     Turns run by another session than ``session_id`` (inherited by a fork) say so; an erased
@@ -79,5 +79,6 @@ def render_transcript(items: Sequence[TurnState | TurnRecord | Invocation], sess
         else:
             tail = "    (running)"
         calls = "\n".join(_tool_call_line(call) for call in turn.tool_calls)
-        blocks.append("\n".join(part for part in (head, body, calls, tail) if part))
+        retracted = "" if turn.retracted_at is None else f"    RETRACTED: {turn.retraction_reason}"
+        blocks.append("\n".join(part for part in (head, body, calls, tail, retracted) if part))
     return "\n".join(blocks)

@@ -92,15 +92,25 @@ class Place:
 PLACES: Final[tuple[Place, ...]] = (
     # A turn's prompt (or notification title and body), its reply, its error (a model's
     # error may quote the prompt) and its tool calls' inputs, outputs and errors (API.md
-    # section 17; their ids, tool names and times stay). Written as erased records
+    # section 17; their ids, tool names and times stay), and why it was retracted (that it
+    # was, and when, stays). Written as erased records
     # (stores/_invariants.erased and erased_call).
     Place(
         table="turns",
         record=TurnRecord,
-        erased=(("message", None), ("reply", None), ("error", ERASED_LABEL), ("tool_calls", ERASED_TOOL_CALLS)),
+        erased=(
+            ("message", None),
+            ("reply", None),
+            ("error", ERASED_LABEL),
+            ("tool_calls", ERASED_TOOL_CALLS),
+            ("retraction_reason", ERASED_LABEL),
+        ),
         rows=("record",),
         stamp="erased_at",
-        kept=("id", "session_id", "ordinal", "message_id", "author", "runner_id", "status", "started_at", "finished_at"),
+        kept=(
+            "id", "session_id", "ordinal", "message_id", "author", "runner_id", "status", "started_at", "finished_at",
+            "retracted_at",
+        ),  # fmt: skip
     ),
     # The label of an artifact citing a planned turn (a fork's anchor), and of every edge an
     # integrator gave a deleted session (add_edge).

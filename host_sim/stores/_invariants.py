@@ -92,7 +92,7 @@ def fork_artifact(turn_id: str, ordinal: int, *, erased: bool = False) -> Lineag
 def erased(turn: TurnRecord, at: datetime) -> TurnRecord:
     """``turn`` forgotten at ``at``: its message text, reply and error text gone (a failed
     turn's error reads `ERASED_LABEL`: a model's error may quote the prompt), and its tool
-    calls' inputs, outputs and errors (`erased_call`); everything else kept."""
+    calls' inputs, outputs and errors (`erased_call`) and why it was retracted; everything else kept."""
     message: AiMessage = (
         AiNotificationMessage(title=ERASED_LABEL, body="")
         if isinstance(turn.message, AiNotificationMessage)
@@ -100,7 +100,10 @@ def erased(turn: TurnRecord, at: datetime) -> TurnRecord:
     )
     error = None if turn.error is None else ERASED_LABEL
     calls = tuple(erased_call(call) for call in turn.tool_calls)
-    return attrs.evolve(turn, message=message, reply=None, error=error, erased_at=at, tool_calls=calls)
+    reason = None if turn.retraction_reason is None else ERASED_LABEL
+    return attrs.evolve(
+        turn, message=message, reply=None, error=error, erased_at=at, tool_calls=calls, retraction_reason=reason
+    )
 
 
 def erased_call(call: ToolCallRecord) -> ToolCallRecord:

@@ -196,6 +196,20 @@ class MemoryStore:
         own[bisect.bisect_left(own, record.ordinal, key=_ordinal)] = record
         del self._running[record.id]
 
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once (a turn retracted before keeps its first reason)."""
+        self._check_open()
+        old = self._turns.get(turn_id)
+        if old is None or old.status == "running":
+            raise StoreError(f"cannot retract turn {turn_id!r}: only a finished turn of this store is retracted")
+        if old.retracted_at is not None:
+            return old
+        record = attrs.evolve(old, retracted_at=at, retraction_reason=reason)
+        self._turns[turn_id] = record
+        own = self._turns_of[record.session_id]
+        own[bisect.bisect_left(own, record.ordinal, key=_ordinal)] = record
+        return record
+
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a session kept here."""
         self._check_open()
@@ -238,6 +252,7 @@ class MemoryStore:
                     error=turn.error,
                     erased_at=turn.erased_at,
                     tool_calls=tuple(erased_call(call) for call in old.tool_calls),
+                    retraction_reason=turn.retraction_reason,
                 )
                 != turn
             ):

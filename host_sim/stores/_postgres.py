@@ -294,6 +294,26 @@ CREATE OR REPLACE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.t
 # more only to lose its reason.
 _RECORD_SCHEMA: Final = f"""
 ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS tool_calls text;
+ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS retracted_at text;
+ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS retraction_reason text;
+CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
+    WHEN (OLD.status <> 'running' AND NOT (
+        NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
+        AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
+        AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
+        AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND NEW.owner IS NOT DISTINCT FROM OLD.owner
+        AND NEW.seq = OLD.seq
+        AND ((
+            OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
+            AND NEW.retracted_at IS NOT DISTINCT FROM OLD.retracted_at
+            AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
+        ) OR (
+            OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
+            AND NEW.message = OLD.message AND NEW.reply IS NOT DISTINCT FROM OLD.reply
+            AND NEW.error IS NOT DISTINCT FROM OLD.error AND NEW.erased_at IS NOT DISTINCT FROM OLD.erased_at
+            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls
+        ))))
+    EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once to be forgotten, once to be retracted)');
 ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS decided_by text;
 ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS reason text;
 ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS session_id text;
@@ -312,6 +332,9 @@ _HAS_RECORD_SCHEMA: Final = (
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
     "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
     "AND t.tgname = 'action_outcomes_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%reason%%') "
+    "AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
+    "AND t.tgname = 'finished_turns_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%retracted_at%%') "
     "AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'host_sim' "
     "AND table_name = 'turns' AND column_name = 'tool_calls')"
 )
@@ -387,7 +410,8 @@ _FINISH_TURN: Final = (
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status = 'running'"
 )
 _ERASE_TURN: Final = (
-    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s, tool_calls = %s "
+    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s, tool_calls = %s, "
+    "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE %s END "
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status <> 'running' AND erased_at IS NULL"
 )
 _BLANK = "CASE WHEN e.event::jsonb->>'{0}' IS NULL THEN NULL ELSE '' END"
@@ -404,6 +428,7 @@ def _erased_event(message: str) -> str:
         f"WHEN 'tool_finished' THEN e.event::jsonb || jsonb_build_object('output', {_BLANK.format('output')}, "
         f"'error', {_BLANK.format('error')}) "
         "WHEN 'notification' THEN e.event::jsonb || '{\"title\": \"\", \"body\": \"\"}'::jsonb "
+        "WHEN 'turn_retracted' THEN e.event::jsonb || '{\"reason\": \"(erased)\"}'::jsonb "
         "ELSE e.event::jsonb END)::text"
     )
 
@@ -661,6 +686,30 @@ class PostgresStore(PostgresTraces):
             ]
         )
 
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
+        before keeps its first reason)."""
+        await self._transact(
+            [
+                _Step(
+                    "SELECT 1 FROM host_sim.turns WHERE id = %s AND status <> 'running'",
+                    (turn_id,),
+                    f"no finished turn {turn_id!r} is stored",
+                    "change",
+                ),
+                _Step(
+                    "UPDATE host_sim.turns SET retracted_at = %s, retraction_reason = %s "
+                    "WHERE id = %s AND status <> 'running' AND retracted_at IS NULL",
+                    (at.isoformat(), reason, turn_id),
+                    f"cannot retract turn {turn_id!r}",
+                ),
+            ]
+        )
+        found = await self.find_turn(turn_id)
+        if found is None:
+            raise self._fail(f"lost turn {turn_id!r} while retracting it", "run host-sim fsck on the store")
+        return found
+
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a stored session."""
         await self._transact(
@@ -744,7 +793,7 @@ class PostgresStore(PostgresTraces):
                     _ERASE_TURN,
                     (
                         row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
-                        turn.id, turn.session_id, turn.ordinal,
+                        ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
                     ),  # fmt: skip
                     f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
                     "change",

@@ -109,8 +109,9 @@ class TurnRecord:
     """A turn: written ``running`` when it starts, then once more when it finishes. Immutable.
 
     ``finished_at`` is ``None`` exactly while ``status`` is ``"running"``. A finished turn
-    changes once more only if it is forgotten: its text goes, ``erased_at`` is set, and
-    everything else (ids, ordinal, author, times, status) stays.
+    changes only if it is forgotten (once: its text goes, ``erased_at`` is set, and
+    everything else, ids, ordinal, author, times, status, stays) or retracted (once:
+    ``retracted_at`` and ``retraction_reason`` are set, nothing else changes).
     """
 
     id: TurnId
@@ -127,6 +128,8 @@ class TurnRecord:
     finished_at: datetime | None
     erased_at: datetime | None = None  # set once by forget: message text and reply are gone
     tool_calls: tuple[ToolCallRecord, ...] = ()  # written with the finished record
+    retracted_at: datetime | None = None  # set once by lineage.retract: the turn was found wrong
+    retraction_reason: str | None = None  # why (text: erased with the turn)
 
 
 @attrs.frozen(kw_only=True)

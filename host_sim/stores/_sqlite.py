@@ -302,6 +302,33 @@ CREATE INDEX IF NOT EXISTS actions_by_turn ON actions (turn_id);
 # record (JSON, NULL in rows written before). Run by a writer opening a store without it.
 _RECORD_17: Final = "ALTER TABLE turns ADD COLUMN tool_calls TEXT;\n"
 
+# Retraction (API.md section 17): a finished turn changes once to be forgotten (as before; its
+# retraction stays as it is, its reason is erased) or once to be retracted (nothing else
+# changes). Run by a writer whose turns rule does not name retracted_at (after any older rule).
+_RETRACTION_COLUMNS_17: Final = "ALTER TABLE turns ADD COLUMN retracted_at TEXT;\nALTER TABLE turns ADD COLUMN retraction_reason TEXT;\n"
+_RETRACTION_17: Final = """
+DROP TRIGGER IF EXISTS finished_turns_never_change;
+CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
+WHEN OLD.status != 'running' AND NOT (
+    NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
+    AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
+    AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at AND NEW.finished_at IS OLD.finished_at
+    AND ((
+        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
+        AND NEW.retracted_at IS OLD.retracted_at AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
+    ) OR (
+        OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
+        AND NEW.message = OLD.message AND NEW.reply IS OLD.reply AND NEW.error IS OLD.error
+        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls
+    ))
+)
+BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once to be forgotten, once to be retracted)'); END;
+"""
+_RETRACT_TURN: Final = (
+    "UPDATE turns SET retracted_at = ?, retraction_reason = ? "
+    "WHERE id = ? AND status != 'running' AND retracted_at IS NULL"
+)
+
 # Decisions are records (API.md section 17): who decided about an action and why, with the
 # action's session and turn (so the erasure walk finds the reason, text, with them). A
 # decision changes once more only to lose its reason. Run by a writer whose store lacks it.
@@ -475,12 +502,13 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
     sends the row to the converter, which names whatever is wrong with it."""
     try:
         (id_, session_id, ordinal, message, message_id, author, runner_id, status, reply, error,
-         started_at, finished_at, erased_at, tool_calls) = row  # fmt: skip  # _TURNS.columns, checked below
+         started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason) = row  # fmt: skip  # _TURNS.columns, checked below
         if not (
             isinstance(id_, str) and isinstance(session_id, str) and type(ordinal) is int and ordinal >= 0
             and isinstance(message, str) and isinstance(message_id, str) and isinstance(author, str)
             and isinstance(runner_id, str) and status in ("running", "completed", "failed")
             and (reply is None or isinstance(reply, str)) and (error is None or isinstance(error, str))
+            and (retraction_reason is None or isinstance(retraction_reason, str))
         ):  # fmt: skip
             return None
         data = json.loads(message)
@@ -508,6 +536,8 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
             finished_at=_time(finished_at),
             erased_at=_time(erased_at),
             tool_calls=() if tool_calls is None else _tool_calls(tool_calls),
+            retracted_at=_time(retracted_at),
+            retraction_reason=retraction_reason,
         )
     except (ValueError, TypeError, KeyError, AssertionError, SerializationError, RecursionError):
         return None
@@ -543,7 +573,7 @@ _TRACE_TABLES: Final = (_TRACE_RECORDS, _TRACE_TASKS, _TRACE_LINKS, _TRACE_OUTPU
 _LOG_TABLES: Final = (_INVOCATIONS, _JOBS)  # version 3: absent from a store a reader finds older
 assert _TURNS.columns == (
     "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
-    "reply", "error", "started_at", "finished_at", "erased_at", "tool_calls",
+    "reply", "error", "started_at", "finished_at", "erased_at", "tool_calls", "retracted_at", "retraction_reason",
 ), "_turn_fast reads the turns columns in this order"  # fmt: skip
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
@@ -559,7 +589,8 @@ _REBUILD_TAGS: Final = (
 _LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
 _ERASE_TURN: Final = (
-    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ?, tool_calls = ? "
+    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ?, tool_calls = ?, "
+    "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE ? END "
     "WHERE id = ? AND session_id = ? AND ordinal = ? AND status != 'running' AND erased_at IS NULL"
 )
 
@@ -731,6 +762,18 @@ class SqliteStore:
             [_Step(_FINISH_TURN, params, f"turn {record.id!r} is not a running turn of this store; a turn finishes once", "change")]
         )
 
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
+        before keeps its first reason)."""
+        await self._transact(
+            [
+                _Step("SELECT 1 FROM turns WHERE id = ? AND status != 'running'", (turn_id,), f"no finished turn {turn_id!r} is stored", "row"),
+                _Step(_RETRACT_TURN, (at.isoformat(), reason, turn_id), f"cannot retract turn {turn_id!r}"),
+            ]
+        )
+        (record,) = await self._records(_TURNS, TurnRecord, "WHERE id = ?", (turn_id,))
+        return record
+
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a stored session."""
         await self._transact(
@@ -779,7 +822,7 @@ class SqliteStore:
                     _ERASE_TURN,
                     (
                         row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
-                        turn.id, turn.session_id, turn.ordinal,
+                        ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
                     ),  # fmt: skip
                     f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
                     "change",
@@ -1117,14 +1160,19 @@ class SqliteStore:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _JOBS_4 + "COMMIT;")
 
     def _prepare_record(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store made before tool calls and decisions were part of the record
-        (API.md section 17) their columns (`_RECORD_17`, `_DECISIONS_17`); a reader reads
-        them as absent (no calls, no one who decided, no reason)."""
+        """Give a writer's store made before tool calls, retraction and decisions were part of
+        the record (API.md section 17) their columns and rules (`_RECORD_17`,
+        `_RETRACTION_17`, `_DECISIONS_17`); a reader reads them as absent (no calls, not
+        retracted, no one who decided, no reason)."""
         if self._read_only:
             return
         columns = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
         if "tool_calls" not in columns:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _RECORD_17 + "COMMIT;")
+        rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'finished_turns_never_change'").fetchone()
+        if rule is None or "retracted_at" not in str(rule[0]):
+            added = "" if "retracted_at" in columns else _RETRACTION_COLUMNS_17
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _RETRACTION_17 + "COMMIT;")
         columns = {row[1] for row in conn.execute("PRAGMA table_info(action_outcomes)")}
         if "reason" not in columns:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _DECISIONS_17 + "COMMIT;")

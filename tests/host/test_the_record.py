@@ -7,16 +7,30 @@ import secrets
 import sqlite3
 from pathlib import Path
 
+import anyio
 import attrs
 import pytest
 
-from host_sim import ActionRecord, Host, ModelRequest, ScriptedModel, SqliteStore, ToolCall, ToolCallRecord, TurnHandle
+from host_sim import (
+    ActionRecord,
+    Host,
+    ModelRequest,
+    ScriptedModel,
+    SqliteStore,
+    ToolCall,
+    ToolCallRecord,
+    TurnHandle,
+    TurnRetracted,
+    TurnRunningError,
+)
 from host_sim.stores._invariants import ERASED_LABEL
+from host_sim.stores._sqlite import _ERASURE_RULES
 from modular_sdk import (
     ActionContext,
     AiContributions,
     InvalidArgumentError,
     ModMetadata,
+    UnknownTurnError,
     ToolContext,
     action,
     define_mod,
@@ -150,14 +164,18 @@ async def test_a_tool_input_that_cannot_be_stored_is_kept_with_its_bad_text_esca
         assert turn.tool_calls == (call,)
 
 
-async def test_a_sqlite_store_made_before_tool_calls_were_kept_gets_them_once_a_host_writes_it(tmp_path: Path) -> None:
+async def test_a_sqlite_store_made_before_tool_calls_and_retraction_gets_them_once_a_host_writes_it(tmp_path: Path) -> None:
     path = tmp_path / "older.sqlite"
     async with Host(mods=[DICTIONARY], model=lookups(), store=SqliteStore(path)) as host:
         chat = await host.sessions.create()
         await chat.run("before tool calls were kept")
     conn = sqlite3.connect(path)
-    conn.execute("ALTER TABLE turns DROP COLUMN tool_calls")  # as an older host-sim made it
-    conn.commit()
+    conn.executescript(  # as an older host-sim made it: no such columns, the rule before them
+        "DROP TRIGGER finished_turns_never_change;\n"
+        "ALTER TABLE turns DROP COLUMN tool_calls;\n"
+        "ALTER TABLE turns DROP COLUMN retracted_at;\n"
+        "ALTER TABLE turns DROP COLUMN retraction_reason;\n" + _ERASURE_RULES
+    )
     conn.close()
 
     async with Host(mods=[DICTIONARY], model=lookups(), store=SqliteStore(path, read_only=True)) as host:
@@ -169,6 +187,8 @@ async def test_a_sqlite_store_made_before_tool_calls_were_kept_gets_them_once_a_
     async with Host(mods=[DICTIONARY], model=lookups(), store=SqliteStore(path)) as host:
         old, new = await turns_of(host, chat.id)
         assert old.tool_calls == () and [c.output for c in new.tool_calls] == ["apple: a word"]
+        retracted = await host.lineage.retract(old.id, reason="written before retraction existed")  # its rule too
+        assert retracted.retraction_reason == "written before retraction existed"
 
 
 # -- decisions are records ------------------------------------------------------------------
@@ -283,3 +303,149 @@ async def test_forgetting_the_turn_that_proposed_an_action_erases_the_reason_for
         await host.lineage.forget(proposed.turn.id, dry_run=False)
         (record,) = await host.actions(chat)
         assert (record.status, record.decided_by, record.reason) == ("confirmed", "dave", ERASED_LABEL)
+
+
+# -- retraction -----------------------------------------------------------------------------
+
+
+def remembers() -> ScriptedModel:
+    """A model that answers with what it saw of the history: each entry's reply, and whether
+    (and why) it was retracted."""
+
+    def respond(request: ModelRequest) -> str:
+        seen = [
+            f"{e.reply} [retracted: {e.retraction_reason}]" if e.retracted else e.reply for e in request.history
+        ]
+        return f"re {request.text} | saw {seen}"
+
+    return ScriptedModel(respond)
+
+
+async def test_a_retracted_turn_stays_in_the_history_and_later_model_calls_see_it_retracted_with_the_reason(
+    any_store: StoreFactory,
+) -> None:
+    async with Host(model=remembers(), store=any_store()) as host:
+        chat = await host.sessions.create()
+        wrong = (await chat.run("revenue 2023?")).turn
+        fork = await chat.fork()
+        record = await host.lineage.retract(wrong.id, reason="the figures were from 2019")
+        assert record.retracted_at is not None and record.retraction_reason == "the figures were from 2019"
+
+        turn = await host.sessions.turn(wrong.id)
+        assert (turn.retracted_at, turn.retraction_reason) == (record.retracted_at, "the figures were from 2019")
+        assert turn.reply is not None and turn.reply.startswith("re revenue 2023?")  # nothing erased
+        later = await chat.run("and 2024?")
+        assert "[retracted: the figures were from 2019]" in later.text
+        in_fork = await fork.run("compare")  # a fork made before shares the turn: it sees it too
+        assert "[retracted: the figures were from 2019]" in in_fork.text
+        assert "RETRACTED: the figures were from 2019" in await host.transcript(chat)
+
+    async with Host(model=remembers(), store=any_store()) as host:  # durable
+        turn = await host.sessions.turn(wrong.id)
+        assert (turn.retracted_at, turn.retraction_reason) == (record.retracted_at, "the figures were from 2019")
+        reopened = await host.sessions.get(chat.id)
+        assert "[retracted: the figures were from 2019]" in (await reopened.run("again")).text
+
+
+async def test_retracting_again_changes_nothing_and_keeps_the_first_reason(any_store: StoreFactory) -> None:
+    async with Host(model=remembers(), store=any_store()) as host:
+        chat = await host.sessions.create()
+        turn = (await chat.run("a claim")).turn
+        first = await host.lineage.retract(turn.id, reason="wrong source")
+        again = await host.lineage.retract(turn.message_id, reason="a different story")
+        assert again == first and again.retraction_reason == "wrong source"
+    async with Host(model=remembers(), store=any_store()) as host:
+        again = await host.lineage.retract(turn.id, reason="a third story")
+        assert (again.retracted_at, again.retraction_reason) == (first.retracted_at, "wrong source")
+
+
+async def test_retraction_publishes_one_turn_retracted_event_and_forward_lists_what_to_recheck() -> None:
+    async with Host(model=remembers()) as host:
+        chat = await host.sessions.create()
+        wrong = (await chat.run("a claim")).turn
+        resting = (await chat.run("built on it")).turn
+        async with host.subscribe() as events:
+            await host.lineage.retract(wrong.id, reason="wrong source")
+            await host.lineage.retract(wrong.id, reason="again")
+            await chat.run("after")  # its events follow; a second turn_retracted would come before them
+            seen = []
+            async for event in events:
+                seen.append(event)
+                if event.kind == "turn_finished":
+                    break
+        retracted = [e for e in seen if isinstance(e, TurnRetracted)]
+        assert [(e.session_id, e.turn_id, e.reason) for e in retracted] == [(chat.id, wrong.id, "wrong source")]
+        assert seen[0] is retracted[0]
+        to_recheck = await host.lineage.forward(wrong.id)
+        assert resting.id in [t.turn_id for t in to_recheck.turns]
+
+
+async def test_forgetting_a_retracted_turn_erases_the_reason_but_keeps_that_it_was_retracted(
+    any_store: StoreFactory,
+) -> None:
+    marker = f"mk{secrets.token_hex(6)}"
+    async with Host(model=remembers(), store=any_store()) as host:
+        chat = await host.sessions.create()
+        turn = (await chat.run("a claim")).turn
+        retracted = await host.lineage.retract(turn.id, reason=f"because {marker}")
+        await host.lineage.forget(turn.id, dry_run=False)
+        after = await host.sessions.turn(turn.id)
+        assert (after.retracted_at, after.retraction_reason) == (retracted.retracted_at, ERASED_LABEL)
+        assert marker not in await host.transcript(chat)
+    async with Host(model=remembers(), store=any_store()) as host:
+        after = await host.sessions.turn(turn.id)
+        assert (after.retracted_at, after.retraction_reason) == (retracted.retracted_at, ERASED_LABEL)
+
+
+@pytest.mark.parametrize("reason", ["", "   ", None, 42, "bad \ud800", "nul \x00"])
+async def test_a_retraction_without_a_reason_in_text_is_refused(reason: object) -> None:
+    async with Host(model=remembers()) as host:
+        chat = await host.sessions.create()
+        turn = (await chat.run("a claim")).turn
+        with pytest.raises(InvalidArgumentError, match=r"retract\(\) takes the reason as non-empty text.*e\.g\.") as bad:
+            await host.lineage.retract(turn.id, reason=reason)  # type: ignore[arg-type]
+        assert bad.value.argument == "reason"
+        assert (await host.sessions.turn(turn.id)).retracted_at is None
+
+
+async def test_retracting_an_unknown_turn_or_a_running_one_is_refused() -> None:
+    entered, release = anyio.Event(), anyio.Event()
+
+    async def slow(request: ModelRequest) -> str:
+        entered.set()
+        await release.wait()
+        return "done"
+
+    async with Host(model=ScriptedModel(slow)) as host:
+        with pytest.raises(UnknownTurnError, match="no turn or message by this id") as unknown:
+            await host.lineage.retract("turn_nope", reason="wrong")
+        assert unknown.value.id == "turn_nope"
+        chat = await host.sessions.create()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(chat.run, "slow")
+            await entered.wait()
+            (running,) = await chat.turns()
+            with pytest.raises(TurnRunningError, match="is still running.*wait for it") as busy:
+                await host.lineage.retract(running.id, reason="wrong")
+            assert busy.value.running_id == running.id
+            release.set()
+        await host.lineage.retract(running.id, reason="wrong")  # once finished, it can be
+
+
+async def test_a_sqlite_store_refuses_any_other_change_to_a_retracted_turn(tmp_path: Path) -> None:
+    path = tmp_path / "rules.sqlite"
+    async with Host(model=remembers(), store=SqliteStore(path)) as host:
+        chat = await host.sessions.create()
+        turn = (await chat.run("a claim")).turn
+        await host.lineage.retract(turn.id, reason="wrong source")
+    conn = sqlite3.connect(path)
+    try:
+        for change in (
+            "retraction_reason = 'another reason'",  # the first reason stays
+            "retracted_at = NULL, retraction_reason = NULL",  # it stays retracted
+            "reply = 'rewritten'",  # the record stays as it was
+        ):
+            with pytest.raises(sqlite3.IntegrityError, match="never changes"):
+                conn.execute(f"UPDATE turns SET {change} WHERE id = ?", (turn.id,))
+    finally:
+        conn.close()
