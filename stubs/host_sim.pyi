@@ -813,6 +813,12 @@ class SessionHandle:
     def tags(self) -> Mapping[str, str]:
         """The tags the session was created with (forks and spawns inherit them). Read-only."""
     @property
+    def created_at(self) -> datetime:
+        """When the session was created (host clock)."""
+    @property
+    def last_activity_at(self) -> datetime:
+        """The start of its latest turn or command invocation, else `created_at` (for a listing UI)."""
+    @property
     def deleted_at(self) -> datetime | None:
         """When ``host.sessions.delete`` deleted it (its content is gone); ``None`` otherwise."""
     @property

@@ -376,6 +376,8 @@ class Engine:
         state = SessionState(
             record=record, parent=parent, anchor=anchor, last_completed=anchor, deleted_at=await self.log.deleted_at(record.id)
         )
+        invoked = [i.started_at for i in await self.log.invocations_of(record.id)]
+        state.last_invocation_at = max(invoked, default=None)
         for turn_record in await self.store.get_turns(record.id):
             if running_elsewhere(self.store, turn_record):
                 break  # another host runs it: caught up once it has finished

@@ -221,6 +221,19 @@ class SessionHandle(metaclass=NoPublicConstructor):
         return self._state.record.tags
 
     @property
+    def created_at(self) -> datetime:
+        """When the session was created (host clock)."""
+        return self._state.record.created_at
+
+    @property
+    def last_activity_at(self) -> datetime:
+        """The start of its latest turn or command invocation, else `created_at` (for a listing UI).
+
+        Its own turns only: a fork's inherited turns happened before it was created.
+        """
+        return self._state.last_activity_at
+
+    @property
     def deleted_at(self) -> datetime | None:
         """When ``host.sessions.delete`` deleted it (its content is gone); ``None`` otherwise."""
         return self._state.deleted_at

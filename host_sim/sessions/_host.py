@@ -536,6 +536,8 @@ class Host:
         with engine.tracked():  # the host waits for this command's record before closing its store
             with anyio.CancelScope(shield=True):  # a started write always finishes
                 await engine.log.begin_invocation(invocation)
+            if state is not None:
+                state.last_invocation_at = invocation.started_at
             submission = Submission(kind="command", text="", error="cancelled before it finished", error_kind="handler_failed")
             try:
                 submission = await self._run_command(engine, mod, command_id, label, run, state, argument)

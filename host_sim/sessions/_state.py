@@ -122,6 +122,17 @@ class SessionState:
     last_completed: TurnState | None = None  # the last turn completed *and* durable
     deleted_at: datetime | None = None
     queue: anyio.Lock | None = None  # FIFO of sends: the holder runs the session's one turn
+    last_invocation_at: datetime | None = None  # when its latest command invocation started
+
+    @property
+    def last_activity_at(self) -> datetime:
+        """The start of its latest own turn or command invocation, else when it was created."""
+        latest = self.record.created_at
+        if self.own:
+            latest = max(latest, self.own[-1].started_at)
+        if self.last_invocation_at is not None:
+            latest = max(latest, self.last_invocation_at)
+        return latest
 
     @property
     def id(self) -> SessionId:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import anyio
@@ -14,6 +15,7 @@ import pytest
 from host_sim import (
     ActionRecord,
     Host,
+    Invocation,
     ModelRequest,
     ScriptedModel,
     SqliteStore,
@@ -30,10 +32,12 @@ from modular_sdk import (
     AiContributions,
     InvalidArgumentError,
     ModMetadata,
-    UnknownTurnError,
+    SlashCommandContext,
     ToolContext,
+    UnknownTurnError,
     action,
     define_mod,
+    slash_command,
     tool,
 )
 
@@ -449,3 +453,47 @@ async def test_a_sqlite_store_refuses_any_other_change_to_a_retracted_turn(tmp_p
                 conn.execute(f"UPDATE turns SET {change} WHERE id = ?", (turn.id,))
     finally:
         conn.close()
+
+
+# -- when a session was active ----------------------------------------------------------------
+
+
+class Ticking:
+    """A host clock that moves one minute per reading."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(minutes=1)
+        return self.now
+
+
+async def echo_command(argument: str | None, ctx: SlashCommandContext) -> str:
+    return f"echo {argument}"
+
+
+ECHO = define_mod(
+    metadata=ModMetadata(display_name="Echo", description="Echoes"),
+    commands=[slash_command(id="echo", description="Echo", run=echo_command)],
+)
+
+
+async def test_a_session_shows_when_it_was_created_and_last_active_across_a_reopen(any_store: StoreFactory) -> None:
+    clock = Ticking()
+    async with Host(mods=[ECHO], model=remembers(), store=any_store(), clock=clock) as host:
+        chat = await host.sessions.create()
+        assert chat.last_activity_at == chat.created_at  # nothing happened yet
+        turn = (await chat.run("hello")).turn
+        assert chat.last_activity_at == turn.started_at > chat.created_at
+        typed = await host.submit(chat, "/echo hi")  # a command invocation is activity too
+        (invocation,) = [e for e in await host.log(chat) if isinstance(e, Invocation)]
+        assert typed.error is None and chat.last_activity_at == invocation.started_at > turn.started_at
+        fork = await chat.fork()
+        assert fork.last_activity_at == fork.created_at  # inherited turns happened before it existed
+
+    async with Host(mods=[ECHO], model=remembers(), store=any_store(), clock=clock) as host:
+        listed = {s.id: s for s in (await host.sessions.list()).sessions}
+        assert listed[chat.id].created_at == chat.created_at
+        assert listed[chat.id].last_activity_at == invocation.started_at
+        assert listed[fork.id].last_activity_at == fork.created_at
