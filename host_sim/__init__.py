@@ -39,7 +39,8 @@ from .models._protocol import ToolSpec as ToolSpec
 from .models._scripted import ScriptedModel as ScriptedModel
 from .sessions._handles import SessionHandle as SessionHandle
 from .sessions._handles import TurnHandle as TurnHandle
-from .sessions._host import Completion as Completion
+from .sessions._completions import Completion as Completion
+from .sessions._completions import Completions as Completions
 from .sessions._host import EffectStatus as EffectStatus
 from .lineage._tree import LineageTree as LineageTree
 from .sessions._events import CommandFinished as CommandFinished
@@ -116,6 +117,7 @@ __all__ = [
     "AiSessionsImpl",
     "CommandFinished",
     "Completion",
+    "Completions",
     "EchoModel",
     "EffectStatus",
     "ErasurePlan",

@@ -81,6 +81,7 @@ from ._protocols import AiSessions as AiSessions
 from ._protocols import AiTurnHandle as AiTurnHandle
 from ._protocols import CommandContext as CommandContext
 from ._protocols import EffectContext as EffectContext
+from ._protocols import CompletionContext as CompletionContext
 from ._protocols import SlashCommandContext as SlashCommandContext
 from ._protocols import ToolContext as ToolContext
 
@@ -112,6 +113,7 @@ __all__ = [
     "BeforeActionHook",
     "CommandContext",
     "CommandTrigger",
+    "CompletionContext",
     "Deny",
     "Effect",
     "EffectContext",

@@ -269,6 +269,20 @@ class CommandContext(Protocol):
     def command_id(self) -> str: ...
 
 
+class CompletionContext(Protocol):
+    """What a slash command's ``complete(prefix, ctx)`` receives: which command it completes.
+
+    It reaches no session and runs nothing: a completer offers values, fast (it runs on
+    every keystroke a UI asks about, with the host's handler timeout).
+    """
+
+    @property
+    def mod_id(self) -> str: ...
+
+    @property
+    def command_id(self) -> str: ...
+
+
 class SlashCommandContext(Protocol):
     """What a slash command's ``run(argument, ctx)`` receives."""
 

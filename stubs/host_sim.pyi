@@ -205,6 +205,13 @@ class Completion:
     description: str
     argument_hint: str | None
     mod_id: str
+    argument: str | None = None
+
+
+@final
+class Completions(list[Completion]):
+    """What ``host.completions(text)`` returns: the matching commands, best first."""
+    def __init__(self, found: Iterable[Completion], values: Callable[[], Awaitable[list[Completion]]] | None) -> None: ...
 
 
 @final
@@ -283,7 +290,7 @@ class Host:
         """What the user types: ``/name argument`` runs a slash command, anything else is a prompt."""
     async def run_command(self, command_id: str) -> Submission:
         """Run a palette command (no session) and report like `submit`."""
-    def completions(self, text: str) -> list[Completion]:
+    def completions(self, text: str) -> Completions:
         """Slash-command typeahead for what the user typed so far (``"/ta"``), best first."""
     async def render_view(self, view_id: str, data: object) -> ViewResult:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""

@@ -263,6 +263,14 @@ class CommandTrigger:
     command_id: str = attrs.field(validator=_str)
 
 
+class CompletionContext(Protocol):
+    """What a slash command's ``complete(prefix, ctx)`` receives: which command it completes."""
+    @property
+    def mod_id(self) -> str: ...
+    @property
+    def command_id(self) -> str: ...
+
+
 @attrs.frozen(kw_only=True)
 class Deny:
     """A hook's answer: refuse the action. Immutable."""
@@ -425,6 +433,7 @@ class SlashCommand(Generic[IdT]):
     description: str
     run: SlashCommandRun
     argument_hint: str | None = None
+    complete: SlashCommandComplete | None = None
 
 
 class SlashCommandContext(Protocol):
@@ -573,7 +582,7 @@ def from_json(text: str | bytes, tp: object) -> object: ...
 def from_json(text: str | bytes, tp: object) -> object:
     """Read JSON written by `to_json` back as ``tp`` (a class or a union alias)."""
 
-def slash_command(*, id: IdT_inv, description: str, run: SlashCommandRun, argument_hint: str | None = None) -> SlashCommand[IdT_inv]:
+def slash_command(*, id: IdT_inv, description: str, run: SlashCommandRun, argument_hint: str | None = None, complete: SlashCommandComplete | None = None) -> SlashCommand[IdT_inv]:
     """Declare a command the user types inside a chat session as ``/<id> [argument]``."""
 
 def tool(*, name: str, description: str, input_type: type[RecordT], run: Callable[[RecordT, ToolContext], object]) -> Tool[RecordT]:
@@ -627,6 +636,9 @@ InputT = TypeVar('InputT')
 
 RecordT = TypeVar('RecordT', bound=attrs.AttrsInstance)
 """A tool's ``input_type``: an attrs class (mypy refuses a dataclass or a plain class)."""
+
+SlashCommandComplete = Callable[[str, CompletionContext], Sequence[str] | Awaitable[Sequence[str]]]
+"""``complete(prefix, ctx)``: argument values for what the user typed after ``/<id> ``; ``def`` or ``async def``."""
 
 SlashCommandRun = Callable[[str | None, SlashCommandContext], object]
 """``run(argument, ctx)``; ``def`` or ``async def``; its result is shown as ``str(value)``."""

@@ -51,7 +51,7 @@ CONTRACT = AUTHORING | SESSIONS | LINEAGE | ERRORS | TRACES | MCP
 # contexts, the union aliases, the JSON helpers and their error.
 EXTRAS = {
     "HOST_ACTIONS", "Action", "ActionContext", "Agent", "AgentHandle", "AiAgents", "AiContext", "AiSessions",
-    "AnyCommand", "Author", "BeforeActionHook", "CommandContext", "Effect", "EffectContext",
+    "AnyCommand", "Author", "BeforeActionHook", "CommandContext", "CompletionContext", "Effect", "EffectContext",
     "HookDecision", "InvalidArgumentError", "PaletteCommand", "SerializationError", "SpawnTrigger", "Tool",
     "ToolContext", "TurnStatus", "View", "Widget", "from_json", "to_json", "McpServer",
 }  # fmt: skip
@@ -61,7 +61,7 @@ PINNED = [
     "AiContributions", "AiMessage", "AiNotificationMessage", "AiPromptMessage", "AiRunResult",
     "AiRunnerId", "AiSessionDisplayMetadata", "AiSessionHandle", "AiSessionLineage",
     "AiSessions", "AiTurnHandle", "Allow", "AnyCommand", "Author", "BeforeActionHook",
-    "CommandContext", "CommandTrigger", "Deny", "Effect", "EffectContext", "ForkLineage",
+    "CommandContext", "CommandTrigger", "CompletionContext", "Deny", "Effect", "EffectContext", "ForkLineage",
     "HOST_ACTIONS", "HookDecision", "HostAction", "HostClosedError", "InvalidArgumentError",
     "ManifestBuildError", "McpServer", "Mod", "ModAuthor",
     "ModDefinitionError", "ModMetadata", "ModularError", "NoConversationError",
@@ -215,7 +215,7 @@ def test_errors_subclass_modular_error_and_a_builtin(cls: type) -> None:
 def test_protocols_are_protocols_and_cannot_be_instantiated() -> None:
     assert {cls.__name__ for cls in PROTOCOLS} == {
         "ActionContext", "AgentHandle", "AiAgents", "AiContext", "AiSessionHandle", "AiSessions", "AiTurnHandle",
-        "CommandContext", "EffectContext", "SlashCommandContext", "ToolContext",
+        "CommandContext", "CompletionContext", "EffectContext", "SlashCommandContext", "ToolContext",
     }  # fmt: skip
     for cls in PROTOCOLS:
         with pytest.raises(TypeError):
@@ -271,6 +271,7 @@ HOST_PINNED = sorted(
         "AiSessionsImpl",
         "CommandFinished",
         "Completion",
+        "Completions",
         "EchoModel",
         "EffectStatus",
         "Erasure",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -47,6 +47,7 @@ from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import ActionRecord, ActionStatus, PendingAction
 from ..stores._records import ErrorKind, Invocation, JobStatus
 from ._across_hosts import HostsLink, replay_of
+from ._completions import Completion, Completions, argument_values
 from ._engine import Engine, JobCall, ModTables, checked_now
 from ._events import CommandFinished, EventHub, EventStream
 from ._explain import close_names
@@ -69,16 +70,6 @@ from ._submission import Submission
 from ._transcript import render_transcript
 
 __all__ = ["Completion", "EffectStatus", "Host", "Submission", "ViewResult"]
-
-
-@attrs.frozen(kw_only=True)
-class Completion:
-    """One typeahead entry of ``host.completions("/ta")``. Immutable."""
-
-    name: str
-    description: str
-    argument_hint: str | None
-    mod_id: str
 
 
 @attrs.frozen(kw_only=True)
@@ -596,8 +587,14 @@ class Host:
             return Submission(kind="command", text=failed.reason, error=failed.reason, error_kind=kind)
         return Submission(kind="command", text="" if value is None else str(value))
 
-    def completions(self, text: str) -> list[Completion]:
-        """Slash-command typeahead for what the user typed so far (``"/ta"``), best first."""
+    def completions(self, text: str) -> Completions:
+        """Slash-command typeahead for what the user typed so far (``"/ta"``), best first.
+
+        A plain call returns the matching commands at once (a `Completions` list). Awaited,
+        ``await host.completions("/task wri")`` also runs the command's ``complete(prefix,
+        ctx)`` (``slash_command(..., complete=fn)``) with the handler timeout and puts the
+        argument values it offers first (`Completion.argument`).
+        """
         engine = self._open()
         if not isinstance(text, str):
             raise InvalidArgumentError(
@@ -624,7 +621,16 @@ class Host:
                 )
             )
         ranked.sort(key=lambda pair: pair[0])
-        return [c for _, c in ranked]
+        return Completions((c for _, c in ranked), self._argument_values(engine, text))
+
+    def _argument_values(self, engine: Engine, text: str) -> Callable[[], Awaitable[list[Completion]]] | None:
+        """What awaiting the completions of ``text`` adds: ``/name prefix`` of a command with a completer."""
+        name, space, prefix = text[1:].partition(" ") if text.startswith("/") else ("", "", "")
+        entry = engine.tables.slash.get(name) if space else None
+        if entry is None or entry[1].complete is None:
+            return None
+        mod, declared = entry
+        return lambda: argument_values(mod, declared, prefix, timeout=self._handler_timeout)
 
     async def render_view(self, view_id: str, data: object) -> ViewResult:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""
