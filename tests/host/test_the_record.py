@@ -3,6 +3,7 @@ every store, read back after a reopen, shown by transcripts, and erased with the
 
 from __future__ import annotations
 
+import json
 import secrets
 import sqlite3
 from datetime import datetime, timedelta, timezone
@@ -17,6 +18,8 @@ from host_sim import (
     Host,
     Invocation,
     ModelRequest,
+    RecordingModel,
+    ReplayModel,
     ScriptedModel,
     SqliteStore,
     ToolCall,
@@ -497,3 +500,25 @@ async def test_a_session_shows_when_it_was_created_and_last_active_across_a_reop
         assert listed[chat.id].created_at == chat.created_at
         assert listed[chat.id].last_activity_at == invocation.started_at
         assert listed[fork.id].last_activity_at == fork.created_at
+
+
+async def test_a_recorded_model_call_keeps_whether_an_earlier_turn_was_retracted_so_replay_tells_them_apart(
+    tmp_path: Path,
+) -> None:
+    cassette = tmp_path / "retracted.jsonl"
+    async with Host(model=RecordingModel(remembers(), cassette)) as host:
+        chat = await host.sessions.create()
+        turn = (await chat.run("a claim")).turn
+        await chat.run("before")
+        await host.lineage.retract(turn.id, reason="wrong source")
+        await chat.run("after")
+    calls = [json.loads(line) for line in cassette.read_text(encoding="utf-8").splitlines() if '"call"' in line]
+    before, after = calls[1]["request"]["history"], calls[2]["request"]["history"]
+    assert "retracted" not in before[0]  # entries of turns nobody retracted keep older cassettes' bytes
+    assert (after[0]["retracted"], after[0]["retraction_reason"]) == (True, "wrong source")
+    async with Host(model=ReplayModel(cassette)) as host:  # the same story replays, retraction and all
+        chat = await host.sessions.create()
+        turn = (await chat.run("a claim")).turn
+        await chat.run("before")
+        await host.lineage.retract(turn.id, reason="wrong source")
+        assert "[retracted: wrong source]" in (await chat.run("after")).text
