@@ -41,6 +41,7 @@ from modular_sdk import (
     action,
     define_mod,
     slash_command,
+    to_json,
     tool,
 )
 
@@ -383,6 +384,8 @@ async def test_retraction_publishes_one_turn_retracted_event_and_forward_lists_w
         retracted = [e for e in seen if isinstance(e, TurnRetracted)]
         assert [(e.session_id, e.turn_id, e.reason) for e in retracted] == [(chat.id, wrong.id, "wrong source")]
         assert seen[0] is retracted[0]
+        as_json = json.loads(to_json(retracted[0]))  # what an SSE stream sends
+        assert (as_json["kind"], as_json["turn_id"], as_json["reason"]) == ("turn_retracted", wrong.id, "wrong source")
         to_recheck = await host.lineage.forward(wrong.id)
         assert resting.id in [t.turn_id for t in to_recheck.turns]
 
