@@ -525,3 +525,52 @@ async def test_a_recorded_model_call_keeps_whether_an_earlier_turn_was_retracted
         await chat.run("before")
         await host.lineage.retract(turn.id, reason="wrong source")
         assert "[retracted: wrong source]" in (await chat.run("after")).text
+
+
+_BEFORE_THE_RECORD_POSTGRES = """
+DROP TRIGGER finished_turns_never_change ON host_sim.turns;
+DROP TRIGGER action_outcomes_never_change ON host_sim.action_outcomes;
+ALTER TABLE host_sim.turns DROP COLUMN tool_calls;
+ALTER TABLE host_sim.turns DROP COLUMN retracted_at;
+ALTER TABLE host_sim.turns DROP COLUMN retraction_reason;
+ALTER TABLE host_sim.action_outcomes DROP COLUMN decided_by;
+ALTER TABLE host_sim.action_outcomes DROP COLUMN reason;
+ALTER TABLE host_sim.action_outcomes DROP COLUMN session_id;
+ALTER TABLE host_sim.action_outcomes DROP COLUMN turn_id;
+CREATE TRIGGER action_outcomes_never_change BEFORE UPDATE ON host_sim.action_outcomes
+    FOR EACH ROW EXECUTE FUNCTION host_sim.refuse('a decision about an action never changes');
+"""
+
+
+async def test_a_postgresql_store_made_before_the_record_was_complete_gets_it_when_a_host_opens_it(
+    request: pytest.FixtureRequest,
+) -> None:
+    import psycopg
+
+    from host_sim import PostgresStore
+    from host_sim.stores._postgres import _ERASURE_RULES as _POSTGRES_ERASURE_RULES
+
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    async with Host(mods=[DICTIONARY, BILLING], model=lookups(), store=PostgresStore(dsn)) as host:
+        before = await host.sessions.create()
+        old = (await before.run("written by an older host")).turn
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as an older host-sim left it
+        for statement in (_BEFORE_THE_RECORD_POSTGRES + _POSTGRES_ERASURE_RULES).split(";\n"):
+            if statement.strip():
+                conn.execute(statement.replace("%%", "%"))
+
+    async with Host(mods=[DICTIONARY, BILLING], model=lookups("apple"), store=PostgresStore(dsn)) as host:
+        (turn,) = await turns_of(host, before.id)
+        assert turn.tool_calls == () and turn.retracted_at is None
+        chat = await host.sessions.create()
+        called = await host.sessions.turn((await chat.run("look it up")).turn.id)
+        assert [c.output for c in called.tool_calls] == ["apple: a word"]
+        retracted = await host.lineage.retract(old.id, reason="an older answer")
+        assert retracted.retraction_reason == "an older answer"
+    async with Host(mods=[BILLING], model=proposes(9), store=PostgresStore(dsn)) as host:
+        chat = await host.sessions.create()
+        (pending,) = (await host.submit(chat, "refund")).actions
+        await host.dismiss(pending.id, by="erin", reason="duplicate")
+        await host.sessions.delete(chat.id)  # the decision's reason is erased under the new rule
+        (record,) = await host.actions(chat.id)
+        assert (record.decided_by, record.reason) == ("erin", ERASED_LABEL)
