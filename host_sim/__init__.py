@@ -6,6 +6,7 @@ modules are implementation.
 
 from __future__ import annotations
 
+from modular_sdk import ToolCallRecord as ToolCallRecord
 from modular_sdk import UnknownTurnError as UnknownTurnError
 
 from .fold._manifest import Manifest as Manifest
@@ -81,7 +82,6 @@ from .stores._postgres import PostgresStore as PostgresStore
 from .stores._protocol import Store as Store
 from .stores._records import SessionRecord as SessionRecord
 from .stores._records import StoredState as StoredState
-from .stores._records import ToolCallRecord as ToolCallRecord
 from .stores._records import TurnRecord as TurnRecord
 from .stores._sqlite import SqliteStore as SqliteStore
 from .stores._traces import TraceStore as TraceStore

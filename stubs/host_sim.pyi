@@ -1093,16 +1093,7 @@ class ToolCall:
     call_id: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ToolCallRecord:
-    """One tool call a turn made, as the record keeps it (API.md section 17). Immutable."""
-    call_id: str
-    name: str
-    input: FrozenJsonObject = attrs.field(converter=_frozen_input)
-    output: str | None
-    error: str | None
-    started_at: datetime
-    finished_at: datetime
+from modular_sdk import ToolCallRecord as ToolCallRecord  # re-exported, one class
 
 
 @attrs.frozen(kw_only=True)

@@ -147,6 +147,12 @@ class AiSessionHandle(Protocol):
     @property
     def cwd(self) -> str:
         """The working directory of this session."""
+    @property
+    def created_at(self) -> datetime:
+        """When the session was created (the host's clock)."""
+    @property
+    def last_activity_at(self) -> datetime:
+        """When its latest own turn or command invocation started, else `created_at`."""
     async def send(self, message: AiMessage) -> AiTurnHandle:
         """Put a message into this session and wait for the turn it drives to complete."""
 
@@ -219,6 +225,15 @@ class AiTurnHandle(Protocol):
     @property
     def erased_at(self) -> datetime | None:
         """When the user had it forgotten (its text and reply are gone); ``None`` otherwise."""
+    @property
+    def retracted_at(self) -> datetime | None:
+        """When someone found it wrong (the turn stays, text and all); ``None`` otherwise."""
+    @property
+    def retraction_reason(self) -> str | None:
+        """Why it was retracted (the first reason given); ``None`` if it was not."""
+    @property
+    def tool_calls(self) -> tuple[ToolCallRecord, ...]:
+        """The tool calls the turn made, in order; durable with the turn, erased with it."""
     @property
     def runner_id(self) -> AiRunnerId:
         """The model runner that produced this turn."""
@@ -479,6 +494,18 @@ class Tool(Generic[InputT]):
     input_type: type[InputT]
     run: Callable[[InputT, ToolContext], object]
     input_schema: FrozenJsonObject = attrs.field(init=False, eq=False, repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRecord:
+    """One tool call a turn made, as the record keeps it (API.md section 17). Immutable."""
+    call_id: str = attrs.field(validator=text_validator(non_empty=True))
+    name: str = attrs.field(validator=text_validator(non_empty=True))
+    input: FrozenJsonObject = attrs.field(converter=_frozen_input)
+    output: str | None = attrs.field(validator=text_validator(optional=True))
+    error: str | None = attrs.field(validator=text_validator(optional=True))
+    started_at: datetime = attrs.field(validator=aware_datetime)
+    finished_at: datetime = attrs.field(validator=aware_datetime)
 
 
 class ToolContext(Protocol):

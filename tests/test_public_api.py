@@ -53,7 +53,7 @@ EXTRAS = {
     "HOST_ACTIONS", "Action", "ActionContext", "Agent", "AgentHandle", "AiAgents", "AiContext", "AiSessions",
     "AnyCommand", "Author", "BeforeActionHook", "CommandContext", "CompletionContext", "Effect", "EffectContext",
     "HookDecision", "InvalidArgumentError", "PaletteCommand", "SerializationError", "SpawnTrigger", "Tool",
-    "ToolContext", "TurnStatus", "View", "Widget", "from_json", "to_json", "McpServer",
+    "ToolCallRecord", "ToolContext", "TurnStatus", "View", "Widget", "from_json", "to_json", "McpServer",
 }  # fmt: skip
 
 PINNED = [
@@ -67,7 +67,7 @@ PINNED = [
     "ModDefinitionError", "ModMetadata", "ModularError", "NoConversationError",
     "PaletteCommand", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
     "SerializationError", "SessionDeletedError", "SessionId", "SlashCommand", "SlashCommandContext",
-    "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolContext", "ToolTrigger",
+    "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolCallRecord", "ToolContext", "ToolTrigger",
     "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "UserAuthor", "View", "Widget",
     "action", "agent", "before_action", "command", "define_mod", "effect", "from_json", "mcp_server",
     "slash_command", "to_json", "tool", "view", "widget",
@@ -250,7 +250,7 @@ HOST_CONTRACT = {
     "Trace", "TaskRef", "UnknownTraceError", "TraceError", "PendingAction", "write_event", "TraceStore",  # section 9
 }  # fmt: skip
 # Classes of modular_sdk that host_sim re-exports (the same class, not a copy).
-HOST_REEXPORTS = {"UnknownTurnError"}
+HOST_REEXPORTS = {"UnknownTurnError", "ToolCallRecord"}
 HOST_PINNED = sorted(
     [
         "ActionRecord",

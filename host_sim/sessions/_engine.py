@@ -1000,8 +1000,8 @@ class Engine:
             turn.tool_calls = (
                 *turn.tool_calls,
                 ToolCallRecord(
-                    call_id=call_id,
-                    name=call.name,
+                    call_id=_label(call_id),
+                    name=_label(call.name),
                     input=_storable_json(call.input),
                     output=None if output is None else _storable(output),
                     error=_storable(error) if error is not None else None if result is not None else "it did not finish",
@@ -1164,6 +1164,12 @@ def _unstorable(text: str) -> str | None:
 def _storable(text: str) -> str:
     """A message of ours made storable: lone surrogates quoted as escapes."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _label(value: object) -> str:
+    """A model's call id or tool name as the record keeps it: storable, never empty."""
+    text = value if isinstance(value, str) else repr(value)
+    return _storable(text) if text.strip() else repr(text)
 
 
 def _storable_json(value: object) -> object:

@@ -25,7 +25,7 @@ from modular_sdk import (
     TurnStatus,
 )
 
-from modular_sdk._frozen import FrozenJsonObject, freeze_object
+from modular_sdk import ToolCallRecord
 
 from ..lineage._types import LineageEdge, SessionNode
 
@@ -73,35 +73,6 @@ class SessionRecord:
     agent_id: str | None = None
     trigger_turn_id: TurnId | None = None  # a spawn made by a tool call: the turn that made the call
     tags: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_tags, hash=False)
-
-
-def _frozen_input(value: object) -> FrozenJsonObject:
-    return freeze_object(value, type_name="a tool call's input")
-
-
-@attrs.frozen(kw_only=True)
-class ToolCallRecord:
-    """One tool call a turn made, as the record keeps it (API.md section 17). Immutable.
-
-    ``input`` is what the model passed, ``output`` what the tool returned (its text, as the
-    model saw it) and ``error`` why it failed (``output`` is then ``None``). Written with
-    the finished turn, in the same transaction, and read back with it after a reopen; when
-    the turn is forgotten its ``input`` becomes ``{}``, its ``output`` ``None`` and its
-    ``error`` ``"(erased)"``, while ``call_id``, ``name`` and the times stay.
-
-    Read them from a turn handle::
-
-        for call in turn.tool_calls:
-            print(call.name, call.input, call.output or call.error)
-    """
-
-    call_id: str
-    name: str
-    input: FrozenJsonObject = attrs.field(converter=_frozen_input)
-    output: str | None
-    error: str | None
-    started_at: datetime
-    finished_at: datetime
 
 
 @attrs.frozen(kw_only=True)

@@ -24,7 +24,6 @@ from host_sim import (
     SqliteStore,
     ToolCall,
     ToolCallRecord,
-    TurnHandle,
     TurnRetracted,
     TurnRunningError,
 )
@@ -32,6 +31,7 @@ from host_sim.stores._invariants import ERASED_LABEL
 from host_sim.stores._sqlite import _ERASURE_RULES
 from modular_sdk import (
     ActionContext,
+    AiTurnHandle,
     AiContributions,
     InvalidArgumentError,
     ModMetadata,
@@ -83,9 +83,9 @@ def lookups(*words: str) -> ScriptedModel:
     return ScriptedModel(respond)
 
 
-async def turns_of(host: Host, session_id: str) -> list[TurnHandle]:
-    """The session's turns as host_sim's handles (``tool_calls`` is a host_sim surface)."""
-    return [await host.sessions.turn(t.id) for t in await (await host.sessions.get(session_id)).turns()]
+async def turns_of(host: Host, session_id: str) -> list[AiTurnHandle]:
+    """The session's turns, as a host that opened the store reads them."""
+    return await (await host.sessions.get(session_id)).turns()
 
 
 async def test_a_turn_keeps_every_tool_call_it_made_with_input_output_and_times(any_store: StoreFactory) -> None:
@@ -574,3 +574,17 @@ async def test_a_postgresql_store_made_before_the_record_was_complete_gets_it_wh
         await host.sessions.delete(chat.id)  # the decision's reason is erased under the new rule
         (record,) = await host.actions(chat.id)
         assert (record.decided_by, record.reason) == ("erin", ERASED_LABEL)
+
+
+@pytest.mark.parametrize("name", ["", "   ", "bad \ud800 name"])
+async def test_a_tool_call_with_a_name_no_tool_has_is_kept_as_the_model_made_it(name: str) -> None:
+    def respond(request: ModelRequest) -> str | ToolCall:
+        if not request.tool_results:
+            return ToolCall(name=name, input={}, call_id="call-0")
+        return f"told: {request.tool_results[-1].error}"
+
+    async with Host(mods=[DICTIONARY], model=ScriptedModel(respond)) as host:
+        chat = await host.sessions.create()
+        result = await chat.run("call a tool that is not there")
+        (call,) = (await host.sessions.turn(result.turn.id)).tool_calls
+        assert call.name.strip() and call.error is not None and call.error.startswith("unknown tool")
