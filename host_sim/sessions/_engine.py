@@ -55,8 +55,9 @@ from modular_sdk import (
     View,
     Widget,
 )
+from modular_sdk._frozen import FrozenJsonObject, freeze_object
 from modular_sdk._json import parse_json_text, structure, unstructure
-from modular_sdk._rules import show
+from modular_sdk._rules import MAX_DEPTH, show
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
@@ -1002,7 +1003,7 @@ class Engine:
                 ToolCallRecord(
                     call_id=_label(call_id),
                     name=_label(call.name),
-                    input=_storable_json(call.input),
+                    input=_recorded_input(call.input),
                     output=None if output is None else _storable(output),
                     error=_storable(error) if error is not None else None if result is not None else "it did not finish",
                     started_at=started_at,
@@ -1172,14 +1173,26 @@ def _label(value: object) -> str:
     return _storable(text) if text.strip() else repr(text)
 
 
-def _storable_json(value: object) -> object:
+def _recorded_input(value: object) -> FrozenJsonObject:
+    """A model's tool input as the record keeps it: each text `_storable`; input that is not
+    a JSON object the record can hold (nested past `MAX_DEPTH`, not JSON) is kept as what it was."""
+    try:
+        return freeze_object(_storable_json(value, 0), type_name="a tool call's input")
+    except (SerializationError, RecursionError) as exc:
+        problem = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return freeze_object({"not_kept": _storable(f"the input could not be recorded: {problem}"[:500])})
+
+
+def _storable_json(value: object, depth: int) -> object:
     """JSON data from outside (a model's tool input) made storable: each text `_storable`."""
+    if depth > MAX_DEPTH:
+        raise RecursionError("nested too deeply")
     if isinstance(value, str):
         return _storable(value)
     if isinstance(value, Mapping):
-        return {_storable(str(k)): _storable_json(v) for k, v in value.items()}
+        return {_storable(str(k)): _storable_json(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_storable_json(v) for v in value]
+        return [_storable_json(v, depth + 1) for v in value]
     return value
 
 

@@ -588,3 +588,23 @@ async def test_a_tool_call_with_a_name_no_tool_has_is_kept_as_the_model_made_it(
         result = await chat.run("call a tool that is not there")
         (call,) = (await host.sessions.turn(result.turn.id)).tool_calls
         assert call.name.strip() and call.error is not None and call.error.startswith("unknown tool")
+
+
+async def test_a_tool_input_too_deep_to_keep_is_recorded_as_not_kept_and_the_turn_goes_on(any_store: StoreFactory) -> None:
+    deep: object = "x"
+    for _ in range(5000):
+        deep = [deep]
+
+    def respond(request: ModelRequest) -> str | ToolCall:
+        if not request.tool_results:
+            return ToolCall(name="define", input={"word": deep}, call_id="call-0")  # type: ignore[dict-item]
+        return f"told: {request.tool_results[-1].error}"
+
+    async with Host(mods=[DICTIONARY], model=ScriptedModel(respond), store=any_store()) as host:
+        chat = await host.sessions.create()
+        result = await chat.run("go deep")
+        assert result.text.startswith("told: invalid input for tool 'define'")
+    async with Host(mods=[DICTIONARY], model=lookups(), store=any_store()) as host:
+        (turn,) = await turns_of(host, chat.id)
+        (call,) = turn.tool_calls
+        assert list(call.input) == ["not_kept"] and "nested" in str(call.input["not_kept"])
