@@ -304,6 +304,7 @@ def test_wire_names_keep_plain_names_and_are_stable() -> None:
     assert len(wire_names([long])[long]) == 64 and wire_names([long]) == wire_names([long])
 
 
+@pytest.mark.anyio
 async def test_a_retracted_turn_in_the_history_is_followed_by_a_system_message_saying_not_to_rely_on_it(
     fake: FakeOpenAI,
 ) -> None:
