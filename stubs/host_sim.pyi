@@ -190,6 +190,7 @@ class CommandFinished:
     kind: Literal['command_finished'] = attrs.field(default='command_finished', init=False)
     seq: int
     at: datetime
+    host_id: str = ''
     invocation_id: str
     session_id: SessionId | None
     command_id: str
@@ -248,7 +249,7 @@ ErrorKind: TypeAlias = Literal['unknown_command', 'denied', 'handler_failed', 't
 @final
 class EventStream:
     """One subscriber's view of the host's events: ``async for event in events``."""
-    def __init__(self, hub: EventHub, buffer: int, start: int) -> None: ...
+    def __init__(self, hub: EventHub, buffer: int) -> None: ...
     buffer: int
 
 
@@ -266,7 +267,7 @@ class HistoryEntry:
 @final
 class Host:
     """The host simulator: folds mods into lanes and runs their AI sessions."""
-    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, max_event_bytes: int = 1048576, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = (), on_bad_mod: Literal['raise', 'skip'] = 'raise', max_reply_bytes: int = 1000000) -> None: ...
+    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, max_event_bytes: int = 1048576, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = (), on_bad_mod: Literal['raise', 'skip'] = 'raise', max_reply_bytes: int = 1000000, event_history: int = 10000) -> None: ...
     async def __aenter__(self) -> Host: ...
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None: ...
     @property
@@ -298,7 +299,7 @@ class Host:
         """Render a widget for one session in the renderer lane: ``data`` (JSON data, or an"""
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """The session's history as text: its turns (authors and notifications marked) and the"""
-    def subscribe(self, *, buffer: int = 1000) -> AbstractAsyncContextManager[EventStream]:
+    def subscribe(self, *, buffer: int = 1000, after: int | None = None) -> AbstractAsyncContextManager[EventStream]:
         """Watch the host live: ``async with host.subscribe() as events: async for event in events``."""
     async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
         """Accept what `submit` accepts and return at once a running `Job` the host owns."""
@@ -327,7 +328,7 @@ class Host:
         """Every action proposed in ``session`` and what became of it, in the order proposed."""
 
 
-HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | Lagged | TurnRetracted
+HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | SessionDeleted | TurnErased | Lagged | TurnRetracted
 """Everything ``host.subscribe()`` yields; discriminated by ``kind``."""
 
 @attrs.frozen(kw_only=True)
@@ -384,6 +385,7 @@ class JobFinished:
     kind: Literal['job_finished'] = attrs.field(default='job_finished', init=False)
     seq: int
     at: datetime
+    host_id: str = ''
     job_id: str
     status: JobStatus
     error_kind: ErrorKind | None
@@ -402,6 +404,7 @@ class JobStarted:
     kind: Literal['job_started'] = attrs.field(default='job_started', init=False)
     seq: int
     at: datetime
+    host_id: str = ''
     job_id: str
     session_id: SessionId
 
@@ -412,6 +415,7 @@ class Lagged:
     kind: Literal['lagged'] = attrs.field(default='lagged', init=False)
     seq: int
     at: datetime
+    host_id: str = ''
     missed: int
 
 
@@ -643,6 +647,7 @@ class NotificationEvent:
     kind: Literal['notification'] = attrs.field(default='notification', init=False)
     seq: int
     at: datetime
+    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     title: str
@@ -668,7 +673,7 @@ class OpenAIModel:
 @final
 class PostgresStore(PostgresTraces):
     """A durable store in a PostgreSQL database that several hosts share (one session graph)."""
-    def __init__(self, dsn: str, *, create: bool = True, connections: int = 8) -> None: ...
+    def __init__(self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)) -> None: ...
     @property
     def path(self) -> str:
         """The DSN without its password: what messages and `StoreError.path` name."""
@@ -706,10 +711,14 @@ class PostgresStore(PostgresTraces):
     async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]: ...
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any"""
+    async def interrupt_dead_hosts_jobs(self, now: Callable[[], datetime]) -> Sequence[str]:
+        """`interrupt_jobs`, returning the ids of the jobs it marked (a live host announces them)."""
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None: ...
     async def notification_turns(self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]) -> Sequence[TurnRecord]: ...
     async def page_sessions(self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None) -> tuple[Sequence[SessionRecord], int | None]: ...
     async def delete_session(self, session_id: SessionId, at: datetime) -> None: ...
+    async def erasure_generation(self) -> int:
+        """The counter every `erase` and `delete_session` bumps in its transaction (0: none yet)."""
     async def deleted_at(self, session_id: SessionId) -> datetime | None: ...
     async def index_version(self) -> int | None:
         """The `INDEX_VERSION` the index was built with, or ``None``."""
@@ -729,8 +738,25 @@ class PostgresStore(PostgresTraces):
     async def read_all(self) -> StoredState:
         """Every record and index row, in writing order, from one consistent snapshot."""
     @contextlib.asynccontextmanager
-    async def lock_session(self, session_id: SessionId) -> AsyncIterator[None]:
-        """Hold session ``session_id``'s turn lock across every host of this database."""
+    async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
+        """Hold session ``session_id``'s turn lock across every host of this database; yields"""
+    @property
+    def host_id(self) -> str:
+        """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
+    async def append_events(self, rows: Sequence[EventRow]) -> None:
+        """Write event rows (in order) in one transaction and wake every listening host."""
+    async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
+        """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
+    async def trimmed_events(self) -> int:
+        """The newest seq retention deleted (0: none)."""
+    async def last_event_seq(self) -> int:
+        """The newest event row's seq (0: none): where a host that opens starts reading."""
+    async def wait_for_events(self, timeout: float) -> list[str]:
+        """Wait until a host wrote event rows (a NOTIFY) or ``timeout`` seconds passed; returns"""
+    async def send_delta(self, payload: str) -> None:
+        """Hand a reply_delta to the other hosts' listeners (best-effort: dropped when too large)."""
+    async def trim_events(self) -> int:
+        """Delete event rows older than ``event_retention``; returns how many."""
 
 
 @attrs.frozen(kw_only=True)
@@ -778,8 +804,9 @@ class ReplayModel:
 class ReplyDelta:
     """A chunk of a streaming model's reply; the turn's reply is their concatenation. Immutable."""
     kind: Literal['reply_delta'] = attrs.field(default='reply_delta', init=False)
-    seq: int
+    seq: int | None
     at: datetime
+    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     text: str
@@ -801,9 +828,20 @@ class SessionCreated:
     kind: Literal['session_created'] = attrs.field(default='session_created', init=False)
     seq: int
     at: datetime
+    host_id: str = ''
     session_id: SessionId
     lineage: AiSessionLineage
     tags: Mapping[str, str]
+
+
+@attrs.frozen(kw_only=True)
+class SessionDeleted:
+    """A session was deleted (``sessions.delete``): its own turns are erased, it is hidden from"""
+    kind: Literal['session_deleted'] = attrs.field(default='session_deleted', init=False)
+    seq: int
+    at: datetime
+    host_id: str = ''
+    session_id: SessionId
 
 
 @final
@@ -1102,6 +1140,7 @@ class ToolCalled:
     kind: Literal['tool_called'] = attrs.field(default='tool_called', init=False)
     seq: int
     at: datetime
+    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     call_id: str
@@ -1115,6 +1154,7 @@ class ToolFinished:
     kind: Literal['tool_finished'] = attrs.field(default='tool_finished', init=False)
     seq: int
     at: datetime
+    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     call_id: str
@@ -1141,11 +1181,23 @@ class ToolSpec:
 
 
 @attrs.frozen(kw_only=True)
+class TurnErased:
+    """A turn was erased (``lineage.forget`` or ``sessions.delete``): events published before"""
+    kind: Literal['turn_erased'] = attrs.field(default='turn_erased', init=False)
+    seq: int
+    at: datetime
+    host_id: str = ''
+    session_id: SessionId
+    turn_id: TurnId
+
+
+@attrs.frozen(kw_only=True)
 class TurnFinished:
     """A turn completed or failed, durably. Immutable."""
     kind: Literal['turn_finished'] = attrs.field(default='turn_finished', init=False)
     seq: int
     at: datetime
+    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     status: TurnStatus
@@ -1234,6 +1286,7 @@ class TurnRetracted:
     kind: Literal['turn_retracted'] = attrs.field(default='turn_retracted', init=False)
     seq: int
     at: datetime
+    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     reason: str
@@ -1253,6 +1306,7 @@ class TurnStarted:
     kind: Literal['turn_started'] = attrs.field(default='turn_started', init=False)
     seq: int
     at: datetime
+    host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
     ordinal: int

@@ -55,7 +55,7 @@ from modular_sdk import (
     View,
     Widget,
 )
-from modular_sdk._frozen import FrozenJsonObject, freeze_object
+from modular_sdk._frozen import FrozenJsonObject, freeze_object, thaw_object
 from modular_sdk._json import parse_json_text, structure, unstructure
 from modular_sdk._rules import MAX_DEPTH, show
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
@@ -983,9 +983,16 @@ class Engine:
         """Run one tool call of ``turn``, publishing ``tool_called`` then ``tool_finished``."""
         call_id = call.call_id or new_call_id()
         started_at = self.now()
+        recorded = _recorded_input(call.input)  # what the record and the event log can hold
         self.events.publish(
             lambda seq, at: ToolCalled(
-                seq=seq, at=at, session_id=session.id, turn_id=turn.id, call_id=call_id, tool_name=call.name, input=call.input
+                seq=seq,
+                at=at,
+                session_id=session.id,
+                turn_id=turn.id,
+                call_id=_label(call_id),
+                tool_name=_label(call.name),
+                input=thaw_object(recorded),
             )
         )
         error: str | None = None
@@ -1003,16 +1010,17 @@ class Engine:
                 ToolCallRecord(
                     call_id=_label(call_id),
                     name=_label(call.name),
-                    input=_recorded_input(call.input),
+                    input=recorded,
                     output=None if output is None else _storable(output),
                     error=_storable(error) if error is not None else None if result is not None else "it did not finish",
                     started_at=started_at,
                     finished_at=self.now(),
                 ),
             )  # kept with the turn's record (API §17)
+            done = turn.tool_calls[-1]
             self.events.publish(
                 lambda seq, at: ToolFinished(
-                    seq=seq, at=at, session_id=session.id, turn_id=turn.id, call_id=call_id, output=output, error=error
+                    seq=seq, at=at, session_id=session.id, turn_id=turn.id, call_id=done.call_id, output=done.output, error=error and done.error
                 )
             )
         return result
