@@ -142,6 +142,7 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
     first = await host.submit(chat, f"prompt {marker}")  # turn 0: prompt, a tool call, reply, a proposed action
     assert first.turn is not None and first.error is None
     assert marker in repr(first.turn.tool_calls)
+    await host.lineage.retract(first.turn.id, reason=f"wrong {marker}")  # a retraction's reason (and its event)
     job = await host.start(chat, f"/echo job {marker}")  # a command run as a job
     assert (await job.wait()).error is None
     job = await host.start(chat, f"job {marker}")  # a prompt run as a job: its text and result
