@@ -6,6 +6,7 @@ modules are implementation.
 
 from __future__ import annotations
 
+from modular_sdk import ToolCallRecord as ToolCallRecord
 from modular_sdk import UnknownTurnError as UnknownTurnError
 
 from .fold._manifest import Manifest as Manifest
@@ -39,7 +40,8 @@ from .models._protocol import ToolSpec as ToolSpec
 from .models._scripted import ScriptedModel as ScriptedModel
 from .sessions._handles import SessionHandle as SessionHandle
 from .sessions._handles import TurnHandle as TurnHandle
-from .sessions._host import Completion as Completion
+from .sessions._completions import Completion as Completion
+from .sessions._completions import Completions as Completions
 from .sessions._host import EffectStatus as EffectStatus
 from .lineage._tree import LineageTree as LineageTree
 from .sessions._events import CommandFinished as CommandFinished
@@ -49,6 +51,7 @@ from .sessions._events import JobFinished as JobFinished
 from .sessions._events import JobStarted as JobStarted
 from .sessions._events import Lagged as Lagged
 from .sessions._events import NotificationEvent as NotificationEvent
+from .sessions._events import TurnRetracted as TurnRetracted
 from .sessions._events import ReplyDelta as ReplyDelta
 from .sessions._events import SessionCreated as SessionCreated
 from .sessions._events import SessionDeleted as SessionDeleted
@@ -90,6 +93,8 @@ from .traces._errors import TraceError as TraceError
 from .traces._errors import UnknownTraceError as UnknownTraceError
 from .traces._service import Traces as Traces
 from .traces._spool import write_event as write_event
+from .traces._types import ActionRecord as ActionRecord
+from .traces._types import ActionStatus as ActionStatus
 from .traces._types import PendingAction as PendingAction
 from .traces._types import TaskRef as TaskRef
 from .traces._types import Trace as Trace
@@ -98,6 +103,8 @@ from .traces._types import TraceOutput as TraceOutput
 from .traces._types import TraceTask as TraceTask
 
 __all__ = [
+    "ActionRecord",
+    "ActionStatus",
     "PendingAction",
     "TaskRef",
     "Trace",
@@ -114,6 +121,7 @@ __all__ = [
     "AiSessionsImpl",
     "CommandFinished",
     "Completion",
+    "Completions",
     "EchoModel",
     "EffectStatus",
     "ErasurePlan",
@@ -167,6 +175,7 @@ __all__ = [
     "StoredState",
     "Submission",
     "ToolCall",
+    "ToolCallRecord",
     "ToolCalled",
     "ToolFinished",
     "ToolResult",
@@ -176,6 +185,7 @@ __all__ = [
     "TurnHandle",
     "TurnOrigin",
     "TurnRecord",
+    "TurnRetracted",
     "TurnRef",
     "TurnStarted",
     "UnknownJobError",

@@ -81,6 +81,8 @@ from ._protocols import AiSessions as AiSessions
 from ._protocols import AiTurnHandle as AiTurnHandle
 from ._protocols import CommandContext as CommandContext
 from ._protocols import EffectContext as EffectContext
+from ._protocols import CompletionContext as CompletionContext
+from ._records import ToolCallRecord as ToolCallRecord
 from ._protocols import SlashCommandContext as SlashCommandContext
 from ._protocols import ToolContext as ToolContext
 
@@ -112,6 +114,7 @@ __all__ = [
     "BeforeActionHook",
     "CommandContext",
     "CommandTrigger",
+    "CompletionContext",
     "Deny",
     "Effect",
     "EffectContext",
@@ -140,6 +143,7 @@ __all__ = [
     "SpawnLineage",
     "SpawnTrigger",
     "Tool",
+    "ToolCallRecord",
     "ToolContext",
     "ToolTrigger",
     "TurnFailedError",

@@ -19,7 +19,14 @@ from ._errors import SerializationError
 from ._frozen import FrozenJsonObject, freeze_object
 from ._mcp import McpServer
 from ._ids import HOST_ACTIONS
-from ._protocols import ActionContext, CommandContext, EffectContext, SlashCommandContext, ToolContext
+from ._protocols import (
+    ActionContext,
+    CommandContext,
+    CompletionContext,
+    EffectContext,
+    SlashCommandContext,
+    ToolContext,
+)
 from ._rules import (
     Problem,
     check_handler,
@@ -70,6 +77,8 @@ DataT = TypeVar("DataT")
 
 SlashCommandRun = Callable[[str | None, SlashCommandContext], object]
 """``run(argument, ctx)``; ``def`` or ``async def``; its result is shown as ``str(value)``."""
+SlashCommandComplete = Callable[[str, CompletionContext], Sequence[str] | Awaitable[Sequence[str]]]
+"""``complete(prefix, ctx)``: argument values for what the user typed after ``/<id> ``; ``def`` or ``async def``."""
 CommandRun = Callable[[CommandContext], object]
 """``run(ctx)`` of a palette command; ``def`` or ``async def``."""
 HookHandle = Callable[[ActionEvent], HookDecision | Awaitable[HookDecision]]
@@ -151,6 +160,7 @@ class SlashCommand(Generic[IdT]):
     description: str
     run: SlashCommandRun
     argument_hint: str | None = None
+    complete: SlashCommandComplete | None = None
 
     def __attrs_post_init__(self) -> None:
         _raise_own(
@@ -158,7 +168,8 @@ class SlashCommand(Generic[IdT]):
             check_id("id", self.id, "slash command id")
             + check_text("description", self.description)
             + check_text("argument_hint", self.argument_hint, optional=True)
-            + check_handler("run", self.run, ("argument", "ctx")),
+            + check_handler("run", self.run, ("argument", "ctx"))
+            + ([] if self.complete is None else check_handler("complete", self.complete, ("prefix", "ctx"))),
         )
 
 
@@ -597,19 +608,27 @@ def hook_target_problems(field: str, target: str, mod_id: str, own_commands: Seq
 
 
 def slash_command(
-    *, id: IdT_inv, description: str, run: SlashCommandRun, argument_hint: str | None = None
+    *,
+    id: IdT_inv,
+    description: str,
+    run: SlashCommandRun,
+    argument_hint: str | None = None,
+    complete: SlashCommandComplete | None = None,
 ) -> SlashCommand[IdT_inv]:
     """Declare a command the user types inside a chat session as ``/<id> [argument]``.
 
     ``run(argument, ctx)`` (``def`` or ``async def``) gets the text after the name with the
     separating space removed (``None`` when the user typed nothing) and a
     `SlashCommandContext`; its return value is shown to the user (``None`` shows nothing).
+    ``complete(prefix, ctx)`` (optional; ``def`` or ``async def``) offers argument values
+    for what the user typed after ``/<id> `` (``await host.completions("/task wri")``): a
+    sequence of strings, with a `CompletionContext`; it runs with the handler timeout.
     Raises `ModDefinitionError` for a bad id, an empty description or a handler that cannot
     take ``(argument, ctx)``.
 
     >>> task = slash_command(id="task", description="Run work in the background", run=run_task)
     """
-    return SlashCommand(id=id, description=description, run=run, argument_hint=argument_hint)
+    return SlashCommand(id=id, description=description, run=run, argument_hint=argument_hint, complete=complete)
 
 
 def command(*, id: IdT_inv, title: str, run: CommandRun) -> PaletteCommand[IdT_inv]:

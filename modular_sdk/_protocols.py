@@ -14,6 +14,7 @@ import attrs
 from ._ids import AiRunnerId, SessionId, TurnId, TurnStatus
 from ._lineage import AiSessionLineage
 from ._messages import AiMessage, AiSessionDisplayMetadata, Author
+from ._records import ToolCallRecord
 
 __all__ = [
     "ActionContext",
@@ -101,6 +102,21 @@ class AiTurnHandle(Protocol):
         ...
 
     @property
+    def retracted_at(self) -> datetime | None:
+        """When someone found it wrong (the turn stays, text and all); ``None`` otherwise."""
+        ...
+
+    @property
+    def retraction_reason(self) -> str | None:
+        """Why it was retracted (the first reason given); ``None`` if it was not."""
+        ...
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallRecord, ...]:
+        """The tool calls the turn made, in order; durable with the turn, erased with it."""
+        ...
+
+    @property
     def runner_id(self) -> AiRunnerId:
         """The model runner that produced this turn."""
         ...
@@ -143,6 +159,16 @@ class AiSessionHandle(Protocol):
     @property
     def cwd(self) -> str:
         """The working directory of this session."""
+        ...
+
+    @property
+    def created_at(self) -> datetime:
+        """When the session was created (the host's clock)."""
+        ...
+
+    @property
+    def last_activity_at(self) -> datetime:
+        """When its latest own turn or command invocation started, else `created_at`."""
         ...
 
     async def send(self, message: AiMessage) -> AiTurnHandle:
@@ -261,6 +287,20 @@ class CommandContext(Protocol):
 
     @property
     def ai(self) -> AiContext: ...
+
+    @property
+    def mod_id(self) -> str: ...
+
+    @property
+    def command_id(self) -> str: ...
+
+
+class CompletionContext(Protocol):
+    """What a slash command's ``complete(prefix, ctx)`` receives: which command it completes.
+
+    It reaches no session and runs nothing: a completer offers values, fast (it runs on
+    every keystroke a UI asks about, with the host's handler timeout).
+    """
 
     @property
     def mod_id(self) -> str: ...

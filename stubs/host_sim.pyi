@@ -4,6 +4,25 @@
 """host_sim: the host simulator that folds modular-sdk mods and runs their AI sessions."""
 
 @attrs.frozen(kw_only=True)
+class ActionRecord:
+    """An action a model proposed and what became of it (API.md section 17). Immutable."""
+    id: str
+    type: str
+    payload: FrozenJsonObject
+    mod_id: str
+    session_id: SessionId
+    turn_id: TurnId
+    created_at: datetime
+    status: ActionStatus
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    reason: str | None = None
+
+
+ActionStatus: TypeAlias = Literal['pending', 'confirmed', 'dismissed']
+"""Where a proposed action is: waiting for the user, or decided once."""
+
+@attrs.frozen(kw_only=True)
 class PendingAction:
     """An action a model proposed, waiting for the user. Immutable."""
     id: str
@@ -92,14 +111,16 @@ class TraceStore(Protocol):
         """One output's record, or ``None``."""
     async def get_commit(self, output_id: str) -> TraceCommitRecord | None:
         """The commit recorded for an output, or ``None``."""
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions (all or none); refuses an id already stored."""
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
         """Write the user's decision about a pending action; refuses one decided before."""
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
         """An action and its outcome (``None``: pending), or ``None`` for an unknown id."""
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
         """A session's actions with no outcome yet, in the order proposed."""
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
+        """Every action proposed in a session with its outcome (``None``: pending), in the order proposed."""
     async def trace_index_version(self) -> int | None:
         """The `TRACE_INDEX_VERSION` the trace index was built with (``None``: never)."""
     async def read_traces(self) -> TraceState:
@@ -185,6 +206,13 @@ class Completion:
     description: str
     argument_hint: str | None
     mod_id: str
+    argument: str | None = None
+
+
+@final
+class Completions(list[Completion]):
+    """What ``host.completions(text)`` returns: the matching commands, best first."""
+    def __init__(self, found: Iterable[Completion], values: Callable[[], Awaitable[list[Completion]]] | None) -> None: ...
 
 
 @final
@@ -232,6 +260,8 @@ class HistoryEntry:
     text: str
     reply: str
     erased: bool = False
+    retracted: bool = False
+    retraction_reason: str | None = None
 
 
 @final
@@ -263,7 +293,7 @@ class Host:
         """Run a palette command (no session) and report like `submit`."""
     def scoped(self, tags: Mapping[str, str]) -> ScopedHost:
         """The host as one tenant or owner sees it (API.md §14): ``host.scoped({"user": "alice"})``."""
-    def completions(self, text: str) -> list[Completion]:
+    def completions(self, text: str) -> Completions:
         """Slash-command typeahead for what the user typed so far (``"/ta"``), best first."""
     async def render_view(self, view_id: str, data: object) -> ViewResult:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""
@@ -292,13 +322,15 @@ class Host:
         """Traces: task -> session -> output -> commit (``for_task``, ``find``, ``attach_task``,"""
     async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
         """The actions models proposed in ``session`` that wait for the user, in the order proposed."""
-    async def confirm(self, action_id: str) -> Submission:
+    async def confirm(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> Submission:
         """Run a pending action once, as the user: its ``run(payload, ctx)``."""
-    async def dismiss(self, action_id: str) -> None:
-        """Drop a pending action: it never runs. Raises `modular_sdk.ActionStateError` for an"""
+    async def dismiss(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> None:
+        """Drop a pending action: it never runs. ``by`` and ``reason`` are kept as for `confirm`."""
+    async def actions(self, session: SessionHandle | SessionId | str, *, status: ActionStatus | None = None) -> list[ActionRecord]:
+        """Every action proposed in ``session`` and what became of it, in the order proposed."""
 
 
-HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | SessionDeleted | TurnErased | Lagged
+HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | SessionDeleted | TurnErased | Lagged | TurnRetracted
 """Everything ``host.subscribe()`` yields; discriminated by ``kind``."""
 
 @attrs.frozen(kw_only=True)
@@ -444,6 +476,8 @@ class LineageGraph:
         """What a turn's reply was read from: the completed turns its model saw, and their fork chain."""
     async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
         """What forgetting a turn removes (a dry run, by default), or remove it (``dry_run=False``)."""
+    async def retract(self, turn_id: str, *, reason: str) -> TurnRecord:
+        """Mark a turn wrong without erasing it (seed 001, corrections; API.md section 17)."""
     async def node(self, session_id: str) -> SessionNode:
         """The node of one session (with its metrics once `complete_session` ran)."""
     async def ancestors(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
@@ -515,6 +549,8 @@ class MemoryStore:
         """Keep a turn that starts (status ``running``)."""
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record."""
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once (a turn retracted before keeps its first reason)."""
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a session kept here."""
     async def save_edge(self, edge: LineageEdge) -> None:
@@ -571,12 +607,13 @@ class MemoryStore:
     async def trace_of_session(self, session_id: SessionId) -> str | None: ...
     async def get_output(self, output_id: str) -> TraceOutputRecord | None: ...
     async def get_commit(self, output_id: str) -> TraceCommitRecord | None: ...
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Keep proposed actions, all or none."""
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
         """Keep the one decision about a pending action."""
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None: ...
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]: ...
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None: ...
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]: ...
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]: ...
     async def trace_index_version(self) -> int | None: ...
     async def read_traces(self) -> TraceState: ...
     async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
@@ -652,6 +689,8 @@ class PostgresStore(PostgresTraces):
         """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record; refuses any turn that is not running."""
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted"""
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a stored session."""
     async def save_edge(self, edge: LineageEdge) -> None:
@@ -823,9 +862,11 @@ class ScopedHost:
         """`Host.mark_read` of a notification of the scope; `UnknownTurnError` otherwise."""
     async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
         """`Host.pending_actions` of a session of the scope."""
-    async def confirm(self, action_id: str) -> Submission:
+    async def actions(self, session: SessionHandle | SessionId | str, *, status: ActionStatus | None = None) -> list[ActionRecord]:
+        """`Host.actions` of a session of the scope: what became of each action proposed in it."""
+    async def confirm(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> Submission:
         """`Host.confirm` of an action proposed in the scope; `ActionStateError` (as for an"""
-    async def dismiss(self, action_id: str) -> None:
+    async def dismiss(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> None:
         """`Host.dismiss` of an action proposed in the scope; `ActionStateError` otherwise."""
     def subscribe(self, *, buffer: int = 1000, after: int | None = None) -> AbstractAsyncContextManager[ScopedEventStream]:
         """`Host.subscribe`, filtered in the host: only events of the scope's sessions."""
@@ -921,6 +962,12 @@ class SessionHandle:
     def tags(self) -> Mapping[str, str]:
         """The tags the session was created with (forks and spawns inherit them). Read-only."""
     @property
+    def created_at(self) -> datetime:
+        """When the session was created (host clock)."""
+    @property
+    def last_activity_at(self) -> datetime:
+        """The start of its latest turn or command invocation, else `created_at` (for a listing UI)."""
+    @property
     def deleted_at(self) -> datetime | None:
         """When ``host.sessions.delete`` deleted it (its content is gone); ``None`` otherwise."""
     @property
@@ -1009,6 +1056,8 @@ class SqliteStore:
         """Write a turn that starts (status ``running``); refuses a taken id or ordinal."""
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record; refuses any turn that is not running."""
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted"""
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a stored session."""
     async def save_edge(self, edge: LineageEdge) -> None:
@@ -1066,12 +1115,13 @@ class SqliteStore:
     async def trace_of_session(self, session_id: SessionId) -> str | None: ...
     async def get_output(self, output_id: str) -> TraceOutputRecord | None: ...
     async def get_commit(self, output_id: str) -> TraceCommitRecord | None: ...
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions, all or none."""
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
         """Write the one decision about a pending action."""
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None: ...
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]: ...
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None: ...
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]: ...
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]: ...
     async def trace_index_version(self) -> int | None: ...
     async def read_traces(self) -> TraceState:
         """Every trace record and index row, in writing order."""
@@ -1091,6 +1141,8 @@ class Store(Protocol):
         """Write a turn that starts now (status ``running``). Refuses a taken id or ordinal."""
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a ``running`` turn by its finished record (same id). Refuses any other."""
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Set a finished turn's ``retracted_at`` and ``retraction_reason``, once, and return"""
     async def save_node(self, node: SessionNode) -> None:
         """Replace the lineage node of a session the store holds (completion, metrics)."""
     async def save_edge(self, edge: LineageEdge) -> None:
@@ -1181,6 +1233,9 @@ class ToolCall:
     name: str
     input: JsonObject = attrs.field(factory=dict)
     call_id: str | None = None
+
+
+from modular_sdk import ToolCallRecord as ToolCallRecord  # re-exported, one class
 
 
 @attrs.frozen(kw_only=True)
@@ -1287,6 +1342,15 @@ class TurnHandle:
     @property
     def erased_at(self) -> datetime | None:
         """When the user forgot it (``host.lineage.forget``): its text is gone. ``None`` otherwise."""
+    @property
+    def retracted_at(self) -> datetime | None:
+        """When someone found the turn wrong (``host.lineage.retract``); ``None`` otherwise. The turn stays."""
+    @property
+    def retraction_reason(self) -> str | None:
+        """Why it was retracted (the first reason given); ``None`` if it was not."""
+    @property
+    def tool_calls(self) -> tuple[ToolCallRecord, ...]:
+        """The tool calls the turn made, in the order made (API.md section 17)."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``."""
 
@@ -1315,6 +1379,21 @@ class TurnRecord:
     started_at: datetime
     finished_at: datetime | None
     erased_at: datetime | None = None
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    retracted_at: datetime | None = None
+    retraction_reason: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TurnRetracted:
+    """A turn was found wrong and retracted (``host.lineage.retract``), ``reason`` saying why;"""
+    kind: Literal['turn_retracted'] = attrs.field(default='turn_retracted', init=False)
+    seq: int
+    at: datetime
+    host_id: str = ''
+    session_id: SessionId
+    turn_id: TurnId
+    reason: str
 
 
 @attrs.frozen(kw_only=True)

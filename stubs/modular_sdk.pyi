@@ -147,6 +147,12 @@ class AiSessionHandle(Protocol):
     @property
     def cwd(self) -> str:
         """The working directory of this session."""
+    @property
+    def created_at(self) -> datetime:
+        """When the session was created (the host's clock)."""
+    @property
+    def last_activity_at(self) -> datetime:
+        """When its latest own turn or command invocation started, else `created_at`."""
     async def send(self, message: AiMessage) -> AiTurnHandle:
         """Put a message into this session and wait for the turn it drives to complete."""
 
@@ -220,6 +226,15 @@ class AiTurnHandle(Protocol):
     def erased_at(self) -> datetime | None:
         """When the user had it forgotten (its text and reply are gone); ``None`` otherwise."""
     @property
+    def retracted_at(self) -> datetime | None:
+        """When someone found it wrong (the turn stays, text and all); ``None`` otherwise."""
+    @property
+    def retraction_reason(self) -> str | None:
+        """Why it was retracted (the first reason given); ``None`` if it was not."""
+    @property
+    def tool_calls(self) -> tuple[ToolCallRecord, ...]:
+        """The tool calls the turn made, in order; durable with the turn, erased with it."""
+    @property
     def runner_id(self) -> AiRunnerId:
         """The model runner that produced this turn."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> AiSessionHandle:
@@ -261,6 +276,14 @@ class CommandTrigger:
     kind: Literal['command'] = attrs.field(default='command', init=False)
     mod_id: str = attrs.field(validator=_str)
     command_id: str = attrs.field(validator=_str)
+
+
+class CompletionContext(Protocol):
+    """What a slash command's ``complete(prefix, ctx)`` receives: which command it completes."""
+    @property
+    def mod_id(self) -> str: ...
+    @property
+    def command_id(self) -> str: ...
 
 
 @attrs.frozen(kw_only=True)
@@ -425,6 +448,7 @@ class SlashCommand(Generic[IdT]):
     description: str
     run: SlashCommandRun
     argument_hint: str | None = None
+    complete: SlashCommandComplete | None = None
 
 
 class SlashCommandContext(Protocol):
@@ -470,6 +494,18 @@ class Tool(Generic[InputT]):
     input_type: type[InputT]
     run: Callable[[InputT, ToolContext], object]
     input_schema: FrozenJsonObject = attrs.field(init=False, eq=False, repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRecord:
+    """One tool call a turn made, as the record keeps it (API.md section 17). Immutable."""
+    call_id: str = attrs.field(validator=text_validator(non_empty=True))
+    name: str = attrs.field(validator=text_validator(non_empty=True))
+    input: FrozenJsonObject = attrs.field(converter=_frozen_input)
+    output: str | None = attrs.field(validator=text_validator(optional=True))
+    error: str | None = attrs.field(validator=text_validator(optional=True))
+    started_at: datetime = attrs.field(validator=aware_datetime)
+    finished_at: datetime = attrs.field(validator=aware_datetime)
 
 
 class ToolContext(Protocol):
@@ -573,7 +609,7 @@ def from_json(text: str | bytes, tp: object) -> object: ...
 def from_json(text: str | bytes, tp: object) -> object:
     """Read JSON written by `to_json` back as ``tp`` (a class or a union alias)."""
 
-def slash_command(*, id: IdT_inv, description: str, run: SlashCommandRun, argument_hint: str | None = None) -> SlashCommand[IdT_inv]:
+def slash_command(*, id: IdT_inv, description: str, run: SlashCommandRun, argument_hint: str | None = None, complete: SlashCommandComplete | None = None) -> SlashCommand[IdT_inv]:
     """Declare a command the user types inside a chat session as ``/<id> [argument]``."""
 
 def tool(*, name: str, description: str, input_type: type[RecordT], run: Callable[[RecordT, ToolContext], object]) -> Tool[RecordT]:
@@ -627,6 +663,9 @@ InputT = TypeVar('InputT')
 
 RecordT = TypeVar('RecordT', bound=attrs.AttrsInstance)
 """A tool's ``input_type``: an attrs class (mypy refuses a dataclass or a plain class)."""
+
+SlashCommandComplete = Callable[[str, CompletionContext], Sequence[str] | Awaitable[Sequence[str]]]
+"""``complete(prefix, ctx)``: argument values for what the user typed after ``/<id> ``; ``def`` or ``async def``."""
 
 SlashCommandRun = Callable[[str | None, SlashCommandContext], object]
 """``run(argument, ctx)``; ``def`` or ``async def``; its result is shown as ``str(value)``."""

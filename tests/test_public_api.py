@@ -51,9 +51,9 @@ CONTRACT = AUTHORING | SESSIONS | LINEAGE | ERRORS | TRACES | MCP
 # contexts, the union aliases, the JSON helpers and their error.
 EXTRAS = {
     "HOST_ACTIONS", "Action", "ActionContext", "Agent", "AgentHandle", "AiAgents", "AiContext", "AiSessions",
-    "AnyCommand", "Author", "BeforeActionHook", "CommandContext", "Effect", "EffectContext",
+    "AnyCommand", "Author", "BeforeActionHook", "CommandContext", "CompletionContext", "Effect", "EffectContext",
     "HookDecision", "InvalidArgumentError", "PaletteCommand", "SerializationError", "SpawnTrigger", "Tool",
-    "ToolContext", "TurnStatus", "View", "Widget", "from_json", "to_json", "McpServer",
+    "ToolCallRecord", "ToolContext", "TurnStatus", "View", "Widget", "from_json", "to_json", "McpServer",
 }  # fmt: skip
 
 PINNED = [
@@ -61,13 +61,13 @@ PINNED = [
     "AiContributions", "AiMessage", "AiNotificationMessage", "AiPromptMessage", "AiRunResult",
     "AiRunnerId", "AiSessionDisplayMetadata", "AiSessionHandle", "AiSessionLineage",
     "AiSessions", "AiTurnHandle", "Allow", "AnyCommand", "Author", "BeforeActionHook",
-    "CommandContext", "CommandTrigger", "Deny", "Effect", "EffectContext", "ForkLineage",
+    "CommandContext", "CommandTrigger", "CompletionContext", "Deny", "Effect", "EffectContext", "ForkLineage",
     "HOST_ACTIONS", "HookDecision", "HostAction", "HostClosedError", "InvalidArgumentError",
     "ManifestBuildError", "McpServer", "Mod", "ModAuthor",
     "ModDefinitionError", "ModMetadata", "ModularError", "NoConversationError",
     "PaletteCommand", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
     "SerializationError", "SessionDeletedError", "SessionId", "SlashCommand", "SlashCommandContext",
-    "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolContext", "ToolTrigger",
+    "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolCallRecord", "ToolContext", "ToolTrigger",
     "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "UserAuthor", "View", "Widget",
     "action", "agent", "before_action", "command", "define_mod", "effect", "from_json", "mcp_server",
     "slash_command", "to_json", "tool", "view", "widget",
@@ -215,7 +215,7 @@ def test_errors_subclass_modular_error_and_a_builtin(cls: type) -> None:
 def test_protocols_are_protocols_and_cannot_be_instantiated() -> None:
     assert {cls.__name__ for cls in PROTOCOLS} == {
         "ActionContext", "AgentHandle", "AiAgents", "AiContext", "AiSessionHandle", "AiSessions", "AiTurnHandle",
-        "CommandContext", "EffectContext", "SlashCommandContext", "ToolContext",
+        "CommandContext", "CompletionContext", "EffectContext", "SlashCommandContext", "ToolContext",
     }  # fmt: skip
     for cls in PROTOCOLS:
         with pytest.raises(TypeError):
@@ -251,9 +251,11 @@ HOST_CONTRACT = {
     "ScopedHost",  # section 14
 }  # fmt: skip
 # Classes of modular_sdk that host_sim re-exports (the same class, not a copy).
-HOST_REEXPORTS = {"UnknownTurnError"}
+HOST_REEXPORTS = {"UnknownTurnError", "ToolCallRecord"}
 HOST_PINNED = sorted(
     [
+        "ActionRecord",
+        "ActionStatus",
         "HOST_RELATIONS",
         "NATIVE_ARTIFACT_TYPES",
         "PendingAction",
@@ -270,6 +272,7 @@ HOST_PINNED = sorted(
         "AiSessionsImpl",
         "CommandFinished",
         "Completion",
+        "Completions",
         "EchoModel",
         "EffectStatus",
         "Erasure",
@@ -322,6 +325,7 @@ HOST_PINNED = sorted(
         "StoredState",
         "Submission",
         "ToolCall",
+        "ToolCallRecord",
         "ToolCalled",
         "ToolFinished",
         "ToolResult",
@@ -331,6 +335,7 @@ HOST_PINNED = sorted(
         "TurnHandle",
         "TurnOrigin",
         "TurnRecord",
+        "TurnRetracted",
         "TurnRef",
         "TurnRunningError",
         "TurnStarted",

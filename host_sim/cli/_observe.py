@@ -2,15 +2,14 @@
 
 `ObservedModel` wraps the host's model and reports each step of a turn to a callback: a
 notification delivered to a session, a tool call the model asked for, and what the tool
-gave back. The turn records keep neither tool calls nor their results, so the CLI keeps
-them (`ToolLog`) to show them in transcripts.
+gave back. Transcripts need none of it: tool calls are part of the turn records (API.md
+section 17), shown by ``host.transcript``.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import attrs
 
@@ -18,7 +17,7 @@ from modular_sdk import AiMessage
 
 from ..models._protocol import Model, ModelRequest, ToolCall, ToolResult
 
-__all__ = ["Notified", "ObservedModel", "Observation", "ToolLog", "ToolReturned", "describe", "with_tool_calls"]
+__all__ = ["Notified", "ObservedModel", "Observation", "ToolReturned", "describe"]
 
 
 @attrs.frozen(kw_only=True)
@@ -52,21 +51,6 @@ def describe(result: ToolResult) -> str:
     return f"tool {result.name!r} {_short(arguments)} -> {_short(outcome.replace(chr(10), ' '))}"
 
 
-class ToolLog:
-    """The tool calls of each turn this process ran, keyed by the turn's message."""
-
-    def __init__(self) -> None:
-        self._calls: dict[int, tuple[AiMessage, list[ToolResult]]] = {}
-
-    def add(self, seen: ToolReturned) -> None:
-        entry = self._calls.setdefault(id(seen.message), (seen.message, []))
-        entry[1].append(seen.result)
-
-    def of(self, message: AiMessage) -> Sequence[ToolResult]:
-        entry = self._calls.get(id(message))
-        return entry[1] if entry is not None and entry[0] is message else ()
-
-
 class ObservedModel:
     """``inner``, reporting notifications and tool results to ``report`` as they happen."""
 
@@ -87,24 +71,3 @@ class ObservedModel:
 
     def __repr__(self) -> str:
         return f"ObservedModel({self._inner!r})"
-
-
-_HEAD = re.compile(r"^#(\d+) \[")
-
-
-def with_tool_calls(transcript: str, ordinals: dict[int, Sequence[ToolResult]]) -> str:
-    """``transcript`` with each turn's tool calls (by ordinal) listed before its reply."""
-    if not any(ordinals.values()):
-        return transcript
-    out: list[str] = []
-    pending: Sequence[ToolResult] = ()
-    for line in transcript.splitlines():
-        head = _HEAD.match(line)
-        if head is not None:
-            pending = ordinals.get(int(head.group(1)), ())
-        elif pending and not line.startswith("    | "):
-            out += [f"    {describe(result)}" for result in pending]
-            pending = ()
-        out.append(line)
-    out += [f"    {describe(result)}" for result in pending]
-    return "\n".join(out)

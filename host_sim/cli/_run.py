@@ -25,7 +25,7 @@ from modular_sdk._json import structure
 from ..sessions._host import Submission
 from ._endings import stops_on_ctrl_c
 from ._model_option import add_model_options, chosen_model
-from ._observe import Notified, Observation, ObservedModel, ToolLog, ToolReturned, describe, with_tool_calls
+from ._observe import Notified, Observation, ObservedModel, ToolReturned, describe
 from ._options import add_backend, add_store, add_timeout, open_store
 from ._session_io import format_submission, make_host, misplaced_palette, report_error
 
@@ -139,11 +139,9 @@ async def run(args: argparse.Namespace) -> int:
     """Open the host, run every step in order, print what each shows; exit 1 if one failed."""
     steps: list[Step] = args.steps
     failed = False
-    log = ToolLog()
 
     def report(seen: Observation) -> None:
         if isinstance(seen, ToolReturned):
-            log.add(seen)
             print(f"  ({describe(seen.result)})", flush=True)
         elif isinstance(seen, Notified) and seen.session_id == chat_id:
             first = seen.text.splitlines()[0] if seen.text else ""
@@ -199,8 +197,7 @@ async def run(args: argparse.Namespace) -> int:
                     failed = failed or shown.error is not None
             if args.transcript:
                 print(f"\n== transcript of {chat.id} ==")
-                ordinals = {turn.ordinal: log.of(turn.message) for turn in await chat.turns()}
-                print(with_tool_calls(await host.transcript(chat), ordinals))
+                print(await host.transcript(chat))  # tool calls included: they are part of the record
     return 1 if failed else 0
 
 

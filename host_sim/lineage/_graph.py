@@ -19,7 +19,7 @@ from modular_sdk import InvalidArgumentError, SessionId, UnknownSessionError
 from modular_sdk._rules import show, unstorable_text
 
 from . import _provenance
-from ._errors import LineageEdgeError
+from ._errors import LineageEdgeError, TurnRunningError
 from ._html import DEFAULT_TITLE, render_lineage_html
 from ._provenance import ErasurePlan, Provenance, TurnOrigin
 from ._tree import LineageTree, build_tree
@@ -60,7 +60,7 @@ class LineageGraph:
     ['s-1']
     """
 
-    __slots__ = ("_applied", "_clock", "_log", "_store")
+    __slots__ = ("_applied", "_clock", "_log", "_retracted", "_store")
 
     def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now, log: LogStore | None = None) -> None:
         """Internal: the host builds its graph over its (open) store and log; users get ``host.lineage``."""
@@ -68,6 +68,7 @@ class LineageGraph:
         self._clock = clock
         self._log = log
         self._applied: Callable[[Sequence[TurnRecord]], None] = lambda records: None  # the host's live state
+        self._retracted: Callable[[TurnRecord, bool], None] = lambda record, first: None  # live state, the event
 
     async def tree(self, root_id: str) -> LineageTree:
         """The session ``root_id`` and every session forked or spawned from it, nested, in
@@ -149,6 +150,45 @@ class LineageGraph:
         return await _provenance.forget(
             self._store, turn_id, dry_run=dry_run, now=self._now, applied=self._applied, log=self._log
         )
+
+    async def retract(self, turn_id: str, *, reason: str) -> TurnRecord:
+        """Mark a turn wrong without erasing it (seed 001, corrections; API.md section 17).
+
+        The turn stays in every history, text and all; it gets ``retracted_at`` and
+        ``retraction_reason``, later model calls see it as `HistoryEntry.retracted` with the
+        reason, subscribers get a ``turn_retracted`` event, and ``forward(turn_id)`` lists
+        what rests on it: what to re-check. Durable on every store. Retracting a turn again
+        changes nothing and keeps the first reason (no second event). Returns the turn's
+        record as stored. The reason is text: ``forget`` erases it with the turn.
+
+        Raises `modular_sdk.UnknownTurnError` for an unknown id, `TurnRunningError` while
+        the turn runs (wait for it), and `modular_sdk.InvalidArgumentError` for a reason
+        that is not non-empty text.
+
+        >>> await host.lineage.retract(turn.id, reason="the figures were from 2019")  # doctest: +SKIP
+        """
+        if not isinstance(reason, str) or not reason.strip() or "\x00" in reason or _unencodable(reason):
+            raise InvalidArgumentError(
+                f"retract() takes the reason as non-empty text, got {reason!r}; say why the turn is "
+                "wrong, e.g. retract(turn.id, reason='the figures were from 2019')",
+                argument="reason",
+                value=reason,
+            )
+        turn = await _provenance.find_turn(self._store, turn_id)
+        if turn.status == "running":
+            raise TurnRunningError(
+                f"turn {turn.id!r} of session {turn.session_id!r} is still running; a turn is retracted "
+                "once it has finished: wait for it (await session.send(...) returns then), then retract it",
+                session_id=turn.session_id,
+                running_id=turn.id,
+            )
+        record, first = turn, False
+        if turn.retracted_at is None:
+            at = self._now()
+            record = await self._store.retract_turn(turn.id, at, reason)
+            first = record.retracted_at == at  # else another call retracted it first
+        self._retracted(record, first)
+        return record
 
     # -- queries -------------------------------------------------------------------------
 
@@ -398,3 +438,12 @@ async def _chain_records(store: Store, session_id: str) -> list[SessionRecord]:
                     following.append(child)
         frontier = following
     return sorted(found.values(), key=lambda record: record.created_at)
+
+
+def _unencodable(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (no store can keep it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

@@ -35,7 +35,7 @@ from modular_sdk._mcp import McpServer
 from ..models._protocol import ToolCall, ToolResult, ToolSpec
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
-from ..stores._traces import ActionRecord, TraceStore
+from ..stores._traces import ProposedActionRecord, TraceStore
 from ..traces._types import PendingAction
 from ._extra import McpUnavailableError, require_mcp
 
@@ -218,7 +218,7 @@ class McpTools:
                 f"{call.name!r} writes, so it needs the user's confirmation, and this host's store keeps no "
                 "pending actions; it did not run",
             )
-        record = ActionRecord(
+        record = ProposedActionRecord(
             id=f"act_{secrets.token_hex(6)}",
             type=MCP_CALL,
             payload=freeze_object({"server": server_id, "tool": name, "input": thaw_object(call.input)}, type_name="the action payload"),
@@ -253,7 +253,7 @@ class McpTools:
         """The ``mcp.call`` actions turn ``turn_id`` proposed (for its `Submission`), once."""
         return tuple(self._proposed.pop(turn_id, ()))
 
-    async def confirmed(self, record: ActionRecord) -> tuple[str, str | None]:
+    async def confirmed(self, record: ProposedActionRecord) -> tuple[str, str | None]:
         """Run a confirmed ``mcp.call`` action's tool: (text, error)."""
         payload = thaw_object(record.payload)
         assert isinstance(payload, dict)

@@ -63,6 +63,9 @@ def _entry(entry: HistoryEntry) -> JsonObject:
     data: JsonObject = {"kind": entry.kind, "text": entry.text, "reply": entry.reply}
     if getattr(entry, "erased", False) is True:  # only then: older cassettes keep their bytes
         data["erased"] = True
+    if getattr(entry, "retracted", False) is True:  # the model reads it: a retracted turn is another request
+        data["retracted"] = True
+        data["retraction_reason"] = entry.retraction_reason
     return data
 
 

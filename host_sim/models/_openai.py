@@ -43,6 +43,7 @@ _BACKOFF_CAP = 8.0
 _QUOTE_LIMIT = 500  # characters of a server's error text quoted in a message
 _WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # the tool names Chat Completions accepts
 _ERASED = "An earlier turn was here; it was erased at the user's request."
+_RETRACTED = "The turn above was retracted as wrong; do not rely on it."
 _NOTIFICATION_PREFIX = "Notification (a system event, not a message from the user):\n"
 
 
@@ -664,6 +665,8 @@ def chat_completions_body(model: str, request: ModelRequest) -> JsonObject:
             continue
         messages.append(_input_message(entry.kind, entry.text))
         messages.append({"role": "assistant", "content": entry.reply})
+        if getattr(entry, "retracted", False) is True:  # found wrong (API.md section 17): say so
+            messages.append({"role": "system", "content": f"{_RETRACTED} Why: {entry.retraction_reason}"})
     messages.append(_input_message(request.kind, request.text))
     for result in request.tool_results:
         messages.append(

@@ -58,13 +58,17 @@ class HistoryEntry:
 
     ``erased`` is ``True`` for a turn the user had forgotten (``host.lineage.forget``):
     its ``text`` and ``reply`` are then empty, and a model adapter should say that
-    something was erased there rather than leave a silent gap.
+    something was erased there rather than leave a silent gap. ``retracted`` is ``True``
+    for a turn someone found wrong (``host.lineage.retract``), ``retraction_reason`` says
+    why: the turn is still there, and a model adapter should say not to rely on it.
     """
 
     kind: Literal["prompt", "notification"]
     text: str
     reply: str
     erased: bool = False
+    retracted: bool = False
+    retraction_reason: str | None = None
 
 
 @attrs.frozen(kw_only=True)

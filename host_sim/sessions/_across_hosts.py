@@ -66,9 +66,10 @@ from ._events import (
     ToolFinished,
     TurnErased,
     TurnFinished,
+    TurnRetracted,
     TurnStarted,
 )
-from ._state import SessionState, TurnState, apply_erasure
+from ._state import SessionState, TurnState, apply_erasure, apply_retraction
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -334,7 +335,8 @@ class HostsLink:
     async def _invalidate(self, event: HostEvent) -> None:
         """Make what this host holds in memory reflect what another host committed."""
         engine = self._engine
-        session = engine.sessions.get(event.session_id) if isinstance(event, (TurnFinished, TurnErased, SessionDeleted)) else None
+        watched = (TurnFinished, TurnErased, TurnRetracted, SessionDeleted)
+        session = engine.sessions.get(event.session_id) if isinstance(event, watched) else None
         if session is None:
             return  # not touched by this host: read fresh when it is
         if isinstance(event, TurnFinished):
@@ -343,6 +345,10 @@ class HostsLink:
             record = await engine.store.find_turn(event.turn_id)
             if record is not None:
                 engine.apply_erasure([record])
+        elif isinstance(event, TurnRetracted):  # what later model calls here see (API §17)
+            record = await engine.store.find_turn(event.turn_id)
+            if record is not None:
+                apply_retraction(session, record)
         else:
             session.deleted_at = session.deleted_at or event.at
 

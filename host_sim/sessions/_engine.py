@@ -55,8 +55,9 @@ from modular_sdk import (
     View,
     Widget,
 )
+from modular_sdk._frozen import FrozenJsonObject, freeze_object, thaw_object
 from modular_sdk._json import parse_json_text, structure, unstructure
-from modular_sdk._rules import show
+from modular_sdk._rules import MAX_DEPTH, show
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
@@ -67,7 +68,7 @@ from ..models._protocol import Model, ModelRequest, ToolCall, ToolResult, ToolSp
 from ..stores._protocol import LogStore, Store
 from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
-from ..stores._records import SessionRecord, TurnRecord
+from ..stores._records import SessionRecord, ToolCallRecord, TurnRecord
 from ..stores._shared import SharedStore
 from ._across_hosts import across_hosts, catch_up, running_elsewhere
 from ._events import (
@@ -80,11 +81,12 @@ from ._events import (
     ToolFinished,
     TurnErased,
     TurnFinished,
+    TurnRetracted,
     TurnStarted,
 )
 from ._explain import turn_failed
 from ._ids import new_call_id, new_message_id, new_session_id, new_turn_id
-from ._state import SessionState, TurnState, apply_erasure, history_view, text_of, turn_at
+from ._state import SessionState, TurnState, apply_erasure, apply_retraction, history_view, text_of, turn_at
 
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
@@ -375,6 +377,8 @@ class Engine:
         state = SessionState(
             record=record, parent=parent, anchor=anchor, last_completed=anchor, deleted_at=await self.log.deleted_at(record.id)
         )
+        invoked = [i.started_at for i in await self.log.invocations_of(record.id)]
+        state.last_invocation_at = max(invoked, default=None)
         for turn_record in await self.store.get_turns(record.id):
             if running_elsewhere(self.store, turn_record):
                 break  # another host runs it: caught up once it has finished
@@ -415,6 +419,20 @@ class Engine:
         self.apply_erasure(records)
         for record in records:
             self.events.publish(_turn_erased(record))
+
+    def apply_retraction(self, record: TurnRecord, first: bool) -> None:
+        """A retraction, made true of the live sessions this host holds; ``first``: this call
+        retracted it (publishes ``turn_retracted``), else it was retracted before."""
+        session = self.sessions.get(record.session_id)
+        if session is not None:
+            apply_retraction(session, record)
+        reason = record.retraction_reason or ""
+        if first:
+            self.events.publish(
+                lambda seq, at: TurnRetracted(
+                    seq=seq, at=at, session_id=record.session_id, turn_id=record.id, reason=reason
+                )
+            )
 
     async def delete(self, state: SessionState) -> None:
         """Delete a session: erase it through the one erasure walk (its own turns as forget
@@ -964,9 +982,17 @@ class Engine:
     ) -> ToolResult:
         """Run one tool call of ``turn``, publishing ``tool_called`` then ``tool_finished``."""
         call_id = call.call_id or new_call_id()
+        started_at = self.now()
+        recorded = _recorded_input(call.input)  # what the record and the event log can hold
         self.events.publish(
             lambda seq, at: ToolCalled(
-                seq=seq, at=at, session_id=session.id, turn_id=turn.id, call_id=call_id, tool_name=call.name, input=call.input
+                seq=seq,
+                at=at,
+                session_id=session.id,
+                turn_id=turn.id,
+                call_id=_label(call_id),
+                tool_name=_label(call.name),
+                input=thaw_object(recorded),
             )
         )
         error: str | None = None
@@ -979,9 +1005,22 @@ class Engine:
             raise
         finally:
             output = None if result is None else result.output
+            turn.tool_calls = (
+                *turn.tool_calls,
+                ToolCallRecord(
+                    call_id=_label(call_id),
+                    name=_label(call.name),
+                    input=recorded,
+                    output=None if output is None else _storable(output),
+                    error=_storable(error) if error is not None else None if result is not None else "it did not finish",
+                    started_at=started_at,
+                    finished_at=self.now(),
+                ),
+            )  # kept with the turn's record (API §17)
+            done = turn.tool_calls[-1]
             self.events.publish(
                 lambda seq, at: ToolFinished(
-                    seq=seq, at=at, session_id=session.id, turn_id=turn.id, call_id=call_id, output=output, error=error
+                    seq=seq, at=at, session_id=session.id, turn_id=turn.id, call_id=done.call_id, output=done.output, error=error and done.error
                 )
             )
         return result
@@ -1134,6 +1173,35 @@ def _unstorable(text: str) -> str | None:
 def _storable(text: str) -> str:
     """A message of ours made storable: lone surrogates quoted as escapes."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _label(value: object) -> str:
+    """A model's call id or tool name as the record keeps it: storable, never empty."""
+    text = value if isinstance(value, str) else repr(value)
+    return _storable(text) if text.strip() else repr(text)
+
+
+def _recorded_input(value: object) -> FrozenJsonObject:
+    """A model's tool input as the record keeps it: each text `_storable`; input that is not
+    a JSON object the record can hold (nested past `MAX_DEPTH`, not JSON) is kept as what it was."""
+    try:
+        return freeze_object(_storable_json(value, 0), type_name="a tool call's input")
+    except (SerializationError, RecursionError) as exc:
+        problem = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return freeze_object({"not_kept": _storable(f"the input could not be recorded: {problem}"[:500])})
+
+
+def _storable_json(value: object, depth: int) -> object:
+    """JSON data from outside (a model's tool input) made storable: each text `_storable`."""
+    if depth > MAX_DEPTH:
+        raise RecursionError("nested too deeply")
+    if isinstance(value, str):
+        return _storable(value)
+    if isinstance(value, Mapping):
+        return {_storable(str(k)): _storable_json(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_storable_json(v, depth + 1) for v in value]
+    return value
 
 
 def _prompt(text: object) -> AiPromptMessage:

@@ -235,6 +235,20 @@ class Lagged:
     missed: int
 
 
+@attrs.frozen(kw_only=True)
+class TurnRetracted:
+    """A turn was found wrong and retracted (``host.lineage.retract``), ``reason`` saying why;
+    the turn stays (API.md section 17). Immutable."""
+
+    kind: Literal["turn_retracted"] = attrs.field(default="turn_retracted", init=False)
+    seq: int
+    at: datetime
+    host_id: str = ""
+    session_id: SessionId
+    turn_id: TurnId
+    reason: str
+
+
 HostEvent: TypeAlias = (
     SessionCreated
     | TurnStarted
@@ -249,6 +263,7 @@ HostEvent: TypeAlias = (
     | SessionDeleted
     | TurnErased
     | Lagged
+    | TurnRetracted
 )
 """Everything ``host.subscribe()`` yields; discriminated by ``kind``."""
 

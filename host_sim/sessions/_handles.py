@@ -38,6 +38,7 @@ from modular_sdk import (
 from modular_sdk._rules import show, unstorable_text
 
 from ..lanes._calling import Actor, HandlerFrame
+from ..stores._records import ToolCallRecord
 from ..traces._errors import TraceError, UnknownTraceError
 from ._across_hosts import catch_up
 from ._explain import close_names, turn_failed
@@ -147,6 +148,25 @@ class TurnHandle(metaclass=NoPublicConstructor):
         """When the user forgot it (``host.lineage.forget``): its text is gone. ``None`` otherwise."""
         return self._turn.erased_at
 
+    @property
+    def retracted_at(self) -> datetime | None:
+        """When someone found the turn wrong (``host.lineage.retract``); ``None`` otherwise. The turn stays."""
+        return self._turn.retracted_at
+
+    @property
+    def retraction_reason(self) -> str | None:
+        """Why it was retracted (the first reason given); ``None`` if it was not."""
+        return self._turn.retraction_reason
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallRecord, ...]:
+        """The tool calls the turn made, in the order made (API.md section 17).
+
+        Durable with the turn: read back after a reopen. A forgotten turn keeps its calls'
+        ids, tool names and times; their inputs, outputs and errors are erased.
+        """
+        return self._turn.tool_calls
+
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``.
 
@@ -200,6 +220,19 @@ class SessionHandle(metaclass=NoPublicConstructor):
     def tags(self) -> Mapping[str, str]:
         """The tags the session was created with (forks and spawns inherit them). Read-only."""
         return self._state.record.tags
+
+    @property
+    def created_at(self) -> datetime:
+        """When the session was created (host clock)."""
+        return self._state.record.created_at
+
+    @property
+    def last_activity_at(self) -> datetime:
+        """The start of its latest turn or command invocation, else `created_at` (for a listing UI).
+
+        Its own turns only: a fork's inherited turns happened before it was created.
+        """
+        return self._state.last_activity_at
 
     @property
     def deleted_at(self) -> datetime | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -44,9 +44,10 @@ from ..traces._actions import ActionBook
 from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
 from ..traces._spool import SpoolConsumer, prepare_spool
-from ..traces._types import PendingAction
+from ..traces._types import ActionRecord, ActionStatus, PendingAction
 from ..stores._records import ErrorKind, Invocation, JobStatus
 from ._across_hosts import HostsLink, replay_of
+from ._completions import Completion, Completions, argument_values
 from ._engine import Engine, JobCall, ModTables, checked_now
 from ._events import CommandFinished, EventHub, EventStream
 from ._explain import close_names
@@ -71,16 +72,6 @@ from ._submission import Submission
 from ._transcript import render_transcript
 
 __all__ = ["Completion", "EffectStatus", "Host", "Submission", "ViewResult"]
-
-
-@attrs.frozen(kw_only=True)
-class Completion:
-    """One typeahead entry of ``host.completions("/ta")``. Immutable."""
-
-    name: str
-    description: str
-    argument_hint: str | None
-    mod_id: str
 
 
 @attrs.frozen(kw_only=True)
@@ -269,6 +260,7 @@ class Host:
             events=events,
         )
         graph._applied = engine.erased
+        graph._retracted = engine.apply_retraction
         engine.erasure_generation = generation
         self._link = None if shared is None else HostsLink(engine, shared)
         if self._link is not None:
@@ -553,6 +545,8 @@ class Host:
         with engine.tracked():  # the host waits for this command's record before closing its store
             with anyio.CancelScope(shield=True):  # a started write always finishes
                 await engine.log.begin_invocation(invocation)
+            if state is not None:
+                state.last_invocation_at = invocation.started_at
             submission = Submission(kind="command", text="", error="cancelled before it finished", error_kind="handler_failed")
             try:
                 submission = await self._run_command(engine, mod, command_id, label, run, state, argument, scope)
@@ -612,8 +606,14 @@ class Host:
             return Submission(kind="command", text=failed.reason, error=failed.reason, error_kind=kind)
         return Submission(kind="command", text="" if value is None else str(value))
 
-    def completions(self, text: str) -> list[Completion]:
-        """Slash-command typeahead for what the user typed so far (``"/ta"``), best first."""
+    def completions(self, text: str) -> Completions:
+        """Slash-command typeahead for what the user typed so far (``"/ta"``), best first.
+
+        A plain call returns the matching commands at once (a `Completions` list). Awaited,
+        ``await host.completions("/task wri")`` also runs the command's ``complete(prefix,
+        ctx)`` (``slash_command(..., complete=fn)``) with the handler timeout and puts the
+        argument values it offers first (`Completion.argument`).
+        """
         engine = self._open()
         if not isinstance(text, str):
             raise InvalidArgumentError(
@@ -640,7 +640,16 @@ class Host:
                 )
             )
         ranked.sort(key=lambda pair: pair[0])
-        return [c for _, c in ranked]
+        return Completions((c for _, c in ranked), self._argument_values(engine, text))
+
+    def _argument_values(self, engine: Engine, text: str) -> Callable[[], Awaitable[list[Completion]]] | None:
+        """What awaiting the completions of ``text`` adds: ``/name prefix`` of a command with a completer."""
+        name, space, prefix = text[1:].partition(" ") if text.startswith("/") else ("", "", "")
+        entry = engine.tables.slash.get(name) if space else None
+        if entry is None or entry[1].complete is None:
+            return None
+        mod, declared = entry
+        return lambda: argument_values(mod, declared, prefix, timeout=self._handler_timeout)
 
     async def render_view(self, view_id: str, data: object) -> ViewResult:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""
@@ -815,27 +824,45 @@ class Host:
         assert self._actions is not None
         return await self._actions.pending((await self._session(session)).id)
 
-    async def confirm(self, action_id: str) -> Submission:
+    async def confirm(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> Submission:
         """Run a pending action once, as the user: its ``run(payload, ctx)``.
 
-        Returns a `Submission` (``kind`` ``"command"``) whose ``text`` is ``str()`` of what
-        ``run`` returned (``""`` for ``None``), or whose ``error`` says how it failed. An
-        ``mcp.call`` action (a tool of a mod's MCP server that is not read-only, which the model
-        called) runs that tool: ``text`` is its answer, also delivered to the session as a
-        notification turn. Raises `modular_sdk.ActionStateError` for an unknown action, one
-        confirmed or dismissed before, or one whose mod is not loaded.
+        ``by`` (who decided: your name for the user) and ``reason`` (why) are kept with the
+        decision, durable (`actions`). Returns a `Submission` (``kind`` ``"command"``) whose
+        ``text`` is ``str()`` of what ``run`` returned (``""`` for ``None``), or whose
+        ``error`` says how it failed. An ``mcp.call`` action (a tool of a mod's MCP server that
+        is not read-only, which the model called) runs that tool: ``text`` is its answer, also
+        delivered to the session as a notification turn. Raises
+        `modular_sdk.ActionStateError` for an unknown action, one confirmed or dismissed
+        before, or one whose mod is not loaded, and `modular_sdk.InvalidArgumentError` for a
+        ``by`` or ``reason`` that is not text.
         """
         self._open()
         assert self._actions is not None
-        text, error = await self._actions.confirm(action_id)
+        text, error = await self._actions.confirm(action_id, by, reason)
         return Submission(kind="command", text=text, error=error)
 
-    async def dismiss(self, action_id: str) -> None:
-        """Drop a pending action: it never runs. Raises `modular_sdk.ActionStateError` for an
-        unknown action or one confirmed or dismissed before."""
+    async def dismiss(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> None:
+        """Drop a pending action: it never runs. ``by`` and ``reason`` are kept as for `confirm`.
+        Raises `modular_sdk.ActionStateError` for an unknown action or one confirmed or
+        dismissed before."""
         self._open()
         assert self._actions is not None
-        await self._actions.dismiss(action_id)
+        await self._actions.dismiss(action_id, by, reason)
+
+    async def actions(
+        self, session: SessionHandle | SessionId | str, *, status: ActionStatus | None = None
+    ) -> list[ActionRecord]:
+        """Every action proposed in ``session`` and what became of it, in the order proposed.
+
+        Each `ActionRecord` says its ``status`` and, once decided, who decided, when and why
+        (an approval audit); ``status=`` keeps only those (``"pending"``, ``"confirmed"``,
+        ``"dismissed"``). Durable on every store; erased with the turn that proposed an
+        action, or its session (payload and reason go, who and when stay).
+        """
+        self._open()
+        assert self._actions is not None
+        return await self._actions.decisions((await self._session(session)).id, status)
 
     def _proposed(self, submission: Submission, turn_id: str) -> Submission:
         """``submission`` with what its turn's reply proposed (`Submission.actions`)."""

@@ -26,7 +26,7 @@ from ..stores._records import Invocation, JobStatus
 from ..stores._traces import TraceStore
 from ..traces._errors import UnknownTraceError
 from ..traces._service import Traces
-from ..traces._types import PendingAction, TaskRef, Trace
+from ..traces._types import ActionRecord, ActionStatus, PendingAction, TaskRef, Trace
 from ._events import EventStream, HostEvent, Lagged
 from ._handles import AiSessionsImpl, NoPublicConstructor, SessionHandle, TurnHandle
 from ._jobs import Job, JobPage
@@ -196,18 +196,29 @@ class ScopedHost(metaclass=NoPublicConstructor):
         """`Host.pending_actions` of a session of the scope."""
         return await self._host.pending_actions(await self._id(session))
 
-    async def confirm(self, action_id: str) -> Submission:
+    async def actions(
+        self, session: SessionHandle | SessionId | str, *, status: ActionStatus | None = None
+    ) -> list[ActionRecord]:
+        """`Host.actions` of a session of the scope: what became of each action proposed in it."""
+        return await self._host.actions(await self._id(session), status=status)
+
+    async def confirm(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> Submission:
         """`Host.confirm` of an action proposed in the scope; `ActionStateError` (as for an
-        action never proposed) otherwise."""
+        action never proposed) otherwise. ``by`` defaults to the scope's ``user`` tag."""
         engine = self._engine()
         await check_action(engine.store, self._host.traces._store, self._scope, action_id, "confirm")
-        return await self._host.confirm(action_id)
+        return await self._host.confirm(action_id, by=self._decider(by), reason=reason)
 
-    async def dismiss(self, action_id: str) -> None:
-        """`Host.dismiss` of an action proposed in the scope; `ActionStateError` otherwise."""
+    async def dismiss(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> None:
+        """`Host.dismiss` of an action proposed in the scope; `ActionStateError` otherwise.
+        ``by`` defaults to the scope's ``user`` tag."""
         engine = self._engine()
         await check_action(engine.store, self._host.traces._store, self._scope, action_id, "dismiss")
-        await self._host.dismiss(action_id)
+        await self._host.dismiss(action_id, by=self._decider(by), reason=reason)
+
+    def _decider(self, by: str | None) -> str | None:
+        """Who decided: ``by``, else the user this view is scoped to (if it is one user's)."""
+        return self._scope.tags.get("user") if by is None else by
 
     # -- events --------------------------------------------------------------------------------
     def subscribe(

@@ -22,7 +22,7 @@ from modular_sdk import AiMessage, AiNotificationMessage, AiRunnerId, Author, Se
 
 from ..lineage._types import LineageArtifact
 from ..models._protocol import HistoryEntry
-from ..stores._records import ErrorKind, SessionRecord, TurnRecord
+from ..stores._records import ErrorKind, SessionRecord, ToolCallRecord, TurnRecord
 
 __all__ = [
     "HistoryView",
@@ -58,6 +58,9 @@ class TurnState:
     completed_before: int = 0  # completed turns before it in its session's history
     failure: ErrorKind | None = None  # why it failed, for Submission.error_kind (not stored)
     streamed: list[str] | None = None  # reply_delta chunks published so far (streaming models only)
+    tool_calls: tuple[ToolCallRecord, ...] = ()  # the calls made so far, kept with the record
+    retracted_at: datetime | None = None
+    retraction_reason: str | None = None
 
     def record(self) -> TurnRecord:
         return TurnRecord(
@@ -74,6 +77,9 @@ class TurnState:
             started_at=self.started_at,
             finished_at=self.finished_at,
             erased_at=self.erased_at,
+            tool_calls=self.tool_calls,
+            retracted_at=self.retracted_at,
+            retraction_reason=self.retraction_reason,
         )
 
     @classmethod
@@ -92,6 +98,9 @@ class TurnState:
             error=record.error,
             finished_at=record.finished_at,
             erased_at=record.erased_at,
+            tool_calls=record.tool_calls,
+            retracted_at=record.retracted_at,
+            retraction_reason=record.retraction_reason,
         )
 
 
@@ -113,6 +122,17 @@ class SessionState:
     last_completed: TurnState | None = None  # the last turn completed *and* durable
     deleted_at: datetime | None = None
     queue: anyio.Lock | None = None  # FIFO of sends: the holder runs the session's one turn
+    last_invocation_at: datetime | None = None  # when its latest command invocation started
+
+    @property
+    def last_activity_at(self) -> datetime:
+        """The start of its latest own turn or command invocation, else when it was created."""
+        latest = self.record.created_at
+        if self.own:
+            latest = max(latest, self.own[-1].started_at)
+        if self.last_invocation_at is not None:
+            latest = max(latest, self.last_invocation_at)
+        return latest
 
     @property
     def id(self) -> SessionId:
@@ -286,10 +306,18 @@ def text_of(message: AiMessage) -> str:
 
 
 def entry_of(turn: TurnState) -> HistoryEntry:
-    """What the model sees of a completed turn (an erased turn: that it was erased, no text)."""
+    """What the model sees of a completed turn (an erased turn: that it was erased, no text;
+    a retracted one: that it was, and why)."""
+    retracted = turn.retracted_at is not None
     if turn.erased_at is not None:
-        return HistoryEntry(kind=turn.message.type, text="", reply="", erased=True)
-    return HistoryEntry(kind=turn.message.type, text=text_of(turn.message), reply=turn.reply or "")
+        return HistoryEntry(kind=turn.message.type, text="", reply="", erased=True, retracted=retracted)
+    return HistoryEntry(
+        kind=turn.message.type,
+        text=text_of(turn.message),
+        reply=turn.reply or "",
+        retracted=retracted,
+        retraction_reason=turn.retraction_reason,
+    )
 
 
 def apply_erasure(session: SessionState, record: TurnRecord) -> None:
@@ -298,7 +326,22 @@ def apply_erasure(session: SessionState, record: TurnRecord) -> None:
         return
     turn = session.own[record.ordinal - session.first_ordinal]
     turn.message, turn.reply, turn.error, turn.erased_at = record.message, record.reply, record.error, record.erased_at
+    turn.tool_calls, turn.retraction_reason = record.tool_calls, record.retraction_reason
     turn.artifact = None  # later forks cite it with the erased label
+    _refresh_entry(session, turn)
+
+
+def apply_retraction(session: SessionState, record: TurnRecord) -> None:
+    """Make the live turn ``record`` names (an own turn of ``session``) match its retracted record."""
+    if not session.own or not session.first_ordinal <= record.ordinal < session.next_ordinal:
+        return
+    turn = session.own[record.ordinal - session.first_ordinal]
+    turn.retracted_at, turn.retraction_reason = record.retracted_at, record.retraction_reason
+    _refresh_entry(session, turn)
+
+
+def _refresh_entry(session: SessionState, turn: TurnState) -> None:
+    """The history entry of a completed own turn, made again from it (forks share the entries)."""
     if turn.status == "completed" and session.entries is not None:
         index = turn.completed_before - session.inherited_completed
         if 0 <= index < len(session.entries):

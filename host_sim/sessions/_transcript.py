@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from modular_sdk import AiNotificationMessage, AiPromptMessage
+from modular_sdk._frozen import thaw_object
 
 from ..lineage._render import describe_author
-from ..stores._records import Invocation, TurnRecord
+from ..stores._records import Invocation, ToolCallRecord, TurnRecord
 from ._state import TurnState
 
 __all__ = ["render_transcript"]
@@ -31,8 +33,19 @@ def _invocation_block(invocation: Invocation) -> str:
     return f"> [{who}] {typed}\n{tail}"
 
 
+def _tool_call_line(call: ToolCallRecord) -> str:
+    """``    tool 'grep' {"pattern": "x"} -> 3 matches`` (or ``-> error: ...``), on one line."""
+    given = json.dumps(thaw_object(call.input), ensure_ascii=False, sort_keys=True)
+    outcome = f"error: {call.error}" if call.error is not None else (call.output or "")
+    return f"    tool {call.name!r} {_short(given)} -> {_short(outcome.replace(chr(10), ' '))}"
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def render_transcript(items: Sequence[TurnState | TurnRecord | Invocation], session_id: str | None = None) -> str:
-    """One block per turn (ordinal, the input and its author, the reply) or command invocation
+    """One block per turn (ordinal, the input and its author, its tool calls, the reply, a retraction) or command invocation
     (what the user typed, the command's output or error), in the order given (``host.log``'s).
 
     Turns run by another session than ``session_id`` (inherited by a fork) say so; an erased
@@ -65,5 +78,7 @@ def render_transcript(items: Sequence[TurnState | TurnRecord | Invocation], sess
             tail = f"    FAILED: {turn.error}"
         else:
             tail = "    (running)"
-        blocks.append("\n".join(part for part in (head, body, tail) if part))
+        calls = "\n".join(_tool_call_line(call) for call in turn.tool_calls)
+        retracted = "" if turn.retracted_at is None else f"    RETRACTED: {turn.retraction_reason}"
+        blocks.append("\n".join(part for part in (head, body, calls, tail, retracted) if part))
     return "\n".join(blocks)

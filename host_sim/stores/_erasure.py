@@ -30,11 +30,14 @@ from modular_sdk._frozen import FrozenJsonObject, freeze_object
 from ..lineage._types import LineageEdge, SessionNode
 from ._invariants import ERASED_LABEL
 from ._records import Invocation, JobRecord, TurnRecord
-from ._traces import ActionRecord, TraceOutputRecord
+from ._traces import ActionOutcomeRecord, ProposedActionRecord, TraceOutputRecord
 
 __all__ = ["ERASED_BY_STORE", "ERASED_LABEL", "KEPT", "PLACES", "STORE_COLUMNS", "Erasure", "Key", "Place", "erase_record", "erase_rows", "statements"]
 
 _EMPTY: Final[FrozenJsonObject] = freeze_object({}, type_name="an erased payload")
+
+ERASED_TOOL_CALLS: Final = "each call's input {}, output None, error ERASED_LABEL"
+"""What a forgotten turn's ``tool_calls`` become (`_invariants.erased_call`), for a reader of `PLACES`."""
 
 Key: TypeAlias = Literal["record", "turn", "position", "command", "session"]
 """Which rows of a place an `Erasure` reaches.
@@ -87,15 +90,27 @@ class Place:
 
 
 PLACES: Final[tuple[Place, ...]] = (
-    # A turn's prompt (or notification title and body), its reply, and its error (a model's
-    # error may quote the prompt). Written as erased records (stores/_invariants.erased).
+    # A turn's prompt (or notification title and body), its reply, its error (a model's
+    # error may quote the prompt) and its tool calls' inputs, outputs and errors (API.md
+    # section 17; their ids, tool names and times stay), and why it was retracted (that it
+    # was, and when, stays). Written as erased records
+    # (stores/_invariants.erased and erased_call).
     Place(
         table="turns",
         record=TurnRecord,
-        erased=(("message", None), ("reply", None), ("error", ERASED_LABEL)),
+        erased=(
+            ("message", None),
+            ("reply", None),
+            ("error", ERASED_LABEL),
+            ("tool_calls", ERASED_TOOL_CALLS),
+            ("retraction_reason", ERASED_LABEL),
+        ),
         rows=("record",),
         stamp="erased_at",
-        kept=("id", "session_id", "ordinal", "message_id", "author", "runner_id", "status", "started_at", "finished_at"),
+        kept=(
+            "id", "session_id", "ordinal", "message_id", "author", "runner_id", "status", "started_at", "finished_at",
+            "retracted_at",
+        ),  # fmt: skip
     ),
     # The label of an artifact citing a planned turn (a fork's anchor), and of every edge an
     # integrator gave a deleted session (add_edge).
@@ -126,11 +141,20 @@ PLACES: Final[tuple[Place, ...]] = (
     # An action a planned turn's reply proposed: its payload (pending or decided).
     Place(
         table="actions",
-        record=ActionRecord,
+        record=ProposedActionRecord,
         erased=(("payload", _EMPTY),),
         rows=("turn", "session"),
         stamp="erased_at",
         kept=("id", "type", "mod_id", "session_id", "turn_id", "created_at"),
+    ),
+    # Why the user confirmed or dismissed such an action (API.md section 17); who decided is
+    # the integrator's name for a user (as tags are), kept for the audit.
+    Place(
+        table="action_outcomes",
+        record=ActionOutcomeRecord,
+        erased=(("reason", ERASED_LABEL),),
+        rows=("turn", "session"),
+        kept=("action_id", "state", "decided_at", "decided_by", "session_id", "turn_id"),
     ),
     # What a deleted session reported as an output (its kind is the mod's label for it).
     Place(
@@ -148,8 +172,6 @@ PLACES: Final[tuple[Place, ...]] = (
         rows=("session",),
         kept=("session_id", "created_at", "agent_id", "completed_at", "metrics"),
     ),
-    # Tool calls (API.md section 17) are not stored yet; once they are, one line here:
-    # Place(table="tool_calls", record=ToolCallRecord, erased=(("input", _EMPTY), ("output", None), ("error", ERASED_LABEL)), rows=("turn",)),
 )
 """Every place a store keeps text an erasure removes (see the module docstring)."""
 
@@ -174,7 +196,6 @@ KEPT: Final[Mapping[str, str]] = {
     "trace_links": "session and trace ids",
     "trace_commits": "output ids and commit hashes",
     "trace_index": "derived from the trace records' ids",
-    "action_outcomes": "action ids, decisions and times",
     "spool_applied": "spool event ids and times",
 }
 """Every other table a store keeps, and why it holds no text an erasure must remove."""

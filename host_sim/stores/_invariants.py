@@ -23,7 +23,7 @@ from modular_sdk import AiMessage, AiNotificationMessage, AiPromptMessage, Sessi
 from ..lineage._types import LineageArtifact, LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION, Store
-from ._records import SessionRecord, StoredState, TurnRecord
+from ._records import SessionRecord, StoredState, ToolCallRecord, TurnRecord
 
 __all__ = [
     "ERASED_LABEL",
@@ -33,6 +33,7 @@ __all__ = [
     "check",
     "derive_index",
     "erased",
+    "erased_call",
     "fork_artifact",
     "heal_index",
     "interrupted",
@@ -90,14 +91,25 @@ def fork_artifact(turn_id: str, ordinal: int, *, erased: bool = False) -> Lineag
 
 def erased(turn: TurnRecord, at: datetime) -> TurnRecord:
     """``turn`` forgotten at ``at``: its message text, reply and error text gone (a failed
-    turn's error reads `ERASED_LABEL`: a model's error may quote the prompt), everything else kept."""
+    turn's error reads `ERASED_LABEL`: a model's error may quote the prompt), and its tool
+    calls' inputs, outputs and errors (`erased_call`) and why it was retracted; everything else kept."""
     message: AiMessage = (
         AiNotificationMessage(title=ERASED_LABEL, body="")
         if isinstance(turn.message, AiNotificationMessage)
         else AiPromptMessage(text="")
     )
     error = None if turn.error is None else ERASED_LABEL
-    return attrs.evolve(turn, message=message, reply=None, error=error, erased_at=at)
+    calls = tuple(erased_call(call) for call in turn.tool_calls)
+    reason = None if turn.retraction_reason is None else ERASED_LABEL
+    return attrs.evolve(
+        turn, message=message, reply=None, error=error, erased_at=at, tool_calls=calls, retraction_reason=reason
+    )
+
+
+def erased_call(call: ToolCallRecord) -> ToolCallRecord:
+    """A tool call of a forgotten turn: its input, output and error text gone; its id, tool name and times kept."""
+    error = None if call.error is None else ERASED_LABEL
+    return attrs.evolve(call, input={}, output=None, error=error)
 
 
 def interrupted(turn: TurnRecord, at: datetime) -> TurnRecord:

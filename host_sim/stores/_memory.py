@@ -15,6 +15,7 @@ from modular_sdk import SessionId, TurnId
 from ..lineage._types import LineageEdge, SessionNode
 from ._erasure import PLACES, Erasure, Place, erase_rows
 from ._errors import StoreError
+from ._invariants import erased_call
 from ._protocol import INDEX_VERSION
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._traces import (
@@ -22,7 +23,7 @@ from ._traces import (
     TRACE_INDEX_VERSION,
     IndexKind,
     ActionOutcomeRecord,
-    ActionRecord,
+    ProposedActionRecord,
     TraceCommitRecord,
     TraceIndexEntry,
     TraceLinkRecord,
@@ -195,6 +196,20 @@ class MemoryStore:
         own[bisect.bisect_left(own, record.ordinal, key=_ordinal)] = record
         del self._running[record.id]
 
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once (a turn retracted before keeps its first reason)."""
+        self._check_open()
+        old = self._turns.get(turn_id)
+        if old is None or old.status == "running":
+            raise StoreError(f"cannot retract turn {turn_id!r}: only a finished turn of this store is retracted")
+        if old.retracted_at is not None:
+            return old
+        record = attrs.evolve(old, retracted_at=at, retraction_reason=reason)
+        self._turns[turn_id] = record
+        own = self._turns_of[record.session_id]
+        own[bisect.bisect_left(own, record.ordinal, key=_ordinal)] = record
+        return record
+
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a session kept here."""
         self._check_open()
@@ -230,7 +245,15 @@ class MemoryStore:
                 or old.status == "running"
                 or old.erased_at is not None
                 or turn.erased_at is None
-                or attrs.evolve(old, message=turn.message, reply=turn.reply, error=turn.error, erased_at=turn.erased_at)
+                or attrs.evolve(
+                    old,
+                    message=turn.message,
+                    reply=turn.reply,
+                    error=turn.error,
+                    erased_at=turn.erased_at,
+                    tool_calls=tuple(erased_call(call) for call in old.tool_calls),
+                    retraction_reason=turn.retraction_reason,
+                )
                 != turn
             ):
                 raise StoreError(
@@ -250,6 +273,7 @@ class MemoryStore:
             "invocations": lambda place: erase_rows(self._invocations, place, erasure),
             "jobs": lambda place: erase_rows(self._jobs, place, erasure),
             "actions": lambda place: erase_rows(tr.actions, place, erasure),
+            "action_outcomes": lambda place: erase_rows(tr.outcomes, place, erasure),
             "trace_outputs": lambda place: erase_rows(tr.outputs, place, erasure),
             "nodes": lambda place: erase_rows(self._nodes, place, erasure),
         }
@@ -644,7 +668,7 @@ class MemoryStore:
         self._check_open()
         return self._tr.commits.get(output_id)
 
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Keep proposed actions, all or none."""
         self._check_open()
         tr = self._tr
@@ -657,6 +681,7 @@ class MemoryStore:
         for proposed in actions:
             tr.actions[proposed.id] = proposed
             tr.pending_of.setdefault(proposed.session_id, {})[proposed.id] = None
+            tr.actions_of.setdefault(proposed.session_id, []).append(proposed.id)
 
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
         """Keep the one decision about a pending action."""
@@ -668,14 +693,19 @@ class MemoryStore:
         tr.outcomes[outcome.action_id] = outcome
         tr.pending_of[proposed.session_id].pop(outcome.action_id, None)
 
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
         self._check_open()
         proposed = self._tr.actions.get(action_id)
         return None if proposed is None else (proposed, self._tr.outcomes.get(action_id))
 
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
         self._check_open()
         return tuple(self._tr.actions[a] for a in self._tr.pending_of.get(session_id, ()))
+
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
+        self._check_open()
+        tr = self._tr
+        return tuple((tr.actions[a], tr.outcomes.get(a)) for a in tr.actions_of.get(session_id, ()))
 
     async def trace_index_version(self) -> int | None:
         self._check_open()
@@ -735,6 +765,7 @@ class _Traces:
 
     __slots__ = (
         "actions",
+        "actions_of",
         "commits",
         "events",
         "index",
@@ -762,9 +793,10 @@ class _Traces:
         self.index: dict[tuple[IndexKind, str], dict[str, None]] = {}
         self.index_version: int | None = TRACE_INDEX_VERSION
         self.events: set[str] = set()
-        self.actions: dict[str, ActionRecord] = {}
+        self.actions: dict[str, ProposedActionRecord] = {}
         self.outcomes: dict[str, ActionOutcomeRecord] = {}
         self.pending_of: dict[SessionId, dict[str, None]] = {}
+        self.actions_of: dict[SessionId, list[str]] = {}  # every action of a session, in the order proposed
 
     def check_task(self, task: TraceTaskRecord) -> None:
         if task.trace_id in self.tasks:

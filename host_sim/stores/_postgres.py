@@ -7,7 +7,7 @@ Layout (PostgreSQL schema ``host_sim``, schema version 1)::
              agent_id, trigger_turn_id, parent_session_id)
                                          -- never updated, deleted or truncated (triggers refuse)
     turns(seq, id PRIMARY KEY, session_id, ordinal, message, message_id, author, runner_id,
-          status, reply, error, started_at, finished_at, erased_at, owner)
+          status, reply, error, started_at, finished_at, erased_at, owner, tool_calls)
           UNIQUE (session_id, ordinal)   -- a finished turn changes only once, to be forgotten;
                                          -- it is never deleted (triggers refuse)
     nodes(seq, session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics)
@@ -286,6 +286,58 @@ CREATE OR REPLACE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.t
         AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at AND NEW.seq = OLD.seq))
     EXECUTE FUNCTION host_sim.refuse('a trace output never changes (except to be erased)');
 """
+# The record, complete (API.md section 17): a turn's tool calls, written with its finished
+# record (JSON; NULL in rows written before). Made with a new store, and when a host opens
+# a store made before it.
+# Decisions are records too: who decided about an action and why, with the action's session
+# and turn (the erasure walk finds the reason, text, with them); a decision changes once
+# more only to lose its reason.
+_RECORD_SCHEMA: Final = f"""
+ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS tool_calls text;
+ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS retracted_at text;
+ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS retraction_reason text;
+CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
+    WHEN (OLD.status <> 'running' AND NOT (
+        NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
+        AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
+        AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
+        AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND NEW.owner IS NOT DISTINCT FROM OLD.owner
+        AND NEW.seq = OLD.seq
+        AND ((
+            OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
+            AND NEW.retracted_at IS NOT DISTINCT FROM OLD.retracted_at
+            AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
+        ) OR (
+            OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
+            AND NEW.message = OLD.message AND NEW.reply IS NOT DISTINCT FROM OLD.reply
+            AND NEW.error IS NOT DISTINCT FROM OLD.error AND NEW.erased_at IS NOT DISTINCT FROM OLD.erased_at
+            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls
+        ))))
+    EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once to be forgotten, once to be retracted)');
+ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS decided_by text;
+ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS reason text;
+ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS session_id text;
+ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS turn_id text;
+CREATE INDEX IF NOT EXISTS action_outcomes_by_session ON host_sim.action_outcomes (session_id) WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS action_outcomes_by_turn ON host_sim.action_outcomes (turn_id) WHERE turn_id IS NOT NULL;
+CREATE OR REPLACE TRIGGER action_outcomes_never_change BEFORE UPDATE ON host_sim.action_outcomes FOR EACH ROW
+    WHEN (NOT (
+        NEW.action_id = OLD.action_id AND NEW.state = OLD.state AND NEW.decided_at = OLD.decided_at
+        AND NEW.decided_by IS NOT DISTINCT FROM OLD.decided_by AND NEW.session_id IS NOT DISTINCT FROM OLD.session_id
+        AND NEW.turn_id IS NOT DISTINCT FROM OLD.turn_id AND NEW.seq = OLD.seq
+        AND (NEW.reason IS NOT DISTINCT FROM OLD.reason OR NEW.reason = '{ERASED_LABEL}')))
+    EXECUTE FUNCTION host_sim.refuse('a decision about an action never changes (except to lose its reason, erased)');
+"""
+_HAS_RECORD_SCHEMA: Final = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
+    "AND t.tgname = 'action_outcomes_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%reason%%') "
+    "AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
+    "AND t.tgname = 'finished_turns_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%retracted_at%%') "
+    "AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'host_sim' "
+    "AND table_name = 'turns' AND column_name = 'tool_calls')"
+)
 _HAS_ERASURE_RULES: Final = (
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
     "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
@@ -315,7 +367,7 @@ CREATE INDEX IF NOT EXISTS events_by_time ON host_sim.events (written);
 """The event log (API.md section 13), added to stores of schema version 1 when opened."""
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
+_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
@@ -354,11 +406,12 @@ _SAVE_EDGE: Final = (
     f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
 )
 _FINISH_TURN: Final = (
-    "UPDATE host_sim.turns SET status = %s, reply = %s, error = %s, finished_at = %s, owner = NULL "
+    "UPDATE host_sim.turns SET status = %s, reply = %s, error = %s, finished_at = %s, tool_calls = %s, owner = NULL "
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status = 'running'"
 )
 _ERASE_TURN: Final = (
-    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s "
+    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s, tool_calls = %s, "
+    "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE %s END "
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status <> 'running' AND erased_at IS NULL"
 )
 _BLANK = "CASE WHEN e.event::jsonb->>'{0}' IS NULL THEN NULL ELSE '' END"
@@ -375,6 +428,7 @@ def _erased_event(message: str) -> str:
         f"WHEN 'tool_finished' THEN e.event::jsonb || jsonb_build_object('output', {_BLANK.format('output')}, "
         f"'error', {_BLANK.format('error')}) "
         "WHEN 'notification' THEN e.event::jsonb || '{\"title\": \"\", \"body\": \"\"}'::jsonb "
+        "WHEN 'turn_retracted' THEN e.event::jsonb || '{\"reason\": \"(erased)\"}'::jsonb "
         "ELSE e.event::jsonb END)::text"
     )
 
@@ -620,7 +674,7 @@ class PostgresStore(PostgresTraces):
         row = dict(zip(_TURNS.columns, self._row(_TURNS, record), strict=True))
         if record.status == "running" or record.finished_at is None:
             raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "id", "session_id", "ordinal"))
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "id", "session_id", "ordinal"))
         await self._transact(
             [
                 _Step(
@@ -631,6 +685,30 @@ class PostgresStore(PostgresTraces):
                 )
             ]
         )
+
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
+        before keeps its first reason)."""
+        await self._transact(
+            [
+                _Step(
+                    "SELECT 1 FROM host_sim.turns WHERE id = %s AND status <> 'running'",
+                    (turn_id,),
+                    f"no finished turn {turn_id!r} is stored",
+                    "change",
+                ),
+                _Step(
+                    "UPDATE host_sim.turns SET retracted_at = %s, retraction_reason = %s "
+                    "WHERE id = %s AND status <> 'running' AND retracted_at IS NULL",
+                    (at.isoformat(), reason, turn_id),
+                    f"cannot retract turn {turn_id!r}",
+                ),
+            ]
+        )
+        found = await self.find_turn(turn_id)
+        if found is None:
+            raise self._fail(f"lost turn {turn_id!r} while retracting it", "run host-sim fsck on the store")
+        return found
 
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a stored session."""
@@ -713,7 +791,10 @@ class PostgresStore(PostgresTraces):
             steps.append(
                 _Step(
                     _ERASE_TURN,
-                    (row["message"], row["reply"], row["error"], row["erased_at"], turn.id, turn.session_id, turn.ordinal),
+                    (
+                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
+                        ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
+                    ),  # fmt: skip
                     f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
                     "change",
                 )
@@ -1477,7 +1558,9 @@ class PostgresStore(PostgresTraces):
                             f"holds no host-sim store (database {dbname!r} has no schema host_sim)",
                             "pass the DSN of the database your hosts write, or open it with a host to create one",
                         )
-                    for statement in _statements(_SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA + _ERASURE_RULES + _EVENT_LOG):
+                    for statement in _statements(
+                        _SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA + _ERASURE_RULES + _EVENT_LOG + _RECORD_SCHEMA
+                    ):
                         conn.execute(statement, ())
                     conn.execute(
                         "INSERT INTO host_sim.meta (key, value) VALUES ('application', %s), "
@@ -1504,6 +1587,9 @@ class PostgresStore(PostgresTraces):
                     "SELECT to_regclass('host_sim.events') IS NULL", ()
                 ).fetchone()[0]:
                     for statement in _statements(_EVENT_LOG):  # a store written before the event log
+                        conn.execute(statement, ())
+                if self._create and not conn.execute(_HAS_RECORD_SCHEMA, ()).fetchone()[0]:
+                    for statement in _statements(_RECORD_SCHEMA):  # a store made before tool calls and decisions were kept
                         conn.execute(statement, ())
         except StoreError:
             raise

@@ -12,7 +12,7 @@ tables mirror `SqliteStore`'s (stores/_traces.py describes the records), in sche
     trace_commits(seq, output_id PRIMARY KEY, commit_hash, recorded_at)
     trace_index(seq, kind, key, trace_id, PRIMARY KEY (key, kind, trace_id))  -- derived
     actions(seq, id PRIMARY KEY, type, payload, mod_id, session_id, turn_id, created_at, erased_at)
-    action_outcomes(seq, action_id PRIMARY KEY, state, decided_at)
+    action_outcomes(seq, action_id PRIMARY KEY, state, decided_at, decided_by, reason, session_id, turn_id)
     spool_applied(seq, event_id PRIMARY KEY, applied_at)
 
 Records never change and are never deleted (triggers refuse), except to be erased (an
@@ -35,7 +35,7 @@ from ._sqlite import _Table
 from ._traces import (
     TRACE_INDEX_VERSION,
     ActionOutcomeRecord,
-    ActionRecord,
+    ProposedActionRecord,
     TraceCommitRecord,
     TraceIndexEntry,
     TraceLinkRecord,
@@ -122,7 +122,7 @@ _LINKS: Final = _Table("trace_links", TraceLinkRecord, ("session_id",), frozense
 _OUTPUTS: Final = _Table("trace_outputs", TraceOutputRecord, ("output_id",), frozenset())
 _COMMITS: Final = _Table("trace_commits", TraceCommitRecord, ("output_id",), frozenset())
 _INDEX: Final = _Table("trace_index", TraceIndexEntry, ("key", "kind", "trace_id"), frozenset())
-_ACTIONS: Final = _Table("actions", ActionRecord, ("id",), frozenset({"payload"}))
+_ACTIONS: Final = _Table("actions", ProposedActionRecord, ("id",), frozenset({"payload"}))
 _OUTCOMES: Final = _Table("action_outcomes", ActionOutcomeRecord, ("action_id",), frozenset())
 
 
@@ -355,7 +355,7 @@ class PostgresTraces:
         found = await self._records(_COMMITS, TraceCommitRecord, _select(_COMMITS, "WHERE output_id = %s"), (output_id,))
         return found[0] if found else None
 
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions, all or none."""
         await self._transact(
             [Step(_insert(_ACTIONS), self._row(_ACTIONS, a), f"action {a.id!r} is already stored") for a in actions]
@@ -379,8 +379,8 @@ class PostgresTraces:
             ]
         )
 
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
-        found = await self._records(_ACTIONS, ActionRecord, _select(_ACTIONS, "WHERE id = %s"), (action_id,))
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
+        found = await self._records(_ACTIONS, ProposedActionRecord, _select(_ACTIONS, "WHERE id = %s"), (action_id,))
         if not found:
             return None
         outcome = await self._records(
@@ -388,10 +388,10 @@ class PostgresTraces:
         )
         return found[0], outcome[0] if outcome else None
 
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
         return await self._records(
             _ACTIONS,
-            ActionRecord,
+            ProposedActionRecord,
             _select(
                 _ACTIONS,
                 "a WHERE a.session_id = %s AND a.erased_at IS NULL AND NOT EXISTS "
@@ -399,6 +399,19 @@ class PostgresTraces:
             ),
             (session_id,),
         )
+
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
+        actions = await self._records(
+            _ACTIONS, ProposedActionRecord, _select(_ACTIONS, "WHERE session_id = %s ORDER BY seq"), (session_id,)
+        )
+        outcomes = await self._records(
+            _OUTCOMES,
+            ActionOutcomeRecord,
+            _select(_OUTCOMES, "WHERE action_id IN (SELECT id FROM host_sim.actions WHERE session_id = %s)"),
+            (session_id,),
+        )
+        by_action = {o.action_id: o for o in outcomes}
+        return tuple((a, by_action.get(a.id)) for a in actions)
 
     async def trace_index_version(self) -> int | None:
         rows = await self._query("SELECT value FROM host_sim.meta WHERE key = 'trace_index_version'", ())

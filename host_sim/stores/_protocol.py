@@ -73,6 +73,12 @@ class Store(Protocol):
         """Replace a ``running`` turn by its finished record (same id). Refuses any other."""
         ...
 
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Set a finished turn's ``retracted_at`` and ``retraction_reason``, once, and return
+        its record as stored: a turn retracted before is returned unchanged (its first
+        reason kept). Refuses a running or unknown turn."""
+        ...
+
     async def save_node(self, node: SessionNode) -> None:
         """Replace the lineage node of a session the store holds (completion, metrics)."""
         ...

@@ -25,9 +25,20 @@ from modular_sdk import (
     TurnStatus,
 )
 
+from modular_sdk import ToolCallRecord
+
 from ..lineage._types import LineageEdge, SessionNode
 
-__all__ = ["ErrorKind", "Invocation", "JobRecord", "JobStatus", "SessionRecord", "StoredState", "TurnRecord"]
+__all__ = [
+    "ErrorKind",
+    "Invocation",
+    "JobRecord",
+    "JobStatus",
+    "SessionRecord",
+    "StoredState",
+    "ToolCallRecord",
+    "TurnRecord",
+]
 
 ErrorKind: TypeAlias = Literal[
     "unknown_command", "denied", "handler_failed", "timeout", "model_failed", "invalid_input", "interrupted"
@@ -69,8 +80,9 @@ class TurnRecord:
     """A turn: written ``running`` when it starts, then once more when it finishes. Immutable.
 
     ``finished_at`` is ``None`` exactly while ``status`` is ``"running"``. A finished turn
-    changes once more only if it is forgotten: its text goes, ``erased_at`` is set, and
-    everything else (ids, ordinal, author, times, status) stays.
+    changes only if it is forgotten (once: its text goes, ``erased_at`` is set, and
+    everything else, ids, ordinal, author, times, status, stays) or retracted (once:
+    ``retracted_at`` and ``retraction_reason`` are set, nothing else changes).
     """
 
     id: TurnId
@@ -86,6 +98,9 @@ class TurnRecord:
     started_at: datetime
     finished_at: datetime | None
     erased_at: datetime | None = None  # set once by forget: message text and reply are gone
+    tool_calls: tuple[ToolCallRecord, ...] = ()  # written with the finished record
+    retracted_at: datetime | None = None  # set once by lineage.retract: the turn was found wrong
+    retraction_reason: str | None = None  # why (text: erased with the turn)
 
 
 @attrs.frozen(kw_only=True)

@@ -7,7 +7,8 @@ Layout (schema version 3)::
     sessions(id PRIMARY KEY, lineage JSON, metadata JSON, model, cwd, runner_id,
              created_at, agent_id)           -- never updated nor deleted (triggers refuse)
     turns(id PRIMARY KEY, session_id, ordinal, message JSON, message_id, author JSON,
-          runner_id, status, reply, error, started_at, finished_at)
+          runner_id, status, reply, error, started_at, finished_at, erased_at,
+          tool_calls JSON)
           UNIQUE (session_id, ordinal)       -- a finished turn is never updated (trigger)
     nodes(session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics JSON)
     edges(from_session_id, to_session_id, relation, created_at, artifact JSON,
@@ -72,11 +73,11 @@ from ._erasure import Erasure, statements
 from ._errors import StoreError, StoreLockedError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
-from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, ToolCallRecord, TurnRecord
 from ._traces import (
     TRACE_INDEX_VERSION,
     ActionOutcomeRecord,
-    ActionRecord,
+    ProposedActionRecord,
     TraceCommitRecord,
     TraceIndexEntry,
     TraceLinkRecord,
@@ -297,6 +298,57 @@ CREATE INDEX IF NOT EXISTS jobs_by_session ON jobs (session_id);
 CREATE INDEX IF NOT EXISTS actions_by_turn ON actions (turn_id);
 """
 
+# The record, complete (API.md section 17): a turn's tool calls, written with its finished
+# record (JSON, NULL in rows written before). Run by a writer opening a store without it.
+_RECORD_17: Final = "ALTER TABLE turns ADD COLUMN tool_calls TEXT;\n"
+
+# Retraction (API.md section 17): a finished turn changes once to be forgotten (as before; its
+# retraction stays as it is, its reason is erased) or once to be retracted (nothing else
+# changes). Run by a writer whose turns rule does not name retracted_at (after any older rule).
+_RETRACTION_COLUMNS_17: Final = "ALTER TABLE turns ADD COLUMN retracted_at TEXT;\nALTER TABLE turns ADD COLUMN retraction_reason TEXT;\n"
+_RETRACTION_17: Final = """
+DROP TRIGGER IF EXISTS finished_turns_never_change;
+CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
+WHEN OLD.status != 'running' AND NOT (
+    NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
+    AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
+    AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at AND NEW.finished_at IS OLD.finished_at
+    AND ((
+        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
+        AND NEW.retracted_at IS OLD.retracted_at AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
+    ) OR (
+        OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
+        AND NEW.message = OLD.message AND NEW.reply IS OLD.reply AND NEW.error IS OLD.error
+        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls
+    ))
+)
+BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once to be forgotten, once to be retracted)'); END;
+"""
+_RETRACT_TURN: Final = (
+    "UPDATE turns SET retracted_at = ?, retraction_reason = ? "
+    "WHERE id = ? AND status != 'running' AND retracted_at IS NULL"
+)
+
+# Decisions are records (API.md section 17): who decided about an action and why, with the
+# action's session and turn (so the erasure walk finds the reason, text, with them). A
+# decision changes once more only to lose its reason. Run by a writer whose store lacks it.
+_DECISIONS_17: Final = f"""
+ALTER TABLE action_outcomes ADD COLUMN decided_by TEXT;
+ALTER TABLE action_outcomes ADD COLUMN reason TEXT;
+ALTER TABLE action_outcomes ADD COLUMN session_id TEXT;
+ALTER TABLE action_outcomes ADD COLUMN turn_id TEXT;
+CREATE INDEX IF NOT EXISTS action_outcomes_by_session ON action_outcomes (session_id) WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS action_outcomes_by_turn ON action_outcomes (turn_id) WHERE turn_id IS NOT NULL;
+DROP TRIGGER IF EXISTS action_outcomes_never_change;
+CREATE TRIGGER action_outcomes_never_change BEFORE UPDATE ON action_outcomes
+WHEN NOT (
+    NEW.action_id = OLD.action_id AND NEW.state = OLD.state AND NEW.decided_at = OLD.decided_at
+    AND NEW.decided_by IS OLD.decided_by AND NEW.session_id IS OLD.session_id AND NEW.turn_id IS OLD.turn_id
+    AND (NEW.reason IS OLD.reason OR NEW.reason = '{ERASED_LABEL}')
+)
+BEGIN SELECT RAISE(ABORT, 'a decision about an action never changes (except to lose its reason, erased)'); END;
+"""
+
 # A new store is made as version 2 was, then brought to version 3 by the same statements
 # an upgrade runs: one definition of each version, no drift between new and upgraded files.
 _SCHEMA: Final = (
@@ -450,12 +502,13 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
     sends the row to the converter, which names whatever is wrong with it."""
     try:
         (id_, session_id, ordinal, message, message_id, author, runner_id, status, reply, error,
-         started_at, finished_at, erased_at) = row  # fmt: skip  # _TURNS.columns, checked below
+         started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason) = row  # fmt: skip  # _TURNS.columns, checked below
         if not (
             isinstance(id_, str) and isinstance(session_id, str) and type(ordinal) is int and ordinal >= 0
             and isinstance(message, str) and isinstance(message_id, str) and isinstance(author, str)
             and isinstance(runner_id, str) and status in ("running", "completed", "failed")
             and (reply is None or isinstance(reply, str)) and (error is None or isinstance(error, str))
+            and (retraction_reason is None or isinstance(retraction_reason, str))
         ):  # fmt: skip
             return None
         data = json.loads(message)
@@ -482,17 +535,28 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
             started_at=started,
             finished_at=_time(finished_at),
             erased_at=_time(erased_at),
+            tool_calls=() if tool_calls is None else _tool_calls(tool_calls),
+            retracted_at=_time(retracted_at),
+            retraction_reason=retraction_reason,
         )
     except (ValueError, TypeError, KeyError, AssertionError, SerializationError, RecursionError):
         return None
 
 
-_NULL_IS_DEFAULT: Final = frozenset({"tags"})
+def _tool_calls(text: object) -> tuple[ToolCallRecord, ...]:
+    """A turn's ``tool_calls`` column (JSON written by the one converter)."""
+    if not isinstance(text, str):
+        raise TypeError("tool_calls is JSON text")
+    value: tuple[ToolCallRecord, ...] = structure(json.loads(text), tuple[ToolCallRecord, ...])
+    return value
+
+
+_NULL_IS_DEFAULT: Final = frozenset({"tags", "tool_calls"})  # columns added later: NULL in older rows
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
 _INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
 _JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author"}))
+_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
@@ -502,14 +566,14 @@ _TRACE_LINKS: Final = _Table("trace_links", TraceLinkRecord, ("session_id",), fr
 _TRACE_OUTPUTS: Final = _Table("trace_outputs", TraceOutputRecord, ("output_id",), frozenset())
 _TRACE_COMMITS: Final = _Table("trace_commits", TraceCommitRecord, ("output_id",), frozenset())
 _TRACE_INDEX: Final = _Table("trace_index", TraceIndexEntry, ("key", "kind", "trace_id"), frozenset())
-_ACTIONS: Final = _Table("actions", ActionRecord, ("id",), frozenset({"payload"}))
+_ACTIONS: Final = _Table("actions", ProposedActionRecord, ("id",), frozenset({"payload"}))
 _ACTION_OUTCOMES: Final = _Table("action_outcomes", ActionOutcomeRecord, ("action_id",), frozenset())
 _INDEX_ROW: Final = "INSERT OR IGNORE INTO trace_index (kind, key, trace_id) "
 _TRACE_TABLES: Final = (_TRACE_RECORDS, _TRACE_TASKS, _TRACE_LINKS, _TRACE_OUTPUTS, _TRACE_COMMITS, _TRACE_INDEX, _ACTIONS, _ACTION_OUTCOMES)
 _LOG_TABLES: Final = (_INVOCATIONS, _JOBS)  # version 3: absent from a store a reader finds older
 assert _TURNS.columns == (
     "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
-    "reply", "error", "started_at", "finished_at", "erased_at",
+    "reply", "error", "started_at", "finished_at", "erased_at", "tool_calls", "retracted_at", "retraction_reason",
 ), "_turn_fast reads the turns columns in this order"  # fmt: skip
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
@@ -525,12 +589,13 @@ _REBUILD_TAGS: Final = (
 _LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
 _ERASE_TURN: Final = (
-    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ? "
+    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ?, tool_calls = ?, "
+    "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE ? END "
     "WHERE id = ? AND session_id = ? AND ordinal = ? AND status != 'running' AND erased_at IS NULL"
 )
 
 _FINISH_TURN: Final = (
-    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ? "
+    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ?, tool_calls = ? "
     "WHERE id = ? AND session_id = ? AND ordinal = ? AND status = 'running'"
 )
 
@@ -692,10 +757,22 @@ class SqliteStore:
         row = dict(zip(_TURNS.columns, _TURNS.row(record), strict=True))
         if record.status == "running" or record.finished_at is None:
             raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "id", "session_id", "ordinal"))
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "id", "session_id", "ordinal"))
         await self._transact(
             [_Step(_FINISH_TURN, params, f"turn {record.id!r} is not a running turn of this store; a turn finishes once", "change")]
         )
+
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
+        before keeps its first reason)."""
+        await self._transact(
+            [
+                _Step("SELECT 1 FROM turns WHERE id = ? AND status != 'running'", (turn_id,), f"no finished turn {turn_id!r} is stored", "row"),
+                _Step(_RETRACT_TURN, (at.isoformat(), reason, turn_id), f"cannot retract turn {turn_id!r}"),
+            ]
+        )
+        (record,) = await self._records(_TURNS, TurnRecord, "WHERE id = ?", (turn_id,))
+        return record
 
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a stored session."""
@@ -743,7 +820,10 @@ class SqliteStore:
             steps.append(
                 _Step(
                     _ERASE_TURN,
-                    (row["message"], row["reply"], row["error"], row["erased_at"], turn.id, turn.session_id, turn.ordinal),
+                    (
+                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
+                        ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
+                    ),  # fmt: skip
                     f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
                     "change",
                 )
@@ -1079,6 +1159,24 @@ class SqliteStore:
         if "job_tags" not in present:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _JOBS_4 + "COMMIT;")
 
+    def _prepare_record(self, conn: sqlite3.Connection) -> None:
+        """Give a writer's store made before tool calls, retraction and decisions were part of
+        the record (API.md section 17) their columns and rules (`_RECORD_17`,
+        `_RETRACTION_17`, `_DECISIONS_17`); a reader reads them as absent (no calls, not
+        retracted, no one who decided, no reason)."""
+        if self._read_only:
+            return
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
+        if "tool_calls" not in columns:
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _RECORD_17 + "COMMIT;")
+        rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'finished_turns_never_change'").fetchone()
+        if rule is None or "retracted_at" not in str(rule[0]):
+            added = "" if "retracted_at" in columns else _RETRACTION_COLUMNS_17
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _RETRACTION_17 + "COMMIT;")
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(action_outcomes)")}
+        if "reason" not in columns:
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _DECISIONS_17 + "COMMIT;")
+
     def _prepare_traces(self, conn: sqlite3.Connection) -> None:
         """Give a writer's store the trace tables (a version-3 store made before traces gets
         them; its trace index is then rebuilt by the host); a reader notes whether they exist."""
@@ -1301,7 +1399,7 @@ class SqliteStore:
         found = await self._records(_TRACE_COMMITS, TraceCommitRecord, "WHERE output_id = ?", (output_id,))
         return found[0] if found else None
 
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions, all or none."""
         await self._transact(
             [_Step(_ACTIONS.insert, _ACTIONS.row(a), f"action {a.id!r} is already stored") for a in actions]
@@ -1320,25 +1418,38 @@ class SqliteStore:
             ]
         )
 
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
         if not self._has_traces:
             return None
-        found = await self._records(_ACTIONS, ActionRecord, "WHERE id = ?", (action_id,))
+        found = await self._records(_ACTIONS, ProposedActionRecord, "WHERE id = ?", (action_id,))
         if not found:
             return None
         outcome = await self._records(_ACTION_OUTCOMES, ActionOutcomeRecord, "WHERE action_id = ?", (action_id,))
         return found[0], outcome[0] if outcome else None
 
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
         if not self._has_traces:
             return ()
         return await self._records(
             _ACTIONS,
-            ActionRecord,
+            ProposedActionRecord,
             "WHERE session_id = ? AND erased_at IS NULL "
             "AND NOT EXISTS (SELECT 1 FROM action_outcomes o WHERE o.action_id = actions.id) ORDER BY rowid",
             (session_id,),
         )
+
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
+        if not self._has_traces:
+            return ()
+        actions = await self._records(_ACTIONS, ProposedActionRecord, "WHERE session_id = ? ORDER BY rowid", (session_id,))
+        outcomes = await self._records(
+            _ACTION_OUTCOMES,
+            ActionOutcomeRecord,
+            "WHERE action_id IN (SELECT id FROM actions WHERE session_id = ?)",
+            (session_id,),
+        )
+        by_action = {o.action_id: o for o in outcomes}
+        return tuple((a, by_action.get(a.id)) for a in actions)
 
     async def trace_index_version(self) -> int | None:
         rows = await self._query("SELECT value FROM meta WHERE key = 'trace_index_version'", ())
@@ -1637,9 +1748,10 @@ class SqliteStore:
         self._prepare_traces(conn)
         self._prepare_log(conn)
         self._prepare_jobs(conn)
+        self._prepare_record(conn)
         self._missing = frozenset(
             f"{table.name}.{column}"
-            for table in (*_TABLES, *_LOG_TABLES, _ACTIONS)
+            for table in (*_TABLES, *_LOG_TABLES, _ACTIONS, _ACTION_OUTCOMES)
             for present in [{row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}]
             for column in table.columns
             if column not in present

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TRACE_INDEX_VERSION",
     "ActionOutcomeRecord",
-    "ActionRecord",
+    "ProposedActionRecord",
     "IndexKind",
     "TraceCommitRecord",
     "TraceIndexEntry",
@@ -121,7 +121,7 @@ class TraceIndexEntry:
 
 
 @attrs.frozen(kw_only=True)
-class ActionRecord:
+class ProposedActionRecord:
     """An action a model proposed, as recorded (its payload as JSON). Immutable.
 
     It changes once more only if its turn is forgotten or its session deleted: its payload
@@ -140,11 +140,21 @@ class ActionRecord:
 
 @attrs.frozen(kw_only=True)
 class ActionOutcomeRecord:
-    """What the user decided about a proposed action, once. Immutable."""
+    """What the user decided about a proposed action, once: who (``decided_by``, the
+    integrator's name for them) and why (``reason``, text). Immutable.
+
+    ``session_id`` and ``turn_id`` are the action's, copied so the erasure walk finds the
+    decision with it (``None`` in decisions stored before they were kept). It changes once
+    more only to be erased: its ``reason`` becomes ``"(erased)"``.
+    """
 
     action_id: str
     state: Literal["confirmed", "dismissed"]
     decided_at: datetime
+    decided_by: str | None = None
+    reason: str | None = None
+    session_id: SessionId | None = None
+    turn_id: TurnId | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -257,7 +267,7 @@ class TraceStore(Protocol):
         """The commit recorded for an output, or ``None``."""
         ...
 
-    async def propose_actions(self, actions: Sequence[ActionRecord]) -> None:
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions (all or none); refuses an id already stored."""
         ...
 
@@ -265,12 +275,16 @@ class TraceStore(Protocol):
         """Write the user's decision about a pending action; refuses one decided before."""
         ...
 
-    async def get_action(self, action_id: str) -> tuple[ActionRecord, ActionOutcomeRecord | None] | None:
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
         """An action and its outcome (``None``: pending), or ``None`` for an unknown id."""
         ...
 
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ActionRecord]:
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
         """A session's actions with no outcome yet, in the order proposed."""
+        ...
+
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
+        """Every action proposed in a session with its outcome (``None``: pending), in the order proposed."""
         ...
 
     async def trace_index_version(self) -> int | None:

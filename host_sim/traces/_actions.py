@@ -16,7 +16,16 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, final
 
-from modular_sdk import Action, ActionStateError, AiNotificationMessage, Mod, ModularError, SerializationError, SessionId
+from modular_sdk import (
+    Action,
+    ActionStateError,
+    AiNotificationMessage,
+    InvalidArgumentError,
+    Mod,
+    ModularError,
+    SerializationError,
+    SessionId,
+)
 from modular_sdk._frozen import freeze_object, thaw_object
 from modular_sdk._json import parse_json_text, structure, unstructure
 from modular_sdk._rules import show, unstorable_text
@@ -30,9 +39,9 @@ from ..sessions._state import SessionState, TurnState
 from ..sessions._scope import scope_of
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
-from ..stores._traces import ActionOutcomeRecord, ActionRecord, TraceStore
+from ..stores._traces import ActionOutcomeRecord, ProposedActionRecord, TraceStore
 from ._service import no_traces
-from ._types import PendingAction
+from ._types import ActionRecord, PendingAction
 
 if TYPE_CHECKING:
     from ..mcp._client import McpTools
@@ -90,7 +99,7 @@ def parse_actions(
     return found, errors
 
 
-def to_pending(record: ActionRecord) -> PendingAction:
+def to_pending(record: ProposedActionRecord) -> PendingAction:
     return PendingAction(
         id=record.id,
         type=record.type,
@@ -173,7 +182,7 @@ class ActionBook:
         if found:
             now = self._clock()
             records = [
-                ActionRecord(
+                ProposedActionRecord(
                     id=f"act_{secrets.token_hex(6)}",
                     type=action.type,
                     payload=freeze_object(payload, type_name="the action payload"),
@@ -205,17 +214,31 @@ class ActionBook:
         store = self._traces()
         return [to_pending(r) for r in await store.pending_actions(await self._session_id(session_id))]
 
-    async def dismiss(self, action_id: str) -> None:
+    async def decisions(self, session_id: str, status: object) -> list[ActionRecord]:
+        """Every action proposed in a session and what became of it, in the order proposed."""
+        if status is not None and status not in _STATUSES:
+            raise InvalidArgumentError(
+                f"actions(status=...) is one of {', '.join(repr(s) for s in _STATUSES)} or None, got {status!r}",
+                argument="status",
+                value=status,
+            )
+        store = self._traces()
+        records = [to_record(a, o) for a, o in await store.session_actions(await self._session_id(session_id))]
+        return [r for r in records if status is None or r.status == status]
+
+    async def dismiss(self, action_id: str, by: str | None = None, reason: str | None = None) -> None:
+        _check_decision(by, reason)
         store = self._traces()
         record = await self._pending_record(store, action_id, "dismiss")
-        await self._decide(store, record, "dismissed")
+        await self._decide(store, record, "dismissed", by, reason)
 
-    async def confirm(self, action_id: str) -> tuple[str, str | None]:
+    async def confirm(self, action_id: str, by: str | None = None, reason: str | None = None) -> tuple[str, str | None]:
         """Run a pending action once, as the user: (text, error)."""
+        _check_decision(by, reason)
         store = self._traces()
         record = await self._pending_record(store, action_id, "confirm")
         if record.type == "mcp.call" and self._mcp is not None:
-            await self._decide(store, record, "confirmed")  # before it runs: it runs at most once
+            await self._decide(store, record, "confirmed", by, reason)  # before it runs: it runs at most once
             return await self._confirm_mcp_call(record, self._mcp)
         entry = self.declared.get(record.type)
         if entry is None or entry[0].id != record.mod_id:
@@ -236,7 +259,7 @@ class ActionBook:
                 state="pending",
             ) from None
         session = await self._engine.load(record.session_id)
-        await self._decide(store, record, "confirmed")  # before it runs: it runs at most once
+        await self._decide(store, record, "confirmed", by, reason)  # before it runs: it runs at most once
         ctx = ActionContextImpl._create(self._engine, session, mod.id, action.type)
         try:
             value = await call_handler(
@@ -246,7 +269,7 @@ class ActionBook:
             return failed.reason, failed.reason
         return ("" if value is None else str(value)), None
 
-    async def _confirm_mcp_call(self, record: ActionRecord, mcp: McpTools) -> tuple[str, str | None]:
+    async def _confirm_mcp_call(self, record: ProposedActionRecord, mcp: McpTools) -> tuple[str, str | None]:
         """Run a confirmed ``mcp.call`` (a ``tool_called``/``tool_finished`` pair) and deliver
         its result to the session it was proposed in, as a notification turn."""
         engine = self._engine
@@ -286,8 +309,18 @@ class ActionBook:
             return text, f"{name} ran, but its result could not be delivered to session {session.id!r}: {exc}"
         return text, error
 
-    async def _decide(self, store: TraceStore, record: ActionRecord, state: str) -> None:
-        outcome = ActionOutcomeRecord(action_id=record.id, state="confirmed" if state == "confirmed" else "dismissed", decided_at=self._clock())
+    async def _decide(
+        self, store: TraceStore, record: ProposedActionRecord, state: str, by: str | None, reason: str | None
+    ) -> None:
+        outcome = ActionOutcomeRecord(
+            action_id=record.id,
+            state="confirmed" if state == "confirmed" else "dismissed",
+            decided_at=self._clock(),
+            decided_by=by,
+            reason=reason,
+            session_id=record.session_id,
+            turn_id=record.turn_id,
+        )
         try:
             await store.decide_action(outcome)
         except StoreError:
@@ -296,7 +329,7 @@ class ActionBook:
                 raise
             raise _decided(record.id, found[1]) from None
 
-    async def _pending_record(self, store: TraceStore, action_id: str, verb: str) -> ActionRecord:
+    async def _pending_record(self, store: TraceStore, action_id: str, verb: str) -> ProposedActionRecord:
         if not isinstance(action_id, str) or unstorable_text(action_id) is not None:
             raise ActionStateError(
                 f"{verb}() takes an action id (PendingAction.id, a str of valid text), got {show(action_id)}; "
@@ -344,6 +377,50 @@ class ActionBook:
         if not isinstance(self._store, TraceStore):
             raise no_traces(self._store)
         return self._store
+
+
+_STATUSES: Final = ("pending", "confirmed", "dismissed")
+
+
+def to_record(action: ProposedActionRecord, outcome: ActionOutcomeRecord | None) -> ActionRecord:
+    """An action as ``host.actions`` lists it: the proposal and the decision, if any."""
+    return ActionRecord(
+        id=action.id,
+        type=action.type,
+        payload=action.payload,
+        mod_id=action.mod_id,
+        session_id=action.session_id,
+        turn_id=action.turn_id,
+        created_at=action.created_at,
+        status="pending" if outcome is None else outcome.state,
+        decided_by=None if outcome is None else outcome.decided_by,
+        decided_at=None if outcome is None else outcome.decided_at,
+        reason=None if outcome is None else outcome.reason,
+    )
+
+
+def _check_decision(by: object, reason: object) -> None:
+    """Refuse a ``by`` or ``reason`` that is not text a store can keep."""
+    for argument, value in (("by", by), ("reason", reason)):
+        if value is None:
+            continue
+        problem = None
+        if not isinstance(value, str) or not value.strip():
+            problem = "a non-empty str or None"
+        else:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                problem = "valid Unicode text (it holds a lone surrogate)"
+            if "\x00" in value:
+                problem = "text without NUL characters"
+        if problem is not None:
+            raise InvalidArgumentError(
+                f"{argument}= must be {problem}, got {value!r}; pass e.g. "
+                "host.confirm(action_id, by='alice', reason='matches the ticket')",
+                argument=argument,
+                value=value,
+            )
 
 
 def _decided(action_id: str, outcome: ActionOutcomeRecord) -> ActionStateError:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypeAlias
 
 import attrs
 
 from modular_sdk import ModDefinitionError, SessionId, TurnId
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 
-__all__ = ["PendingAction", "TaskRef", "Trace", "TraceLink", "TraceOutput", "TraceTask"]
+__all__ = ["ActionRecord", "ActionStatus", "PendingAction", "TaskRef", "Trace", "TraceLink", "TraceOutput", "TraceTask"]
 
 
 def _text(what: str, *, colon: bool = True) -> Callable[[object, attrs.Attribute[str], object], None]:
@@ -137,3 +137,31 @@ class PendingAction:
     session_id: SessionId
     turn_id: TurnId
     created_at: datetime
+
+
+ActionStatus: TypeAlias = Literal["pending", "confirmed", "dismissed"]
+"""Where a proposed action is: waiting for the user, or decided once."""
+
+
+@attrs.frozen(kw_only=True)
+class ActionRecord:
+    """An action a model proposed and what became of it (API.md section 17). Immutable.
+
+    The `PendingAction` fields, plus ``status`` and, once decided, who decided
+    (``decided_by``, as passed to ``host.confirm`` or ``host.dismiss``), when
+    (``decided_at``) and why (``reason``). Listed by ``await host.actions(session)``;
+    durable on every store. Erased with the turn that proposed it or its session: the
+    ``payload`` becomes ``{}`` and the ``reason`` ``"(erased)"``; who decided and when stay.
+    """
+
+    id: str
+    type: str
+    payload: FrozenJsonObject
+    mod_id: str
+    session_id: SessionId
+    turn_id: TurnId
+    created_at: datetime
+    status: ActionStatus
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    reason: str | None = None

@@ -93,6 +93,28 @@ def test_tool_calls_show_as_they_happen_and_in_the_transcript(installed: Install
     ]
 
 
+def test_a_later_run_on_the_store_shows_the_tool_calls_an_earlier_run_made(installed: Installed, user_dir: Path) -> None:
+    cassette, store = user_dir / "tools.jsonl", user_dir / "chats.sqlite"
+    _record_a_tool_call(cassette)
+    first = host_sim(
+        installed, user_dir, "run", WORKBENCH, "--store", str(store), "--model", f"replay:{cassette}",
+        "-m", "How long is hello?",
+    )  # fmt: skip
+    assert first.code == 0, first.out + first.err
+    session = first.out.splitlines()[0].removeprefix("session ")
+    later = host_sim(
+        installed, user_dir, "run", WORKBENCH, "--store", str(store), "--session", session, "-m", "/fast", "--transcript",
+    )  # fmt: skip  # another process: only the store remembers the tool call
+    assert later.code == 0, later.out + later.err
+    transcript = later.out.split("== transcript of ", 1)[1].splitlines()[1:]
+    assert transcript[:4] == [
+        "#0 [user] How long is hello?",
+        """    tool 'count' {"text": "hello"} -> 5 characters""",
+        "    model:",
+        "      the text has 5 characters",
+    ]
+
+
 def test_a_terminal_shows_the_elapsed_time_of_a_running_step(installed: Installed, user_dir: Path) -> None:
     terminal = Terminal(installed, user_dir, "run", WORKBENCH, "--no-store", "-m", "/slow 1.5")
     try:

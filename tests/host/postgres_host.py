@@ -12,7 +12,7 @@ on stdin (forever, if nobody writes one: the test kills the process there); it p
 acknowledgement once the turn finishes. ``job`` starts a job (``host.start``) whose model
 call never returns, prints ``{"job": ID}``, and prints its status and error kind once it
 ends (another host cancels it). ``hang-job`` is ``hang`` run as a job. ``serve`` runs one JSON command per stdin line
-(``{"op": "run" | "forget" | "delete" | "create", ...}``) and prints one JSON answer per
+(``{"op": "run" | "forget" | "delete" | "retract" | "create", ...}``) and prints one JSON answer per
 command; a ``run`` answers with the history its model was given. Each process prints
 ``open`` once its host is open.
 """
@@ -107,6 +107,9 @@ async def serve(dsn: str) -> None:
                     ack(done=True)
                 elif op == "delete":
                     await host.sessions.delete(command["session"])
+                    ack(done=True)
+                elif op == "retract":
+                    await host.lineage.retract(command["turn"], reason=command["reason"])
                     ack(done=True)
             except Exception as exc:  # reported to the test, which checks the type
                 ack(error=type(exc).__name__, message=str(exc))

@@ -32,6 +32,7 @@ from host_sim import (
     ScriptedModel,
     SqliteStore,
     Store,
+    ToolCall,
     TraceStore,
     TurnHandle,
     TurnRunningError,
@@ -44,11 +45,14 @@ from host_sim.stores._invariants import check
 from modular_sdk import (
     ActionContext,
     ActionStateError,
+    AiContributions,
     ModMetadata,
     SlashCommandContext,
+    ToolContext,
     action,
     define_mod,
     slash_command,
+    tool,
 )
 
 pytestmark = pytest.mark.anyio
@@ -84,16 +88,24 @@ async def echo(argument: str | None, ctx: SlashCommandContext) -> str:
     return f"echo: {argument}"
 
 
+async def recall(payload: Note, ctx: ToolContext) -> str:
+    return f"recalled {payload.text}"
+
+
 MOD = define_mod(
     metadata=ModMetadata(display_name="Notes", description="Notes the user confirms"),
     commands=[slash_command(id="echo", description="Echo the argument", run=echo)],
+    ai=AiContributions(tools=[tool(name="recall", description="Recall a note", input_type=Note, run=recall)]),
     actions=[action(type="note.save", description="Save a note", payload_type=Note, run=save_note)],
 )
 
 
-def respond(request: ModelRequest) -> str:
-    """Replies quoting the prompt and proposing a note of it; a prompt with 'fail' fails,
-    the model's error quoting it (as real model errors do)."""
+def respond(request: ModelRequest) -> str | ToolCall:
+    """Replies quoting the prompt and proposing a note of it, after recalling it with a tool
+    call (its input and output quote it); a prompt with 'fail' fails, the model's error
+    quoting it (as real model errors do)."""
+    if request.text.startswith("prompt ") and not request.tool_results:
+        return ToolCall(name="recall", input={"text": request.text})
     if "fail" in request.text:
         raise RuntimeError(f"the model refused {request.text!r}")
     payload = json.dumps({"text": request.text})
@@ -127,8 +139,10 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
     chat = await host.sessions.create()
     typed = await host.submit(chat, f"/echo typed {marker}")  # a command: its argument and text
     assert typed.error is None
-    first = await host.submit(chat, f"prompt {marker}")  # turn 0: prompt, reply, a proposed action
+    first = await host.submit(chat, f"prompt {marker}")  # turn 0: prompt, a tool call, reply, a proposed action
     assert first.turn is not None and first.error is None
+    assert marker in repr(first.turn.tool_calls)
+    await host.lineage.retract(first.turn.id, reason=f"wrong {marker}")  # a retraction's reason (and its event)
     job = await host.start(chat, f"/echo job {marker}")  # a command run as a job
     assert (await job.wait()).error is None
     job = await host.start(chat, f"job {marker}")  # a prompt run as a job: its text and result
@@ -137,7 +151,7 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
     if traces:
         pending = await host.pending_actions(chat)
         assert len(pending) == 2 and all(marker in p.payload["text"] for p in pending)  # type: ignore[operator]
-        confirmed = await host.confirm(pending[1].id)  # a decided action keeps its payload until erased
+        confirmed = await host.confirm(pending[1].id, by="auditor", reason=f"why {marker}")  # payload and reason kept until erased
         assert confirmed.error is None and marker in confirmed.text
         action_ids = [p.id for p in pending]
     await chat.notify(title=f"note {marker}", body=f"body {marker}")  # a notification turn
@@ -166,7 +180,7 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
 
 
 def _turn_text(turn: TurnHandle) -> str:
-    return repr((turn.message, turn.reply, turn.error))
+    return repr((turn.message, turn.reply, turn.error, turn.tool_calls))
 
 
 async def read_outs(host: Host, planted: Planted) -> dict[str, str]:
@@ -178,6 +192,7 @@ async def read_outs(host: Host, planted: Planted) -> dict[str, str]:
         out[f"transcript({name})"] = await host.transcript(session)
         if isinstance(store, TraceStore):
             out[f"pending_actions({name})"] = repr(await host.pending_actions(session))
+            out[f"actions({name})"] = repr(await host.actions(session))
     out["jobs"] = repr([(j.text, j.status, j.submission) for j in (await host.jobs(limit=10_000)).jobs])
     out["notifications"] = repr([_turn_text(t) for t in await host.notifications(unread_only=False)])
     out["lineage page"] = await host.lineage.html()

@@ -25,6 +25,7 @@ import psycopg
 import pytest
 
 from host_sim import (
+    HistoryEntry,
     Host,
     HostEvent,
     JobFinished,
@@ -118,6 +119,29 @@ async def test_a_message_forgotten_on_one_host_never_reaches_a_model_on_another(
     history = answer["history"]
     assert isinstance(history, list) and history[0] == ["", "", True]
     assert "4111" not in json.dumps(history)
+
+
+@pytest.mark.anyio
+async def test_a_turn_retracted_on_one_host_reaches_the_next_model_call_on_another(postgres_dsn: str) -> None:
+    seen: list[HistoryEntry] = []
+
+    def respond(request: ModelRequest) -> str:
+        seen.extend(request.history)
+        return f"reply to {request.text}"
+
+    async with Host(model=ScriptedModel(respond), store=PostgresStore(postgres_dsn)) as here:
+        chat = await here.sessions.create()
+        claim = await chat.run("revenue 2023?")  # held in memory here from now on
+        async with other_host(postgres_dsn, "serve") as there:
+            assert await there.call(op="retract", turn=claim.turn.id, reason="from 2019") == {"done": True}
+
+            async def retracted_here() -> bool:
+                return (await here.sessions.turn(claim.turn.id)).retracted_at is not None
+
+            assert await within(1.0, retracted_here) < 1.0
+            seen.clear()
+            await chat.run("and 2024?")
+    assert [(e.retracted, e.retraction_reason) for e in seen] == [(True, "from 2019")]
 
 
 @pytest.mark.anyio

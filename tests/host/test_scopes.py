@@ -451,6 +451,24 @@ async def test_a_scoped_client_resumes_after_the_last_seq_it_saw_with_its_scopes
         assert all(e.seq is not None and e.seq > last for e in rest)
 
 
+@pytest.mark.anyio
+async def test_a_decision_through_a_users_view_records_that_user_unless_told_otherwise(any_store: StoreFactory) -> None:
+    async with Host([MOD], store=any_store(), model=ScriptedModel(respond)) as host:
+        alice = host.scoped({"org": "acme", "user": "alice"})
+        chat = await alice.sessions.create()
+        first, second = [(await alice.submit(chat, "propose a task")).actions[0] for _ in range(2)]
+        await alice.confirm(first.id, reason="looks right")
+        await alice.dismiss(second.id, by="alice's assistant")
+
+        records = await alice.actions(chat)
+        assert [(r.id, r.status, r.decided_by, r.reason) for r in records] == [
+            (first.id, "confirmed", "alice", "looks right"),
+            (second.id, "dismissed", "alice's assistant", None),
+        ]
+        with pytest.raises(UnknownSessionError):
+            await host.scoped({"user": "bob"}).actions(chat)
+
+
 @attrs.frozen
 class NoInput:
     """A tool that takes nothing."""

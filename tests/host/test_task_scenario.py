@@ -30,6 +30,7 @@ from modular_sdk import (
     ForkLineage,
     ModAuthor,
     SessionId,
+    TurnId,
     UserAuthor,
 )
 
@@ -195,6 +196,9 @@ class GatedStore:
         await self._inner.finish_turn(record)
         if record.session_id == self.work_session_id and record.ordinal == 2:
             self.racer_written.set()
+
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        return await self._inner.retract_turn(turn_id, at, reason)
 
     async def save_node(self, node: SessionNode) -> None:
         await self._inner.save_node(node)

@@ -302,3 +302,29 @@ def test_wire_names_keep_plain_names_and_are_stable() -> None:
     assert wire_names(["search", "notes.read_note"]) == {"search": "search", "notes.read_note": "notes_read_note"}
     long = "a." + "b" * 80
     assert len(wire_names([long])[long]) == 64 and wire_names([long]) == wire_names([long])
+
+
+@pytest.mark.anyio
+async def test_a_retracted_turn_in_the_history_is_followed_by_a_system_message_saying_not_to_rely_on_it(
+    fake: FakeOpenAI,
+) -> None:
+    fake.answer(reply("Revenue: 4.2M"))
+    fake.answer(reply("Checking again."))
+    async with Host(model=OpenAIModel("gpt-test", base_url=fake.base_url, api_key="sk-test-123")) as host:
+        chat = await host.sessions.create()
+        wrong = (await chat.run("Revenue 2023?")).turn
+        await host.lineage.retract(wrong.id, reason="the figures were from 2019")
+        await chat.run("Again, please")
+
+    body = fake.received[1].body
+    assert isinstance(body, dict)
+    messages = body["messages"]
+    assert messages == [
+        {"role": "user", "content": "Revenue 2023?"},
+        {"role": "assistant", "content": "Revenue: 4.2M"},
+        {
+            "role": "system",
+            "content": "The turn above was retracted as wrong; do not rely on it. Why: the figures were from 2019",
+        },
+        {"role": "user", "content": "Again, please"},
+    ]

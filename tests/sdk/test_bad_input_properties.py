@@ -48,6 +48,7 @@ from modular_sdk import (
     SlashCommandContext,
     SpawnLineage,
     ToolContext,
+    ToolCallRecord,
     ToolTrigger,
     UserAuthor,
     action,
@@ -275,6 +276,18 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
         },
     ),
     "Deny": (Deny, {"reason": "not now"}),
+    "ToolCallRecord": (
+        ToolCallRecord,
+        {
+            "call_id": "call-1",
+            "name": "search",
+            "input": {"pattern": "parse"},
+            "output": "parser.py: def parse",
+            "error": None,
+            "started_at": NOW,
+            "finished_at": NOW,
+        },
+    ),
     "ActionEvent": (
         ActionEvent,
         {

@@ -5,6 +5,7 @@ Checked by mypy, never run.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 import attrs
@@ -21,6 +22,7 @@ from modular_sdk import (
     ModAuthor,
     SessionId,
     SlashCommandContext,
+    ToolCallRecord,
     TurnId,
     UserAuthor,
 )
@@ -58,6 +60,18 @@ async def handles(session: AiSessionHandle) -> None:
     assert_type(await session.parent(), AiSessionHandle | None)
     assert_type(await session.children(), list[AiSessionHandle])
     assert_type(await session.turns(), list[AiTurnHandle])
+
+
+async def the_record(session: AiSessionHandle) -> None:
+    assert_type(session.created_at, datetime)
+    assert_type(session.last_activity_at, datetime)
+    for turn in await session.turns():
+        assert_type(turn.tool_calls, tuple[ToolCallRecord, ...])
+        assert_type(turn.retracted_at, datetime | None)
+        assert_type(turn.retraction_reason, str | None)
+        for call in turn.tool_calls:
+            assert_type(call.output, str | None)
+            assert_type(call.finished_at, datetime)
 
 
 def message_text(message: AiMessage) -> str:

@@ -77,6 +77,7 @@ from host_sim import (
     TurnErased,
     TurnFinished,
     TurnHandle,
+    TurnRetracted,
     TurnStarted,
     UnknownJobError,
 )
@@ -584,6 +585,8 @@ def event_json(event: HostEvent) -> dict[str, JSON]:
             data |= {"session_id": event.session_id, "turn_id": event.turn_id}
         case Lagged():
             data |= {"missed": event.missed}
+        case TurnRetracted():
+            data |= {"session_id": event.session_id, "turn_id": event.turn_id, "reason": event.reason}
         case _:
             assert_never(event)
     return data

@@ -1,0 +1,47 @@
+"""What a turn did, as the host's record keeps it: its tool calls (API.md section 17).
+
+Defined here, with the handle protocols that return it, and re-exported by ``host_sim``
+(one class).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import attrs
+
+from ._frozen import FrozenJsonObject, freeze_object
+from ._lineage import aware_datetime
+from ._rules import text_validator
+
+__all__ = ["ToolCallRecord"]
+
+
+def _frozen_input(value: object) -> FrozenJsonObject:
+    return freeze_object(value, type_name="a tool call's input")
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRecord:
+    """One tool call a turn made, as the record keeps it (API.md section 17). Immutable.
+
+    ``input`` is what the model passed, ``output`` what the tool returned (its text, as the
+    model saw it) and ``error`` why it failed (``output`` is then ``None``). Written with
+    the finished turn, in the same transaction, and read back with it after a reopen; when
+    the turn is forgotten its ``input`` becomes ``{}``, its ``output`` ``None`` and its
+    ``error`` ``"(erased)"``, while ``call_id``, ``name`` and the times stay. Raises
+    `ModDefinitionError` (or `SerializationError` for ``input``) for a field it cannot keep.
+
+    Read them from a turn handle::
+
+        for call in turn.tool_calls:
+            print(call.name, call.input, call.output or call.error)
+    """
+
+    call_id: str = attrs.field(validator=text_validator(non_empty=True))
+    name: str = attrs.field(validator=text_validator(non_empty=True))
+    input: FrozenJsonObject = attrs.field(converter=_frozen_input)
+    output: str | None = attrs.field(validator=text_validator(optional=True))
+    error: str | None = attrs.field(validator=text_validator(optional=True))
+    started_at: datetime = attrs.field(validator=aware_datetime)
+    finished_at: datetime = attrs.field(validator=aware_datetime)
