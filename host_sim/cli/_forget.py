@@ -22,6 +22,7 @@ import anyio
 
 from modular_sdk import UnknownTurnError
 
+from ..lineage._as_json import origin_data, plan_data, provenance_data
 from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin, TurnRef, backward, forget, forward
 from ..lineage._types import LineageEdge
 from ..stores._errors import StoreError, StoreLockedError
@@ -106,7 +107,7 @@ def run_forget(args: argparse.Namespace) -> int:
     except (StoreError, ValueError) as exc:
         return _fail(prog, str(exc))
     if args.json:
-        print(json.dumps(_plan_data(result), indent=2))
+        print(json.dumps(plan_data(result), indent=2))
         return 0
     verb = "erased" if result.erased else "would erase"
     print(f"forgetting turn {_ref(result.of)} {verb} the text of {len(result.turns)} turn(s):")
@@ -138,7 +139,7 @@ def print_provenance(path: str, *, forward_id: str | None, backward_id: str | No
         return _fail(prog, str(exc))
     if isinstance(result, Provenance):
         if as_json:
-            print(json.dumps(_provenance_data(result), indent=2))
+            print(json.dumps(provenance_data(result), indent=2))
             return 0
         print(f"turn {_ref(result.of)}, forward:")
         _sessions("sessions holding it", result.sessions)
@@ -149,7 +150,7 @@ def print_provenance(path: str, *, forward_id: str | None, backward_id: str | No
         _edges(result.edges)
         return 0
     if as_json:
-        print(json.dumps(_origin_data(result), indent=2))
+        print(json.dumps(origin_data(result), indent=2))
         return 0
     print(f"turn {_ref(result.of)}, backward: its model read {len(result.read_from)} turn(s)")
     for ref in result.read_from:
@@ -170,36 +171,3 @@ def _edges(edges: tuple[LineageEdge, ...]) -> None:
     print(f"  lineage edges citing it ({len(edges)}):")
     for edge in edges:
         print(f"    {edge.from_session_id} -> {edge.to_session_id} ({edge.relation})")
-
-
-def _ref_data(ref: TurnRef) -> dict[str, object]:
-    return {"session_id": ref.session_id, "turn_id": ref.turn_id, "ordinal": ref.ordinal}
-
-
-def _edge_data(edge: LineageEdge) -> dict[str, object]:
-    return {"from": edge.from_session_id, "to": edge.to_session_id, "relation": edge.relation}
-
-
-def _provenance_data(p: Provenance) -> dict[str, object]:
-    return {
-        "of": _ref_data(p.of),
-        "sessions": list(p.sessions),
-        "turns": [_ref_data(r) for r in p.turns],
-        "spawns": list(p.spawns),
-        "edges": [_edge_data(e) for e in p.edges],
-    }
-
-
-def _origin_data(o: TurnOrigin) -> dict[str, object]:
-    return {"of": _ref_data(o.of), "read_from": [_ref_data(r) for r in o.read_from], "sessions": list(o.sessions)}
-
-
-def _plan_data(p: ErasurePlan) -> dict[str, object]:
-    return {
-        "of": _ref_data(p.of),
-        "erased": p.erased,
-        "turns": [_ref_data(r) for r in p.turns],
-        "sessions": list(p.sessions),
-        "spawns": list(p.spawns),
-        "edges": [_edge_data(e) for e in p.edges],
-    }

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from modular_sdk import InvalidArgumentError, ModularError, SessionId, UnknownSessionError
 
-from ..lineage._provenance import Provenance, TurnOrigin, TurnRef, backward, forward
-from ..lineage._types import LineageEdge
+from ..lineage._as_json import origin_data, provenance_data
+from ..lineage._provenance import Provenance, TurnOrigin, backward, forward
 from ..sessions._transcript import render_transcript
 from ..stores._protocol import LogStore, Store
 from ..stores._records import Invocation, TurnRecord
@@ -235,35 +235,3 @@ def lineage_server(reader: LineageReader) -> MCPServer:
 
 async def _dumps(data: Awaitable[dict[str, object]]) -> str:
     return json.dumps(await data, indent=2, ensure_ascii=False)
-
-
-def _ref_data(ref: TurnRef) -> dict[str, object]:
-    return {"session_id": ref.session_id, "turn_id": ref.turn_id, "ordinal": ref.ordinal}
-
-
-def _edge_data(edge: LineageEdge) -> dict[str, object]:
-    artifact = edge.artifact
-    return {
-        "from": edge.from_session_id,
-        "to": edge.to_session_id,
-        "relation": edge.relation,
-        "artifact": None
-        if artifact is None
-        else {"type": artifact.type, "source_id": artifact.source_id, "label": artifact.label},
-    }
-
-
-def provenance_data(p: Provenance) -> dict[str, object]:
-    """``lineage.forward``'s answer as JSON data."""
-    return {
-        "of": _ref_data(p.of),
-        "sessions": list(p.sessions),
-        "turns": [_ref_data(r) for r in p.turns],
-        "spawns": list(p.spawns),
-        "edges": [_edge_data(e) for e in p.edges],
-    }
-
-
-def origin_data(o: TurnOrigin) -> dict[str, object]:
-    """``lineage.backward``'s answer as JSON data."""
-    return {"of": _ref_data(o.of), "read_from": [_ref_data(r) for r in o.read_from], "sessions": list(o.sessions)}

@@ -1,0 +1,52 @@
+"""Provenance answers as JSON data: one shape for ``host-sim lineage --json`` and the MCP server."""
+
+from __future__ import annotations
+
+from ._provenance import ErasurePlan, Provenance, TurnOrigin, TurnRef
+from ._types import LineageEdge
+
+__all__ = ["origin_data", "plan_data", "provenance_data"]
+
+
+def _ref_data(ref: TurnRef) -> dict[str, object]:
+    return {"session_id": ref.session_id, "turn_id": ref.turn_id, "ordinal": ref.ordinal}
+
+
+def _edge_data(edge: LineageEdge) -> dict[str, object]:
+    artifact = edge.artifact
+    return {
+        "from": edge.from_session_id,
+        "to": edge.to_session_id,
+        "relation": edge.relation,
+        "artifact": None
+        if artifact is None
+        else {"type": artifact.type, "source_id": artifact.source_id, "label": artifact.label},
+    }
+
+
+def provenance_data(p: Provenance) -> dict[str, object]:
+    """``lineage.forward``'s answer as JSON data."""
+    return {
+        "of": _ref_data(p.of),
+        "sessions": list(p.sessions),
+        "turns": [_ref_data(r) for r in p.turns],
+        "spawns": list(p.spawns),
+        "edges": [_edge_data(e) for e in p.edges],
+    }
+
+
+def origin_data(o: TurnOrigin) -> dict[str, object]:
+    """``lineage.backward``'s answer as JSON data."""
+    return {"of": _ref_data(o.of), "read_from": [_ref_data(r) for r in o.read_from], "sessions": list(o.sessions)}
+
+
+def plan_data(p: ErasurePlan) -> dict[str, object]:
+    """``lineage.forget``'s plan as JSON data."""
+    return {
+        "of": _ref_data(p.of),
+        "erased": p.erased,
+        "turns": [_ref_data(r) for r in p.turns],
+        "sessions": list(p.sessions),
+        "spawns": list(p.spawns),
+        "edges": [_edge_data(e) for e in p.edges],
+    }
