@@ -110,30 +110,32 @@ async def _forget(host: Host, dry_run: object) -> object:
     return await host.lineage.forget(out.turn.id, dry_run=dry_run)  # type: ignore[arg-type]
 
 
+def store_of(kind: str, folder: str, dsn: str) -> Store | None:
+    """The store a junk example runs on: the default MemoryStore (``None``), a SqliteStore in
+    ``folder``, or a PostgresStore on ``dsn`` (the database the examples share)."""
+    if kind == "sqlite":
+        return SqliteStore(Path(folder) / "s.sqlite")
+    return PostgresStore(dsn) if kind == "postgres" else None
+
+
+store_kinds = st.sampled_from(["memory", "sqlite", "postgres"])
+
+
 async def call_with(name: str, value: object, store_kind: str, dsn: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        store: Store | None = None
-        if store_kind == "sqlite":
-            store = SqliteStore(Path(folder) / "s.sqlite")
-        elif store_kind == "postgres":
-            store = PostgresStore(dsn)
-        async with Host(store=store) as host:
+        async with Host(store=store_of(store_kind, folder, dsn)) as host:
             await refuses_only_with_our_errors(lambda: CALLS[name](host, value))
 
 
 @pytest.fixture(scope="module")
 def junk_database(postgres: PostgresServer) -> str:
-    """One database the junk examples share (each opens its own host on it)."""
+    """One database the junk examples of a module share (each opens its own host on it)."""
     return postgres.database("junk")
 
 
 @pytest.mark.parametrize("name", sorted(CALLS))
 @junk_settings
-@given(
-    value=junk,
-    store_kind=st.sampled_from(["memory", "sqlite", "postgres"]),
-    backend=st.sampled_from(["asyncio", "trio"]),
-)
+@given(value=junk, store_kind=store_kinds, backend=st.sampled_from(["asyncio", "trio"]))
 def test_junk_in_any_host_argument_raises_only_a_modular_error(
     name: str, value: object, store_kind: str, backend: str, junk_database: str
 ) -> None:

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host_sim import Host, PostgresStore, ScopedHost, SqliteStore, Store, TaskRef
+from host_sim import Host, ScopedHost, TaskRef
 
-from .postgres_server import PostgresServer
-from .test_host_bad_input_properties import junk, junk_settings, refuses_only_with_our_errors
+from .test_host_bad_input_properties import (  # noqa: F401 - junk_database is a fixture
+    junk,
+    junk_database,
+    junk_settings,
+    refuses_only_with_our_errors,
+    store_kinds,
+    store_of,
+)
 
 
 async def _sync(value: object) -> object:
@@ -78,31 +83,16 @@ async def _subscribe(view: ScopedHost, buffer: object) -> object:
 
 async def call_with(name: str, value: object, store_kind: str, dsn: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        store: Store | None = None
-        if store_kind == "sqlite":
-            store = SqliteStore(Path(folder) / "s.sqlite")
-        elif store_kind == "postgres":
-            store = PostgresStore(dsn)
-        async with Host(store=store) as host:
+        async with Host(store=store_of(store_kind, folder, dsn)) as host:
             view = host.scoped({"user": "alice"})
             chat = await view.sessions.create()
             await view.submit(chat, "hello")
             await refuses_only_with_our_errors(lambda: CALLS[name](host, view, chat.id, value))
 
 
-@pytest.fixture(scope="module")
-def junk_database(postgres: PostgresServer) -> str:
-    """One database the junk examples share (each opens its own host on it)."""
-    return postgres.database("scopejunk")
-
-
 @pytest.mark.parametrize("name", sorted(CALLS))
 @junk_settings
-@given(
-    value=junk,
-    store_kind=st.sampled_from(["memory", "sqlite", "postgres"]),
-    backend=st.sampled_from(["asyncio", "trio"]),
-)
+@given(value=junk, store_kind=store_kinds, backend=st.sampled_from(["asyncio", "trio"]))
 def test_junk_in_any_scoped_argument_raises_only_a_modular_error(
     name: str, value: object, store_kind: str, backend: str, junk_database: str
 ) -> None:
