@@ -6,7 +6,11 @@ modules are implementation.
 
 from __future__ import annotations
 
-from modular_sdk import ToolCallRecord as ToolCallRecord
+from ._startup import quiet_start as _quiet_start
+
+_quiet_start()  # before the imports below: Ctrl-C while the host-sim command starts ends quietly
+
+from modular_sdk import ToolCallRecord as ToolCallRecord  # noqa: E402
 from modular_sdk import UnknownTurnError as UnknownTurnError
 
 from .fold._manifest import Manifest as Manifest

@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn, cast
 
+from ._startup import interrupted_while_starting
 from .cli._endings import early_ending, quiet_stdout, say_interrupted
 
 __all__ = ["main"]
@@ -70,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     does; Ctrl-C ends with one line on standard error and status 130 (128 + SIGINT).
     """
     command = "host-sim"
+    if signal.getsignal(signal.SIGINT) is interrupted_while_starting:  # from here on, main reports it
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

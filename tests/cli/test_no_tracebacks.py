@@ -223,6 +223,22 @@ def _interrupted(result: Result, command: str) -> None:
     assert result.err.strip() == f"host-sim {command}: interrupted", result.err
 
 
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.2])
+def test_ctrl_c_while_the_command_is_still_starting_ends_in_one_line(installed: Installed, user_dir: Path, delay: float) -> None:
+    """Before main runs (importing the package takes a few tenths of a second). Before Python
+    itself has started, the signal simply ends the process (a shell shows status 130 too)."""
+    started = _Started(installed, user_dir, "demo", "--no-store")
+    time.sleep(delay)
+    started.ctrl_c()
+    result = started.finish()
+    no_traceback(result)
+    if result.code == -signal.SIGINT:  # ended by the signal before Python took it over
+        assert result.err == "", result
+    else:
+        assert result.code == 130, result
+        assert result.err.strip() in ("host-sim: interrupted", "host-sim demo: interrupted"), result.err
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_ctrl_c_in_run_stops_the_whole_run_not_only_the_current_step(installed: Installed, user_dir: Path, backend: str) -> None:
     """(trio is not in the wheel's venv: on trio, the dev install's ``python -m host_sim`` runs.)"""
