@@ -14,7 +14,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.types import Message
 
-from host_sim import ModelRequest, ScriptedModel, SqliteStore, Store, ToolCall
+from host_sim import ModelRequest, PostgresStore, ScriptedModel, SqliteStore, Store, ToolCall
 from host_sim.examples.integration import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -344,3 +344,39 @@ async def test_a_browser_that_reconnects_with_last_event_id_gets_what_it_missed(
             ("turn_started", None),
             ("turn_finished", "you said: two"),
         ]
+
+
+@pytest.mark.anyio
+async def test_two_backends_on_one_postgresql_database_serve_one_chat_with_no_sticky_routing(postgres_dsn: str) -> None:
+    """Two app instances (two hosts) behind a load balancer: any request may reach either."""
+    seen: list[ModelRequest] = []
+
+    class Watching(Typist):
+        async def respond(self, request: ModelRequest) -> str | ToolCall:
+            seen.append(request)
+            return await super().respond(request)
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall]:
+            seen.append(request)
+            for word in self.words(request):
+                yield word
+
+    def app() -> Starlette:
+        return create_app(lambda: PostgresStore(postgres_dsn), model=Watching())
+
+    with anyio.fail_after(60):
+        async with serving(app()) as a, serving(app()) as b:
+            chat = await new_session(a, "alice")
+            assert (await say(a, "alice", chat, "one"))["status"] == "finished"
+            assert (await say(b, "alice", chat, "two"))["status"] == "finished"  # the other instance goes on
+            assert [entry.text for entry in seen[-1].history] == ["one"]
+
+            # what A did reaches a client of B (events cross hosts through the database)
+            replay = await b.get("/events", headers={**as_("alice"), "Last-Event-ID": "0"}, params={"limit": 4})
+            assert [name for name, _ in sse(replay.text)] == ["session_created", "job_started", "turn_started", "turn_finished"]
+
+            # deleted through A: B refuses it at once, and Bob never saw it
+            assert (await a.delete(f"/sessions/{chat}", headers=as_("alice"))).status_code == 204
+            gone = await b.post(f"/sessions/{chat}/messages", headers=as_("alice"), json={"text": "three"})
+            assert gone.status_code == 410, gone.text
+            assert (await b.get(f"/sessions/{chat}", headers=as_("bob"))).status_code == 404

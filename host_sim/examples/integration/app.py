@@ -94,6 +94,7 @@ from modular_sdk import (
     Mod,
     ModAuthor,
     RootLineage,
+    SessionDeletedError,
     SpawnLineage,
     UnknownSessionError,
     UnknownTurnError,
@@ -313,6 +314,7 @@ def create_app(store: Callable[[], Store], *, model: Model | None = None, mods: 
         HTTPException: http_error,
         InvalidArgumentError: invalid_argument,
         HostClosedError: host_closed,
+        SessionDeletedError: session_deleted,  # deleted by another instance after this one looked
     }
     return Starlette(routes=routes, lifespan=backend.lifespan, exception_handlers=handlers)
 
@@ -397,6 +399,11 @@ async def http_error(request: Request, exc: Exception) -> Response:
 async def invalid_argument(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, InvalidArgumentError)
     return JSONResponse({"error": str(exc), "argument": exc.argument}, status_code=422)
+
+
+async def session_deleted(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SessionDeletedError)
+    return JSONResponse({"error": str(exc), "session_id": exc.session_id}, status_code=410)
 
 
 async def host_closed(request: Request, exc: Exception) -> Response:
