@@ -227,7 +227,7 @@ def _interrupted(result: Result, command: str) -> None:
 def test_ctrl_c_while_the_command_is_still_starting_ends_in_one_line(installed: Installed, user_dir: Path, delay: float) -> None:
     """Before main runs (importing the package takes a few tenths of a second). Before Python
     itself has started, the signal simply ends the process (a shell shows status 130 too)."""
-    started = _Started(installed, user_dir, "demo", "--no-store")
+    started = _Started(installed, user_dir, "run", WORKBENCH, "-m", "/slow 60", "--no-store")  # never done in time
     time.sleep(delay)
     started.ctrl_c()
     result = started.finish()
@@ -236,7 +236,7 @@ def test_ctrl_c_while_the_command_is_still_starting_ends_in_one_line(installed: 
         assert result.err == "", result
     else:
         assert result.code == 130, result
-        assert result.err.strip() in ("host-sim: interrupted", "host-sim demo: interrupted"), result.err
+        assert result.err.strip() in ("host-sim: interrupted", "host-sim run: interrupted"), result.err
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
