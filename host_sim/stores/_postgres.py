@@ -880,8 +880,6 @@ class PostgresStore(PostgresTraces):
         limit: int,
         before: int | None,
     ) -> tuple[Sequence[JobRecord], int | None]:
-        bound = (1 << 62) if before is None else before
-        columns = _cols(_JOBS, "j.")
         where = ""
         params: tuple[object, ...] = ()
         if session_id is not None:
@@ -890,23 +888,46 @@ class PostgresStore(PostgresTraces):
         if status is not None:
             where += " AND j.status = %s"
             params += (status,)
+        return await self._tag_page(
+            _JOBS, JobRecord, "host_sim.jobs j", "host_sim.job_tags", "j.seq = t.seq", where, params, tags, limit, before
+        )
+
+    async def _tag_page(
+        self,
+        table: _Table,
+        record: type[_R],
+        source: str,
+        tag_table: str,
+        join: str,
+        where: str,
+        where_params: tuple[object, ...],
+        tags: Mapping[str, str],
+        limit: int,
+        before: int | None,
+    ) -> tuple[Sequence[_R], int | None]:
+        """A page of ``source`` (``"host_sim.jobs j"``: its alias qualifies ``where``), newest
+        first, older than ``before``: through the tag index ``tag_table`` when ``tags`` are given
+        (its rows ``t`` joined by ``join``; a page costs what it returns), else by the table's seq."""
+        bound = (1 << 62) if before is None else before
+        alias = source.rsplit(" ", 1)[1]
+        columns = _cols(table, f"{alias}.")
         pairs = list(tags.items())
         if pairs:
             (key, value), rest = pairs[0], pairs[1:]
             also = "".join(
-                " AND EXISTS (SELECT 1 FROM host_sim.job_tags o WHERE o.key = %s AND o.value = %s AND o.seq = t.seq)"
+                f" AND EXISTS (SELECT 1 FROM {tag_table} o WHERE o.key = %s AND o.value = %s AND o.seq = t.seq)"
                 for _ in rest
             )
             sql = (
-                f"SELECT {columns}, t.seq FROM host_sim.job_tags t JOIN host_sim.jobs j ON j.seq = t.seq "
+                f"SELECT {columns}, t.seq FROM {tag_table} t JOIN {source} ON {join} "
                 f"WHERE t.key = %s AND t.value = %s AND t.seq < %s{also}{where} ORDER BY t.seq DESC LIMIT %s"
             )
-            params = (key, value, bound, *(x for pair in rest for x in pair), *params, limit + 1)
+            params = (key, value, bound, *(x for pair in rest for x in pair), *where_params, limit + 1)
         else:
-            sql = f"SELECT {columns}, j.seq FROM host_sim.jobs j WHERE j.seq < %s{where} ORDER BY j.seq DESC LIMIT %s"
-            params = (bound, *params, limit + 1)
+            sql = f"SELECT {columns}, {alias}.seq FROM {source} WHERE {alias}.seq < %s{where} ORDER BY {alias}.seq DESC LIMIT %s"
+            params = (bound, *where_params, limit + 1)
         rows = await self._query(sql, params)
-        records = [self._decode(_JOBS, JobRecord, row[:-1]) for row in rows[:limit]]
+        records = [self._decode(table, record, row[:-1]) for row in rows[:limit]]
         last = rows[limit - 1][-1] if len(rows) > limit else None
         return tuple(records), int(last) if last is not None else None
 
@@ -984,29 +1005,12 @@ class PostgresStore(PostgresTraces):
     async def page_sessions(
         self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
     ) -> tuple[Sequence[SessionRecord], int | None]:
-        bound = (1 << 62) if before is None else before
-        columns = _cols(_SESSIONS, "s.")
         roots = " AND s.parent_session_id IS NULL" if roots_only else ""
         live = " AND s.id NOT IN (SELECT session_id FROM host_sim.deletions)"
-        pairs = list(tags.items())
-        if pairs:
-            (key, value), rest = pairs[0], pairs[1:]
-            also = "".join(
-                " AND EXISTS (SELECT 1 FROM host_sim.session_tags o WHERE o.key = %s AND o.value = %s AND o.seq = t.seq)"
-                for _ in rest
-            )
-            sql = (
-                f"SELECT {columns}, t.seq FROM host_sim.session_tags t JOIN host_sim.sessions s ON s.id = t.session_id "
-                f"WHERE t.key = %s AND t.value = %s AND t.seq < %s{also}{roots}{live} ORDER BY t.seq DESC LIMIT %s"
-            )
-            params: tuple[object, ...] = (key, value, bound, *(x for pair in rest for x in pair), limit + 1)
-        else:
-            sql = f"SELECT {columns}, s.seq FROM host_sim.sessions s WHERE s.seq < %s{roots}{live} ORDER BY s.seq DESC LIMIT %s"
-            params = (bound, limit + 1)
-        rows = await self._query(sql, params)
-        records = [self._decode(_SESSIONS, SessionRecord, row[:-1]) for row in rows[:limit]]
-        last = rows[limit - 1][-1] if len(rows) > limit else None
-        return tuple(records), int(last) if last is not None else None
+        return await self._tag_page(
+            _SESSIONS, SessionRecord, "host_sim.sessions s", "host_sim.session_tags", "s.id = t.session_id",
+            roots + live, (), tags, limit, before,
+        )  # fmt: skip
 
     async def delete_session(self, session_id: SessionId, at: datetime) -> None:
         stamp = at.isoformat()
