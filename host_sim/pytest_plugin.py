@@ -55,8 +55,10 @@ from modular_sdk import (
     AiSessionLineage,
     AiTurnHandle,
     Author,
+    HostClosedError,
     InvalidArgumentError,
     Mod,
+    UnknownSessionError,
 )
 
 from .models._cassette import RecordingModel, ReplayModel
@@ -184,14 +186,16 @@ class ModHost:
         ``model`` if it does not (see the module docstring).
         """
         if not self._open:
-            raise RuntimeError("mod_host was called after its test ended; call it inside the test")
+            raise HostClosedError("mod_host was called after its test ended; call it inside the test", state="closed")
         if cassette is not None:
             options["model"] = self._cassette_model(cassette, options.get("model"))
         for index, given in enumerate(mods):
             if isinstance(given, (list, tuple)):
-                raise TypeError(
+                raise InvalidArgumentError(
                     f"mod_host takes mods as separate arguments, got a {type(given).__name__} "
-                    f"at position {index}; write mod_host(mod_a, mod_b), not mod_host([mod_a, mod_b])"
+                    f"at position {index}; write mod_host(mod_a, mod_b), not mod_host([mod_a, mod_b])",
+                    argument="mods",
+                    value=given,
                 )
         host = Host(mods, **options)
         entered = await self._stack.enter_async_context(host)
@@ -249,9 +253,10 @@ class ModHost:
             with contextlib.suppress(LookupError, RuntimeError):
                 if await host.sessions.get(session.id) == session:
                     return host
-        raise LookupError(
+        raise UnknownSessionError(
             f"session {session.id!r} belongs to no host opened by mod_host in this test; "
-            "pass a session made by one of them"
+            "pass a session made by one of them",
+            session_id=session.id,
         )
 
     async def _close(self) -> None:

@@ -206,7 +206,8 @@ class SessionDeletedError(ModularError, RuntimeError):
 class HostClosedError(ModularError, RuntimeError):
     """An operation was asked of a host (or a handle of one) that is not open.
 
-    ``state`` is the host's state: ``"new"`` (not entered yet) or ``"closed"``.
+    ``state`` is the host's state: ``"new"`` (not entered yet) or ``"closed"``; ``"open"``
+    when a host already entered is entered again (a `Host` opens once).
     """
 
     def __init__(self, message: str, *, state: str = "closed") -> None:

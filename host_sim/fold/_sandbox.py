@@ -25,7 +25,7 @@ from typing import IO
 
 import anyio
 import attrs
-from modular_sdk import ManifestBuildError, SerializationError
+from modular_sdk import InvalidArgumentError, ManifestBuildError, SerializationError
 
 from ._importing import display_path, expected_file, scope_dirs
 from ._manifest import Manifest
@@ -85,7 +85,9 @@ def _env() -> dict[str, str]:
 
 def _check_timeout(timeout: float) -> None:
     if not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        raise InvalidArgumentError(
+            f"timeout must be a positive number of seconds, got {timeout!r}", argument="timeout", value=timeout
+        )
 
 
 def _append_only(file: IO[bytes]) -> None:

@@ -343,9 +343,11 @@ class LineageGraph:
     def _now(self) -> datetime:
         now = self._clock()
         if not isinstance(now, datetime) or now.utcoffset() is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"the host clock returned {now!r}; it must return timezone-aware datetimes, "
-                "e.g. lambda: datetime.now(timezone.utc)"
+                "e.g. lambda: datetime.now(timezone.utc)",
+                argument="clock",
+                value=now,
             )
         return now
 

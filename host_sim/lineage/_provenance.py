@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from modular_sdk import SessionId, TurnId, UnknownTurnError
+from modular_sdk import InvalidArgumentError, SessionId, TurnId, UnknownTurnError
 from modular_sdk._rules import show, unstorable_text
 
 from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
@@ -308,7 +308,7 @@ async def forget(
     if log is None and isinstance(store, LogStore):
         log = store
     if not isinstance(dry_run, bool):
-        raise TypeError(f"dry_run must be True or False, got {dry_run!r}")
+        raise InvalidArgumentError(f"dry_run must be True or False, got {dry_run!r}", argument="dry_run", value=dry_run)
     turn = await find_turn(store, turn_or_message_id)
     running, resting, provenance = await _forward(store, turn)
     planned = [turn, *resting]

@@ -12,7 +12,7 @@ from typing import Literal, TypeVar, get_args
 import attrs
 from typing_extensions import TypeAlias
 
-from modular_sdk import SessionId
+from modular_sdk import InvalidArgumentError, ModDefinitionError, SessionId
 from modular_sdk._lineage import aware_datetime, non_negative_int
 
 __all__ = [
@@ -50,16 +50,20 @@ _S = TypeVar("_S", bound=str)
 
 def _relation(instance: object, attribute: attrs.Attribute[_S], value: _S) -> None:
     if value not in _RELATIONS:
-        raise ValueError(
+        raise ModDefinitionError(
             f"{type(instance).__name__}.{attribute.name} must be one of "
-            f"{sorted(_RELATIONS)!r}, got {value!r}"
+            f"{sorted(_RELATIONS)!r}, got {value!r}",
+            field=attribute.name,
+            value=value,
         )
 
 
 def _str(instance: object, attribute: attrs.Attribute[_S], value: _S) -> None:
     if not isinstance(value, str):
-        raise TypeError(
-            f"{type(instance).__name__}.{attribute.name} must be a str, got {value!r}"
+        raise InvalidArgumentError(  # a TypeError too, as before
+            f"{type(instance).__name__}.{attribute.name} must be a str, got {value!r}",
+            argument=attribute.name,
+            value=value,
         )
 
 

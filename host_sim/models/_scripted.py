@@ -6,6 +6,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import final
 
+from modular_sdk import InvalidArgumentError
+
 from ..lanes._threads import run_in_daemon_thread
 from ._protocol import ModelRequest, ToolCall
 
@@ -34,7 +36,9 @@ class ScriptedModel:
         name: str = "scripted",
     ) -> None:
         if not callable(respond):
-            raise TypeError(f"ScriptedModel needs a function respond(request), got {respond!r}")
+            raise InvalidArgumentError(
+                f"ScriptedModel needs a function respond(request), got {respond!r}", argument="respond", value=respond
+            )
         self._respond = respond
         self._name = name
 

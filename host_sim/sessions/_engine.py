@@ -1194,7 +1194,7 @@ def _recorded_input(value: object) -> FrozenJsonObject:
 def _storable_json(value: object, depth: int) -> object:
     """JSON data from outside (a model's tool input) made storable: each text `_storable`."""
     if depth > MAX_DEPTH:
-        raise RecursionError("nested too deeply")
+        raise SerializationError("it is nested too deeply", value=None, type_name="a tool call's input")
     if isinstance(value, str):
         return _storable(value)
     if isinstance(value, Mapping):

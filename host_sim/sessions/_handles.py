@@ -20,6 +20,7 @@ import attrs
 
 from modular_sdk import (
     InvalidArgumentError,
+    ModularError,
     Agent,
     AgentHandle,
     AiMessage,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentHandleImpl",
     "AiAgentsImpl",
+    "UnknownAgentError",
     "AiContextImpl",
     "AiSessionsImpl",
     "CommandContextImpl",
@@ -69,9 +71,11 @@ class NoPublicConstructor(type):
     """Metaclass refusing ``Cls(...)``: instances come from ``Cls._create(...)`` (host only)."""
 
     def __call__(cls, *args: object, **kwargs: object) -> NoReturn:
-        raise TypeError(
+        raise InvalidArgumentError(
             f"{cls.__module__}.{cls.__qualname__} has no public constructor; "
-            f"{(cls.__doc__ or '').strip().splitlines()[-1].strip()}"
+            f"{(cls.__doc__ or '').strip().splitlines()[-1].strip()}",
+            argument=cls.__qualname__,
+            value=None,
         )
 
     def _create(cls: type[C], *args: Any, **kwargs: Any) -> C:
@@ -334,11 +338,15 @@ _CURSOR = re.compile(r"p[0-9]{1,19}")  # a store position: a signed 64-bit integ
 
 
 def decode_cursor(cursor: object) -> int:
-    """The position a cursor from `SessionPage.next` names; `ValueError` naming it otherwise
-    (also for a position no store holds: over 2**63 - 1)."""
+    """The position a cursor from `SessionPage.next` names; `InvalidArgumentError` (``after``)
+    naming it otherwise (also for a position no store holds: over 2**63 - 1)."""
     if isinstance(cursor, str) and _CURSOR.fullmatch(cursor) and int(cursor[1:]) < 2**63:
         return int(cursor[1:])
-    raise ValueError(f"{show(cursor)} is not a page cursor; pass the `next` of a SessionPage this host returned")
+    raise InvalidArgumentError(
+        f"{show(cursor)} is not a page cursor; pass the `next` of a SessionPage this host returned",
+        argument="after",
+        value=cursor,
+    )
 
 
 
@@ -446,10 +454,7 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
             raise InvalidArgumentError(f"limit must be an int from 1 to 10000, got {show(limit)}", argument="limit", value=limit)
         if not isinstance(roots_only, bool):
             raise InvalidArgumentError(f"roots_only must be True or False, got {show(roots_only)}", argument="roots_only", value=roots_only)
-        try:
-            before = None if after is None else decode_cursor(after)
-        except ValueError as bad:
-            raise InvalidArgumentError(str(bad), argument="after", value=after) from None
+        before = None if after is None else decode_cursor(after)
         records, last = await engine.log.page_sessions(checked, roots_only, limit, before)
         sessions = tuple([SessionHandle._create(engine, await engine.load(r.id), self._actor) for r in records])
         return SessionPage(sessions=sessions, next=None if last is None else encode_cursor(last))
@@ -496,6 +501,20 @@ class AgentHandleImpl(metaclass=NoPublicConstructor):
         return SessionHandle._create(self._engine, state, self._actor)
 
 
+class UnknownAgentError(ModularError, LookupError):
+    """No loaded mod declares an agent with this id; ``agent_id`` is the id asked for.
+
+    A `LookupError`, as ``ctx.ai.agents.get`` documents.
+    """
+
+    def __init__(self, message: str, *, agent_id: str) -> None:
+        super().__init__(message)
+        self.agent_id = agent_id
+
+    def __str__(self) -> str:  # LookupError subclasses would quote the message
+        return str(self.args[0])
+
+
 @final
 class AiAgentsImpl(metaclass=NoPublicConstructor):
     """The agents declared by loaded mods. Obtain it as ``ctx.ai.agents``."""
@@ -513,9 +532,10 @@ class AiAgentsImpl(metaclass=NoPublicConstructor):
             known = list(self._engine.tables.agents)
             close = close_names(agent_id, known)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise LookupError(
+            raise UnknownAgentError(
                 f"no agent {agent_id!r}{hint} (declared agents: {', '.join(map(repr, known)) or 'none'}); "
-                "declare it with AiContributions(agents=[agent(id=...)])"
+                "declare it with AiContributions(agents=[agent(id=...)])",
+                agent_id=agent_id,
             )
         return AgentHandleImpl._create(self._engine, entry[1], self._actor, self._scope)
 

@@ -188,7 +188,7 @@ class Host:
     # -- lifecycle ----------------------------------------------------------------------
     async def __aenter__(self) -> Host:
         if self._state != "new":
-            raise RuntimeError("a Host can be entered once; make a new Host(...) to open again")
+            raise HostClosedError("a Host can be entered once; make a new Host(...) to open again", state=self._state)
         skip = self._on_bad_mod == "skip"
         mods: list[object] = []
         positions: list[int] = []  # where each of mods was in the caller's list

@@ -487,13 +487,17 @@ def _author(text: str) -> Author:
 
 
 def _time(value: object) -> datetime | None:
+    """A time column: ISO 8601 text with its offset; `SerializationError` naming it otherwise."""
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise TypeError("a time is ISO 8601 text")
-    parsed = datetime.fromisoformat(value)
-    if parsed.utcoffset() is None:
-        raise ValueError("a time carries its offset")
+    try:
+        parsed = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.utcoffset() is None:
+        raise SerializationError(
+            f"a time column must be ISO 8601 text with its offset, got {value!r}", value=value, type_name="datetime"
+        )
     return parsed
 
 
@@ -546,7 +550,7 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
 def _tool_calls(text: object) -> tuple[ToolCallRecord, ...]:
     """A turn's ``tool_calls`` column (JSON written by the one converter)."""
     if not isinstance(text, str):
-        raise TypeError("tool_calls is JSON text")
+        raise SerializationError(f"tool_calls must be JSON text, got {text!r}", value=text, type_name="tool_calls")
     value: tuple[ToolCallRecord, ...] = structure(json.loads(text), tuple[ToolCallRecord, ...])
     return value
 
@@ -1044,7 +1048,13 @@ class SqliteStore:
         if "deletions" in self._absent_tables:
             return None
         rows = await self._query("SELECT deleted_at FROM deletions WHERE session_id = ?", (session_id,))
-        return _time(rows[0][0]) if rows else None
+        try:
+            return _time(rows[0][0]) if rows else None
+        except SerializationError as exc:
+            raise self._fail(
+                f"holds an unreadable deletions row ({session_id!r}): {exc}",
+                "the file is damaged or was edited by hand; run host-sim fsck on it",
+            ) from None
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -381,6 +381,26 @@ async def test_sqlite_refuses_a_directory(tmp_path: Path) -> None:
         await SqliteStore(tmp_path).open()
 
 
+@pytest.mark.parametrize("stamp", [b"\x00", "yesterday", "2026-01-01T00:00:00"], ids=["blob", "not-iso", "naive"])
+@pytest.mark.anyio
+async def test_sqlite_reports_a_damaged_deletion_time_as_a_store_error(tmp_path: Path, stamp: object) -> None:
+    path = tmp_path / "s.sqlite"
+    store = SqliteStore(path)
+    await store.open()
+    await store.close()
+    with sqlite3.connect(path) as conn:  # by hand: a time no host writes
+        conn.execute("INSERT INTO deletions (session_id, deleted_at) VALUES ('s-1', ?)", (stamp,))
+    conn.close()
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        with pytest.raises(StoreError, match=r"unreadable deletions row \('s-1'\).*ISO 8601 text with its offset") as caught:
+            await store.deleted_at(SessionId("s-1"))
+        assert caught.value.path == str(path)
+    finally:
+        await store.close()
+
+
 @pytest.mark.anyio
 async def test_sqlite_reports_a_damaged_row(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
