@@ -62,13 +62,25 @@ class LineageGraph:
 
     __slots__ = ("_applied", "_clock", "_log", "_retracted", "_store")
 
-    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now, log: LogStore | None = None) -> None:
-        """Internal: the host builds its graph over its (open) store and log; users get ``host.lineage``."""
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Callable[[], datetime] = _utc_now,
+        log: LogStore | None = None,
+        applied: Callable[[Sequence[TurnRecord]], None] | None = None,
+        retracted: Callable[[TurnRecord, bool], None] | None = None,
+    ) -> None:
+        """Internal: the host builds its graph over its (open) store and log; users get ``host.lineage``.
+
+        ``applied`` is told the records a forget erased, ``retracted`` a retraction (and
+        whether it is the first): the host's live state and its event.
+        """
         self._store = store
         self._clock = clock
         self._log = log
-        self._applied: Callable[[Sequence[TurnRecord]], None] = lambda records: None  # the host's live state
-        self._retracted: Callable[[TurnRecord, bool], None] = lambda record, first: None  # live state, the event
+        self._applied: Callable[[Sequence[TurnRecord]], None] = applied or (lambda records: None)
+        self._retracted: Callable[[TurnRecord, bool], None] = retracted or (lambda record, first: None)
 
     async def tree(self, root_id: str) -> LineageTree:
         """The session ``root_id`` and every session forked or spawned from it, nested, in

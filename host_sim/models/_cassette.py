@@ -20,7 +20,7 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import final
 
@@ -72,15 +72,18 @@ def _entry(entry: HistoryEntry) -> JsonObject:
 class _Ids:
     """Host-made ids and their stand-ins, numbered per kind in order of first appearance."""
 
-    def __init__(self) -> None:
-        self.forward: dict[str, str] = {}
-        self.back: dict[str, str] = {}
-        self.counts: dict[str, int] = {}
+    def __init__(
+        self,
+        forward: Mapping[str, str] | None = None,
+        back: Mapping[str, str] | None = None,
+        counts: Mapping[str, int] | None = None,
+    ) -> None:
+        self.forward: dict[str, str] = dict(forward or {})
+        self.back: dict[str, str] = dict(back or {})
+        self.counts: dict[str, int] = dict(counts or {})
 
     def copy(self) -> _Ids:
-        other = _Ids()
-        other.forward, other.back, other.counts = dict(self.forward), dict(self.back), dict(self.counts)
-        return other
+        return _Ids(self.forward, self.back, self.counts)
 
     def hide(self, text: str) -> str:
         """Every host id in ``text`` as its stand-in, new ids getting the next number."""

@@ -245,7 +245,6 @@ class HostsLink:
         self._store = store
         self._read_up_to = 0
         self._writing = anyio.Lock()  # one batch at a time, so rows keep the order of publishing
-        engine.events.settle = self.settle
 
     async def start(self) -> None:
         """Where this host starts reading: the newest row when it opens."""
@@ -272,28 +271,25 @@ class HostsLink:
     async def _write_outbox(self) -> None:
         hub = self._engine.events
         async with self._writing:
-            while hub.outbox:
-                batch, hub.outbox = hub.outbox, []
+            while batch := hub.take_outbox():
                 try:
                     with anyio.CancelScope(shield=True):  # a started write finishes
                         await self._store.append_events([event_row(e) for e in batch])
                 except StoreError:
-                    hub.outbox[:0] = batch  # kept, in order, for the next try
+                    hub.put_back(batch)  # kept, in order, for the next try
                     raise
 
     async def _write(self) -> None:
         hub = self._engine.events
         while True:
-            await hub.outbox_ready.wait()
-            hub.outbox_ready = anyio.Event()
-            deltas, hub.deltas_out = hub.deltas_out, []
-            for delta in deltas:  # best-effort: a delta that cannot be sent is dropped
+            await hub.outbox_filled()
+            for delta in hub.take_deltas():  # best-effort: a delta that cannot be sent is dropped
                 with contextlib.suppress(StoreError):
                     await self._store.send_delta(f"{self._store.host_id} {event_row(delta).event}")
             try:
                 await self._write_outbox()
             except StoreError:
-                hub.outbox_ready.set()
+                hub.wake_writer()
                 await anyio.sleep(_POLL)  # the server is unreachable: try again
 
     async def _read(self) -> None:

@@ -238,6 +238,10 @@ class Engine:
         events: EventHub,
         max_reply_bytes: int = 1_000_000,
         mcp: McpTools | None = None,
+        erasure_generation: int = 0,
+        link_session: Callable[[SessionRecord, SessionNode, LineageEdge | None, str | None], Awaitable[None]] | None = None,
+        after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None,
+        report_output: Callable[[SessionId, str, str], Awaitable[None]] | None = None,
     ) -> None:
         self.tables = tables
         self.model = model
@@ -259,17 +263,17 @@ class Engine:
         self._loading = anyio.Lock()
         self.events = events
         self.log = log  # the integrator's records: the store itself, or a MemoryLog over it
-        self.erasure_generation = 0  # a shared store's erasure generation this host's sessions reflect
+        self.erasure_generation = erasure_generation  # a shared store's erasure generation this host's sessions reflect
         self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
         self._idle: anyio.Event | None = None
         self._closed = False
-        # Traces (host_sim/traces), set by the host. ``link_session`` writes a new session
+        # Traces (host_sim/traces), passed by the host. ``link_session`` writes a new session
         # and its trace link in one transaction (a fork or spawn joins its parent's trace);
         # ``after_turn`` records what a completed turn's reply proposed (mod actions);
         # ``report_output`` is what ``ctx.report_output`` calls.
-        self.link_session: Callable[[SessionRecord, SessionNode, LineageEdge | None, str | None], Awaitable[None]] | None = None
-        self.after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None
-        self.report_output: Callable[[SessionId, str, str], Awaitable[None]] | None = None
+        self.link_session = link_session
+        self.after_turn = after_turn
+        self.report_output = report_output
 
     async def close(self) -> None:
         """Cancel every turn still running or queued (in whatever task sent it) and wait until

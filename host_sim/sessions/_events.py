@@ -290,31 +290,37 @@ class EventHub:
     __slots__ = (
         "_clock",
         "_closed",
+        "_deltas_out",
         "_end",
         "_history",
         "_last_seq",
+        "_outbox",
+        "_outbox_ready",
         "_ring",
         "_seq",
+        "_settle",
         "_size",
         "_subscribers",
         "_waiting",
         "_wake",
         "host_id",
-        "deltas_out",
-        "outbox",
-        "outbox_ready",
         "replay",
-        "settle",
     )
 
     def __init__(
-        self, clock: Callable[[], datetime], *, history: int = 10_000, host_id: str = "", replay: Replay | None = None
+        self,
+        clock: Callable[[], datetime],
+        *,
+        history: int = 10_000,
+        host_id: str = "",
+        replay: Replay | None = None,
+        settle: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
         self._clock = clock
         self._history = history
         self.host_id = host_id
         self.replay = replay
-        self.settle: Callable[[], Awaitable[int]] | None = None  # shared store: write the outbox, the newest seq
+        self._settle = settle  # shared store: write the outbox, the newest seq
         self._ring: deque[HostEvent] = deque()
         self._end = 0  # the position after the newest event in the ring (events ever appended)
         self._seq = 0  # the seq of the last event this host numbered (one host per store)
@@ -324,9 +330,9 @@ class EventHub:
         self._subscribers: set[EventStream] = set()
         self._wake = anyio.Event()
         self._closed = False
-        self.outbox: list[HostEvent] = []  # shared store: events the store has yet to write
-        self.deltas_out: list[ReplyDelta] = []  # shared store: deltas to hand to the other hosts
-        self.outbox_ready = anyio.Event()
+        self._outbox: list[HostEvent] = []  # shared store: events the store has yet to write
+        self._deltas_out: list[ReplyDelta] = []  # shared store: deltas to hand to the other hosts
+        self._outbox_ready = anyio.Event()
 
     @property
     def active(self) -> bool:
@@ -354,14 +360,47 @@ class EventHub:
         if isinstance(event, ReplyDelta):
             self.deliver(event)
             if shared:
-                self.deltas_out.append(event)
-                self.outbox_ready.set()
+                self._deltas_out.append(event)
+                self._outbox_ready.set()
         elif shared:
-            self.outbox.append(event)
-            self.outbox_ready.set()
+            self._outbox.append(event)
+            self._outbox_ready.set()
         else:
             self._seq += 1
             self.deliver(event)
+
+    # -- the outbox, drained by the shared store's writer (HostsLink) -------------------
+
+    def take_outbox(self) -> list[HostEvent]:
+        """The events the store has yet to write, oldest first; the outbox is left empty."""
+        batch, self._outbox = self._outbox, []
+        return batch
+
+    def put_back(self, batch: list[HostEvent]) -> None:
+        """Events `take_outbox` gave that could not be written: first again, in order."""
+        self._outbox[:0] = batch
+
+    def take_deltas(self) -> list[ReplyDelta]:
+        """The reply deltas to hand to the other hosts; none are left."""
+        deltas, self._deltas_out = self._deltas_out, []
+        return deltas
+
+    async def outbox_filled(self) -> None:
+        """Wait until something was put in the outbox (or `wake_writer` was called) since the last wait."""
+        await self._outbox_ready.wait()
+        self._outbox_ready = anyio.Event()
+
+    def wake_writer(self) -> None:
+        """Make the writer's next `outbox_filled` return at once (a write to try again)."""
+        self._outbox_ready.set()
+
+    async def wait_for_more(self) -> None:
+        """Wait until the next event is delivered or the hub closes (a subscriber that read all)."""
+        self._waiting += 1
+        try:
+            await self._wake.wait()
+        finally:
+            self._waiting -= 1
 
     def deliver(self, event: HostEvent) -> None:
         """Put a numbered event in the ring and wake the subscribers that wait."""
@@ -396,8 +435,8 @@ class EventHub:
                 value=after,
             )
         stream = EventStream(self, buffer)
-        if after is None and self.settle is not None:  # start after what this host published so far
-            after = await self.settle()
+        if after is None and self._settle is not None:  # start after what this host published so far
+            after = await self._settle()
         if after is not None:
             stream._resume(after)
         self._subscribers.add(stream)
@@ -489,11 +528,7 @@ class EventStream:
                 return event
             if hub._closed:
                 raise StopAsyncIteration
-            hub._waiting += 1
-            try:
-                await hub._wake.wait()
-            finally:
-                hub._waiting -= 1
+            await hub.wait_for_more()
 
     async def _from_store(self) -> HostEvent | None:
         """The next row after ``_after`` (a shared store), or ``None`` once caught up with it."""

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Literal, final
 
 import anyio
@@ -45,7 +45,7 @@ from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
 from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import ActionRecord, ActionStatus, PendingAction
-from ..stores._records import ErrorKind, Invocation, JobStatus
+from ..stores._records import ErrorKind, Invocation, JobStatus, TurnRecord
 from ._across_hosts import HostsLink, replay_of
 from ._completions import Completion, Completions, argument_values
 from ._engine import Engine, JobCall, ModTables, checked_now
@@ -180,6 +180,7 @@ class Host:
         self._lineage: LineageGraph | None = None
         self._sessions: AiSessionsImpl | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._exits = AsyncExitStack()  # what __aenter__ entered (the task group), closed by __aexit__
         self._effects: dict[tuple[str, str], EffectStatus] = {}
         self._jobs: JobBook | None = None
         self._link: HostsLink | None = None
@@ -228,7 +229,21 @@ class Host:
             with anyio.CancelScope(shield=True):
                 await self._store.close()
             raise
-        graph = LineageGraph(self._store, clock=self._clock, log=log)
+        # The graph and the engine tell each other things: the graph (made first) reaches the
+        # engine made next through these two, called only once the host is open.
+        def applied(records: Sequence[TurnRecord]) -> None:
+            engine.erased(records)
+
+        def retracted(record: TurnRecord, first: bool) -> None:
+            engine.apply_retraction(record, first)
+
+        graph = LineageGraph(self._store, clock=self._clock, log=log, applied=applied, retracted=retracted)
+        linker = TraceLinker(self._store, lambda: checked_now(self._clock))
+        actions: ActionBook | None = None  # made below, over the engine
+
+        async def after_turn(session: SessionState, turn: TurnState) -> None:
+            assert actions is not None  # the engine runs no turn before the host is open
+            await actions.after_turn(session, turn)
         mcp = McpTools(
             tables.mcp_servers,
             store=self._store,
@@ -237,11 +252,18 @@ class Host:
             start=self._start_owned,  # servers start on first need, in the host's task group
         )
         shared = self._store if isinstance(self._store, SharedStore) else None
+        link: HostsLink | None = None  # several hosts: made below, over the engine
+
+        async def settle() -> int:
+            assert link is not None  # a subscriber comes once the host is open
+            return await link.settle()
+
         events = EventHub(
             lambda: checked_now(self._clock),
             history=self._event_history,
             host_id=new_host_id() if shared is None else shared.host_id,
             replay=None if shared is None else replay_of(shared),
+            settle=None if shared is None else settle,
         )
         engine = Engine(
             tables=tables,
@@ -258,11 +280,12 @@ class Host:
             max_reply_bytes=self._max_reply_bytes,
             mcp=mcp if mcp.declared else None,
             events=events,
+            erasure_generation=generation,
+            link_session=linker.link_session,
+            after_turn=after_turn,
+            report_output=linker.report_output,
         )
-        graph._applied = engine.erased
-        graph._retracted = engine.apply_retraction
-        engine.erasure_generation = generation
-        self._link = None if shared is None else HostsLink(engine, shared)
+        self._link = link = None if shared is None else HostsLink(engine, shared)
         if self._link is not None:
             try:
                 await self._link.start()
@@ -271,13 +294,10 @@ class Host:
                     await self._store.close()
                 raise
         self._engine, self._lineage = engine, graph
-        linker = TraceLinker(self._store, lambda: checked_now(self._clock))
-        engine.link_session, engine.report_output = linker.link_session, linker.report_output
-        self._actions = ActionBook(
+        self._actions = actions = ActionBook(
             engine=engine, mods=tables.mods, store=self._store, clock=lambda: checked_now(self._clock), handler_timeout=self._handler_timeout,
             mcp=mcp if mcp.declared else None,
         )
-        engine.after_turn = self._actions.after_turn
         if isinstance(self._store, TraceStore):
             self._traces = Traces._create(self._store, lambda: checked_now(self._clock), self._commit_resolver)
         if self._spool is not None:
@@ -285,8 +305,7 @@ class Host:
                 self._spool, self._store, linker, lambda: checked_now(self._clock), max_event_bytes=self._max_event_bytes
             )
         self._sessions = AiSessionsImpl._create(engine, None)
-        task_group = anyio.create_task_group()
-        await task_group.__aenter__()
+        task_group = await self._exits.enter_async_context(anyio.create_task_group())
         self._task_group = task_group
         self._jobs = JobBook(
             log=log, events=engine.events, now=engine.now, task_group=task_group, submit=self._submit_in_job
@@ -315,7 +334,7 @@ class Host:
                 # as if the body ended cleanly, so the caller's exception propagates as it
                 # is (`except NoConversationError` works) instead of in an ExceptionGroup.
                 self._task_group.cancel_scope.cancel()
-                await self._task_group.__aexit__(None, None, None)
+                await self._exits.aclose()
         finally:
             with anyio.CancelScope(shield=True):
                 if self._engine is not None:
