@@ -19,10 +19,27 @@ from typing_extensions import TypeAlias
 from ._errors import SerializationError
 from ._rules import MAX_DEPTH, check_json_data, show
 
-if TYPE_CHECKING:
-    from ._schema import JsonObject, JsonValue
+__all__ = [
+    "FrozenJsonObject",
+    "FrozenJsonValue",
+    "JsonArray",
+    "JsonObject",
+    "JsonValue",
+    "freeze",
+    "freeze_object",
+    "thaw",
+    "thaw_object",
+]
 
-__all__ = ["FrozenJsonObject", "FrozenJsonValue", "JsonArray", "freeze", "freeze_object", "thaw", "thaw_object"]
+# Plain JSON data (what `thaw` gives and json.loads reads): defined here, below `_json` and
+# `_schema` (which re-exports them), so the three modules import in one direction.
+if TYPE_CHECKING:
+    JsonValue: TypeAlias = Union[
+        None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]
+    ]
+else:  # the recursive alias cannot be evaluated at runtime (get_type_hints)
+    JsonValue = Union[None, bool, int, float, str, list[Any], dict[str, Any]]
+JsonObject: TypeAlias = dict[str, JsonValue]
 
 
 class JsonArray(tuple["FrozenJsonValue", ...]):

@@ -39,23 +39,15 @@ import json
 import sys
 import types
 import typing
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import attrs
-from typing_extensions import TypeAlias
 
+from ._frozen import JsonObject, JsonValue
 from ._json import unstructure
 from ._rules import show
 
 __all__ = ["DRAFT", "JsonObject", "JsonValue", "SchemaError", "json_schema"]
-
-if TYPE_CHECKING:
-    JsonValue: TypeAlias = Union[
-        None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]
-    ]
-else:  # the recursive alias cannot be evaluated at runtime (get_type_hints)
-    JsonValue = Union[None, bool, int, float, str, list[Any], dict[str, Any]]
-JsonObject: TypeAlias = dict[str, JsonValue]
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 """The ``$schema`` of every schema `json_schema` returns."""

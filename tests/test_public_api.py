@@ -76,7 +76,7 @@ PINNED = [
 # What the `_` modules declare but keep inside the package (helpers for the host and the
 # plugin, not for mod authors).
 INTERNAL = {
-    "_frozen": {"FrozenJsonObject", "FrozenJsonValue", "JsonArray", "freeze", "freeze_object", "thaw", "thaw_object"},
+    "_frozen": {"FrozenJsonObject", "FrozenJsonValue", "JsonArray", "JsonObject", "JsonValue", "freeze", "freeze_object", "thaw", "thaw_object"},
     "_json": {"INT_RANGE", "converter", "load_json", "parse_json_text", "register_tagged", "structure", "unstructure"},
     "_rules": {
         "ID_PATTERN", "MAX_DEPTH", "Problem", "check_json_data", "close_match", "raise_problems", "show",
