@@ -1,10 +1,15 @@
 """Modules import each other without circles: host_sim's at run time (type-only imports
-aside), modular_sdk's at all, type-only imports included."""
+aside), modular_sdk's at all, type-only imports included. And host_sim is built in floors:
+records at the bottom, stores on them, lineage and traces on stores, sessions above; a
+folder imports only the floors below it (type-only imports too)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
+
+import pytest
 
 import host_sim
 import modular_sdk
@@ -88,3 +93,56 @@ def test_no_module_of_host_sim_imports_one_that_imports_it_back() -> None:
 
 def test_no_module_of_modular_sdk_imports_one_that_imports_it_back_even_for_types() -> None:
     assert cycles_of(SDK_ROOT, type_only=True) == []
+
+
+# -- floors --------------------------------------------------------------------------------
+
+BOTTOM: dict[str, str] = {
+    "host_sim.stores._records": "what a store keeps: sessions, turns, jobs, lineage nodes and edges",
+    "host_sim._host_made": "the metaclass of classes only the host instantiates",
+}
+"""Modules every floor builds on; they import nothing of host_sim."""
+
+MAY_IMPORT: dict[str, frozenset[str]] = {
+    "stores": frozenset(),
+    "lanes": frozenset(),
+    "models": frozenset({"lanes"}),
+    "lineage": frozenset({"stores"}),
+    "traces": frozenset({"stores"}),
+}
+"""For each lower floor, the other folders of host_sim it may import (besides `BOTTOM`)."""
+
+
+@functools.cache
+def floors_graph() -> dict[str, frozenset[str]]:
+    """host_sim's imports, type-only ones included (read once for the floor tests)."""
+    return {name: frozenset(targets) for name, targets in graph(type_only=True).items()}
+
+
+def floor(module: str) -> str:
+    """The folder of host_sim a module belongs to (``host_sim`` itself for the package)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+@pytest.mark.parametrize("module", sorted(BOTTOM))
+def test_a_bottom_module_imports_nothing_of_host_sim(module: str) -> None:
+    assert floors_graph()[module] == set()
+
+
+@pytest.mark.parametrize("folder", sorted(MAY_IMPORT))
+def test_a_floor_imports_only_the_floors_below_it(folder: str) -> None:
+    allowed = MAY_IMPORT[folder] | {folder}
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in floors_graph().items()
+        if floor(module) == folder
+        for target in targets
+        if target not in BOTTOM and floor(target) not in allowed
+    )
+    assert wrong == []
+
+
+def test_the_floors_are_folders_that_exist() -> None:
+    assert all((ROOT / folder / "__init__.py").exists() for folder in MAY_IMPORT)
+    assert all(module in floors_graph() for module in BOTTOM)

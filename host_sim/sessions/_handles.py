@@ -14,7 +14,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, final, overload
+from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 
 import attrs
 
@@ -38,6 +38,7 @@ from modular_sdk import (
 )
 from modular_sdk._rules import show, unstorable_text
 
+from .._host_made import NoPublicConstructor
 from ..lanes._calling import Actor, HandlerFrame
 from ..stores._records import ToolCallRecord
 from ..traces._errors import TraceError, UnknownTraceError
@@ -64,22 +65,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-C = TypeVar("C")
-
-
-class NoPublicConstructor(type):
-    """Metaclass refusing ``Cls(...)``: instances come from ``Cls._create(...)`` (host only)."""
-
-    def __call__(cls, *args: object, **kwargs: object) -> NoReturn:
-        raise InvalidArgumentError(
-            f"{cls.__module__}.{cls.__qualname__} has no public constructor; "
-            f"{(cls.__doc__ or '').strip().splitlines()[-1].strip()}",
-            argument=cls.__qualname__,
-            value=None,
-        )
-
-    def _create(cls: type[C], *args: Any, **kwargs: Any) -> C:
-        return super().__call__(*args, **kwargs)  # type: ignore[misc, no-any-return]
 
 
 @final

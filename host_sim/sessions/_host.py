@@ -40,13 +40,13 @@ from ..stores._memory import MemoryStore
 from ..stores._protocol import Store
 from ..stores._shared import SharedStore
 from ..stores._traces import TraceStore, recover_traces
-from ..traces._actions import ActionBook
 from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
 from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import ActionRecord, ActionStatus, PendingAction
 from ..stores._records import ErrorKind, Invocation, JobStatus, TurnRecord
 from ._across_hosts import HostsLink, replay_of
+from ._actions import ActionBook
 from ._completions import Completion, Completions, argument_values
 from ._engine import Engine, JobCall, ModTables, checked_now
 from ._events import CommandFinished, EventHub, EventStream

@@ -34,7 +34,8 @@ from ..stores._protocol import LogStore
 from ..stores._records import ErrorKind, JobRecord, JobStatus
 from ._job_errors import UnknownJobError
 from ._events import EventHub, JobFinished, JobStarted
-from ._handles import NoPublicConstructor, check_list_tags
+from .._host_made import NoPublicConstructor
+from ._handles import check_list_tags
 from ._ids import new_job_id
 from ._submission import Submission
 

@@ -28,7 +28,8 @@ from ..traces._errors import UnknownTraceError
 from ..traces._service import Traces
 from ..traces._types import ActionRecord, ActionStatus, PendingAction, TaskRef, Trace
 from ._events import EventStream, HostEvent, Lagged
-from ._handles import AiSessionsImpl, NoPublicConstructor, SessionHandle, TurnHandle
+from .._host_made import NoPublicConstructor
+from ._handles import AiSessionsImpl, SessionHandle, TurnHandle
 from ._jobs import Job, JobPage
 from ._scope import (
     Scope,

@@ -27,7 +27,7 @@ import attrs
 from modular_sdk import SessionId, TurnId
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 
-from ..lineage._types import LineageEdge, SessionNode
+from ._records import LineageEdge, SessionNode
 from ._invariants import ERASED_LABEL
 from ._records import Invocation, JobRecord, TurnRecord
 from ._traces import ActionOutcomeRecord, ProposedActionRecord, TraceOutputRecord

@@ -20,7 +20,7 @@ import attrs
 
 from modular_sdk import AiMessage, AiNotificationMessage, AiPromptMessage, SessionId
 
-from ..lineage._types import LineageArtifact, LineageEdge, SessionNode
+from ._records import LineageArtifact, LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION, Store
 from ._records import SessionRecord, StoredState, ToolCallRecord, TurnRecord

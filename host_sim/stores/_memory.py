@@ -12,7 +12,7 @@ import attrs
 
 from modular_sdk import SessionId, TurnId
 
-from ..lineage._types import LineageEdge, SessionNode
+from ._records import LineageEdge, SessionNode
 from ._erasure import PLACES, Erasure, Place, erase_rows
 from ._errors import StoreError
 from ._invariants import erased_call

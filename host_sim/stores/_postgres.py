@@ -73,7 +73,7 @@ import anyio.to_thread
 
 from modular_sdk import SerializationError, SessionId, TurnId
 
-from ..lineage._types import LineageEdge, SessionNode
+from ._records import LineageEdge, SessionNode
 from ._erasure import Erasure, statements
 from ._errors import StoreError
 from ._invariants import ERASED_LABEL

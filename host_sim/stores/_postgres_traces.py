@@ -47,7 +47,7 @@ from ._traces import (
 )
 
 if TYPE_CHECKING:
-    from ..lineage._types import LineageEdge, SessionNode
+    from ._records import LineageEdge, SessionNode
     from ._records import SessionRecord
 
 __all__ = ["TRACE_TABLES_SCHEMA", "PostgresTraces"]

@@ -1,4 +1,8 @@
-"""What a store keeps: one record per session, turn, command invocation and job.
+"""What a store keeps: one record per session, turn, command invocation and job, and the
+lineage graph's nodes and edges.
+
+The bottom floor of host_sim: it imports only modular_sdk, so stores, lineage, sessions and
+traces all build on it (`host_sim.lineage` re-exports the lineage records).
 
 Session records are written once and never change. A turn record is written when the
 turn starts (status ``running``, no ``finished_at``) and replaced once when it finishes;
@@ -10,7 +14,7 @@ from __future__ import annotations
 import types
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, TypeVar, get_args
 
 import attrs
 
@@ -20,25 +24,123 @@ from modular_sdk import (
     AiSessionDisplayMetadata,
     AiSessionLineage,
     Author,
+    InvalidArgumentError,
+    ModDefinitionError,
     SessionId,
     TurnId,
     TurnStatus,
 )
 
 from modular_sdk import ToolCallRecord
-
-from ..lineage._types import LineageEdge, SessionNode
+from modular_sdk._lineage import aware_datetime, non_negative_int
 
 __all__ = [
+    "HOST_RELATIONS",
+    "NATIVE_ARTIFACT_TYPES",
     "ErrorKind",
     "Invocation",
     "JobRecord",
     "JobStatus",
+    "LineageArtifact",
+    "LineageEdge",
+    "LineageRelation",
+    "SessionMetrics",
+    "SessionNode",
     "SessionRecord",
     "StoredState",
     "ToolCallRecord",
     "TurnRecord",
 ]
+
+# -- the lineage graph's records --------------------------------------------------------
+
+LineageRelation: TypeAlias = Literal[
+    "continued_from", "branched_from", "spawned_by", "used_result_of", "delegated_from", "planned_by"
+]
+"""How one session relates to another. Closed: consumers may switch on it exhaustively."""
+
+HOST_RELATIONS: tuple[LineageRelation, ...] = (
+    "continued_from",
+    "used_result_of",
+    "delegated_from",
+    "planned_by",
+)
+"""Relations an integrator records with ``add_edge``; the host records the other two."""
+
+NATIVE_ARTIFACT_TYPES: tuple[str, ...] = ("canvas_card", "job_result", "plan_step", "file", "checkpoint", "turn")
+"""Artifact types the host knows. The set is open: never switch exhaustively on it."""
+
+_RELATIONS: frozenset[str] = frozenset(get_args(LineageRelation))
+
+
+_S = TypeVar("_S", bound=str)
+
+
+def _relation(instance: object, attribute: attrs.Attribute[_S], value: _S) -> None:
+    if value not in _RELATIONS:
+        raise ModDefinitionError(
+            f"{type(instance).__name__}.{attribute.name} must be one of "
+            f"{sorted(_RELATIONS)!r}, got {value!r}",
+            field=attribute.name,
+            value=value,
+        )
+
+
+def _str(instance: object, attribute: attrs.Attribute[_S], value: _S) -> None:
+    if not isinstance(value, str):
+        raise InvalidArgumentError(  # a TypeError too, as before
+            f"{type(instance).__name__}.{attribute.name} must be a str, got {value!r}",
+            argument=attribute.name,
+            value=value,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class LineageArtifact:
+    """What was carried from one session to another. Immutable; ``type`` is open."""
+
+    type: str = attrs.field(validator=_str)
+    source_id: str = attrs.field(validator=_str)
+    label: str = attrs.field(validator=_str)
+
+
+@attrs.frozen(kw_only=True)
+class SessionMetrics:
+    """Aggregates stamped by ``complete_session``. Immutable."""
+
+    tool_calls: int = attrs.field(validator=non_negative_int)
+    token_usage: int = attrs.field(validator=non_negative_int)
+    duration_ms: int = attrs.field(validator=non_negative_int)
+    sessions_spawned: int = attrs.field(validator=non_negative_int)
+
+
+@attrs.frozen(kw_only=True)
+class SessionNode:
+    """A vertex of the lineage graph: one session. Immutable (completion makes a new one)."""
+
+    session_id: SessionId = attrs.field(validator=_str)
+    created_at: datetime = attrs.field(validator=aware_datetime)
+    summary: str | None = None
+    agent_id: str | None = None
+    completed_at: datetime | None = attrs.field(default=None, validator=attrs.validators.optional(aware_datetime))
+    metrics: SessionMetrics | None = None
+
+
+@attrs.frozen(kw_only=True)
+class LineageEdge:
+    """A typed relation from ``from_session_id`` to ``to_session_id``. Immutable.
+
+    Writing the same (from, to) pair again replaces the edge.
+    """
+
+    from_session_id: SessionId = attrs.field(validator=_str)
+    to_session_id: SessionId = attrs.field(validator=_str)
+    relation: LineageRelation = attrs.field(validator=_relation)
+    created_at: datetime = attrs.field(validator=aware_datetime)
+    artifact: LineageArtifact | None = None
+
+
+# -- the store's records ---------------------------------------------------------------
 
 ErrorKind: TypeAlias = Literal[
     "unknown_command", "denied", "handler_failed", "timeout", "model_failed", "invalid_input", "interrupted"

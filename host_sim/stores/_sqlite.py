@@ -68,7 +68,7 @@ from modular_sdk import (
 )
 from modular_sdk._json import structure, unstructure
 
-from ..lineage._types import LineageEdge, SessionNode
+from ._records import LineageEdge, SessionNode
 from ._erasure import Erasure, statements
 from ._errors import StoreError, StoreLockedError
 from ._invariants import ERASED_LABEL

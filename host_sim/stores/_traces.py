@@ -28,7 +28,7 @@ import attrs
 from modular_sdk import SessionId, TurnId
 from modular_sdk._frozen import FrozenJsonObject
 
-from ..lineage._types import LineageEdge, SessionNode
+from ._records import LineageEdge, SessionNode
 from ._invariants import Violation
 from ._records import SessionRecord
 

@@ -19,8 +19,8 @@ from modular_sdk import InvalidArgumentError, ModDefinitionError, SerializationE
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 from modular_sdk._rules import show, unstorable_text
 
-from ..lineage._types import LineageEdge, SessionNode
-from ..sessions._handles import NoPublicConstructor
+from ..stores._records import LineageEdge, SessionNode
+from .._host_made import NoPublicConstructor
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
 from ..stores._records import SessionRecord

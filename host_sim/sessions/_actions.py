@@ -30,22 +30,23 @@ from modular_sdk._frozen import freeze_object, thaw_object
 from modular_sdk._json import parse_json_text, structure, unstructure
 from modular_sdk._rules import show, unstorable_text
 
+from .._host_made import NoPublicConstructor
 from ..lanes._ext_host import HandlerFailed, call_handler
-from ..sessions._events import ToolCalled, ToolFinished
-from ..sessions._handles import AiContextImpl, NoPublicConstructor, SessionHandle
-from ..sessions._reply_tags import MAX_TAGS, scan_tags
-from ..sessions._ids import new_call_id
-from ..sessions._state import SessionState, TurnState
-from ..sessions._scope import scope_of
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
 from ..stores._traces import ActionOutcomeRecord, ProposedActionRecord, TraceStore
-from ._service import no_traces
-from ._types import ActionRecord, PendingAction
+from ..traces._service import no_traces
+from ..traces._types import ActionRecord, PendingAction
+from ._events import ToolCalled, ToolFinished
+from ._handles import AiContextImpl, SessionHandle
+from ._ids import new_call_id
+from ._reply_tags import MAX_TAGS, scan_tags
+from ._scope import scope_of
+from ._state import SessionState, TurnState
 
 if TYPE_CHECKING:
     from ..mcp._client import McpTools
-    from ..sessions._engine import Engine
+    from ._engine import Engine
 
 __all__ = ["ActionBook", "ActionContextImpl", "parse_actions"]
 
