@@ -1035,7 +1035,19 @@ class PostgresStore(PostgresTraces):
 
     async def deleted_at(self, session_id: SessionId) -> datetime | None:
         rows = await self._query("SELECT deleted_at FROM host_sim.deletions WHERE session_id = %s", (session_id,))
-        return datetime.fromisoformat(str(rows[0][0])) if rows else None
+        if not rows:
+            return None
+        try:
+            when: datetime | None = datetime.fromisoformat(str(rows[0][0]))
+        except ValueError:
+            when = None
+        if when is None or when.utcoffset() is None:
+            raise self._fail(
+                f"holds an unreadable deletions row ({session_id!r}): a time column must be ISO 8601 text "
+                f"with its offset, got {rows[0][0]!r}",
+                "the row was edited by hand; run 'host-sim fsck --store DSN' on it",
+            )
+        return when
 
     async def index_version(self) -> int | None:
         """The `INDEX_VERSION` the index was built with, or ``None``."""

@@ -153,6 +153,24 @@ def test_every_read_is_served_by_an_index(postgres_dsn: str, name: str) -> None:
     assert scanned == [], plan
 
 
+@pytest.mark.parametrize("stamp", ["yesterday", "2026-01-01T00:00:00"], ids=["not-iso", "naive"])
+def test_a_damaged_deletion_time_is_a_store_error(postgres_dsn: str, stamp: str) -> None:
+    anyio.run(_open_and_close, postgres_dsn)
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:  # by hand: a time no host writes
+        conn.execute("INSERT INTO host_sim.deletions (session_id, deleted_at) VALUES ('s-1', %s)", (stamp,))
+
+    async def read() -> None:
+        store = PostgresStore(postgres_dsn)
+        await store.open()
+        try:
+            with pytest.raises(StoreError, match=r"unreadable deletions row \('s-1'\).*ISO 8601 text with its offset"):
+                await store.deleted_at(SessionId("s-1"))
+        finally:
+            await store.close()
+
+    anyio.run(read)
+
+
 async def stored(dsn: str) -> StoredState:
     """Everything the database holds, read by a store that is closed again."""
     store = PostgresStore(dsn)
