@@ -9,6 +9,7 @@ import pytest
 
 from host_sim import Host
 from modular_sdk import (
+    HostClosedError,
     InvalidArgumentError,
     ManifestBuildError,
     Mod,
@@ -43,10 +44,14 @@ async def test_a_cancelled_host_block_does_not_leak_an_exception_group() -> None
 async def test_a_host_is_entered_once() -> None:
     host = Host()
     async with host:
-        pass
-    with pytest.raises(RuntimeError, match="entered once"):
+        with pytest.raises(HostClosedError, match="entered once") as while_open:
+            async with host:
+                pass
+    assert isinstance(while_open.value, RuntimeError) and while_open.value.state == "open"
+    with pytest.raises(HostClosedError, match="entered once") as closed:
         async with host:
             pass
+    assert closed.value.state == "closed"
 
 
 async def test_a_closed_host_refuses_use_with_a_clear_message() -> None:

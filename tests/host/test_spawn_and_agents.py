@@ -18,6 +18,7 @@ from modular_sdk import (
     CommandTrigger,
     EffectContext,
     ModMetadata,
+    ModularError,
     RootLineage,
     SlashCommandContext,
     SpawnContextError,
@@ -270,7 +271,13 @@ async def test_an_agent_spawn_is_a_root_session_configured_by_the_agent() -> Non
 
 @pytest.mark.anyio
 async def test_an_unknown_agent_is_refused_naming_the_declared_ones() -> None:
+    caught: list[LookupError] = []
+
     async def ask(argument: str | None, ctx: SlashCommandContext) -> str:
+        try:
+            ctx.ai.agents.get("reviewr")
+        except LookupError as refused:  # what AiAgents.get documents
+            caught.append(refused)
         await ctx.ai.agents.get("reviewr").spawn()
         return "unreachable"
 
@@ -286,3 +293,5 @@ async def test_an_unknown_agent_is_refused_naming_the_declared_ones() -> None:
         assert out.error is not None
         assert "no agent 'reviewr'; did you mean 'reviewer'?" in out.error
         assert "'helper'" in out.error
+        [refused] = caught
+        assert isinstance(refused, ModularError) and getattr(refused, "agent_id", None) == "reviewr"
