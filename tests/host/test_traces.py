@@ -381,7 +381,7 @@ async def test_a_version_3_store_made_before_traces_gets_their_tables(tmp_path: 
 @given(
     origin=st.sampled_from(["task", "chat"]),
     task=st.none() | st.builds(lambda s, i: f"{s}:{i}", st.text("abc", min_size=1, max_size=3), st.text(min_size=1, max_size=5)),
-    snapshot=st.dictionaries(st.text(max_size=5), st.none() | st.integers() | st.text(max_size=5), max_size=3),
+    snapshot=st.dictionaries(st.text(max_size=5), st.none() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=5), max_size=3),  # JSON from outside holds 64-bit ints (API §19)
     outputs=st.lists(st.tuples(st.text(min_size=1, max_size=6), st.none() | st.text("0123456789abcdef", min_size=7, max_size=7)), max_size=4),
 )
 def test_a_trace_round_trips_through_the_one_converter(
