@@ -266,10 +266,11 @@ class Engine:
         # Traces (host_sim/traces), set by the host. ``link_session`` writes a new session
         # and its trace link in one transaction (a fork or spawn joins its parent's trace);
         # ``after_turn`` records what a completed turn's reply proposed (mod actions);
-        # ``report_output`` is what ``ctx.report_output`` calls.
+        # ``report_output`` is what ``ctx.report_output`` calls (session, kind, output id, and
+        # the turn and session position of the handler's frame).
         self.link_session: Callable[[SessionRecord, SessionNode, LineageEdge | None, str | None], Awaitable[None]] | None = None
         self.after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None
-        self.report_output: Callable[[SessionId, str, str], Awaitable[None]] | None = None
+        self.report_output: Callable[[SessionId, str, str, TurnId | None, int | None], Awaitable[None]] | None = None
 
     async def close(self) -> None:
         """Cancel every turn still running or queued (in whatever task sent it) and wait until

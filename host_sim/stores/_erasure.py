@@ -156,13 +156,15 @@ PLACES: Final[tuple[Place, ...]] = (
         rows=("turn", "session"),
         kept=("action_id", "state", "decided_at", "decided_by", "session_id", "turn_id"),
     ),
-    # What a deleted session reported as an output (its kind is the mod's label for it).
+    # What a tool reported as an output during a planned turn, what a command typed where a
+    # planned turn was asked reported, and every output of a deleted session (its kind is
+    # the mod's label for it).
     Place(
         table="trace_outputs",
         record=TraceOutputRecord,
         erased=(("kind", ERASED_LABEL),),
-        rows=("session",),
-        kept=("output_id", "trace_id", "session_id", "created_at"),  # an output id is how commits find it
+        rows=("turn", "position", "session"),
+        kept=("output_id", "trace_id", "session_id", "created_at", "turn_id", "position"),  # an output id is how commits find it
     ),
     # The summary a deleted (agent) session completed with.
     Place(

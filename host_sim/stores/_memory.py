@@ -575,6 +575,8 @@ class MemoryStore:
         created_at: datetime,
         chat_trace: TraceRecord,
         event_id: str | None = None,
+        turn_id: TurnId | None = None,
+        position: int | None = None,
     ) -> None:
         """Link an output to its session's trace (a new chat trace when it has none)."""
         self._check_open()
@@ -591,7 +593,8 @@ class MemoryStore:
                 tr.put_link(TraceLinkRecord(session_id=session_id, trace_id=chat_trace.id, created_at=created_at))
                 trace_id = chat_trace.id
             output = TraceOutputRecord(
-                output_id=output_id, trace_id=trace_id, session_id=session_id, kind=kind, created_at=created_at
+                output_id=output_id, trace_id=trace_id, session_id=session_id, kind=kind, created_at=created_at,
+                turn_id=turn_id, position=position,
             )
             tr.outputs[output_id] = output
             tr.outputs_of.setdefault(trace_id, []).append(output)

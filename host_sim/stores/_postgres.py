@@ -328,6 +328,28 @@ CREATE OR REPLACE TRIGGER action_outcomes_never_change BEFORE UPDATE ON host_sim
         AND (NEW.reason IS NOT DISTINCT FROM OLD.reason OR NEW.reason = '{ERASED_LABEL}')))
     EXECUTE FUNCTION host_sim.refuse('a decision about an action never changes (except to lose its reason, erased)');
 """
+# Erasure is total (API.md section 19): a trace output keeps the turn whose tool reported it
+# and the session position where the command that reported it was typed, so that forgetting
+# that turn erases it; it changes once more only to lose its kind. Made with a new store, and
+# when a host opens a store made before (its trace outputs rule does not name turn_id).
+_OUTPUTS_SCHEMA: Final = f"""
+ALTER TABLE host_sim.trace_outputs ADD COLUMN IF NOT EXISTS turn_id text;
+ALTER TABLE host_sim.trace_outputs ADD COLUMN IF NOT EXISTS position integer;
+CREATE INDEX IF NOT EXISTS trace_outputs_by_turn ON host_sim.trace_outputs (turn_id) WHERE turn_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS trace_outputs_by_position ON host_sim.trace_outputs (session_id, position)
+    WHERE position IS NOT NULL;
+CREATE OR REPLACE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.trace_outputs FOR EACH ROW
+    WHEN (NOT (
+        NEW.kind = '{ERASED_LABEL}' AND NEW.output_id = OLD.output_id AND NEW.trace_id = OLD.trace_id
+        AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at AND NEW.seq = OLD.seq
+        AND NEW.turn_id IS NOT DISTINCT FROM OLD.turn_id AND NEW.position IS NOT DISTINCT FROM OLD.position))
+    EXECUTE FUNCTION host_sim.refuse('a trace output never changes (except to be erased)');
+"""
+_HAS_OUTPUTS_SCHEMA: Final = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
+    "AND t.tgname = 'trace_outputs_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%turn_id%%')"
+)
 _HAS_RECORD_SCHEMA: Final = (
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
     "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
@@ -1564,6 +1586,7 @@ class PostgresStore(PostgresTraces):
                         )
                     for statement in _statements(
                         _SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA + _ERASURE_RULES + _EVENT_LOG + _RECORD_SCHEMA
+                        + _OUTPUTS_SCHEMA
                     ):
                         conn.execute(statement, ())
                     conn.execute(
@@ -1594,6 +1617,9 @@ class PostgresStore(PostgresTraces):
                         conn.execute(statement, ())
                 if self._create and not conn.execute(_HAS_RECORD_SCHEMA, ()).fetchone()[0]:
                     for statement in _statements(_RECORD_SCHEMA):  # a store made before tool calls and decisions were kept
+                        conn.execute(statement, ())
+                if self._create and not conn.execute(_HAS_OUTPUTS_SCHEMA, ()).fetchone()[0]:
+                    for statement in _statements(_OUTPUTS_SCHEMA):  # a store made before outputs kept their turn
                         conn.execute(statement, ())
         except StoreError:
             raise

@@ -89,6 +89,9 @@ async def echo(argument: str | None, ctx: SlashCommandContext) -> str:
 
 
 async def recall(payload: Note, ctx: ToolContext) -> str:
+    """Recalls a note; one whose text says 'report' is also reported as an output of that kind."""
+    if "report" in payload.text:
+        await ctx.report_output(kind=f"recalled {payload.text}", output_id=f"rec-{secrets.token_hex(4)}")
     return f"recalled {payload.text}"
 
 
@@ -137,11 +140,16 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
     """The marker, through every public path that stores text."""
     traces = isinstance(host._store, TraceStore)
     chat = await host.sessions.create()
-    typed = await host.submit(chat, f"/echo typed {marker}")  # a command: its argument and text
+    # A command typed where turn 0 is asked: its argument and text, and the output it reports.
+    typed = await host.submit(chat, f"/echo out typed-{marker}" if traces else f"/echo typed {marker}")
     assert typed.error is None
-    first = await host.submit(chat, f"prompt {marker}")  # turn 0: prompt, a tool call, reply, a proposed action
+    # Turn 0: prompt, a tool call (reporting an output), reply, a proposed action.
+    first = await host.submit(chat, f"prompt report {marker}")
     assert first.turn is not None and first.error is None
     assert marker in repr(first.turn.tool_calls)
+    if traces:
+        outputs_now = await outputs_of(host)
+        assert f"typed-{marker}" in outputs_now and f"recalled prompt report {marker}" in outputs_now
     await host.lineage.retract(first.turn.id, reason=f"wrong {marker}")  # a retraction's reason (and its event)
     job = await host.start(chat, f"/echo job {marker}")  # a command run as a job
     assert (await job.wait()).error is None
@@ -177,6 +185,13 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
     failed = await host.submit(chat, f"fail {marker}")  # the model's error quotes the prompt
     assert failed.turn is not None and failed.error is not None and marker in failed.error
     return Planted(chat=chat.id, fork=fork.id, first_turn=first.turn.id, failed_turn=failed.turn.id, action_ids=action_ids)
+
+
+async def outputs_of(host: Host) -> str:
+    """Every trace output the host's store keeps, as text."""
+    store = host._store
+    assert isinstance(store, TraceStore)
+    return repr((await store.read_traces()).outputs)
 
 
 def _turn_text(turn: TurnHandle) -> str:
@@ -299,7 +314,7 @@ async def test_a_forgotten_turn_leaves_no_copy_of_its_text_in_any_read_out_or_by
     store, where = make_store(kind, tmp_path, request)
     async with Host(mods=[MOD], model=ScriptedModel(respond), store=store()) as host:
         elsewhere = await host.sessions.create()
-        await host.submit(elsewhere, f"prompt {other}")
+        await host.submit(elsewhere, f"prompt report {other}")  # its tool reports an output that forget leaves
         planted = await plant(host, marker, outputs=False)
         before = await read_outs(host, planted)
         assert all(marker in before[name] for name in ("log(chat)", "log(fork)", "jobs", "notifications", "lineage page"))
@@ -311,10 +326,17 @@ async def test_a_forgotten_turn_leaves_no_copy_of_its_text_in_any_read_out_or_by
                 await host.confirm(action_id)
             assert refused.value.action_id == action_id
         assert other in await host.transcript(elsewhere)
+        assert f"recalled prompt report {other}" in await outputs_of(host)
     reopened = store()
     async with Host(mods=[MOD], model=ScriptedModel(respond), store=reopened) as host:  # what is durable
         check_read_outs(await read_outs(host, planted), marker)
         assert check(await reopened.read_all()) == []  # the structure is whole: fsck finds nothing
+    assert await survivors(kind, where, reopened, marker) == []
+    reopened = store()
+    async with Host(mods=[MOD], model=ScriptedModel(respond), store=reopened) as host:  # and deleting after forgetting
+        await host.sessions.delete(planted.chat)
+        check_read_outs(await read_outs(host, planted), marker)
+        assert f"recalled prompt report {other}" in await outputs_of(host)
     assert await survivors(kind, where, reopened, marker) == []
 
 
@@ -420,6 +442,10 @@ CREATE TRIGGER actions_never_change BEFORE UPDATE ON actions BEGIN SELECT RAISE(
 DROP TRIGGER trace_outputs_never_change;
 CREATE TRIGGER trace_outputs_never_change BEFORE UPDATE ON trace_outputs BEGIN SELECT RAISE(ABORT, 'a trace output never changes'); END;
 ALTER TABLE actions DROP COLUMN erased_at;
+DROP INDEX trace_outputs_by_turn;
+DROP INDEX trace_outputs_by_position;
+ALTER TABLE trace_outputs DROP COLUMN turn_id;
+ALTER TABLE trace_outputs DROP COLUMN position;
 """
 
 
@@ -430,7 +456,7 @@ async def test_a_sqlite_store_made_before_erasure_reached_actions_and_errors_is_
     path = tmp_path / "older.sqlite"
     async with Host(mods=[MOD], model=ScriptedModel(respond), store=SqliteStore(path)) as host:
         chat = await host.sessions.create()
-        first = await host.submit(chat, f"prompt {marker}")
+        first = await host.submit(chat, f"prompt report {marker}")
         failed = await host.submit(chat, f"fail {marker}")
         assert first.turn is not None and failed.turn is not None and len(first.actions) == 1
     conn = sqlite3.connect(path)
@@ -440,13 +466,24 @@ async def test_a_sqlite_store_made_before_erasure_reached_actions_and_errors_is_
     await reader.open()
     found = await reader.get_action(first.actions[0].id)
     assert found is not None and found[0].erased_at is None
+    assert [(o.turn_id, o.position) for o in (await reader.read_traces()).outputs] == [(None, None)]
     await reader.close()
+    later = f"mk{secrets.token_hex(8)}"
     async with Host(mods=[MOD], model=ScriptedModel(respond), store=SqliteStore(path)) as host:
         await host.lineage.forget(first.turn.id, dry_run=False)
         await host.lineage.forget(failed.turn.id, dry_run=False)
         assert await host.pending_actions(chat.id) == []
         assert marker not in await host.transcript(chat.id)
-    assert sqlite_survivors(str(path), marker) == []
+        # An output reported before outputs kept their turn is reached by its session only;
+        # one reported now is reached by its turn.
+        assert f"recalled prompt report {marker}" in await outputs_of(host)
+        other = await host.sessions.create()
+        second = await host.submit(other, f"prompt report {later}")
+        assert second.turn is not None and f"recalled prompt report {later}" in await outputs_of(host)
+        await host.lineage.forget(second.turn.id, dry_run=False)
+        assert later not in await outputs_of(host)
+        await host.sessions.delete(chat.id)
+    assert sqlite_survivors(str(path), marker) == [] and sqlite_survivors(str(path), later) == []
 
 
 Step = tuple[str, int]  # (what, which session: an index into the sessions made so far)
@@ -620,6 +657,7 @@ CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR E
         AND NEW.error IS NOT DISTINCT FROM OLD.error))
     EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once, to be forgotten)');
 ALTER TABLE host_sim.actions DROP COLUMN erased_at;
+ALTER TABLE host_sim.trace_outputs DROP COLUMN turn_id, DROP COLUMN position;
 """
 
 
