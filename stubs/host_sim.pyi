@@ -774,7 +774,7 @@ class Provenance:
 @final
 class RecordingModel:
     """A model that answers with ``inner`` and writes every call to the cassette at ``path``."""
-    def __init__(self, inner: Model, path: str | os.PathLike[str]) -> None: ...
+    def __init__(self, inner: Model, path: str | os.PathLike[str], *, max_reply_bytes: int = 1000000) -> None: ...
     @property
     def name(self) -> str:
         """``inner``'s name: sessions report the model they would have without the recording."""
@@ -782,7 +782,7 @@ class RecordingModel:
     def path(self) -> str:
         """The cassette being written."""
     async def respond(self, request: ModelRequest) -> str | ToolCall:
-        """``inner``'s answer (or error), after appending the call to the cassette."""
+        """``inner``'s answer (or error), after appending the call to the cassette (a reply"""
 
 
 @final
