@@ -1189,6 +1189,7 @@ class Erasure:
     positions: frozenset[tuple[SessionId, int]] = frozenset()
     commands: frozenset[tuple[SessionId, str]] = frozenset()
     sessions: frozenset[SessionId] = frozenset()
+    errors: frozenset[tuple[str, str]] = frozenset()
 
 
 class StoreError(ModularError, RuntimeError):

@@ -416,10 +416,13 @@ class Engine:
 
     def erased(self, records: Sequence[TurnRecord]) -> None:
         """This host erased ``records`` (forget, delete): its live sessions say so, and one
-        ``turn_erased`` event per turn says so to subscribers (earlier events stay as they were)."""
+        ``turn_erased`` event per erased turn says so to subscribers (earlier events stay as
+        they were). A record without ``erased_at`` is a turn that lost only its error (it
+        quoted erased text): no event, it was not erased."""
         self.apply_erasure(records)
         for record in records:
-            self.events.publish(_turn_erased(record))
+            if record.erased_at is not None:
+                self.events.publish(_turn_erased(record))
 
     def apply_retraction(self, record: TurnRecord, first: bool) -> None:
         """A retraction, made true of the live sessions this host holds; ``first``: this call

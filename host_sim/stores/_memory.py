@@ -13,7 +13,7 @@ import attrs
 from modular_sdk import SessionId, TurnId
 
 from ..lineage._types import LineageEdge, SessionNode
-from ._erasure import PLACES, Erasure, Place, erase_rows
+from ._erasure import PLACES, Erasure, Place, erase_record, erase_rows
 from ._errors import StoreError
 from ._invariants import erased_call
 from ._protocol import INDEX_VERSION
@@ -262,7 +262,16 @@ class MemoryStore:
         for end in {e.from_session_id for e in edges} | {e.to_session_id for e in edges}:
             if end not in self._sessions:
                 raise StoreError(f"no session {end!r} is stored; an edge joins two stored sessions")
-        for turn in turns:
+        place = next(p for p in PLACES if p.table == "turns")
+        quoted: list[TurnRecord] = []  # turns that keep their text but lose an error quoting erased text
+        for table, turn_id in erasure.errors:
+            old = self._turns.get(TurnId(turn_id)) if table == "turns" else None
+            if old is not None and old.status == "running":
+                raise StoreError(f"cannot erase the error of turn {turn_id!r}: it is still running")
+            new = None if old is None else erase_record(place, old, erasure)
+            if new is not None:
+                quoted.append(new)
+        for turn in (*turns, *quoted):
             self._turns[turn.id] = turn
             own = self._turns_of[turn.session_id]
             own[bisect.bisect_left(own, turn.ordinal, key=_ordinal)] = turn

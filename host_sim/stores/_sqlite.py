@@ -351,11 +351,33 @@ BEGIN SELECT RAISE(ABORT, 'a decision about an action never changes (except to l
 
 # Erasure is total (API.md section 19): a trace output keeps the turn whose tool reported it
 # and the session position where the command that reported it was typed, so that forgetting
-# that turn erases it; it changes once more only to lose its kind. Run by a writer whose
-# trace outputs rule does not name turn_id (after `_ERASURE_RULES`); a reader reads the
-# columns as absent (NULL: reached by its session only).
+# that turn erases it; it changes once more only to lose its kind. A finished turn may also
+# lose only its error, which quoted erased text (a later failed turn whose model saw a
+# forgotten one). Run by a writer whose trace outputs rule does not name turn_id or whose
+# turns rule does not allow that (after `_ERASURE_RULES` and `_RETRACTION_17`); a reader
+# reads the columns as absent (NULL: reached by its session only).
 _OUTPUT_COLUMNS_19: Final = "ALTER TABLE trace_outputs ADD COLUMN turn_id TEXT;\nALTER TABLE trace_outputs ADD COLUMN position INTEGER;\n"
-_OUTPUTS_19: Final = f"""
+_ERASURE_19: Final = f"""
+DROP TRIGGER IF EXISTS finished_turns_never_change;
+CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
+WHEN OLD.status != 'running' AND NOT (
+    NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
+    AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
+    AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at AND NEW.finished_at IS OLD.finished_at
+    AND ((
+        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
+        AND NEW.retracted_at IS OLD.retracted_at AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
+    ) OR (
+        OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
+        AND NEW.message = OLD.message AND NEW.reply IS OLD.reply AND NEW.error IS OLD.error
+        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls
+    ) OR (
+        OLD.error IS NOT NULL AND NEW.error = '{ERASED_LABEL}' AND NEW.message = OLD.message
+        AND NEW.reply IS OLD.reply AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls
+        AND NEW.retracted_at IS OLD.retracted_at AND NEW.retraction_reason IS OLD.retraction_reason
+    ))
+)
+BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once to be forgotten, once to be retracted, to lose a quoted error)'); END;
 CREATE INDEX IF NOT EXISTS trace_outputs_by_turn ON trace_outputs (turn_id) WHERE turn_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS trace_outputs_by_position ON trace_outputs (session_id, position) WHERE position IS NOT NULL;
 DROP TRIGGER IF EXISTS trace_outputs_never_change;
@@ -1181,8 +1203,8 @@ class SqliteStore:
     def _prepare_record(self, conn: sqlite3.Connection) -> None:
         """Give a writer's store made before tool calls, retraction and decisions were part of
         the record (API.md section 17) their columns and rules (`_RECORD_17`,
-        `_RETRACTION_17`, `_DECISIONS_17`), and trace outputs where they were reported
-        (`_OUTPUTS_19`); a reader reads them as absent (no calls, not retracted, no one who
+        `_RETRACTION_17`, `_DECISIONS_17`), and trace outputs where they were reported and
+        turns that lose a quoted error (`_ERASURE_19`); a reader reads them as absent (no calls, not retracted, no one who
         decided, no reason, no turn or position)."""
         if self._read_only:
             return
@@ -1196,11 +1218,18 @@ class SqliteStore:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(action_outcomes)")}
         if "reason" not in columns:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _DECISIONS_17 + "COMMIT;")
-        rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'trace_outputs_never_change'").fetchone()
-        if rule is None or "turn_id" not in str(rule[0]):
+        rules = dict(
+            conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
+                "AND name IN ('trace_outputs_never_change', 'finished_turns_never_change')"
+            ).fetchall()
+        )
+        if "turn_id" not in str(rules.get("trace_outputs_never_change")) or "quoted error" not in str(
+            rules.get("finished_turns_never_change")
+        ):
             columns = {row[1] for row in conn.execute("PRAGMA table_info(trace_outputs)")}
             added = "" if "turn_id" in columns else _OUTPUT_COLUMNS_19
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _OUTPUTS_19 + "COMMIT;")
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _ERASURE_19 + "COMMIT;")
 
     def _prepare_traces(self, conn: sqlite3.Connection) -> None:
         """Give a writer's store the trace tables (a version-3 store made before traces gets

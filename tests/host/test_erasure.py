@@ -82,9 +82,12 @@ async def save_note(payload: Note, ctx: ActionContext) -> str:
 
 
 async def echo(argument: str | None, ctx: SlashCommandContext) -> str:
-    """``/echo out KIND`` reports an output of that kind; anything else is echoed."""
+    """``/echo out KIND`` reports an output of that kind; ``/echo boom TEXT`` fails quoting
+    TEXT; anything else is echoed."""
     if argument is not None and argument.startswith("out "):
         await ctx.report_output(kind=argument[4:], output_id=f"chg-{secrets.token_hex(4)}")
+    if argument is not None and argument.startswith("boom "):
+        raise RuntimeError(f"cannot echo {argument[5:]!r}")
     return f"echo: {argument}"
 
 
@@ -106,9 +109,11 @@ MOD = define_mod(
 def respond(request: ModelRequest) -> str | ToolCall:
     """Replies quoting the prompt and proposing a note of it, after recalling it with a tool
     call (its input and output quote it); a prompt with 'fail' fails, the model's error
-    quoting it (as real model errors do)."""
+    quoting it (as real model errors do); 'fail quoting' fails quoting the history."""
     if request.text.startswith("prompt ") and not request.tool_results:
         return ToolCall(name="recall", input={"text": request.text})
+    if request.text == "fail quoting":  # the model's error quotes the conversation it was given
+        raise RuntimeError(f"the model refused a conversation of {[entry.text for entry in request.history]!r}")
     if "fail" in request.text:
         raise RuntimeError(f"the model refused {request.text!r}")
     payload = json.dumps({"text": request.text})
@@ -134,6 +139,7 @@ class Planted:
     first_turn: str
     failed_turn: str
     action_ids: list[str]
+    quoting_turn: str = ""
 
 
 async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = None) -> Planted:
@@ -150,6 +156,12 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
     if traces:
         outputs_now = await outputs_of(host)
         assert f"typed-{marker}" in outputs_now and f"recalled prompt report {marker}" in outputs_now
+    # The turn after it fails, its model's error quoting the conversation (turn 0's prompt),
+    # and so does a job like it: their own text has no marker, their errors do.
+    quoting = await host.submit(chat, "fail quoting")
+    assert quoting.turn is not None and quoting.error is not None and marker in quoting.error
+    quoting_job = await (await host.start(chat, "fail quoting")).wait()
+    assert quoting_job.error is not None and marker in quoting_job.error
     await host.lineage.retract(first.turn.id, reason=f"wrong {marker}")  # a retraction's reason (and its event)
     job = await host.start(chat, f"/echo job {marker}")  # a command run as a job
     assert (await job.wait()).error is None
@@ -184,7 +196,10 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
                     await anyio.sleep(0.01)
     failed = await host.submit(chat, f"fail {marker}")  # the model's error quotes the prompt
     assert failed.turn is not None and failed.error is not None and marker in failed.error
-    return Planted(chat=chat.id, fork=fork.id, first_turn=first.turn.id, failed_turn=failed.turn.id, action_ids=action_ids)
+    return Planted(
+        chat=chat.id, fork=fork.id, first_turn=first.turn.id, failed_turn=failed.turn.id, action_ids=action_ids,
+        quoting_turn=quoting.turn.id,
+    )
 
 
 async def outputs_of(host: Host) -> str:
@@ -319,6 +334,8 @@ async def test_a_forgotten_turn_leaves_no_copy_of_its_text_in_any_read_out_or_by
         before = await read_outs(host, planted)
         assert all(marker in before[name] for name in ("log(chat)", "log(fork)", "jobs", "notifications", "lineage page"))
         await host.lineage.forget(planted.first_turn, dry_run=False)
+        quoting = await host.sessions.turn(planted.quoting_turn)  # not forgotten: it failed; its error quoted turn 0
+        assert (quoting.status, quoting.message.text, quoting.error, quoting.erased_at) == ("failed", "fail quoting", "(erased)", None)  # type: ignore[union-attr]
         await host.lineage.forget(planted.failed_turn, dry_run=False)
         check_read_outs(await read_outs(host, planted), marker)
         for action_id in planted.action_ids:
@@ -642,6 +659,42 @@ async def test_forgetting_a_failed_turn_erases_the_model_error_that_quoted_its_p
     async with Host(mods=[MOD], model=ScriptedModel(respond), store=store()) as host:
         turn = await host.sessions.turn(failed.turn.id)
         assert (turn.status, turn.error) == ("failed", "(erased)")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_forget_erases_the_errors_that_quote_the_forgotten_text_and_no_other_error(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store, _ = make_store(kind, tmp_path, request)
+    async with Host(mods=[MOD], model=ScriptedModel(respond), store=store()) as host:
+        chat = await host.sessions.create()
+        before = await host.submit(chat, "fail before it was asked")  # failed before: its model never saw it
+        first = await host.submit(chat, "p the forgotten prompt")
+        assert first.turn is not None and before.turn is not None
+        fork = await chat.fork()
+        in_fork = await host.submit(fork, "fail quoting")  # a fork's failed turn whose model saw it
+        command = await host.submit(chat, "/echo boom p the forgotten prompt")  # a command error quoting it verbatim
+        assert command.error is not None and "p the forgotten prompt" in command.error
+        elsewhere = await host.sessions.create()
+        unrelated = await host.submit(elsewhere, "fail quoting")  # another session's: never saw it
+        assert in_fork.turn is not None and unrelated.turn is not None
+        turns = {"in fork": in_fork.turn.id, "before": before.turn.id, "unrelated": unrelated.turn.id}
+        await host.lineage.forget(first.turn.id, dry_run=False)
+
+        async def check_errors(host: Host) -> None:
+            assert (await host.sessions.turn(turns["in fork"])).error == "(erased)"
+            kept = (await host.sessions.turn(turns["before"])).error
+            assert kept is not None and kept.endswith("the model refused 'fail before it was asked'")
+            kept = (await host.sessions.turn(turns["unrelated"])).error
+            assert kept is not None and kept.endswith("the model refused a conversation of []")
+            (invocation,) = [e for e in await host.log(chat.id) if not isinstance(e, TurnHandle)]
+            assert "forgotten" not in repr((invocation.error, invocation.text))
+            assert invocation.argument == "boom p the forgotten prompt"  # what was typed is no error: it stays
+            assert "forgotten" not in await host.transcript(fork.id)
+
+        await check_errors(host)
+    async with Host(mods=[MOD], model=ScriptedModel(respond), store=store()) as host:
+        await check_errors(host)
 
 
 _OLD_POSTGRES_RULES = """
