@@ -217,7 +217,8 @@ ERASED_BY_STORE: Final[Mapping[str, str]] = {
     "events": "the event log (PostgreSQL, API.md section 13): an event row is JSON of any kind, so the "
     "store erases the rows of erased turns, of erased commands and of deleted sessions in the "
     "erasure's own transaction (stores/_postgres.py, _ERASE_EVENTS), and a row written after an "
-    "erasure erases itself in its own",
+    "erasure erases itself in its own; so do the errors of turns and commands that quoted erased "
+    "text (_ERASE_QUOTED_TURN_EVENTS, _ERASE_NEW_QUOTED_EVENTS)",
 }
 """Tables a store erases itself, in the erasure's transaction, and how."""
 

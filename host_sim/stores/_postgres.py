@@ -502,6 +502,17 @@ _ERASE_NEW_COMMAND_EVENTS: Final = (
     f"'error', {_BLANK.format('error')}))::text FROM host_sim.deletions d "
     "WHERE e.seq >= %s AND e.kind = 'command_finished' AND e.session_id = d.session_id"
 )
+_ERASE_NEW_QUOTED_EVENTS: Final = (  # rows just written about a turn that lost a quoted error meanwhile
+    f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
+    "FROM host_sim.turns t WHERE e.seq >= %s AND e.kind = 'turn_finished' AND e.turn_id = t.id "
+    f"AND t.erased_at IS NULL AND t.error = '{ERASED_LABEL}' AND e.event::jsonb->>'error' IS NOT NULL"
+)
+_ERASE_NEW_ERASED_COMMAND_EVENTS: Final = (  # rows just written about a command erased meanwhile (forget, a quoted error)
+    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
+    f"'error', {_BLANK.format('error')}))::text FROM host_sim.invocations i "
+    "WHERE e.seq >= %s AND e.kind = 'command_finished' AND i.id = e.event::jsonb->>'invocation_id' "
+    "AND (i.erased_at IS NOT NULL OR i.error = '')"
+)
 _ERASE_QUOTED_TURN_EVENTS: Final = (  # the turn_finished rows of turns whose error quoted erased text
     f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
     "WHERE e.turn_id = ANY(%s) AND e.kind = 'turn_finished' AND e.event::jsonb->>'error' IS NOT NULL"
@@ -1317,6 +1328,8 @@ class PostgresStore(PostgresTraces):
                     ).fetchone()[0]
                     conn.execute(_ERASE_NEW_EVENTS, (first,))  # an erasure never leaves text behind in a row
                     conn.execute(_ERASE_NEW_COMMAND_EVENTS, (first,))
+                    conn.execute(_ERASE_NEW_QUOTED_EVENTS, (first,))
+                    conn.execute(_ERASE_NEW_ERASED_COMMAND_EVENTS, (first,))
                     conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
             except self._psycopg.Error as exc:
                 raise self._database_error(exc, "could not write events") from exc

@@ -697,6 +697,42 @@ async def test_forget_erases_the_errors_that_quote_the_forgotten_text_and_no_oth
         await check_errors(host)
 
 
+async def test_on_postgresql_an_event_row_written_after_an_erasure_holds_none_of_what_it_erased(
+    request: pytest.FixtureRequest,
+) -> None:
+    """A host writes its event rows from an outbox: a row made before an erasure may be
+    written after it, and then erases itself in its own transaction (an erased command's
+    text, a quoted error)."""
+    from host_sim.sessions._across_hosts import event_row
+    from host_sim.sessions._events import CommandFinished, HostEvent, TurnFinished
+
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    marker = f"mk{secrets.token_hex(8)}"
+    async with Host(mods=[MOD], model=ScriptedModel(respond), store=PostgresStore(dsn)) as host:
+        chat = await host.sessions.create()
+        typed = await host.submit(chat, f"/echo typed {marker}")  # typed where the forgotten turn is asked
+        first = await host.submit(chat, f"p {marker}")
+        quoting = await host.submit(chat, "fail quoting")
+        assert typed.error is None and first.turn is not None and quoting.turn is not None
+        (invocation,) = [e for e in await host.log(chat.id) if not isinstance(e, TurnHandle)]
+        await host.lineage.forget(first.turn.id, dry_run=False)
+        at = first.turn.started_at
+        late: list[HostEvent] = [
+            CommandFinished(
+                seq=0, at=at, invocation_id=invocation.id, session_id=chat.id, command_id="echo",
+                text=f"echo: typed {marker}", error=None, job_id=None,
+            ),
+            TurnFinished(
+                seq=0, at=at, session_id=chat.id, turn_id=quoting.turn.id, status="failed", reply=None,
+                error=f"the model refused a conversation of ['p {marker}']",
+            ),
+        ]  # fmt: skip
+        store = host._store
+        assert isinstance(store, PostgresStore)
+        await store.append_events([event_row(e) for e in late])
+    assert postgres_survivors(dsn, marker) == []
+
+
 _OLD_POSTGRES_RULES = """
 DROP TRIGGER actions_never_change ON host_sim.actions;
 CREATE TRIGGER actions_never_change BEFORE UPDATE ON host_sim.actions
