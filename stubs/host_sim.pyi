@@ -91,7 +91,7 @@ class TraceStore(Protocol):
         """Write a new trace (and its task) with their index rows; refuses a task ref another trace holds."""
     async def create_linked_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None) -> None:
         """`Store.create_session`, and in the same transaction the session's trace link."""
-    async def add_output(self, *, output_id: str, session_id: SessionId, kind: str, created_at: datetime, chat_trace: TraceRecord, event_id: str | None = None) -> None:
+    async def add_output(self, *, output_id: str, session_id: SessionId, kind: str, created_at: datetime, chat_trace: TraceRecord, event_id: str | None = None, turn_id: TurnId | None = None, position: int | None = None) -> None:
         """Link an output to the trace of its session, in one transaction."""
     async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
         """Record the first commit of an output (a later one is ignored: never overwritten)."""
@@ -593,7 +593,7 @@ class MemoryStore:
         """Keep a new trace and its task; refuses a taken trace id or task ref."""
     async def create_linked_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None) -> None:
         """`create_session`, and the session's trace link with it (all or nothing)."""
-    async def add_output(self, *, output_id: str, session_id: SessionId, kind: str, created_at: datetime, chat_trace: TraceRecord, event_id: str | None = None) -> None:
+    async def add_output(self, *, output_id: str, session_id: SessionId, kind: str, created_at: datetime, chat_trace: TraceRecord, event_id: str | None = None, turn_id: TurnId | None = None, position: int | None = None) -> None:
         """Link an output to its session's trace (a new chat trace when it has none)."""
     async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
         """Keep the first commit of a stored output (a later one is ignored)."""
@@ -774,7 +774,7 @@ class Provenance:
 @final
 class RecordingModel:
     """A model that answers with ``inner`` and writes every call to the cassette at ``path``."""
-    def __init__(self, inner: Model, path: str | os.PathLike[str]) -> None: ...
+    def __init__(self, inner: Model, path: str | os.PathLike[str], *, max_reply_bytes: int = 1000000) -> None: ...
     @property
     def name(self) -> str:
         """``inner``'s name: sessions report the model they would have without the recording."""
@@ -782,7 +782,7 @@ class RecordingModel:
     def path(self) -> str:
         """The cassette being written."""
     async def respond(self, request: ModelRequest) -> str | ToolCall:
-        """``inner``'s answer (or error), after appending the call to the cassette."""
+        """``inner``'s answer (or error), after appending the call to the cassette (a reply"""
 
 
 @final
@@ -1101,7 +1101,7 @@ class SqliteStore:
         """Write a trace and its task with their index rows, in one transaction."""
     async def create_linked_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None) -> None:
         """`create_session` and the session's trace link (given, or its parent's), in one transaction."""
-    async def add_output(self, *, output_id: str, session_id: SessionId, kind: str, created_at: datetime, chat_trace: TraceRecord, event_id: str | None = None) -> None:
+    async def add_output(self, *, output_id: str, session_id: SessionId, kind: str, created_at: datetime, chat_trace: TraceRecord, event_id: str | None = None, turn_id: TurnId | None = None, position: int | None = None) -> None:
         """Link an output to its session's trace (a new chat trace when it has none), in one transaction."""
     async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
         """Record an output's first commit (a later one is ignored), in one transaction."""
@@ -1189,6 +1189,7 @@ class Erasure:
     positions: frozenset[tuple[SessionId, int]] = frozenset()
     commands: frozenset[tuple[SessionId, str]] = frozenset()
     sessions: frozenset[SessionId] = frozenset()
+    errors: frozenset[tuple[str, str]] = frozenset()
 
 
 class StoreError(ModularError, RuntimeError):

@@ -30,6 +30,7 @@ class HandlerFrame:
     call_id: str | None = None
     turn_id: TurnId | None = None  # a tool's: the turn whose model called it
     session_id: SessionId | None = None  # the session a slash command or tool runs in
+    position: int | None = None  # a slash command's: its session's next ordinal when it was run
     running_sessions: frozenset[SessionId] = frozenset()  # turns this handler runs inside
     running_turns: frozenset[TurnId] = frozenset()
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from modular_sdk import InvalidArgumentError, SessionId, TurnId, UnknownTurnError
+from modular_sdk import AiNotificationMessage, InvalidArgumentError, SessionId, TurnId, UnknownTurnError
 from modular_sdk._rules import show, unstorable_text
 
 from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
@@ -112,9 +112,12 @@ async def find_turn(store: Store, turn_or_message_id: object) -> TurnRecord:
     return found
 
 
-async def _forward(store: Store, turn: TurnRecord) -> tuple[list[TurnRecord], list[TurnRecord], Provenance]:
+async def _forward(
+    store: Store, turn: TurnRecord
+) -> tuple[list[TurnRecord], list[TurnRecord], Provenance, list[TurnRecord]]:
     """The one walk behind `forward` and `forget`: holders breadth-first, then what rests on
-    the turn; and the turns still running that will (or the turn itself, if it runs)."""
+    the turn; the turns still running that will (or the turn itself, if it runs); and the
+    later turns that failed with an error after their model saw it (an error may quote it)."""
     holders = [turn.session_id]
     level = [turn.session_id]
     while level:  # breadth-first over forks that inherit the turn; iterative, any depth
@@ -127,12 +130,14 @@ async def _forward(store: Store, turn: TurnRecord) -> tuple[list[TurnRecord], li
         holders += following
         level = following
     resting: list[TurnRecord] = []
+    failed: list[TurnRecord] = []
     running = [turn] if turn.status == "running" else []
     if turn.status == "completed":  # a model sees completed turns only
         for session_id in holders:
             later = await store.turns_since(session_id, turn.ordinal + 1)
             resting += (t for t in later if t.status == "completed")
             running += (t for t in later if t.status == "running")
+            failed += (t for t in later if t.status not in ("completed", "running") and t.error is not None)
     spawns = tuple(s.id for s in await store.spawned_during(turn.id))
     edges = tuple(await store.find_edges("turn", turn.id))
     provenance = Provenance(
@@ -142,7 +147,7 @@ async def _forward(store: Store, turn: TurnRecord) -> tuple[list[TurnRecord], li
         spawns=spawns,
         edges=edges,
     )
-    return running, resting, provenance
+    return running, resting, provenance, failed
 
 
 async def forward(store: Store, turn_or_message_id: object) -> Provenance:
@@ -202,12 +207,69 @@ async def _refuse_running(
             )
 
 
+_QUOTE_MIN: Final = 8
+"""Erased text shorter than this (characters) is too common to tell a quote of it in an error."""
+
+
+def _texts(turn: TurnRecord) -> list[str]:
+    """The text of a turn an error may quote: what was asked (a notification's title and body) and the reply."""
+    message = turn.message
+    found = [turn.reply or ""]
+    if isinstance(message, AiNotificationMessage):
+        found += [message.title, message.body or ""]
+    else:
+        found.append(message.text)
+    return [t for t in found if len(t) >= _QUOTE_MIN]
+
+
+async def _quoting(
+    store: Store,
+    log: LogStore | None,
+    planned: Sequence[TurnRecord],
+    failed: Iterable[TurnRecord],
+    sessions: Iterable[SessionId],
+) -> frozenset[tuple[str, str]]:
+    """The ``(table, id)`` of the errors an erasure of ``planned`` erases while their rows
+    keep their own text: every ``failed`` turn (its model saw a planned turn; a model error
+    quotes what it was given) and the jobs that ran them, and each turn, invocation and job
+    of ``sessions`` whose error holds a planned turn's text verbatim."""
+    from ..stores._invariants import ERASED_LABEL
+
+    skip = {t.id for t in planned}
+    texts = {x for t in planned if t.erased_at is None for x in _texts(t)}
+
+    def quotes(error: str | None) -> bool:
+        return error is not None and error != ERASED_LABEL and any(x in error for x in texts)
+
+    found: set[tuple[str, str]] = {("turns", t.id) for t in failed if t.id not in skip and t.error not in (None, ERASED_LABEL)}
+    for session_id in dict.fromkeys(sessions):
+        if texts:
+            found.update(("turns", t.id) for t in await store.get_turns(session_id) if t.id not in skip and quotes(t.error))
+        if log is None:
+            continue
+        if texts:
+            found.update(("invocations", i.id) for i in await log.invocations_of(session_id) if quotes(i.error))
+        before: int | None = None
+        while True:  # the session's jobs, newest first, a page at a time
+            jobs, before = await log.page_jobs(session_id, None, {}, 500, before)
+            found.update(
+                ("jobs", j.id)
+                for j in jobs
+                if (("turns", j.turn_id) in found and j.error not in (None, ERASED_LABEL)) or quotes(j.error)
+            )
+            if before is None:
+                break
+    return frozenset(found)
+
+
 async def _erase(
     store: Store,
     log: LogStore | None,
     turns: Iterable[TurnRecord],
     edges: Iterable[LineageEdge],
     *,
+    failed: Iterable[TurnRecord] = (),
+    sessions: Iterable[SessionId] = (),
     deleted: Iterable[SessionId] = (),
     now: Callable[[], datetime],
     applied: Callable[[Sequence[TurnRecord]], None],
@@ -218,12 +280,18 @@ async def _erase(
     Planned turns lose their text (those not erased already), the artifacts citing them
     their labels; the commands typed where they were asked, the jobs that ran them, the
     actions their replies proposed, and everything of the ``deleted`` sessions lose theirs.
+    The errors that quote that text lose it too (`_quoting`: the ``failed`` turns that saw
+    a planned turn, and what quotes it verbatim in the reached ``sessions``); the host is
+    told of those turns as well (``applied`` gets them with their error erased and no
+    ``erased_at``).
     """
     from ..stores._erasure import Erasure
     from ..stores._invariants import ERASED_LABEL, erased
 
     at = now()
     planned = list(turns)
+    failed = list(failed)
+    errors = await _quoting(store, log, planned, failed, sessions)
     records = tuple(erased(t, at) for t in planned if t.erased_at is None)
     citing = {(e.from_session_id, e.to_session_id): e for e in edges}
     for record in records:  # a fork anchored at a resting turn cites it: its label is derived from it
@@ -250,11 +318,18 @@ async def _erase(
         positions=positions,
         commands=frozenset(commands),
         sessions=frozenset(deleted),
+        errors=errors,
     )
     await store.erase(erasure)
     if log is not None and not isinstance(store, LogStore):  # a log kept apart from the store (MemoryLog)
         await log.erase(erasure)
-    applied(records)
+    erased_ids = {t.id for t in records}
+    quoted: list[TurnRecord] = []
+    for table, row_id in sorted(errors):
+        found = await store.find_turn(row_id) if table == "turns" and row_id not in erased_ids else None
+        if found is not None:
+            quoted.append(found)
+    applied((*records, *quoted))
 
 
 async def delete_session(
@@ -273,9 +348,11 @@ async def delete_session(
     edges: dict[tuple[SessionId, SessionId], LineageEdge] = {}
     holders: dict[SessionId, None] = {session_id: None}
     running: list[TurnRecord] = []
+    failed: dict[TurnId, TurnRecord] = {}
     for turn in own:
-        busy, resting, provenance = await _forward(store, turn)
+        busy, resting, provenance, later_failed = await _forward(store, turn)
         running += busy
+        failed.update((t.id, t) for t in later_failed)
         holders.update(dict.fromkeys(provenance.sessions))
         for record in (turn, *resting):
             planned.setdefault(record.id, record)
@@ -286,7 +363,10 @@ async def delete_session(
             if edge.relation in HOST_RELATIONS and edge.artifact is not None:
                 edges[edge.from_session_id, edge.to_session_id] = edge
     await _refuse_running(log, running, holders, f"deleting session {session_id!r}")
-    await _erase(store, log, planned.values(), edges.values(), deleted=(session_id,), now=now, applied=applied)
+    await _erase(
+        store, log, planned.values(), edges.values(), failed=failed.values(), sessions=holders, deleted=(session_id,),
+        now=now, applied=applied,
+    )
 
 
 async def forget(
@@ -310,7 +390,7 @@ async def forget(
     if not isinstance(dry_run, bool):
         raise InvalidArgumentError(f"dry_run must be True or False, got {dry_run!r}", argument="dry_run", value=dry_run)
     turn = await find_turn(store, turn_or_message_id)
-    running, resting, provenance = await _forward(store, turn)
+    running, resting, provenance, failed = await _forward(store, turn)
     planned = [turn, *resting]
     plan = ErasurePlan(
         of=provenance.of,
@@ -323,5 +403,7 @@ async def forget(
     if dry_run:
         return plan
     await _refuse_running(log, running, provenance.sessions, f"forgetting turn {turn.id!r}")
-    await _erase(store, log, planned, provenance.edges, now=now, applied=applied)
+    await _erase(
+        store, log, planned, provenance.edges, failed=failed, sessions=provenance.sessions, now=now, applied=applied
+    )
     return attrs.evolve(plan, edges=tuple(await store.find_edges("turn", turn.id)))

@@ -171,17 +171,28 @@ class RecordingModel:
     Making one starts a new cassette (an existing file is replaced); each answered call
     appends one line, so a run cut short leaves the calls made so far. Errors ``inner``
     raises are recorded too and replayed as such. A call cut off by the host's
-    ``model_timeout`` is not recorded. Replay the cassette with `ReplayModel`::
+    ``model_timeout`` is not recorded. A reply longer than ``max_reply_bytes`` (UTF-8; pass
+    the host's ``Host(max_reply_bytes=...)``, whose default it shares) is handed to the
+    host, which fails the turn, and recorded as an error saying so, never as its text, so no
+    byte of a reply the host refused is written. Replay the cassette with `ReplayModel`::
 
         model = RecordingModel(OpenAIModel("llama3.2", base_url="http://localhost:11434/v1"),
                                "tests/cassettes/task.jsonl")
 
-    Raises `InvalidArgumentError` when ``inner`` is not a model or the cassette's folder
-    does not exist.
+    Raises `InvalidArgumentError` when ``inner`` is not a model, the cassette's folder does
+    not exist or ``max_reply_bytes`` is not an int >= 1.
     """
 
-    def __init__(self, inner: Model, path: str | os.PathLike[str]) -> None:
+    def __init__(self, inner: Model, path: str | os.PathLike[str], *, max_reply_bytes: int = 1_000_000) -> None:
         self._inner = _check_model(inner)
+        if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int) or max_reply_bytes < 1:
+            raise InvalidArgumentError(
+                f"max_reply_bytes must be an int >= 1 (bytes of UTF-8), got {max_reply_bytes!r}; pass the "
+                "host's Host(max_reply_bytes=...), e.g. max_reply_bytes=1_000_000",
+                argument="max_reply_bytes",
+                value=max_reply_bytes,
+            )
+        self._max_reply_bytes = max_reply_bytes
         self._path = _check_path("RecordingModel", path)
         if not self._path.parent.is_dir():
             raise InvalidArgumentError(
@@ -212,16 +223,30 @@ class RecordingModel:
         return str(self._path)
 
     def __repr__(self) -> str:
-        return f"RecordingModel({self._inner!r}, {str(self._path)!r})"
+        limit = "" if self._max_reply_bytes == 1_000_000 else f", max_reply_bytes={self._max_reply_bytes}"
+        return f"RecordingModel({self._inner!r}, {str(self._path)!r}{limit})"
 
     async def respond(self, request: ModelRequest) -> str | ToolCall:
-        """``inner``'s answer (or error), after appending the call to the cassette."""
+        """``inner``'s answer (or error), after appending the call to the cassette (a reply
+        over ``max_reply_bytes`` as an error: the host refuses it)."""
         try:
             reply: str | ToolCall = await self._inner.respond(request)
         except Exception as exc:
             self._append(request, exc)
             raise
-        self._append(request, reply)
+        size = len(reply.encode("utf-8", "surrogatepass")) if isinstance(reply, str) else 0
+        if size > self._max_reply_bytes:
+            limit = self._max_reply_bytes
+            self._append(
+                request,
+                ModelError(
+                    f"the model's reply was {size} bytes, over the limit of {limit} bytes "
+                    f"(max_reply_bytes={limit}); the host refused it and it was not recorded",
+                    model=self._inner.name,
+                ),
+            )
+        else:
+            self._append(request, reply)
         return reply
 
     def _append(self, request: ModelRequest, reply: str | ToolCall | BaseException) -> None:

@@ -49,7 +49,7 @@ from modular_sdk import ModularError, SerializationError
 from modular_sdk._json import structure, unstructure
 
 from ..stores._errors import StoreError
-from ..stores._invariants import interrupted
+from ..stores._invariants import ERASED_LABEL, interrupted
 from ..stores._protocol import Store
 from ..stores._records import TurnRecord
 from ..stores._shared import EventRow, SharedStore
@@ -113,7 +113,7 @@ async def erased_elsewhere(engine: Engine, session: SessionState, generation: in
     current: SessionState | None = session
     while current is not None:
         for record in await store.get_turns(current.id):
-            if record.erased_at is not None:
+            if record.erased_at is not None or record.error == ERASED_LABEL:  # erased, or lost a quoted error
                 apply_erasure(current, record)
         current.deleted_at = current.deleted_at or await engine.log.deleted_at(current.id)
         current = current.parent

@@ -241,7 +241,7 @@ class Engine:
         erasure_generation: int = 0,
         link_session: Callable[[SessionRecord, SessionNode, LineageEdge | None, str | None], Awaitable[None]] | None = None,
         after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None,
-        report_output: Callable[[SessionId, str, str], Awaitable[None]] | None = None,
+        report_output: Callable[[SessionId, str, str, TurnId | None, int | None], Awaitable[None]] | None = None,
     ) -> None:
         self.tables = tables
         self.model = model
@@ -270,7 +270,8 @@ class Engine:
         # Traces (host_sim/traces), passed by the host. ``link_session`` writes a new session
         # and its trace link in one transaction (a fork or spawn joins its parent's trace);
         # ``after_turn`` records what a completed turn's reply proposed (mod actions);
-        # ``report_output`` is what ``ctx.report_output`` calls.
+        # ``report_output`` is what ``ctx.report_output`` calls (session, kind, output id, and
+        # the turn and session position of the handler's frame).
         self.link_session = link_session
         self.after_turn = after_turn
         self.report_output = report_output
@@ -419,10 +420,13 @@ class Engine:
 
     def erased(self, records: Sequence[TurnRecord]) -> None:
         """This host erased ``records`` (forget, delete): its live sessions say so, and one
-        ``turn_erased`` event per turn says so to subscribers (earlier events stay as they were)."""
+        ``turn_erased`` event per erased turn says so to subscribers (earlier events stay as
+        they were). A record without ``erased_at`` is a turn that lost only its error (it
+        quoted erased text): no event, it was not erased."""
         self.apply_erasure(records)
         for record in records:
-            self.events.publish(_turn_erased(record))
+            if record.erased_at is not None:
+                self.events.publish(_turn_erased(record))
 
     def apply_retraction(self, record: TurnRecord, first: bool) -> None:
         """A retraction, made true of the live sessions this host holds; ``first``: this call

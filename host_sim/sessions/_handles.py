@@ -586,7 +586,7 @@ class SlashCommandContextImpl(_Context, metaclass=NoPublicConstructor):
 
     async def report_output(self, *, kind: str, output_id: str) -> None:
         """Report an output this handler produced; the host links it to this session's trace."""
-        await _report_output(self._session, kind, output_id)
+        await _report_output(self._session, self._frame, kind, output_id)
 
 
 @final
@@ -631,7 +631,7 @@ class ToolContextImpl(_Context, metaclass=NoPublicConstructor):
 
     async def report_output(self, *, kind: str, output_id: str) -> None:
         """Report an output this handler produced; the host links it to this session's trace."""
-        await _report_output(self._session, kind, output_id)
+        await _report_output(self._session, self._frame, kind, output_id)
 
 
 @final
@@ -679,7 +679,9 @@ def _trace_arg(trace: object, actor: Actor) -> str | None:
     return trace
 
 
-async def _report_output(session: SessionHandle, kind: str, output_id: str) -> None:
+async def _report_output(session: SessionHandle, frame: HandlerFrame, kind: str, output_id: str) -> None:
+    """Link an output to ``session``'s trace, with where ``frame`` ran (a tool's turn, a
+    command's session position), so that forgetting that turn erases it."""
     engine = session._engine
     engine.check_open(f"report output {show(output_id)}")
     if engine.report_output is None:
@@ -687,4 +689,4 @@ async def _report_output(session: SessionHandle, kind: str, output_id: str) -> N
             "this engine links no outputs (it was not made by a Host); call report_output in a "
             "handler a Host runs"
         )
-    await engine.report_output(session.id, kind, output_id)
+    await engine.report_output(session.id, kind, output_id, frame.turn_id, frame.position)

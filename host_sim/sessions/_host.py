@@ -568,7 +568,9 @@ class Host:
                 state.last_invocation_at = invocation.started_at
             submission = Submission(kind="command", text="", error="cancelled before it finished", error_kind="handler_failed")
             try:
-                submission = await self._run_command(engine, mod, command_id, label, run, state, argument, scope)
+                submission = await self._run_command(
+                    engine, mod, command_id, label, run, state, argument, scope, position=invocation.position
+                )
             finally:
                 done = attrs.evolve(
                     invocation,
@@ -603,13 +605,19 @@ class Host:
         state: SessionState | None,
         argument: str | None,
         scope: Scope | None = None,
+        *,
+        position: int | None = None,
     ) -> Submission:
+        """Run a command's handler; ``position`` is where in its session it was typed (the
+        frame carries it, so what the handler reports is erased with a turn asked there)."""
         try:
             await engine.before(f"command:{command_id}", None if state is None else state.id, USER, owner=mod)
         except ModularError as denied:
             return Submission(kind="command", text=str(denied), error=str(denied), error_kind="denied")
         if state is not None:
-            frame = HandlerFrame(mod_id=mod.id, kind="command", command_id=command_id, session_id=state.id)
+            frame = HandlerFrame(
+                mod_id=mod.id, kind="command", command_id=command_id, session_id=state.id, position=position
+            )
             ctx: object = SlashCommandContextImpl._create(engine=engine, session=state, frame=frame)
             args: tuple[object, ...] = (argument, ctx)
         else:

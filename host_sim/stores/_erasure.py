@@ -58,7 +58,11 @@ class Erasure:
     ``erased_at`` = ``at``) and ``edges`` the rewritten edges citing them; ``turn_ids`` every
     planned turn; ``positions`` their ``(session, ordinal)``; ``commands`` the
     ``(session, typed text)`` of the commands typed at those positions; ``sessions`` the
-    deleted sessions, every row of which loses its text.
+    deleted sessions, every row of which loses its text; ``errors`` the ``(table, id)`` of
+    rows that keep their own text but lose their error, which quotes erased text (a later
+    failed turn whose model saw a planned turn, a turn, invocation or job of a reached
+    session whose error holds a planned turn's text): the fields a place lists as
+    ``quoted``.
     """
 
     at: datetime
@@ -68,6 +72,7 @@ class Erasure:
     positions: frozenset[tuple[SessionId, int]] = frozenset()
     commands: frozenset[tuple[SessionId, str]] = frozenset()
     sessions: frozenset[SessionId] = frozenset()
+    errors: frozenset[tuple[str, str]] = frozenset()
 
 
 @attrs.frozen(kw_only=True)
@@ -79,6 +84,8 @@ class Place:
     erasure's time (a row stamped before is left as it is); ``kept``: every other field,
     none of which holds text from outside the host (ids, times, statuses, structure). A
     record field that is in none of these is a field nobody decided about: a test fails.
+    ``quoted``: the erased fields a row named in `Erasure.errors` (by its ``id``) loses,
+    becoming what ``erased`` says, unstamped (its error, and what repeats it).
     """
 
     table: str
@@ -87,6 +94,7 @@ class Place:
     rows: tuple[Key, ...]
     stamp: str | None = None
     kept: tuple[str, ...] = ()
+    quoted: tuple[str, ...] = ()
 
 
 PLACES: Final[tuple[Place, ...]] = (
@@ -111,6 +119,7 @@ PLACES: Final[tuple[Place, ...]] = (
             "id", "session_id", "ordinal", "message_id", "author", "runner_id", "status", "started_at", "finished_at",
             "retracted_at",
         ),  # fmt: skip
+        quoted=("error",),  # a later failed turn's model error quoting its history
     ),
     # The label of an artifact citing a planned turn (a fork's anchor), and of every edge an
     # integrator gave a deleted session (add_edge).
@@ -129,6 +138,7 @@ PLACES: Final[tuple[Place, ...]] = (
         rows=("position", "session"),
         stamp="erased_at",
         kept=("id", "session_id", "mod_id", "command_id", "author", "started_at", "finished_at", "error_kind", "position"),
+        quoted=("text", "error"),  # a failed command's text is its error
     ),
     # A job's submitted text and what it gave (the reply, or an error quoting it).
     Place(
@@ -137,6 +147,7 @@ PLACES: Final[tuple[Place, ...]] = (
         erased=(("text", ""), ("result", ""), ("error", ERASED_LABEL)),
         rows=("turn", "command", "session"),
         kept=("id", "session_id", "status", "created_at", "finished_at", "kind", "error_kind", "turn_id"),
+        quoted=("result", "error"),  # a failed job's result is its error
     ),
     # An action a planned turn's reply proposed: its payload (pending or decided).
     Place(
@@ -156,13 +167,15 @@ PLACES: Final[tuple[Place, ...]] = (
         rows=("turn", "session"),
         kept=("action_id", "state", "decided_at", "decided_by", "session_id", "turn_id"),
     ),
-    # What a deleted session reported as an output (its kind is the mod's label for it).
+    # What a tool reported as an output during a planned turn, what a command typed where a
+    # planned turn was asked reported, and every output of a deleted session (its kind is
+    # the mod's label for it).
     Place(
         table="trace_outputs",
         record=TraceOutputRecord,
         erased=(("kind", ERASED_LABEL),),
-        rows=("session",),
-        kept=("output_id", "trace_id", "session_id", "created_at"),  # an output id is how commits find it
+        rows=("turn", "position", "session"),
+        kept=("output_id", "trace_id", "session_id", "created_at", "turn_id", "position"),  # an output id is how commits find it
     ),
     # The summary a deleted (agent) session completed with.
     Place(
@@ -204,7 +217,8 @@ ERASED_BY_STORE: Final[Mapping[str, str]] = {
     "events": "the event log (PostgreSQL, API.md section 13): an event row is JSON of any kind, so the "
     "store erases the rows of erased turns, of erased commands and of deleted sessions in the "
     "erasure's own transaction (stores/_postgres.py, _ERASE_EVENTS), and a row written after an "
-    "erasure erases itself in its own",
+    "erasure erases itself in its own; so do the errors of turns and commands that quoted erased "
+    "text (_ERASE_QUOTED_TURN_EVENTS, _ERASE_NEW_QUOTED_EVENTS)",
 }
 """Tables a store erases itself, in the erasure's transaction, and how."""
 
@@ -231,12 +245,27 @@ _R = TypeVar("_R")
 def erase_record(place: Place, record: _R, erasure: Erasure) -> _R | None:
     """``record`` (a row of ``place``) as the erasure leaves it, or ``None`` when it does not reach it."""
     if "record" in place.rows or not _hits(place, record, erasure):
-        return None
+        return _unquoted(place, record, erasure)
     if place.stamp is not None and getattr(record, place.stamp) is not None:
         return None
     changes: dict[str, object] = {name: value for name, value in place.erased if getattr(record, name) is not None}
     if place.stamp is not None:
         changes[place.stamp] = erasure.at
+    if not changes:
+        return None
+    new: _R = attrs.evolve(record, **changes)  # type: ignore[misc]  # every place's record is an attrs class
+    return new
+
+
+def _unquoted(place: Place, record: _R, erasure: Erasure) -> _R | None:
+    """``record`` without its ``quoted`` fields when the erasure names it in ``errors``, else ``None``."""
+    if not place.quoted or (place.table, getattr(record, "id", None)) not in erasure.errors:
+        return None
+    changes = {
+        name: value
+        for name, value in place.erased
+        if name in place.quoted and getattr(record, name) is not None and getattr(record, name) != value
+    }
     if not changes:
         return None
     new: _R = attrs.evolve(record, **changes)  # type: ignore[misc]  # every place's record is an attrs class
@@ -277,6 +306,17 @@ def statements(
         head = f"UPDATE {prefix}{place.table} SET {', '.join(sets)} WHERE "
         for where, values in _selections(place, erasure, mark):
             out.append((head + where + unstamped, (*params, *values)))
+    for place in PLACES:  # rows that keep their text but lose an error quoting erased text
+        ids = sorted(i for table, i in erasure.errors if table == place.table)
+        if not place.quoted or place.table not in present or not ids:
+            continue
+        quoted = [(name, value) for name, value in place.erased if name in place.quoted]
+        sets = [f"{name} = CASE WHEN {name} IS NULL THEN NULL ELSE {mark} END" for name, _ in quoted]
+        params = [encode(place.table, name, value) for name, value in quoted]
+        head = f"UPDATE {prefix}{place.table} SET {', '.join(sets)} WHERE id IN "
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            out.append((head + "(" + ", ".join(mark for _ in chunk) + ")", (*params, *chunk)))
     return out
 
 

@@ -13,7 +13,7 @@ import attrs
 from modular_sdk import SessionId, TurnId
 
 from ._records import LineageEdge, SessionNode
-from ._erasure import PLACES, Erasure, Place, erase_rows
+from ._erasure import PLACES, Erasure, Place, erase_record, erase_rows
 from ._errors import StoreError
 from ._invariants import erased_call
 from ._protocol import INDEX_VERSION
@@ -262,7 +262,16 @@ class MemoryStore:
         for end in {e.from_session_id for e in edges} | {e.to_session_id for e in edges}:
             if end not in self._sessions:
                 raise StoreError(f"no session {end!r} is stored; an edge joins two stored sessions")
-        for turn in turns:
+        place = next(p for p in PLACES if p.table == "turns")
+        quoted: list[TurnRecord] = []  # turns that keep their text but lose an error quoting erased text
+        for table, turn_id in erasure.errors:
+            old = self._turns.get(TurnId(turn_id)) if table == "turns" else None
+            if old is not None and old.status == "running":
+                raise StoreError(f"cannot erase the error of turn {turn_id!r}: it is still running")
+            new = None if old is None else erase_record(place, old, erasure)
+            if new is not None:
+                quoted.append(new)
+        for turn in (*turns, *quoted):
             self._turns[turn.id] = turn
             own = self._turns_of[turn.session_id]
             own[bisect.bisect_left(own, turn.ordinal, key=_ordinal)] = turn
@@ -575,6 +584,8 @@ class MemoryStore:
         created_at: datetime,
         chat_trace: TraceRecord,
         event_id: str | None = None,
+        turn_id: TurnId | None = None,
+        position: int | None = None,
     ) -> None:
         """Link an output to its session's trace (a new chat trace when it has none)."""
         self._check_open()
@@ -591,7 +602,8 @@ class MemoryStore:
                 tr.put_link(TraceLinkRecord(session_id=session_id, trace_id=chat_trace.id, created_at=created_at))
                 trace_id = chat_trace.id
             output = TraceOutputRecord(
-                output_id=output_id, trace_id=trace_id, session_id=session_id, kind=kind, created_at=created_at
+                output_id=output_id, trace_id=trace_id, session_id=session_id, kind=kind, created_at=created_at,
+                turn_id=turn_id, position=position,
             )
             tr.outputs[output_id] = output
             tr.outputs_of.setdefault(trace_id, []).append(output)

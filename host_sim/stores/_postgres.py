@@ -328,6 +328,57 @@ CREATE OR REPLACE TRIGGER action_outcomes_never_change BEFORE UPDATE ON host_sim
         AND (NEW.reason IS NOT DISTINCT FROM OLD.reason OR NEW.reason = '{ERASED_LABEL}')))
     EXECUTE FUNCTION host_sim.refuse('a decision about an action never changes (except to lose its reason, erased)');
 """
+# Erasure is total (API.md section 19): a trace output keeps the turn whose tool reported it
+# and the session position where the command that reported it was typed, so that forgetting
+# that turn erases it; it changes once more only to lose its kind. A finished turn may also
+# lose only its error, which quoted erased text (a later failed turn whose model saw a
+# forgotten one). Made with a new store, and when a host opens a store made before (its
+# trace outputs rule does not name turn_id, or its turns rule does not allow that).
+_ERASURE_SCHEMA_19: Final = f"""
+CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
+    WHEN (OLD.status <> 'running' AND NOT (
+        NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
+        AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
+        AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
+        AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND NEW.owner IS NOT DISTINCT FROM OLD.owner
+        AND NEW.seq = OLD.seq
+        AND ((
+            OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
+            AND NEW.retracted_at IS NOT DISTINCT FROM OLD.retracted_at
+            AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
+        ) OR (
+            OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
+            AND NEW.message = OLD.message AND NEW.reply IS NOT DISTINCT FROM OLD.reply
+            AND NEW.error IS NOT DISTINCT FROM OLD.error AND NEW.erased_at IS NOT DISTINCT FROM OLD.erased_at
+            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls
+        ) OR (
+            OLD.error IS NOT NULL AND NEW.error = '{ERASED_LABEL}' AND NEW.message = OLD.message
+            AND NEW.reply IS NOT DISTINCT FROM OLD.reply AND NEW.erased_at IS NOT DISTINCT FROM OLD.erased_at
+            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls
+            AND NEW.retracted_at IS NOT DISTINCT FROM OLD.retracted_at
+            AND NEW.retraction_reason IS NOT DISTINCT FROM OLD.retraction_reason
+        ))))
+    EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once to be forgotten, once to be retracted, to lose a quoted error)');
+ALTER TABLE host_sim.trace_outputs ADD COLUMN IF NOT EXISTS turn_id text;
+ALTER TABLE host_sim.trace_outputs ADD COLUMN IF NOT EXISTS position integer;
+CREATE INDEX IF NOT EXISTS trace_outputs_by_turn ON host_sim.trace_outputs (turn_id) WHERE turn_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS trace_outputs_by_position ON host_sim.trace_outputs (session_id, position)
+    WHERE position IS NOT NULL;
+CREATE OR REPLACE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.trace_outputs FOR EACH ROW
+    WHEN (NOT (
+        NEW.kind = '{ERASED_LABEL}' AND NEW.output_id = OLD.output_id AND NEW.trace_id = OLD.trace_id
+        AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at AND NEW.seq = OLD.seq
+        AND NEW.turn_id IS NOT DISTINCT FROM OLD.turn_id AND NEW.position IS NOT DISTINCT FROM OLD.position))
+    EXECUTE FUNCTION host_sim.refuse('a trace output never changes (except to be erased)');
+"""
+_HAS_ERASURE_SCHEMA_19: Final = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
+    "AND t.tgname = 'trace_outputs_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%turn_id%%') "
+    "AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
+    "AND t.tgname = 'finished_turns_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%quoted error%%')"
+)
 _HAS_RECORD_SCHEMA: Final = (
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
     "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
@@ -450,6 +501,26 @@ _ERASE_NEW_COMMAND_EVENTS: Final = (
     "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
     f"'error', {_BLANK.format('error')}))::text FROM host_sim.deletions d "
     "WHERE e.seq >= %s AND e.kind = 'command_finished' AND e.session_id = d.session_id"
+)
+_ERASE_NEW_QUOTED_EVENTS: Final = (  # rows just written about a turn that lost a quoted error meanwhile
+    f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
+    "FROM host_sim.turns t WHERE e.seq >= %s AND e.kind = 'turn_finished' AND e.turn_id = t.id "
+    f"AND t.erased_at IS NULL AND t.error = '{ERASED_LABEL}' AND e.event::jsonb->>'error' IS NOT NULL"
+)
+_ERASE_NEW_ERASED_COMMAND_EVENTS: Final = (  # rows just written about a command erased meanwhile (forget, a quoted error)
+    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
+    f"'error', {_BLANK.format('error')}))::text FROM host_sim.invocations i "
+    "WHERE e.seq >= %s AND e.kind = 'command_finished' AND i.id = e.event::jsonb->>'invocation_id' "
+    "AND (i.erased_at IS NOT NULL OR i.error = '')"
+)
+_ERASE_QUOTED_TURN_EVENTS: Final = (  # the turn_finished rows of turns whose error quoted erased text
+    f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
+    "WHERE e.turn_id = ANY(%s) AND e.kind = 'turn_finished' AND e.event::jsonb->>'error' IS NOT NULL"
+)
+_ERASE_QUOTED_COMMAND_EVENTS: Final = (  # the command_finished rows of commands whose error quoted erased text
+    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
+    f"'error', {_BLANK.format('error')}))::text WHERE e.kind = 'command_finished' "
+    "AND e.event::jsonb->>'invocation_id' = ANY(%s) AND e.event::jsonb->>'error' IS NOT NULL"
 )
 _LOCK_EVENTS: Final = f"SELECT pg_advisory_xact_lock({_EVENT_LOCK}, 0)"  # appends and erasures, one at a time
 _ERASE_COMMAND_EVENTS: Final = (  # a deleted session's command_finished events lose their text
@@ -808,6 +879,13 @@ class PostgresStore(PostgresTraces):
         ]
         touched = sorted({session for session, _ in erasure.positions} | set(erasure.sessions))
         steps.append(_Step(_ERASE_COMMAND_EVENTS_OF, (touched,), "cannot erase the events of erased commands"))
+        quoted = {table: sorted(i for t, i in erasure.errors if t == table) for table in ("turns", "invocations")}
+        if quoted["turns"]:
+            steps.append(_Step(_ERASE_QUOTED_TURN_EVENTS, (quoted["turns"],), "cannot erase the events of quoted errors"))
+        if quoted["invocations"]:
+            steps.append(
+                _Step(_ERASE_QUOTED_COMMAND_EVENTS, (quoted["invocations"],), "cannot erase the events of quoted errors")
+            )
         steps.append(_Step(_BUMP_ERASURE_GENERATION, (), "cannot record the erasure generation"))
         await self._transact(steps)
 
@@ -1262,6 +1340,8 @@ class PostgresStore(PostgresTraces):
                     ).fetchone()[0]
                     conn.execute(_ERASE_NEW_EVENTS, (first,))  # an erasure never leaves text behind in a row
                     conn.execute(_ERASE_NEW_COMMAND_EVENTS, (first,))
+                    conn.execute(_ERASE_NEW_QUOTED_EVENTS, (first,))
+                    conn.execute(_ERASE_NEW_ERASED_COMMAND_EVENTS, (first,))
                     conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
             except self._psycopg.Error as exc:
                 raise self._database_error(exc, "could not write events") from exc
@@ -1576,6 +1656,7 @@ class PostgresStore(PostgresTraces):
                         )
                     for statement in _statements(
                         _SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA + _ERASURE_RULES + _EVENT_LOG + _RECORD_SCHEMA
+                        + _ERASURE_SCHEMA_19
                     ):
                         conn.execute(statement, ())
                     conn.execute(
@@ -1606,6 +1687,9 @@ class PostgresStore(PostgresTraces):
                         conn.execute(statement, ())
                 if self._create and not conn.execute(_HAS_RECORD_SCHEMA, ()).fetchone()[0]:
                     for statement in _statements(_RECORD_SCHEMA):  # a store made before tool calls and decisions were kept
+                        conn.execute(statement, ())
+                if self._create and not conn.execute(_HAS_ERASURE_SCHEMA_19, ()).fetchone()[0]:
+                    for statement in _statements(_ERASURE_SCHEMA_19):  # a store made before erasure reached outputs and quoted errors
                         conn.execute(statement, ())
         except StoreError:
             raise

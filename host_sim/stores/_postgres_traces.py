@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from modular_sdk import SessionId
+from modular_sdk import SessionId, TurnId
 
 from ._postgres_sql import Step, cols, marks
 from ._sqlite import _Table
@@ -225,11 +225,16 @@ class PostgresTraces:
         created_at: datetime,
         chat_trace: TraceRecord,
         event_id: str | None = None,
+        turn_id: TurnId | None = None,
+        position: int | None = None,
     ) -> None:
         """Link an output to its session's trace (a new chat trace when it has none), in one transaction."""
         row = self._row(
             _OUTPUTS,
-            TraceOutputRecord(output_id=output_id, trace_id="", session_id=session_id, kind=kind, created_at=created_at),
+            TraceOutputRecord(
+                output_id=output_id, trace_id="", session_id=session_id, kind=kind, created_at=created_at,
+                turn_id=turn_id, position=position,
+            ),
         )
         at = row[4]
         steps = [
@@ -251,10 +256,10 @@ class PostgresTraces:
             ),
             Step(_LINK_INDEX, (session_id,), f"cannot index session {session_id!r}"),
             Step(
-                "INSERT INTO host_sim.trace_outputs (output_id, trace_id, session_id, kind, created_at) "
-                "SELECT %s, trace_id, %s, %s, %s FROM host_sim.trace_links WHERE session_id = %s "
+                "INSERT INTO host_sim.trace_outputs (output_id, trace_id, session_id, kind, created_at, turn_id, position) "
+                "SELECT %s, trace_id, %s, %s, %s, %s, %s FROM host_sim.trace_links WHERE session_id = %s "
                 "AND NOT EXISTS (SELECT 1 FROM host_sim.trace_outputs WHERE output_id = %s)",
-                (output_id, session_id, row[3], at, session_id, output_id),
+                (output_id, session_id, row[3], at, turn_id, position, session_id, output_id),
                 f"cannot write output {output_id!r}",
             ),
             Step(

@@ -349,6 +349,47 @@ WHEN NOT (
 BEGIN SELECT RAISE(ABORT, 'a decision about an action never changes (except to lose its reason, erased)'); END;
 """
 
+# Erasure is total (API.md section 19): a trace output keeps the turn whose tool reported it
+# and the session position where the command that reported it was typed, so that forgetting
+# that turn erases it; it changes once more only to lose its kind. A finished turn may also
+# lose only its error, which quoted erased text (a later failed turn whose model saw a
+# forgotten one). Run by a writer whose trace outputs rule does not name turn_id or whose
+# turns rule does not allow that (after `_ERASURE_RULES` and `_RETRACTION_17`); a reader
+# reads the columns as absent (NULL: reached by its session only).
+_OUTPUT_COLUMNS_19: Final = "ALTER TABLE trace_outputs ADD COLUMN turn_id TEXT;\nALTER TABLE trace_outputs ADD COLUMN position INTEGER;\n"
+_ERASURE_19: Final = f"""
+DROP TRIGGER IF EXISTS finished_turns_never_change;
+CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
+WHEN OLD.status != 'running' AND NOT (
+    NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
+    AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
+    AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at AND NEW.finished_at IS OLD.finished_at
+    AND ((
+        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
+        AND NEW.retracted_at IS OLD.retracted_at AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
+    ) OR (
+        OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
+        AND NEW.message = OLD.message AND NEW.reply IS OLD.reply AND NEW.error IS OLD.error
+        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls
+    ) OR (
+        OLD.error IS NOT NULL AND NEW.error = '{ERASED_LABEL}' AND NEW.message = OLD.message
+        AND NEW.reply IS OLD.reply AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls
+        AND NEW.retracted_at IS OLD.retracted_at AND NEW.retraction_reason IS OLD.retraction_reason
+    ))
+)
+BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once to be forgotten, once to be retracted, to lose a quoted error)'); END;
+CREATE INDEX IF NOT EXISTS trace_outputs_by_turn ON trace_outputs (turn_id) WHERE turn_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS trace_outputs_by_position ON trace_outputs (session_id, position) WHERE position IS NOT NULL;
+DROP TRIGGER IF EXISTS trace_outputs_never_change;
+CREATE TRIGGER trace_outputs_never_change BEFORE UPDATE ON trace_outputs
+WHEN NOT (
+    NEW.kind = '{ERASED_LABEL}' AND NEW.output_id = OLD.output_id AND NEW.trace_id = OLD.trace_id
+    AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at
+    AND NEW.turn_id IS OLD.turn_id AND NEW.position IS OLD.position
+)
+BEGIN SELECT RAISE(ABORT, 'a trace output never changes (except to be erased)'); END;
+"""
+
 # A new store is made as version 2 was, then brought to version 3 by the same statements
 # an upgrade runs: one definition of each version, no drift between new and upgraded files.
 _SCHEMA: Final = (
@@ -1172,8 +1213,9 @@ class SqliteStore:
     def _prepare_record(self, conn: sqlite3.Connection) -> None:
         """Give a writer's store made before tool calls, retraction and decisions were part of
         the record (API.md section 17) their columns and rules (`_RECORD_17`,
-        `_RETRACTION_17`, `_DECISIONS_17`); a reader reads them as absent (no calls, not
-        retracted, no one who decided, no reason)."""
+        `_RETRACTION_17`, `_DECISIONS_17`), and trace outputs where they were reported and
+        turns that lose a quoted error (`_ERASURE_19`); a reader reads them as absent (no calls, not retracted, no one who
+        decided, no reason, no turn or position)."""
         if self._read_only:
             return
         columns = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
@@ -1186,6 +1228,18 @@ class SqliteStore:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(action_outcomes)")}
         if "reason" not in columns:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _DECISIONS_17 + "COMMIT;")
+        rules = dict(
+            conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
+                "AND name IN ('trace_outputs_never_change', 'finished_turns_never_change')"
+            ).fetchall()
+        )
+        if "turn_id" not in str(rules.get("trace_outputs_never_change")) or "quoted error" not in str(
+            rules.get("finished_turns_never_change")
+        ):
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(trace_outputs)")}
+            added = "" if "turn_id" in columns else _OUTPUT_COLUMNS_19
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _ERASURE_19 + "COMMIT;")
 
     def _prepare_traces(self, conn: sqlite3.Connection) -> None:
         """Give a writer's store the trace tables (a version-3 store made before traces gets
@@ -1274,10 +1328,15 @@ class SqliteStore:
         created_at: datetime,
         chat_trace: TraceRecord,
         event_id: str | None = None,
+        turn_id: TurnId | None = None,
+        position: int | None = None,
     ) -> None:
         """Link an output to its session's trace (a new chat trace when it has none), in one transaction."""
         row = _TRACE_OUTPUTS.row(
-            TraceOutputRecord(output_id=output_id, trace_id="", session_id=session_id, kind=kind, created_at=created_at)
+            TraceOutputRecord(
+                output_id=output_id, trace_id="", session_id=session_id, kind=kind, created_at=created_at,
+                turn_id=turn_id, position=position,
+            )
         )
         at = row[4]
         new = _TRACE_RECORDS.row(chat_trace)
@@ -1303,10 +1362,10 @@ class SqliteStore:
                 f"cannot index session {session_id!r}",
             ),
             _Step(
-                "INSERT INTO trace_outputs (output_id, trace_id, session_id, kind, created_at) "
-                "SELECT ?, trace_id, ?, ?, ? FROM trace_links WHERE session_id = ? "
+                "INSERT INTO trace_outputs (output_id, trace_id, session_id, kind, created_at, turn_id, position) "
+                "SELECT ?, trace_id, ?, ?, ?, ?, ? FROM trace_links WHERE session_id = ? "
                 "AND NOT EXISTS (SELECT 1 FROM trace_outputs WHERE output_id = ?)",
-                (output_id, session_id, row[3], at, session_id, output_id),
+                (output_id, session_id, row[3], at, turn_id, position, session_id, output_id),
                 f"cannot write output {output_id!r}",
             ),
             _Step(
@@ -1761,7 +1820,7 @@ class SqliteStore:
         self._prepare_record(conn)
         self._missing = frozenset(
             f"{table.name}.{column}"
-            for table in (*_TABLES, *_LOG_TABLES, _ACTIONS, _ACTION_OUTCOMES)
+            for table in (*_TABLES, *_LOG_TABLES, _ACTIONS, _ACTION_OUTCOMES, _TRACE_OUTPUTS)
             for present in [{row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}]
             for column in table.columns
             if column not in present

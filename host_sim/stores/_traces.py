@@ -93,13 +93,21 @@ class TraceLinkRecord:
 
 @attrs.frozen(kw_only=True)
 class TraceOutputRecord:
-    """An output a session reported (``ctx.report_output``, a spool event). Immutable."""
+    """An output a session reported (``ctx.report_output``, a spool event). Immutable.
+
+    ``turn_id``: the turn whose tool reported it; ``position``: the session's next ordinal
+    when the slash command that reported it ran (where it was typed). ``None`` for an
+    output reported otherwise (a spool event) or written before they were kept. They are
+    what lets ``forget`` reach the output (stores/_erasure.py).
+    """
 
     output_id: str
     trace_id: str
     session_id: SessionId
     kind: str
     created_at: datetime
+    turn_id: TurnId | None = None
+    position: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -217,6 +225,8 @@ class TraceStore(Protocol):
         created_at: datetime,
         chat_trace: TraceRecord,
         event_id: str | None = None,
+        turn_id: TurnId | None = None,
+        position: int | None = None,
     ) -> None:
         """Link an output to the trace of its session, in one transaction.
 
@@ -224,6 +234,8 @@ class TraceStore(Protocol):
         output id already stored is left as it is (read it back to see where it is).
         Refuses a session the store does not hold. ``event_id`` (a spool event) is recorded
         as applied in the same transaction, and refused if it was applied before.
+        ``turn_id`` and ``position`` say where in the session it was reported
+        (`TraceOutputRecord`), so that forgetting that turn erases it.
         """
         ...
 

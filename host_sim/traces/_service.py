@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Final, final
 
-from modular_sdk import InvalidArgumentError, ModDefinitionError, SerializationError, SessionId
+from modular_sdk import InvalidArgumentError, ModDefinitionError, SerializationError, SessionId, TurnId
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 from modular_sdk._rules import show, unstorable_text
 
@@ -345,8 +345,21 @@ class TraceLinker:
             )
         await store.create_linked_session(record, node, edge, trace_id)
 
-    async def report_output(self, session_id: SessionId, kind: str, output_id: str, *, event_id: str | None = None) -> None:
-        """Link output ``output_id`` to the trace of ``session_id`` (a new chat trace if none)."""
+    async def report_output(
+        self,
+        session_id: SessionId,
+        kind: str,
+        output_id: str,
+        turn_id: TurnId | None = None,
+        position: int | None = None,
+        *,
+        event_id: str | None = None,
+    ) -> None:
+        """Link output ``output_id`` to the trace of ``session_id`` (a new chat trace if none).
+
+        ``turn_id`` (a tool's turn) and ``position`` (where a command was typed) are kept
+        with it, so that forgetting that turn erases it.
+        """
         store = require_traces(self._store)
         check_text("kind", kind, what="what the output is, like 'proposal'")
         check_text("output_id", output_id, what="the output's stable id, like 'chg-1'")
@@ -358,6 +371,8 @@ class TraceLinker:
             created_at=now,
             chat_trace=TraceRecord(id=new_trace_id(), origin="chat", created_at=now),
             event_id=event_id,
+            turn_id=turn_id,
+            position=position,
         )
         stored = await store.get_output(output_id)
         if stored is None:  # the session's link is missing: the store refused nothing but linked nothing

@@ -82,13 +82,19 @@ async def save_note(payload: Note, ctx: ActionContext) -> str:
 
 
 async def echo(argument: str | None, ctx: SlashCommandContext) -> str:
-    """``/echo out KIND`` reports an output of that kind; anything else is echoed."""
+    """``/echo out KIND`` reports an output of that kind; ``/echo boom TEXT`` fails quoting
+    TEXT; anything else is echoed."""
     if argument is not None and argument.startswith("out "):
         await ctx.report_output(kind=argument[4:], output_id=f"chg-{secrets.token_hex(4)}")
+    if argument is not None and argument.startswith("boom "):
+        raise RuntimeError(f"cannot echo {argument[5:]!r}")
     return f"echo: {argument}"
 
 
 async def recall(payload: Note, ctx: ToolContext) -> str:
+    """Recalls a note; one whose text says 'report' is also reported as an output of that kind."""
+    if "report" in payload.text:
+        await ctx.report_output(kind=f"recalled {payload.text}", output_id=f"rec-{secrets.token_hex(4)}")
     return f"recalled {payload.text}"
 
 
@@ -103,9 +109,11 @@ MOD = define_mod(
 def respond(request: ModelRequest) -> str | ToolCall:
     """Replies quoting the prompt and proposing a note of it, after recalling it with a tool
     call (its input and output quote it); a prompt with 'fail' fails, the model's error
-    quoting it (as real model errors do)."""
+    quoting it (as real model errors do); 'fail quoting' fails quoting the history."""
     if request.text.startswith("prompt ") and not request.tool_results:
         return ToolCall(name="recall", input={"text": request.text})
+    if request.text == "fail quoting":  # the model's error quotes the conversation it was given
+        raise RuntimeError(f"the model refused a conversation of {[entry.text for entry in request.history]!r}")
     if "fail" in request.text:
         raise RuntimeError(f"the model refused {request.text!r}")
     payload = json.dumps({"text": request.text})
@@ -131,17 +139,29 @@ class Planted:
     first_turn: str
     failed_turn: str
     action_ids: list[str]
+    quoting_turn: str = ""
 
 
 async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = None) -> Planted:
     """The marker, through every public path that stores text."""
     traces = isinstance(host._store, TraceStore)
     chat = await host.sessions.create()
-    typed = await host.submit(chat, f"/echo typed {marker}")  # a command: its argument and text
+    # A command typed where turn 0 is asked: its argument and text, and the output it reports.
+    typed = await host.submit(chat, f"/echo out typed-{marker}" if traces else f"/echo typed {marker}")
     assert typed.error is None
-    first = await host.submit(chat, f"prompt {marker}")  # turn 0: prompt, a tool call, reply, a proposed action
+    # Turn 0: prompt, a tool call (reporting an output), reply, a proposed action.
+    first = await host.submit(chat, f"prompt report {marker}")
     assert first.turn is not None and first.error is None
     assert marker in repr(first.turn.tool_calls)
+    if traces:
+        outputs_now = await outputs_of(host)
+        assert f"typed-{marker}" in outputs_now and f"recalled prompt report {marker}" in outputs_now
+    # The turn after it fails, its model's error quoting the conversation (turn 0's prompt),
+    # and so does a job like it: their own text has no marker, their errors do.
+    quoting = await host.submit(chat, "fail quoting")
+    assert quoting.turn is not None and quoting.error is not None and marker in quoting.error
+    quoting_job = await (await host.start(chat, "fail quoting")).wait()
+    assert quoting_job.error is not None and marker in quoting_job.error
     await host.lineage.retract(first.turn.id, reason=f"wrong {marker}")  # a retraction's reason (and its event)
     job = await host.start(chat, f"/echo job {marker}")  # a command run as a job
     assert (await job.wait()).error is None
@@ -176,7 +196,17 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
                     await anyio.sleep(0.01)
     failed = await host.submit(chat, f"fail {marker}")  # the model's error quotes the prompt
     assert failed.turn is not None and failed.error is not None and marker in failed.error
-    return Planted(chat=chat.id, fork=fork.id, first_turn=first.turn.id, failed_turn=failed.turn.id, action_ids=action_ids)
+    return Planted(
+        chat=chat.id, fork=fork.id, first_turn=first.turn.id, failed_turn=failed.turn.id, action_ids=action_ids,
+        quoting_turn=quoting.turn.id,
+    )
+
+
+async def outputs_of(host: Host) -> str:
+    """Every trace output the host's store keeps, as text."""
+    store = host._store
+    assert isinstance(store, TraceStore)
+    return repr((await store.read_traces()).outputs)
 
 
 def _turn_text(turn: TurnHandle) -> str:
@@ -299,11 +329,13 @@ async def test_a_forgotten_turn_leaves_no_copy_of_its_text_in_any_read_out_or_by
     store, where = make_store(kind, tmp_path, request)
     async with Host(mods=[MOD], model=ScriptedModel(respond), store=store()) as host:
         elsewhere = await host.sessions.create()
-        await host.submit(elsewhere, f"prompt {other}")
+        await host.submit(elsewhere, f"prompt report {other}")  # its tool reports an output that forget leaves
         planted = await plant(host, marker, outputs=False)
         before = await read_outs(host, planted)
         assert all(marker in before[name] for name in ("log(chat)", "log(fork)", "jobs", "notifications", "lineage page"))
         await host.lineage.forget(planted.first_turn, dry_run=False)
+        quoting = await host.sessions.turn(planted.quoting_turn)  # not forgotten: it failed; its error quoted turn 0
+        assert (quoting.status, quoting.message.text, quoting.error, quoting.erased_at) == ("failed", "fail quoting", "(erased)", None)  # type: ignore[union-attr]
         await host.lineage.forget(planted.failed_turn, dry_run=False)
         check_read_outs(await read_outs(host, planted), marker)
         for action_id in planted.action_ids:
@@ -311,10 +343,17 @@ async def test_a_forgotten_turn_leaves_no_copy_of_its_text_in_any_read_out_or_by
                 await host.confirm(action_id)
             assert refused.value.action_id == action_id
         assert other in await host.transcript(elsewhere)
+        assert f"recalled prompt report {other}" in await outputs_of(host)
     reopened = store()
     async with Host(mods=[MOD], model=ScriptedModel(respond), store=reopened) as host:  # what is durable
         check_read_outs(await read_outs(host, planted), marker)
         assert check(await reopened.read_all()) == []  # the structure is whole: fsck finds nothing
+    assert await survivors(kind, where, reopened, marker) == []
+    reopened = store()
+    async with Host(mods=[MOD], model=ScriptedModel(respond), store=reopened) as host:  # and deleting after forgetting
+        await host.sessions.delete(planted.chat)
+        check_read_outs(await read_outs(host, planted), marker)
+        assert f"recalled prompt report {other}" in await outputs_of(host)
     assert await survivors(kind, where, reopened, marker) == []
 
 
@@ -420,6 +459,10 @@ CREATE TRIGGER actions_never_change BEFORE UPDATE ON actions BEGIN SELECT RAISE(
 DROP TRIGGER trace_outputs_never_change;
 CREATE TRIGGER trace_outputs_never_change BEFORE UPDATE ON trace_outputs BEGIN SELECT RAISE(ABORT, 'a trace output never changes'); END;
 ALTER TABLE actions DROP COLUMN erased_at;
+DROP INDEX trace_outputs_by_turn;
+DROP INDEX trace_outputs_by_position;
+ALTER TABLE trace_outputs DROP COLUMN turn_id;
+ALTER TABLE trace_outputs DROP COLUMN position;
 """
 
 
@@ -430,7 +473,7 @@ async def test_a_sqlite_store_made_before_erasure_reached_actions_and_errors_is_
     path = tmp_path / "older.sqlite"
     async with Host(mods=[MOD], model=ScriptedModel(respond), store=SqliteStore(path)) as host:
         chat = await host.sessions.create()
-        first = await host.submit(chat, f"prompt {marker}")
+        first = await host.submit(chat, f"prompt report {marker}")
         failed = await host.submit(chat, f"fail {marker}")
         assert first.turn is not None and failed.turn is not None and len(first.actions) == 1
     conn = sqlite3.connect(path)
@@ -440,13 +483,24 @@ async def test_a_sqlite_store_made_before_erasure_reached_actions_and_errors_is_
     await reader.open()
     found = await reader.get_action(first.actions[0].id)
     assert found is not None and found[0].erased_at is None
+    assert [(o.turn_id, o.position) for o in (await reader.read_traces()).outputs] == [(None, None)]
     await reader.close()
+    later = f"mk{secrets.token_hex(8)}"
     async with Host(mods=[MOD], model=ScriptedModel(respond), store=SqliteStore(path)) as host:
         await host.lineage.forget(first.turn.id, dry_run=False)
         await host.lineage.forget(failed.turn.id, dry_run=False)
         assert await host.pending_actions(chat.id) == []
         assert marker not in await host.transcript(chat.id)
-    assert sqlite_survivors(str(path), marker) == []
+        # An output reported before outputs kept their turn is reached by its session only;
+        # one reported now is reached by its turn.
+        assert f"recalled prompt report {marker}" in await outputs_of(host)
+        other = await host.sessions.create()
+        second = await host.submit(other, f"prompt report {later}")
+        assert second.turn is not None and f"recalled prompt report {later}" in await outputs_of(host)
+        await host.lineage.forget(second.turn.id, dry_run=False)
+        assert later not in await outputs_of(host)
+        await host.sessions.delete(chat.id)
+    assert sqlite_survivors(str(path), marker) == [] and sqlite_survivors(str(path), later) == []
 
 
 Step = tuple[str, int]  # (what, which session: an index into the sessions made so far)
@@ -607,6 +661,78 @@ async def test_forgetting_a_failed_turn_erases_the_model_error_that_quoted_its_p
         assert (turn.status, turn.error) == ("failed", "(erased)")
 
 
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_forget_erases_the_errors_that_quote_the_forgotten_text_and_no_other_error(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store, _ = make_store(kind, tmp_path, request)
+    async with Host(mods=[MOD], model=ScriptedModel(respond), store=store()) as host:
+        chat = await host.sessions.create()
+        before = await host.submit(chat, "fail before it was asked")  # failed before: its model never saw it
+        first = await host.submit(chat, "p the forgotten prompt")
+        assert first.turn is not None and before.turn is not None
+        fork = await chat.fork()
+        in_fork = await host.submit(fork, "fail quoting")  # a fork's failed turn whose model saw it
+        command = await host.submit(chat, "/echo boom p the forgotten prompt")  # a command error quoting it verbatim
+        assert command.error is not None and "p the forgotten prompt" in command.error
+        elsewhere = await host.sessions.create()
+        unrelated = await host.submit(elsewhere, "fail quoting")  # another session's: never saw it
+        assert in_fork.turn is not None and unrelated.turn is not None
+        turns = {"in fork": in_fork.turn.id, "before": before.turn.id, "unrelated": unrelated.turn.id}
+        await host.lineage.forget(first.turn.id, dry_run=False)
+
+        async def check_errors(host: Host) -> None:
+            assert (await host.sessions.turn(turns["in fork"])).error == "(erased)"
+            kept = (await host.sessions.turn(turns["before"])).error
+            assert kept is not None and kept.endswith("the model refused 'fail before it was asked'")
+            kept = (await host.sessions.turn(turns["unrelated"])).error
+            assert kept is not None and kept.endswith("the model refused a conversation of []")
+            (invocation,) = [e for e in await host.log(chat.id) if not isinstance(e, TurnHandle)]
+            assert "forgotten" not in repr((invocation.error, invocation.text))
+            assert invocation.argument == "boom p the forgotten prompt"  # what was typed is no error: it stays
+            assert "forgotten" not in await host.transcript(fork.id)
+
+        await check_errors(host)
+    async with Host(mods=[MOD], model=ScriptedModel(respond), store=store()) as host:
+        await check_errors(host)
+
+
+async def test_on_postgresql_an_event_row_written_after_an_erasure_holds_none_of_what_it_erased(
+    request: pytest.FixtureRequest,
+) -> None:
+    """A host writes its event rows from an outbox: a row made before an erasure may be
+    written after it, and then erases itself in its own transaction (an erased command's
+    text, a quoted error)."""
+    from host_sim.sessions._across_hosts import event_row
+    from host_sim.sessions._events import CommandFinished, HostEvent, TurnFinished
+
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    marker = f"mk{secrets.token_hex(8)}"
+    async with Host(mods=[MOD], model=ScriptedModel(respond), store=PostgresStore(dsn)) as host:
+        chat = await host.sessions.create()
+        typed = await host.submit(chat, f"/echo typed {marker}")  # typed where the forgotten turn is asked
+        first = await host.submit(chat, f"p {marker}")
+        quoting = await host.submit(chat, "fail quoting")
+        assert typed.error is None and first.turn is not None and quoting.turn is not None
+        (invocation,) = [e for e in await host.log(chat.id) if not isinstance(e, TurnHandle)]
+        await host.lineage.forget(first.turn.id, dry_run=False)
+        at = first.turn.started_at
+        late: list[HostEvent] = [
+            CommandFinished(
+                seq=0, at=at, invocation_id=invocation.id, session_id=chat.id, command_id="echo",
+                text=f"echo: typed {marker}", error=None, job_id=None,
+            ),
+            TurnFinished(
+                seq=0, at=at, session_id=chat.id, turn_id=quoting.turn.id, status="failed", reply=None,
+                error=f"the model refused a conversation of ['p {marker}']",
+            ),
+        ]  # fmt: skip
+        store = host._store
+        assert isinstance(store, PostgresStore)
+        await store.append_events([event_row(e) for e in late])
+    assert postgres_survivors(dsn, marker) == []
+
+
 _OLD_POSTGRES_RULES = """
 DROP TRIGGER actions_never_change ON host_sim.actions;
 CREATE TRIGGER actions_never_change BEFORE UPDATE ON host_sim.actions
@@ -620,6 +746,7 @@ CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR E
         AND NEW.error IS NOT DISTINCT FROM OLD.error))
     EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once, to be forgotten)');
 ALTER TABLE host_sim.actions DROP COLUMN erased_at;
+ALTER TABLE host_sim.trace_outputs DROP COLUMN turn_id, DROP COLUMN position;
 """
 
 

@@ -63,7 +63,7 @@ async def chat_with_output(store: SqliteStore | MemoryStore, output_id: str = "c
         trace = await h.traces.for_task(TaskRef(source="github", id="1"))
         chat = await h.sessions.create(trace=trace.id)
         assert h._engine is not None and h._engine.report_output is not None
-        await h._engine.report_output(chat.id, "proposal", output_id)
+        await h._engine.report_output(chat.id, "proposal", output_id, None, None)
         return chat.id
 
 

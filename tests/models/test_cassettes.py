@@ -214,6 +214,39 @@ async def test_tool_calls_with_host_made_call_ids_and_model_errors_replay(tmp_pa
     assert lines[2].endswith('"response":{"error":"RuntimeError: the model broke"}}')
 
 
+@pytest.mark.anyio
+async def test_a_reply_over_max_reply_bytes_fails_the_turn_and_is_recorded_as_an_error_never_as_its_text(
+    tmp_path: Path,
+) -> None:
+    oversized = "leak" + "x" * 200
+
+    def respond(request: ModelRequest) -> str:
+        return oversized if request.text == "big" else f"ok {request.text}"
+
+    cassette = tmp_path / "c.jsonl"
+    model = RecordingModel(ScriptedModel(respond), cassette, max_reply_bytes=100)
+    async with Host(model=model, max_reply_bytes=100) as host:
+        chat = await host.sessions.create()
+        big = await host.submit(chat, "big")
+        small = await host.submit(chat, "small")
+    assert big.turn is not None and big.turn.status == "failed" and big.error is not None
+    assert "over the limit of 100 bytes (Host(max_reply_bytes=100))" in big.error  # the host's own error
+    assert small.error is None
+    text = cassette.read_text()
+    assert "leak" not in text and "xxxxxxxx" not in text
+    lines = text.splitlines()
+    assert len(lines) == 2 and '"response":{"text":"ok small"}' in lines[1]
+    assert '"response":{"error":"the model\'s reply was 204 bytes, over the limit of 100 bytes' in lines[0]
+    async with Host(model=ReplayModel(cassette), max_reply_bytes=100) as host:  # the replay fails that turn too
+        chat = await host.sessions.create()
+        replayed = await host.submit(chat, "big")
+        assert replayed.error is not None and "not recorded" in replayed.error
+        assert (await host.submit(chat, "small")).text == "ok small"
+    with pytest.raises(InvalidArgumentError, match="max_reply_bytes must be an int >= 1") as info:
+        RecordingModel(EchoModel(), cassette, max_reply_bytes=0)
+    assert info.value.argument == "max_reply_bytes"
+
+
 # -- bad cassettes and arguments -------------------------------------------------------------
 
 
@@ -299,7 +332,7 @@ texts = st.text(st.characters(exclude_categories=["Cs"]), max_size=30) | st.samp
 replies = texts | st.builds(
     lambda name, value, call_id: ToolCall(name=name, input={"v": value}, call_id=call_id),
     st.text(min_size=1, max_size=8),
-    st.none() | st.integers() | texts,
+    st.none() | st.integers(-(2**63), 2**63 - 1) | texts,  # JSON from outside holds 64-bit ints (API §19)
     st.none() | st.sampled_from(["call_srv", "call_0123456789ab"]),
 )
 
