@@ -69,9 +69,9 @@ from ..stores._protocol import LogStore, Store
 from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
 from ..stores._records import SessionRecord, ToolCallRecord, TurnRecord
-from ._widget_tags import place_widgets
 from ..stores._shared import SharedStore
 from ._across_hosts import across_hosts, catch_up, running_elsewhere
+from ._widget_tags import place_widgets
 from ._events import (
     EventHub,
     NotificationEvent,

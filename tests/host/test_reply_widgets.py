@@ -216,3 +216,34 @@ async def test_a_sqlite_store_made_before_widgets_gets_the_column_once_a_host_wr
             "WHERE widgets IS NOT NULL"
         )
     conn.close()
+
+
+async def test_a_postgresql_store_made_before_widgets_and_usage_gets_both_columns_when_a_host_opens_it(
+    request: pytest.FixtureRequest,
+) -> None:
+    import psycopg
+
+    from host_sim import PostgresStore, Reply, Usage
+
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    async with Host(mods=[TASKS], model=EchoModel(), store=PostgresStore(dsn)) as host:
+        chat = await host.sessions.create()
+        await chat.run("written by an older host")
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as a host-sim before widgets and usage left it
+        conn.execute("DROP TRIGGER finished_turns_never_change ON host_sim.turns")
+        conn.execute("ALTER TABLE host_sim.turns DROP COLUMN widgets")
+        conn.execute("ALTER TABLE host_sim.turns DROP COLUMN usage")
+
+    metered = ScriptedModel(lambda request: Reply(text=PLACING, usage=Usage(input_tokens=9, output_tokens=4)))
+    async with Host(mods=[TASKS], model=metered, store=PostgresStore(dsn)) as host:
+        (old,) = await (await host.sessions.get(chat.id)).turns()
+        assert (old.widgets, old.usage) == ((), None)
+        await (await host.sessions.get(chat.id)).run("after")
+    async with Host(mods=[TASKS], model=EchoModel(), store=PostgresStore(dsn)) as host:
+        _, new = await (await host.sessions.get(chat.id)).turns()
+        assert [w.widget_id for w in new.widgets] == ["progress"] and new.usage == Usage(input_tokens=9, output_tokens=4)
+    with psycopg.connect(dsn, autocommit=True) as conn, pytest.raises(psycopg.Error, match="a finished turn never changes"):
+        conn.execute(  # the rule is back, and a retraction keeps widgets
+            "UPDATE host_sim.turns SET widgets = NULL, retracted_at = '2026-01-01T00:00:00+00:00', "
+            "retraction_reason = 'x' WHERE widgets IS NOT NULL"
+        )
