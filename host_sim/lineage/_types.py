@@ -82,7 +82,7 @@ class SessionMetrics:
     sessions_spawned: int = attrs.field(validator=non_negative_int)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)  # one per session, turn or edge: 8 bytes each without it
 class SessionNode:
     """A vertex of the lineage graph: one session. Immutable (completion makes a new one)."""
 
@@ -94,7 +94,7 @@ class SessionNode:
     metrics: SessionMetrics | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)  # one per session, turn or edge: 8 bytes each without it
 class LineageEdge:
     """A typed relation from ``from_session_id`` to ``to_session_id``. Immutable.
 

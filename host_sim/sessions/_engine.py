@@ -375,7 +375,7 @@ class Engine:
                         f"{parent.id!r}, which is {'missing' if anchor is None else anchor.status}",
                     )
         state = SessionState(
-            record=record, parent=parent, anchor=anchor, last_completed=anchor, deleted_at=await self.log.deleted_at(record.id)
+            record=record, parent=parent, anchor=anchor, deleted_at=await self.log.deleted_at(record.id)
         )
         invoked = [i.started_at for i in await self.log.invocations_of(record.id)]
         state.last_invocation_at = max(invoked, default=None)
@@ -632,7 +632,7 @@ class Engine:
         edge = LineageEdge(
             from_session_id=parent.id, to_session_id=session_id, relation="branched_from", created_at=now, artifact=anchor.artifact
         )
-        state = SessionState(record=record, parent=parent, anchor=anchor, last_completed=anchor)
+        state = SessionState(record=record, parent=parent, anchor=anchor)
         return await self._add_session(state, edge)
 
     async def spawn(self, parent: SessionState, metadata: AiSessionDisplayMetadata | None, actor: Actor) -> SessionState:

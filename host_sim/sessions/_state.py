@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-@attrs.define(slots=True, eq=False, kw_only=True)
+@attrs.define(slots=True, eq=False, kw_only=True, weakref_slot=False)
 class TurnState:
     """A turn as it runs; frozen into a `TurnRecord` when it finishes."""
 
@@ -104,7 +104,7 @@ class TurnState:
         )
 
 
-@attrs.define(slots=True, eq=False, kw_only=True)
+@attrs.define(slots=True, eq=False, kw_only=True, weakref_slot=False)
 class SessionState:
     """A session: its record, its own turns, and (for a fork) the anchor it continues from.
 
@@ -119,7 +119,7 @@ class SessionState:
     anchor: TurnState | None = None
     own: list[TurnState] | None = None
     entries: list[HistoryEntry] | None = None
-    last_completed: TurnState | None = None  # the last turn completed *and* durable
+    own_last_completed: TurnState | None = None  # its own last turn completed *and* durable
     deleted_at: datetime | None = None
     queue: anyio.Lock | None = None  # FIFO of sends: the holder runs the session's one turn
     last_invocation_at: datetime | None = None  # when its latest command invocation started
@@ -133,6 +133,17 @@ class SessionState:
         if self.last_invocation_at is not None:
             latest = max(latest, self.last_invocation_at)
         return latest
+
+    @property
+    def last_completed(self) -> TurnState | None:
+        """The last turn of its history completed *and* durable: a fork's anchor until one of
+        its own completes (derived, not kept: an untouched fork holds no more than its anchor)."""
+        own = self.own_last_completed
+        return self.anchor if own is None else own
+
+    @last_completed.setter
+    def last_completed(self, turn: TurnState) -> None:
+        self.own_last_completed = turn
 
     @property
     def id(self) -> SessionId:

@@ -59,7 +59,7 @@ def _frozen_tags(value: Mapping[str, str]) -> Mapping[str, str]:
     return types.MappingProxyType(dict(value)) if value else _NO_TAGS  # most sessions: one shared empty
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)  # one per session, turn or edge: 8 bytes each without it
 class SessionRecord:
     """A session as created: never changes afterwards. Immutable."""
 
@@ -75,7 +75,7 @@ class SessionRecord:
     tags: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_tags, hash=False)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)  # one per session, turn or edge: 8 bytes each without it
 class TurnRecord:
     """A turn: written ``running`` when it starts, then once more when it finishes. Immutable.
 
