@@ -24,7 +24,6 @@ from modular_sdk import (
     AiMessage,
     AiNotificationMessage,
     AiPromptMessage,
-    AiRunnerId,
     AiSessionDisplayMetadata,
     Allow,
     Author,
@@ -541,9 +540,6 @@ class Engine:
         )
         return live
 
-    def _runner(self, session_id: SessionId, model: str) -> AiRunnerId:
-        return AiRunnerId(f"{model}:{session_id}")
-
     async def create_root(
         self,
         *,
@@ -569,7 +565,6 @@ class Engine:
             metadata=metadata,
             model=model_name,
             cwd=cwd or self.cwd,
-            runner_id=self._runner(session_id, model_name),
             created_at=self.now(),
             agent_id=agent.id if agent is not None else None,
             tags=checked_tags,
@@ -622,7 +617,6 @@ class Engine:
             metadata=metadata,
             model=parent.record.model,
             cwd=parent.record.cwd,
-            runner_id=self._runner(session_id, parent.record.model),
             created_at=now,
             agent_id=parent.record.agent_id,
             tags=parent.record.tags,
@@ -663,7 +657,6 @@ class Engine:
             metadata=metadata,
             model=parent.record.model,
             cwd=parent.record.cwd,
-            runner_id=self._runner(session_id, parent.record.model),
             created_at=now,
             trigger_turn_id=actor.turn_id if actor is not None and trigger.kind == "tool" else None,
             tags=parent.record.tags,
@@ -779,7 +772,7 @@ class Engine:
             message=message,
             message_id=new_message_id(),
             author=author,
-            runner_id=session.record.runner_id,
+            runner_id=session.runner_id(),
             started_at=self.now(),
             done=anyio.Event(),
         )

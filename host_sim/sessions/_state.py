@@ -149,6 +149,12 @@ class SessionState:
     def id(self) -> SessionId:
         return self.record.id
 
+    def runner_id(self) -> AiRunnerId:
+        """The runner id of its next turn: its record's, the one str its own turns share."""
+        runner = self.record.runner_id  # derived: a new str, kept only by its first turn
+        last = self.own[-1].runner_id if self.own else None
+        return last if last == runner and last is not None else runner
+
     @property
     def first_ordinal(self) -> int:
         """The ordinal of this session's first own turn."""
