@@ -373,9 +373,8 @@ class Engine:
                         f"fork {record.id!r} is anchored at turn {lineage.parent_turn_ordinal} of "
                         f"{parent.id!r}, which is {'missing' if anchor is None else anchor.status}",
                     )
-        state = SessionState(
-            record=record, parent=parent, anchor=anchor, deleted_at=await self.log.deleted_at(record.id)
-        )
+        state = SessionState(record=record, parent=parent, anchor=anchor)
+        state.deleted_at = await self.log.deleted_at(record.id)
         invoked = [i.started_at for i in await self.log.invocations_of(record.id)]
         state.last_invocation_at = max(invoked, default=None)
         for turn_record in await self.store.get_turns(record.id):
@@ -730,13 +729,14 @@ class Engine:
         author = author_of(actor)
         action = "session.notify" if isinstance(message, AiNotificationMessage) else "session.send"
         await self.before(action, session.id, author)
-        if session.queue is None:
-            session.queue = anyio.Lock()
+        queue = session.queue
+        if queue is None:
+            queue = session.queue = anyio.Lock()
         started: list[TurnState] = []
         with anyio.CancelScope() as closing:  # cancelled by close() if the host closes first
             self._inflight.add(closing)
             try:
-                async with session.queue:
+                async with queue:
                     self.check_open(f"send to session {session.id!r}")  # closed while queued
                     async with across_hosts(self, session):  # several hosts: their order, their erasures
                         if session.deleted_at is not None:  # deleted while this send waited

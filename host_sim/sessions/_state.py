@@ -27,6 +27,7 @@ from ..stores._records import ErrorKind, SessionRecord, ToolCallRecord, TurnReco
 __all__ = [
     "HistoryView",
     "SessionState",
+    "SessionUse",
     "TurnState",
     "apply_erasure",
     "entry_of",
@@ -104,6 +105,15 @@ class TurnState:
         )
 
 
+@attrs.define(slots=True, eq=False, weakref_slot=False)
+class SessionUse:
+    """What only a session that was sent to, deleted or had a command run holds."""
+
+    queue: anyio.Lock | None = None
+    deleted_at: datetime | None = None
+    last_invocation_at: datetime | None = None
+
+
 @attrs.define(slots=True, eq=False, kw_only=True, weakref_slot=False)
 class SessionState:
     """A session: its record, its own turns, and (for a fork) the anchor it continues from.
@@ -111,7 +121,9 @@ class SessionState:
     ``parent`` is the session it was forked or spawned from; ``anchor`` is set only for a
     fork and is the last inherited turn. ``own`` (own turns, by ordinal) and ``entries``
     (what the model sees of own completed turns, in order) are created on first use to keep
-    an untouched fork small. Children are not held: the store lists them.
+    an untouched fork small; so is ``use`` (its send queue, deletion and latest command
+    invocation), read and written through the properties of the same names. Children are
+    not held: the store lists them.
     """
 
     record: SessionRecord
@@ -120,9 +132,41 @@ class SessionState:
     own: list[TurnState] | None = None
     entries: list[HistoryEntry] | None = None
     own_last_completed: TurnState | None = None  # its own last turn completed *and* durable
-    deleted_at: datetime | None = None
-    queue: anyio.Lock | None = None  # FIFO of sends: the holder runs the session's one turn
-    last_invocation_at: datetime | None = None  # when its latest command invocation started
+    use: SessionUse | None = None  # made when first needed: most forks are never sent to
+
+    def _use(self) -> SessionUse:
+        use = self.use
+        if use is None:
+            use = self.use = SessionUse()
+        return use
+
+    @property
+    def queue(self) -> anyio.Lock | None:
+        """FIFO of sends: the holder runs the session's one turn (made by its first send)."""
+        return None if self.use is None else self.use.queue
+
+    @queue.setter
+    def queue(self, lock: anyio.Lock) -> None:
+        self._use().queue = lock
+
+    @property
+    def deleted_at(self) -> datetime | None:
+        return None if self.use is None else self.use.deleted_at
+
+    @deleted_at.setter
+    def deleted_at(self, at: datetime | None) -> None:
+        if at is not None or self.use is not None:
+            self._use().deleted_at = at
+
+    @property
+    def last_invocation_at(self) -> datetime | None:
+        """When its latest command invocation started."""
+        return None if self.use is None else self.use.last_invocation_at
+
+    @last_invocation_at.setter
+    def last_invocation_at(self, at: datetime | None) -> None:
+        if at is not None or self.use is not None:
+            self._use().last_invocation_at = at
 
     @property
     def last_activity_at(self) -> datetime:
