@@ -234,7 +234,7 @@ class MemoryStore:
         self._nodes = {}
         for node in nodes:
             record = self._sessions.get(node.session_id)
-            if record is None or node != _plain_node(record):
+            if record is None or not _is_plain(node, record):
                 self._nodes[node.session_id] = node
         self._in, self._out, self._by_artifact, self._edge_order = {}, {}, {}, []
         for edge in edges:
@@ -754,7 +754,7 @@ class MemoryStore:
 
     def _keep_node(self, record: SessionRecord, node: SessionNode) -> None:
         """Keep ``node`` only if it says more than ``record`` (else it is derived when read)."""
-        if node == _plain_node(record):
+        if _is_plain(node, record):
             self._nodes.pop(record.id, None)
         else:
             self._nodes[record.id] = node
@@ -764,9 +764,14 @@ class MemoryStore:
         source, target = edge.from_session_id, edge.to_session_id
         held = self._in.get(target)
         old: LineageEdge | None = None
-        if held is None:
+        if held is None:  # a new session's edge from its parent: nothing to replace or compare
             self._in[target] = edge
-        elif isinstance(held, LineageEdge):
+            _hold(self._out, source, target)
+            self._edge_order.append(target)
+            if edge.artifact is not None:
+                _hold(self._by_artifact, (edge.artifact.type, edge.artifact.source_id), target)
+            return
+        if isinstance(held, LineageEdge):
             if held.from_session_id == source:
                 old = held
                 self._in[target] = edge
@@ -853,6 +858,18 @@ def _unhold(index: dict[_K, SessionId | list[SessionId]], key: _K, session_id: S
 def _plain_node(record: SessionRecord) -> SessionNode:
     """The node a session has until it is completed or summarized: what its record implies."""
     return SessionNode(session_id=record.id, created_at=record.created_at, agent_id=record.agent_id)
+
+
+def _is_plain(node: SessionNode, record: SessionRecord) -> bool:
+    """``node == _plain_node(record)``, without making one (a fork's write path)."""
+    return (
+        node.session_id == record.id
+        and node.created_at == record.created_at
+        and node.agent_id == record.agent_id
+        and node.summary is None
+        and node.completed_at is None
+        and node.metrics is None
+    )
 
 
 class _Traces:
