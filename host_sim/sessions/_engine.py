@@ -241,6 +241,9 @@ class Engine:
         self.tables = tables
         self.model = model
         self.store = store
+        # Asked once: a runtime Protocol check walks every member of SharedStore (about
+        # 10 us), and forks and sends ask on every call.
+        self.shared: SharedStore | None = store if isinstance(store, SharedStore) else None
         self.graph = graph
         self.clock = clock
         self.handler_timeout = handler_timeout
@@ -365,7 +368,7 @@ class Engine:
             if lineage.kind == "fork":
                 anchor = turn_at(parent, lineage.parent_turn_ordinal)
                 if anchor is None:  # forked by another host at a turn this one has not seen yet
-                    await catch_up(self.store, parent, self.now)
+                    await catch_up(self.shared, parent, self.now)
                     anchor = turn_at(parent, lineage.parent_turn_ordinal)
                 if anchor is None or anchor.status != "completed":
                     raise _damaged(
@@ -378,7 +381,7 @@ class Engine:
         invoked = [i.started_at for i in await self.log.invocations_of(record.id)]
         state.last_invocation_at = max(invoked, default=None)
         for turn_record in await self.store.get_turns(record.id):
-            if running_elsewhere(self.store, turn_record):
+            if running_elsewhere(self.shared, turn_record):
                 break  # another host runs it: caught up once it has finished
             turn = TurnState.from_record(turn_record)
             if turn.ordinal != state.next_ordinal:
@@ -398,7 +401,7 @@ class Engine:
         session = await self.load(record.session_id)
         turn = turn_at(session, record.ordinal)
         if turn is None and record.status != "running":  # another host finished it a moment ago
-            await catch_up(self.store, session, self.now)
+            await catch_up(self.shared, session, self.now)
             turn = turn_at(session, record.ordinal)
         if turn is None or turn.id != record.id:
             raise _damaged(self.store, f"turn {record.id!r} is not at ordinal {record.ordinal} of {session.id!r}")
@@ -446,7 +449,7 @@ class Engine:
     async def refuse_deleted(self, session: SessionState, what: str) -> None:
         """Raise `SessionDeletedError` when ``session`` was deleted, on this host or (a shared
         store: one indexed read) on another."""
-        if session.deleted_at is None and isinstance(self.store, SharedStore):
+        if session.deleted_at is None and self.shared is not None:
             session.deleted_at = await self.log.deleted_at(session.id)
         if session.deleted_at is not None:
             raise SessionDeletedError(
@@ -591,7 +594,7 @@ class Engine:
         self.check_open(f"fork session {parent.id!r}")
         await self.refuse_deleted(parent, "fork")
         if anchor is None:
-            await catch_up(self.store, parent, self.now)  # several hosts: the last turn any finished
+            await catch_up(self.shared, parent, self.now)  # several hosts: the last turn any finished
             anchor = parent.last_completed
             if anchor is None:
                 raise NoConversationError(
