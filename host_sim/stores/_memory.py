@@ -103,7 +103,9 @@ class MemoryStore:
         # one held directly, several in a list: no (source, target) pair is kept per edge.
         self._in: dict[SessionId, LineageEdge | dict[SessionId, LineageEdge]] = {}
         self._out: dict[SessionId, SessionId | list[SessionId]] = {}  # targets, first written first
-        self._by_artifact: dict[tuple[str, str], SessionId | list[SessionId]] = {}  # targets of edges carrying it
+        # Per artifact, the target of each edge carrying it: a read costs the edges into those
+        # targets (one for most: a session's parent edge; all of a hub's for a hub target).
+        self._by_artifact: dict[tuple[str, str], SessionId | list[SessionId]] = {}
         self._edge_order: list[SessionId] = []  # each edge's target, in the order first written
         self._index_version: int | None = INDEX_VERSION
         self._tr = _Traces()  # TraceStore: traces, their index, actions, applied spool events
@@ -542,9 +544,8 @@ class MemoryStore:
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
         self._check_open()
         key = (artifact_type, source_id)
-        return tuple(
-            e for t in _held(self._by_artifact.get(key)) for e in self._edges_into(t) if _artifact_key(e) == key
-        )
+        targets = dict.fromkeys(_held(self._by_artifact.get(key)))  # a target with two such edges: once
+        return tuple(e for t in targets for e in self._edges_into(t) if _artifact_key(e) == key)
 
     async def read_all(self) -> StoredState:
         """Everything kept, in the order first written (a rewrite keeps its place)."""
@@ -784,11 +785,10 @@ class MemoryStore:
             _hold(self._out, source, target)
             self._edge_order.append(target)
         old_key, new_key = _artifact_key(old), _artifact_key(edge)
-        if old_key != new_key:  # the target is listed under each artifact an edge into it carries
-            others = [e for e in self._edges_into(target) if e is not edge]
-            if old_key is not None and all(_artifact_key(e) != old_key for e in others):
+        if old_key != new_key:  # a target is listed once per edge into it carrying the artifact
+            if old_key is not None:
                 _unhold(self._by_artifact, old_key, target)
-            if new_key is not None and all(_artifact_key(e) != new_key for e in others):
+            if new_key is not None:
                 _hold(self._by_artifact, new_key, target)
 
     def _edges_into(self, target: SessionId) -> Sequence[LineageEdge]:
@@ -848,11 +848,14 @@ def _hold(index: dict[_K, SessionId | list[SessionId]], key: _K, session_id: Ses
 
 
 def _unhold(index: dict[_K, SessionId | list[SessionId]], key: _K, session_id: SessionId) -> None:
+    """Remove one ``session_id`` held under ``key`` (a replaced edge's: rare, costs the list)."""
     held = index.get(key)
     if held == session_id:
         del index[key]
     elif isinstance(held, list) and session_id in held:
         held.remove(session_id)
+        if not held:
+            del index[key]
 
 
 def _plain_node(record: SessionRecord) -> SessionNode:
