@@ -543,9 +543,15 @@ class MemoryStore:
 
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
         self._check_open()
-        key = (artifact_type, source_id)
-        targets = dict.fromkeys(_held(self._by_artifact.get(key)))  # a target with two such edges: once
-        return tuple(e for t in targets for e in self._edges_into(t) if _artifact_key(e) == key)
+        found: list[LineageEdge] = []
+        held = self._by_artifact.get((artifact_type, source_id))
+        for target in (held,) if isinstance(held, str) else dict.fromkeys(held or ()):  # a target once
+            into = self._in[target]
+            for edge in (into,) if isinstance(into, LineageEdge) else into.values():
+                artifact = edge.artifact
+                if artifact is not None and artifact.source_id == source_id and artifact.type == artifact_type:
+                    found.append(edge)
+        return tuple(found)
 
     async def read_all(self) -> StoredState:
         """Everything kept, in the order first written (a rewrite keeps its place)."""
