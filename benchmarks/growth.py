@@ -366,11 +366,12 @@ def fork_row(sizes: Sizes, backend: str, report: Report) -> None:
     small, large = sizes.fork
     for what, a, b in (("turn.fork()", turn_s, turn_l), ("session.fork()", session_s, session_l)):
         report.row("fork", f"{what}, history N={small} vs {large:,}", us(a), us(b), f"{b / a:.2f}x", b / a <= 1.5, "<= 1.5x")
-    worst = max(bytes_s, bytes_l)
-    report.row(
-        "fork", f"bytes kept per fork, N={small} vs {large:,}", f"{bytes_s:,.0f} B", f"{bytes_l:,.0f} B",
-        f"{bytes_l / bytes_s:.2f}x", bytes_l / bytes_s <= 1.5 and worst <= 1024, "<= 1.5x and <= 1 KiB",
-    )
+    # fork_cost.measure gives three figures: handles dropped, turn.fork's kept, session.fork's kept
+    for what, b_s, b_l in zip(("", ", turn.fork kept", ", session.fork kept"), bytes_s, bytes_l, strict=True):
+        report.row(
+            "fork", f"bytes kept per fork{what}, N={small} vs {large:,}", f"{b_s:,.0f} B", f"{b_l:,.0f} B",
+            f"{b_l / b_s:.2f}x", b_l / b_s <= 1.5 and max(b_s, b_l) <= 1024, "<= 1.5x and <= 1 KiB",
+        )
 
 
 def main() -> int:

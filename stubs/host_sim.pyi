@@ -436,7 +436,7 @@ class LineageChain:
     edges: tuple[LineageEdge, ...]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class LineageEdge:
     """A typed relation from ``from_session_id`` to ``to_session_id``. Immutable."""
     from_session_id: SessionId = attrs.field(validator=_str)
@@ -1003,7 +1003,7 @@ class SessionMetrics:
     sessions_spawned: int = attrs.field(validator=non_negative_int)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class SessionNode:
     """A vertex of the lineage graph: one session. Immutable (completion makes a new one)."""
     session_id: SessionId = attrs.field(validator=_str)
@@ -1021,7 +1021,7 @@ class SessionPage:
     next: str | None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class SessionRecord:
     """A session as created: never changes afterwards. Immutable."""
     id: SessionId
@@ -1029,11 +1029,14 @@ class SessionRecord:
     metadata: AiSessionDisplayMetadata | None
     model: str
     cwd: str
-    runner_id: AiRunnerId
+    _runner_id: AiRunnerId | None = attrs.field(default=None, alias='runner_id')
     created_at: datetime
     agent_id: str | None = None
     trigger_turn_id: TurnId | None = None
     tags: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_tags, hash=False)
+    @property
+    def runner_id(self) -> AiRunnerId:
+        """The runner of the session's turns: ``"{model}:{id}"`` unless created with another."""
 
 
 @final
@@ -1379,7 +1382,7 @@ class TurnOrigin:
     sessions: tuple[SessionId, ...]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class TurnRecord:
     """A turn: written ``running`` when it starts, then once more when it finishes. Immutable."""
     id: TurnId

@@ -172,7 +172,7 @@ class _Renderer:
         for name, member in cls.members.items():
             if isinstance(member, griffe.Alias) or member.inherited:
                 continue
-            if name.startswith("_") and name not in _DUNDERS:
+            if name.startswith("_") and name not in _DUNDERS and not _init_alias(member):
                 continue
             if isinstance(member, griffe.Attribute):
                 body += self.attribute(member, _INDENT, in_class=True)
@@ -190,6 +190,11 @@ class _Renderer:
         if isinstance(obj, griffe.Attribute):
             return self.attribute(obj, "", in_class=False)
         return [f"{obj.name}: {obj.kind.value}"]
+
+
+def _init_alias(member: griffe.Object | griffe.Alias) -> bool:
+    """A private attrs field given to ``__init__`` under a public name (``alias=``): public."""
+    return isinstance(member, griffe.Attribute) and "alias=" in str(member.value or "")
 
 
 def _export_names(module: griffe.Module) -> list[str]:

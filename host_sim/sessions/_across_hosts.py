@@ -88,8 +88,8 @@ async def across_hosts(engine: Engine, session: SessionState) -> AsyncIterator[N
     erasures and deletion of the session and its fork chain, so that the model's history
     never holds text another host has erased.
     """
-    store = engine.store
-    if not isinstance(store, SharedStore):
+    store = engine.shared
+    if store is None:
         yield
         return
     async with store.lock_session(session.id) as generation:
@@ -106,8 +106,8 @@ async def erased_elsewhere(engine: Engine, session: SessionState, generation: in
     turns of each session of the chain are read again (an erasure after the generation was
     read moves it again, so it is never missed).
     """
+    assert engine.shared is not None
     store = engine.store
-    assert isinstance(store, SharedStore)
     if generation == engine.erasure_generation:
         return
     current: SessionState | None = session
@@ -121,19 +121,20 @@ async def erased_elsewhere(engine: Engine, session: SessionState, generation: in
 
 
 async def catch_up(
-    store: Store,
+    store: SharedStore | None,
     session: SessionState,
     now: Callable[[], datetime],
     *,
     locked: bool = False,
     announce: Callable[[TurnRecord], None] = lambda record: None,
 ) -> None:
-    """Add to ``session`` the turns other hosts finished since this host last looked (shared stores only).
+    """Add to ``session`` the turns other hosts finished since this host last looked (``store``:
+    the engine's `SharedStore`, ``None`` when the store is not shared: nothing to do).
 
     With ``locked`` (this host holds the session's lock), a ``running`` turn is one a dead
     host left: it is failed as interrupted first, and ``announce``d (``turn_finished``).
     """
-    if not isinstance(store, SharedStore):
+    if store is None:
         return
     records = await store.turns_since(session.id, session.next_ordinal)
     waited = 0.0
@@ -169,9 +170,10 @@ async def catch_up(
             session.last_completed = turn
 
 
-def running_elsewhere(store: Store, record: TurnRecord) -> bool:
-    """Whether a turn read from a shared store is still running (on another host): not loaded yet."""
-    return record.status == "running" and isinstance(store, SharedStore)
+def running_elsewhere(store: SharedStore | None, record: TurnRecord) -> bool:
+    """Whether a turn read from a shared store (``None``: the store is not shared) is still
+    running (on another host): not loaded yet."""
+    return record.status == "running" and store is not None
 
 
 # -- one log for events, caches and dead hosts (API.md section 13) ----------------------------
@@ -336,7 +338,7 @@ class HostsLink:
         if session is None:
             return  # not touched by this host: read fresh when it is
         if isinstance(event, TurnFinished):
-            await catch_up(engine.store, session, engine.now)
+            await catch_up(engine.shared, session, engine.now)
         elif isinstance(event, TurnErased):
             record = await engine.store.find_turn(event.turn_id)
             if record is not None:
@@ -360,7 +362,7 @@ class HostsLink:
                     engine.events.publish(_finished(record))
                     session = engine.sessions.get(record.session_id)
                     if session is not None:
-                        await catch_up(engine.store, session, engine.now)
+                        await catch_up(engine.shared, session, engine.now)
                 for job_id in await self._store.interrupt_dead_hosts_jobs(engine.now):
                     engine.events.publish(_job_interrupted(job_id))
                 if anyio.current_time() - trimmed_at > _TRIM:

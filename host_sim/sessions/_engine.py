@@ -24,7 +24,6 @@ from modular_sdk import (
     AiMessage,
     AiNotificationMessage,
     AiPromptMessage,
-    AiRunnerId,
     AiSessionDisplayMetadata,
     Allow,
     Author,
@@ -247,6 +246,9 @@ class Engine:
         self.tables = tables
         self.model = model
         self.store = store
+        # Asked once: a runtime Protocol check walks every member of SharedStore (about
+        # 10 us), and forks and sends ask on every call.
+        self.shared: SharedStore | None = store if isinstance(store, SharedStore) else None
         self.graph = graph
         self.clock = clock
         self.handler_timeout = handler_timeout
@@ -372,7 +374,7 @@ class Engine:
             if lineage.kind == "fork":
                 anchor = turn_at(parent, lineage.parent_turn_ordinal)
                 if anchor is None:  # forked by another host at a turn this one has not seen yet
-                    await catch_up(self.store, parent, self.now)
+                    await catch_up(self.shared, parent, self.now)
                     anchor = turn_at(parent, lineage.parent_turn_ordinal)
                 if anchor is None or anchor.status != "completed":
                     raise _damaged(
@@ -380,13 +382,12 @@ class Engine:
                         f"fork {record.id!r} is anchored at turn {lineage.parent_turn_ordinal} of "
                         f"{parent.id!r}, which is {'missing' if anchor is None else anchor.status}",
                     )
-        state = SessionState(
-            record=record, parent=parent, anchor=anchor, last_completed=anchor, deleted_at=await self.log.deleted_at(record.id)
-        )
+        state = SessionState(record=record, parent=parent, anchor=anchor)
+        state.deleted_at = await self.log.deleted_at(record.id)
         invoked = [i.started_at for i in await self.log.invocations_of(record.id)]
         state.last_invocation_at = max(invoked, default=None)
         for turn_record in await self.store.get_turns(record.id):
-            if running_elsewhere(self.store, turn_record):
+            if running_elsewhere(self.shared, turn_record):
                 break  # another host runs it: caught up once it has finished
             turn = TurnState.from_record(turn_record)
             if turn.ordinal != state.next_ordinal:
@@ -406,7 +407,7 @@ class Engine:
         session = await self.load(record.session_id)
         turn = turn_at(session, record.ordinal)
         if turn is None and record.status != "running":  # another host finished it a moment ago
-            await catch_up(self.store, session, self.now)
+            await catch_up(self.shared, session, self.now)
             turn = turn_at(session, record.ordinal)
         if turn is None or turn.id != record.id:
             raise _damaged(self.store, f"turn {record.id!r} is not at ordinal {record.ordinal} of {session.id!r}")
@@ -457,7 +458,7 @@ class Engine:
     async def refuse_deleted(self, session: SessionState, what: str) -> None:
         """Raise `SessionDeletedError` when ``session`` was deleted, on this host or (a shared
         store: one indexed read) on another."""
-        if session.deleted_at is None and isinstance(self.store, SharedStore):
+        if session.deleted_at is None and self.shared is not None:
             session.deleted_at = await self.log.deleted_at(session.id)
         if session.deleted_at is not None:
             raise SessionDeletedError(
@@ -550,9 +551,6 @@ class Engine:
         )
         return live
 
-    def _runner(self, session_id: SessionId, model: str) -> AiRunnerId:
-        return AiRunnerId(f"{model}:{session_id}")
-
     async def create_root(
         self,
         *,
@@ -578,7 +576,6 @@ class Engine:
             metadata=metadata,
             model=model_name,
             cwd=cwd or self.cwd,
-            runner_id=self._runner(session_id, model_name),
             created_at=self.now(),
             agent_id=agent.id if agent is not None else None,
             tags=checked_tags,
@@ -606,7 +603,7 @@ class Engine:
         self.check_open(f"fork session {parent.id!r}")
         await self.refuse_deleted(parent, "fork")
         if anchor is None:
-            await catch_up(self.store, parent, self.now)  # several hosts: the last turn any finished
+            await catch_up(self.shared, parent, self.now)  # several hosts: the last turn any finished
             anchor = parent.last_completed
             if anchor is None:
                 raise NoConversationError(
@@ -631,7 +628,6 @@ class Engine:
             metadata=metadata,
             model=parent.record.model,
             cwd=parent.record.cwd,
-            runner_id=self._runner(session_id, parent.record.model),
             created_at=now,
             agent_id=parent.record.agent_id,
             tags=parent.record.tags,
@@ -641,7 +637,7 @@ class Engine:
         edge = LineageEdge(
             from_session_id=parent.id, to_session_id=session_id, relation="branched_from", created_at=now, artifact=anchor.artifact
         )
-        state = SessionState(record=record, parent=parent, anchor=anchor, last_completed=anchor)
+        state = SessionState(record=record, parent=parent, anchor=anchor)
         return await self._add_session(state, edge)
 
     async def spawn(self, parent: SessionState, metadata: AiSessionDisplayMetadata | None, actor: Actor) -> SessionState:
@@ -672,7 +668,6 @@ class Engine:
             metadata=metadata,
             model=parent.record.model,
             cwd=parent.record.cwd,
-            runner_id=self._runner(session_id, parent.record.model),
             created_at=now,
             trigger_turn_id=actor.turn_id if actor is not None and trigger.kind == "tool" else None,
             tags=parent.record.tags,
@@ -746,13 +741,14 @@ class Engine:
         author = author_of(actor)
         action = "session.notify" if isinstance(message, AiNotificationMessage) else "session.send"
         await self.before(action, session.id, author)
-        if session.queue is None:
-            session.queue = anyio.Lock()
+        queue = session.queue
+        if queue is None:
+            queue = session.queue = anyio.Lock()
         started: list[TurnState] = []
         with anyio.CancelScope() as closing:  # cancelled by close() if the host closes first
             self._inflight.add(closing)
             try:
-                async with session.queue:
+                async with queue:
                     self.check_open(f"send to session {session.id!r}")  # closed while queued
                     async with across_hosts(self, session):  # several hosts: their order, their erasures
                         if session.deleted_at is not None:  # deleted while this send waited
@@ -788,7 +784,7 @@ class Engine:
             message=message,
             message_id=new_message_id(),
             author=author,
-            runner_id=session.record.runner_id,
+            runner_id=session.runner_id(),
             started_at=self.now(),
             done=anyio.Event(),
         )

@@ -314,7 +314,7 @@ class SessionHandle(metaclass=NoPublicConstructor):
         return [SessionHandle._create(self._engine, c, self._actor) for c in children]
 
     async def turns(self) -> list[AiTurnHandle]:
-        await catch_up(self._engine.store, self._state, self._engine.now)  # several hosts: what others finished
+        await catch_up(self._engine.shared, self._state, self._engine.now)  # several hosts: what others finished
         return [self._turn(t) for t in history(self._state)]
 
     def __eq__(self, other: object) -> bool:

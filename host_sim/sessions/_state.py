@@ -27,6 +27,7 @@ from ..stores._records import ErrorKind, SessionRecord, ToolCallRecord, TurnReco
 __all__ = [
     "HistoryView",
     "SessionState",
+    "SessionUse",
     "TurnState",
     "apply_erasure",
     "entry_of",
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 
-@attrs.define(slots=True, eq=False, kw_only=True)
+@attrs.define(slots=True, eq=False, kw_only=True, weakref_slot=False)
 class TurnState:
     """A turn as it runs; frozen into a `TurnRecord` when it finishes."""
 
@@ -111,14 +112,25 @@ class TurnState:
         )
 
 
-@attrs.define(slots=True, eq=False, kw_only=True)
+@attrs.define(slots=True, eq=False, weakref_slot=False)
+class SessionUse:
+    """What only a session that was sent to, deleted or had a command run holds."""
+
+    queue: anyio.Lock | None = None
+    deleted_at: datetime | None = None
+    last_invocation_at: datetime | None = None
+
+
+@attrs.define(slots=True, eq=False, kw_only=True, weakref_slot=False)
 class SessionState:
     """A session: its record, its own turns, and (for a fork) the anchor it continues from.
 
     ``parent`` is the session it was forked or spawned from; ``anchor`` is set only for a
     fork and is the last inherited turn. ``own`` (own turns, by ordinal) and ``entries``
     (what the model sees of own completed turns, in order) are created on first use to keep
-    an untouched fork small. Children are not held: the store lists them.
+    an untouched fork small; so is ``use`` (its send queue, deletion and latest command
+    invocation), read and written through the properties of the same names. Children are
+    not held: the store lists them.
     """
 
     record: SessionRecord
@@ -126,10 +138,45 @@ class SessionState:
     anchor: TurnState | None = None
     own: list[TurnState] | None = None
     entries: list[HistoryEntry] | None = None
-    last_completed: TurnState | None = None  # the last turn completed *and* durable
-    deleted_at: datetime | None = None
-    queue: anyio.Lock | None = None  # FIFO of sends: the holder runs the session's one turn
-    last_invocation_at: datetime | None = None  # when its latest command invocation started
+    own_last_completed: TurnState | None = None  # its own last turn completed *and* durable
+    use: SessionUse | None = None  # made when first needed: most forks are never sent to
+
+    def _use(self) -> SessionUse:
+        use = self.use
+        if use is None:
+            use = self.use = SessionUse()
+        return use
+
+    @property
+    def queue(self) -> anyio.Lock | None:
+        """FIFO of sends: the holder runs the session's one turn (made by its first send)."""
+        return None if self.use is None else self.use.queue
+
+    @queue.setter
+    def queue(self, lock: anyio.Lock) -> None:
+        use = self._use()
+        use.queue = lock
+
+    @property
+    def deleted_at(self) -> datetime | None:
+        return None if self.use is None else self.use.deleted_at
+
+    @deleted_at.setter
+    def deleted_at(self, at: datetime | None) -> None:
+        if at is not None or self.use is not None:
+            use = self._use()
+            use.deleted_at = at
+
+    @property
+    def last_invocation_at(self) -> datetime | None:
+        """When its latest command invocation started."""
+        return None if self.use is None else self.use.last_invocation_at
+
+    @last_invocation_at.setter
+    def last_invocation_at(self, at: datetime | None) -> None:
+        if at is not None or self.use is not None:
+            use = self._use()
+            use.last_invocation_at = at
 
     @property
     def last_activity_at(self) -> datetime:
@@ -142,8 +189,25 @@ class SessionState:
         return latest
 
     @property
+    def last_completed(self) -> TurnState | None:
+        """The last turn of its history completed *and* durable: a fork's anchor until one of
+        its own completes (derived, not kept: an untouched fork holds no more than its anchor)."""
+        own = self.own_last_completed
+        return self.anchor if own is None else own
+
+    @last_completed.setter
+    def last_completed(self, turn: TurnState) -> None:
+        self.own_last_completed = turn
+
+    @property
     def id(self) -> SessionId:
         return self.record.id
+
+    def runner_id(self) -> AiRunnerId:
+        """The runner id of its next turn: its record's, the one str its own turns share."""
+        runner = self.record.runner_id  # derived: a new str, kept only by its first turn
+        last = self.own[-1].runner_id if self.own else None
+        return last if last == runner and last is not None else runner
 
     @property
     def first_ordinal(self) -> int:

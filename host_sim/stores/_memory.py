@@ -6,7 +6,7 @@ import bisect
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Literal, final
+from typing import Literal, TypeVar, final
 
 import attrs
 
@@ -35,9 +35,6 @@ from ._traces import (
 )
 
 __all__ = ["MemoryStore"]
-
-_Pair = tuple[SessionId, SessionId]
-
 
 def _ordinal(turn: TurnRecord) -> int:
     return turn.ordinal
@@ -73,7 +70,7 @@ class MemoryStore:
         "_roots",
         "_by_message",
         "_children",
-        "_edges",
+        "_edge_order",
         "_in",
         "_index_version",
         "_invocations_of",
@@ -98,11 +95,18 @@ class MemoryStore:
         self._turns_of: dict[SessionId, list[TurnRecord]] = {}
         self._by_message: dict[str, TurnId] = {}
         self._running: dict[TurnId, None] = {}
+        # Only nodes that say more than their record (a summary, a completion): a plain node
+        # is derived from the session record when read (`_plain_node`), never kept.
         self._nodes: dict[SessionId, SessionNode] = {}
-        self._edges: dict[_Pair, LineageEdge] = {}
-        self._out: dict[SessionId, dict[SessionId, None]] = {}
-        self._in: dict[SessionId, SessionId | dict[SessionId, None]] = {}  # one parent: held directly
-        self._by_artifact: dict[tuple[str, str], dict[_Pair, None]] = {}
+        # Edges are kept once, by target: the edge into a session (its one parent's, most
+        # often, held directly) or its edges by source. The other indexes hold targets only,
+        # one held directly, several in a list: no (source, target) pair is kept per edge.
+        self._in: dict[SessionId, LineageEdge | dict[SessionId, LineageEdge]] = {}
+        self._out: dict[SessionId, SessionId | list[SessionId]] = {}  # targets, first written first
+        # Per artifact, the target of each edge carrying it: a read costs the edges into those
+        # targets (one for most: a session's parent edge; all of a hub's for a hub target).
+        self._by_artifact: dict[tuple[str, str], SessionId | list[SessionId]] = {}
+        self._edge_order: list[SessionId] = []  # each edge's target, in the order first written
         self._index_version: int | None = INDEX_VERSION
         self._tr = _Traces()  # TraceStore: traces, their index, actions, applied spool events
         # Listing indexes: ids in creation order with their positions (1-based, in _all) in a
@@ -124,7 +128,7 @@ class MemoryStore:
         self._notifications: dict[TurnId, int] = {}  # notification turns, each with its place in order
 
     def __repr__(self) -> str:
-        return f"<MemoryStore {len(self._sessions)} sessions, {len(self._turns)} turns, {len(self._edges)} edges>"
+        return f"<MemoryStore {len(self._sessions)} sessions, {len(self._turns)} turns, {len(self._edge_order)} edges>"
 
     async def open(self) -> None:
         """Open the store; what was written to it before is still there."""
@@ -158,7 +162,7 @@ class MemoryStore:
             self._children.setdefault(record.lineage.parent_session_id, []).append(record.id)
         if record.trigger_turn_id is not None:
             self._spawned_during.setdefault(record.trigger_turn_id, []).append(record.id)
-        self._nodes[node.session_id] = node
+        self._keep_node(record, node)
         if edge is not None:
             self._put_edge(edge)
 
@@ -213,9 +217,10 @@ class MemoryStore:
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a session kept here."""
         self._check_open()
-        if node.session_id not in self._sessions:
+        record = self._sessions.get(node.session_id)
+        if record is None:
             raise StoreError(f"no session {node.session_id!r} is stored; a node belongs to a stored session")
-        self._nodes[node.session_id] = node
+        self._keep_node(record, node)
 
     async def save_edge(self, edge: LineageEdge) -> None:
         """Keep a lineage edge (an edge between the same two sessions replaces it)."""
@@ -228,8 +233,12 @@ class MemoryStore:
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge."""
         self._check_open()
-        self._nodes = {n.session_id: n for n in nodes}
-        self._edges, self._out, self._in, self._by_artifact = {}, {}, {}, {}
+        self._nodes = {}
+        for node in nodes:
+            record = self._sessions.get(node.session_id)
+            if record is None or not _is_plain(node, record):
+                self._nodes[node.session_id] = node
+        self._in, self._out, self._by_artifact, self._edge_order = {}, {}, {}, []
         for edge in edges:
             self._put_edge(edge)
         self._index_version = INDEX_VERSION
@@ -518,7 +527,16 @@ class MemoryStore:
 
     async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
         self._check_open()
-        return tuple(node for s in session_ids if (node := self._nodes.get(s)) is not None)
+        found: list[SessionNode] = []
+        for session_id in session_ids:
+            node = self._nodes.get(session_id)
+            if node is None:
+                record = self._sessions.get(session_id)
+                if record is None:
+                    continue
+                node = _plain_node(record)
+            found.append(node)
+        return tuple(found)
 
     async def get_edges(
         self, session_ids: Sequence[SessionId], direction: Literal["out", "in"]
@@ -527,16 +545,23 @@ class MemoryStore:
         out: list[LineageEdge] = []
         if direction == "out":
             for s in session_ids:
-                out += (self._edges[s, t] for t in self._out.get(s, ()))
+                out += (self._edge(s, t) for t in _held(self._out.get(s)))
         else:
             for s in session_ids:
-                sources = self._in.get(s, ())
-                out += (self._edges[f, s] for f in ((sources,) if isinstance(sources, str) else sources))
+                out += self._edges_into(s)
         return tuple(out)
 
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
         self._check_open()
-        return tuple(self._edges[p] for p in self._by_artifact.get((artifact_type, source_id), ()))
+        found: list[LineageEdge] = []
+        held = self._by_artifact.get((artifact_type, source_id))
+        for target in (held,) if isinstance(held, str) else dict.fromkeys(held or ()):  # a target once
+            into = self._in[target]
+            for edge in (into,) if isinstance(into, LineageEdge) else into.values():
+                artifact = edge.artifact
+                if artifact is not None and artifact.source_id == source_id and artifact.type == artifact_type:
+                    found.append(edge)
+        return tuple(found)
 
     async def read_all(self) -> StoredState:
         """Everything kept, in the order first written (a rewrite keeps its place)."""
@@ -544,8 +569,9 @@ class MemoryStore:
         return StoredState(
             sessions=tuple(self._sessions.values()),
             turns=tuple(self._turns.values()),
-            nodes=tuple(self._nodes.values()),
-            edges=tuple(self._edges.values()),
+            nodes=tuple(self._nodes.get(r.id) or _plain_node(r) for r in self._sessions.values())
+            + tuple(n for s, n in self._nodes.items() if s not in self._sessions),
+            edges=self._edges_in_order(),
         )
 
     # -- traces and actions (TraceStore, stores/_traces.py) -------------------------------
@@ -746,24 +772,64 @@ class MemoryStore:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _put_edge(self, edge: LineageEdge) -> None:
-        pair = (edge.from_session_id, edge.to_session_id)
-        old = self._edges.get(pair)
-        new_key = None if edge.artifact is None else (edge.artifact.type, edge.artifact.source_id)
-        if old is not None and old.artifact is not None and (old.artifact.type, old.artifact.source_id) != new_key:
-            self._by_artifact[old.artifact.type, old.artifact.source_id].pop(pair, None)
-        self._edges[pair] = edge  # a replaced edge keeps its place
-        self._out.setdefault(pair[0], {})[pair[1]] = None
-        sources = self._in.get(pair[1])
-        if sources is None:
-            self._in[pair[1]] = pair[0]
-        elif isinstance(sources, str):
-            if sources != pair[0]:
-                self._in[pair[1]] = {sources: None, pair[0]: None}
+    def _keep_node(self, record: SessionRecord, node: SessionNode) -> None:
+        """Keep ``node`` only if it says more than ``record`` (else it is derived when read)."""
+        if _is_plain(node, record):
+            self._nodes.pop(record.id, None)
         else:
-            sources[pair[0]] = None
-        if edge.artifact is not None:
-            self._by_artifact.setdefault((edge.artifact.type, edge.artifact.source_id), {})[pair] = None
+            self._nodes[record.id] = node
+
+    def _put_edge(self, edge: LineageEdge) -> None:
+        """Keep ``edge``; an edge between the same two sessions is replaced and keeps its place."""
+        source, target = edge.from_session_id, edge.to_session_id
+        held = self._in.get(target)
+        old: LineageEdge | None = None
+        if held is None:  # a new session's edge from its parent: nothing to replace or compare
+            self._in[target] = edge
+            _hold(self._out, source, target)
+            self._edge_order.append(target)
+            if edge.artifact is not None:
+                _hold(self._by_artifact, (edge.artifact.type, edge.artifact.source_id), target)
+            return
+        if isinstance(held, LineageEdge):
+            if held.from_session_id == source:
+                old = held
+                self._in[target] = edge
+            else:
+                self._in[target] = {held.from_session_id: held, source: edge}
+        else:
+            old = held.get(source)
+            held[source] = edge
+        if old is None:
+            _hold(self._out, source, target)
+            self._edge_order.append(target)
+        old_key, new_key = _artifact_key(old), _artifact_key(edge)
+        if old_key != new_key:  # a target is listed once per edge into it carrying the artifact
+            if old_key is not None:
+                _unhold(self._by_artifact, old_key, target)
+            if new_key is not None:
+                _hold(self._by_artifact, new_key, target)
+
+    def _edges_into(self, target: SessionId) -> Sequence[LineageEdge]:
+        held = self._in.get(target)
+        if held is None:
+            return ()
+        return (held,) if isinstance(held, LineageEdge) else tuple(held.values())
+
+    def _edge(self, source: SessionId, target: SessionId) -> LineageEdge:
+        held = self._in[target]
+        return held if isinstance(held, LineageEdge) else held[source]
+
+    def _edges_in_order(self) -> tuple[LineageEdge, ...]:
+        """Every edge, in the order first written: the n-th time a target is listed, its n-th edge."""
+        seen: dict[SessionId, int] = {}
+        edges: list[LineageEdge] = []
+        for target in self._edge_order:
+            nth = seen.get(target, 0)
+            seen[target] = nth + 1
+            into = self._edges_into(target)
+            edges.append(into[nth])
+        return tuple(edges)
 
     def _check_open(self) -> None:
         if not self._open:
@@ -771,6 +837,61 @@ class MemoryStore:
                 "this MemoryStore is not open; a Host opens its store when entered "
                 "(async with Host(store=...)), or call 'await store.open()' first"
             )
+
+
+def _artifact_key(edge: LineageEdge | None) -> tuple[str, str] | None:
+    if edge is None or edge.artifact is None:
+        return None
+    return (edge.artifact.type, edge.artifact.source_id)
+
+
+_K = TypeVar("_K")
+
+
+def _held(value: SessionId | list[SessionId] | None) -> Sequence[SessionId]:
+    """The ids an index entry holds: none, one held directly, or a list."""
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else value
+
+
+def _hold(index: dict[_K, SessionId | list[SessionId]], key: _K, session_id: SessionId) -> None:
+    """Add ``session_id`` under ``key``: the first held directly, more in a list."""
+    held = index.get(key)
+    if held is None:
+        index[key] = session_id
+    elif isinstance(held, str):
+        index[key] = [held, session_id]
+    else:
+        held.append(session_id)
+
+
+def _unhold(index: dict[_K, SessionId | list[SessionId]], key: _K, session_id: SessionId) -> None:
+    """Remove one ``session_id`` held under ``key`` (a replaced edge's: rare, costs the list)."""
+    held = index.get(key)
+    if held == session_id:
+        del index[key]
+    elif isinstance(held, list) and session_id in held:
+        held.remove(session_id)
+        if not held:
+            del index[key]
+
+
+def _plain_node(record: SessionRecord) -> SessionNode:
+    """The node a session has until it is completed or summarized: what its record implies."""
+    return SessionNode(session_id=record.id, created_at=record.created_at, agent_id=record.agent_id)
+
+
+def _is_plain(node: SessionNode, record: SessionRecord) -> bool:
+    """``node == _plain_node(record)``, without making one (a fork's write path)."""
+    return (
+        node.session_id == record.id
+        and node.created_at == record.created_at
+        and node.agent_id == record.agent_id
+        and node.summary is None
+        and node.completed_at is None
+        and node.metrics is None
+    )
 
 
 class _Traces:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import types
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Literal, TypeAlias, TypeVar, get_args
+from typing import Any, Literal, TypeAlias, TypeVar, get_args
 
 import attrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 
 from modular_sdk import (
     AiMessage,
@@ -32,6 +33,7 @@ from modular_sdk import (
 )
 
 from modular_sdk import ToolCallRecord, Usage, WidgetPlacement
+from modular_sdk._json import _json_object_only, converter
 from modular_sdk._lineage import aware_datetime, non_negative_int
 
 __all__ = [
@@ -114,7 +116,7 @@ class SessionMetrics:
     sessions_spawned: int = attrs.field(validator=non_negative_int)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)  # one per session, turn or edge: 8 bytes each without it
 class SessionNode:
     """A vertex of the lineage graph: one session. Immutable (completion makes a new one)."""
 
@@ -126,7 +128,7 @@ class SessionNode:
     metrics: SessionMetrics | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)  # one per session, turn or edge: 8 bytes each without it
 class LineageEdge:
     """A typed relation from ``from_session_id`` to ``to_session_id``. Immutable.
 
@@ -161,23 +163,62 @@ def _frozen_tags(value: Mapping[str, str]) -> Mapping[str, str]:
     return types.MappingProxyType(dict(value)) if value else _NO_TAGS  # most sessions: one shared empty
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)  # one per session, turn or edge: 8 bytes each without it
 class SessionRecord:
-    """A session as created: never changes afterwards. Immutable."""
+    """A session as created: never changes afterwards. Immutable.
+
+    ``runner_id`` (the runner of its turns) is ``"{model}:{id}"`` unless another is given:
+    only another is kept (``_runner_id``); the usual one is derived when read, so a session
+    costs no runner id string of its own until it runs a turn.
+    """
 
     id: SessionId
     lineage: AiSessionLineage
     metadata: AiSessionDisplayMetadata | None
     model: str
     cwd: str
-    runner_id: AiRunnerId
+    _runner_id: AiRunnerId | None = attrs.field(default=None, alias="runner_id")  # None: "{model}:{id}"
     created_at: datetime
     agent_id: str | None = None
     trigger_turn_id: TurnId | None = None  # a spawn made by a tool call: the turn that made the call
     tags: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_tags, hash=False)
 
+    def __attrs_post_init__(self) -> None:
+        if self._runner_id is not None and self._runner_id == _derived_runner_id(self.model, self.id):
+            object.__setattr__(self, "_runner_id", None)  # the usual one is derived, never kept
 
-@attrs.frozen(kw_only=True)
+    @property
+    def runner_id(self) -> AiRunnerId:
+        """The runner of the session's turns: ``"{model}:{id}"`` unless created with another."""
+        given = self._runner_id
+        return _derived_runner_id(self.model, self.id) if given is None else given
+
+
+def _derived_runner_id(model: str, session_id: SessionId) -> AiRunnerId:
+    return AiRunnerId(f"{model}:{session_id}")
+
+
+# Rows and JSON name the field ``runner_id`` and always carry its value (derived or given).
+_session_to_dict = make_dict_unstructure_fn(SessionRecord, converter, _cattrs_use_alias=True)
+
+
+def _unstructure_session(record: SessionRecord) -> dict[str, Any]:
+    data = _session_to_dict(record)
+    data["runner_id"] = record.runner_id
+    return data
+
+
+converter.register_unstructure_hook(SessionRecord, _unstructure_session)
+converter.register_structure_hook(
+    SessionRecord,
+    _json_object_only(
+        SessionRecord,
+        make_dict_structure_fn(SessionRecord, converter, _cattrs_forbid_extra_keys=True, _cattrs_use_alias=True),
+    ),
+)
+
+
+@attrs.frozen(kw_only=True, weakref_slot=False)  # one per session, turn or edge: 8 bytes each without it
 class TurnRecord:
     """A turn: written ``running`` when it starts, then once more when it finishes. Immutable.
 

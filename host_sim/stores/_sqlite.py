@@ -478,7 +478,7 @@ def _script(sql: str) -> list[str]:
 
 @attrs.frozen
 class _Table:
-    """How one record type maps to a table: its columns are the record's attrs fields."""
+    """How one record type maps to a table: its columns are the record's attrs fields, by init name."""
 
     name: str
     record: type
@@ -489,7 +489,7 @@ class _Table:
     upsert: str = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        columns = tuple(f.name for f in attrs.fields(self.record))
+        columns = tuple(f.alias for f in attrs.fields(self.record))  # SessionRecord's _runner_id: runner_id
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in self.key)
         insert = f"INSERT INTO {self.name} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
         object.__setattr__(self, "columns", columns)

@@ -32,7 +32,7 @@ import pytest
 
 from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel, SqliteStore, StoreError, StoreLockedError
 from host_sim._cli import main as host_sim_main
-from host_sim.lineage import SessionNode
+from host_sim.lineage import SessionMetrics, SessionNode
 from host_sim.stores import SCHEMA_VERSION, MemoryStore, SessionRecord, Store, StoredState, TurnRecord
 from host_sim.stores._invariants import INTERRUPTED, check
 from modular_sdk import (
@@ -810,26 +810,40 @@ def test_fsck_of_a_missing_file_exits_1_and_creates_nothing(tmp_path: Path, caps
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_a_memory_store_derives_plain_lineage_nodes_so_none_can_be_lost() -> None:
+    """A MemoryStore keeps no node that only repeats its session's record: it derives it when read."""
+    memory = MemoryStore()
+    async with Host(store=memory) as host:
+        chat = await host.sessions.create()
+        await chat.send(AiPromptMessage(text="one"))
+        fork = await chat.fork()
+        assert memory._nodes == {}
+        assert [n.session_id for n in await host.lineage.ancestors(fork.id)] == [chat.id]
+        done = await host.lineage.complete_session(
+            fork.id, SessionMetrics(tool_calls=0, token_usage=0, duration_ms=1, sessions_spawned=0)
+        )
+        assert list(memory._nodes.values()) == [done]  # a completion says more than the record: kept
+        assert await host.lineage.node(fork.id) == done
+        assert check(await memory.read_all()) == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])  # a MemoryStore derives its plain nodes (above)
 async def test_a_session_whose_lineage_rows_were_lost_is_healed_when_read_never_reported_unknown(
     kind: StoreKind, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    memory = MemoryStore()
     path = tmp_path / "store.sqlite"
     dsn: str = request.getfixturevalue("postgres_dsn") if kind == "postgres" else ""
 
     def store() -> Store:
-        return memory if kind == "memory" else SqliteStore(path) if kind == "sqlite" else PostgresStore(dsn)
+        return SqliteStore(path) if kind == "sqlite" else PostgresStore(dsn)
 
     async with Host(store=store()) as host:
         chat = await host.sessions.create()
         await chat.send(AiPromptMessage(text="one"))
         fork = await chat.fork()
     lost = (chat.id, fork.id)
-    if kind == "memory":  # the index lost both nodes
-        for session_id in lost:
-            memory._nodes.pop(session_id)
-    elif kind == "sqlite":  # the nodes and the fork's edge
+    if kind == "sqlite":  # the nodes and the fork's edge
         with sqlite3.connect(path) as db:
             db.executemany("DELETE FROM nodes WHERE session_id = ?", [(s,) for s in lost])
             db.execute("DELETE FROM edges WHERE to_session_id = ?", (fork.id,))
