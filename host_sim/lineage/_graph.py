@@ -429,6 +429,24 @@ class LineageGraph:
             out.append(node)
         return out
 
+    async def _lost_in_edges(self, session_ids: list[SessionId], edges: list[LineageEdge]) -> list[LineageEdge]:
+        """The fork's or spawn's edge of each of ``session_ids`` that has no incoming edge,
+        rebuilt from its record when its row was lost (derived data heals: API.md section 17).
+        One read by key per session without incoming edges (a root's costs only that)."""
+        from ..stores._invariants import heal_index  # stores import lineage: read here
+
+        have = {e.to_session_id for e in edges}
+        healed: list[LineageEdge] = []
+        for session_id in session_ids:
+            if session_id in have:
+                continue
+            record = await self._store.get_session(session_id)
+            if record is None or record.lineage.kind == "root":
+                continue
+            await heal_index(self._store, record)
+            healed += await self._store.get_edges([session_id], "in")
+        return healed
+
     async def _walk(self, session_id: str, max_depth: int, *, forward: bool) -> list[SessionNode]:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
             raise InvalidArgumentError(
@@ -440,7 +458,10 @@ class LineageGraph:
         frontier = [start.session_id]
         for _ in range(max_depth):  # one store read per level: no recursion, no scan
             following: list[SessionId] = []
-            for edge in await self._store.get_edges(frontier, "out" if forward else "in"):
+            edges = list(await self._store.get_edges(frontier, "out" if forward else "in"))
+            if not forward:
+                edges += await self._lost_in_edges(frontier, edges)
+            for edge in edges:
                 other = edge.to_session_id if forward else edge.from_session_id
                 if other not in seen:
                     seen.add(other)

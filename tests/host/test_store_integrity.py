@@ -828,14 +828,17 @@ async def test_a_memory_store_derives_plain_lineage_nodes_so_none_can_be_lost() 
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])  # a MemoryStore derives its plain nodes (above)
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
 async def test_a_session_whose_lineage_rows_were_lost_is_healed_when_read_never_reported_unknown(
     kind: StoreKind, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     path = tmp_path / "store.sqlite"
     dsn: str = request.getfixturevalue("postgres_dsn") if kind == "postgres" else ""
+    memory = MemoryStore()  # one process's store, kept across its hosts
 
     def store() -> Store:
+        if kind == "memory":
+            return memory
         return SqliteStore(path) if kind == "sqlite" else PostgresStore(dsn)
 
     async with Host(store=store()) as host:
@@ -843,7 +846,11 @@ async def test_a_session_whose_lineage_rows_were_lost_is_healed_when_read_never_
         await chat.send(AiPromptMessage(text="one"))
         fork = await chat.fork()
     lost = (chat.id, fork.id)
-    if kind == "sqlite":  # the nodes and the fork's edge
+    if kind == "memory":  # its plain nodes are derived from the sessions (above): the fork's edge
+        memory._in.pop(fork.id)
+        memory._out.pop(chat.id)
+        memory._edge_order.remove(fork.id)
+    elif kind == "sqlite":  # the nodes and the fork's edge
         with sqlite3.connect(path) as db:
             db.executemany("DELETE FROM nodes WHERE session_id = ?", [(s,) for s in lost])
             db.execute("DELETE FROM edges WHERE to_session_id = ?", (fork.id,))
