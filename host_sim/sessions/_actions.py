@@ -9,7 +9,6 @@ other tag is reported in ``Submission.action_errors`` and creates nothing. Nothi
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -27,7 +26,7 @@ from modular_sdk import (
     SessionId,
 )
 from modular_sdk._frozen import freeze_object, thaw_object
-from modular_sdk._json import parse_json_text, structure, unstructure
+from modular_sdk._json import structure, unstructure
 from modular_sdk._rules import show, unstorable_text
 
 from .._host_made import NoPublicConstructor
@@ -40,7 +39,7 @@ from ..traces._types import ActionRecord, PendingAction
 from ._events import ToolCalled, ToolFinished
 from ._handles import AiContextImpl, SessionHandle
 from ._ids import new_call_id
-from ._reply_tags import MAX_TAGS, scan_tags
+from ._reply_tags import TagObject, read_tag_objects
 from ._scope import scope_of
 from ._state import SessionState, TurnState
 
@@ -64,39 +63,25 @@ def parse_actions(
     (see `modular_sdk._json.parse_json_text`) is a bad payload like any other.
     """
     found: list[tuple[Mod, Action[Any], dict[str, object]]] = []
-    errors: list[str] = []
-    scanned = scan_tags(reply, "mod-action", limit=MAX_TAGS)
-    for tag in scanned.tags:
-        kind, body = tag.type, tag.body
-        entry = declared.get(kind)
-        if entry is None:
-            known = ", ".join(repr(k) for k in declared) or "none"
-            errors.append(f"<mod-action type={show(kind)}> names no declared action (declared: {known}); it was ignored")
-            continue
-        mod, action = entry
+
+    def take(tag: TagObject[tuple[Mod, Action[Any]]]) -> str | None:
+        mod, action = tag.entry
         try:
-            data = parse_json_text(body)
-        except (json.JSONDecodeError, RecursionError, SerializationError) as exc:
-            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) if isinstance(exc, SerializationError) else "nested too deeply"
-            errors.append(f"<mod-action type={show(kind)}> holds no JSON payload ({why}): {show(body)}; it was ignored")
-            continue
-        if not isinstance(data, dict):
-            errors.append(f"<mod-action type={show(kind)}> holds {show(body)}; its payload is a JSON object; it was ignored")
-            continue
-        try:
-            value = structure(data, action.payload_type)
-            canonical = unstructure(value)
+            canonical = unstructure(structure(tag.data, action.payload_type))
             assert isinstance(canonical, dict)
             freeze_object(canonical, type_name="the action payload")
         except (SerializationError, RecursionError) as exc:
             problem = str(exc) if isinstance(exc, SerializationError) else "nested too deeply"
-            errors.append(
-                f"<mod-action type={show(kind)}> payload does not match {action.payload_type.__name__} "
+            return (
+                f"<mod-action type={show(tag.type)}> payload does not match {action.payload_type.__name__} "
                 f"of mod {mod.id!r}: {problem}; it was ignored"
             )
-            continue
         found.append((mod, action, canonical))
-    errors += scanned.problems()
+        return None
+
+    errors = read_tag_objects(
+        reply, "mod-action", declared, take, what="declared action", listed="declared", none="none", noun="payload"
+    )
     return found, errors
 
 

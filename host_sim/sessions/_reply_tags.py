@@ -12,12 +12,20 @@ Here every search starts where the previous one ended, or reuses its answer.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Final, Generic, TypeVar
 
 import attrs
 
-__all__ = ["MAX_TAGS", "ReplyTag", "ScannedReply", "scan_tags"]
+from modular_sdk import SerializationError
+from modular_sdk._json import parse_json_text
+from modular_sdk._rules import show
+
+__all__ = ["MAX_TAGS", "ReplyTag", "ScannedReply", "TagObject", "read_tag_objects", "scan_tags"]
+
+_D = TypeVar("_D")
 
 MAX_TAGS: Final = 100
 """How many tags of one kind a reply may hold; the rest are reported, never acted on."""
@@ -117,3 +125,60 @@ def scan_tags(reply: str, name: str, *, limit: int = MAX_TAGS) -> ScannedReply:
         else:
             beyond += 1
     return ScannedReply(name=name, limit=limit, tags=tuple(tags), beyond_limit=beyond, malformed=malformed)
+
+
+@attrs.frozen(kw_only=True)
+class TagObject(Generic[_D]):
+    """A well-formed tag of a reply that names a declared ``entry`` and holds a JSON object
+    (``data``, not yet structured); ``index`` is its place among the well-formed tags."""
+
+    index: int
+    type: str
+    entry: _D
+    data: dict[str, object]
+
+
+def read_tag_objects(
+    reply: str,
+    name: str,
+    declared: Mapping[str, _D],
+    take: Callable[[TagObject[_D]], str | None],
+    *,
+    what: str,
+    listed: str,
+    none: str,
+    noun: str,
+) -> list[str]:
+    """Hand ``take`` each ``<name>`` tag of ``reply`` that names one of ``declared`` and holds
+    a JSON object, in reply order, and return what was wrong with every tag: each other tag,
+    and each ``take`` refused (the line it returned), then the malformed and those over the
+    limit (each line says the tag was ignored). The steps `<mod-action>` and `<mod-widget>`
+    share before each structures its ``data``. ``what`` names the declared kind in messages
+    ("declared action") and ``listed`` the list of them ("declared"; ``none`` when empty),
+    ``noun`` what a tag holds ("payload", "data").
+
+    Linear in the reply, at most `MAX_TAGS` tags, never raises: a number JSON readers cannot
+    all hold (`modular_sdk._json.parse_json_text`) is bad JSON like any other.
+    """
+    errors: list[str] = []
+    scanned = scan_tags(reply, name, limit=MAX_TAGS)
+    for index, tag in enumerate(scanned.tags):
+        where = f"<{name} type={show(tag.type)}>"
+        entry = declared.get(tag.type)
+        if entry is None:
+            known = ", ".join(repr(k) for k in declared) or none
+            errors.append(f"{where} names no {what} ({listed}: {known}); it was ignored")
+            continue
+        try:
+            data = parse_json_text(tag.body)
+        except (json.JSONDecodeError, RecursionError, SerializationError) as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) if isinstance(exc, SerializationError) else "nested too deeply"
+            errors.append(f"{where} holds no JSON {noun} ({why}): {show(tag.body)}; it was ignored")
+            continue
+        if not isinstance(data, dict):
+            errors.append(f"{where} holds {show(tag.body)}; its {noun} is a JSON object; it was ignored")
+            continue
+        refused = take(TagObject(index=index, type=tag.type, entry=entry, data=data))
+        if refused is not None:
+            errors.append(refused)
+    return errors + scanned.problems()

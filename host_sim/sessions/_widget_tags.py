@@ -10,14 +10,13 @@ placed nothing. Nothing here raises: a reply is input from outside.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from modular_sdk import Mod, SerializationError, Widget, WidgetPlacement
-from modular_sdk._json import parse_json_text, structure, unstructure
+from modular_sdk._json import structure, unstructure
 from modular_sdk._rules import show
 
-from ._reply_tags import MAX_TAGS, scan_tags
+from ._reply_tags import TagObject, read_tag_objects
 
 __all__ = ["place_widgets"]
 
@@ -32,33 +31,19 @@ def place_widgets(
     if f"<{_TAG}" not in reply:
         return (), ()
     placed: list[WidgetPlacement] = []
-    errors: list[str] = []
-    scanned = scan_tags(reply, _TAG, limit=MAX_TAGS)
-    for index, tag in enumerate(scanned.tags):
-        kind, body = tag.type, tag.body
-        where = f"<{_TAG} type={show(kind)}>"
-        entry = widgets.get(kind)
-        if entry is None:
-            known = ", ".join(repr(k) for k in widgets) or "none loaded"
-            errors.append(f"{where} names no loaded widget (widgets: {known}); it was ignored")
-            continue
-        mod, widget = entry
+
+    def take(tag: TagObject[tuple[Mod, Widget[object]]]) -> str | None:
+        mod, widget = tag.entry
         try:
-            data = parse_json_text(body)
-        except (json.JSONDecodeError, RecursionError, SerializationError) as exc:
-            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) if isinstance(exc, SerializationError) else "nested too deeply"
-            errors.append(f"{where} holds no JSON data ({why}): {show(body)}; it was ignored")
-            continue
-        if not isinstance(data, dict):
-            errors.append(f"{where} holds {show(body)}; its data is a JSON object; it was ignored")
-            continue
-        try:
-            canonical = unstructure(structure(data, widget.data_type))  # what render_widget accepts
-            placed.append(WidgetPlacement(widget_id=widget.id, data=canonical, index=index))
+            canonical = unstructure(structure(tag.data, widget.data_type))  # what render_widget accepts
+            placement = WidgetPlacement(widget_id=widget.id, data=canonical, index=tag.index)
         except (SerializationError, RecursionError, ValueError, TypeError) as exc:
             problem = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            errors.append(
-                f"{where} data does not fit {widget.data_type.__name__} of mod {mod.id!r}: {problem}; it was ignored"
-            )
-    errors += scanned.problems()
+            return f"<{_TAG} type={show(tag.type)}> data does not fit {widget.data_type.__name__} of mod {mod.id!r}: {problem}; it was ignored"
+        placed.append(placement)
+        return None
+
+    errors = read_tag_objects(
+        reply, _TAG, widgets, take, what="loaded widget", listed="widgets", none="none loaded", noun="data"
+    )
     return tuple(placed), tuple(errors)
