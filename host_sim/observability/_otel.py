@@ -2,7 +2,8 @@
 semantic conventions, through opentelemetry-api. Imported only by `telemetry_for`.
 
 A provider that records nothing (the API's no-op or proxy provider: nothing configured)
-leaves this out entirely; a span its sampler drops gets no attributes after its start.
+leaves this out entirely; a span its sampler drops gets no attributes after its start, and
+a dropped turn's model and tool calls get no spans.
 Message content is read only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``
 is ``true``, and only when a span ends, from the live turn: text erased by then is gone.
 """
@@ -153,7 +154,7 @@ class OtelTelemetry(Telemetry):
         return _Chat(self, session, turn, request)
 
     def tool(self, turn: TurnState, call_id: str, name: str, arguments: FrozenJsonObject) -> AbstractContextManager[ToolRun]:
-        if self._tracer is None:
+        if self._tracer is None or _dropped():
             return super().tool(turn, call_id, name, arguments)
         return _Tool(self._tracer, self._capture, turn, call_id, name, arguments)
 
@@ -191,6 +192,14 @@ class OtelTelemetry(Telemetry):
 
     def carried(self) -> AbstractContextManager[object]:
         return _Carried(otel_context.get_current())
+
+
+def _dropped() -> bool:
+    """Whether the current span is one its sampler dropped (a turn's): its model and tool
+    calls get no spans either, as a parent-based sampler (the SDK's default) would decide,
+    and cost no attributes. Its context stays current, so traceparent still carries it."""
+    current = trace.get_current_span()
+    return not current.is_recording() and current.get_span_context().is_valid
 
 
 def _keep(kept: dict[str, SpanContext], key: str, value: SpanContext) -> None:
@@ -262,7 +271,7 @@ class _Chat(ChatCall):
 
     def __enter__(self) -> ChatCall:
         tracer = self._owner._tracer
-        if tracer is not None:
+        if tracer is not None and not _dropped():
             attributes = {**self._attributes, "gen_ai.conversation.id": self._request.session_id}
             self._span = tracer.start_span(f"chat {self._request.model}", kind=SpanKind.CLIENT, attributes=attributes)
             self._token = otel_context.attach(trace.set_span_in_context(self._span))

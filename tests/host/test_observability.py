@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import attrs
 import pytest
@@ -20,6 +18,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from host_sim import Host, ModelRequest, ScriptedModel, ToolCall
 from host_sim.observability import CAPTURE_CONTENT_ENV
+from ._otlp_receiver import OtlpReceiver
 from modular_sdk import (
     AiContributions,
     AiSessionDisplayMetadata,
@@ -486,48 +485,11 @@ async def test_with_no_provider_given_and_none_configured_globally_nothing_is_re
 # -- over the wire ------------------------------------------------------------------------
 
 
-class _Receiver:
-    """A loopback OTLP/HTTP trace receiver: keeps each request's decoded spans."""
-
-    def __init__(self) -> None:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-        self.spans: list[tuple[str, int, dict[str, str]]] = []  # name, kind, string attributes
-        self.paths: list[str] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server name
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                request = ExportTraceServiceRequest()
-                request.ParseFromString(body)
-                receiver.paths.append(self.path)
-                for resource in request.resource_spans:
-                    for scope in resource.scope_spans:
-                        for span in scope.spans:
-                            strings = {a.key: a.value.string_value for a in span.attributes if a.value.HasField("string_value")}
-                            receiver.spans.append((span.name, span.kind, {**strings, "scope": scope.scope.name}))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
-
-
 @pytest.mark.anyio
 async def test_spans_reach_an_otlp_http_collector_over_the_wire() -> None:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    receiver = _Receiver()
+    receiver = OtlpReceiver()
     receiver.thread.start()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint, timeout=10)))
@@ -548,3 +510,20 @@ async def test_spans_reach_an_otlp_http_collector_over_the_wire() -> None:
     assert names["execute_tool search"][1]["gen_ai.tool.name"] == "search"
     assert names["invoke_agent session"][1]["gen_ai.conversation.id"] == chat.id
     assert {attrs["scope"] for _, _, attrs in receiver.spans} == {"host_sim"}
+
+
+@pytest.mark.anyio
+async def test_a_turn_the_sampler_drops_records_no_spans_yet_its_model_calls_are_still_measured() -> None:
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    async with Host(mods=[mod], model=model(), tracer_provider=provider, meter_provider=meters) as host:
+        chat = await host.sessions.create()
+        assert (await host.submit(chat, "search parser")).error is None
+    assert exporter.get_finished_spans() == ()
+    measured = Telemetry(exporter, provider, reader, meters).points("gen_ai.client.operation.duration")
+    assert sum(p.count for p in measured) == 2
