@@ -1,4 +1,5 @@
-"""What a turn did, as the host's record keeps it: its tool calls (API.md section 17).
+"""What a turn did, as the host's record keeps it: its tool calls (API.md section 17) and
+the tokens its model calls used (section 15).
 
 Defined here, with the handle protocols that return it, and re-exported by ``host_sim``
 (one class).
@@ -11,10 +12,10 @@ from datetime import datetime
 import attrs
 
 from ._frozen import FrozenJsonObject, freeze_object
-from ._lineage import aware_datetime
+from ._lineage import aware_datetime, non_negative_int
 from ._rules import text_validator
 
-__all__ = ["ToolCallRecord"]
+__all__ = ["ToolCallRecord", "Usage"]
 
 
 def _frozen_input(value: object) -> FrozenJsonObject:
@@ -45,3 +46,25 @@ class ToolCallRecord:
     error: str | None = attrs.field(validator=text_validator(optional=True))
     started_at: datetime = attrs.field(validator=aware_datetime)
     finished_at: datetime = attrs.field(validator=aware_datetime)
+
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """The tokens one model call used, as the model's server counted them. Immutable.
+
+    A model reports it with its answer: ``Reply(text=..., usage=...)``,
+    ``ToolCall(..., usage=...)``, or, from ``stream``, a `Usage` item after the text. The
+    host adds up a turn's calls into ``turn.usage`` (and ``host_sim`` re-exports this class).
+    Raises `ModDefinitionError` (a
+    `ModularError`) for a count that is not an ``int >= 0``::
+
+        Usage(input_tokens=812, output_tokens=64)
+    """
+
+    input_tokens: int = attrs.field(validator=non_negative_int)
+    output_tokens: int = attrs.field(validator=non_negative_int)
+
+    @property
+    def total_tokens(self) -> int:
+        """``input_tokens + output_tokens``."""
+        return self.input_tokens + self.output_tokens

@@ -235,6 +235,9 @@ class AiTurnHandle(Protocol):
     def tool_calls(self) -> tuple[ToolCallRecord, ...]:
         """The tool calls the turn made, in order; durable with the turn, erased with it."""
     @property
+    def usage(self) -> Usage | None:
+        """The tokens its model calls used, added up; ``None`` when no call reported usage."""
+    @property
     def runner_id(self) -> AiRunnerId:
         """The model runner that produced this turn."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> AiSessionHandle:
@@ -543,6 +546,16 @@ class TurnFailedError(ModularError, RuntimeError):
 
 TurnId = NewType('TurnId', str)
 """Stable identifier of one turn of a session."""
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """The tokens one model call used, as the model's server counted them. Immutable."""
+    input_tokens: int = attrs.field(validator=non_negative_int)
+    output_tokens: int = attrs.field(validator=non_negative_int)
+    @property
+    def total_tokens(self) -> int:
+        """``input_tokens + output_tokens``."""
+
 
 TurnStatus: TypeAlias = Literal['running', 'completed', 'failed']
 """Where a turn is: still running, completed with a reply, or failed."""

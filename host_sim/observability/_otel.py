@@ -31,10 +31,12 @@ from ..models._cassette import RecordingModel
 from ..models._openai import OpenAIModel
 from ..models._protocol import ToolCall
 from ..sessions._state import text_of
-from ._telemetry import CAPTURE_CONTENT_ENV, ChatCall, CommandRun, ReportedUsage, Telemetry, ToolRun, TurnSpan
+from ._telemetry import CAPTURE_CONTENT_ENV, ChatCall, CommandRun, Telemetry, ToolRun, TurnSpan
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
+
+    from modular_sdk import Usage
 
     from modular_sdk._frozen import FrozenJsonObject
 
@@ -266,7 +268,7 @@ class _Chat(ChatCall):
         self._span: Span | None = None
         self._token: Token[otel_context.Context] | None = None
         self._reply: object = None
-        self._usage: ReportedUsage | None = None
+        self._usage: Usage | None = None
         self._started = 0.0
 
     def __enter__(self) -> ChatCall:
@@ -278,7 +280,7 @@ class _Chat(ChatCall):
         self._started = time.perf_counter()
         return self
 
-    def replied(self, reply: object, *, usage: ReportedUsage | None = None) -> None:
+    def replied(self, reply: object, *, usage: Usage | None = None) -> None:
         self._reply, self._usage = reply, usage
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

@@ -9,9 +9,10 @@ the instrumentation of ``_otel`` (imported only then).
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from modular_sdk import Usage
     from modular_sdk._frozen import FrozenJsonObject
 
     from ..models._protocol import ModelRequest, ToolResult
@@ -22,7 +23,6 @@ __all__ = [
     "CAPTURE_CONTENT_ENV",
     "ChatCall",
     "CommandRun",
-    "ReportedUsage",
     "Telemetry",
     "ToolRun",
     "TurnSpan",
@@ -33,22 +33,12 @@ CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """Set to ``true`` to record prompts, replies and tool input and output on spans."""
 
 
-class ReportedUsage(Protocol):
-    """Token usage a model reported for one call (``host_sim.Usage`` has this shape)."""
-
-    @property
-    def input_tokens(self) -> int: ...
-
-    @property
-    def output_tokens(self) -> int: ...
-
-
 class ChatCall:
     """One model call; `replied` says how it ended. This one records nothing."""
 
     __slots__ = ()
 
-    def replied(self, reply: object, *, usage: ReportedUsage | None = None) -> None:
+    def replied(self, reply: object, *, usage: Usage | None = None) -> None:
         """The model answered ``reply`` (text, a `ToolCall`, or anything the turn refuses)."""
 
 

@@ -34,6 +34,7 @@ from modular_sdk import (
     SessionId,
     TurnId,
     TurnStatus,
+    Usage,
 )
 from modular_sdk._rules import show, unstorable_text
 
@@ -166,6 +167,15 @@ class TurnHandle(metaclass=NoPublicConstructor):
         ids, tool names and times; their inputs, outputs and errors are erased.
         """
         return self._turn.tool_calls
+
+    @property
+    def usage(self) -> Usage | None:
+        """The tokens the turn's model calls used, added up (API.md section 15).
+
+        ``None`` when no call reported usage (a model that returns plain text). Durable
+        with the turn, and kept when it is forgotten (counts are not text).
+        """
+        return self._turn.usage
 
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``.

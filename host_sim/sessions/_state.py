@@ -18,7 +18,7 @@ from typing import overload
 import anyio
 import attrs
 
-from modular_sdk import AiMessage, AiNotificationMessage, AiRunnerId, Author, SessionId, TurnId, TurnStatus
+from modular_sdk import AiMessage, AiNotificationMessage, AiRunnerId, Author, SessionId, TurnId, TurnStatus, Usage
 
 from ..lineage._types import LineageArtifact
 from ..models._protocol import HistoryEntry
@@ -61,6 +61,7 @@ class TurnState:
     tool_calls: tuple[ToolCallRecord, ...] = ()  # the calls made so far, kept with the record
     retracted_at: datetime | None = None
     retraction_reason: str | None = None
+    usage: Usage | None = None  # the model calls' usage so far, summed (None: none reported)
 
     def record(self) -> TurnRecord:
         return TurnRecord(
@@ -80,6 +81,7 @@ class TurnState:
             tool_calls=self.tool_calls,
             retracted_at=self.retracted_at,
             retraction_reason=self.retraction_reason,
+            usage=self.usage,
         )
 
     @classmethod
@@ -101,6 +103,7 @@ class TurnState:
             tool_calls=record.tool_calls,
             retracted_at=record.retracted_at,
             retraction_reason=record.retraction_reason,
+            usage=record.usage,
         )
 
 

@@ -93,8 +93,8 @@ PLACES: Final[tuple[Place, ...]] = (
     # A turn's prompt (or notification title and body), its reply, its error (a model's
     # error may quote the prompt) and its tool calls' inputs, outputs and errors (API.md
     # section 17; their ids, tool names and times stay), and why it was retracted (that it
-    # was, and when, stays). Written as erased records
-    # (stores/_invariants.erased and erased_call).
+    # was, and when, stays; so does its token usage, counts and no text, API.md section 15).
+    # Written as erased records (stores/_invariants.erased and erased_call).
     Place(
         table="turns",
         record=TurnRecord,
@@ -109,7 +109,7 @@ PLACES: Final[tuple[Place, ...]] = (
         stamp="erased_at",
         kept=(
             "id", "session_id", "ordinal", "message_id", "author", "runner_id", "status", "started_at", "finished_at",
-            "retracted_at",
+            "retracted_at", "usage",
         ),  # fmt: skip
     ),
     # The label of an artifact citing a planned turn (a fork's anchor), and of every edge an

@@ -25,7 +25,7 @@ from modular_sdk import (
     TurnStatus,
 )
 
-from modular_sdk import ToolCallRecord
+from modular_sdk import ToolCallRecord, Usage
 
 from ..lineage._types import LineageEdge, SessionNode
 
@@ -101,6 +101,7 @@ class TurnRecord:
     tool_calls: tuple[ToolCallRecord, ...] = ()  # written with the finished record
     retracted_at: datetime | None = None  # set once by lineage.retract: the turn was found wrong
     retraction_reason: str | None = None  # why (text: erased with the turn)
+    usage: Usage | None = None  # its model calls' token usage, summed (None: no call reported any)
 
 
 @attrs.frozen(kw_only=True)

@@ -8,7 +8,7 @@ Layout (schema version 3)::
              created_at, agent_id)           -- never updated nor deleted (triggers refuse)
     turns(id PRIMARY KEY, session_id, ordinal, message JSON, message_id, author JSON,
           runner_id, status, reply, error, started_at, finished_at, erased_at,
-          tool_calls JSON)
+          tool_calls JSON, retracted_at, retraction_reason, usage JSON)
           UNIQUE (session_id, ordinal)       -- a finished turn is never updated (trigger)
     nodes(session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics JSON)
     edges(from_session_id, to_session_id, relation, created_at, artifact JSON,
@@ -65,6 +65,7 @@ from modular_sdk import (
     SerializationError,
     SessionId,
     TurnId,
+    Usage,
 )
 from modular_sdk._json import structure, unstructure
 
@@ -304,8 +305,12 @@ _RECORD_17: Final = "ALTER TABLE turns ADD COLUMN tool_calls TEXT;\n"
 
 # Retraction (API.md section 17): a finished turn changes once to be forgotten (as before; its
 # retraction stays as it is, its reason is erased) or once to be retracted (nothing else
-# changes). Run by a writer whose turns rule does not name retracted_at (after any older rule).
+# changes). A turn's token usage (API.md section 15, JSON, NULL when no model call reported
+# any) is written with its finished record and never changes afterwards, not even when the
+# turn is forgotten (counts are not text). Run by a writer whose turns rule does not name
+# usage (after any older rule).
 _RETRACTION_COLUMNS_17: Final = "ALTER TABLE turns ADD COLUMN retracted_at TEXT;\nALTER TABLE turns ADD COLUMN retraction_reason TEXT;\n"
+_USAGE_COLUMN_15: Final = "ALTER TABLE turns ADD COLUMN usage TEXT;\n"
 _RETRACTION_17: Final = """
 DROP TRIGGER IF EXISTS finished_turns_never_change;
 CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
@@ -313,6 +318,7 @@ WHEN OLD.status != 'running' AND NOT (
     NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
     AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
     AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at AND NEW.finished_at IS OLD.finished_at
+    AND NEW.usage IS OLD.usage
     AND ((
         OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
         AND NEW.retracted_at IS OLD.retracted_at AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
@@ -502,7 +508,7 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
     sends the row to the converter, which names whatever is wrong with it."""
     try:
         (id_, session_id, ordinal, message, message_id, author, runner_id, status, reply, error,
-         started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason) = row  # fmt: skip  # _TURNS.columns, checked below
+         started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason, usage) = row  # fmt: skip  # _TURNS.columns, checked below
         if not (
             isinstance(id_, str) and isinstance(session_id, str) and type(ordinal) is int and ordinal >= 0
             and isinstance(message, str) and isinstance(message_id, str) and isinstance(author, str)
@@ -538,6 +544,7 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
             tool_calls=() if tool_calls is None else _tool_calls(tool_calls),
             retracted_at=_time(retracted_at),
             retraction_reason=retraction_reason,
+            usage=None if usage is None else _usage(usage),
         )
     except (ValueError, TypeError, KeyError, AssertionError, SerializationError, RecursionError):
         return None
@@ -551,12 +558,20 @@ def _tool_calls(text: object) -> tuple[ToolCallRecord, ...]:
     return value
 
 
+def _usage(text: object) -> Usage:
+    """A turn's ``usage`` column (JSON written by the one converter)."""
+    if not isinstance(text, str):
+        raise TypeError("usage is JSON text")
+    value: Usage = structure(json.loads(text), Usage)
+    return value
+
+
 _NULL_IS_DEFAULT: Final = frozenset({"tags", "tool_calls"})  # columns added later: NULL in older rows
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
 _INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
 _JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls"}))
+_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
@@ -574,6 +589,7 @@ _LOG_TABLES: Final = (_INVOCATIONS, _JOBS)  # version 3: absent from a store a r
 assert _TURNS.columns == (
     "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
     "reply", "error", "started_at", "finished_at", "erased_at", "tool_calls", "retracted_at", "retraction_reason",
+    "usage",
 ), "_turn_fast reads the turns columns in this order"  # fmt: skip
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
@@ -595,7 +611,7 @@ _ERASE_TURN: Final = (
 )
 
 _FINISH_TURN: Final = (
-    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ?, tool_calls = ? "
+    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ?, tool_calls = ?, usage = ? "
     "WHERE id = ? AND session_id = ? AND ordinal = ? AND status = 'running'"
 )
 
@@ -757,7 +773,7 @@ class SqliteStore:
         row = dict(zip(_TURNS.columns, _TURNS.row(record), strict=True))
         if record.status == "running" or record.finished_at is None:
             raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "id", "session_id", "ordinal"))
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "usage", "id", "session_id", "ordinal"))
         await self._transact(
             [_Step(_FINISH_TURN, params, f"turn {record.id!r} is not a running turn of this store; a turn finishes once", "change")]
         )
@@ -1160,18 +1176,19 @@ class SqliteStore:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _JOBS_4 + "COMMIT;")
 
     def _prepare_record(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store made before tool calls, retraction and decisions were part of
-        the record (API.md section 17) their columns and rules (`_RECORD_17`,
-        `_RETRACTION_17`, `_DECISIONS_17`); a reader reads them as absent (no calls, not
-        retracted, no one who decided, no reason)."""
+        """Give a writer's store made before tool calls, retraction, decisions and usage were
+        part of the record (API.md sections 15, 17) their columns and rules (`_RECORD_17`,
+        `_RETRACTION_17`, `_USAGE_COLUMN_15`, `_DECISIONS_17`); a reader reads them as
+        absent (no calls, not retracted, no usage, no one who decided, no reason)."""
         if self._read_only:
             return
         columns = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
         if "tool_calls" not in columns:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _RECORD_17 + "COMMIT;")
         rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'finished_turns_never_change'").fetchone()
-        if rule is None or "retracted_at" not in str(rule[0]):
+        if rule is None or "NEW.usage" not in str(rule[0]):
             added = "" if "retracted_at" in columns else _RETRACTION_COLUMNS_17
+            added += "" if "usage" in columns else _USAGE_COLUMN_15
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _RETRACTION_17 + "COMMIT;")
         columns = {row[1] for row in conn.execute("PRAGMA table_info(action_outcomes)")}
         if "reason" not in columns:

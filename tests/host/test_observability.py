@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from host_sim import Host, ModelRequest, ScriptedModel, ToolCall
+from host_sim import Host, ModelRequest, Reply, ScriptedModel, ToolCall, Usage
 from host_sim.observability import CAPTURE_CONTENT_ENV
 from ._otlp_receiver import OtlpReceiver
 from modular_sdk import (
@@ -411,31 +411,27 @@ async def test_each_model_call_records_its_duration_with_error_type_when_it_fail
 
 
 @pytest.mark.anyio
-async def test_a_chat_call_that_reports_usage_sets_token_attributes_and_the_token_metric(otel: Telemetry) -> None:
-    """The hook a model's usage reaches (host_sim.Usage, or anything with its two counts)."""
-    from host_sim.observability._otel import OtelTelemetry
+async def test_the_usage_a_model_reports_is_on_its_chat_span_and_in_the_token_metric(otel: Telemetry) -> None:
+    def respond(request: ModelRequest) -> Reply | ToolCall:
+        if not request.tool_results:
+            return ToolCall(name="search", input={"pattern": "parser"}, call_id="call_1", usage=Usage(input_tokens=40, output_tokens=7))
+        return Reply(text="done", usage=Usage(input_tokens=60, output_tokens=2))
 
-    @attrs.frozen
-    class Usage:
-        input_tokens: int
-        output_tokens: int
-
-    telemetry = OtelTelemetry.create(otel.tracer_provider, otel.meter_provider, model())
-    assert telemetry is not None
-
-    async with otel.host() as host:
-        engine = host._open()
+    async with Host(mods=[mod], model=ScriptedModel(respond), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider) as host:
         chat = await host.sessions.create()
-        submitted = await host.submit(chat, "hello")
-        assert submitted.turn is not None
-        session, turn = await engine.load_turn(submitted.turn.id)
-        request = ModelRequest(session_id=chat.id, model="scripted", kind="prompt", text="x", message=turn.message, history=())
-        with telemetry.chat(session, turn, request) as call:
-            call.replied("ok", usage=Usage(input_tokens=12, output_tokens=3))
-    (span,) = [s for s in otel.named("chat ") if attributes(s).get("gen_ai.usage.input_tokens") is not None]
-    assert attributes(span)["gen_ai.usage.input_tokens"] == 12 and attributes(span)["gen_ai.usage.output_tokens"] == 3
-    tokens = {dict(p.attributes or {})["gen_ai.token.type"]: p.sum for p in otel.points("gen_ai.client.token.usage")}
-    assert tokens == {"input": 12, "output": 3}
+        submitted = await host.submit(chat, "search")
+    assert submitted.turn is not None and submitted.turn.usage == Usage(input_tokens=100, output_tokens=9)
+
+    counts = [(attributes(s)["gen_ai.usage.input_tokens"], attributes(s)["gen_ai.usage.output_tokens"]) for s in otel.named("chat ")]
+    assert counts == [(40, 7), (60, 2)]
+    points = {dict(p.attributes or {})["gen_ai.token.type"]: p for p in otel.points("gen_ai.client.token.usage")}
+    assert {kind: (p.count, p.sum) for kind, p in points.items()} == {"input": (2, 100), "output": (2, 9)}
+    assert dict(points["input"].attributes or {}) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "host_sim",
+        "gen_ai.request.model": "scripted",
+        "gen_ai.token.type": "input",
+    }
 
 
 # -- providers ----------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from modular_sdk import (
     ToolContext,
     ToolCallRecord,
     ToolTrigger,
+    Usage,
     UserAuthor,
     action,
     agent,
@@ -276,6 +277,7 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
         },
     ),
     "Deny": (Deny, {"reason": "not now"}),
+    "Usage": (Usage, {"input_tokens": 812, "output_tokens": 64}),
     "ToolCallRecord": (
         ToolCallRecord,
         {

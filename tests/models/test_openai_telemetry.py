@@ -1,4 +1,5 @@
-"""`OpenAIModel` carries the trace context (API §15): the ``traceparent`` of its chat span."""
+"""`OpenAIModel` under OpenTelemetry (API §15): it carries the ``traceparent`` of its chat span,
+and the usage the server reports reaches that span."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from host_sim import Host, ModelRequest, OpenAIModel, ToolCall
+from host_sim import Host, ModelRequest, OpenAIModel, Reply, ToolCall
 
-from ._fake_openai import FakeOpenAI, reply, streamed_reply
+from ._fake_openai import FakeOpenAI, events, reply, streamed_reply, usage_chunk
 
 
 @pytest.mark.anyio
@@ -43,6 +44,27 @@ async def test_a_request_made_outside_any_span_carries_no_traceparent(fake: Fake
     assert "traceparent" not in received.headers
 
 
+@pytest.mark.anyio
+async def test_the_usage_the_server_reports_is_on_the_chat_span(fake: FakeOpenAI) -> None:
+    fake.answer(
+        events(
+            {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "Hello"}}]},
+            usage_chunk(21, 5),
+            b"data: [DONE]\n\n",
+        )
+    )
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    async with Host(model=OpenAIModel("gpt-test", base_url=fake.base_url), tracer_provider=provider) as host:
+        chat = await host.sessions.create()
+        assert (await host.submit(chat, "hi")).text == "Hello"
+    (chat_span,) = [s for s in exporter.get_finished_spans() if s.name == "chat gpt-test"]
+    attributes = dict(chat_span.attributes or {})
+    assert (attributes["gen_ai.usage.input_tokens"], attributes["gen_ai.usage.output_tokens"]) == (21, 5)
+    assert attributes["gen_ai.response.finish_reasons"] == ("stop",)
+
+
 class _NotStreaming:
     """The model without its ``stream``: the host calls ``respond`` (one plain POST)."""
 
@@ -53,5 +75,5 @@ class _NotStreaming:
     def name(self) -> str:
         return self._inner.name
 
-    async def respond(self, request: ModelRequest) -> str | ToolCall:
+    async def respond(self, request: ModelRequest) -> str | Reply | ToolCall:
         return await self._inner.respond(request)
