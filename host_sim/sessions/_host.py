@@ -736,6 +736,7 @@ class Host:
         ``cancelled``. Publishes ``job_started`` and, when it ends, ``job_finished``; the
         events of its turn and command carry its ``job_id``. Jobs are durable records: any
         host sharing the store finds it (`job`, `jobs`).
+        Its OpenTelemetry spans are children of the span current here (docs/observability.md).
         """
         engine = self._open()
         state = await self._session(session)
