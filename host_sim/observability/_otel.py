@@ -10,6 +10,7 @@ is ``true``, and only when a span ends, from the live turn: text erased by then 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -62,7 +63,9 @@ def provider_name(model: Model) -> str:
     return "openai" if isinstance(model, OpenAIModel) else "host_sim"
 
 
+@functools.cache
 def _version() -> str:
+    """The package's version (read once: importlib.metadata is slow)."""
     try:
         return metadata.version("modular-chat-sdk")
     except metadata.PackageNotFoundError:
@@ -107,14 +110,12 @@ class OtelTelemetry(Telemetry):
         when neither records anything."""
         tracers = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         meters = meter_provider if meter_provider is not None else metrics.get_meter_provider()
-        version = _version()
         tracer: trace.Tracer | None = None
         meter: metrics.Meter | None = None
-        if isinstance(tracers, trace.TracerProvider) or callable(getattr(tracers, "get_tracer", None)):
-            if _records(tracers, (trace.NoOpTracerProvider, trace.ProxyTracerProvider), "ProxyTracerProvider"):
-                tracer = tracers.get_tracer(SCOPE, version)  # type: ignore[attr-defined]
+        if _records(tracers, (trace.NoOpTracerProvider, trace.ProxyTracerProvider), "ProxyTracerProvider"):
+            tracer = tracers.get_tracer(SCOPE, _version())  # type: ignore[attr-defined]
         if _records(meters, (metrics.NoOpMeterProvider,), "_ProxyMeterProvider"):
-            meter = meters.get_meter(SCOPE, version)  # type: ignore[attr-defined]
+            meter = meters.get_meter(SCOPE, _version())  # type: ignore[attr-defined]
         if tracer is None and meter is None:
             return None
         capture = os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from modular_sdk import InvalidArgumentError
@@ -14,17 +15,24 @@ if TYPE_CHECKING:
 __all__ = ["telemetry_for"]
 
 
+@functools.cache
+def _api_installed() -> bool:
+    """Whether opentelemetry-api imports (asked once: a failed import is not remembered by Python)."""
+    try:
+        import opentelemetry.trace  # noqa: F401  (the API: the global providers live there)
+    except ImportError:
+        return False
+    return True
+
+
 def telemetry_for(tracer_provider: object, meter_provider: object, model: Model) -> Telemetry:
     """The telemetry a host opening now reports through: the given providers, else the
     global ones when opentelemetry-api is installed, else none (nothing imported).
 
     Raises `InvalidArgumentError` when a provider is given and opentelemetry-api is not installed.
     """
-    if tracer_provider is None and meter_provider is None:
-        try:
-            import opentelemetry.trace  # noqa: F401  (the API: the global providers live there)
-        except ImportError:
-            return NO_TELEMETRY
+    if tracer_provider is None and meter_provider is None and not _api_installed():
+        return NO_TELEMETRY
     try:
         from ._otel import OtelTelemetry
     except ImportError as missing:
