@@ -194,7 +194,7 @@ class OtelTelemetry(Telemetry):
             current.add_event(f"host_sim.session.{kind}", event)
 
     def carried(self) -> AbstractContextManager[object]:
-        return _Carried(otel_context.get_current())
+        return _Attached(otel_context.get_current())
 
 
 def _dropped() -> bool:
@@ -237,7 +237,7 @@ class _TurnSpan(TurnSpan):
         self._capture = capture
 
     def current(self) -> AbstractContextManager[object]:
-        return trace.use_span(self._span, end_on_exit=False, record_exception=False, set_status_on_exception=False)
+        return _Attached(trace.set_span_in_context(self._span))  # current, not ended on exit
 
     def end(self, turn: TurnState) -> None:
         span = self._span
@@ -429,8 +429,8 @@ class _Command(CommandRun):
         span.end()
 
 
-class _Carried:
-    """A context captured in one task, made current in another (a job's) inside ``with``."""
+class _Attached:
+    """A context made current inside ``with`` (a turn's span; a job's caller's context, captured in another task)."""
 
     __slots__ = ("_context", "_token")
 
