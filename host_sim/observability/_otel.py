@@ -152,9 +152,10 @@ class OtelTelemetry(Telemetry):
         return _TurnSpan(span, self._capture)
 
     def chat(self, session: SessionState, turn: TurnState, request: ModelRequest) -> AbstractContextManager[ChatCall]:
-        if self._tracer is None and self._duration is None:
+        traced = self._tracer is not None and not _dropped()
+        if not traced and self._duration is None:
             return super().chat(session, turn, request)
-        return _Chat(self, session, turn, request)
+        return _Chat(self, turn, request, traced)
 
     def tool(self, turn: TurnState, call_id: str, name: str, arguments: FrozenJsonObject) -> AbstractContextManager[ToolRun]:
         if self._tracer is None or _dropped():
@@ -255,10 +256,11 @@ class _TurnSpan(TurnSpan):
 class _Chat(ChatCall):
     """A ``chat {model}`` span (CLIENT, current while the model is called) and the duration metric."""
 
-    __slots__ = ("_attributes", "_owner", "_reply", "_request", "_span", "_started", "_token", "_turn", "_usage")
+    __slots__ = ("_attributes", "_owner", "_reply", "_request", "_span", "_started", "_token", "_traced", "_turn", "_usage")
 
-    def __init__(self, owner: OtelTelemetry, session: SessionState, turn: TurnState, request: ModelRequest) -> None:
+    def __init__(self, owner: OtelTelemetry, turn: TurnState, request: ModelRequest, traced: bool) -> None:
         self._owner = owner
+        self._traced = traced
         self._turn = turn
         self._request = request
         self._attributes: Attributes = {
@@ -274,7 +276,7 @@ class _Chat(ChatCall):
 
     def __enter__(self) -> ChatCall:
         tracer = self._owner._tracer
-        if tracer is not None and not _dropped():
+        if tracer is not None and self._traced:
             attributes = {**self._attributes, "gen_ai.conversation.id": self._request.session_id}
             self._span = tracer.start_span(f"chat {self._request.model}", kind=SpanKind.CLIENT, attributes=attributes)
             self._token = otel_context.attach(trace.set_span_in_context(self._span))
