@@ -214,7 +214,13 @@ def _keep(kept: dict[str, SpanContext], key: str, value: SpanContext) -> None:
 
 def _error(span: Span, kind: str, description: str | None) -> None:
     span.set_attribute("error.type", kind)
-    span.set_status(Status(StatusCode.ERROR, description))
+    span.set_status(Status(StatusCode.ERROR, None if description is None else _text(description)))
+
+
+def _text(value: str) -> str:
+    """Captured text as an exporter can encode it: a lone surrogate (a handler's output can
+    hold one) quoted as an escape, as the record keeps it. (JSON attributes are escaped by json.dumps.)"""
+    return value if value.isascii() else value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _failure_kind(exc: BaseException) -> str:
@@ -390,7 +396,7 @@ class _Tool(ToolRun):
             if self._capture and self._turn.erased_at is None:
                 span.set_attribute("gen_ai.tool.call.arguments", json.dumps(_plain(self._arguments)))
                 if result is not None and result.output is not None:
-                    span.set_attribute("gen_ai.tool.call.result", result.output)
+                    span.set_attribute("gen_ai.tool.call.result", _text(result.output))
         span.end()
 
 
@@ -425,9 +431,9 @@ class _Command(CommandRun):
                 _error(span, submission.error_kind or "handler_failed", submission.error if self._capture else None)
             if self._capture:
                 if self._argument is not None:
-                    span.set_attribute("host_sim.command.argument", self._argument)
+                    span.set_attribute("host_sim.command.argument", _text(self._argument))
                 if submission is not None:
-                    span.set_attribute("host_sim.command.output", submission.text)
+                    span.set_attribute("host_sim.command.output", _text(submission.text))
         span.end()
 
 

@@ -523,3 +523,29 @@ async def test_a_turn_the_sampler_drops_records_no_spans_yet_its_model_calls_are
     assert exporter.get_finished_spans() == ()
     measured = Telemetry(exporter, provider, reader, meters).points("gen_ai.client.operation.duration")
     assert sum(p.count for p in measured) == 2
+
+
+@pytest.mark.anyio
+async def test_captured_text_a_tool_returns_with_a_lone_surrogate_is_exported_escaped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    async def odd(query: Query, ctx: ToolContext) -> str:
+        return "half \ud800 a pair"
+
+    odd_mod = define_mod(
+        metadata=ModMetadata(display_name="Odd", description="Returns odd text"),
+        ai=AiContributions(tools=[tool(name="search", description="Find a pattern", input_type=Query, run=odd)]),
+    )
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    with OtlpReceiver() as receiver:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=receiver.endpoint, timeout=10)))
+        try:
+            async with Host(mods=[odd_mod], model=model(), tracer_provider=provider) as host:
+                chat = await host.sessions.create()
+                submitted = await host.submit(chat, "search x")
+        finally:
+            provider.shutdown()
+    assert submitted.error_kind == "model_failed"  # the model quoted it back: that reply cannot be stored
+    (run,) = [attributes for name, _, attributes in receiver.spans if name == "execute_tool search"]
+    assert run["gen_ai.tool.call.result"] == "half \\ud800 a pair"
