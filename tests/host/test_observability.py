@@ -4,6 +4,7 @@ in-memory exporter and metric reader, and once over the wire through OTLP/HTTP."
 from __future__ import annotations
 
 import subprocess
+from importlib import metadata
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -196,6 +197,8 @@ async def test_a_turn_is_an_invoke_agent_span_holding_a_chat_span_per_model_call
         "gen_ai.conversation.id": chat.id,
     }
     assert {s.context.trace_id for s in otel.spans() if s.context is not None} == {trace_of(turn)}  # one trace
+    scope = turn.instrumentation_scope
+    assert scope is not None and (scope.name, scope.version) == ("host_sim", metadata.version("modular-chat-sdk"))
 
 
 def trace_of(span: ReadableSpan) -> int:
@@ -467,6 +470,35 @@ def test_without_the_extra_a_host_runs_turns_and_tools_and_imports_nothing_of_it
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.split() == ["None", "None", "[]"]
+
+
+def test_with_no_provider_given_the_global_providers_set_before_the_host_opens_are_used() -> None:
+    code = """
+import anyio, host_sim
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+
+async def main():
+    async with host_sim.Host() as host:
+        await host.submit(await host.sessions.create(), "hello")
+
+anyio.run(main)
+data = reader.get_metrics_data()
+print(sorted(s.name for s in exporter.get_finished_spans()))
+print(sorted(m.name for r in data.resource_metrics for s in r.scope_metrics for m in s.metrics))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.split("\n")[:2] == ["['chat echo', 'invoke_agent session']", "['gen_ai.client.operation.duration']"]
 
 
 @pytest.mark.anyio
