@@ -55,6 +55,11 @@ async def ask(argument: str | None, ctx: SlashCommandContext) -> str:
     return (await ctx.session.run(argument or "nothing")).text
 
 
+async def hand_off(argument: str | None, ctx: SlashCommandContext) -> str:
+    child = await ctx.session.spawn()
+    return (await child.run(argument or "nothing")).text
+
+
 mod = define_mod(
     metadata=ModMetadata(display_name="Search", description="Let the model search"),
     ai=AiContributions(
@@ -63,7 +68,10 @@ mod = define_mod(
             tool(name="delegate", description="Ask a spawned session", input_type=Query, run=delegate),
         ]
     ),
-    commands=[slash_command(id="ask", description="Ask the model as the mod", run=ask)],
+    commands=[
+        slash_command(id="ask", description="Ask the model as the mod", run=ask),
+        slash_command(id="hand_off", description="Ask a spawned session", run=hand_off),
+    ],
 )
 
 
@@ -314,6 +322,18 @@ async def test_a_spawn_from_a_tool_is_an_event_on_the_tool_span_and_the_child_tu
     assert [link.context.span_id for link in child.links] == [span_id(parent)]
     assert parent_of(child) == span_id(run)  # sent from inside the tool: a child of its span
     assert [e.name for e in run.events] == ["host_sim.session.spawn"]
+
+
+@pytest.mark.anyio
+async def test_a_spawn_from_a_command_is_an_event_on_the_command_span_and_the_child_turn_links_to_it(otel: Telemetry) -> None:
+    async with otel.host() as host:
+        chat = await host.sessions.create()
+        assert (await host.submit(chat, "/hand_off hello")).error is None
+    (command,) = otel.named("host_sim.command hand_off")
+    (child,) = otel.named("invoke_agent")
+    assert [e.name for e in command.events] == ["host_sim.session.spawn"]
+    assert dict(command.events[0].attributes or {}) == {"host_sim.session.id": attributes(child)["gen_ai.conversation.id"]}
+    assert [link.context.span_id for link in child.links] == [span_id(command)] and parent_of(child) == span_id(command)
 
 
 # -- content ------------------------------------------------------------------------------
