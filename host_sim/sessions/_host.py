@@ -203,6 +203,8 @@ class Host:
     async def __aenter__(self) -> Host:
         if self._state != "new":
             raise RuntimeError("a Host can be entered once; make a new Host(...) to open again")
+        # Before anything opens: a provider without opentelemetry-api fails here.
+        self._telemetry = telemetry_for(self._tracer_provider, self._meter_provider, self._model)
         skip = self._on_bad_mod == "skip"
         mods: list[object] = []
         positions: list[int] = []  # where each of mods was in the caller's list
@@ -243,7 +245,6 @@ class Host:
                 await self._store.close()
             raise
         graph = LineageGraph(self._store, clock=self._clock, log=log)
-        self._telemetry = telemetry_for(self._tracer_provider, self._meter_provider, self._model)
         mcp = McpTools(
             tables.mcp_servers,
             store=self._store,

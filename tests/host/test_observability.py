@@ -521,6 +521,33 @@ print(sorted(m.name for r in data.resource_metrics for s in r.scope_metrics for 
     assert result.stdout.split("\n")[:2] == ["['chat echo', 'invoke_agent session']", "['gen_ai.client.operation.duration']"]
 
 
+def test_a_provider_given_without_opentelemetry_api_is_refused_when_the_host_opens_naming_the_extra() -> None:
+    code = """
+import sys
+sys.modules['opentelemetry'] = None  # as if the extra were not installed
+import anyio, host_sim
+from modular_sdk import InvalidArgumentError
+
+class Provider:
+    def get_tracer(self, *args, **kwargs): ...
+
+async def main():
+    try:
+        async with host_sim.Host(tracer_provider=Provider()):
+            pass
+    except InvalidArgumentError as refused:
+        print(refused.argument)
+        print(refused)
+
+anyio.run(main)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    argument, message = result.stdout.splitlines()[:2]
+    assert argument == "tracer_provider"
+    assert message.startswith("Host's tracer_provider needs opentelemetry-api, which cannot be imported")
+    assert message.endswith("install it with pip install 'modular-chat-sdk[otel]'")
+
+
 @pytest.mark.anyio
 async def test_with_no_provider_given_and_none_configured_globally_nothing_is_recorded(otel: Telemetry) -> None:
     async with Host(mods=[mod], model=model()) as host:  # the global providers: the API's no-op proxies
