@@ -13,6 +13,7 @@ _quiet_start()  # before the imports below: Ctrl-C while the host-sim command st
 from modular_sdk import ToolCallRecord as ToolCallRecord  # noqa: E402
 from modular_sdk import UnknownTurnError as UnknownTurnError
 from modular_sdk import Usage as Usage
+from modular_sdk import WidgetPlacement as WidgetPlacement
 
 from .fold._manifest import Manifest as Manifest
 from .fold._fold import load_verified as load_verified
@@ -197,6 +198,7 @@ __all__ = [
     "TurnStarted",
     "Usage",
     "UnknownJobError",
+    "WidgetPlacement",
     "UnknownTurnError",
     "ViewResult",
     "build_manifest",

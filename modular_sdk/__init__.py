@@ -84,6 +84,7 @@ from ._protocols import EffectContext as EffectContext
 from ._protocols import CompletionContext as CompletionContext
 from ._records import ToolCallRecord as ToolCallRecord
 from ._records import Usage as Usage
+from ._records import WidgetPlacement as WidgetPlacement
 from ._protocols import SlashCommandContext as SlashCommandContext
 from ._protocols import ToolContext as ToolContext
 
@@ -150,6 +151,7 @@ __all__ = [
     "TurnFailedError",
     "TurnId",
     "Usage",
+    "WidgetPlacement",
     "TurnStatus",
     "UnknownSessionError",
     "UnknownTurnError",

@@ -14,7 +14,7 @@ import attrs
 from ._ids import AiRunnerId, SessionId, TurnId, TurnStatus
 from ._lineage import AiSessionLineage
 from ._messages import AiMessage, AiSessionDisplayMetadata, Author
-from ._records import ToolCallRecord, Usage
+from ._records import ToolCallRecord, Usage, WidgetPlacement
 
 __all__ = [
     "ActionContext",
@@ -119,6 +119,11 @@ class AiTurnHandle(Protocol):
     @property
     def usage(self) -> Usage | None:
         """The tokens its model calls used, added up; ``None`` when no call reported usage."""
+        ...
+
+    @property
+    def widgets(self) -> tuple[WidgetPlacement, ...]:
+        """The widgets its reply placed (``<mod-widget>`` tags that fit), in reply order; durable, erased with it."""
         ...
 
     @property

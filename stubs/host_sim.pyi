@@ -1222,6 +1222,7 @@ class Submission:
     error_kind: ErrorKind | None = None
     actions: tuple[PendingAction, ...] = ()
     action_errors: tuple[str, ...] = ()
+    widget_errors: tuple[str, ...] = ()
     @property
     def ok(self) -> bool:
         """True when nothing failed."""
@@ -1362,6 +1363,9 @@ class TurnHandle:
     @property
     def usage(self) -> Usage | None:
         """The tokens the turn's model calls used, added up (API.md section 15)."""
+    @property
+    def widgets(self) -> tuple[WidgetPlacement, ...]:
+        """The widgets the reply placed (API.md section 17), in reply order."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``."""
 
@@ -1394,6 +1398,7 @@ class TurnRecord:
     retracted_at: datetime | None = None
     retraction_reason: str | None = None
     usage: Usage | None = None
+    widgets: tuple[WidgetPlacement, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -1438,6 +1443,9 @@ class UnknownJobError(ModularError, LookupError):
     """No job has this id in the host's store; ``id`` is the id asked for."""
     def __init__(self, message: str, *, id: str) -> None: ...
     id: str
+
+
+from modular_sdk import WidgetPlacement as WidgetPlacement  # re-exported, one class
 
 
 from modular_sdk import UnknownTurnError as UnknownTurnError  # re-exported, one class

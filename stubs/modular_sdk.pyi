@@ -238,6 +238,9 @@ class AiTurnHandle(Protocol):
     def usage(self) -> Usage | None:
         """The tokens its model calls used, added up; ``None`` when no call reported usage."""
     @property
+    def widgets(self) -> tuple[WidgetPlacement, ...]:
+        """The widgets its reply placed (``<mod-widget>`` tags that fit), in reply order; durable, erased with it."""
+    @property
     def runner_id(self) -> AiRunnerId:
         """The model runner that produced this turn."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> AiSessionHandle:
@@ -555,6 +558,14 @@ class Usage:
     @property
     def total_tokens(self) -> int:
         """``input_tokens + output_tokens``."""
+
+
+@attrs.frozen(kw_only=True)
+class WidgetPlacement:
+    """A widget a model placed in its reply, as the turn's record keeps it (API.md section 17). Immutable."""
+    widget_id: str = attrs.field(validator=text_validator(non_empty=True))
+    data: FrozenJsonObject = attrs.field(converter=_frozen_data)
+    index: int = attrs.field(validator=non_negative_int)
 
 
 TurnStatus: TypeAlias = Literal['running', 'completed', 'failed']

@@ -72,6 +72,7 @@ from ..stores._errors import StoreError
 from ..stores._records import SessionRecord, ToolCallRecord, TurnRecord
 from ..stores._shared import SharedStore
 from ._across_hosts import across_hosts, catch_up, running_elsewhere
+from ._widget_tags import place_widgets
 from ._events import (
     EventHub,
     NotificationEvent,
@@ -934,6 +935,7 @@ class Engine:
                     )
                     return
                 turn.reply, turn.status = reply, "completed"
+                turn.widgets, turn.widget_errors = place_widgets(reply, self.tables.widgets)  # kept with the record
                 return
         finally:
             running_turns_var.reset(token)

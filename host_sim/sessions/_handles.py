@@ -35,6 +35,7 @@ from modular_sdk import (
     TurnId,
     TurnStatus,
     Usage,
+    WidgetPlacement,
 )
 from modular_sdk._rules import show, unstorable_text
 
@@ -176,6 +177,17 @@ class TurnHandle(metaclass=NoPublicConstructor):
         with the turn, and kept when it is forgotten (counts are not text).
         """
         return self._turn.usage
+
+    @property
+    def widgets(self) -> tuple[WidgetPlacement, ...]:
+        """The widgets the reply placed (API.md section 17), in reply order.
+
+        Each ``<mod-widget type="ID">{json}</mod-widget>`` tag of a completed reply that
+        names a loaded widget and whose JSON fits its ``data_type``; the others were
+        reported in ``Submission.widget_errors``. Durable with the turn; a forgotten turn
+        keeps each placement's widget id and index, its data is erased.
+        """
+        return self._turn.widgets
 
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``.

@@ -8,7 +8,7 @@ Layout (PostgreSQL schema ``host_sim``, schema version 1)::
                                          -- never updated, deleted or truncated (triggers refuse)
     turns(seq, id PRIMARY KEY, session_id, ordinal, message, message_id, author, runner_id,
           status, reply, error, started_at, finished_at, erased_at, owner, tool_calls,
-          retracted_at, retraction_reason, usage)
+          retracted_at, retraction_reason, usage, widgets)
           UNIQUE (session_id, ordinal)   -- a finished turn changes only once, to be forgotten;
                                          -- it is never deleted (triggers refuse)
     nodes(seq, session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics)
@@ -300,6 +300,7 @@ ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS tool_calls text;
 ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS retracted_at text;
 ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS retraction_reason text;
 ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS usage text;
+ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS widgets text;
 CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
     WHEN (OLD.status <> 'running' AND NOT (
         NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
@@ -315,7 +316,7 @@ CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.
             OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
             AND NEW.message = OLD.message AND NEW.reply IS NOT DISTINCT FROM OLD.reply
             AND NEW.error IS NOT DISTINCT FROM OLD.error AND NEW.erased_at IS NOT DISTINCT FROM OLD.erased_at
-            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls
+            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls AND NEW.widgets IS NOT DISTINCT FROM OLD.widgets
         ))))
     EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once to be forgotten, once to be retracted)');
 ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS decided_by text;
@@ -338,7 +339,7 @@ _HAS_RECORD_SCHEMA: Final = (
     "AND t.tgname = 'action_outcomes_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%reason%%') "
     "AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
     "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
-    "AND t.tgname = 'finished_turns_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%usage%%') "
+    "AND t.tgname = 'finished_turns_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%widgets%%') "
     "AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'host_sim' "
     "AND table_name = 'turns' AND column_name = 'tool_calls')"
 )
@@ -371,7 +372,7 @@ CREATE INDEX IF NOT EXISTS events_by_time ON host_sim.events (written);
 """The event log (API.md section 13), added to stores of schema version 1 when opened."""
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage"}))
+_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage", "widgets"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
@@ -410,11 +411,11 @@ _SAVE_EDGE: Final = (
     f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
 )
 _FINISH_TURN: Final = (
-    "UPDATE host_sim.turns SET status = %s, reply = %s, error = %s, finished_at = %s, tool_calls = %s, usage = %s, owner = NULL "
+    "UPDATE host_sim.turns SET status = %s, reply = %s, error = %s, finished_at = %s, tool_calls = %s, usage = %s, widgets = %s, owner = NULL "
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status = 'running'"
 )
 _ERASE_TURN: Final = (
-    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s, tool_calls = %s, "
+    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s, tool_calls = %s, widgets = %s, "
     "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE %s END "
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status <> 'running' AND erased_at IS NULL"
 )
@@ -678,7 +679,7 @@ class PostgresStore(PostgresTraces):
         row = dict(zip(_TURNS.columns, self._row(_TURNS, record), strict=True))
         if record.status == "running" or record.finished_at is None:
             raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "usage", "id", "session_id", "ordinal"))
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "usage", "widgets", "id", "session_id", "ordinal"))
         await self._transact(
             [
                 _Step(
@@ -796,7 +797,7 @@ class PostgresStore(PostgresTraces):
                 _Step(
                     _ERASE_TURN,
                     (
-                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
+                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"], row["widgets"],
                         ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
                     ),  # fmt: skip
                     f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",

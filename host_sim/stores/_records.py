@@ -25,7 +25,7 @@ from modular_sdk import (
     TurnStatus,
 )
 
-from modular_sdk import ToolCallRecord, Usage
+from modular_sdk import ToolCallRecord, Usage, WidgetPlacement
 
 from ..lineage._types import LineageEdge, SessionNode
 
@@ -102,6 +102,7 @@ class TurnRecord:
     retracted_at: datetime | None = None  # set once by lineage.retract: the turn was found wrong
     retraction_reason: str | None = None  # why (text: erased with the turn)
     usage: Usage | None = None  # its model calls' token usage, summed (None: no call reported any)
+    widgets: tuple[WidgetPlacement, ...] = ()  # what its reply placed, written with the finished record
 
 
 @attrs.frozen(kw_only=True)

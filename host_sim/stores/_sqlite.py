@@ -8,7 +8,7 @@ Layout (schema version 3)::
              created_at, agent_id)           -- never updated nor deleted (triggers refuse)
     turns(id PRIMARY KEY, session_id, ordinal, message JSON, message_id, author JSON,
           runner_id, status, reply, error, started_at, finished_at, erased_at,
-          tool_calls JSON, retracted_at, retraction_reason, usage JSON)
+          tool_calls JSON, retracted_at, retraction_reason, usage JSON, widgets JSON)
           UNIQUE (session_id, ordinal)       -- a finished turn is never updated (trigger)
     nodes(session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics JSON)
     edges(from_session_id, to_session_id, relation, created_at, artifact JSON,
@@ -66,6 +66,7 @@ from modular_sdk import (
     SessionId,
     TurnId,
     Usage,
+    WidgetPlacement,
 )
 from modular_sdk._json import structure, unstructure
 
@@ -311,6 +312,9 @@ _RECORD_17: Final = "ALTER TABLE turns ADD COLUMN tool_calls TEXT;\n"
 # usage (after any older rule).
 _RETRACTION_COLUMNS_17: Final = "ALTER TABLE turns ADD COLUMN retracted_at TEXT;\nALTER TABLE turns ADD COLUMN retraction_reason TEXT;\n"
 _USAGE_COLUMN_15: Final = "ALTER TABLE turns ADD COLUMN usage TEXT;\n"
+# The widgets a reply placed (API.md section 17; JSON, NULL in rows written before): written
+# with the finished record, erased (their data) with the turn, unchanged by a retraction.
+_WIDGETS_COLUMN_17: Final = "ALTER TABLE turns ADD COLUMN widgets TEXT;\n"
 _RETRACTION_17: Final = """
 DROP TRIGGER IF EXISTS finished_turns_never_change;
 CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
@@ -325,7 +329,7 @@ WHEN OLD.status != 'running' AND NOT (
     ) OR (
         OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
         AND NEW.message = OLD.message AND NEW.reply IS OLD.reply AND NEW.error IS OLD.error
-        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls
+        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls AND NEW.widgets IS OLD.widgets
     ))
 )
 BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once to be forgotten, once to be retracted)'); END;
@@ -508,7 +512,7 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
     sends the row to the converter, which names whatever is wrong with it."""
     try:
         (id_, session_id, ordinal, message, message_id, author, runner_id, status, reply, error,
-         started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason, usage) = row  # fmt: skip  # _TURNS.columns, checked below
+         started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason, usage, widgets) = row  # fmt: skip  # _TURNS.columns, checked below
         if not (
             isinstance(id_, str) and isinstance(session_id, str) and type(ordinal) is int and ordinal >= 0
             and isinstance(message, str) and isinstance(message_id, str) and isinstance(author, str)
@@ -545,6 +549,7 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
             retracted_at=_time(retracted_at),
             retraction_reason=retraction_reason,
             usage=None if usage is None else _usage(usage),
+            widgets=() if widgets is None else _widgets(widgets),
         )
     except (ValueError, TypeError, KeyError, AssertionError, SerializationError, RecursionError):
         return None
@@ -566,12 +571,20 @@ def _usage(text: object) -> Usage:
     return value
 
 
-_NULL_IS_DEFAULT: Final = frozenset({"tags", "tool_calls"})  # columns added later: NULL in older rows
+def _widgets(text: object) -> tuple[WidgetPlacement, ...]:
+    """A turn's ``widgets`` column (JSON written by the one converter)."""
+    if not isinstance(text, str):
+        raise TypeError("widgets is JSON text")
+    value: tuple[WidgetPlacement, ...] = structure(json.loads(text), tuple[WidgetPlacement, ...])
+    return value
+
+
+_NULL_IS_DEFAULT: Final = frozenset({"tags", "tool_calls", "widgets"})  # columns added later: NULL in older rows
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
 _INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
 _JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage"}))
+_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage", "widgets"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
@@ -589,7 +602,7 @@ _LOG_TABLES: Final = (_INVOCATIONS, _JOBS)  # version 3: absent from a store a r
 assert _TURNS.columns == (
     "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
     "reply", "error", "started_at", "finished_at", "erased_at", "tool_calls", "retracted_at", "retraction_reason",
-    "usage",
+    "usage", "widgets",
 ), "_turn_fast reads the turns columns in this order"  # fmt: skip
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
@@ -605,13 +618,13 @@ _REBUILD_TAGS: Final = (
 _LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
 _ERASE_TURN: Final = (
-    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ?, tool_calls = ?, "
+    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ?, tool_calls = ?, widgets = ?, "
     "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE ? END "
     "WHERE id = ? AND session_id = ? AND ordinal = ? AND status != 'running' AND erased_at IS NULL"
 )
 
 _FINISH_TURN: Final = (
-    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ?, tool_calls = ?, usage = ? "
+    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ?, tool_calls = ?, usage = ?, widgets = ? "
     "WHERE id = ? AND session_id = ? AND ordinal = ? AND status = 'running'"
 )
 
@@ -773,7 +786,7 @@ class SqliteStore:
         row = dict(zip(_TURNS.columns, _TURNS.row(record), strict=True))
         if record.status == "running" or record.finished_at is None:
             raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "usage", "id", "session_id", "ordinal"))
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "usage", "widgets", "id", "session_id", "ordinal"))
         await self._transact(
             [_Step(_FINISH_TURN, params, f"turn {record.id!r} is not a running turn of this store; a turn finishes once", "change")]
         )
@@ -838,7 +851,7 @@ class SqliteStore:
                     _ERASE_TURN,
                     (
                         row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
-                        ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
+                        row["widgets"], ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
                     ),  # fmt: skip
                     f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
                     "change",
@@ -1176,19 +1189,21 @@ class SqliteStore:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _JOBS_4 + "COMMIT;")
 
     def _prepare_record(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store made before tool calls, retraction, decisions and usage were
-        part of the record (API.md sections 15, 17) their columns and rules (`_RECORD_17`,
-        `_RETRACTION_17`, `_USAGE_COLUMN_15`, `_DECISIONS_17`); a reader reads them as
-        absent (no calls, not retracted, no usage, no one who decided, no reason)."""
+        """Give a writer's store made before tool calls, retraction, decisions, usage and widgets
+        were part of the record (API.md sections 15, 17) their columns and rules (`_RECORD_17`,
+        `_RETRACTION_17`, `_USAGE_COLUMN_15`, `_WIDGETS_COLUMN_17`, `_DECISIONS_17`); a reader
+        reads them as absent (no calls, not retracted, no usage, no widgets, no one who
+        decided, no reason)."""
         if self._read_only:
             return
         columns = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
         if "tool_calls" not in columns:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _RECORD_17 + "COMMIT;")
         rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'finished_turns_never_change'").fetchone()
-        if rule is None or "NEW.usage" not in str(rule[0]):
+        if rule is None or "NEW.widgets" not in str(rule[0]):
             added = "" if "retracted_at" in columns else _RETRACTION_COLUMNS_17
             added += "" if "usage" in columns else _USAGE_COLUMN_15
+            added += "" if "widgets" in columns else _WIDGETS_COLUMN_17
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _RETRACTION_17 + "COMMIT;")
         columns = {row[1] for row in conn.execute("PRAGMA table_info(action_outcomes)")}
         if "reason" not in columns:

@@ -201,6 +201,9 @@ async def test_a_sqlite_store_made_before_usage_gets_the_column_once_a_host_writ
         old, new = await (await host.sessions.get(chat.id)).turns()
         assert old.usage is None and new.usage == Usage(input_tokens=3, output_tokens=4)
     conn = sqlite3.connect(path)
-    with pytest.raises(sqlite3.DatabaseError, match="a finished turn never changes"):  # the rule names usage again
-        conn.execute("UPDATE turns SET usage = NULL WHERE usage IS NOT NULL")
+    with pytest.raises(sqlite3.DatabaseError, match="a finished turn never changes"):  # a retraction keeps usage
+        conn.execute(
+            "UPDATE turns SET usage = NULL, retracted_at = '2026-01-01T00:00:00+00:00', retraction_reason = 'x' "
+            "WHERE usage IS NOT NULL"
+        )
     conn.close()

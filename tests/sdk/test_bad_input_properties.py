@@ -52,6 +52,7 @@ from modular_sdk import (
     ToolTrigger,
     Usage,
     UserAuthor,
+    WidgetPlacement,
     action,
     agent,
     before_action,
@@ -278,6 +279,7 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
     ),
     "Deny": (Deny, {"reason": "not now"}),
     "Usage": (Usage, {"input_tokens": 812, "output_tokens": 64}),
+    "WidgetPlacement": (WidgetPlacement, {"widget_id": "progress", "data": {"done": 2, "total": 4}, "index": 0}),
     "ToolCallRecord": (
         ToolCallRecord,
         {
