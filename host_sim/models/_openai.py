@@ -29,6 +29,7 @@ from modular_sdk._json import parse_json_text
 from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject, JsonValue
 
+from ._propagation import inject_trace_headers
 from ._errors import ModelError
 from ._protocol import ModelRequest, Reply, ToolCall, Usage
 from ._secrets import KeyFilter, KeyScrubber
@@ -294,6 +295,7 @@ class OpenAIModel:
         headers = {"Content-Type": "application/json", "Accept": accept, "User-Agent": "host-sim"}
         if self._api_key is not None:
             headers["Authorization"] = f"Bearer {self._api_key.value}"
+        inject_trace_headers(headers)  # traceparent of the current span (API §15), when tracing is in use
         return headers
 
     def _unreachable(self, exc: Exception) -> str:

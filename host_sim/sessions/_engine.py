@@ -64,6 +64,7 @@ from ..lanes._ext_host import HandlerFailed, call_handler
 from ..lineage._provenance import delete_session, find_turn
 from ..lineage._types import LineageEdge, SessionNode
 from ..models._protocol import Model, ModelRequest, Reply, ToolCall, ToolResult, ToolSpec, Usage, add_usage
+from ..observability import Telemetry
 from ..stores._protocol import LogStore, Store
 from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
@@ -242,6 +243,7 @@ class Engine:
         link_session: Callable[[SessionRecord, SessionNode, LineageEdge | None, str | None], Awaitable[None]] | None = None,
         after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None,
         report_output: Callable[[SessionId, str, str, TurnId | None, int | None], Awaitable[None]] | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.tables = tables
         self.model = model
@@ -258,6 +260,7 @@ class Engine:
         self.cwd = cwd
         self.tool_context = tool_context  # made by the handles module: the engine never imports it
         self.mcp = mcp  # the mods' MCP servers: their tools beside the mods' own (API section 16)
+        self.telemetry = telemetry if telemetry is not None else Telemetry()  # OpenTelemetry (API section 15)
         self.sessions: dict[SessionId, SessionState] = {}
         self.tool_specs = tuple(
             ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
@@ -638,7 +641,9 @@ class Engine:
             from_session_id=parent.id, to_session_id=session_id, relation="branched_from", created_at=now, artifact=anchor.artifact
         )
         state = SessionState(record=record, parent=parent, anchor=anchor)
-        return await self._add_session(state, edge)
+        made = await self._add_session(state, edge)
+        self.telemetry.session_made("fork", made.id, anchor.id)
+        return made
 
     async def spawn(self, parent: SessionState, metadata: AiSessionDisplayMetadata | None, actor: Actor) -> SessionState:
         _check_metadata(metadata)
@@ -673,7 +678,9 @@ class Engine:
             tags=parent.record.tags,
         )
         edge = LineageEdge(from_session_id=parent.id, to_session_id=session_id, relation="spawned_by", created_at=now)
-        return await self._add_session(SessionState(record=record, parent=parent), edge)
+        made = await self._add_session(SessionState(record=record, parent=parent), edge)
+        self.telemetry.session_made("spawn", made.id, actor.turn_id if actor is not None else None)
+        return made
 
     async def wait_completed(self, turn: TurnState, actor: Actor) -> TurnState:
         """Wait for ``turn`` to finish; raise `TurnFailedError` unless it completed.
@@ -810,10 +817,12 @@ class Engine:
                     seq=seq, at=at, session_id=session.id, turn_id=turn.id, title=message.title, body=message.body
                 )
             )
+        span = self.telemetry.turn(session, turn)  # ended below, once the turn is durable
         try:
             if job is not None:  # inside the try: a store that fails this fails the turn, finished
                 await job.turn_began(turn.id)
-            await self._run_turn(session, turn, actor, output_schema)
+            with span.current():
+                await self._run_turn(session, turn, actor, output_schema)
         except BaseException as exc:
             if turn.status == "running":
                 turn.status = "failed"
@@ -859,6 +868,7 @@ class Engine:
                         error=turn.error,
                     )
                 )
+                span.end(turn)
                 assert turn.done is not None
                 turn.done.set()
         return turn
@@ -885,7 +895,9 @@ class Engine:
             rounds = 0
             while True:
                 try:
-                    reply, usage = await self._ask_model(session, turn, request)
+                    with self.telemetry.chat(session, turn, request) as call:
+                        reply, usage = await self._ask_model(session, turn, request)
+                        call.replied(reply, usage=usage)
                 except HandlerFailed as failed:
                     turn.status, turn.error = "failed", _storable(failed.reason)
                     turn.failure = "timeout" if failed.timed_out else "model_failed"
@@ -1018,7 +1030,9 @@ class Engine:
         error: str | None = None
         result: ToolResult | None = None
         try:
-            result = await self._run_tool(session, turn, call, call_id, inside)
+            with self.telemetry.tool(turn, _label(call_id), _label(call.name), recorded) as run:
+                result = await self._run_tool(session, turn, call, call_id, inside)
+                run.finished(result)
             error = result.error
         except HandlerFailed as failed:
             error = failed.reason

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from typing import Literal, final
+from typing import TYPE_CHECKING, Literal, final
 
 import anyio
 import anyio.abc
@@ -35,6 +35,7 @@ from ..lineage._graph import LineageGraph
 from ..mcp._client import McpTools
 from ..models._echo import EchoModel
 from ..models._protocol import Model
+from ..observability import Telemetry, telemetry_for
 from ..stores._invariants import recover
 from ..stores._memory import MemoryStore
 from ..stores._protocol import Store
@@ -70,6 +71,10 @@ from ._handles import (
 from ._state import SessionState, TurnState, history
 from ._submission import Submission
 from ._transcript import render_transcript
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["Completion", "EffectStatus", "Host", "Submission", "ViewResult"]
 
@@ -115,6 +120,9 @@ class Host:
     is kept; a streamed one is read no further.
     ``event_history`` is how many events the host keeps for ``subscribe(after=seq)`` whether
     or not anyone subscribes (a shared store keeps its event rows instead, see `PostgresStore`).
+    ``tracer_provider`` and ``meter_provider`` (the ``otel`` extra) receive the host's
+    OpenTelemetry spans and metrics; left out, the global providers do (when
+    opentelemetry-api is installed). See docs/observability.md.
     """
 
     def __init__(
@@ -135,6 +143,8 @@ class Host:
         on_bad_mod: Literal["raise", "skip"] = "raise",
         max_reply_bytes: int = 1_000_000,
         event_history: int = 10_000,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
         specs, builtin_names = check_host_arguments(
             mods=mods,
@@ -153,7 +163,11 @@ class Host:
             commit_resolver=commit_resolver,
             on_bad_mod=on_bad_mod,
             event_history=event_history,
+            tracer_provider=tracer_provider,
+            meter_provider=meter_provider,
         )
+        self._tracer_provider, self._meter_provider = tracer_provider, meter_provider
+        self._telemetry = Telemetry()  # what it reports through, chosen when it opens
         self._event_history = event_history
         self._on_bad_mod = on_bad_mod
         self._mod_errors: tuple[ModularError, ...] = ()
@@ -190,6 +204,8 @@ class Host:
     async def __aenter__(self) -> Host:
         if self._state != "new":
             raise HostClosedError("a Host can be entered once; make a new Host(...) to open again", state=self._state)
+        # Before anything opens: a provider without opentelemetry-api fails here.
+        self._telemetry = telemetry_for(self._tracer_provider, self._meter_provider, self._model)
         skip = self._on_bad_mod == "skip"
         mods: list[object] = []
         positions: list[int] = []  # where each of mods was in the caller's list
@@ -284,6 +300,7 @@ class Host:
             link_session=linker.link_session,
             after_turn=after_turn,
             report_output=linker.report_output,
+            telemetry=self._telemetry,
         )
         self._link = link = None if shared is None else HostsLink(engine, shared)
         if self._link is not None:
@@ -569,9 +586,13 @@ class Host:
                 state.last_invocation_at = invocation.started_at
             submission = Submission(kind="command", text="", error="cancelled before it finished", error_kind="handler_failed")
             try:
-                submission = await self._run_command(
-                    engine, mod, command_id, label, run, state, argument, scope, position=invocation.position
-                )
+                with self._telemetry.command(
+                    invocation_id=invocation.id, session_id=invocation.session_id, mod_id=mod.id, command_id=command_id, argument=argument
+                ) as running:
+                    submission = await self._run_command(
+                        engine, mod, command_id, label, run, state, argument, scope, position=invocation.position
+                    )
+                    running.finished(submission)
             finally:
                 done = attrs.evolve(
                     invocation,
@@ -744,6 +765,7 @@ class Host:
         ``cancelled``. Publishes ``job_started`` and, when it ends, ``job_finished``; the
         events of its turn and command carry its ``job_id``. Jobs are durable records: any
         host sharing the store finds it (`job`, `jobs`).
+        Its OpenTelemetry spans are children of the span current here (docs/observability.md).
         """
         engine = self._open()
         state = await self._session(session)
@@ -751,7 +773,7 @@ class Host:
             raise InvalidArgumentError(f"start() takes the typed text as a str, got {show(text)}", argument="text", value=text)
         await engine.refuse_deleted(state, "start a job in")
         assert self._jobs is not None
-        return await self._jobs.start(state.id, text)
+        return await self._jobs.start(state.id, text, within=self._telemetry.carried())
 
     async def _submit_in_job(self, session_id: SessionId, text: str, job: JobCall) -> Submission:
         engine = self._open()

@@ -69,6 +69,8 @@ def check_host_arguments(
     commit_resolver: object,
     on_bad_mod: object,
     event_history: object,
+    tracer_provider: object = None,
+    meter_provider: object = None,
 ) -> tuple[tuple[object, ...], tuple[str, ...]]:
     """Raise `InvalidArgumentError` for the first argument of ``Host(...)`` that cannot work;
     return the mods and the built-in tool names, read once (an iterator is read here)."""
@@ -127,4 +129,15 @@ def check_host_arguments(
             "be an int >= 0 (the events kept for subscribe(after=...))",
             "leave it out for 10_000",
         )
+    for argument, value, method, example in (
+        ("tracer_provider", tracer_provider, "get_tracer", "opentelemetry.sdk.trace.TracerProvider()"),
+        ("meter_provider", meter_provider, "get_meter", "opentelemetry.sdk.metrics.MeterProvider()"),
+    ):
+        if value is not None and not callable(getattr(value, method, None)):
+            raise _bad(
+                argument,
+                value,
+                f"be an OpenTelemetry {argument.replace('_', ' ')} (with {method}()) or None",
+                f"pass e.g. {argument}={example}, or leave it out for the global one",
+            )
     return specs, tuple(n for n in names if isinstance(n, str))

@@ -18,6 +18,7 @@ it runs.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Final, final, get_args
 
@@ -183,7 +184,8 @@ class JobBook:
         """Whether this host runs the job now."""
         return job_id in self._running
 
-    async def start(self, session_id: SessionId, text: str) -> Job:
+    async def start(self, session_id: SessionId, text: str, *, within: AbstractContextManager[object] | None = None) -> Job:
+        """Start a job; its submission runs inside ``within`` (the caller's tracing context)."""
         record = JobRecord(id=new_job_id(), session_id=session_id, text=text, status="running", created_at=self._now())
         await self._log.save_job(record)
         job = Job._create(record, None, self)
@@ -194,16 +196,17 @@ class JobBook:
             self._task_group.start_soon(self._watch_cancel_requests)
         self._wake.set()
         self._events.publish(lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id))
-        self._task_group.start_soon(self._run, job, record, scope)
+        self._task_group.start_soon(self._run, job, record, scope, within or nullcontext())
         return job
 
-    async def _run(self, job: Job, record: JobRecord, scope: anyio.CancelScope) -> None:
+    async def _run(self, job: Job, record: JobRecord, scope: anyio.CancelScope, within: AbstractContextManager[object]) -> None:
         submission: Submission | None = None
         try:
             with scope:
                 await anyio.lowlevel.checkpoint_if_cancelled()  # cancelled before it began: nothing runs
                 try:
-                    submission = await self._submit(record.session_id, record.text, _Call(job, self._log))
+                    with within:
+                        submission = await self._submit(record.session_id, record.text, _Call(job, self._log))
                 except Exception as exc:  # submit never raises for a bad reply; a bug fails this job, not the host
                     message = f"the job failed inside the host ({show(exc)}); please report it"
                     submission = Submission(kind="prompt", text=message, error=message, error_kind="model_failed")

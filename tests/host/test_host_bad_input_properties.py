@@ -157,6 +157,8 @@ HOST_ARGUMENTS = [
     "max_reply_bytes",
     "max_event_bytes",
     "on_bad_mod",
+    "tracer_provider",
+    "meter_provider",
 ]
 
 
@@ -219,6 +221,12 @@ async def test_forget_refuses_a_dry_run_that_is_not_a_bool(dry_run: object) -> N
         ({"store": "host.sqlite"}, r"store must be a store \(MemoryStore, SqliteStore, PostgresStore\) or None, got 'host.sqlite'"),
         ({"max_tool_rounds": -1}, r"max_tool_rounds must be an int >= 0, got -1"),
         ({"cwd": "\udc80"}, r"cwd must be a folder path as a str \(valid text\) or None"),
+        (
+            {"tracer_provider": "otel"},
+            r"^Host's tracer_provider must be an OpenTelemetry tracer provider \(with get_tracer\(\)\) or None, got 'otel' \(str\); "
+            r"pass e.g. tracer_provider=opentelemetry.sdk.trace.TracerProvider\(\)",
+        ),
+        ({"meter_provider": 3}, r"^Host's meter_provider must be an OpenTelemetry meter provider \(with get_meter\(\)\) or None, got 3 \(int\)"),
     ],
 )
 def test_host_names_the_argument_it_refuses(kwargs: dict[str, Any], match: str) -> None:

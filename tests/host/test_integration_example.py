@@ -380,3 +380,43 @@ async def test_two_backends_on_one_postgresql_database_serve_one_chat_with_no_st
             gone = await b.post(f"/sessions/{chat}/messages", headers=as_("alice"), json={"text": "three"})
             assert gone.status_code == 410, gone.text
             assert (await b.get(f"/sessions/{chat}", headers=as_("bob"))).status_code == 404
+
+
+@pytest.mark.anyio
+async def test_with_an_otlp_endpoint_set_the_example_sends_its_spans_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from host_sim.examples.integration import app, from_environment
+
+    from ._otlp_receiver import OtlpReceiver
+
+    made: list[TracerProvider] = []
+    make = app.otlp_tracer_provider
+
+    def kept() -> TracerProvider | None:
+        provider = make()
+        made.extend([provider] if provider is not None else [])
+        return provider
+
+    monkeypatch.setattr(app, "otlp_tracer_provider", kept)
+    with OtlpReceiver() as receiver:
+        monkeypatch.setenv("CHAT_STORE", str(tmp_path / "chat.sqlite"))
+        monkeypatch.delenv("OPENAI_MODEL", raising=False)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.removesuffix("/v1/traces"))
+        try:
+            async with serving(from_environment()) as client:
+                chat = await new_session(client, "alice")
+                assert (await say(client, "alice", chat, "hello"))["status"] == "finished"
+            names = [name for name, _, _ in receiver.spans]  # the lifespan's end flushed the batch
+        finally:
+            for provider in made:
+                provider.shutdown()  # its exporter's connection too
+    assert len(made) == 1
+    assert names.count("invoke_agent session") == 1 and names.count("chat echo") == 1
+
+
+def test_without_an_otlp_endpoint_the_example_traces_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from host_sim.examples.integration.app import otlp_tracer_provider
+
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    assert otlp_tracer_provider() is None

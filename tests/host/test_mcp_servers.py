@@ -420,3 +420,21 @@ async def test_two_mods_declaring_one_server_id_are_refused_or_the_second_skippe
         assert [m.id for m in host.mods] == ["notes-mod"] and len(host.mod_errors) == 1
         chat = await host.sessions.create()
         assert (await host.submit(chat, "call")).text == "output='first note' error=None"
+
+
+async def test_a_servers_tool_call_is_an_execute_tool_span_in_its_turn(notes: Path) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    async with Host(mods=[notes_mod(notes)], model=calls("notes.read_note", {"name": "a"}), tracer_provider=provider) as host:
+        chat = await host.sessions.create()
+        assert (await host.submit(chat, "call")).error is None
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    run, turn = spans["execute_tool notes.read_note"], spans["invoke_agent session"]
+    assert run.parent is not None and turn.context is not None and run.parent.span_id == turn.context.span_id
+    assert dict(run.attributes or {})["gen_ai.tool.name"] == "notes.read_note"
+    assert dict(run.attributes or {})["gen_ai.tool.type"] == "function"

@@ -32,6 +32,9 @@ Run it (``pip install 'modular-chat-sdk[examples]' uvicorn``)::
 
 With ``OPENAI_MODEL`` set (and ``OPENAI_BASE_URL`` for a local server) replies come from a
 real model and stream as ``reply_delta`` events; otherwise `EchoModel` answers.
+With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set (``pip install opentelemetry-sdk
+opentelemetry-exporter-otlp-proto-http``) the host's spans go to that OTLP/HTTP collector
+(docs/observability.md); otherwise nothing is traced.
 """
 
 from __future__ import annotations
@@ -41,9 +44,10 @@ import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, TypeAlias, assert_never, cast
 
 import anyio
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -101,6 +105,9 @@ from modular_sdk import (
     UserAuthor,
 )
 
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+
 __all__ = ["ChatBackend", "create_app", "from_environment"]
 
 JSON: TypeAlias = "str | int | float | bool | None | list[JSON] | dict[str, JSON]"
@@ -113,10 +120,18 @@ MAX_WAIT = 60.0  # the longest GET /jobs/{id}?wait= may hold a request
 class ChatBackend:
     """The routes, over one `Host` that the app's lifespan opens and closes."""
 
-    def __init__(self, store: Callable[[], Store], *, model: Model | None = None, mods: Sequence[Mod] = ()) -> None:
+    def __init__(
+        self,
+        store: Callable[[], Store],
+        *,
+        model: Model | None = None,
+        mods: Sequence[Mod] = (),
+        tracer_provider: TracerProvider | None = None,
+    ) -> None:
         self._store = store
         self._model = model
         self._mods = tuple(mods)
+        self._tracer_provider = tracer_provider
         self._host: Host | None = None
 
     @property
@@ -127,13 +142,18 @@ class ChatBackend:
 
     @asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncGenerator[None]:
-        """Open the host (a fresh store each time: a restart reopens the same file) and close it at shutdown."""
-        async with Host(mods=self._mods, model=self._model, store=self._store()) as host:
-            self._host = host
-            try:
-                yield
-            finally:
-                self._host = None
+        """Open the host (a fresh store each time: a restart reopens the same file) and close it at
+        shutdown; then send the spans still batched, if it traces."""
+        try:
+            async with Host(mods=self._mods, model=self._model, store=self._store(), tracer_provider=self._tracer_provider) as host:
+                self._host = host
+                try:
+                    yield
+                finally:
+                    self._host = None
+        finally:
+            if self._tracer_provider is not None:
+                await anyio.to_thread.run_sync(self._tracer_provider.force_flush)
 
     def view(self, request: Request) -> ScopedHost:
         """The host as the requesting user sees it: their sessions, jobs, inbox and events."""
@@ -292,10 +312,16 @@ class ChatBackend:
         return session
 
 
-def create_app(store: Callable[[], Store], *, model: Model | None = None, mods: Sequence[Mod] = (background_tasks.mod,)) -> Starlette:
+def create_app(
+    store: Callable[[], Store],
+    *,
+    model: Model | None = None,
+    mods: Sequence[Mod] = (background_tasks.mod,),
+    tracer_provider: TracerProvider | None = None,
+) -> Starlette:
     """The ASGI app. ``store`` makes the store each time the app starts, e.g.
-    ``lambda: SqliteStore("chat.sqlite")``."""
-    backend = ChatBackend(store, model=model, mods=mods)
+    ``lambda: SqliteStore("chat.sqlite")``; ``tracer_provider`` receives the host's spans."""
+    backend = ChatBackend(store, model=model, mods=mods, tracer_provider=tracer_provider)
     routes = [
         Route("/sessions", backend.create_session, methods=["POST"]),
         Route("/sessions", backend.list_sessions, methods=["GET"]),
@@ -321,13 +347,35 @@ def create_app(store: Callable[[], Store], *, model: Model | None = None, mods: 
 
 def from_environment() -> Starlette:
     """The app as ``uvicorn --factory`` starts it: ``$CHAT_STORE`` (default ``chat.sqlite``),
-    ``$OPENAI_MODEL`` and ``$OPENAI_BASE_URL`` (EchoModel when no model is named)."""
+    ``$OPENAI_MODEL`` and ``$OPENAI_BASE_URL`` (EchoModel when no model is named), and
+    ``$OTEL_EXPORTER_OTLP_ENDPOINT`` (spans to that collector; none when it is unset)."""
     path = os.environ.get("CHAT_STORE", "chat.sqlite")
     name = os.environ.get("OPENAI_MODEL")
     model: Model | None = None
     if name:
         model = OpenAIModel(name, base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"))
-    return create_app(lambda: SqliteStore(path), model=model)
+    return create_app(lambda: SqliteStore(path), model=model, tracer_provider=otlp_tracer_provider())
+
+
+def otlp_tracer_provider() -> TracerProvider | None:
+    """An SDK tracer provider batching spans over OTLP/HTTP to ``$OTEL_EXPORTER_OTLP_ENDPOINT``
+    (the exporter reads it, and ``$OTEL_EXPORTER_OTLP_HEADERS``...), or ``None`` when it is unset."""
+    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        return None
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as missing:
+        raise RuntimeError(
+            f"OTEL_EXPORTER_OTLP_ENDPOINT is set, and the OpenTelemetry SDK or its OTLP exporter cannot be imported "
+            f"({missing}); pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http, or unset it"
+        ) from None
+    service = os.environ.get("OTEL_SERVICE_NAME", "chat-backend")
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return provider
 
 
 # -- requests -------------------------------------------------------------------------------
