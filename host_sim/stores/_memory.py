@@ -17,6 +17,7 @@ from ._erasure import PLACES, Erasure, Place, erase_record, erase_rows
 from ._errors import StoreError
 from ._invariants import erased_call
 from ._protocol import INDEX_VERSION
+from . import _rows as rows
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._traces import (
     INDEX_ORDER,
@@ -140,10 +141,7 @@ class MemoryStore:
         """Keep a new session, its node and its edge; refuses an id already kept."""
         self._check_open()
         if record.id in self._sessions:
-            raise StoreError(
-                f"session {record.id!r} is already stored and session records never change; "
-                "create a new session instead"
-            )
+            raise StoreError(rows.session_taken(record.id))
         self._sessions[record.id] = record
         self._all.append(record.id)
         position = len(self._all)
@@ -165,13 +163,15 @@ class MemoryStore:
     async def begin_turn(self, record: TurnRecord) -> None:
         """Keep a turn that starts (status ``running``)."""
         self._check_open()
-        own = self._turns_of.setdefault(record.session_id, [])  # in ordinal order
+        rows.check_begin_turn(record)
+        own = self._turns_of.get(record.session_id, [])  # in ordinal order
         at = bisect.bisect_left(own, record.ordinal, key=_ordinal)  # the end, for the next turn
-        if record.status != "running" or record.id in self._turns or (at < len(own) and own[at].ordinal == record.ordinal):
-            raise StoreError(
-                f"cannot begin turn {record.ordinal} ({record.id!r}) of session "
-                f"{record.session_id!r}: a turn begins once, running, at a free ordinal"
-            )
+        rows.check_turn_begins_at(
+            record,
+            session_stored=record.session_id in self._sessions,
+            taken=record.id in self._turns or (at < len(own) and own[at].ordinal == record.ordinal),
+        )
+        own = self._turns_of.setdefault(record.session_id, own)
         self._turns[record.id] = record
         own.insert(at, record)
         self._by_message.setdefault(record.message_id, record.id)
@@ -182,15 +182,8 @@ class MemoryStore:
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record."""
         self._check_open()
-        old = self._turns.get(record.id)
-        if (
-            old is None
-            or old.status != "running"
-            or record.status == "running"
-            or old.ordinal != record.ordinal
-            or old.session_id != record.session_id
-        ):
-            raise StoreError(f"cannot finish turn {record.id!r}: only a running turn can be finished, once")
+        rows.check_finish_turn(record)
+        rows.check_turn_finishes(self._turns.get(record.id), record)
         self._turns[record.id] = record
         own = self._turns_of[record.session_id]
         own[bisect.bisect_left(own, record.ordinal, key=_ordinal)] = record
@@ -201,7 +194,7 @@ class MemoryStore:
         self._check_open()
         old = self._turns.get(turn_id)
         if old is None or old.status == "running":
-            raise StoreError(f"cannot retract turn {turn_id!r}: only a finished turn of this store is retracted")
+            raise StoreError(rows.no_finished_turn(turn_id))
         if old.retracted_at is not None:
             return old
         record = attrs.evolve(old, retracted_at=at, retraction_reason=reason)
@@ -214,15 +207,13 @@ class MemoryStore:
         """Replace the node of a session kept here."""
         self._check_open()
         if node.session_id not in self._sessions:
-            raise StoreError(f"no session {node.session_id!r} is stored; a node belongs to a stored session")
+            raise StoreError(rows.no_session(node.session_id, "a node belongs to a stored session"))
         self._nodes[node.session_id] = node
 
     async def save_edge(self, edge: LineageEdge) -> None:
         """Keep a lineage edge (an edge between the same two sessions replaces it)."""
         self._check_open()
-        for end in (edge.from_session_id, edge.to_session_id):
-            if end not in self._sessions:
-                raise StoreError(f"no session {end!r} is stored; an edge joins two stored sessions")
+        rows.check_ends(edge, self._stored(edge))
         self._put_edge(edge)
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
@@ -239,6 +230,7 @@ class MemoryStore:
         self._check_open()
         turns, edges = erasure.turns, erasure.edges
         for turn in turns:
+            rows.check_erase_turn(turn)
             old = self._turns.get(turn.id)
             if (
                 old is None
@@ -256,18 +248,15 @@ class MemoryStore:
                 )
                 != turn
             ):
-                raise StoreError(
-                    f"cannot erase turn {turn.id!r}: only a finished turn is erased, once, keeping all but its text"
-                )
-        for end in {e.from_session_id for e in edges} | {e.to_session_id for e in edges}:
-            if end not in self._sessions:
-                raise StoreError(f"no session {end!r} is stored; an edge joins two stored sessions")
+                raise StoreError(rows.turn_not_erasable(turn.id))
+        for edge in edges:
+            rows.check_ends(edge, self._stored(edge))
         place = next(p for p in PLACES if p.table == "turns")
         quoted: list[TurnRecord] = []  # turns that keep their text but lose an error quoting erased text
         for table, turn_id in erasure.errors:
             old = self._turns.get(TurnId(turn_id)) if table == "turns" else None
             if old is not None and old.status == "running":
-                raise StoreError(f"cannot erase the error of turn {turn_id!r}: it is still running")
+                raise StoreError(rows.quoted_error_running(turn_id))
             new = None if old is None else erase_record(place, old, erasure)
             if new is not None:
                 quoted.append(new)
@@ -300,16 +289,17 @@ class MemoryStore:
     async def begin_invocation(self, record: Invocation) -> None:
         self._check_open()
         if record.id in self._invocations:
-            raise StoreError(f"invocation {record.id!r} is already stored; an invocation begins once")
+            raise StoreError(rows.invocation_taken(record.id))
         self._invocations[record.id] = record
         if record.session_id is not None:
             self._invocations_of.setdefault(record.session_id, []).append(record.id)
 
     async def finish_invocation(self, record: Invocation) -> None:
         self._check_open()
+        rows.check_finish_invocation(record)
         old = self._invocations.get(record.id)
-        if old is None or old.finished_at is not None or record.finished_at is None:
-            raise StoreError(f"cannot finish invocation {record.id!r}: only a started invocation finishes, once")
+        if old is None or old.finished_at is not None:
+            raise StoreError(rows.invocation_not_started(record.id))
         self._invocations[record.id] = record
 
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
@@ -412,7 +402,7 @@ class MemoryStore:
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         self._check_open()
         if turn_id not in self._turns:
-            raise StoreError(f"no turn {turn_id!r} is stored; mark a stored notification read")
+            raise StoreError(rows.no_turn(turn_id, "mark a stored notification read"))
         self._reads.setdefault(turn_id, at)
 
     async def notification_turns(
@@ -465,7 +455,7 @@ class MemoryStore:
     async def delete_session(self, session_id: SessionId, at: datetime) -> None:
         self._check_open()
         if session_id not in self._sessions:
-            raise StoreError(f"no session {session_id!r} is stored")
+            raise StoreError(rows.no_session(session_id, "delete a stored session"))
         self._deleted.setdefault(session_id, at)
 
     async def deleted_at(self, session_id: SessionId) -> datetime | None:
@@ -525,10 +515,10 @@ class MemoryStore:
         self._check_open()
         out: list[LineageEdge] = []
         if direction == "out":
-            for s in session_ids:
+            for s in dict.fromkeys(session_ids):  # a session asked twice: its edges once
                 out += (self._edges[s, t] for t in self._out.get(s, ()))
         else:
-            for s in session_ids:
+            for s in dict.fromkeys(session_ids):
                 sources = self._in.get(s, ())
                 out += (self._edges[f, s] for f in ((sources,) if isinstance(sources, str) else sources))
         return tuple(out)
@@ -591,7 +581,7 @@ class MemoryStore:
         self._check_open()
         tr = self._tr
         if session_id not in self._sessions:
-            raise StoreError(f"no session {session_id!r} is stored; an output belongs to a stored session")
+            raise StoreError(rows.no_session(session_id, "an output belongs to a stored session"))
         tr.check_event(event_id)
         if output_id not in tr.outputs:
             trace_id = tr.link_of.get(session_id)
@@ -684,12 +674,12 @@ class MemoryStore:
         """Keep proposed actions, all or none."""
         self._check_open()
         tr = self._tr
-        ids = [a.id for a in actions]
-        if len(set(ids)) != len(ids) or any(i in tr.actions for i in ids):
-            raise StoreError(f"an action id of {ids!r} is already stored; action records never change")
+        rows.check_actions([a.id for a in actions])
         for proposed in actions:
+            if proposed.id in tr.actions:
+                raise StoreError(rows.action_taken(proposed.id))
             if proposed.session_id not in self._sessions:
-                raise StoreError(f"no session {proposed.session_id!r} is stored; an action belongs to a stored session")
+                raise StoreError(rows.no_session(proposed.session_id, "an action belongs to a stored session"))
         for proposed in actions:
             tr.actions[proposed.id] = proposed
             tr.pending_of.setdefault(proposed.session_id, {})[proposed.id] = None
@@ -763,6 +753,9 @@ class MemoryStore:
             sources[pair[0]] = None
         if edge.artifact is not None:
             self._by_artifact.setdefault((edge.artifact.type, edge.artifact.source_id), {})[pair] = None
+
+    def _stored(self, edge: LineageEdge) -> list[SessionId]:
+        return [s for s in (edge.from_session_id, edge.to_session_id) if s in self._sessions]
 
     def _check_open(self) -> None:
         if not self._open:

@@ -78,6 +78,7 @@ from ._erasure import Erasure, statements
 from ._errors import StoreError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
+from . import _rows as rows
 from ._postgres_sql import Refused as _Refused
 from ._postgres_traces import TRACE_TABLES_SCHEMA, PostgresTraces
 from ._postgres_sql import Step as _Step
@@ -713,7 +714,7 @@ class PostgresStore(PostgresTraces):
             _Step(
                 _INSERT_SESSION,
                 (*self._row(_SESSIONS, record), parent),
-                f"session {record.id!r} is already stored and session records never change",
+                rows.session_taken(record.id),
             ),
             _Step(_UPSERT_NODE, self._row(_NODES, node), f"cannot write the node of session {record.id!r}"),
         ]
@@ -734,28 +735,27 @@ class PostgresStore(PostgresTraces):
 
     async def begin_turn(self, record: TurnRecord) -> None:
         """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
-        where = f"turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}"
-        if record.status != "running" or record.finished_at is not None:
-            raise self._fail(f"cannot begin {where} as {record.status!r}", "a turn begins running")
+        rows.check_begin_turn(record, self._refuse)
         row = (*self._row(_TURNS, record), self._owner)
-        await self._transact([_Step(_INSERT_TURN, row, f"{where} cannot begin: its id or ordinal is taken")])
-
-    async def finish_turn(self, record: TurnRecord) -> None:
-        """Replace a running turn by its finished record; refuses any turn that is not running."""
-        row = dict(zip(_TURNS.columns, self._row(_TURNS, record), strict=True))
-        if record.status == "running" or record.finished_at is None:
-            raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "id", "session_id", "ordinal"))
         await self._transact(
             [
                 _Step(
-                    _FINISH_TURN,
-                    params,
-                    f"turn {record.id!r} is not a running turn of this store; a turn finishes once",
+                    "SELECT 1 FROM host_sim.sessions WHERE id = %s",
+                    (record.session_id,),
+                    f"cannot begin turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}: "
+                    + rows.no_session(record.session_id, "a turn begins in a stored session"),
                     "change",
-                )
+                ),
+                _Step(_INSERT_TURN, row, rows.turn_taken(record)),
             ]
         )
+
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record; refuses any turn that is not running."""
+        rows.check_finish_turn(record, self._refuse)
+        row = dict(zip(_TURNS.columns, self._row(_TURNS, record), strict=True))
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "id", "session_id", "ordinal"))
+        await self._transact([_Step(_FINISH_TURN, params, rows.turn_not_running(record.id), "change")])
 
     async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
         """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
@@ -765,7 +765,7 @@ class PostgresStore(PostgresTraces):
                 _Step(
                     "SELECT 1 FROM host_sim.turns WHERE id = %s AND status <> 'running'",
                     (turn_id,),
-                    f"no finished turn {turn_id!r} is stored",
+                    rows.no_finished_turn(turn_id),
                     "change",
                 ),
                 _Step(
@@ -788,7 +788,7 @@ class PostgresStore(PostgresTraces):
                 _Step(
                     _SAVE_NODE,
                     (*self._row(_NODES, node), node.session_id),
-                    f"no session {node.session_id!r} is stored; a node belongs to a stored session",
+                    rows.no_session(node.session_id, "a node belongs to a stored session"),
                     "change",
                 )
             ]
@@ -796,16 +796,12 @@ class PostgresStore(PostgresTraces):
 
     async def save_edge(self, edge: LineageEdge) -> None:
         """Write a lineage edge between two stored sessions (same pair: replaced)."""
-        pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
-        await self._transact(
-            [
-                _Step(
-                    _SAVE_EDGE,
-                    (*self._edge_row(edge), edge.from_session_id, edge.to_session_id),
-                    f"the edge {pair} names a session the store does not hold",
-                    "change",
-                )
-            ]
+        await self._transact([self._edge_step(edge)])
+
+    def _edge_step(self, edge: LineageEdge) -> _Step:
+        """Write ``edge`` if both its sessions are stored."""
+        return _Step(
+            _SAVE_EDGE, (*self._edge_row(edge), edge.from_session_id, edge.to_session_id), rows.edge_ends(edge), "change"
         )
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
@@ -856,9 +852,8 @@ class PostgresStore(PostgresTraces):
         """
         steps: list[_Step] = [_Step(_LOCK_EVENTS, (), "cannot lock the event log")]
         for turn in erasure.turns:
+            rows.check_erase_turn(turn, self._refuse)
             row = dict(zip(_TURNS.columns, self._row(_TURNS, turn), strict=True))
-            if turn.erased_at is None:
-                raise self._fail(f"cannot erase turn {turn.id!r} without erased_at", "pass its erased record")
             steps.append(
                 _Step(
                     _ERASE_TURN,
@@ -866,12 +861,22 @@ class PostgresStore(PostgresTraces):
                         row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
                         ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
                     ),  # fmt: skip
-                    f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
+                    rows.turn_not_erasable(turn.id),
                     "change",
                 )
             )
             steps.append(_Step(_ERASE_EVENTS, (row["message"], turn.id), f"cannot erase the events of turn {turn.id!r}"))
-        steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot rewrite an edge") for e in erasure.edges]
+        steps += [self._edge_step(e) for e in erasure.edges]
+        steps += [
+            _Step(
+                "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM host_sim.turns WHERE id = %s AND status = 'running')",
+                (turn_id,),
+                rows.quoted_error_running(turn_id),
+                "change",
+            )
+            for table, turn_id in sorted(erasure.errors)
+            if table == "turns"
+        ]
         tables = [str(name) for (name,) in await self._query(_SELECT_TABLES, ())]
         steps += [
             _Step(sql, params, "cannot erase the text of a record")
@@ -899,12 +904,13 @@ class PostgresStore(PostgresTraces):
                 _Step(
                     f"INSERT INTO host_sim.invocations ({_cols(_INVOCATIONS)}) VALUES ({_marks(len(_INVOCATIONS.columns))})",
                     self._row(_INVOCATIONS, record),
-                    f"invocation {record.id!r} is already stored",
+                    rows.invocation_taken(record.id),
                 )
             ]
         )
 
     async def finish_invocation(self, record: Invocation) -> None:
+        rows.check_finish_invocation(record, self._refuse)
         row = dict(zip(_INVOCATIONS.columns, self._row(_INVOCATIONS, record), strict=True))
         await self._transact(
             [
@@ -912,7 +918,7 @@ class PostgresStore(PostgresTraces):
                     "UPDATE host_sim.invocations SET finished_at = %s, text = %s, error = %s, error_kind = %s "
                     "WHERE id = %s AND finished_at IS NULL",
                     (row["finished_at"], row["text"], row["error"], row["error_kind"], record.id),
-                    f"invocation {record.id!r} is not a started invocation of this store; it finishes once",
+                    rows.invocation_not_started(record.id),
                     "change",
                 )
             ]
@@ -1057,11 +1063,16 @@ class PostgresStore(PostgresTraces):
         await self._transact(
             [
                 _Step(
-                    "INSERT INTO host_sim.reads (turn_id, read_at) SELECT %s, %s "
-                    "WHERE EXISTS (SELECT 1 FROM host_sim.turns WHERE id = %s) ON CONFLICT (turn_id) DO NOTHING",
-                    (turn_id, at.isoformat(), turn_id),
-                    f"no turn {turn_id!r} is stored",
-                )
+                    "SELECT 1 FROM host_sim.turns WHERE id = %s",
+                    (turn_id,),
+                    rows.no_turn(turn_id, "mark a stored notification read"),
+                    "change",
+                ),
+                _Step(
+                    "INSERT INTO host_sim.reads (turn_id, read_at) VALUES (%s, %s) ON CONFLICT (turn_id) DO NOTHING",
+                    (turn_id, at.isoformat()),
+                    f"cannot mark turn {turn_id!r} read",
+                ),
             ]
         )
 
@@ -1094,12 +1105,18 @@ class PostgresStore(PostgresTraces):
         stamp = at.isoformat()
         await self._transact(
             [
+                _Step(
+                    "SELECT 1 FROM host_sim.sessions WHERE id = %s",
+                    (session_id,),
+                    rows.no_session(session_id, "delete a stored session"),
+                    "change",
+                ),
                 _Step(_LOCK_EVENTS, (), "cannot lock the event log"),
                 _Step(
-                    "INSERT INTO host_sim.deletions (session_id, deleted_at) SELECT %s, %s "
-                    "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) ON CONFLICT (session_id) DO NOTHING",
-                    (session_id, stamp, session_id),
-                    f"no session {session_id!r} is stored",
+                    "INSERT INTO host_sim.deletions (session_id, deleted_at) VALUES (%s, %s) "
+                    "ON CONFLICT (session_id) DO NOTHING",
+                    (session_id, stamp),
+                    f"cannot delete session {session_id!r}",
                 ),
                 _Step(_ERASE_COMMAND_EVENTS, (session_id,), f"cannot erase the command events of {session_id!r}"),
                 _Step(_BUMP_ERASURE_GENERATION, (), "cannot record the erasure generation"),
@@ -1541,7 +1558,7 @@ class PostgresStore(PostgresTraces):
                         if step.expect == "change" and cursor.rowcount < 1:
                             raise _Refused(step.refusal)
             except _Refused as refused:
-                raise self._fail(f"refused a write: {refused}", "records never change") from None
+                raise self._refuse(str(refused)) from None
             except psycopg.Error as exc:
                 raise self._database_error(exc, "could not be written") from exc
 
@@ -1556,6 +1573,10 @@ class PostgresStore(PostgresTraces):
 
     def _fail(self, problem: str, remedy: str) -> StoreError:
         return StoreError(f"the PostgreSQL store {self.path!r} {problem}; {remedy}", path=self.path)
+
+    def _refuse(self, problem: str) -> StoreError:
+        """A write this store refuses (a rule of `_rows`, or a constraint the database holds)."""
+        return self._fail(f"refused a write: {problem}", "records never change")
 
     def _database_error(self, exc: BaseException, doing: str) -> StoreError:
         psycopg = self._psycopg

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from modular_sdk import SessionId, TurnId
 
+from . import _rows as rows
+from ._errors import StoreError
 from ._postgres_sql import Step, cols, marks
 from ._sqlite import _Table
 from ._traces import (
@@ -150,6 +152,7 @@ class PostgresTraces:
     if TYPE_CHECKING:  # supplied by PostgresStore
 
         def _row(self, table: _Table, record: object) -> tuple[object, ...]: ...
+        def _refuse(self, problem: str) -> StoreError: ...
         def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[Step]: ...
         async def _transact(self, steps: list[Step]) -> None: ...
         async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]: ...
@@ -238,7 +241,12 @@ class PostgresTraces:
         )
         at = row[4]
         steps = [
-            Step(_SESSION_STORED, (session_id,), f"no session {session_id!r} is stored", "change"),
+            Step(
+                _SESSION_STORED,
+                (session_id,),
+                rows.no_session(session_id, "an output belongs to a stored session"),
+                "change",
+            ),
             *self._event_steps(event_id, at),
             Step(
                 "INSERT INTO host_sim.traces (id, origin, created_at) SELECT %s, %s, %s "
@@ -362,9 +370,18 @@ class PostgresTraces:
 
     async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions, all or none."""
-        await self._transact(
-            [Step(_insert(_ACTIONS), self._row(_ACTIONS, a), f"action {a.id!r} is already stored") for a in actions]
-        )
+        rows.check_actions([a.id for a in actions], self._refuse)
+        steps = [
+            Step(
+                _SESSION_STORED,
+                (session_id,),
+                rows.no_session(session_id, "an action belongs to a stored session"),
+                "change",
+            )
+            for session_id in dict.fromkeys(a.session_id for a in actions)
+        ]
+        steps += [Step(_insert(_ACTIONS), self._row(_ACTIONS, a), rows.action_taken(a.id)) for a in actions]
+        await self._transact(steps)
 
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
         """Write the one decision about a pending action."""

@@ -73,6 +73,7 @@ from ._erasure import Erasure, statements
 from ._errors import StoreError, StoreLockedError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
+from . import _rows as rows
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, ToolCallRecord, TurnRecord
 from ._traces import (
     TRACE_INDEX_VERSION,
@@ -777,7 +778,7 @@ class SqliteStore:
     def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[_Step]:
         """The statements that write a session, its node and its edge (and what joins them)."""
         steps = [
-            _Step(_SESSIONS.insert, _SESSIONS.row(record), f"session {record.id!r} is already stored and session records never change"),
+            _Step(_SESSIONS.insert, _SESSIONS.row(record), rows.session_taken(record.id)),
             _Step(_NODES.upsert, _NODES.row(node), f"cannot write the node of session {record.id!r}"),
         ]
         if edge is not None:
@@ -790,29 +791,33 @@ class SqliteStore:
 
     async def begin_turn(self, record: TurnRecord) -> None:
         """Write a turn that starts (status ``running``); refuses a taken id or ordinal."""
-        where = f"turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}"
-        if record.status != "running" or record.finished_at is not None:
-            raise self._fail(f"cannot begin {where} as {record.status!r}", "a turn begins running")
+        rows.check_begin_turn(record, self._refuse)
         await self._transact(
-            [_Step(_TURNS.insert, _TURNS.row(record), f"{where} cannot begin: its id or ordinal is taken")]
+            [
+                _Step(
+                    "SELECT 1 FROM sessions WHERE id = ?",
+                    (record.session_id,),
+                    f"cannot begin turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}: "
+                    + rows.no_session(record.session_id, "a turn begins in a stored session"),
+                    "row",
+                ),
+                _Step(_TURNS.insert, _TURNS.row(record), rows.turn_taken(record)),
+            ]
         )
 
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record; refuses any turn that is not running."""
+        rows.check_finish_turn(record, self._refuse)
         row = dict(zip(_TURNS.columns, _TURNS.row(record), strict=True))
-        if record.status == "running" or record.finished_at is None:
-            raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
         params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "id", "session_id", "ordinal"))
-        await self._transact(
-            [_Step(_FINISH_TURN, params, f"turn {record.id!r} is not a running turn of this store; a turn finishes once", "change")]
-        )
+        await self._transact([_Step(_FINISH_TURN, params, rows.turn_not_running(record.id), "change")])
 
     async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
         """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
         before keeps its first reason)."""
         await self._transact(
             [
-                _Step("SELECT 1 FROM turns WHERE id = ? AND status != 'running'", (turn_id,), f"no finished turn {turn_id!r} is stored", "row"),
+                _Step("SELECT 1 FROM turns WHERE id = ? AND status != 'running'", (turn_id,), rows.no_finished_turn(turn_id), "row"),
                 _Step(_RETRACT_TURN, (at.isoformat(), reason, turn_id), f"cannot retract turn {turn_id!r}"),
             ]
         )
@@ -823,25 +828,32 @@ class SqliteStore:
         """Replace the node of a stored session."""
         await self._transact(
             [
-                _Step("SELECT 1 FROM sessions WHERE id = ?", (node.session_id,), f"no session {node.session_id!r} is stored", "row"),
+                _Step(
+                    "SELECT 1 FROM sessions WHERE id = ?",
+                    (node.session_id,),
+                    rows.no_session(node.session_id, "a node belongs to a stored session"),
+                    "row",
+                ),
                 _Step(_NODES.upsert, _NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
             ]
         )
 
     async def save_edge(self, edge: LineageEdge) -> None:
         """Write a lineage edge between two stored sessions (same pair: replaced)."""
-        pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
-        await self._transact(
-            [
-                _Step(
-                    "SELECT 1 FROM sessions a, sessions b WHERE a.id = ? AND b.id = ?",
-                    (edge.from_session_id, edge.to_session_id),
-                    f"the edge {pair} names a session the store does not hold",
-                    "row",
-                ),
-                _Step(_EDGES.upsert, _EDGES.row(edge), f"cannot write the edge {pair}"),
-            ]
-        )
+        await self._transact(self._edge_steps(edge))
+
+    @staticmethod
+    def _edge_steps(edge: LineageEdge) -> list[_Step]:
+        """Write ``edge`` once both its sessions are found stored."""
+        return [
+            _Step(
+                "SELECT 1 FROM sessions a, sessions b WHERE a.id = ? AND b.id = ?",
+                (edge.from_session_id, edge.to_session_id),
+                rows.edge_ends(edge),
+                "row",
+            ),
+            _Step(_EDGES.upsert, _EDGES.row(edge), f"cannot write the edge {edge.from_session_id!r} -> {edge.to_session_id!r}"),
+        ]
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
@@ -859,9 +871,8 @@ class SqliteStore:
         it (free pages are zeroed: ``secure_delete`` is on)."""
         steps: list[_Step] = []
         for turn in erasure.turns:
+            rows.check_erase_turn(turn, self._refuse)
             row = dict(zip(_TURNS.columns, _TURNS.row(turn), strict=True))
-            if turn.erased_at is None:
-                raise self._fail(f"cannot erase turn {turn.id!r} without erased_at", "pass its erased record")
             steps.append(
                 _Step(
                     _ERASE_TURN,
@@ -869,11 +880,21 @@ class SqliteStore:
                         row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
                         ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
                     ),  # fmt: skip
-                    f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
+                    rows.turn_not_erasable(turn.id),
                     "change",
                 )
             )
-        steps += [_Step(_EDGES.upsert, _EDGES.row(e), "cannot rewrite an edge") for e in erasure.edges]
+        steps += [step for e in erasure.edges for step in self._edge_steps(e)]
+        steps += [
+            _Step(
+                "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM turns WHERE id = ? AND status = 'running')",
+                (turn_id,),
+                rows.quoted_error_running(turn_id),
+                "row",
+            )
+            for table, turn_id in sorted(erasure.errors)
+            if table == "turns"
+        ]
         steps += [
             _Step(sql, params, "cannot erase the text of a record")
             for sql, params in statements(erasure, tables=self._tables, mark="?", encode=_erased_value)
@@ -885,12 +906,11 @@ class SqliteStore:
 
     async def begin_invocation(self, record: Invocation) -> None:
         await self._transact(
-            [_Step(_INVOCATIONS.insert, _INVOCATIONS.row(record), f"invocation {record.id!r} is already stored")]
+            [_Step(_INVOCATIONS.insert, _INVOCATIONS.row(record), rows.invocation_taken(record.id))]
         )
 
     async def finish_invocation(self, record: Invocation) -> None:
-        if record.finished_at is None:
-            raise self._fail(f"cannot finish invocation {record.id!r} without finished_at", "pass its finished record")
+        rows.check_finish_invocation(record, self._refuse)
         row = dict(zip(_INVOCATIONS.columns, _INVOCATIONS.row(record), strict=True))
         await self._transact(
             [
@@ -898,7 +918,7 @@ class SqliteStore:
                     "UPDATE invocations SET finished_at = ?, text = ?, error = ?, error_kind = ? "
                     "WHERE id = ? AND finished_at IS NULL",
                     (row["finished_at"], row["text"], row["error"], row["error_kind"], record.id),
-                    f"invocation {record.id!r} is not a started invocation of this store; it finishes once",
+                    rows.invocation_not_started(record.id),
                     "change",
                 )
             ]
@@ -1024,7 +1044,7 @@ class SqliteStore:
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         await self._transact(
             [
-                _Step("SELECT 1 FROM turns WHERE id = ?", (turn_id,), f"no turn {turn_id!r} is stored", "row"),
+                _Step("SELECT 1 FROM turns WHERE id = ?", (turn_id,), rows.no_turn(turn_id, "mark a stored notification read"), "row"),
                 _Step("INSERT OR IGNORE INTO reads (turn_id, read_at) VALUES (?, ?)", (turn_id, at.isoformat()), ""),
             ]
         )
@@ -1080,7 +1100,12 @@ class SqliteStore:
         stamp = at.isoformat()
         await self._transact(
             [
-                _Step("SELECT 1 FROM sessions WHERE id = ?", (session_id,), f"no session {session_id!r} is stored", "row"),
+                _Step(
+                    "SELECT 1 FROM sessions WHERE id = ?",
+                    (session_id,),
+                    rows.no_session(session_id, "delete a stored session"),
+                    "row",
+                ),
                 _Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
             ]
         )
@@ -1341,7 +1366,12 @@ class SqliteStore:
         at = row[4]
         new = _TRACE_RECORDS.row(chat_trace)
         steps = [
-            _Step("SELECT 1 FROM sessions WHERE id = ?", (session_id,), f"no session {session_id!r} is stored", "row"),
+            _Step(
+                "SELECT 1 FROM sessions WHERE id = ?",
+                (session_id,),
+                rows.no_session(session_id, "an output belongs to a stored session"),
+                "row",
+            ),
             *self._event_steps(event_id, at),
             _Step(
                 "INSERT INTO traces (id, origin, created_at) SELECT ?, ?, ? "
@@ -1470,9 +1500,18 @@ class SqliteStore:
 
     async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions, all or none."""
-        await self._transact(
-            [_Step(_ACTIONS.insert, _ACTIONS.row(a), f"action {a.id!r} is already stored") for a in actions]
-        )
+        rows.check_actions([a.id for a in actions], self._refuse)
+        steps = [
+            _Step(
+                "SELECT 1 FROM sessions WHERE id = ?",
+                (session_id,),
+                rows.no_session(session_id, "an action belongs to a stored session"),
+                "row",
+            )
+            for session_id in dict.fromkeys(a.session_id for a in actions)
+        ]
+        steps += [_Step(_ACTIONS.insert, _ACTIONS.row(a), rows.action_taken(a.id)) for a in actions]
+        await self._transact(steps)
 
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
         """Write the one decision about a pending action."""
@@ -1617,6 +1656,10 @@ class SqliteStore:
     def _fail(self, problem: str, remedy: str) -> StoreError:
         return StoreError(f"{str(self._path)!r} {problem}; {remedy}", path=str(self._path))
 
+    def _refuse(self, problem: str) -> StoreError:
+        """A write this store refuses (a rule of `_rows`, or a constraint the database holds)."""
+        return self._fail(f"refused a write: {problem}", "records never change")
+
     @staticmethod
     def _run(conn: sqlite3.Connection, txn: _Txn) -> None:
         for step in txn.steps:
@@ -1635,7 +1678,7 @@ class SqliteStore:
             try:  # autocommit: one statement is one transaction
                 self._run(conn, txns[0])
             except _Refused as refused:
-                txns[0].error = self._fail(f"refused a write: {refused}", "records never change")
+                txns[0].error = self._refuse(str(refused))
             except sqlite3.Error as exc:
                 txns[0].error = self._write_error(exc)
             return
@@ -1647,11 +1690,7 @@ class SqliteStore:
                     self._run(conn, txn)
                 except (_Refused, sqlite3.Error) as exc:
                     conn.execute("ROLLBACK TO call")
-                    txn.error = (
-                        self._fail(f"refused a write: {exc}", "records never change")
-                        if isinstance(exc, _Refused)
-                        else self._write_error(exc)
-                    )
+                    txn.error = self._refuse(str(exc)) if isinstance(exc, _Refused) else self._write_error(exc)
                 conn.execute("RELEASE call")
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
