@@ -12,6 +12,8 @@ _quiet_start()  # before the imports below: Ctrl-C while the host-sim command st
 
 from modular_sdk import ToolCallRecord as ToolCallRecord  # noqa: E402
 from modular_sdk import UnknownTurnError as UnknownTurnError
+from modular_sdk import Usage as Usage
+from modular_sdk import WidgetPlacement as WidgetPlacement
 
 from .fold._manifest import Manifest as Manifest
 from .fold._fold import load_verified as load_verified
@@ -38,6 +40,7 @@ from .models._openai import OpenAIModel as OpenAIModel
 from .models._protocol import HistoryEntry as HistoryEntry
 from .models._protocol import Model as Model
 from .models._protocol import ModelRequest as ModelRequest
+from .models._protocol import Reply as Reply
 from .models._protocol import ToolCall as ToolCall
 from .models._protocol import ToolResult as ToolResult
 from .models._protocol import ToolSpec as ToolSpec
@@ -178,6 +181,7 @@ __all__ = [
     "StoreLockedError",
     "StoredState",
     "Submission",
+    "Reply",
     "ToolCall",
     "ToolCallRecord",
     "ToolCalled",
@@ -192,7 +196,9 @@ __all__ = [
     "TurnRetracted",
     "TurnRef",
     "TurnStarted",
+    "Usage",
     "UnknownJobError",
+    "WidgetPlacement",
     "UnknownTurnError",
     "ViewResult",
     "build_manifest",

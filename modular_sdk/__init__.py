@@ -83,6 +83,8 @@ from ._protocols import CommandContext as CommandContext
 from ._protocols import EffectContext as EffectContext
 from ._protocols import CompletionContext as CompletionContext
 from ._records import ToolCallRecord as ToolCallRecord
+from ._records import Usage as Usage
+from ._records import WidgetPlacement as WidgetPlacement
 from ._protocols import SlashCommandContext as SlashCommandContext
 from ._protocols import ToolContext as ToolContext
 
@@ -148,6 +150,8 @@ __all__ = [
     "ToolTrigger",
     "TurnFailedError",
     "TurnId",
+    "Usage",
+    "WidgetPlacement",
     "TurnStatus",
     "UnknownSessionError",
     "UnknownTurnError",

@@ -14,7 +14,7 @@ import attrs
 from ._ids import AiRunnerId, SessionId, TurnId, TurnStatus
 from ._lineage import AiSessionLineage
 from ._messages import AiMessage, AiSessionDisplayMetadata, Author
-from ._records import ToolCallRecord
+from ._records import ToolCallRecord, Usage, WidgetPlacement
 
 __all__ = [
     "ActionContext",
@@ -114,6 +114,16 @@ class AiTurnHandle(Protocol):
     @property
     def tool_calls(self) -> tuple[ToolCallRecord, ...]:
         """The tool calls the turn made, in order; durable with the turn, erased with it."""
+        ...
+
+    @property
+    def usage(self) -> Usage | None:
+        """The tokens its model calls used, added up; ``None`` when no call reported usage."""
+        ...
+
+    @property
+    def widgets(self) -> tuple[WidgetPlacement, ...]:
+        """The widgets its reply placed (``<mod-widget>`` tags that fit), in reply order; durable, erased with it."""
         ...
 
     @property

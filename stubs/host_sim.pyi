@@ -490,7 +490,7 @@ class LineageGraph:
         """The sessions at the receiving end of edges that carried this artifact."""
     async def add_edge(self, from_id: str, to_id: str, relation: LineageRelation, artifact: LineageArtifact | None = None) -> LineageEdge:
         """Record that ``to_id`` relates to ``from_id`` (continued from it, used its result ...)."""
-    async def complete_session(self, session_id: str, metrics: SessionMetrics) -> SessionNode:
+    async def complete_session(self, session_id: str, metrics: SessionMetrics | None = None) -> SessionNode:
         """Stamp a session completed now (host clock) with its aggregate metrics."""
 
 
@@ -621,11 +621,11 @@ class MemoryStore:
 
 
 class Model(Protocol):
-    """A model: answers a request with reply text or a `ToolCall`."""
+    """A model: answers a request with reply text (``str`` or `Reply`) or a `ToolCall`."""
     @property
     def name(self) -> str:
         """The model name sessions report as ``session.model``."""
-    async def respond(self, request: ModelRequest) -> str | ToolCall: ...
+    async def respond(self, request: ModelRequest) -> ModelReply: ...
 
 
 @attrs.frozen(kw_only=True)
@@ -666,9 +666,9 @@ class OpenAIModel:
     @property
     def base_url(self) -> str:
         """The server's base URL, without a trailing slash."""
-    async def respond(self, request: ModelRequest) -> str | ToolCall:
+    async def respond(self, request: ModelRequest) -> str | Reply | ToolCall:
         """Ask the server for the next step of the turn; raises `ModelError` when it cannot."""
-    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall]:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall | Usage]:
         """Ask for the next step of the turn as the server writes it (``"stream": true``)."""
 
 
@@ -781,7 +781,7 @@ class RecordingModel:
     @property
     def path(self) -> str:
         """The cassette being written."""
-    async def respond(self, request: ModelRequest) -> str | ToolCall:
+    async def respond(self, request: ModelRequest) -> ModelReply:
         """``inner``'s answer (or error), after appending the call to the cassette (a reply"""
 
 
@@ -798,8 +798,8 @@ class ReplayModel:
     @property
     def remaining(self) -> int:
         """How many recorded calls have not been asked for yet (``0`` once all were replayed)."""
-    async def respond(self, request: ModelRequest) -> str | ToolCall:
-        """The recorded answer to this request; raises `ModelError` when it was not recorded."""
+    async def respond(self, request: ModelRequest) -> ModelReply:
+        """The recorded answer to this request (with the recorded `Usage`, if any); raises"""
 
 
 @attrs.frozen(kw_only=True)
@@ -892,8 +892,8 @@ class ScopedLineage:
         """`LineageGraph.add_edge` between two sessions of the scope; an id outside it raises"""
     async def html(self, root_id: str | None = None, *, title: str | None = None) -> str:
         """`LineageGraph.html` of the scope: its (listed) sessions, or with ``root_id`` (a"""
-    async def complete_session(self, session_id: str, metrics: SessionMetrics) -> SessionNode:
-        """`LineageGraph.complete_session` of a session of the scope."""
+    async def complete_session(self, session_id: str, metrics: SessionMetrics | None = None) -> SessionNode:
+        """`LineageGraph.complete_session` of a session of the scope (computed from its record without ``metrics``)."""
     async def forward(self, turn_id: str) -> Provenance:
         """`LineageGraph.forward` of a turn of the scope, listing only the scope's part."""
     async def backward(self, turn_id: str) -> TurnOrigin:
@@ -919,10 +919,10 @@ class ScopedTraces:
 @final
 class ScriptedModel:
     """A model that answers each request with ``respond(request)`` (``def`` or ``async def``)."""
-    def __init__(self, respond: Callable[[ModelRequest], str | ToolCall | Awaitable[str | ToolCall]], *, name: str = 'scripted') -> None: ...
+    def __init__(self, respond: Callable[[ModelRequest], ModelReply | Awaitable[ModelReply]], *, name: str = 'scripted') -> None: ...
     @property
     def name(self) -> str: ...
-    async def respond(self, request: ModelRequest) -> str | ToolCall:
+    async def respond(self, request: ModelRequest) -> ModelReply:
         """``respond(request)``; a plain ``def`` runs in a daemon thread, so a slow or blocked"""
 
 
@@ -1223,9 +1223,17 @@ class Submission:
     error_kind: ErrorKind | None = None
     actions: tuple[PendingAction, ...] = ()
     action_errors: tuple[str, ...] = ()
+    widget_errors: tuple[str, ...] = ()
     @property
     def ok(self) -> bool:
         """True when nothing failed."""
+
+
+@attrs.frozen(kw_only=True)
+class Reply:
+    """Reply text with the tokens the model call used. Immutable."""
+    text: str
+    usage: Usage | None = attrs.field(default=None, validator=_optional_usage)
 
 
 @attrs.frozen(kw_only=True)
@@ -1234,6 +1242,7 @@ class ToolCall:
     name: str
     input: JsonObject = attrs.field(factory=dict)
     call_id: str | None = None
+    usage: Usage | None = attrs.field(default=None, validator=_optional_usage, kw_only=True)
 
 
 from modular_sdk import ToolCallRecord as ToolCallRecord  # re-exported, one class
@@ -1352,6 +1361,12 @@ class TurnHandle:
     @property
     def tool_calls(self) -> tuple[ToolCallRecord, ...]:
         """The tool calls the turn made, in the order made (API.md section 17)."""
+    @property
+    def usage(self) -> Usage | None:
+        """The tokens the turn's model calls used, added up (API.md section 15)."""
+    @property
+    def widgets(self) -> tuple[WidgetPlacement, ...]:
+        """The widgets the reply placed (API.md section 17), in reply order."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``."""
 
@@ -1383,6 +1398,8 @@ class TurnRecord:
     tool_calls: tuple[ToolCallRecord, ...] = ()
     retracted_at: datetime | None = None
     retraction_reason: str | None = None
+    usage: Usage | None = None
+    widgets: tuple[WidgetPlacement, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -1420,10 +1437,16 @@ class TurnStarted:
     job_id: str | None
 
 
+from modular_sdk import Usage as Usage  # re-exported, one class
+
+
 class UnknownJobError(ModularError, LookupError):
     """No job has this id in the host's store; ``id`` is the id asked for."""
     def __init__(self, message: str, *, id: str) -> None: ...
     id: str
+
+
+from modular_sdk import WidgetPlacement as WidgetPlacement  # re-exported, one class
 
 
 from modular_sdk import UnknownTurnError as UnknownTurnError  # re-exported, one class
@@ -1468,5 +1491,8 @@ CommitResolver = Callable[[TraceOutput], 'str | None | Awaitable[str | None]']
 
 JobStatus: TypeAlias = Literal['running', 'finished', 'failed', 'interrupted', 'cancelled']
 """Where a job is: ``"running"``, then one of the others, once."""
+
+ModelReply: TypeAlias = str | Reply | ToolCall
+"""What ``Model.respond`` returns: reply text (``str``, or a `Reply` carrying `Usage`) or a `ToolCall`."""
 
 T = TypeVar('T')

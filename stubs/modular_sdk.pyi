@@ -235,6 +235,12 @@ class AiTurnHandle(Protocol):
     def tool_calls(self) -> tuple[ToolCallRecord, ...]:
         """The tool calls the turn made, in order; durable with the turn, erased with it."""
     @property
+    def usage(self) -> Usage | None:
+        """The tokens its model calls used, added up; ``None`` when no call reported usage."""
+    @property
+    def widgets(self) -> tuple[WidgetPlacement, ...]:
+        """The widgets its reply placed (``<mod-widget>`` tags that fit), in reply order; durable, erased with it."""
+    @property
     def runner_id(self) -> AiRunnerId:
         """The model runner that produced this turn."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> AiSessionHandle:
@@ -543,6 +549,24 @@ class TurnFailedError(ModularError, RuntimeError):
 
 TurnId = NewType('TurnId', str)
 """Stable identifier of one turn of a session."""
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """The tokens one model call used, as the model's server counted them. Immutable."""
+    input_tokens: int = attrs.field(validator=non_negative_int)
+    output_tokens: int = attrs.field(validator=non_negative_int)
+    @property
+    def total_tokens(self) -> int:
+        """``input_tokens + output_tokens``."""
+
+
+@attrs.frozen(kw_only=True)
+class WidgetPlacement:
+    """A widget a model placed in its reply, as the turn's record keeps it (API.md section 17). Immutable."""
+    widget_id: str = attrs.field(validator=text_validator(non_empty=True))
+    data: FrozenJsonObject = attrs.field(converter=_frozen_data)
+    index: int = attrs.field(validator=non_negative_int)
+
 
 TurnStatus: TypeAlias = Literal['running', 'completed', 'failed']
 """Where a turn is: still running, completed with a reply, or failed."""

@@ -53,7 +53,7 @@ EXTRAS = {
     "HOST_ACTIONS", "Action", "ActionContext", "Agent", "AgentHandle", "AiAgents", "AiContext", "AiSessions",
     "AnyCommand", "Author", "BeforeActionHook", "CommandContext", "CompletionContext", "Effect", "EffectContext",
     "HookDecision", "InvalidArgumentError", "PaletteCommand", "SerializationError", "SpawnTrigger", "Tool",
-    "ToolCallRecord", "ToolContext", "TurnStatus", "View", "Widget", "from_json", "to_json", "McpServer",
+    "ToolCallRecord", "ToolContext", "TurnStatus", "Usage", "View", "Widget", "WidgetPlacement", "from_json", "to_json", "McpServer",
 }  # fmt: skip
 
 PINNED = [
@@ -68,7 +68,7 @@ PINNED = [
     "PaletteCommand", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
     "SerializationError", "SessionDeletedError", "SessionId", "SlashCommand", "SlashCommandContext",
     "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolCallRecord", "ToolContext", "ToolTrigger",
-    "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "UserAuthor", "View", "Widget",
+    "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "Usage", "UserAuthor", "View", "Widget", "WidgetPlacement",
     "action", "agent", "before_action", "command", "define_mod", "effect", "from_json", "mcp_server",
     "slash_command", "to_json", "tool", "view", "widget",
 ]  # fmt: skip
@@ -251,7 +251,7 @@ HOST_CONTRACT = {
     "ScopedHost",  # section 14
 }  # fmt: skip
 # Classes of modular_sdk that host_sim re-exports (the same class, not a copy).
-HOST_REEXPORTS = {"UnknownTurnError", "ToolCallRecord"}
+HOST_REEXPORTS = {"UnknownTurnError", "ToolCallRecord", "Usage", "WidgetPlacement"}
 HOST_PINNED = sorted(
     [
         "ActionRecord",
@@ -324,6 +324,7 @@ HOST_PINNED = sorted(
         "StoreLockedError",
         "StoredState",
         "Submission",
+        "Reply",
         "ToolCall",
         "ToolCallRecord",
         "ToolCalled",
@@ -339,6 +340,8 @@ HOST_PINNED = sorted(
         "TurnRef",
         "TurnRunningError",
         "TurnStarted",
+        "Usage",
+        "WidgetPlacement",
         "UnknownJobError",
         "UnknownTurnError",
         "ViewResult",

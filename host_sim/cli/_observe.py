@@ -15,7 +15,7 @@ import attrs
 
 from modular_sdk import AiMessage
 
-from ..models._protocol import Model, ModelRequest, ToolCall, ToolResult
+from ..models._protocol import Model, ModelReply, ModelRequest, ToolCall, ToolResult
 
 __all__ = ["Notified", "ObservedModel", "Observation", "ToolReturned", "describe"]
 
@@ -62,7 +62,7 @@ class ObservedModel:
     def name(self) -> str:
         return self._inner.name
 
-    async def respond(self, request: ModelRequest) -> str | ToolCall:
+    async def respond(self, request: ModelRequest) -> ModelReply:
         if request.tool_results:
             self._report(ToolReturned(session_id=request.session_id, message=request.message, result=request.tool_results[-1]))
         elif request.kind == "notification":

@@ -332,13 +332,25 @@ class LineageGraph:
         await self._store.save_edge(edge)
         return edge
 
-    async def complete_session(self, session_id: str, metrics: SessionMetrics) -> SessionNode:
+    async def complete_session(self, session_id: str, metrics: SessionMetrics | None = None) -> SessionNode:
         """Stamp a session completed now (host clock) with its aggregate metrics.
 
-        Returns the new node and writes it to the store. Calling it again replaces the
-        metrics and the completion time.
+        Without ``metrics`` they are computed from the record (API.md section 15), over
+        the turns the session ran itself (not those a fork inherited): ``tool_calls``
+        counts their tool calls, ``token_usage`` adds up their ``usage`` (input and output
+        tokens; a turn whose model reported none counts 0), ``duration_ms`` runs from the
+        first turn's start to the last finish (0 before any turn finished), and
+        ``sessions_spawned`` counts its spawns (``spawned_by`` edges; forks are not
+        spawns). Returns the new node and writes it to the store. Calling it again
+        replaces the metrics and the completion time.
+
+        >>> node = await host.lineage.complete_session(session.id)  # doctest: +SKIP
+        >>> node.metrics.token_usage  # doctest: +SKIP
+        876
         """
         current = await self._node(session_id)
+        if metrics is None:
+            metrics = await self._metrics(current.session_id)
         if not isinstance(metrics, SessionMetrics):
             raise InvalidArgumentError(
                 f"metrics must be a SessionMetrics, got {show(metrics)}; use SessionMetrics("
@@ -351,6 +363,20 @@ class LineageGraph:
         return node
 
     # -- internals -----------------------------------------------------------------------
+
+    async def _metrics(self, session_id: SessionId) -> SessionMetrics:
+        """Seed 000's aggregates of one session, from its turn records and its edges."""
+        turns = await self._store.get_turns(session_id)
+        own = [t for t in turns if t.session_id == session_id]
+        finished = [t.finished_at for t in own if t.finished_at is not None]
+        duration = max(finished) - min(t.started_at for t in own) if finished else None
+        spawns = await self._store.get_edges([session_id], "out")
+        return SessionMetrics(
+            tool_calls=sum(len(t.tool_calls) for t in own),
+            token_usage=sum(t.usage.total_tokens for t in own if t.usage is not None),
+            duration_ms=0 if duration is None else max(0, round(duration.total_seconds() * 1000)),
+            sessions_spawned=sum(1 for e in spawns if e.relation == "spawned_by"),
+        )
 
     def _now(self) -> datetime:
         now = self._clock()

@@ -5,7 +5,7 @@ from ._cassette import RecordingModel, ReplayModel
 from ._echo import EchoModel
 from ._errors import CassetteMismatchError, ModelError
 from ._openai import OpenAIModel
-from ._protocol import HistoryEntry, Model, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec
+from ._protocol import HistoryEntry, Model, ModelReply, ModelRequest, Reply, ToolCall, ToolResult, ToolSpec, Usage
 from ._scripted import ScriptedModel
 
 __all__ = [
@@ -18,9 +18,11 @@ __all__ = [
     "ModelRequest",
     "OpenAIModel",
     "RecordingModel",
+    "Reply",
     "ReplayModel",
     "ScriptedModel",
     "ToolCall",
     "ToolResult",
     "ToolSpec",
+    "Usage",
 ]

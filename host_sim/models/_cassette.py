@@ -9,7 +9,9 @@ A cassette is JSON Lines, one model call per line, in the order the calls were a
 id or message, and every id the host made (``ses_…``, ``turn_…``, ``msg_…``, ``call_…``,
 wherever it appears, in a notification's body as much as in a tool result) is replaced by a
 stable stand-in numbered in order of appearance (``ses_000000000001``). ``response`` is the
-reply text, the tool call, or the error the model raised. Keys are sorted and the JSON is
+reply text, the tool call, or the error the model raised; a reply or tool call the model
+reported token counts for also holds ``"usage":{"input_tokens":...,"output_tokens":...}``,
+replayed as the same `Usage`. Keys are sorted and the JSON is
 compact, so the same session gives the same bytes, and a changed prompt shows in
 ``git diff`` as the one line that changed.
 """
@@ -32,7 +34,7 @@ from modular_sdk._json import parse_json_text
 
 from ..lanes._ext_host import describe_exception
 from ._errors import CassetteMismatchError, ModelError
-from ._protocol import HistoryEntry, Model, ModelRequest, ToolCall
+from ._protocol import HistoryEntry, Model, ModelReply, ModelRequest, Reply, ToolCall, Usage
 
 __all__ = ["RecordingModel", "ReplayModel", "request_data"]
 
@@ -127,12 +129,31 @@ def _encode(value: JsonValue) -> str:
     return text
 
 
-def _response_data(reply: str | ToolCall | BaseException) -> JsonObject:
+def _response_data(reply: ModelReply | BaseException) -> JsonObject:
+    """A reply as a cassette line holds it; ``usage`` only when the model reported it (so a
+    cassette of a model that reports none reads as before)."""
     if isinstance(reply, BaseException):
         return {"error": describe_exception(reply)}
     if isinstance(reply, ToolCall):
-        return {"tool_call": {"name": reply.name, "input": reply.input, "call_id": reply.call_id}}
-    return {"text": reply}
+        data: JsonObject = {"tool_call": {"name": reply.name, "input": reply.input, "call_id": reply.call_id}}
+    else:
+        data = {"text": reply.text if isinstance(reply, Reply) else reply}
+    if not isinstance(reply, str) and reply.usage is not None:
+        data["usage"] = {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens}
+    return data
+
+
+def _recorded_usage(response: JsonObject) -> Usage | None:
+    """The ``usage`` of a recorded response; ``None`` when it has none or counts that are not ints >= 0."""
+    usage = response.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    counts = usage.get("input_tokens"), usage.get("output_tokens")
+    if not all(type(c) is int and c >= 0 for c in counts):
+        return None
+    tokens_in, tokens_out = counts
+    assert isinstance(tokens_in, int) and isinstance(tokens_out, int)
+    return Usage(input_tokens=tokens_in, output_tokens=tokens_out)
 
 
 def _check_model(inner: object) -> Model:
@@ -226,15 +247,16 @@ class RecordingModel:
         limit = "" if self._max_reply_bytes == 1_000_000 else f", max_reply_bytes={self._max_reply_bytes}"
         return f"RecordingModel({self._inner!r}, {str(self._path)!r}{limit})"
 
-    async def respond(self, request: ModelRequest) -> str | ToolCall:
+    async def respond(self, request: ModelRequest) -> ModelReply:
         """``inner``'s answer (or error), after appending the call to the cassette (a reply
         over ``max_reply_bytes`` as an error: the host refuses it)."""
         try:
-            reply: str | ToolCall = await self._inner.respond(request)
+            reply: ModelReply = await self._inner.respond(request)
         except Exception as exc:
             self._append(request, exc)
             raise
-        size = len(reply.encode("utf-8", "surrogatepass")) if isinstance(reply, str) else 0
+        text = reply if isinstance(reply, str) else reply.text if isinstance(reply, Reply) else ""
+        size = len(text.encode("utf-8", "surrogatepass"))
         if size > self._max_reply_bytes:
             limit = self._max_reply_bytes
             self._append(
@@ -249,7 +271,7 @@ class RecordingModel:
             self._append(request, reply)
         return reply
 
-    def _append(self, request: ModelRequest, reply: str | ToolCall | BaseException) -> None:
+    def _append(self, request: ModelRequest, reply: ModelReply | BaseException) -> None:
         hidden = _map_strings(request_data(request), self._ids.hide)
         response = _map_strings(_response_data(reply), self._ids.hide_known)
         self._calls += 1
@@ -304,8 +326,9 @@ class ReplayModel:
     def __repr__(self) -> str:
         return f"ReplayModel({str(self._path)!r})"
 
-    async def respond(self, request: ModelRequest) -> str | ToolCall:
-        """The recorded answer to this request; raises `ModelError` when it was not recorded."""
+    async def respond(self, request: ModelRequest) -> ModelReply:
+        """The recorded answer to this request (with the recorded `Usage`, if any); raises
+        `ModelError` when it was not recorded."""
         number = self._next + 1
         ids = self._ids.copy()
         asked = _map_strings(request_data(request), ids.hide)
@@ -339,14 +362,15 @@ class ReplayModel:
         assert isinstance(response, dict)
         if "error" in response:
             raise ModelError(str(response["error"]), model=self._name)
+        usage = _recorded_usage(response)
         call = response.get("tool_call")
         if isinstance(call, dict):
             name, given, call_id = call.get("name"), call.get("input"), call.get("call_id")
             assert isinstance(name, str) and isinstance(given, dict)
-            return ToolCall(name=name, input=given, call_id=call_id if isinstance(call_id, str) else None)
+            return ToolCall(name=name, input=given, call_id=call_id if isinstance(call_id, str) else None, usage=usage)
         text = response.get("text")
         assert isinstance(text, str)
-        return text
+        return text if usage is None else Reply(text=text, usage=usage)
 
 
 def _short(text: str) -> str:
@@ -429,8 +453,11 @@ def _parse_line(path: Path, number: int, line: str) -> _Call:
     request, response = data["request"], data["response"]
     if not isinstance(request, dict):
         raise bad("'request' is not an object")
-    if not isinstance(response, dict) or len(response) != 1:
-        raise bad("'response' is an object with exactly one of 'text', 'tool_call', 'error'")
+    if not isinstance(response, dict) or len(response) != 1 + ("usage" in response):
+        raise bad("'response' is an object with exactly one of 'text', 'tool_call', 'error' (and 'usage' with a reply)")
+    if "usage" in response:
+        if "error" in response or _recorded_usage(response) is None or set(response["usage"]) != {"input_tokens", "output_tokens"}:
+            raise bad("'response.usage' is {'input_tokens': int >= 0, 'output_tokens': int >= 0}, with a text or tool call")
     if "text" in response:
         if not isinstance(response["text"], str):
             raise bad("'response.text' is not a string")

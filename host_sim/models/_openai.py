@@ -19,9 +19,10 @@ import re
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Final, final
 
 import anyio
+import attrs
 
 from modular_sdk import InvalidArgumentError, SerializationError
 from modular_sdk._json import parse_json_text
@@ -29,7 +30,7 @@ from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject, JsonValue
 
 from ._errors import ModelError
-from ._protocol import ModelRequest, ToolCall
+from ._protocol import ModelRequest, Reply, ToolCall, Usage
 from ._secrets import KeyFilter, KeyScrubber
 
 if TYPE_CHECKING:
@@ -184,19 +185,25 @@ class OpenAIModel:
             f"max_retry_wait={self._max_retry_wait!r})"
         )
 
-    async def respond(self, request: ModelRequest) -> str | ToolCall:
-        """Ask the server for the next step of the turn; raises `ModelError` when it cannot."""
+    async def respond(self, request: ModelRequest) -> str | Reply | ToolCall:
+        """Ask the server for the next step of the turn; raises `ModelError` when it cannot.
+
+        The answer carries the server's token counts (``usage.prompt_tokens`` and
+        ``completion_tokens``) as `Usage`: a `Reply` or a `ToolCall` with ``usage``; an
+        answer without them is plain text or a `ToolCall` without usage."""
         model = request.model or self._model
         payload = await self._post(chat_completions_body(model, request), model)
-        return _host_named(self._parse(payload, model), request)
+        return _with_usage(_host_named(self._parse(payload, model), request), usage_of(payload))
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall]:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall | Usage]:
         """Ask for the next step of the turn as the server writes it (``"stream": true``).
 
         Yields the reply's text in chunks as they arrive (their concatenation is what
         `respond` would return), or, when the model calls a tool, one final `ToolCall`
-        assembled from the streamed pieces. A server that answers with one whole JSON
-        completion instead is read like `respond` reads it.
+        assembled from the streamed pieces. It asks for the token counts
+        (``"stream_options": {"include_usage": true}``): a text reply ends with one `Usage`
+        item, a `ToolCall` carries them in ``usage``, when the server sent them. A server
+        that answers with one whole JSON completion instead is read like `respond` reads it.
 
         Failures before the first chunk is yielded (a retryable status, a refused or dropped
         connection, a timeout, a stream that ends or reports an error before any text) are
@@ -210,11 +217,13 @@ class OpenAIModel:
         model = request.model or self._model
         body = chat_completions_body(model, request)
         body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
         content = _encode_body(body)
         headers = self._headers("text/event-stream")
         attempts = 1 + self._max_retries
         last, last_status = "", None
         outcome: str | ToolCall | None = None
+        usage: Usage | None = None
         async with http.AsyncClient(timeout=http.Timeout(self._timeout), follow_redirects=False) as client:
             for attempt in range(1, attempts + 1):
                 wait: float | None = None
@@ -238,7 +247,8 @@ class OpenAIModel:
                             last_status = response.status_code
                         elif _is_json(response):  # the server ignored "stream": read it whole
                             await response.aread()
-                            outcome = self._parse(self._decode(response, model), model)
+                            payload = self._decode(response, model)
+                            outcome, usage = self._parse(payload, model), usage_of(payload)
                         else:
                             # read to the end even after a bad event: leaving httpx's nested
                             # generators half-read makes trio warn when they are collected
@@ -246,7 +256,7 @@ class OpenAIModel:
                                 text = reader.feed(line)
                                 if text:
                                     yield text
-                            outcome = reader.end()
+                            outcome, usage = reader.end(), reader.usage
                     except (http.TimeoutException, http.TransportError, _StreamBroke) as exc:
                         if isinstance(exc, http.TimeoutException):
                             why = f"no chunk within {self._timeout:g}s"
@@ -270,8 +280,13 @@ class OpenAIModel:
                 await anyio.sleep(self._wait(wait, attempt, model, last_status))
         if outcome is None:
             raise self._gave_up(model, attempts, last, last_status)
-        if isinstance(outcome, ToolCall) or outcome:
-            yield _host_named(outcome, request)
+        if isinstance(outcome, ToolCall):
+            yield attrs.evolve(_host_call(outcome, request), usage=usage)
+            return
+        if outcome:
+            yield outcome
+        if usage is not None:
+            yield usage
 
     # -- HTTP -------------------------------------------------------------------------------
 
@@ -497,6 +512,7 @@ class _StreamReader:
         self._finish: str | None = None
         self._problem: Exception | None = None  # the first bad event; the rest is only read
         self.shown = 0  # characters of reply text handed out
+        self.usage: Usage | None = None  # the token counts, once the server sent them
 
     def feed(self, line: str) -> str:
         """One line of the body; returns the text to show now (``""`` for none)."""
@@ -549,6 +565,7 @@ class _StreamReader:
         if error is not None:
             message = error.get("message") if isinstance(error, dict) else error
             raise _StreamBroke(f"the server reported an error mid-stream: {self._owner._quote(str(message))}")
+        self.usage = usage_of(chunk) or self.usage  # the last chunk's (include_usage), or any chunk's
         choices = chunk.get("choices")
         if not isinstance(choices, list):
             raise self._malformed(data, "an event has no choices")
@@ -646,11 +663,39 @@ def wire_names(names: Sequence[str]) -> dict[str, str]:
 
 def _host_named(value: str | ToolCall, request: ModelRequest) -> str | ToolCall:
     """A tool call with the host's name for the tool the model named on the wire."""
-    if not isinstance(value, ToolCall):
-        return value
+    return _host_call(value, request) if isinstance(value, ToolCall) else value
+
+
+def _host_call(value: ToolCall, request: ModelRequest) -> ToolCall:
     host = {wire: name for name, wire in wire_names([t.name for t in request.tools]).items()}
     name = host.get(value.name, value.name)
-    return value if name == value.name else ToolCall(name=name, input=value.input, call_id=value.call_id)
+    return value if name == value.name else attrs.evolve(value, name=name)
+
+
+_MAX_COUNT: Final = 2**63 - 1
+
+
+def usage_of(payload: JsonValue) -> Usage | None:
+    """The token counts of a Chat Completions response or chunk (``usage.prompt_tokens`` and
+    ``usage.completion_tokens``); ``None`` when it has none, or counts that are not ints in
+    0..2**63-1 (a server's bad count never fails a turn: it is only not reported)."""
+    usage = payload.get("usage") if isinstance(payload, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    counts = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not all(type(c) is int and 0 <= c <= _MAX_COUNT for c in counts):
+        return None
+    prompt, completion = counts
+    assert isinstance(prompt, int) and isinstance(completion, int)
+    return Usage(input_tokens=prompt, output_tokens=completion)
+
+
+def _with_usage(value: str | ToolCall, usage: Usage | None) -> str | Reply | ToolCall:
+    if usage is None:
+        return value
+    if isinstance(value, ToolCall):
+        return attrs.evolve(value, usage=usage)
+    return Reply(text=value, usage=usage)
 
 
 def chat_completions_body(model: str, request: ModelRequest) -> JsonObject:

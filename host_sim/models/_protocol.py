@@ -8,23 +8,72 @@ from typing import Literal, Protocol
 import attrs
 from typing_extensions import TypeAlias
 
-from modular_sdk import AiMessage
+from modular_sdk import AiMessage, ModDefinitionError, Usage
 from modular_sdk._frozen import thaw_object
+from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject, JsonValue
 
-__all__ = ["HistoryEntry", "Model", "ModelReply", "ModelRequest", "ToolCall", "ToolResult", "ToolSpec"]
+__all__ = [
+    "HistoryEntry",
+    "Model",
+    "ModelReply",
+    "ModelRequest",
+    "Reply",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
+    "Usage",
+    "add_usage",
+]
+
+
+def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
+    """The two added up; ``None`` only when neither reported usage."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return Usage(input_tokens=a.input_tokens + b.input_tokens, output_tokens=a.output_tokens + b.output_tokens)
+
+
+def _optional_usage(instance: object, attribute: attrs.Attribute[Usage | None], value: Usage | None) -> None:
+    if value is not None and not isinstance(value, Usage):
+        raise ModDefinitionError(
+            f"{type(instance).__name__}.{attribute.name} must be a Usage or None, got {show(value)}; "
+            "pass e.g. Usage(input_tokens=812, output_tokens=64)",
+            field=attribute.name,
+            value=value,
+        )
 
 
 @attrs.frozen(kw_only=True)
 class ToolCall:
-    """A model's request to call a mod tool with JSON ``input``; the host answers it."""
+    """A model's request to call a mod tool with JSON ``input``; the host answers it.
+
+    ``usage``: the tokens the model call that asked for it used, when the model knows.
+    """
 
     name: str
     input: JsonObject = attrs.field(factory=dict)
     call_id: str | None = None
+    usage: Usage | None = attrs.field(default=None, validator=_optional_usage, kw_only=True)
 
 
-ModelReply: TypeAlias = str | ToolCall
+@attrs.frozen(kw_only=True)
+class Reply:
+    """Reply text with the tokens the model call used. Immutable.
+
+    A model may return plain ``str`` (no usage known) or a `Reply` to report usage::
+
+        return Reply(text="done", usage=Usage(input_tokens=812, output_tokens=64))
+    """
+
+    text: str
+    usage: Usage | None = attrs.field(default=None, validator=_optional_usage)
+
+
+ModelReply: TypeAlias = str | Reply | ToolCall
+"""What ``Model.respond`` returns: reply text (``str``, or a `Reply` carrying `Usage`) or a `ToolCall`."""
 
 
 @attrs.frozen(kw_only=True)
@@ -96,11 +145,17 @@ class ModelRequest:
 
 
 class Model(Protocol):
-    """A model: answers a request with reply text or a `ToolCall`."""
+    """A model: answers a request with reply text (``str`` or `Reply`) or a `ToolCall`.
+
+    A model that knows how many tokens a call used returns a `Reply` (or a `ToolCall`) with
+    ``usage``; returning plain ``str`` stays valid. A model may also have
+    ``stream(request)``, an async iterator of text chunks that may end with a `ToolCall`
+    and may yield one `Usage` (the last one yielded counts) once the server said it.
+    """
 
     @property
     def name(self) -> str:
         """The model name sessions report as ``session.model``."""
         ...
 
-    async def respond(self, request: ModelRequest) -> str | ToolCall: ...
+    async def respond(self, request: ModelRequest) -> ModelReply: ...

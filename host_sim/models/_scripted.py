@@ -9,7 +9,7 @@ from typing import final
 from modular_sdk import InvalidArgumentError
 
 from ..lanes._threads import run_in_daemon_thread
-from ._protocol import ModelRequest, ToolCall
+from ._protocol import ModelReply, ModelRequest
 
 __all__ = ["ScriptedModel"]
 
@@ -19,7 +19,9 @@ class ScriptedModel:
     """A model that answers each request with ``respond(request)`` (``def`` or ``async def``).
 
     ``respond`` returns the reply text, or a `ToolCall` to make the host call that mod tool
-    and ask again with its result in ``request.tool_results``::
+    and ask again with its result in ``request.tool_results``; to report token usage it
+    returns ``Reply(text=..., usage=Usage(...))`` or a `ToolCall` with ``usage=`` (a
+    `ScriptedModel` reports none of its own)::
 
         def respond(request: ModelRequest) -> str | ToolCall:
             if request.tool_results:
@@ -31,7 +33,7 @@ class ScriptedModel:
 
     def __init__(
         self,
-        respond: Callable[[ModelRequest], str | ToolCall | Awaitable[str | ToolCall]],
+        respond: Callable[[ModelRequest], ModelReply | Awaitable[ModelReply]],
         *,
         name: str = "scripted",
     ) -> None:
@@ -46,7 +48,7 @@ class ScriptedModel:
     def name(self) -> str:
         return self._name
 
-    async def respond(self, request: ModelRequest) -> str | ToolCall:
+    async def respond(self, request: ModelRequest) -> ModelReply:
         """``respond(request)``; a plain ``def`` runs in a daemon thread, so a slow or blocked
         one never stalls the event loop and the host's ``model_timeout`` holds for it."""
         if inspect.iscoroutinefunction(self._respond) or inspect.iscoroutinefunction(

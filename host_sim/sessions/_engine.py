@@ -64,13 +64,14 @@ from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..lineage._provenance import delete_session, find_turn
 from ..lineage._types import LineageEdge, SessionNode
-from ..models._protocol import Model, ModelRequest, ToolCall, ToolResult, ToolSpec
+from ..models._protocol import Model, ModelRequest, Reply, ToolCall, ToolResult, ToolSpec, Usage, add_usage
 from ..stores._protocol import LogStore, Store
 from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
 from ..stores._records import SessionRecord, ToolCallRecord, TurnRecord
 from ..stores._shared import SharedStore
 from ._across_hosts import across_hosts, catch_up, running_elsewhere
+from ._widget_tags import place_widgets
 from ._events import (
     EventHub,
     NotificationEvent,
@@ -888,11 +889,12 @@ class Engine:
             rounds = 0
             while True:
                 try:
-                    reply = await self._ask_model(session, turn, request)
+                    reply, usage = await self._ask_model(session, turn, request)
                 except HandlerFailed as failed:
                     turn.status, turn.error = "failed", _storable(failed.reason)
                     turn.failure = "timeout" if failed.timed_out else "model_failed"
                     return
+                turn.usage = add_usage(turn.usage, usage)  # spent even when the reply is refused below
                 if isinstance(reply, ToolCall):
                     rounds += 1
                     if rounds > self.max_tool_rounds:
@@ -929,20 +931,29 @@ class Engine:
                     )
                     return
                 turn.reply, turn.status = reply, "completed"
+                turn.widgets, turn.widget_errors = place_widgets(reply, self.tables.widgets)  # kept with the record
                 return
         finally:
             running_turns_var.reset(token)
 
-    async def _ask_model(self, session: SessionState, turn: TurnState, request: ModelRequest) -> object:
-        """The model's answer: ``respond(request)``, or, for a model that streams (has
-        ``stream``), its text chunks, each published as ``reply_delta`` (a `ToolCall` it
-        yields ends the stream). The reply is every chunk of the turn joined, text streamed
-        before a tool call included, so it always equals the deltas the turn published.
-        Raises `HandlerFailed` like `call_handler`."""
+    async def _ask_model(self, session: SessionState, turn: TurnState, request: ModelRequest) -> tuple[object, Usage | None]:
+        """One model call: its answer, and the `Usage` it reported (``None``: none).
+
+        Every model call of the host goes through here, so this is the one place that
+        sees each call's reply and usage. The answer is ``respond(request)`` (a `Reply`
+        becomes its text), or, for a model that streams (has ``stream``), its text chunks,
+        each published as ``reply_delta`` (a `ToolCall` it yields ends the stream, a
+        `Usage` it yields is the call's usage). The streamed reply is every chunk of the
+        turn joined, text streamed before a tool call included, so it always equals the
+        deltas the turn published. Raises `HandlerFailed` like `call_handler`."""
         stream = getattr(self.model, "stream", None)
         if stream is None or not callable(stream):
-            return await call_handler(f"model {self.model.name!r}", self.model.respond, (request,), timeout=self.model_timeout)
+            answer = await call_handler(f"model {self.model.name!r}", self.model.respond, (request,), timeout=self.model_timeout)
+            if isinstance(answer, Reply):
+                return answer.text, answer.usage
+            return answer, answer.usage if isinstance(answer, ToolCall) else None
         what = f"model {self.model.name!r}"
+        usage: Usage | None = None
 
         if turn.streamed is None:
             turn.streamed = []
@@ -952,11 +963,15 @@ class Engine:
         size = sum(utf8_size(c) for c in chunks)  # text of earlier rounds counts too
 
         async def consume() -> object:
-            nonlocal size
+            nonlocal size, usage
             iterator = stream(request)
             try:
                 async for chunk in iterator:
+                    if isinstance(chunk, Usage):
+                        usage = chunk  # the last one counts
+                        continue
                     if isinstance(chunk, ToolCall):
+                        usage = chunk.usage if chunk.usage is not None else usage
                         return chunk
                     if not isinstance(chunk, str):
                         return chunk  # refused below like any bad reply
@@ -973,7 +988,8 @@ class Engine:
                     await aclose()
             return "".join(chunks)
 
-        return await call_handler(what, consume, (), timeout=self.model_timeout)
+        answer = await call_handler(what, consume, (), timeout=self.model_timeout)
+        return answer, usage
 
     def _instructions(self, session: SessionState) -> str | None:
         agent_id = session.record.agent_id

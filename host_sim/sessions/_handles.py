@@ -35,6 +35,8 @@ from modular_sdk import (
     SessionId,
     TurnId,
     TurnStatus,
+    Usage,
+    WidgetPlacement,
 )
 from modular_sdk._rules import show, unstorable_text
 
@@ -155,6 +157,26 @@ class TurnHandle(metaclass=NoPublicConstructor):
         ids, tool names and times; their inputs, outputs and errors are erased.
         """
         return self._turn.tool_calls
+
+    @property
+    def usage(self) -> Usage | None:
+        """The tokens the turn's model calls used, added up (API.md section 15).
+
+        ``None`` when no call reported usage (a model that returns plain text). Durable
+        with the turn, and kept when it is forgotten (counts are not text).
+        """
+        return self._turn.usage
+
+    @property
+    def widgets(self) -> tuple[WidgetPlacement, ...]:
+        """The widgets the reply placed (API.md section 17), in reply order.
+
+        Each ``<mod-widget type="ID">{json}</mod-widget>`` tag of a completed reply that
+        names a loaded widget and whose JSON fits its ``data_type``; the others were
+        reported in ``Submission.widget_errors``. Durable with the turn; a forgotten turn
+        keeps each placement's widget id and index, its data is erased.
+        """
+        return self._turn.widgets
 
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``.

@@ -469,7 +469,8 @@ class Host:
         if turn.status != "completed":
             message = f"turn {turn.ordinal} failed: {turn.error}"
             return Submission(kind="prompt", text=message, turn=handle, error=message, error_kind=turn.failure)
-        return self._proposed(Submission(kind="prompt", text=turn.reply or "", turn=handle), turn.id)
+        submitted = Submission(kind="prompt", text=turn.reply or "", turn=handle, widget_errors=turn.widget_errors)
+        return self._proposed(submitted, turn.id)
 
     async def _slash(self, engine: Engine, state: SessionState, text: str, job_id: str | None) -> Submission:
         body = text[1:]

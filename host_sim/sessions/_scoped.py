@@ -428,8 +428,8 @@ class ScopedLineage(metaclass=NoPublicConstructor):
         turns = [t for record in records for t in await self._store.get_turns(record.id)]
         return render_lineage_html(records, turns, title=DEFAULT_TITLE if title is None else title)
 
-    async def complete_session(self, session_id: str, metrics: SessionMetrics) -> SessionNode:
-        """`LineageGraph.complete_session` of a session of the scope."""
+    async def complete_session(self, session_id: str, metrics: SessionMetrics | None = None) -> SessionNode:
+        """`LineageGraph.complete_session` of a session of the scope (computed from its record without ``metrics``)."""
         return await self._graph.complete_session(await self._check(session_id), metrics)
 
     async def forward(self, turn_id: str) -> Provenance:

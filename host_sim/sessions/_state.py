@@ -18,7 +18,7 @@ from typing import overload
 import anyio
 import attrs
 
-from modular_sdk import AiMessage, AiNotificationMessage, AiRunnerId, Author, SessionId, TurnId, TurnStatus
+from modular_sdk import AiMessage, AiNotificationMessage, AiRunnerId, Author, SessionId, TurnId, TurnStatus, Usage, WidgetPlacement
 
 from ..lineage._types import LineageArtifact
 from ..models._protocol import HistoryEntry
@@ -61,6 +61,9 @@ class TurnState:
     tool_calls: tuple[ToolCallRecord, ...] = ()  # the calls made so far, kept with the record
     retracted_at: datetime | None = None
     retraction_reason: str | None = None
+    usage: Usage | None = None  # the model calls' usage so far, summed (None: none reported)
+    widgets: tuple[WidgetPlacement, ...] = ()  # what the reply placed, kept with the record
+    widget_errors: tuple[str, ...] = ()  # <mod-widget> tags that placed nothing, and why (not stored)
 
     def record(self) -> TurnRecord:
         return TurnRecord(
@@ -80,6 +83,8 @@ class TurnState:
             tool_calls=self.tool_calls,
             retracted_at=self.retracted_at,
             retraction_reason=self.retraction_reason,
+            usage=self.usage,
+            widgets=self.widgets,
         )
 
     @classmethod
@@ -101,6 +106,8 @@ class TurnState:
             tool_calls=record.tool_calls,
             retracted_at=record.retracted_at,
             retraction_reason=record.retraction_reason,
+            usage=record.usage,
+            widgets=record.widgets,
         )
 
 
@@ -327,6 +334,7 @@ def apply_erasure(session: SessionState, record: TurnRecord) -> None:
     turn = session.own[record.ordinal - session.first_ordinal]
     turn.message, turn.reply, turn.error, turn.erased_at = record.message, record.reply, record.error, record.erased_at
     turn.tool_calls, turn.retraction_reason = record.tool_calls, record.retraction_reason
+    turn.widgets = record.widgets
     turn.artifact = None  # later forks cite it with the erased label
     _refresh_entry(session, turn)
 

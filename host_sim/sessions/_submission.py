@@ -33,6 +33,7 @@ class Submission:
     error_kind: ErrorKind | None = None
     actions: tuple[PendingAction, ...] = ()  # what the turn's reply proposed, waiting for host.confirm
     action_errors: tuple[str, ...] = ()  # <mod-action> tags that created no action, and why
+    widget_errors: tuple[str, ...] = ()  # <mod-widget> tags that placed no widget (turn.widgets), and why
 
     @property
     def ok(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from modular_sdk import AiNotificationMessage, AiPromptMessage
+from modular_sdk import AiNotificationMessage, AiPromptMessage, WidgetPlacement
 from modular_sdk._frozen import thaw_object
 
 from ..lineage._render import describe_author
@@ -40,12 +40,18 @@ def _tool_call_line(call: ToolCallRecord) -> str:
     return f"    tool {call.name!r} {_short(given)} -> {_short(outcome.replace(chr(10), ' '))}"
 
 
+def _widget_line(placed: WidgetPlacement) -> str:
+    """``    widget 'build-status' {"state": "green"}``: a widget the reply placed, on one line."""
+    data = json.dumps(thaw_object(placed.data), ensure_ascii=False, sort_keys=True)
+    return f"    widget {placed.widget_id!r} {_short(data)}"
+
+
 def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def render_transcript(items: Sequence[TurnState | TurnRecord | Invocation], session_id: str | None = None) -> str:
-    """One block per turn (ordinal, the input and its author, its tool calls, the reply, a retraction) or command invocation
+    """One block per turn (ordinal, the input and its author, its tool calls, the reply, the widgets it placed, a retraction) or command invocation
     (what the user typed, the command's output or error), in the order given (``host.log``'s).
 
     Turns run by another session than ``session_id`` (inherited by a fork) say so; an erased
@@ -79,6 +85,7 @@ def render_transcript(items: Sequence[TurnState | TurnRecord | Invocation], sess
         else:
             tail = "    (running)"
         calls = "\n".join(_tool_call_line(call) for call in turn.tool_calls)
+        widgets = "\n".join(_widget_line(placed) for placed in turn.widgets)
         retracted = "" if turn.retracted_at is None else f"    RETRACTED: {turn.retraction_reason}"
-        blocks.append("\n".join(part for part in (head, body, calls, tail, retracted) if part))
+        blocks.append("\n".join(part for part in (head, body, calls, tail, widgets, retracted) if part))
     return "\n".join(blocks)

@@ -39,6 +39,9 @@ _EMPTY: Final[FrozenJsonObject] = freeze_object({}, type_name="an erased payload
 ERASED_TOOL_CALLS: Final = "each call's input {}, output None, error ERASED_LABEL"
 """What a forgotten turn's ``tool_calls`` become (`_invariants.erased_call`), for a reader of `PLACES`."""
 
+ERASED_WIDGETS: Final = "each placement's data {}"
+"""What a forgotten turn's ``widgets`` become (`_invariants.erased_widget`), for a reader of `PLACES`."""
+
 Key: TypeAlias = Literal["record", "turn", "position", "command", "session"]
 """Which rows of a place an `Erasure` reaches.
 
@@ -101,8 +104,9 @@ PLACES: Final[tuple[Place, ...]] = (
     # A turn's prompt (or notification title and body), its reply, its error (a model's
     # error may quote the prompt) and its tool calls' inputs, outputs and errors (API.md
     # section 17; their ids, tool names and times stay), and why it was retracted (that it
-    # was, and when, stays). Written as erased records
-    # (stores/_invariants.erased and erased_call).
+    # was, and when, stays; so does its token usage, counts and no text, API.md section 15),
+    # and the data of the widgets its reply placed (their widget ids and indexes stay).
+    # Written as erased records (stores/_invariants.erased and erased_call).
     Place(
         table="turns",
         record=TurnRecord,
@@ -112,12 +116,13 @@ PLACES: Final[tuple[Place, ...]] = (
             ("error", ERASED_LABEL),
             ("tool_calls", ERASED_TOOL_CALLS),
             ("retraction_reason", ERASED_LABEL),
+            ("widgets", ERASED_WIDGETS),
         ),
         rows=("record",),
         stamp="erased_at",
         kept=(
             "id", "session_id", "ordinal", "message_id", "author", "runner_id", "status", "started_at", "finished_at",
-            "retracted_at",
+            "retracted_at", "usage",
         ),  # fmt: skip
         quoted=("error",),  # a later failed turn's model error quoting its history
     ),

@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 import attrs
 
-from modular_sdk import AiMessage, AiNotificationMessage, AiPromptMessage, SessionId
+from modular_sdk import AiMessage, AiNotificationMessage, AiPromptMessage, SessionId, WidgetPlacement
 
 from ._records import LineageArtifact, LineageEdge, SessionNode
 from ._errors import StoreError
@@ -92,7 +92,8 @@ def fork_artifact(turn_id: str, ordinal: int, *, erased: bool = False) -> Lineag
 def erased(turn: TurnRecord, at: datetime) -> TurnRecord:
     """``turn`` forgotten at ``at``: its message text, reply and error text gone (a failed
     turn's error reads `ERASED_LABEL`: a model's error may quote the prompt), and its tool
-    calls' inputs, outputs and errors (`erased_call`) and why it was retracted; everything else kept."""
+    calls' inputs, outputs and errors (`erased_call`), its widgets' data (`erased_widget`) and why
+    it was retracted; everything else kept."""
     message: AiMessage = (
         AiNotificationMessage(title=ERASED_LABEL, body="")
         if isinstance(turn.message, AiNotificationMessage)
@@ -101,8 +102,16 @@ def erased(turn: TurnRecord, at: datetime) -> TurnRecord:
     error = None if turn.error is None else ERASED_LABEL
     calls = tuple(erased_call(call) for call in turn.tool_calls)
     reason = None if turn.retraction_reason is None else ERASED_LABEL
+    widgets = tuple(erased_widget(placed) for placed in turn.widgets)
     return attrs.evolve(
-        turn, message=message, reply=None, error=error, erased_at=at, tool_calls=calls, retraction_reason=reason
+        turn,
+        message=message,
+        reply=None,
+        error=error,
+        erased_at=at,
+        tool_calls=calls,
+        retraction_reason=reason,
+        widgets=widgets,
     )
 
 
@@ -110,6 +119,11 @@ def erased_call(call: ToolCallRecord) -> ToolCallRecord:
     """A tool call of a forgotten turn: its input, output and error text gone; its id, tool name and times kept."""
     error = None if call.error is None else ERASED_LABEL
     return attrs.evolve(call, input={}, output=None, error=error)
+
+
+def erased_widget(placed: WidgetPlacement) -> WidgetPlacement:
+    """A widget a forgotten turn placed: its data gone (the reply wrote it); its widget id and index kept."""
+    return attrs.evolve(placed, data={})
 
 
 def interrupted(turn: TurnRecord, at: datetime) -> TurnRecord:

@@ -15,7 +15,7 @@ from modular_sdk import SessionId, TurnId
 from ._records import LineageEdge, SessionNode
 from ._erasure import PLACES, Erasure, Place, erase_record, erase_rows
 from ._errors import StoreError
-from ._invariants import erased_call
+from ._invariants import erased_call, erased_widget
 from ._protocol import INDEX_VERSION
 from . import _rows as rows
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
@@ -245,6 +245,7 @@ class MemoryStore:
                     erased_at=turn.erased_at,
                     tool_calls=tuple(erased_call(call) for call in old.tool_calls),
                     retraction_reason=turn.retraction_reason,
+                    widgets=tuple(erased_widget(placed) for placed in old.widgets),
                 )
                 != turn
             ):

@@ -7,7 +7,8 @@ Layout (PostgreSQL schema ``host_sim``, schema version 1)::
              agent_id, trigger_turn_id, parent_session_id)
                                          -- never updated, deleted or truncated (triggers refuse)
     turns(seq, id PRIMARY KEY, session_id, ordinal, message, message_id, author, runner_id,
-          status, reply, error, started_at, finished_at, erased_at, owner, tool_calls)
+          status, reply, error, started_at, finished_at, erased_at, owner, tool_calls,
+          retracted_at, retraction_reason, usage, widgets)
           UNIQUE (session_id, ordinal)   -- a finished turn changes only once, to be forgotten;
                                          -- it is never deleted (triggers refuse)
     nodes(seq, session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics)
@@ -290,6 +291,8 @@ CREATE OR REPLACE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.t
 # The record, complete (API.md section 17): a turn's tool calls, written with its finished
 # record (JSON; NULL in rows written before). Made with a new store, and when a host opens
 # a store made before it.
+# A turn's token usage (API.md section 15; JSON, NULL when no model call reported any) is
+# written with its finished record and never changes afterwards, not even by forget.
 # Decisions are records too: who decided about an action and why, with the action's session
 # and turn (the erasure walk finds the reason, text, with them); a decision changes once
 # more only to lose its reason.
@@ -297,13 +300,15 @@ _RECORD_SCHEMA: Final = f"""
 ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS tool_calls text;
 ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS retracted_at text;
 ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS retraction_reason text;
+ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS usage text;
+ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS widgets text;
 CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
     WHEN (OLD.status <> 'running' AND NOT (
         NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
         AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
         AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
         AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND NEW.owner IS NOT DISTINCT FROM OLD.owner
-        AND NEW.seq = OLD.seq
+        AND NEW.seq = OLD.seq AND NEW.usage IS NOT DISTINCT FROM OLD.usage
         AND ((
             OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
             AND NEW.retracted_at IS NOT DISTINCT FROM OLD.retracted_at
@@ -312,7 +317,7 @@ CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.
             OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
             AND NEW.message = OLD.message AND NEW.reply IS NOT DISTINCT FROM OLD.reply
             AND NEW.error IS NOT DISTINCT FROM OLD.error AND NEW.erased_at IS NOT DISTINCT FROM OLD.erased_at
-            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls
+            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls AND NEW.widgets IS NOT DISTINCT FROM OLD.widgets
         ))))
     EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once to be forgotten, once to be retracted)');
 ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS decided_by text;
@@ -342,7 +347,7 @@ CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.
         AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
         AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
         AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND NEW.owner IS NOT DISTINCT FROM OLD.owner
-        AND NEW.seq = OLD.seq
+        AND NEW.seq = OLD.seq AND NEW.usage IS NOT DISTINCT FROM OLD.usage
         AND ((
             OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
             AND NEW.retracted_at IS NOT DISTINCT FROM OLD.retracted_at
@@ -351,11 +356,11 @@ CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.
             OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
             AND NEW.message = OLD.message AND NEW.reply IS NOT DISTINCT FROM OLD.reply
             AND NEW.error IS NOT DISTINCT FROM OLD.error AND NEW.erased_at IS NOT DISTINCT FROM OLD.erased_at
-            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls
+            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls AND NEW.widgets IS NOT DISTINCT FROM OLD.widgets
         ) OR (
             OLD.error IS NOT NULL AND NEW.error = '{ERASED_LABEL}' AND NEW.message = OLD.message
             AND NEW.reply IS NOT DISTINCT FROM OLD.reply AND NEW.erased_at IS NOT DISTINCT FROM OLD.erased_at
-            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls
+            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls AND NEW.widgets IS NOT DISTINCT FROM OLD.widgets
             AND NEW.retracted_at IS NOT DISTINCT FROM OLD.retracted_at
             AND NEW.retraction_reason IS NOT DISTINCT FROM OLD.retraction_reason
         ))))
@@ -378,7 +383,8 @@ _HAS_ERASURE_SCHEMA_19: Final = (
     "AND t.tgname = 'trace_outputs_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%turn_id%%') "
     "AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
     "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
-    "AND t.tgname = 'finished_turns_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%quoted error%%')"
+    "AND t.tgname = 'finished_turns_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%quoted error%%' "
+    "AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%widgets%%')"
 )
 _HAS_RECORD_SCHEMA: Final = (
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
@@ -386,7 +392,7 @@ _HAS_RECORD_SCHEMA: Final = (
     "AND t.tgname = 'action_outcomes_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%reason%%') "
     "AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
     "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
-    "AND t.tgname = 'finished_turns_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%retracted_at%%') "
+    "AND t.tgname = 'finished_turns_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%widgets%%') "
     "AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'host_sim' "
     "AND table_name = 'turns' AND column_name = 'tool_calls')"
 )
@@ -419,7 +425,7 @@ CREATE INDEX IF NOT EXISTS events_by_time ON host_sim.events (written);
 """The event log (API.md section 13), added to stores of schema version 1 when opened."""
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls"}))
+_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage", "widgets"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
@@ -458,11 +464,11 @@ _SAVE_EDGE: Final = (
     f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
 )
 _FINISH_TURN: Final = (
-    "UPDATE host_sim.turns SET status = %s, reply = %s, error = %s, finished_at = %s, tool_calls = %s, owner = NULL "
+    "UPDATE host_sim.turns SET status = %s, reply = %s, error = %s, finished_at = %s, tool_calls = %s, usage = %s, widgets = %s, owner = NULL "
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status = 'running'"
 )
 _ERASE_TURN: Final = (
-    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s, tool_calls = %s, "
+    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s, tool_calls = %s, widgets = %s, "
     "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE %s END "
     "WHERE id = %s AND session_id = %s AND ordinal = %s AND status <> 'running' AND erased_at IS NULL"
 )
@@ -754,7 +760,7 @@ class PostgresStore(PostgresTraces):
         """Replace a running turn by its finished record; refuses any turn that is not running."""
         rows.check_finish_turn(record, self._refuse)
         row = dict(zip(_TURNS.columns, self._row(_TURNS, record), strict=True))
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "id", "session_id", "ordinal"))
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "usage", "widgets", "id", "session_id", "ordinal"))
         await self._transact([_Step(_FINISH_TURN, params, rows.turn_not_running(record.id), "change")])
 
     async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
@@ -858,7 +864,7 @@ class PostgresStore(PostgresTraces):
                 _Step(
                     _ERASE_TURN,
                     (
-                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
+                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"], row["widgets"],
                         ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
                     ),  # fmt: skip
                     rows.turn_not_erasable(turn.id),

@@ -31,7 +31,7 @@ from modular_sdk import (
     TurnStatus,
 )
 
-from modular_sdk import ToolCallRecord
+from modular_sdk import ToolCallRecord, Usage, WidgetPlacement
 from modular_sdk._lineage import aware_datetime, non_negative_int
 
 __all__ = [
@@ -203,6 +203,8 @@ class TurnRecord:
     tool_calls: tuple[ToolCallRecord, ...] = ()  # written with the finished record
     retracted_at: datetime | None = None  # set once by lineage.retract: the turn was found wrong
     retraction_reason: str | None = None  # why (text: erased with the turn)
+    usage: Usage | None = None  # its model calls' token usage, summed (None: no call reported any)
+    widgets: tuple[WidgetPlacement, ...] = ()  # what its reply placed, written with the finished record
 
 
 @attrs.frozen(kw_only=True)

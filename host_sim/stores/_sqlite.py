@@ -8,7 +8,7 @@ Layout (schema version 3)::
              created_at, agent_id)           -- never updated nor deleted (triggers refuse)
     turns(id PRIMARY KEY, session_id, ordinal, message JSON, message_id, author JSON,
           runner_id, status, reply, error, started_at, finished_at, erased_at,
-          tool_calls JSON)
+          tool_calls JSON, retracted_at, retraction_reason, usage JSON, widgets JSON)
           UNIQUE (session_id, ordinal)       -- a finished turn is never updated (trigger)
     nodes(session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics JSON)
     edges(from_session_id, to_session_id, relation, created_at, artifact JSON,
@@ -65,6 +65,8 @@ from modular_sdk import (
     SerializationError,
     SessionId,
     TurnId,
+    Usage,
+    WidgetPlacement,
 )
 from modular_sdk._json import structure, unstructure
 
@@ -305,8 +307,15 @@ _RECORD_17: Final = "ALTER TABLE turns ADD COLUMN tool_calls TEXT;\n"
 
 # Retraction (API.md section 17): a finished turn changes once to be forgotten (as before; its
 # retraction stays as it is, its reason is erased) or once to be retracted (nothing else
-# changes). Run by a writer whose turns rule does not name retracted_at (after any older rule).
+# changes). A turn's token usage (API.md section 15, JSON, NULL when no model call reported
+# any) is written with its finished record and never changes afterwards, not even when the
+# turn is forgotten (counts are not text). Run by a writer whose turns rule does not name
+# usage (after any older rule).
 _RETRACTION_COLUMNS_17: Final = "ALTER TABLE turns ADD COLUMN retracted_at TEXT;\nALTER TABLE turns ADD COLUMN retraction_reason TEXT;\n"
+_USAGE_COLUMN_15: Final = "ALTER TABLE turns ADD COLUMN usage TEXT;\n"
+# The widgets a reply placed (API.md section 17; JSON, NULL in rows written before): written
+# with the finished record, erased (their data) with the turn, unchanged by a retraction.
+_WIDGETS_COLUMN_17: Final = "ALTER TABLE turns ADD COLUMN widgets TEXT;\n"
 _RETRACTION_17: Final = """
 DROP TRIGGER IF EXISTS finished_turns_never_change;
 CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
@@ -314,13 +323,14 @@ WHEN OLD.status != 'running' AND NOT (
     NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
     AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
     AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at AND NEW.finished_at IS OLD.finished_at
+    AND NEW.usage IS OLD.usage
     AND ((
         OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
         AND NEW.retracted_at IS OLD.retracted_at AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
     ) OR (
         OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
         AND NEW.message = OLD.message AND NEW.reply IS OLD.reply AND NEW.error IS OLD.error
-        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls
+        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls AND NEW.widgets IS OLD.widgets
     ))
 )
 BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once to be forgotten, once to be retracted)'); END;
@@ -365,16 +375,18 @@ WHEN OLD.status != 'running' AND NOT (
     NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
     AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
     AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at AND NEW.finished_at IS OLD.finished_at
+    AND NEW.usage IS OLD.usage
     AND ((
         OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
         AND NEW.retracted_at IS OLD.retracted_at AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
     ) OR (
         OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
         AND NEW.message = OLD.message AND NEW.reply IS OLD.reply AND NEW.error IS OLD.error
-        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls
+        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls AND NEW.widgets IS OLD.widgets
     ) OR (
         OLD.error IS NOT NULL AND NEW.error = '{ERASED_LABEL}' AND NEW.message = OLD.message
         AND NEW.reply IS OLD.reply AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls
+        AND NEW.widgets IS OLD.widgets
         AND NEW.retracted_at IS OLD.retracted_at AND NEW.retraction_reason IS OLD.retraction_reason
     ))
 )
@@ -548,7 +560,7 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
     sends the row to the converter, which names whatever is wrong with it."""
     try:
         (id_, session_id, ordinal, message, message_id, author, runner_id, status, reply, error,
-         started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason) = row  # fmt: skip  # _TURNS.columns, checked below
+         started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason, usage, widgets) = row  # fmt: skip  # _TURNS.columns, checked below
         if not (
             isinstance(id_, str) and isinstance(session_id, str) and type(ordinal) is int and ordinal >= 0
             and isinstance(message, str) and isinstance(message_id, str) and isinstance(author, str)
@@ -584,6 +596,8 @@ def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
             tool_calls=() if tool_calls is None else _tool_calls(tool_calls),
             retracted_at=_time(retracted_at),
             retraction_reason=retraction_reason,
+            usage=None if usage is None else _usage(usage),
+            widgets=() if widgets is None else _widgets(widgets),
         )
     except (ValueError, TypeError, KeyError, AssertionError, SerializationError, RecursionError):
         return None
@@ -597,12 +611,28 @@ def _tool_calls(text: object) -> tuple[ToolCallRecord, ...]:
     return value
 
 
-_NULL_IS_DEFAULT: Final = frozenset({"tags", "tool_calls"})  # columns added later: NULL in older rows
+def _usage(text: object) -> Usage:
+    """A turn's ``usage`` column (JSON written by the one converter)."""
+    if not isinstance(text, str):
+        raise SerializationError(f"usage must be JSON text, got {text!r}", value=text, type_name="usage")
+    value: Usage = structure(json.loads(text), Usage)
+    return value
+
+
+def _widgets(text: object) -> tuple[WidgetPlacement, ...]:
+    """A turn's ``widgets`` column (JSON written by the one converter)."""
+    if not isinstance(text, str):
+        raise SerializationError(f"widgets must be JSON text, got {text!r}", value=text, type_name="widgets")
+    value: tuple[WidgetPlacement, ...] = structure(json.loads(text), tuple[WidgetPlacement, ...])
+    return value
+
+
+_NULL_IS_DEFAULT: Final = frozenset({"tags", "tool_calls", "widgets"})  # columns added later: NULL in older rows
 
 _SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
 _INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
 _JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls"}))
+_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage", "widgets"}))
 _NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
 _EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
@@ -620,6 +650,7 @@ _LOG_TABLES: Final = (_INVOCATIONS, _JOBS)  # version 3: absent from a store a r
 assert _TURNS.columns == (
     "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
     "reply", "error", "started_at", "finished_at", "erased_at", "tool_calls", "retracted_at", "retraction_reason",
+    "usage", "widgets",
 ), "_turn_fast reads the turns columns in this order"  # fmt: skip
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
@@ -635,13 +666,13 @@ _REBUILD_TAGS: Final = (
 _LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
 _ERASE_TURN: Final = (
-    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ?, tool_calls = ?, "
+    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ?, tool_calls = ?, widgets = ?, "
     "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE ? END "
     "WHERE id = ? AND session_id = ? AND ordinal = ? AND status != 'running' AND erased_at IS NULL"
 )
 
 _FINISH_TURN: Final = (
-    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ?, tool_calls = ? "
+    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ?, tool_calls = ?, usage = ?, widgets = ? "
     "WHERE id = ? AND session_id = ? AND ordinal = ? AND status = 'running'"
 )
 
@@ -809,7 +840,7 @@ class SqliteStore:
         """Replace a running turn by its finished record; refuses any turn that is not running."""
         rows.check_finish_turn(record, self._refuse)
         row = dict(zip(_TURNS.columns, _TURNS.row(record), strict=True))
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "id", "session_id", "ordinal"))
+        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "usage", "widgets", "id", "session_id", "ordinal"))
         await self._transact([_Step(_FINISH_TURN, params, rows.turn_not_running(record.id), "change")])
 
     async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
@@ -878,7 +909,7 @@ class SqliteStore:
                     _ERASE_TURN,
                     (
                         row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
-                        ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
+                        row["widgets"], ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
                     ),  # fmt: skip
                     rows.turn_not_erasable(turn.id),
                     "change",
@@ -1236,10 +1267,11 @@ class SqliteStore:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _JOBS_4 + "COMMIT;")
 
     def _prepare_record(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store made before tool calls, retraction and decisions were part of
-        the record (API.md section 17) their columns and rules (`_RECORD_17`,
-        `_RETRACTION_17`, `_DECISIONS_17`), and trace outputs where they were reported and
-        turns that lose a quoted error (`_ERASURE_19`); a reader reads them as absent (no calls, not retracted, no one who
+        """Give a writer's store made before tool calls, retraction, decisions, usage and widgets
+        were part of the record (API.md sections 15, 17) their columns and rules (`_RECORD_17`,
+        `_RETRACTION_17`, `_USAGE_COLUMN_15`, `_WIDGETS_COLUMN_17`, `_DECISIONS_17`), and trace
+        outputs where they were reported and turns that lose a quoted error (`_ERASURE_19`); a
+        reader reads them as absent (no calls, not retracted, no usage, no widgets, no one who
         decided, no reason, no turn or position)."""
         if self._read_only:
             return
@@ -1247,8 +1279,10 @@ class SqliteStore:
         if "tool_calls" not in columns:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _RECORD_17 + "COMMIT;")
         rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'finished_turns_never_change'").fetchone()
-        if rule is None or "retracted_at" not in str(rule[0]):
+        if rule is None or "NEW.widgets" not in str(rule[0]):
             added = "" if "retracted_at" in columns else _RETRACTION_COLUMNS_17
+            added += "" if "usage" in columns else _USAGE_COLUMN_15
+            added += "" if "widgets" in columns else _WIDGETS_COLUMN_17
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _RETRACTION_17 + "COMMIT;")
         columns = {row[1] for row in conn.execute("PRAGMA table_info(action_outcomes)")}
         if "reason" not in columns:
@@ -1259,8 +1293,9 @@ class SqliteStore:
                 "AND name IN ('trace_outputs_never_change', 'finished_turns_never_change')"
             ).fetchall()
         )
-        if "turn_id" not in str(rules.get("trace_outputs_never_change")) or "quoted error" not in str(
-            rules.get("finished_turns_never_change")
+        turns_rule = str(rules.get("finished_turns_never_change"))
+        if "turn_id" not in str(rules.get("trace_outputs_never_change")) or "quoted error" not in turns_rule or (
+            "NEW.widgets" not in turns_rule
         ):
             columns = {row[1] for row in conn.execute("PRAGMA table_info(trace_outputs)")}
             added = "" if "turn_id" in columns else _OUTPUT_COLUMNS_19

@@ -53,6 +53,7 @@ from modular_sdk import (
     define_mod,
     slash_command,
     tool,
+    widget,
 )
 
 pytestmark = pytest.mark.anyio
@@ -98,18 +99,24 @@ async def recall(payload: Note, ctx: ToolContext) -> str:
     return f"recalled {payload.text}"
 
 
+def note_card(data: Note) -> str:
+    return f"[note] {data.text}"
+
+
 MOD = define_mod(
     metadata=ModMetadata(display_name="Notes", description="Notes the user confirms"),
     commands=[slash_command(id="echo", description="Echo the argument", run=echo)],
     ai=AiContributions(tools=[tool(name="recall", description="Recall a note", input_type=Note, run=recall)]),
     actions=[action(type="note.save", description="Save a note", payload_type=Note, run=save_note)],
+    widgets=[widget(id="note-card", description="A note as a card", data_type=Note, render=note_card)],
 )
 
 
 def respond(request: ModelRequest) -> str | ToolCall:
-    """Replies quoting the prompt and proposing a note of it, after recalling it with a tool
-    call (its input and output quote it); a prompt with 'fail' fails, the model's error
-    quoting it (as real model errors do); 'fail quoting' fails quoting the history."""
+    """Replies quoting the prompt, proposing a note of it and placing a widget showing it,
+    after recalling it with a tool call (its input and output quote it); a prompt with
+    'fail' fails, the model's error quoting it (as real model errors do); 'fail quoting'
+    fails quoting the history."""
     if request.text.startswith("prompt ") and not request.tool_results:
         return ToolCall(name="recall", input={"text": request.text})
     if request.text == "fail quoting":  # the model's error quotes the conversation it was given
@@ -117,7 +124,8 @@ def respond(request: ModelRequest) -> str | ToolCall:
     if "fail" in request.text:
         raise RuntimeError(f"the model refused {request.text!r}")
     payload = json.dumps({"text": request.text})
-    return f"you said {request.text} <mod-action type=\"note.save\">{payload}</mod-action>"
+    card = f'<mod-widget type="note-card">{payload}</mod-widget>'
+    return f"you said {request.text} <mod-action type=\"note.save\">{payload}</mod-action> {card}"
 
 
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Callable[[], Store], str]:
@@ -162,6 +170,7 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
     assert quoting.turn is not None and quoting.error is not None and marker in quoting.error
     quoting_job = await (await host.start(chat, "fail quoting")).wait()
     assert quoting_job.error is not None and marker in quoting_job.error
+    assert marker in repr(first.turn.widgets)  # a widget the reply placed: its data
     await host.lineage.retract(first.turn.id, reason=f"wrong {marker}")  # a retraction's reason (and its event)
     job = await host.start(chat, f"/echo job {marker}")  # a command run as a job
     assert (await job.wait()).error is None
@@ -210,7 +219,7 @@ async def outputs_of(host: Host) -> str:
 
 
 def _turn_text(turn: TurnHandle) -> str:
-    return repr((turn.message, turn.reply, turn.error, turn.tool_calls))
+    return repr((turn.message, turn.reply, turn.error, turn.tool_calls, turn.widgets))
 
 
 async def read_outs(host: Host, planted: Planted) -> dict[str, str]:

@@ -709,7 +709,7 @@ async def test_a_schema_1_store_opens_upgraded_to_the_current_schema_with_its_da
         with pytest.raises(sqlite3.IntegrityError, match="UNIQUE constraint failed: turns.session_id, turns.ordinal"):
             conn.execute(
                 "INSERT INTO turns SELECT 'copy', session_id, ordinal, message, message_id, author, runner_id, "
-                "status, reply, error, started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason "
+                "status, reply, error, started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason, usage, widgets "
                 "FROM turns LIMIT 1"
             )
     finally:

@@ -72,35 +72,46 @@ def _json(value: JsonValue) -> bytes:
     return json.dumps(value).encode()
 
 
-def reply(text: str | None, *, model: str = "fake-model", refusal: str | None = None) -> Answer:
-    """A successful completion whose message content is ``text``."""
+def reply(
+    text: str | None, *, model: str = "fake-model", refusal: str | None = None, usage: JsonValue = None
+) -> Answer:
+    """A successful completion whose message content is ``text`` (with ``usage`` when given)."""
     message: JsonObject = {"role": "assistant", "content": text}
     if refusal is not None:
         message["refusal"] = refusal
-    return Answer(
-        body=_json(
-            {
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            }
-        ),
-        headers={"Content-Type": "application/json"},
-    )
+    body: JsonObject = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return Answer(body=_json(body), headers={"Content-Type": "application/json"})
 
 
-def tool_call(name: str, arguments: str, *, call_id: str = "call_fake0001") -> Answer:
+def tool_call(name: str, arguments: str, *, call_id: str = "call_fake0001", usage: JsonValue = None) -> Answer:
     """A completion that calls one tool with ``arguments`` (a JSON text, as OpenAI sends)."""
     message: JsonObject = {
         "role": "assistant",
         "content": None,
         "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}],
     }
-    return Answer(
-        body=_json({"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}),
-        headers={"Content-Type": "application/json"},
-    )
+    body: JsonObject = {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+    if usage is not None:
+        body["usage"] = usage
+    return Answer(body=_json(body), headers={"Content-Type": "application/json"})
+
+
+def usage_chunk(prompt_tokens: JsonValue, completion_tokens: JsonValue) -> JsonObject:
+    """The last chunk of a stream asked with ``stream_options.include_usage``: no choices, the counts."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "fake-model",
+        "choices": [],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": 0},
+    }
 
 
 def events(*payloads: JsonValue | bytes, **options: object) -> Answer:
@@ -118,14 +129,19 @@ def _chunk(delta: JsonObject, finish: str | None = None) -> JsonObject:
     }
 
 
-def streamed_reply(*texts: str, **options: object) -> Answer:
-    """A streamed completion whose content arrives as ``texts``, then ``[DONE]``."""
+def streamed_reply(*texts: str, usage: tuple[int, int] | None = None, **options: object) -> Answer:
+    """A streamed completion whose content arrives as ``texts``, then (given ``usage``, the
+    prompt and completion tokens) a usage chunk, then ``[DONE]``."""
     first: JsonValue = _chunk({"role": "assistant", "content": ""})
-    chunks: list[JsonValue | bytes] = [first, *(_chunk({"content": t}) for t in texts), _chunk({}, "stop"), b"data: [DONE]\n\n"]
+    chunks: list[JsonValue | bytes] = [first, *(_chunk({"content": t}) for t in texts), _chunk({}, "stop")]
+    chunks += [] if usage is None else [usage_chunk(*usage)]
+    chunks.append(b"data: [DONE]\n\n")
     return events(*chunks, **options)
 
 
-def streamed_tool_call(name: str, *arguments: str, call_id: str = "call_fake0001", **options: object) -> Answer:
+def streamed_tool_call(
+    name: str, *arguments: str, call_id: str = "call_fake0001", usage: tuple[int, int] | None = None, **options: object
+) -> Answer:
     """A streamed completion that calls one tool, its arguments in fragments, as OpenAI sends them."""
     head: JsonValue = _chunk(
         {
@@ -136,7 +152,7 @@ def streamed_tool_call(name: str, *arguments: str, call_id: str = "call_fake0001
     )
     pieces: list[JsonValue | bytes] = [head]
     pieces += [_chunk({"tool_calls": [{"index": 0, "function": {"arguments": a}}]}) for a in arguments]
-    pieces += [_chunk({}, "tool_calls"), b"data: [DONE]\n\n"]
+    pieces += [_chunk({}, "tool_calls"), *([] if usage is None else [usage_chunk(*usage)]), b"data: [DONE]\n\n"]
     return events(*pieces, **options)
 
 

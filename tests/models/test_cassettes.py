@@ -22,6 +22,7 @@ from host_sim import (
     SessionHandle,
     ToolCall,
 )
+from host_sim.models import ModelReply
 from host_sim.models._errors import CassetteMismatchError, ModelError
 from host_sim.sessions import _ids
 from modular_sdk import AiPromptMessage, InvalidArgumentError, SerializationError, TurnFailedError
@@ -342,7 +343,7 @@ replies = texts | st.builds(
 def test_recording_is_deterministic_and_replay_returns_each_answer(
     tmp_path: Path, calls: list[tuple[str, str | ToolCall]], session: str
 ) -> None:
-    async def record(path: Path, session_id: str) -> list[str | ToolCall]:
+    async def record(path: Path, session_id: str) -> list[ModelReply]:
         answers = iter([answer for _, answer in calls])
         recorder = RecordingModel(ScriptedModel(lambda request: next(answers)), path)
         got = []
@@ -354,7 +355,7 @@ def test_recording_is_deterministic_and_replay_returns_each_answer(
             got.append(await recorder.respond(request))
         return got
 
-    async def replay(path: Path) -> list[str | ToolCall]:
+    async def replay(path: Path) -> list[ModelReply]:
         model = ReplayModel(path)
         got = []
         for text, _ in calls:

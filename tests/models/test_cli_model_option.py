@@ -149,7 +149,7 @@ def test_chat_talks_to_the_model_it_is_given(fake: FakeOpenAI, capsys: pytest.Ca
     assert run_chat(args, lambda prompt: next(lines)) == 0
     assert "Hello from the server." in capsys.readouterr().out
     # chat streams: the reply prints line by line as it arrives (a server may answer whole)
-    assert fake.bodies == [{"model": "m", "messages": [{"role": "user", "content": "hello"}], "stream": True}]
+    assert fake.bodies == [{"model": "m", "messages": [{"role": "user", "content": "hello"}], "stream": True, "stream_options": {"include_usage": True}}]
 
 
 def test_chat_prints_a_streamed_reply_line_by_line_as_it_arrives_and_only_once(

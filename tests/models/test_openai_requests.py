@@ -243,9 +243,9 @@ async def test_a_host_turn_with_a_tool_round_trip_a_notification_an_agent_and_an
         {"role": "assistant", "content": "Noted."},
     ]
     bodies = fake.bodies
-    assert bodies[0] == {"model": "gpt-test", "messages": first_turn, "tools": tools, "stream": True}
-    assert bodies[1] == {"model": "gpt-test", "messages": [*first_turn, *round_trip], "tools": tools, "stream": True}
-    assert bodies[2] == {"model": "gpt-test", "messages": history[:3], "tools": tools, "stream": True}
+    assert bodies[0] == {"model": "gpt-test", "messages": first_turn, "tools": tools, "stream": True, "stream_options": {"include_usage": True}}
+    assert bodies[1] == {"model": "gpt-test", "messages": [*first_turn, *round_trip], "tools": tools, "stream": True, "stream_options": {"include_usage": True}}
+    assert bodies[2] == {"model": "gpt-test", "messages": history[:3], "tools": tools, "stream": True, "stream_options": {"include_usage": True}}
     assert isinstance(bodies[3], dict)
     assert bodies[3]["messages"] == [*history, {"role": "user", "content": "Is it ok?"}]
     assert bodies[3]["response_format"] == {
@@ -260,6 +260,7 @@ async def test_a_host_turn_with_a_tool_round_trip_a_notification_an_agent_and_an
         ],
         "tools": tools,
         "stream": True,
+        "stream_options": {"include_usage": True},
     }
 
 

@@ -158,7 +158,7 @@ async def test_a_tool_call_whose_arguments_quote_the_escaped_key_never_shows_it(
     escaped = "".join(f"\\\\u{ord(c):04x}" for c in KEY)  # \uXXXX inside the arguments' JSON text
     fake.answer(streamed_tool_call("echo", '{"text": "' + escaped[:40], escaped[40:] + '"}'))
     chunks = [c async for c in model_at(fake).stream(_request())]
-    assert repr(chunks) == "[ToolCall(name='echo', input={'text': '<api key>'}, call_id='call_fake0001')]"
+    assert repr(chunks) == "[ToolCall(name='echo', input={'text': '<api key>'}, call_id='call_fake0001', usage=None)]"
 
 
 @pytest.mark.anyio

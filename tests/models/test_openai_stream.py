@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host_sim import Host, HostEvent, ModelRequest, OpenAIModel, RecordingModel, ReplayModel, ToolCall
+from host_sim import Host, HostEvent, ModelRequest, OpenAIModel, RecordingModel, ReplayModel, ToolCall, Usage
 from host_sim.models._errors import ModelError
 from modular_sdk import AiPromptMessage, TurnFailedError
 from modular_sdk._schema import JsonObject, JsonValue
@@ -29,7 +29,7 @@ def model_at(fake: FakeOpenAI, **options: float) -> OpenAIModel:
     return OpenAIModel("m", base_url=fake.base_url, api_key=KEY, **options)  # type: ignore[arg-type]
 
 
-async def chunks_of(model: OpenAIModel, req: ModelRequest | None = None) -> list[str | ToolCall]:
+async def chunks_of(model: OpenAIModel, req: ModelRequest | None = None) -> list[str | ToolCall | Usage]:
     return [chunk async for chunk in model.stream(req or request())]
 
 
@@ -164,7 +164,7 @@ async def test_a_tool_call_cut_short_is_retried_since_nothing_was_shown(fake: Fa
 @pytest.mark.anyio
 async def test_a_stream_that_breaks_after_text_was_shown_fails_saying_how_much_arrived(fake: FakeOpenAI) -> None:
     fake.answer(streamed_reply("Hello", " there", break_after=2), streamed_reply("never asked"))
-    got: list[str | ToolCall] = []
+    got: list[str | ToolCall | Usage] = []
     with pytest.raises(ModelError, match=r"the streamed reply broke off after 5 characters: the connection broke .*send the message again"):
         async for chunk in model_at(fake).stream(request()):
             got.append(chunk)

@@ -50,7 +50,9 @@ from modular_sdk import (
     ToolContext,
     ToolCallRecord,
     ToolTrigger,
+    Usage,
     UserAuthor,
+    WidgetPlacement,
     action,
     agent,
     before_action,
@@ -276,6 +278,8 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
         },
     ),
     "Deny": (Deny, {"reason": "not now"}),
+    "Usage": (Usage, {"input_tokens": 812, "output_tokens": 64}),
+    "WidgetPlacement": (WidgetPlacement, {"widget_id": "progress", "data": {"done": 2, "total": 4}, "index": 0}),
     "ToolCallRecord": (
         ToolCallRecord,
         {

@@ -24,7 +24,9 @@ from modular_sdk import (
     SlashCommandContext,
     ToolCallRecord,
     TurnId,
+    Usage,
     UserAuthor,
+    WidgetPlacement,
 )
 
 
@@ -72,6 +74,13 @@ async def the_record(session: AiSessionHandle) -> None:
         for call in turn.tool_calls:
             assert_type(call.output, str | None)
             assert_type(call.finished_at, datetime)
+        assert_type(turn.usage, Usage | None)
+        if turn.usage is not None:
+            assert_type(turn.usage.total_tokens, int)
+        assert_type(turn.widgets, tuple[WidgetPlacement, ...])
+        for placed in turn.widgets:
+            assert_type(placed.widget_id, str)
+            assert_type(placed.index, int)
 
 
 def message_text(message: AiMessage) -> str:
