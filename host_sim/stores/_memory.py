@@ -17,7 +17,7 @@ from ._erasure import PLACES, Erasure, Place, erase_record, erase_rows
 from ._errors import StoreError
 from ._invariants import erased_call, erased_widget
 from ._protocol import INDEX_VERSION
-from . import _rows as rows
+from . import _rows
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._traces import (
     INDEX_ORDER,
@@ -141,7 +141,7 @@ class MemoryStore:
         """Keep a new session, its node and its edge; refuses an id already kept."""
         self._check_open()
         if record.id in self._sessions:
-            raise StoreError(rows.session_taken(record.id))
+            raise StoreError(_rows.session_taken(record.id))
         self._sessions[record.id] = record
         self._all.append(record.id)
         position = len(self._all)
@@ -163,10 +163,10 @@ class MemoryStore:
     async def begin_turn(self, record: TurnRecord) -> None:
         """Keep a turn that starts (status ``running``)."""
         self._check_open()
-        rows.check_begin_turn(record)
+        _rows.check_begin_turn(record)
         own = self._turns_of.get(record.session_id, [])  # in ordinal order
         at = bisect.bisect_left(own, record.ordinal, key=_ordinal)  # the end, for the next turn
-        rows.check_turn_begins_at(
+        _rows.check_turn_begins_at(
             record,
             session_stored=record.session_id in self._sessions,
             taken=record.id in self._turns or (at < len(own) and own[at].ordinal == record.ordinal),
@@ -182,8 +182,8 @@ class MemoryStore:
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record."""
         self._check_open()
-        rows.check_finish_turn(record)
-        rows.check_turn_finishes(self._turns.get(record.id), record)
+        _rows.check_finish_turn(record)
+        _rows.check_turn_finishes(self._turns.get(record.id), record)
         self._turns[record.id] = record
         own = self._turns_of[record.session_id]
         own[bisect.bisect_left(own, record.ordinal, key=_ordinal)] = record
@@ -194,7 +194,7 @@ class MemoryStore:
         self._check_open()
         old = self._turns.get(turn_id)
         if old is None or old.status == "running":
-            raise StoreError(rows.no_finished_turn(turn_id))
+            raise StoreError(_rows.no_finished_turn(turn_id))
         if old.retracted_at is not None:
             return old
         record = attrs.evolve(old, retracted_at=at, retraction_reason=reason)
@@ -207,13 +207,13 @@ class MemoryStore:
         """Replace the node of a session kept here."""
         self._check_open()
         if node.session_id not in self._sessions:
-            raise StoreError(rows.no_session(node.session_id, "a node belongs to a stored session"))
+            raise StoreError(_rows.no_session(node.session_id, "a node belongs to a stored session"))
         self._nodes[node.session_id] = node
 
     async def save_edge(self, edge: LineageEdge) -> None:
         """Keep a lineage edge (an edge between the same two sessions replaces it)."""
         self._check_open()
-        rows.check_ends(edge, self._stored(edge))
+        _rows.check_ends(edge, self._stored(edge))
         self._put_edge(edge)
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
@@ -230,7 +230,7 @@ class MemoryStore:
         self._check_open()
         turns, edges = erasure.turns, erasure.edges
         for turn in turns:
-            rows.check_erase_turn(turn)
+            _rows.check_erase_turn(turn)
             old = self._turns.get(turn.id)
             if (
                 old is None
@@ -249,15 +249,15 @@ class MemoryStore:
                 )
                 != turn
             ):
-                raise StoreError(rows.turn_not_erasable(turn.id))
+                raise StoreError(_rows.turn_not_erasable(turn.id))
         for edge in edges:
-            rows.check_ends(edge, self._stored(edge))
+            _rows.check_ends(edge, self._stored(edge))
         place = next(p for p in PLACES if p.table == "turns")
         quoted: list[TurnRecord] = []  # turns that keep their text but lose an error quoting erased text
         for table, turn_id in erasure.errors:
             old = self._turns.get(TurnId(turn_id)) if table == "turns" else None
             if old is not None and old.status == "running":
-                raise StoreError(rows.quoted_error_running(turn_id))
+                raise StoreError(_rows.quoted_error_running(turn_id))
             new = None if old is None else erase_record(place, old, erasure)
             if new is not None:
                 quoted.append(new)
@@ -290,17 +290,17 @@ class MemoryStore:
     async def begin_invocation(self, record: Invocation) -> None:
         self._check_open()
         if record.id in self._invocations:
-            raise StoreError(rows.invocation_taken(record.id))
+            raise StoreError(_rows.invocation_taken(record.id))
         self._invocations[record.id] = record
         if record.session_id is not None:
             self._invocations_of.setdefault(record.session_id, []).append(record.id)
 
     async def finish_invocation(self, record: Invocation) -> None:
         self._check_open()
-        rows.check_finish_invocation(record)
+        _rows.check_finish_invocation(record)
         old = self._invocations.get(record.id)
         if old is None or old.finished_at is not None:
-            raise StoreError(rows.invocation_not_started(record.id))
+            raise StoreError(_rows.invocation_not_started(record.id))
         self._invocations[record.id] = record
 
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
@@ -403,7 +403,7 @@ class MemoryStore:
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         self._check_open()
         if turn_id not in self._turns:
-            raise StoreError(rows.no_turn(turn_id, "mark a stored notification read"))
+            raise StoreError(_rows.no_turn(turn_id, "mark a stored notification read"))
         self._reads.setdefault(turn_id, at)
 
     async def notification_turns(
@@ -456,7 +456,7 @@ class MemoryStore:
     async def delete_session(self, session_id: SessionId, at: datetime) -> None:
         self._check_open()
         if session_id not in self._sessions:
-            raise StoreError(rows.no_session(session_id, "delete a stored session"))
+            raise StoreError(_rows.no_session(session_id, "delete a stored session"))
         self._deleted.setdefault(session_id, at)
 
     async def deleted_at(self, session_id: SessionId) -> datetime | None:
@@ -582,7 +582,7 @@ class MemoryStore:
         self._check_open()
         tr = self._tr
         if session_id not in self._sessions:
-            raise StoreError(rows.no_session(session_id, "an output belongs to a stored session"))
+            raise StoreError(_rows.no_session(session_id, "an output belongs to a stored session"))
         tr.check_event(event_id)
         if output_id not in tr.outputs:
             trace_id = tr.link_of.get(session_id)
@@ -675,12 +675,12 @@ class MemoryStore:
         """Keep proposed actions, all or none."""
         self._check_open()
         tr = self._tr
-        rows.check_actions([a.id for a in actions])
+        _rows.check_actions([a.id for a in actions])
         for proposed in actions:
             if proposed.id in tr.actions:
-                raise StoreError(rows.action_taken(proposed.id))
+                raise StoreError(_rows.action_taken(proposed.id))
             if proposed.session_id not in self._sessions:
-                raise StoreError(rows.no_session(proposed.session_id, "an action belongs to a stored session"))
+                raise StoreError(_rows.no_session(proposed.session_id, "an action belongs to a stored session"))
         for proposed in actions:
             tr.actions[proposed.id] = proposed
             tr.pending_of.setdefault(proposed.session_id, {})[proposed.id] = None

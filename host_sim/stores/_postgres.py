@@ -79,14 +79,13 @@ from ._erasure import Erasure, statements
 from ._errors import StoreError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
-from . import _rows as rows
+from . import _rows
 from ._postgres_sql import Refused as _Refused
 from ._postgres_traces import TRACE_TABLES_SCHEMA, PostgresTraces
 from ._postgres_sql import Step as _Step
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
-from ._sqlite import _erased_value, _Table
 from ._shared import EventRow
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore"]
@@ -424,53 +423,52 @@ CREATE INDEX IF NOT EXISTS events_by_time ON host_sim.events (written);
 """
 """The event log (API.md section 13), added to stores of schema version 1 when opened."""
 
-_SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage", "widgets"}))
-_NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
-_EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
-_INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
-_JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
 
 
 _INSERT_SESSION: Final = (
-    f"INSERT INTO host_sim.sessions ({_cols(_SESSIONS)}, parent_session_id) VALUES ({_marks(len(_SESSIONS.columns) + 1)})"
+    f"INSERT INTO host_sim.sessions ({_cols(_rows.SESSIONS)}, parent_session_id) VALUES ({_marks(len(_rows.SESSIONS.columns) + 1)})"
 )
-_INSERT_TURN: Final = f"INSERT INTO host_sim.turns ({_cols(_TURNS)}, owner) VALUES ({_marks(len(_TURNS.columns) + 1)})"
-_NODE_UPDATES: Final = ", ".join(f"{c} = excluded.{c}" for c in _NODES.columns if c != "session_id")
+_INSERT_TURN: Final = f"INSERT INTO host_sim.turns ({_cols(_rows.TURNS)}, owner) VALUES ({_marks(len(_rows.TURNS.columns) + 1)})"
+_NODE_UPDATES: Final = ", ".join(f"{c} = excluded.{c}" for c in _rows.NODES.columns if c != "session_id")
 _UPSERT_NODE: Final = (
-    f"INSERT INTO host_sim.nodes ({_cols(_NODES)}) VALUES ({_marks(len(_NODES.columns))}) "
+    f"INSERT INTO host_sim.nodes ({_cols(_rows.NODES)}) VALUES ({_marks(len(_rows.NODES.columns))}) "
     f"ON CONFLICT (session_id) DO UPDATE SET {_NODE_UPDATES}"
 )
 _SAVE_NODE: Final = (
-    f"INSERT INTO host_sim.nodes ({_cols(_NODES)}) SELECT {_marks(len(_NODES.columns))} "
+    f"INSERT INTO host_sim.nodes ({_cols(_rows.NODES)}) SELECT {_marks(len(_rows.NODES.columns))} "
     "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
     f"ON CONFLICT (session_id) DO UPDATE SET {_NODE_UPDATES}"
 )
-_EDGE_COLUMNS: Final = f"{_cols(_EDGES)}, artifact_type, artifact_source_id"
+_EDGE_COLUMNS: Final = f"{_cols(_rows.EDGES)}, artifact_type, artifact_source_id"
 _EDGE_UPDATES: Final = ", ".join(
     f"{c} = excluded.{c}"
-    for c in (*_EDGES.columns, "artifact_type", "artifact_source_id")
+    for c in (*_rows.EDGES.columns, "artifact_type", "artifact_source_id")
     if c not in ("from_session_id", "to_session_id")
 )
 _UPSERT_EDGE: Final = (
-    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) VALUES ({_marks(len(_EDGES.columns) + 2)}) "
+    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) VALUES ({_marks(len(_rows.EDGES.columns) + 2)}) "
     f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
 )
 _SAVE_EDGE: Final = (
-    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) SELECT {_marks(len(_EDGES.columns) + 2)} "
+    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) SELECT {_marks(len(_rows.EDGES.columns) + 2)} "
     "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
     "AND EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
     f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
 )
+_TURN_KEY: Final = " AND ".join(f"{c} = %s" for c in _rows.TURN_KEY)
 _FINISH_TURN: Final = (
-    "UPDATE host_sim.turns SET status = %s, reply = %s, error = %s, finished_at = %s, tool_calls = %s, usage = %s, widgets = %s, owner = NULL "
-    "WHERE id = %s AND session_id = %s AND ordinal = %s AND status = 'running'"
+    f"UPDATE host_sim.turns SET {', '.join(f'{c} = %s' for c in _rows.TURN_FINISHED)}, owner = NULL "
+    f"WHERE {_TURN_KEY} AND status = 'running'"
 )
 _ERASE_TURN: Final = (
-    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s, tool_calls = %s, widgets = %s, "
+    f"UPDATE host_sim.turns SET {', '.join(f'{c} = %s' for c in _rows.TURN_ERASED)}, "
     "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE %s END "
-    "WHERE id = %s AND session_id = %s AND ordinal = %s AND status <> 'running' AND erased_at IS NULL"
+    f"WHERE {_TURN_KEY} AND status <> 'running' AND erased_at IS NULL"
+)
+_FINISH_INVOCATION: Final = (
+    f"UPDATE host_sim.invocations SET {', '.join(f'{c} = %s' for c in _rows.INVOCATION_FINISHED)} "
+    "WHERE id = %s AND finished_at IS NULL"
 )
 _BLANK = "CASE WHEN e.event::jsonb->>'{0}' IS NULL THEN NULL ELSE '' END"
 
@@ -545,14 +543,14 @@ _SET_INDEX_VERSION: Final = (
 )
 
 # Reads (each served by an index; see tests/host/test_postgres_store.py, which EXPLAINs them).
-SELECT_SESSION: Final = f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions WHERE id = %s"
-SELECT_TURNS: Final = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE session_id = %s ORDER BY ordinal"
+SELECT_SESSION: Final = f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE id = %s"
+SELECT_TURNS: Final = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE session_id = %s ORDER BY ordinal"
 SELECT_TURNS_SINCE: Final = (
-    f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE session_id = %s AND ordinal >= %s ORDER BY ordinal"
+    f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE session_id = %s AND ordinal >= %s ORDER BY ordinal"
 )
-SELECT_TURN: Final = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE id = %s"
+SELECT_TURN: Final = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE id = %s"
 SELECT_TURN_BY_MESSAGE: Final = (
-    f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message_id = %s ORDER BY seq LIMIT 1"
+    f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE message_id = %s ORDER BY seq LIMIT 1"
 )
 _OWNER_HELD: Final = (  # the owner lock of host {owner} is held: that host is alive
     "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
@@ -564,22 +562,22 @@ CLAIM_ORPHANED_TURNS: Final = (
     "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
     "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
     f"AND l.classid = {_OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = t.owner::bigint::oid"
-    f") RETURNING t.seq, {_cols(_TURNS, 't.')}"
+    f") RETURNING t.seq, {_cols(_rows.TURNS, 't.')}"
 )
 SELECT_CHILDREN: Final = (
-    f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions WHERE parent_session_id = %s ORDER BY seq"
+    f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE parent_session_id = %s ORDER BY seq"
 )
 SELECT_SPAWNED_DURING: Final = (
-    f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions WHERE trigger_turn_id = %s ORDER BY seq"
+    f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE trigger_turn_id = %s ORDER BY seq"
 )
-SELECT_ALL_SESSIONS: Final = f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions ORDER BY seq"
-SELECT_NODES: Final = f"SELECT {_cols(_NODES)} FROM host_sim.nodes WHERE session_id = ANY(%s)"
+SELECT_ALL_SESSIONS: Final = f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions ORDER BY seq"
+SELECT_NODES: Final = f"SELECT {_cols(_rows.NODES)} FROM host_sim.nodes WHERE session_id = ANY(%s)"
 SELECT_EDGES_OUT: Final = (
-    f"SELECT {_cols(_EDGES)} FROM host_sim.edges WHERE from_session_id = ANY(%s) ORDER BY seq"
+    f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE from_session_id = ANY(%s) ORDER BY seq"
 )
-SELECT_EDGES_IN: Final = f"SELECT {_cols(_EDGES)} FROM host_sim.edges WHERE to_session_id = ANY(%s) ORDER BY seq"
+SELECT_EDGES_IN: Final = f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE to_session_id = ANY(%s) ORDER BY seq"
 SELECT_EDGES_BY_ARTIFACT: Final = (
-    f"SELECT {_cols(_EDGES)} FROM host_sim.edges WHERE artifact_type = %s AND artifact_source_id = %s ORDER BY seq"
+    f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE artifact_type = %s AND artifact_source_id = %s ORDER BY seq"
 )
 _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'host_sim'"
 SELECT_INDEX_VERSION: Final = "SELECT value FROM host_sim.meta WHERE key = 'index_version'"
@@ -719,10 +717,10 @@ class PostgresStore(PostgresTraces):
         steps = [
             _Step(
                 _INSERT_SESSION,
-                (*self._row(_SESSIONS, record), parent),
-                rows.session_taken(record.id),
+                (*self._row(_rows.SESSIONS, record), parent),
+                _rows.session_taken(record.id),
             ),
-            _Step(_UPSERT_NODE, self._row(_NODES, node), f"cannot write the node of session {record.id!r}"),
+            _Step(_UPSERT_NODE, self._row(_rows.NODES, node), f"cannot write the node of session {record.id!r}"),
         ]
         if edge is not None:
             steps.append(
@@ -741,27 +739,26 @@ class PostgresStore(PostgresTraces):
 
     async def begin_turn(self, record: TurnRecord) -> None:
         """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
-        rows.check_begin_turn(record, self._refuse)
-        row = (*self._row(_TURNS, record), self._owner)
+        _rows.check_begin_turn(record, self._refuse)
+        row = (*self._row(_rows.TURNS, record), self._owner)
         await self._transact(
             [
                 _Step(
                     "SELECT 1 FROM host_sim.sessions WHERE id = %s",
                     (record.session_id,),
                     f"cannot begin turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}: "
-                    + rows.no_session(record.session_id, "a turn begins in a stored session"),
+                    + _rows.no_session(record.session_id, "a turn begins in a stored session"),
                     "change",
                 ),
-                _Step(_INSERT_TURN, row, rows.turn_taken(record)),
+                _Step(_INSERT_TURN, row, _rows.turn_taken(record)),
             ]
         )
 
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record; refuses any turn that is not running."""
-        rows.check_finish_turn(record, self._refuse)
-        row = dict(zip(_TURNS.columns, self._row(_TURNS, record), strict=True))
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "usage", "widgets", "id", "session_id", "ordinal"))
-        await self._transact([_Step(_FINISH_TURN, params, rows.turn_not_running(record.id), "change")])
+        _rows.check_finish_turn(record, self._refuse)
+        params = _rows.TURNS.pick(self._row(_rows.TURNS, record), (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
+        await self._transact([_Step(_FINISH_TURN, params, _rows.turn_not_running(record.id), "change")])
 
     async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
         """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
@@ -771,7 +768,7 @@ class PostgresStore(PostgresTraces):
                 _Step(
                     "SELECT 1 FROM host_sim.turns WHERE id = %s AND status <> 'running'",
                     (turn_id,),
-                    rows.no_finished_turn(turn_id),
+                    _rows.no_finished_turn(turn_id),
                     "change",
                 ),
                 _Step(
@@ -793,8 +790,8 @@ class PostgresStore(PostgresTraces):
             [
                 _Step(
                     _SAVE_NODE,
-                    (*self._row(_NODES, node), node.session_id),
-                    rows.no_session(node.session_id, "a node belongs to a stored session"),
+                    (*self._row(_rows.NODES, node), node.session_id),
+                    _rows.no_session(node.session_id, "a node belongs to a stored session"),
                     "change",
                 )
             ]
@@ -807,7 +804,7 @@ class PostgresStore(PostgresTraces):
     def _edge_step(self, edge: LineageEdge) -> _Step:
         """Write ``edge`` if both its sessions are stored."""
         return _Step(
-            _SAVE_EDGE, (*self._edge_row(edge), edge.from_session_id, edge.to_session_id), rows.edge_ends(edge), "change"
+            _SAVE_EDGE, (*self._edge_row(edge), edge.from_session_id, edge.to_session_id), _rows.edge_ends(edge), "change"
         )
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
@@ -830,7 +827,7 @@ class PostgresStore(PostgresTraces):
             _Step("DELETE FROM host_sim.nodes", (), ""),
             _Step("DELETE FROM host_sim.edges", (), ""),
         ]
-        steps += [_Step(_UPSERT_NODE, self._row(_NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [_Step(_UPSERT_NODE, self._row(_rows.NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
         steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot write an edge") for e in edges]
         steps += [
             _Step("DELETE FROM host_sim.session_tags", (), ""),
@@ -858,26 +855,24 @@ class PostgresStore(PostgresTraces):
         """
         steps: list[_Step] = [_Step(_LOCK_EVENTS, (), "cannot lock the event log")]
         for turn in erasure.turns:
-            rows.check_erase_turn(turn, self._refuse)
-            row = dict(zip(_TURNS.columns, self._row(_TURNS, turn), strict=True))
+            _rows.check_erase_turn(turn, self._refuse)
+            row = self._row(_rows.TURNS, turn)
             steps.append(
                 _Step(
                     _ERASE_TURN,
-                    (
-                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"], row["widgets"],
-                        ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
-                    ),  # fmt: skip
-                    rows.turn_not_erasable(turn.id),
+                    (*_rows.TURNS.pick(row, _rows.TURN_ERASED), ERASED_LABEL, *_rows.TURNS.pick(row, _rows.TURN_KEY)),
+                    _rows.turn_not_erasable(turn.id),
                     "change",
                 )
             )
-            steps.append(_Step(_ERASE_EVENTS, (row["message"], turn.id), f"cannot erase the events of turn {turn.id!r}"))
+            (message,) = _rows.TURNS.pick(row, ("message",))
+            steps.append(_Step(_ERASE_EVENTS, (message, turn.id), f"cannot erase the events of turn {turn.id!r}"))
         steps += [self._edge_step(e) for e in erasure.edges]
         steps += [
             _Step(
                 "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM host_sim.turns WHERE id = %s AND status = 'running')",
                 (turn_id,),
-                rows.quoted_error_running(turn_id),
+                _rows.quoted_error_running(turn_id),
                 "change",
             )
             for table, turn_id in sorted(erasure.errors)
@@ -886,7 +881,7 @@ class PostgresStore(PostgresTraces):
         tables = [str(name) for (name,) in await self._query(_SELECT_TABLES, ())]
         steps += [
             _Step(sql, params, "cannot erase the text of a record")
-            for sql, params in statements(erasure, tables=tables, mark="%s", prefix="host_sim.", encode=_erased_value)
+            for sql, params in statements(erasure, tables=tables, mark="%s", prefix="host_sim.", encode=_rows.erased_value)
         ]
         touched = sorted({session for session, _ in erasure.positions} | set(erasure.sessions))
         steps.append(_Step(_ERASE_COMMAND_EVENTS_OF, (touched,), "cannot erase the events of erased commands"))
@@ -908,23 +903,22 @@ class PostgresStore(PostgresTraces):
         await self._transact(
             [
                 _Step(
-                    f"INSERT INTO host_sim.invocations ({_cols(_INVOCATIONS)}) VALUES ({_marks(len(_INVOCATIONS.columns))})",
-                    self._row(_INVOCATIONS, record),
-                    rows.invocation_taken(record.id),
+                    f"INSERT INTO host_sim.invocations ({_cols(_rows.INVOCATIONS)}) VALUES ({_marks(len(_rows.INVOCATIONS.columns))})",
+                    self._row(_rows.INVOCATIONS, record),
+                    _rows.invocation_taken(record.id),
                 )
             ]
         )
 
     async def finish_invocation(self, record: Invocation) -> None:
-        rows.check_finish_invocation(record, self._refuse)
-        row = dict(zip(_INVOCATIONS.columns, self._row(_INVOCATIONS, record), strict=True))
+        _rows.check_finish_invocation(record, self._refuse)
+        row = self._row(_rows.INVOCATIONS, record)
         await self._transact(
             [
                 _Step(
-                    "UPDATE host_sim.invocations SET finished_at = %s, text = %s, error = %s, error_kind = %s "
-                    "WHERE id = %s AND finished_at IS NULL",
-                    (row["finished_at"], row["text"], row["error"], row["error_kind"], record.id),
-                    rows.invocation_not_started(record.id),
+                    _FINISH_INVOCATION,
+                    (*_rows.INVOCATIONS.pick(row, _rows.INVOCATION_FINISHED), record.id),
+                    _rows.invocation_not_started(record.id),
                     "change",
                 )
             ]
@@ -932,22 +926,22 @@ class PostgresStore(PostgresTraces):
 
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
         return await self._records(
-            _INVOCATIONS,
+            _rows.INVOCATIONS,
             Invocation,
-            f"SELECT {_cols(_INVOCATIONS)} FROM host_sim.invocations WHERE session_id = %s ORDER BY seq",
+            f"SELECT {_cols(_rows.INVOCATIONS)} FROM host_sim.invocations WHERE session_id = %s ORDER BY seq",
             (session_id,),
         )
 
     async def save_job(self, record: JobRecord) -> None:
         """Write a job; a running one is owned by this host (like its turns), so that only a
         job whose host is gone is ever marked interrupted by another."""
-        updates = ", ".join(f"{c} = excluded.{c}" for c in (*_JOBS.columns, "owner") if c != "id")
+        updates = ", ".join(f"{c} = excluded.{c}" for c in (*_rows.JOBS.columns, "owner") if c != "id")
         owner = self._owner if record.status == "running" else None
         steps = [
             _Step(
-                f"INSERT INTO host_sim.jobs ({_cols(_JOBS)}, owner) VALUES ({_marks(len(_JOBS.columns) + 1)}) "
+                f"INSERT INTO host_sim.jobs ({_cols(_rows.JOBS)}, owner) VALUES ({_marks(len(_rows.JOBS.columns) + 1)}) "
                 f"ON CONFLICT (id) DO UPDATE SET {updates}",
-                (*self._row(_JOBS, record), owner),
+                (*self._row(_rows.JOBS, record), owner),
                 f"cannot write job {record.id!r}",
             )
         ]
@@ -956,10 +950,10 @@ class PostgresStore(PostgresTraces):
         await self._transact(steps)
 
     async def list_jobs(self) -> Sequence[JobRecord]:
-        return await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs ORDER BY seq", ())
+        return await self._records(_rows.JOBS, JobRecord, f"SELECT {_cols(_rows.JOBS)} FROM host_sim.jobs ORDER BY seq", ())
 
     async def get_job(self, job_id: str) -> JobRecord | None:
-        found = await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs WHERE id = %s", (job_id,))
+        found = await self._records(_rows.JOBS, JobRecord, f"SELECT {_cols(_rows.JOBS)} FROM host_sim.jobs WHERE id = %s", (job_id,))
         return found[0] if found else None
 
     async def page_jobs(
@@ -979,12 +973,12 @@ class PostgresStore(PostgresTraces):
             where += " AND j.status = %s"
             params += (status,)
         return await self._tag_page(
-            _JOBS, JobRecord, "host_sim.jobs j", "host_sim.job_tags", "j.seq = t.seq", where, params, tags, limit, before
+            _rows.JOBS, JobRecord, "host_sim.jobs j", "host_sim.job_tags", "j.seq = t.seq", where, params, tags, limit, before
         )
 
     async def _tag_page(
         self,
-        table: _Table,
+        table: _rows.Table,
         record: type[_R],
         source: str,
         tag_table: str,
@@ -1071,7 +1065,7 @@ class PostgresStore(PostgresTraces):
                 _Step(
                     "SELECT 1 FROM host_sim.turns WHERE id = %s",
                     (turn_id,),
-                    rows.no_turn(turn_id, "mark a stored notification read"),
+                    _rows.no_turn(turn_id, "mark a stored notification read"),
                     "change",
                 ),
                 _Step(
@@ -1085,7 +1079,7 @@ class PostgresStore(PostgresTraces):
     async def notification_turns(
         self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
     ) -> Sequence[TurnRecord]:
-        sql = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message LIKE '{_NOTIFICATION_PREFIX}%%'"
+        sql = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE message LIKE '{_NOTIFICATION_PREFIX}%%'"
         params: tuple[object, ...] = ()
         if session_id is not None:
             sql += " AND session_id = %s"
@@ -1095,7 +1089,7 @@ class PostgresStore(PostgresTraces):
             params += (key, value)
         if unread_only:
             sql += " AND id NOT IN (SELECT turn_id FROM host_sim.reads)"
-        return await self._records(_TURNS, TurnRecord, sql + " ORDER BY seq", params)
+        return await self._records(_rows.TURNS, TurnRecord, sql + " ORDER BY seq", params)
 
     async def page_sessions(
         self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
@@ -1103,7 +1097,7 @@ class PostgresStore(PostgresTraces):
         roots = " AND s.parent_session_id IS NULL" if roots_only else ""
         live = " AND s.id NOT IN (SELECT session_id FROM host_sim.deletions)"
         return await self._tag_page(
-            _SESSIONS, SessionRecord, "host_sim.sessions s", "host_sim.session_tags", "s.id = t.session_id",
+            _rows.SESSIONS, SessionRecord, "host_sim.sessions s", "host_sim.session_tags", "s.id = t.session_id",
             roots + live, (), tags, limit, before,
         )  # fmt: skip
 
@@ -1114,7 +1108,7 @@ class PostgresStore(PostgresTraces):
                 _Step(
                     "SELECT 1 FROM host_sim.sessions WHERE id = %s",
                     (session_id,),
-                    rows.no_session(session_id, "delete a stored session"),
+                    _rows.no_session(session_id, "delete a stored session"),
                     "change",
                 ),
                 _Step(_LOCK_EVENTS, (), "cannot lock the event log"),
@@ -1157,24 +1151,24 @@ class PostgresStore(PostgresTraces):
         return int(raw) if isinstance(raw, str) and raw.isdigit() else None
 
     async def get_session(self, session_id: SessionId) -> SessionRecord | None:
-        found = await self._records(_SESSIONS, SessionRecord, SELECT_SESSION, (session_id,))
+        found = await self._records(_rows.SESSIONS, SessionRecord, SELECT_SESSION, (session_id,))
         return found[0] if found else None
 
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
-        return await self._records(_TURNS, TurnRecord, SELECT_TURNS, (session_id,))
+        return await self._records(_rows.TURNS, TurnRecord, SELECT_TURNS, (session_id,))
 
     async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
         """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
-        return await self._records(_TURNS, TurnRecord, SELECT_TURNS_SINCE, (session_id, ordinal))
+        return await self._records(_rows.TURNS, TurnRecord, SELECT_TURNS_SINCE, (session_id, ordinal))
 
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
-        found = await self._records(_TURNS, TurnRecord, SELECT_TURN, (turn_or_message_id,))
+        found = await self._records(_rows.TURNS, TurnRecord, SELECT_TURN, (turn_or_message_id,))
         if not found:
-            found = await self._records(_TURNS, TurnRecord, SELECT_TURN_BY_MESSAGE, (turn_or_message_id,))
+            found = await self._records(_rows.TURNS, TurnRecord, SELECT_TURN_BY_MESSAGE, (turn_or_message_id,))
         return found[0] if found else None
 
     async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
-        return await self._records(_SESSIONS, SessionRecord, SELECT_SPAWNED_DURING, (turn_id,))
+        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_SPAWNED_DURING, (turn_id,))
 
     async def running_turns(self) -> Sequence[TurnRecord]:
         """Turns left running by a host that is gone (its connection closed or was lost), handed to this host.
@@ -1185,18 +1179,18 @@ class PostgresStore(PostgresTraces):
         fails them as interrupted), or they are handed on again once this host is gone.
         """
         rows = await self._query(CLAIM_ORPHANED_TURNS, (self._owner,))
-        return tuple(self._decode(_TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
+        return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
 
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
-        return await self._records(_SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))
+        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))
 
     async def list_sessions(self) -> Sequence[SessionRecord]:
-        return await self._records(_SESSIONS, SessionRecord, SELECT_ALL_SESSIONS, ())
+        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_ALL_SESSIONS, ())
 
     async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
         found = {
             n.session_id: n
-            for n in await self._records(_NODES, SessionNode, SELECT_NODES, (list(dict.fromkeys(session_ids)),))
+            for n in await self._records(_rows.NODES, SessionNode, SELECT_NODES, (list(dict.fromkeys(session_ids)),))
         }
         return tuple(found[s] for s in session_ids if s in found)
 
@@ -1205,13 +1199,13 @@ class PostgresStore(PostgresTraces):
     ) -> Sequence[LineageEdge]:
         sql = SELECT_EDGES_OUT if direction == "out" else SELECT_EDGES_IN
         by_session: dict[str, list[LineageEdge]] = {}
-        for edge in await self._records(_EDGES, LineageEdge, sql, (list(dict.fromkeys(session_ids)),)):
+        for edge in await self._records(_rows.EDGES, LineageEdge, sql, (list(dict.fromkeys(session_ids)),)):
             key = edge.from_session_id if direction == "out" else edge.to_session_id
             by_session.setdefault(key, []).append(edge)
         return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
 
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
-        return await self._records(_EDGES, LineageEdge, SELECT_EDGES_BY_ARTIFACT, (artifact_type, source_id))
+        return await self._records(_rows.EDGES, LineageEdge, SELECT_EDGES_BY_ARTIFACT, (artifact_type, source_id))
 
     async def read_all(self) -> StoredState:
         """Every record and index row, in writing order, from one consistent snapshot."""
@@ -1220,10 +1214,10 @@ class PostgresStore(PostgresTraces):
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
                 return StoredState(
-                    sessions=self._decode_all(conn, _SESSIONS, SessionRecord),
-                    turns=self._decode_all(conn, _TURNS, TurnRecord),
-                    nodes=self._decode_all(conn, _NODES, SessionNode),
-                    edges=self._decode_all(conn, _EDGES, LineageEdge),
+                    sessions=self._decode_all(conn, _rows.SESSIONS, SessionRecord),
+                    turns=self._decode_all(conn, _rows.TURNS, TurnRecord),
+                    nodes=self._decode_all(conn, _rows.NODES, SessionNode),
+                    edges=self._decode_all(conn, _rows.EDGES, LineageEdge),
                 )
 
         return await self._with_connection(read)
@@ -1461,7 +1455,7 @@ class PostgresStore(PostgresTraces):
 
     # -- internals -----------------------------------------------------------------------
 
-    def _row(self, table: _Table, record: object) -> tuple[object, ...]:
+    def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
         row = table.row(record)
         if self._psycopg is None:  # checked here too, so a closed store says so first
             raise self._closed_error()
@@ -1479,7 +1473,7 @@ class PostgresStore(PostgresTraces):
     def _edge_row(self, edge: LineageEdge) -> tuple[object, ...]:
         artifact = edge.artifact
         return (
-            *self._row(_EDGES, edge),
+            *self._row(_rows.EDGES, edge),
             None if artifact is None else artifact.type,
             None if artifact is None else artifact.source_id,
         )
@@ -1526,21 +1520,21 @@ class PostgresStore(PostgresTraces):
         return await self._with_connection(run)
 
     async def _records(
-        self, table: _Table, record: type[_R], sql: str, params: tuple[object, ...]
+        self, table: _rows.Table, record: type[_R], sql: str, params: tuple[object, ...]
     ) -> tuple[_R, ...]:
         rows = await self._query(sql, params)
         return tuple(self._decode(table, record, row) for row in rows)
 
-    def _decode_all(self, conn: Any, table: _Table, record: type[_R]) -> tuple[_R, ...]:
+    def _decode_all(self, conn: Any, table: _rows.Table, record: type[_R]) -> tuple[_R, ...]:
         try:
             rows = conn.execute(f"SELECT {_cols(table)} FROM host_sim.{table.name} ORDER BY seq", ()).fetchall()
         except self._psycopg.Error as exc:
             raise self._database_error(exc, "cannot be read") from exc
         return tuple(self._decode(table, record, row) for row in rows)
 
-    def _decode(self, table: _Table, record: type[_R], row: Sequence[object]) -> _R:
+    def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
         try:
-            value = table.read(row)
+            value = _rows.record_of(table, row)
         except (SerializationError, ValueError, TypeError, RecursionError) as exc:
             key = ", ".join(repr(row[table.columns.index(k)]) for k in table.key)
             problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)

@@ -7,12 +7,12 @@ from typing import Literal
 
 import attrs
 
-from ._sqlite import _Table
+from ._rows import Table
 
 __all__ = ["Refused", "Step", "cols", "marks"]
 
 
-def cols(table: _Table, alias: str = "") -> str:
+def cols(table: Table, alias: str = "") -> str:
     """The table's columns, comma-separated (each prefixed by ``alias``)."""
     return ", ".join(f"{alias}{c}" for c in table.columns)
 

@@ -30,10 +30,9 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from modular_sdk import SessionId, TurnId
 
-from . import _rows as rows
+from . import _rows
 from ._errors import StoreError
 from ._postgres_sql import Step, cols, marks
-from ._sqlite import _Table
 from ._traces import (
     TRACE_INDEX_VERSION,
     ActionOutcomeRecord,
@@ -118,21 +117,13 @@ CREATE TABLE IF NOT EXISTS host_sim.spool_applied (
 )
 """The trace tables (run when a host opens the store: ``IF NOT EXISTS``, ``OR REPLACE``)."""
 
-_TRACES: Final = _Table("traces", TraceRecord, ("id",), frozenset())
-_TASKS: Final = _Table("trace_tasks", TraceTaskRecord, ("trace_id",), frozenset({"snapshot"}))
-_LINKS: Final = _Table("trace_links", TraceLinkRecord, ("session_id",), frozenset())
-_OUTPUTS: Final = _Table("trace_outputs", TraceOutputRecord, ("output_id",), frozenset())
-_COMMITS: Final = _Table("trace_commits", TraceCommitRecord, ("output_id",), frozenset())
-_INDEX: Final = _Table("trace_index", TraceIndexEntry, ("key", "kind", "trace_id"), frozenset())
-_ACTIONS: Final = _Table("actions", ProposedActionRecord, ("id",), frozenset({"payload"}))
-_OUTCOMES: Final = _Table("action_outcomes", ActionOutcomeRecord, ("action_id",), frozenset())
 
 
-def _insert(table: _Table) -> str:
+def _insert(table: _rows.Table) -> str:
     return f"INSERT INTO host_sim.{table.name} ({cols(table)}) VALUES ({marks(len(table.columns))})"
 
 
-def _select(table: _Table, where: str) -> str:
+def _select(table: _rows.Table, where: str) -> str:
     return f"SELECT {cols(table)} FROM host_sim.{table.name} {where}"
 
 
@@ -151,17 +142,17 @@ class PostgresTraces:
 
     if TYPE_CHECKING:  # supplied by PostgresStore
 
-        def _row(self, table: _Table, record: object) -> tuple[object, ...]: ...
+        def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]: ...
         def _refuse(self, problem: str) -> StoreError: ...
         def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[Step]: ...
         async def _transact(self, steps: list[Step]) -> None: ...
         async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]: ...
-        async def _records(self, table: _Table, record: type[_R], sql: str, params: tuple[object, ...]) -> tuple[_R, ...]: ...
-        def _decode(self, table: _Table, record: type[_R], row: Sequence[object]) -> _R: ...
+        async def _records(self, table: _rows.Table, record: type[_R], sql: str, params: tuple[object, ...]) -> tuple[_R, ...]: ...
+        def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R: ...
 
     async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
         """Write a trace and its task with their index rows, in one transaction."""
-        steps = [Step(_insert(_TRACES), self._row(_TRACES, trace), f"trace {trace.id!r} is already stored")]
+        steps = [Step(_insert(_rows.TRACES), self._row(_rows.TRACES, trace), f"trace {trace.id!r} is already stored")]
         if task is not None:
             steps += self._task_steps(task)
         await self._transact(steps)
@@ -169,8 +160,8 @@ class PostgresTraces:
     def _task_steps(self, task: TraceTaskRecord) -> list[Step]:
         return [
             Step(
-                _insert(_TASKS),
-                self._row(_TASKS, task),
+                _insert(_rows.TRACE_TASKS),
+                self._row(_rows.TRACE_TASKS, task),
                 f"trace {task.trace_id!r} already has a task, or task {task.ref!r} already has a trace",
             ),
             Step(
@@ -233,7 +224,7 @@ class PostgresTraces:
     ) -> None:
         """Link an output to its session's trace (a new chat trace when it has none), in one transaction."""
         row = self._row(
-            _OUTPUTS,
+            _rows.TRACE_OUTPUTS,
             TraceOutputRecord(
                 output_id=output_id, trace_id="", session_id=session_id, kind=kind, created_at=created_at,
                 turn_id=turn_id, position=position,
@@ -244,7 +235,7 @@ class PostgresTraces:
             Step(
                 _SESSION_STORED,
                 (session_id,),
-                rows.no_session(session_id, "an output belongs to a stored session"),
+                _rows.no_session(session_id, "an output belongs to a stored session"),
                 "change",
             ),
             *self._event_steps(event_id, at),
@@ -252,7 +243,7 @@ class PostgresTraces:
                 "INSERT INTO host_sim.traces (id, origin, created_at) SELECT %s, %s, %s "
                 "WHERE NOT EXISTS (SELECT 1 FROM host_sim.trace_links WHERE session_id = %s) "
                 "AND NOT EXISTS (SELECT 1 FROM host_sim.trace_outputs WHERE output_id = %s)",
-                (*self._row(_TRACES, chat_trace), session_id, output_id),
+                (*self._row(_rows.TRACES, chat_trace), session_id, output_id),
                 f"trace {chat_trace.id!r} is already stored",
             ),
             Step(
@@ -281,7 +272,7 @@ class PostgresTraces:
 
     async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
         """Record an output's first commit (a later one is ignored), in one transaction."""
-        row = self._row(_COMMITS, commit)
+        row = self._row(_rows.TRACE_COMMITS, commit)
         await self._transact(
             [
                 Step(
@@ -291,7 +282,7 @@ class PostgresTraces:
                     "change",
                 ),
                 *self._event_steps(event_id, row[2]),
-                Step(_insert(_COMMITS) + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
+                Step(_insert(_rows.TRACE_COMMITS) + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
                 Step(
                     _INDEX_ROW + "SELECT 'commit', c.commit_hash, o.trace_id FROM host_sim.trace_commits c "
                     "JOIN host_sim.trace_outputs o ON o.output_id = c.output_id WHERE c.output_id = %s" + _INDEX_KEEP,
@@ -323,18 +314,18 @@ class PostgresTraces:
         return bool(await self._query("SELECT 1 FROM host_sim.spool_applied WHERE event_id = %s", (event_id,)))
 
     async def get_trace(self, trace_id: str) -> TraceRecords | None:
-        found = await self._records(_TRACES, TraceRecord, _select(_TRACES, "WHERE id = %s"), (trace_id,))
+        found = await self._records(_rows.TRACES, TraceRecord, _select(_rows.TRACES, "WHERE id = %s"), (trace_id,))
         if not found:
             return None
-        tasks = await self._records(_TASKS, TraceTaskRecord, _select(_TASKS, "WHERE trace_id = %s"), (trace_id,))
+        tasks = await self._records(_rows.TRACE_TASKS, TraceTaskRecord, _select(_rows.TRACE_TASKS, "WHERE trace_id = %s"), (trace_id,))
         links = await self._records(
-            _LINKS, TraceLinkRecord, _select(_LINKS, "WHERE trace_id = %s ORDER BY seq"), (trace_id,)
+            _rows.TRACE_LINKS, TraceLinkRecord, _select(_rows.TRACE_LINKS, "WHERE trace_id = %s ORDER BY seq"), (trace_id,)
         )
         outputs = await self._records(
-            _OUTPUTS, TraceOutputRecord, _select(_OUTPUTS, "WHERE trace_id = %s ORDER BY seq"), (trace_id,)
+            _rows.TRACE_OUTPUTS, TraceOutputRecord, _select(_rows.TRACE_OUTPUTS, "WHERE trace_id = %s ORDER BY seq"), (trace_id,)
         )
         rows = await self._query(
-            f"SELECT {cols(_COMMITS, 'c.')} FROM host_sim.trace_outputs o "
+            f"SELECT {cols(_rows.TRACE_COMMITS, 'c.')} FROM host_sim.trace_outputs o "
             "JOIN host_sim.trace_commits c ON c.output_id = o.output_id WHERE o.trace_id = %s ORDER BY o.seq",
             (trace_id,),
         )
@@ -343,7 +334,7 @@ class PostgresTraces:
             task=tasks[0] if tasks else None,
             links=links,
             outputs=outputs,
-            commits=tuple(self._decode(_COMMITS, TraceCommitRecord, r) for r in rows),
+            commits=tuple(self._decode(_rows.TRACE_COMMITS, TraceCommitRecord, r) for r in rows),
         )
 
     async def find_trace(self, key: str) -> str | None:
@@ -361,26 +352,26 @@ class PostgresTraces:
         return str(rows[0][0]) if rows else None
 
     async def get_output(self, output_id: str) -> TraceOutputRecord | None:
-        found = await self._records(_OUTPUTS, TraceOutputRecord, _select(_OUTPUTS, "WHERE output_id = %s"), (output_id,))
+        found = await self._records(_rows.TRACE_OUTPUTS, TraceOutputRecord, _select(_rows.TRACE_OUTPUTS, "WHERE output_id = %s"), (output_id,))
         return found[0] if found else None
 
     async def get_commit(self, output_id: str) -> TraceCommitRecord | None:
-        found = await self._records(_COMMITS, TraceCommitRecord, _select(_COMMITS, "WHERE output_id = %s"), (output_id,))
+        found = await self._records(_rows.TRACE_COMMITS, TraceCommitRecord, _select(_rows.TRACE_COMMITS, "WHERE output_id = %s"), (output_id,))
         return found[0] if found else None
 
     async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions, all or none."""
-        rows.check_actions([a.id for a in actions], self._refuse)
+        _rows.check_actions([a.id for a in actions], self._refuse)
         steps = [
             Step(
                 _SESSION_STORED,
                 (session_id,),
-                rows.no_session(session_id, "an action belongs to a stored session"),
+                _rows.no_session(session_id, "an action belongs to a stored session"),
                 "change",
             )
             for session_id in dict.fromkeys(a.session_id for a in actions)
         ]
-        steps += [Step(_insert(_ACTIONS), self._row(_ACTIONS, a), rows.action_taken(a.id)) for a in actions]
+        steps += [Step(_insert(_rows.ACTIONS), self._row(_rows.ACTIONS, a), _rows.action_taken(a.id)) for a in actions]
         await self._transact(steps)
 
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
@@ -394,28 +385,28 @@ class PostgresTraces:
                     "change",
                 ),
                 Step(
-                    _insert(_OUTCOMES),
-                    self._row(_OUTCOMES, outcome),
+                    _insert(_rows.ACTION_OUTCOMES),
+                    self._row(_rows.ACTION_OUTCOMES, outcome),
                     f"action {outcome.action_id!r} was decided before; it is decided once",
                 ),
             ]
         )
 
     async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
-        found = await self._records(_ACTIONS, ProposedActionRecord, _select(_ACTIONS, "WHERE id = %s"), (action_id,))
+        found = await self._records(_rows.ACTIONS, ProposedActionRecord, _select(_rows.ACTIONS, "WHERE id = %s"), (action_id,))
         if not found:
             return None
         outcome = await self._records(
-            _OUTCOMES, ActionOutcomeRecord, _select(_OUTCOMES, "WHERE action_id = %s"), (action_id,)
+            _rows.ACTION_OUTCOMES, ActionOutcomeRecord, _select(_rows.ACTION_OUTCOMES, "WHERE action_id = %s"), (action_id,)
         )
         return found[0], outcome[0] if outcome else None
 
     async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
         return await self._records(
-            _ACTIONS,
+            _rows.ACTIONS,
             ProposedActionRecord,
             _select(
-                _ACTIONS,
+                _rows.ACTIONS,
                 "a WHERE a.session_id = %s AND a.erased_at IS NULL AND NOT EXISTS "
                 "(SELECT 1 FROM host_sim.action_outcomes o WHERE o.action_id = a.id) ORDER BY a.seq",
             ),
@@ -424,12 +415,12 @@ class PostgresTraces:
 
     async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
         actions = await self._records(
-            _ACTIONS, ProposedActionRecord, _select(_ACTIONS, "WHERE session_id = %s ORDER BY seq"), (session_id,)
+            _rows.ACTIONS, ProposedActionRecord, _select(_rows.ACTIONS, "WHERE session_id = %s ORDER BY seq"), (session_id,)
         )
         outcomes = await self._records(
-            _OUTCOMES,
+            _rows.ACTION_OUTCOMES,
             ActionOutcomeRecord,
-            _select(_OUTCOMES, "WHERE action_id IN (SELECT id FROM host_sim.actions WHERE session_id = %s)"),
+            _select(_rows.ACTION_OUTCOMES, "WHERE action_id IN (SELECT id FROM host_sim.actions WHERE session_id = %s)"),
             (session_id,),
         )
         by_action = {o.action_id: o for o in outcomes}
@@ -443,16 +434,16 @@ class PostgresTraces:
     async def read_traces(self) -> TraceState:
         """Every trace record and index row, in writing order."""
 
-        async def every(table: _Table, record: type[_R]) -> tuple[_R, ...]:
+        async def every(table: _rows.Table, record: type[_R]) -> tuple[_R, ...]:
             return await self._records(table, record, _select(table, "ORDER BY seq"), ())
 
         return TraceState(
-            traces=await every(_TRACES, TraceRecord),
-            tasks=await every(_TASKS, TraceTaskRecord),
-            links=await every(_LINKS, TraceLinkRecord),
-            outputs=await every(_OUTPUTS, TraceOutputRecord),
-            commits=await every(_COMMITS, TraceCommitRecord),
-            index=await every(_INDEX, TraceIndexEntry),
+            traces=await every(_rows.TRACES, TraceRecord),
+            tasks=await every(_rows.TRACE_TASKS, TraceTaskRecord),
+            links=await every(_rows.TRACE_LINKS, TraceLinkRecord),
+            outputs=await every(_rows.TRACE_OUTPUTS, TraceOutputRecord),
+            commits=await every(_rows.TRACE_COMMITS, TraceCommitRecord),
+            index=await every(_rows.TRACE_INDEX, TraceIndexEntry),
         )
 
     async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:

@@ -1,4 +1,4 @@
-"""What every store checks before it writes: one definition of each guard, for all backends.
+"""What every store checks before it writes, and the tables both SQL stores write: one definition of each.
 
 A store refuses a write that would break a record's rules (a turn begins once, running; a
 turn finishes once; an invocation finishes with its finish time; an edge joins two stored
@@ -8,22 +8,77 @@ the checks that need only the record before they write, and give the statements 
 the current rows (a ``WHERE`` that matches no row, a constraint) the refusal made here.
 What varies between databases is SQL, connections and transactions; nothing else.
 
+The tables (`Table`: name, key, columns, which hold JSON) are declared here too, with the
+conversion of a record to its row and back (`Table.row`, `record_of`) and the columns each
+write touches (`TURN_FINISHED`, `TURN_ERASED` ...), so that a column cannot exist in one SQL
+store and be forgotten in the other: each store's SQL is built from these.
+
 Every refusal is a `StoreError`. ``refuse`` turns the rule's text into that error: a SQL
 store passes one that names its file or DSN; the default raises it as it is.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeAlias
+from datetime import datetime
+from typing import Final, TypeAlias
 
-from modular_sdk import SessionId, TurnId
+import attrs
+
+from modular_sdk import (
+    AiMessage,
+    AiNotificationMessage,
+    AiPromptMessage,
+    AiRunnerId,
+    Author,
+    SerializationError,
+    SessionId,
+    ToolCallRecord,
+    TurnId,
+    Usage,
+    WidgetPlacement,
+)
+from modular_sdk._json import structure, unstructure
 
 from ._errors import StoreError
-from ._records import Invocation, LineageEdge, TurnRecord
+from ._records import Invocation, JobRecord, LineageEdge, SessionNode, SessionRecord, TurnRecord
+from ._traces import (
+    ActionOutcomeRecord,
+    ProposedActionRecord,
+    TraceCommitRecord,
+    TraceIndexEntry,
+    TraceLinkRecord,
+    TraceOutputRecord,
+    TraceRecord,
+    TraceTaskRecord,
+)
 
 __all__ = [
+    "ACTIONS",
+    "ACTION_OUTCOMES",
+    "EDGES",
+    "INVOCATIONS",
+    "INVOCATION_FINISHED",
+    "JOBS",
+    "LINEAGE_TABLES",
+    "LOG_TABLES",
+    "NODES",
+    "SESSIONS",
+    "TRACES",
+    "TRACE_COMMITS",
+    "TRACE_INDEX",
+    "TRACE_LINKS",
+    "TRACE_OUTPUTS",
+    "TRACE_TABLES",
+    "TRACE_TASKS",
+    "TURNS",
+    "TURN_ERASED",
+    "TURN_FINISHED",
+    "TURN_KEY",
     "Refuse",
+    "Table",
     "action_taken",
     "check_actions",
     "check_begin_turn",
@@ -34,13 +89,17 @@ __all__ = [
     "check_turn_begins_at",
     "check_turn_finishes",
     "edge_ends",
+    "erased_value",
     "invocation_not_started",
     "invocation_taken",
     "no_finished_turn",
     "no_session",
     "no_turn",
     "quoted_error_running",
+    "record_of",
     "session_taken",
+    "time_of",
+    "turn_of",
     "turn_not_erasable",
     "turn_not_running",
     "turn_taken",
@@ -177,3 +236,210 @@ def check_ends(edge: LineageEdge, stored: Iterable[SessionId], refuse: Refuse = 
     """An edge joins two stored sessions (``stored``: those of its ends the store holds)."""
     if {edge.from_session_id, edge.to_session_id} - set(stored):
         raise refuse(edge_ends(edge))
+
+
+# -- the tables of the SQL stores ----------------------------------------------------------
+
+
+@attrs.frozen
+class Table:
+    """How one record type maps to a table of every SQL store: its columns are the record's attrs fields,
+    in their order; ``json_columns`` hold the one converter's JSON as text, the rest their value."""
+
+    name: str
+    record: type
+    key: tuple[str, ...]
+    json_columns: frozenset[str]
+    columns: tuple[str, ...] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(f.name for f in attrs.fields(self.record)))
+
+    def row(self, record: object) -> tuple[object, ...]:
+        """The row of ``record``; raises `StoreError` naming the column it cannot store."""
+        try:
+            data = unstructure(record)
+            row = tuple(
+                json.dumps(data[c], ensure_ascii=False, separators=(",", ":"))
+                if c in self.json_columns and data[c] is not None
+                else data[c]
+                for c in self.columns
+            )
+        except (SerializationError, ValueError, TypeError, RecursionError) as exc:
+            raise StoreError(f"cannot store this {self.name} row ({self._key_of(record)}): {exc}") from None
+        for column, value in zip(self.columns, row, strict=True):
+            if isinstance(value, str):
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise StoreError(
+                        f"cannot store {self.name}.{column} of {self._key_of(record)}: it holds text "
+                        f"that is not valid Unicode ({exc.reason} at position {exc.start}); refuse such "
+                        "text where it enters (a lone surrogate cannot be written to a file)"
+                    ) from None
+        return row
+
+    def pick(self, row: Sequence[object], columns: Sequence[str]) -> tuple[object, ...]:
+        """The values of ``columns`` in ``row`` (a row of this table), in that order."""
+        return tuple(row[self.columns.index(c)] for c in columns)
+
+    def _key_of(self, record: object) -> str:
+        return ", ".join(f"{k}={getattr(record, k, '?')!r}" for k in self.key)
+
+    def read(self, row: Sequence[object]) -> object:
+        """The record of ``row`` (the table's columns in order); raises what the converter raises."""
+        data = {
+            c: json.loads(v) if c in self.json_columns and isinstance(v, str) else v
+            for c, v in zip(self.columns, row, strict=True)
+            if not (v is None and c in _NULL_IS_DEFAULT)  # a column added later: NULL in older rows
+        }
+        return structure(data, self.record)
+
+
+@functools.lru_cache(maxsize=256)
+def _author(text: str) -> Author:
+    """An author column (few distinct values: the user, each mod's commands and tools)."""
+    value: Author = structure(json.loads(text), Author)
+    return value
+
+
+def time_of(value: object) -> datetime | None:
+    """A time column: ISO 8601 text with its offset; `SerializationError` naming it otherwise."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.utcoffset() is None:
+        raise SerializationError(
+            f"a time column must be ISO 8601 text with its offset, got {value!r}", value=value, type_name="datetime"
+        )
+    return parsed
+
+
+def turn_of(row: Sequence[object]) -> TurnRecord | None:
+    """A turn row read without the generic converter (the common, well-formed case); ``None``
+    sends the row to the converter, which names whatever is wrong with it."""
+    try:
+        (id_, session_id, ordinal, message, message_id, author, runner_id, status, reply, error,
+         started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason, usage, widgets) = row  # fmt: skip  # TURNS.columns, checked below
+        if not (
+            isinstance(id_, str) and isinstance(session_id, str) and type(ordinal) is int and ordinal >= 0
+            and isinstance(message, str) and isinstance(message_id, str) and isinstance(author, str)
+            and isinstance(runner_id, str) and status in ("running", "completed", "failed")
+            and (reply is None or isinstance(reply, str)) and (error is None or isinstance(error, str))
+            and (retraction_reason is None or isinstance(retraction_reason, str))
+        ):  # fmt: skip
+            return None
+        data = json.loads(message)
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind == "prompt" and data.keys() == {"type", "text"}:
+            parsed: AiMessage = AiPromptMessage(text=data["text"])
+        elif kind == "notification" and data.keys() == {"type", "title", "body"}:
+            parsed = AiNotificationMessage(title=data["title"], body=data["body"])
+        else:
+            return None
+        started = time_of(started_at)
+        assert started is not None
+        return TurnRecord(
+            id=TurnId(id_),
+            session_id=SessionId(session_id),
+            ordinal=ordinal,
+            message=parsed,
+            message_id=message_id,
+            author=_author(author),
+            runner_id=AiRunnerId(runner_id),
+            status=status,
+            reply=reply,
+            error=error,
+            started_at=started,
+            finished_at=time_of(finished_at),
+            erased_at=time_of(erased_at),
+            tool_calls=() if tool_calls is None else _tool_calls(tool_calls),
+            retracted_at=time_of(retracted_at),
+            retraction_reason=retraction_reason,
+            usage=None if usage is None else _usage(usage),
+            widgets=() if widgets is None else _widgets(widgets),
+        )
+    except (ValueError, TypeError, KeyError, AssertionError, SerializationError, RecursionError):
+        return None
+
+
+def _tool_calls(text: object) -> tuple[ToolCallRecord, ...]:
+    """A turn's ``tool_calls`` column (JSON written by the one converter)."""
+    if not isinstance(text, str):
+        raise SerializationError(f"tool_calls must be JSON text, got {text!r}", value=text, type_name="tool_calls")
+    value: tuple[ToolCallRecord, ...] = structure(json.loads(text), tuple[ToolCallRecord, ...])
+    return value
+
+
+def _usage(text: object) -> Usage:
+    """A turn's ``usage`` column (JSON written by the one converter)."""
+    if not isinstance(text, str):
+        raise SerializationError(f"usage must be JSON text, got {text!r}", value=text, type_name="usage")
+    value: Usage = structure(json.loads(text), Usage)
+    return value
+
+
+def _widgets(text: object) -> tuple[WidgetPlacement, ...]:
+    """A turn's ``widgets`` column (JSON written by the one converter)."""
+    if not isinstance(text, str):
+        raise SerializationError(f"widgets must be JSON text, got {text!r}", value=text, type_name="widgets")
+    value: tuple[WidgetPlacement, ...] = structure(json.loads(text), tuple[WidgetPlacement, ...])
+    return value
+
+
+_NULL_IS_DEFAULT: Final = frozenset({"tags", "tool_calls", "widgets"})  # columns added later: NULL in older rows
+
+SESSIONS: Final = Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
+INVOCATIONS: Final = Table("invocations", Invocation, ("id",), frozenset({"author"}))
+JOBS: Final = Table("jobs", JobRecord, ("id",), frozenset())
+TURNS: Final = Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage", "widgets"}))
+NODES: Final = Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
+EDGES: Final = Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
+LINEAGE_TABLES: Final = (SESSIONS, TURNS, NODES, EDGES)
+TRACES: Final = Table("traces", TraceRecord, ("id",), frozenset())
+TRACE_TASKS: Final = Table("trace_tasks", TraceTaskRecord, ("trace_id",), frozenset({"snapshot"}))
+TRACE_LINKS: Final = Table("trace_links", TraceLinkRecord, ("session_id",), frozenset())
+TRACE_OUTPUTS: Final = Table("trace_outputs", TraceOutputRecord, ("output_id",), frozenset())
+TRACE_COMMITS: Final = Table("trace_commits", TraceCommitRecord, ("output_id",), frozenset())
+TRACE_INDEX: Final = Table("trace_index", TraceIndexEntry, ("key", "kind", "trace_id"), frozenset())
+ACTIONS: Final = Table("actions", ProposedActionRecord, ("id",), frozenset({"payload"}))
+ACTION_OUTCOMES: Final = Table("action_outcomes", ActionOutcomeRecord, ("action_id",), frozenset())
+TRACE_TABLES: Final = (TRACES, TRACE_TASKS, TRACE_LINKS, TRACE_OUTPUTS, TRACE_COMMITS, TRACE_INDEX, ACTIONS, ACTION_OUTCOMES)
+LOG_TABLES: Final = (INVOCATIONS, JOBS)  # version 3: absent from a store a reader finds older
+assert TURNS.columns == (
+    "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
+    "reply", "error", "started_at", "finished_at", "erased_at", "tool_calls", "retracted_at", "retraction_reason",
+    "usage", "widgets",
+), "turn_of reads the turns columns in this order"  # fmt: skip
+
+
+TURN_KEY: Final = ("id", "session_id", "ordinal")
+"""The columns that find a turn's row when it finishes or is erased (it must not have moved)."""
+TURN_FINISHED: Final = ("status", "reply", "error", "finished_at", "tool_calls", "usage", "widgets")
+"""The turns columns finishing a turn writes (every other one was written when it began)."""
+TURN_ERASED: Final = ("message", "reply", "error", "erased_at", "tool_calls", "widgets")
+"""The turns columns forgetting a turn writes (and its retraction reason, when it has one)."""
+INVOCATION_FINISHED: Final = ("finished_at", "text", "error", "error_kind")
+"""The invocations columns finishing an invocation writes."""
+assert {*TURN_KEY, *TURN_FINISHED} <= set(TURNS.columns) and set(TURN_ERASED) <= set(TURNS.columns)
+assert set(INVOCATION_FINISHED) <= set(INVOCATIONS.columns)
+
+
+def record_of(table: Table, row: Sequence[object]) -> object:
+    """The record of a row of ``table`` (a turn the fast way when it is well-formed, `turn_of`);
+    raises what the converter raises for a row it cannot read."""
+    if table is TURNS:
+        fast = turn_of(row)
+        if fast is not None:
+            return fast
+    return table.read(row)
+
+
+def erased_value(table: str, field: str, value: object) -> object:
+    """How an erased value is stored: text as it is, a JSON value (a payload) as JSON text."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(unstructure(value), ensure_ascii=False, separators=(",", ":"))

@@ -42,8 +42,6 @@ call at a time, so the store works the same under asyncio and trio.
 from __future__ import annotations
 
 import fcntl
-import functools
-import json
 import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -56,27 +54,15 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from modular_sdk import (
-    AiMessage,
-    AiNotificationMessage,
-    AiPromptMessage,
-    AiRunnerId,
-    Author,
-    SerializationError,
-    SessionId,
-    TurnId,
-    Usage,
-    WidgetPlacement,
-)
-from modular_sdk._json import structure, unstructure
+from modular_sdk import SerializationError, SessionId, TurnId
 
 from ._records import LineageEdge, SessionNode
 from ._erasure import Erasure, statements
 from ._errors import StoreError, StoreLockedError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
-from . import _rows as rows
-from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, ToolCallRecord, TurnRecord
+from . import _rows
+from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._traces import (
     TRACE_INDEX_VERSION,
     ActionOutcomeRecord,
@@ -477,181 +463,8 @@ def _script(sql: str) -> list[str]:
     return out
 
 
-@attrs.frozen
-class _Table:
-    """How one record type maps to a table: its columns are the record's attrs fields."""
 
-    name: str
-    record: type
-    key: tuple[str, ...]
-    json_columns: frozenset[str]
-    columns: tuple[str, ...] = attrs.field(init=False)
-    insert: str = attrs.field(init=False)
-    upsert: str = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        columns = tuple(f.name for f in attrs.fields(self.record))
-        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in self.key)
-        insert = f"INSERT INTO {self.name} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
-        object.__setattr__(self, "columns", columns)
-        object.__setattr__(self, "insert", insert)
-        object.__setattr__(self, "upsert", f"{insert} ON CONFLICT ({', '.join(self.key)}) DO UPDATE SET {updates}")
-
-    def row(self, record: object) -> tuple[object, ...]:
-        """The row of ``record``; raises `StoreError` naming the column it cannot store."""
-        try:
-            data = unstructure(record)
-            row = tuple(
-                json.dumps(data[c], ensure_ascii=False, separators=(",", ":"))
-                if c in self.json_columns and data[c] is not None
-                else data[c]
-                for c in self.columns
-            )
-        except (SerializationError, ValueError, TypeError, RecursionError) as exc:
-            raise StoreError(f"cannot store this {self.name} row ({self._key_of(record)}): {exc}") from None
-        for column, value in zip(self.columns, row, strict=True):
-            if isinstance(value, str):
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError as exc:
-                    raise StoreError(
-                        f"cannot store {self.name}.{column} of {self._key_of(record)}: it holds text "
-                        f"that is not valid Unicode ({exc.reason} at position {exc.start}); refuse such "
-                        "text where it enters (a lone surrogate cannot be written to a file)"
-                    ) from None
-        return row
-
-    def _key_of(self, record: object) -> str:
-        return ", ".join(f"{k}={getattr(record, k, '?')!r}" for k in self.key)
-
-    def read(self, row: Sequence[object]) -> object:
-        data = {
-            c: json.loads(v) if c in self.json_columns and isinstance(v, str) else v
-            for c, v in zip(self.columns, row, strict=True)
-            if not (v is None and c in _NULL_IS_DEFAULT)  # a column added later: NULL in older rows
-        }
-        return structure(data, self.record)
-
-
-@functools.lru_cache(maxsize=256)
-def _author(text: str) -> Author:
-    """An author column (few distinct values: the user, each mod's commands and tools)."""
-    value: Author = structure(json.loads(text), Author)
-    return value
-
-
-def _time(value: object) -> datetime | None:
-    """A time column: ISO 8601 text with its offset; `SerializationError` naming it otherwise."""
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.utcoffset() is None:
-        raise SerializationError(
-            f"a time column must be ISO 8601 text with its offset, got {value!r}", value=value, type_name="datetime"
-        )
-    return parsed
-
-
-def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
-    """A turn row read without the generic converter (the common, well-formed case); ``None``
-    sends the row to the converter, which names whatever is wrong with it."""
-    try:
-        (id_, session_id, ordinal, message, message_id, author, runner_id, status, reply, error,
-         started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason, usage, widgets) = row  # fmt: skip  # _TURNS.columns, checked below
-        if not (
-            isinstance(id_, str) and isinstance(session_id, str) and type(ordinal) is int and ordinal >= 0
-            and isinstance(message, str) and isinstance(message_id, str) and isinstance(author, str)
-            and isinstance(runner_id, str) and status in ("running", "completed", "failed")
-            and (reply is None or isinstance(reply, str)) and (error is None or isinstance(error, str))
-            and (retraction_reason is None or isinstance(retraction_reason, str))
-        ):  # fmt: skip
-            return None
-        data = json.loads(message)
-        kind = data.get("type") if isinstance(data, dict) else None
-        if kind == "prompt" and data.keys() == {"type", "text"}:
-            parsed: AiMessage = AiPromptMessage(text=data["text"])
-        elif kind == "notification" and data.keys() == {"type", "title", "body"}:
-            parsed = AiNotificationMessage(title=data["title"], body=data["body"])
-        else:
-            return None
-        started = _time(started_at)
-        assert started is not None
-        return TurnRecord(
-            id=TurnId(id_),
-            session_id=SessionId(session_id),
-            ordinal=ordinal,
-            message=parsed,
-            message_id=message_id,
-            author=_author(author),
-            runner_id=AiRunnerId(runner_id),
-            status=status,
-            reply=reply,
-            error=error,
-            started_at=started,
-            finished_at=_time(finished_at),
-            erased_at=_time(erased_at),
-            tool_calls=() if tool_calls is None else _tool_calls(tool_calls),
-            retracted_at=_time(retracted_at),
-            retraction_reason=retraction_reason,
-            usage=None if usage is None else _usage(usage),
-            widgets=() if widgets is None else _widgets(widgets),
-        )
-    except (ValueError, TypeError, KeyError, AssertionError, SerializationError, RecursionError):
-        return None
-
-
-def _tool_calls(text: object) -> tuple[ToolCallRecord, ...]:
-    """A turn's ``tool_calls`` column (JSON written by the one converter)."""
-    if not isinstance(text, str):
-        raise SerializationError(f"tool_calls must be JSON text, got {text!r}", value=text, type_name="tool_calls")
-    value: tuple[ToolCallRecord, ...] = structure(json.loads(text), tuple[ToolCallRecord, ...])
-    return value
-
-
-def _usage(text: object) -> Usage:
-    """A turn's ``usage`` column (JSON written by the one converter)."""
-    if not isinstance(text, str):
-        raise SerializationError(f"usage must be JSON text, got {text!r}", value=text, type_name="usage")
-    value: Usage = structure(json.loads(text), Usage)
-    return value
-
-
-def _widgets(text: object) -> tuple[WidgetPlacement, ...]:
-    """A turn's ``widgets`` column (JSON written by the one converter)."""
-    if not isinstance(text, str):
-        raise SerializationError(f"widgets must be JSON text, got {text!r}", value=text, type_name="widgets")
-    value: tuple[WidgetPlacement, ...] = structure(json.loads(text), tuple[WidgetPlacement, ...])
-    return value
-
-
-_NULL_IS_DEFAULT: Final = frozenset({"tags", "tool_calls", "widgets"})  # columns added later: NULL in older rows
-
-_SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
-_INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
-_JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage", "widgets"}))
-_NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
-_EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
-_TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
-_TRACE_RECORDS: Final = _Table("traces", TraceRecord, ("id",), frozenset())
-_TRACE_TASKS: Final = _Table("trace_tasks", TraceTaskRecord, ("trace_id",), frozenset({"snapshot"}))
-_TRACE_LINKS: Final = _Table("trace_links", TraceLinkRecord, ("session_id",), frozenset())
-_TRACE_OUTPUTS: Final = _Table("trace_outputs", TraceOutputRecord, ("output_id",), frozenset())
-_TRACE_COMMITS: Final = _Table("trace_commits", TraceCommitRecord, ("output_id",), frozenset())
-_TRACE_INDEX: Final = _Table("trace_index", TraceIndexEntry, ("key", "kind", "trace_id"), frozenset())
-_ACTIONS: Final = _Table("actions", ProposedActionRecord, ("id",), frozenset({"payload"}))
-_ACTION_OUTCOMES: Final = _Table("action_outcomes", ActionOutcomeRecord, ("action_id",), frozenset())
 _INDEX_ROW: Final = "INSERT OR IGNORE INTO trace_index (kind, key, trace_id) "
-_TRACE_TABLES: Final = (_TRACE_RECORDS, _TRACE_TASKS, _TRACE_LINKS, _TRACE_OUTPUTS, _TRACE_COMMITS, _TRACE_INDEX, _ACTIONS, _ACTION_OUTCOMES)
-_LOG_TABLES: Final = (_INVOCATIONS, _JOBS)  # version 3: absent from a store a reader finds older
-assert _TURNS.columns == (
-    "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
-    "reply", "error", "started_at", "finished_at", "erased_at", "tool_calls", "retracted_at", "retraction_reason",
-    "usage", "widgets",
-), "_turn_fast reads the turns columns in this order"  # fmt: skip
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
 
@@ -665,16 +478,30 @@ _REBUILD_TAGS: Final = (
 )
 _LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
+_TURN_KEY: Final = " AND ".join(f"{c} = ?" for c in _rows.TURN_KEY)
 _ERASE_TURN: Final = (
-    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ?, tool_calls = ?, widgets = ?, "
+    f"UPDATE turns SET {', '.join(f'{c} = ?' for c in _rows.TURN_ERASED)}, "
     "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE ? END "
-    "WHERE id = ? AND session_id = ? AND ordinal = ? AND status != 'running' AND erased_at IS NULL"
+    f"WHERE {_TURN_KEY} AND status != 'running' AND erased_at IS NULL"
 )
 
 _FINISH_TURN: Final = (
-    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ?, tool_calls = ?, usage = ?, widgets = ? "
-    "WHERE id = ? AND session_id = ? AND ordinal = ? AND status = 'running'"
+    f"UPDATE turns SET {', '.join(f'{c} = ?' for c in _rows.TURN_FINISHED)} WHERE {_TURN_KEY} AND status = 'running'"
 )
+_FINISH_INVOCATION: Final = (
+    f"UPDATE invocations SET {', '.join(f'{c} = ?' for c in _rows.INVOCATION_FINISHED)} WHERE id = ? AND finished_at IS NULL"
+)
+
+
+def _insert(table: _rows.Table) -> str:
+    """The statement that writes a new row of ``table``."""
+    return f"INSERT INTO {table.name} ({', '.join(table.columns)}) VALUES ({', '.join('?' for _ in table.columns)})"
+
+
+def _upsert(table: _rows.Table) -> str:
+    """The statement that writes a row of ``table``, replacing the one of the same key."""
+    updates = ", ".join(f"{c} = excluded.{c}" for c in table.columns if c not in table.key)
+    return f"{_insert(table)} ON CONFLICT ({', '.join(table.key)}) DO UPDATE SET {updates}"
 
 
 @attrs.frozen
@@ -809,11 +636,11 @@ class SqliteStore:
     def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[_Step]:
         """The statements that write a session, its node and its edge (and what joins them)."""
         steps = [
-            _Step(_SESSIONS.insert, _SESSIONS.row(record), rows.session_taken(record.id)),
-            _Step(_NODES.upsert, _NODES.row(node), f"cannot write the node of session {record.id!r}"),
+            _Step(_insert(_rows.SESSIONS), _rows.SESSIONS.row(record), _rows.session_taken(record.id)),
+            _Step(_upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {record.id!r}"),
         ]
         if edge is not None:
-            steps.append(_Step(_EDGES.upsert, _EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
+            steps.append(_Step(_upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
         steps += [
             _Step(_TAG_ROW, (record.id, key, value, record.id), f"cannot index tag {key!r} of session {record.id!r}")
             for key, value in record.tags.items()
@@ -822,37 +649,37 @@ class SqliteStore:
 
     async def begin_turn(self, record: TurnRecord) -> None:
         """Write a turn that starts (status ``running``); refuses a taken id or ordinal."""
-        rows.check_begin_turn(record, self._refuse)
+        _rows.check_begin_turn(record, self._refuse)
         await self._transact(
             [
                 _Step(
                     "SELECT 1 FROM sessions WHERE id = ?",
                     (record.session_id,),
                     f"cannot begin turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}: "
-                    + rows.no_session(record.session_id, "a turn begins in a stored session"),
+                    + _rows.no_session(record.session_id, "a turn begins in a stored session"),
                     "row",
                 ),
-                _Step(_TURNS.insert, _TURNS.row(record), rows.turn_taken(record)),
+                _Step(_insert(_rows.TURNS), _rows.TURNS.row(record), _rows.turn_taken(record)),
             ]
         )
 
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record; refuses any turn that is not running."""
-        rows.check_finish_turn(record, self._refuse)
-        row = dict(zip(_TURNS.columns, _TURNS.row(record), strict=True))
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "usage", "widgets", "id", "session_id", "ordinal"))
-        await self._transact([_Step(_FINISH_TURN, params, rows.turn_not_running(record.id), "change")])
+        _rows.check_finish_turn(record, self._refuse)
+        row = _rows.TURNS.row(record)
+        params = _rows.TURNS.pick(row, (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
+        await self._transact([_Step(_FINISH_TURN, params, _rows.turn_not_running(record.id), "change")])
 
     async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
         """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
         before keeps its first reason)."""
         await self._transact(
             [
-                _Step("SELECT 1 FROM turns WHERE id = ? AND status != 'running'", (turn_id,), rows.no_finished_turn(turn_id), "row"),
+                _Step("SELECT 1 FROM turns WHERE id = ? AND status != 'running'", (turn_id,), _rows.no_finished_turn(turn_id), "row"),
                 _Step(_RETRACT_TURN, (at.isoformat(), reason, turn_id), f"cannot retract turn {turn_id!r}"),
             ]
         )
-        (record,) = await self._records(_TURNS, TurnRecord, "WHERE id = ?", (turn_id,))
+        (record,) = await self._records(_rows.TURNS, TurnRecord, "WHERE id = ?", (turn_id,))
         return record
 
     async def save_node(self, node: SessionNode) -> None:
@@ -862,10 +689,10 @@ class SqliteStore:
                 _Step(
                     "SELECT 1 FROM sessions WHERE id = ?",
                     (node.session_id,),
-                    rows.no_session(node.session_id, "a node belongs to a stored session"),
+                    _rows.no_session(node.session_id, "a node belongs to a stored session"),
                     "row",
                 ),
-                _Step(_NODES.upsert, _NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
+                _Step(_upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
             ]
         )
 
@@ -880,17 +707,17 @@ class SqliteStore:
             _Step(
                 "SELECT 1 FROM sessions a, sessions b WHERE a.id = ? AND b.id = ?",
                 (edge.from_session_id, edge.to_session_id),
-                rows.edge_ends(edge),
+                _rows.edge_ends(edge),
                 "row",
             ),
-            _Step(_EDGES.upsert, _EDGES.row(edge), f"cannot write the edge {edge.from_session_id!r} -> {edge.to_session_id!r}"),
+            _Step(_upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge {edge.from_session_id!r} -> {edge.to_session_id!r}"),
         ]
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
         steps = [_Step("DELETE FROM nodes", (), ""), _Step("DELETE FROM edges", (), "")]
-        steps += [_Step(_NODES.insert, _NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
-        steps += [_Step(_EDGES.insert, _EDGES.row(e), "cannot write an edge") for e in edges]
+        steps += [_Step(_insert(_rows.NODES), _rows.NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [_Step(_insert(_rows.EDGES), _rows.EDGES.row(e), "cannot write an edge") for e in edges]
         steps += [_Step("DELETE FROM session_tags", (), ""), _Step(_REBUILD_TAGS, (), "cannot index tags")]
         steps.append(_Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
         await self._transact(steps)
@@ -902,16 +729,13 @@ class SqliteStore:
         it (free pages are zeroed: ``secure_delete`` is on)."""
         steps: list[_Step] = []
         for turn in erasure.turns:
-            rows.check_erase_turn(turn, self._refuse)
-            row = dict(zip(_TURNS.columns, _TURNS.row(turn), strict=True))
+            _rows.check_erase_turn(turn, self._refuse)
+            row = _rows.TURNS.row(turn)
             steps.append(
                 _Step(
                     _ERASE_TURN,
-                    (
-                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
-                        row["widgets"], ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
-                    ),  # fmt: skip
-                    rows.turn_not_erasable(turn.id),
+                    (*_rows.TURNS.pick(row, _rows.TURN_ERASED), ERASED_LABEL, *_rows.TURNS.pick(row, _rows.TURN_KEY)),
+                    _rows.turn_not_erasable(turn.id),
                     "change",
                 )
             )
@@ -920,7 +744,7 @@ class SqliteStore:
             _Step(
                 "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM turns WHERE id = ? AND status = 'running')",
                 (turn_id,),
-                rows.quoted_error_running(turn_id),
+                _rows.quoted_error_running(turn_id),
                 "row",
             )
             for table, turn_id in sorted(erasure.errors)
@@ -928,7 +752,7 @@ class SqliteStore:
         ]
         steps += [
             _Step(sql, params, "cannot erase the text of a record")
-            for sql, params in statements(erasure, tables=self._tables, mark="?", encode=_erased_value)
+            for sql, params in statements(erasure, tables=self._tables, mark="?", encode=_rows.erased_value)
         ]
         await self._transact(steps)
         await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
@@ -937,19 +761,18 @@ class SqliteStore:
 
     async def begin_invocation(self, record: Invocation) -> None:
         await self._transact(
-            [_Step(_INVOCATIONS.insert, _INVOCATIONS.row(record), rows.invocation_taken(record.id))]
+            [_Step(_insert(_rows.INVOCATIONS), _rows.INVOCATIONS.row(record), _rows.invocation_taken(record.id))]
         )
 
     async def finish_invocation(self, record: Invocation) -> None:
-        rows.check_finish_invocation(record, self._refuse)
-        row = dict(zip(_INVOCATIONS.columns, _INVOCATIONS.row(record), strict=True))
+        _rows.check_finish_invocation(record, self._refuse)
+        row = _rows.INVOCATIONS.row(record)
         await self._transact(
             [
                 _Step(
-                    "UPDATE invocations SET finished_at = ?, text = ?, error = ?, error_kind = ? "
-                    "WHERE id = ? AND finished_at IS NULL",
-                    (row["finished_at"], row["text"], row["error"], row["error_kind"], record.id),
-                    rows.invocation_not_started(record.id),
+                    _FINISH_INVOCATION,
+                    (*_rows.INVOCATIONS.pick(row, _rows.INVOCATION_FINISHED), record.id),
+                    _rows.invocation_not_started(record.id),
                     "change",
                 )
             ]
@@ -958,10 +781,10 @@ class SqliteStore:
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
         if "invocations.id" in self._missing:
             return ()
-        return await self._records(_INVOCATIONS, Invocation, "WHERE session_id = ? ORDER BY rowid", (session_id,))
+        return await self._records(_rows.INVOCATIONS, Invocation, "WHERE session_id = ? ORDER BY rowid", (session_id,))
 
     async def save_job(self, record: JobRecord) -> None:
-        steps = [_Step(_JOBS.upsert, _JOBS.row(record), f"cannot write job {record.id!r}")]
+        steps = [_Step(_upsert(_rows.JOBS), _rows.JOBS.row(record), f"cannot write job {record.id!r}")]
         if record.status == "running":  # it starts: index it by its session's tags
             steps.append(_Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
         await self._transact(steps)
@@ -969,7 +792,7 @@ class SqliteStore:
     async def get_job(self, job_id: str) -> JobRecord | None:
         if "jobs.id" in self._missing:
             return None
-        found = await self._records(_JOBS, JobRecord, "WHERE id = ?", (job_id,))
+        found = await self._records(_rows.JOBS, JobRecord, "WHERE id = ?", (job_id,))
         return found[0] if found else None
 
     async def page_jobs(
@@ -983,7 +806,7 @@ class SqliteStore:
         if "jobs.id" in self._missing:
             return (), None
         bound = (1 << 62) if before is None else before
-        columns = ", ".join(f"NULL AS {c}" if f"jobs.{c}" in self._missing else f"j.{c}" for c in _JOBS.columns)
+        columns = ", ".join(f"NULL AS {c}" if f"jobs.{c}" in self._missing else f"j.{c}" for c in _rows.JOBS.columns)
         where = ""
         params: tuple[object, ...] = ()
         if session_id is not None:
@@ -1012,7 +835,7 @@ class SqliteStore:
             sql = f"SELECT {columns}, j.rowid FROM jobs j WHERE j.rowid < ?{where}{also} ORDER BY j.rowid DESC LIMIT ?"
             params = (bound, *params, *(x for pair in pairs for x in pair), limit + 1)
         rows = await self._query(sql, params)
-        records = [self._decode(_JOBS, JobRecord, row[:-1]) for row in rows[:limit]]
+        records = [self._decode(_rows.JOBS, JobRecord, row[:-1]) for row in rows[:limit]]
         last = rows[limit - 1][-1] if len(rows) > limit else None
         return tuple(records), last if isinstance(last, int) else None
 
@@ -1046,17 +869,17 @@ class SqliteStore:
     async def list_jobs(self) -> Sequence[JobRecord]:
         if "jobs.id" in self._missing:
             return ()
-        return await self._records(_JOBS, JobRecord, "ORDER BY rowid", ())
+        return await self._records(_rows.JOBS, JobRecord, "ORDER BY rowid", ())
 
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
-        running = await self._records(_JOBS, JobRecord, "WHERE status = 'running' ORDER BY rowid", ())
+        running = await self._records(_rows.JOBS, JobRecord, "WHERE status = 'running' ORDER BY rowid", ())
         if running:
             at = now()
             await self._transact(
                 [
                     _Step(
-                        _JOBS.upsert,
-                        _JOBS.row(
+                        _upsert(_rows.JOBS),
+                        _rows.JOBS.row(
                             attrs.evolve(
                                 job,
                                 status="interrupted",
@@ -1075,7 +898,7 @@ class SqliteStore:
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         await self._transact(
             [
-                _Step("SELECT 1 FROM turns WHERE id = ?", (turn_id,), rows.no_turn(turn_id, "mark a stored notification read"), "row"),
+                _Step("SELECT 1 FROM turns WHERE id = ?", (turn_id,), _rows.no_turn(turn_id, "mark a stored notification read"), "row"),
                 _Step("INSERT OR IGNORE INTO reads (turn_id, read_at) VALUES (?, ?)", (turn_id, at.isoformat()), ""),
             ]
         )
@@ -1094,13 +917,13 @@ class SqliteStore:
         if unread_only and "reads" not in self._absent_tables:
             where += " AND id NOT IN (SELECT turn_id FROM reads)"
         order = " ORDER BY ordinal" if session_id is not None else " ORDER BY rowid"
-        return await self._records(_TURNS, TurnRecord, where + order, params)
+        return await self._records(_rows.TURNS, TurnRecord, where + order, params)
 
     async def page_sessions(
         self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
     ) -> tuple[Sequence[SessionRecord], int | None]:
         bound = (1 << 62) if before is None else before
-        columns = ", ".join(f"NULL AS {c}" if f"sessions.{c}" in self._missing else f"s.{c}" for c in _SESSIONS.columns)
+        columns = ", ".join(f"NULL AS {c}" if f"sessions.{c}" in self._missing else f"s.{c}" for c in _rows.SESSIONS.columns)
         roots = " AND json_extract(s.lineage, '$.kind') = 'root'" if roots_only else ""
         live = "" if "deletions" in self._absent_tables else f" AND {_LIVE}"
         pairs = list(tags.items())
@@ -1123,7 +946,7 @@ class SqliteStore:
             )
             params = (bound, limit + 1)
         rows = await self._query(sql, params)
-        records = [self._decode(_SESSIONS, SessionRecord, row[:-1]) for row in rows[:limit]]
+        records = [self._decode(_rows.SESSIONS, SessionRecord, row[:-1]) for row in rows[:limit]]
         last = rows[limit - 1][-1] if len(rows) > limit else None
         return tuple(records), last if isinstance(last, int) else None
 
@@ -1134,7 +957,7 @@ class SqliteStore:
                 _Step(
                     "SELECT 1 FROM sessions WHERE id = ?",
                     (session_id,),
-                    rows.no_session(session_id, "delete a stored session"),
+                    _rows.no_session(session_id, "delete a stored session"),
                     "row",
                 ),
                 _Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
@@ -1146,7 +969,7 @@ class SqliteStore:
             return None
         rows = await self._query("SELECT deleted_at FROM deletions WHERE session_id = ?", (session_id,))
         try:
-            return _time(rows[0][0]) if rows else None
+            return _rows.time_of(rows[0][0]) if rows else None
         except SerializationError as exc:
             raise self._fail(
                 f"holds an unreadable deletions row ({session_id!r}): {exc}",
@@ -1164,22 +987,22 @@ class SqliteStore:
         return int(raw) if isinstance(raw, str) and raw.isdigit() else None
 
     async def get_session(self, session_id: SessionId) -> SessionRecord | None:
-        found = await self._records(_SESSIONS, SessionRecord, "WHERE id = ?", (session_id,))
+        found = await self._records(_rows.SESSIONS, SessionRecord, "WHERE id = ?", (session_id,))
         return found[0] if found else None
 
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
-        return await self._records(_TURNS, TurnRecord, "WHERE session_id = ? ORDER BY ordinal", (session_id,))
+        return await self._records(_rows.TURNS, TurnRecord, "WHERE session_id = ? ORDER BY ordinal", (session_id,))
 
     async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
         return await self._records(
-            _TURNS, TurnRecord, "WHERE session_id = ? AND ordinal >= ? ORDER BY ordinal", (session_id, ordinal)
+            _rows.TURNS, TurnRecord, "WHERE session_id = ? AND ordinal >= ? ORDER BY ordinal", (session_id, ordinal)
         )
 
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
-        found = await self._records(_TURNS, TurnRecord, "WHERE id = ?", (turn_or_message_id,))
+        found = await self._records(_rows.TURNS, TurnRecord, "WHERE id = ?", (turn_or_message_id,))
         if not found:
             found = await self._records(
-                _TURNS, TurnRecord, "WHERE message_id = ? ORDER BY rowid LIMIT 1", (turn_or_message_id,)
+                _rows.TURNS, TurnRecord, "WHERE message_id = ? ORDER BY rowid LIMIT 1", (turn_or_message_id,)
             )
         return found[0] if found else None
 
@@ -1187,28 +1010,28 @@ class SqliteStore:
         if "sessions.trigger_turn_id" in self._missing:
             return ()  # a store older than the column: no spawn recorded its turn
         return await self._records(
-            _SESSIONS, SessionRecord, "WHERE trigger_turn_id = ? ORDER BY rowid", (turn_id,)
+            _rows.SESSIONS, SessionRecord, "WHERE trigger_turn_id = ? ORDER BY rowid", (turn_id,)
         )
 
     async def running_turns(self) -> Sequence[TurnRecord]:
-        return await self._records(_TURNS, TurnRecord, "WHERE status = 'running' ORDER BY rowid", ())
+        return await self._records(_rows.TURNS, TurnRecord, "WHERE status = 'running' ORDER BY rowid", ())
 
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
         return await self._records(
-            _SESSIONS,
+            _rows.SESSIONS,
             SessionRecord,
             "WHERE json_extract(lineage, '$.parent_session_id') = ? ORDER BY rowid",
             (session_id,),
         )
 
     async def list_sessions(self) -> Sequence[SessionRecord]:
-        return await self._records(_SESSIONS, SessionRecord, "ORDER BY rowid", ())
+        return await self._records(_rows.SESSIONS, SessionRecord, "ORDER BY rowid", ())
 
     async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
         found: dict[str, SessionNode] = {}
         for chunk in _chunks(session_ids):
             marks = ", ".join("?" for _ in chunk)
-            for node in await self._records(_NODES, SessionNode, f"WHERE session_id IN ({marks})", tuple(chunk)):
+            for node in await self._records(_rows.NODES, SessionNode, f"WHERE session_id IN ({marks})", tuple(chunk)):
                 found[node.session_id] = node
         return tuple(found[s] for s in session_ids if s in found)
 
@@ -1220,7 +1043,7 @@ class SqliteStore:
         for chunk in _chunks(session_ids):
             marks = ", ".join("?" for _ in chunk)
             for edge in await self._records(
-                _EDGES, LineageEdge, f"WHERE {column} IN ({marks}) ORDER BY rowid", tuple(chunk)
+                _rows.EDGES, LineageEdge, f"WHERE {column} IN ({marks}) ORDER BY rowid", tuple(chunk)
             ):
                 key = edge.from_session_id if direction == "out" else edge.to_session_id
                 by_session.setdefault(key, []).append(edge)
@@ -1228,7 +1051,7 @@ class SqliteStore:
 
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
         return await self._records(
-            _EDGES,
+            _rows.EDGES,
             LineageEdge,
             "WHERE artifact IS NOT NULL AND json_extract(artifact, '$.type') = ? "
             "AND json_extract(artifact, '$.source_id') = ? ORDER BY rowid",
@@ -1306,7 +1129,7 @@ class SqliteStore:
         them; its trace index is then rebuilt by the host); a reader notes whether they exist."""
         present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if self._read_only:
-            self._has_traces = {t.name for t in _TRACE_TABLES} <= present
+            self._has_traces = {t.name for t in _rows.TRACE_TABLES} <= present
             return
         stale = "" if "trace_index" in present else "DELETE FROM meta WHERE key = 'trace_index_version';\n"
         self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _TRACES + stale + "COMMIT;")
@@ -1319,7 +1142,7 @@ class SqliteStore:
 
     async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
         """Write a trace and its task with their index rows, in one transaction."""
-        steps = [_Step(_TRACE_RECORDS.insert, _TRACE_RECORDS.row(trace), f"trace {trace.id!r} is already stored")]
+        steps = [_Step(_insert(_rows.TRACES), _rows.TRACES.row(trace), f"trace {trace.id!r} is already stored")]
         if task is not None:
             steps += self._task_steps(task)
         await self._transact(steps)
@@ -1327,8 +1150,8 @@ class SqliteStore:
     def _task_steps(self, task: TraceTaskRecord) -> list[_Step]:
         return [
             _Step(
-                _TRACE_TASKS.insert,
-                _TRACE_TASKS.row(task),
+                _insert(_rows.TRACE_TASKS),
+                _rows.TRACE_TASKS.row(task),
                 f"trace {task.trace_id!r} already has a task, or task {task.ref!r} already has a trace",
             ),
             _Step(_INDEX_ROW + "VALUES ('task', ?, ?)", (task.ref, task.trace_id), f"cannot index task {task.ref!r}"),
@@ -1392,19 +1215,19 @@ class SqliteStore:
         position: int | None = None,
     ) -> None:
         """Link an output to its session's trace (a new chat trace when it has none), in one transaction."""
-        row = _TRACE_OUTPUTS.row(
+        row = _rows.TRACE_OUTPUTS.row(
             TraceOutputRecord(
                 output_id=output_id, trace_id="", session_id=session_id, kind=kind, created_at=created_at,
                 turn_id=turn_id, position=position,
             )
         )
         at = row[4]
-        new = _TRACE_RECORDS.row(chat_trace)
+        new = _rows.TRACES.row(chat_trace)
         steps = [
             _Step(
                 "SELECT 1 FROM sessions WHERE id = ?",
                 (session_id,),
-                rows.no_session(session_id, "an output belongs to a stored session"),
+                _rows.no_session(session_id, "an output belongs to a stored session"),
                 "row",
             ),
             *self._event_steps(event_id, at),
@@ -1443,7 +1266,7 @@ class SqliteStore:
 
     async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
         """Record an output's first commit (a later one is ignored), in one transaction."""
-        row = _TRACE_COMMITS.row(commit)
+        row = _rows.TRACE_COMMITS.row(commit)
         await self._transact(
             [
                 _Step(
@@ -1453,7 +1276,7 @@ class SqliteStore:
                     "row",
                 ),
                 *self._event_steps(event_id, row[2]),
-                _Step(_TRACE_COMMITS.insert + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
+                _Step(_insert(_rows.TRACE_COMMITS) + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
                 _Step(
                     _INDEX_ROW + "SELECT 'commit', c.commit_hash, o.trace_id FROM trace_commits c "
                     "JOIN trace_outputs o ON o.output_id = c.output_id WHERE c.output_id = ?",
@@ -1484,12 +1307,12 @@ class SqliteStore:
     async def get_trace(self, trace_id: str) -> TraceRecords | None:
         if not self._has_traces:
             return None
-        found = await self._records(_TRACE_RECORDS, TraceRecord, "WHERE id = ?", (trace_id,))
+        found = await self._records(_rows.TRACES, TraceRecord, "WHERE id = ?", (trace_id,))
         if not found:
             return None
-        tasks = await self._records(_TRACE_TASKS, TraceTaskRecord, "WHERE trace_id = ?", (trace_id,))
-        links = await self._records(_TRACE_LINKS, TraceLinkRecord, "WHERE trace_id = ? ORDER BY rowid", (trace_id,))
-        outputs = await self._records(_TRACE_OUTPUTS, TraceOutputRecord, "WHERE trace_id = ? ORDER BY rowid", (trace_id,))
+        tasks = await self._records(_rows.TRACE_TASKS, TraceTaskRecord, "WHERE trace_id = ?", (trace_id,))
+        links = await self._records(_rows.TRACE_LINKS, TraceLinkRecord, "WHERE trace_id = ? ORDER BY rowid", (trace_id,))
+        outputs = await self._records(_rows.TRACE_OUTPUTS, TraceOutputRecord, "WHERE trace_id = ? ORDER BY rowid", (trace_id,))
         rows = await self._query(
             "SELECT c.output_id, c.commit_hash, c.recorded_at FROM trace_outputs o "
             "JOIN trace_commits c ON c.output_id = o.output_id WHERE o.trace_id = ? ORDER BY o.rowid",
@@ -1500,7 +1323,7 @@ class SqliteStore:
             task=tasks[0] if tasks else None,
             links=links,
             outputs=outputs,
-            commits=tuple(self._decode(_TRACE_COMMITS, TraceCommitRecord, r) for r in rows),
+            commits=tuple(self._decode(_rows.TRACE_COMMITS, TraceCommitRecord, r) for r in rows),
         )
 
     async def find_trace(self, key: str) -> str | None:
@@ -1524,28 +1347,28 @@ class SqliteStore:
     async def get_output(self, output_id: str) -> TraceOutputRecord | None:
         if not self._has_traces:
             return None
-        found = await self._records(_TRACE_OUTPUTS, TraceOutputRecord, "WHERE output_id = ?", (output_id,))
+        found = await self._records(_rows.TRACE_OUTPUTS, TraceOutputRecord, "WHERE output_id = ?", (output_id,))
         return found[0] if found else None
 
     async def get_commit(self, output_id: str) -> TraceCommitRecord | None:
         if not self._has_traces:
             return None
-        found = await self._records(_TRACE_COMMITS, TraceCommitRecord, "WHERE output_id = ?", (output_id,))
+        found = await self._records(_rows.TRACE_COMMITS, TraceCommitRecord, "WHERE output_id = ?", (output_id,))
         return found[0] if found else None
 
     async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
         """Write proposed actions, all or none."""
-        rows.check_actions([a.id for a in actions], self._refuse)
+        _rows.check_actions([a.id for a in actions], self._refuse)
         steps = [
             _Step(
                 "SELECT 1 FROM sessions WHERE id = ?",
                 (session_id,),
-                rows.no_session(session_id, "an action belongs to a stored session"),
+                _rows.no_session(session_id, "an action belongs to a stored session"),
                 "row",
             )
             for session_id in dict.fromkeys(a.session_id for a in actions)
         ]
-        steps += [_Step(_ACTIONS.insert, _ACTIONS.row(a), rows.action_taken(a.id)) for a in actions]
+        steps += [_Step(_insert(_rows.ACTIONS), _rows.ACTIONS.row(a), _rows.action_taken(a.id)) for a in actions]
         await self._transact(steps)
 
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
@@ -1554,8 +1377,8 @@ class SqliteStore:
             [
                 _Step("SELECT 1 FROM actions WHERE id = ?", (outcome.action_id,), f"no action {outcome.action_id!r} is stored", "row"),
                 _Step(
-                    _ACTION_OUTCOMES.insert,
-                    _ACTION_OUTCOMES.row(outcome),
+                    _insert(_rows.ACTION_OUTCOMES),
+                    _rows.ACTION_OUTCOMES.row(outcome),
                     f"action {outcome.action_id!r} was decided before; it is decided once",
                 ),
             ]
@@ -1564,17 +1387,17 @@ class SqliteStore:
     async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
         if not self._has_traces:
             return None
-        found = await self._records(_ACTIONS, ProposedActionRecord, "WHERE id = ?", (action_id,))
+        found = await self._records(_rows.ACTIONS, ProposedActionRecord, "WHERE id = ?", (action_id,))
         if not found:
             return None
-        outcome = await self._records(_ACTION_OUTCOMES, ActionOutcomeRecord, "WHERE action_id = ?", (action_id,))
+        outcome = await self._records(_rows.ACTION_OUTCOMES, ActionOutcomeRecord, "WHERE action_id = ?", (action_id,))
         return found[0], outcome[0] if outcome else None
 
     async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
         if not self._has_traces:
             return ()
         return await self._records(
-            _ACTIONS,
+            _rows.ACTIONS,
             ProposedActionRecord,
             "WHERE session_id = ? AND erased_at IS NULL "
             "AND NOT EXISTS (SELECT 1 FROM action_outcomes o WHERE o.action_id = actions.id) ORDER BY rowid",
@@ -1584,9 +1407,9 @@ class SqliteStore:
     async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
         if not self._has_traces:
             return ()
-        actions = await self._records(_ACTIONS, ProposedActionRecord, "WHERE session_id = ? ORDER BY rowid", (session_id,))
+        actions = await self._records(_rows.ACTIONS, ProposedActionRecord, "WHERE session_id = ? ORDER BY rowid", (session_id,))
         outcomes = await self._records(
-            _ACTION_OUTCOMES,
+            _rows.ACTION_OUTCOMES,
             ActionOutcomeRecord,
             "WHERE action_id IN (SELECT id FROM actions WHERE session_id = ?)",
             (session_id,),
@@ -1604,12 +1427,12 @@ class SqliteStore:
         if not self._has_traces:
             return TraceState()
         return TraceState(
-            traces=await self._records(_TRACE_RECORDS, TraceRecord, "ORDER BY rowid", ()),
-            tasks=await self._records(_TRACE_TASKS, TraceTaskRecord, "ORDER BY rowid", ()),
-            links=await self._records(_TRACE_LINKS, TraceLinkRecord, "ORDER BY rowid", ()),
-            outputs=await self._records(_TRACE_OUTPUTS, TraceOutputRecord, "ORDER BY rowid", ()),
-            commits=await self._records(_TRACE_COMMITS, TraceCommitRecord, "ORDER BY rowid", ()),
-            index=await self._records(_TRACE_INDEX, TraceIndexEntry, "ORDER BY rowid", ()),
+            traces=await self._records(_rows.TRACES, TraceRecord, "ORDER BY rowid", ()),
+            tasks=await self._records(_rows.TRACE_TASKS, TraceTaskRecord, "ORDER BY rowid", ()),
+            links=await self._records(_rows.TRACE_LINKS, TraceLinkRecord, "ORDER BY rowid", ()),
+            outputs=await self._records(_rows.TRACE_OUTPUTS, TraceOutputRecord, "ORDER BY rowid", ()),
+            commits=await self._records(_rows.TRACE_COMMITS, TraceCommitRecord, "ORDER BY rowid", ()),
+            index=await self._records(_rows.TRACE_INDEX, TraceIndexEntry, "ORDER BY rowid", ()),
         )
 
     async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
@@ -1642,7 +1465,7 @@ class SqliteStore:
             return await anyio.to_thread.run_sync(run)
 
     async def _records(
-        self, table: _Table, record: type[_R], where: str, params: tuple[object, ...]
+        self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
     ) -> tuple[_R, ...]:
         rows = await self._query(f"SELECT {self._select_list(table)} FROM {table.name} {where}", params)
         return tuple(self._decode(table, record, row) for row in rows)
@@ -1846,7 +1669,7 @@ class SqliteStore:
         stat = self._path.stat()
         return stat.st_mtime_ns, stat.st_size
 
-    def _select_list(self, table: _Table) -> str:
+    def _select_list(self, table: _rows.Table) -> str:
         """The table's columns; one an older schema lacks reads as NULL (a reader never upgrades)."""
         return ", ".join(
             f"NULL AS {c}" if f"{table.name}.{c}" in self._missing else c for c in table.columns
@@ -1894,7 +1717,7 @@ class SqliteStore:
         self._prepare_record(conn)
         self._missing = frozenset(
             f"{table.name}.{column}"
-            for table in (*_TABLES, *_LOG_TABLES, _ACTIONS, _ACTION_OUTCOMES, _TRACE_OUTPUTS)
+            for table in (*_rows.LINEAGE_TABLES, *_rows.LOG_TABLES, _rows.ACTIONS, _rows.ACTION_OUTCOMES, _rows.TRACE_OUTPUTS)
             for present in [{row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}]
             for column in table.columns
             if column not in present
@@ -1953,23 +1776,23 @@ class SqliteStore:
             )
         if version < 1:
             raise self._fail(f"has an unknown schema version {version}", "the file is damaged; use another path")
-        missing = {t.name for t in _TABLES} - tables
+        missing = {t.name for t in _rows.LINEAGE_TABLES} - tables
         if missing:
             raise self._fail(f"lacks the tables {', '.join(sorted(missing))}", "the file is damaged; use another path")
         return version
 
     def _read_all(self, conn: sqlite3.Connection) -> StoredState:
         state = StoredState(
-            sessions=self._read(conn, _SESSIONS, SessionRecord),
-            turns=self._read(conn, _TURNS, TurnRecord),
-            nodes=self._read(conn, _NODES, SessionNode),
-            edges=self._read(conn, _EDGES, LineageEdge),
+            sessions=self._read(conn, _rows.SESSIONS, SessionRecord),
+            turns=self._read(conn, _rows.TURNS, TurnRecord),
+            nodes=self._read(conn, _rows.NODES, SessionNode),
+            edges=self._read(conn, _rows.EDGES, LineageEdge),
         )
         if self._immutable_stat is not None and self._immutable_stat != self._stat():
             raise self._fail("changed while it was read (a host opened and wrote it)", "read it again")
         return state
 
-    def _read(self, conn: sqlite3.Connection, table: _Table, record: type[_R]) -> tuple[_R, ...]:
+    def _read(self, conn: sqlite3.Connection, table: _rows.Table, record: type[_R]) -> tuple[_R, ...]:
         out: list[_R] = []
         try:
             rows = conn.execute(f"SELECT {self._select_list(table)} FROM {table.name} ORDER BY rowid").fetchall()
@@ -1979,14 +1802,9 @@ class SqliteStore:
             out.append(self._decode(table, record, row))
         return tuple(out)
 
-    def _decode(self, table: _Table, record: type[_R], row: Sequence[object]) -> _R:
-        if table is _TURNS:
-            fast = _turn_fast(row)
-            if fast is not None:
-                assert isinstance(fast, record)
-                return fast
+    def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
         try:
-            value = table.read(row)
+            value = _rows.record_of(table, row)
         except (SerializationError, ValueError, TypeError, RecursionError) as exc:
             key = ", ".join(repr(row[table.columns.index(k)]) for k in table.key)
             problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
@@ -1996,13 +1814,6 @@ class SqliteStore:
             ) from None
         assert isinstance(value, record)
         return value
-
-
-def _erased_value(table: str, field: str, value: object) -> object:
-    """How an erased value is stored: text as it is, a JSON value (a payload) as JSON text."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(unstructure(value), ensure_ascii=False, separators=(",", ":"))
 
 
 def _chunks(ids: Sequence[SessionId], size: int = 500) -> list[Sequence[SessionId]]:
