@@ -28,7 +28,7 @@ from host_sim import (
     TurnRunningError,
 )
 from host_sim.stores._invariants import ERASED_LABEL
-from host_sim.stores._sqlite import _ERASURE_RULES
+from host_sim.stores._sqlite_schema import ERASURE_RULES as _ERASURE_RULES
 from modular_sdk import (
     ActionContext,
     AiTurnHandle,
