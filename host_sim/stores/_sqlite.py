@@ -63,6 +63,7 @@ from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
 from . import _rows
 from . import _sqlite_schema as _schema
+from ._sqlite_commit import Batch, Step, Txn, commit
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._traces import (
@@ -135,37 +136,6 @@ def _upsert(table: _rows.Table) -> str:
     return f"{_insert(table)} ON CONFLICT ({', '.join(table.key)}) DO UPDATE SET {updates}"
 
 
-@attrs.frozen
-class _Step:
-    """One statement of a transaction; ``refusal`` is the error when it changes no row (or,
-    for a ``check``, finds none) or breaks a constraint."""
-
-    sql: str
-    params: tuple[object, ...]
-    refusal: str
-    expect: Literal["any", "change", "row"] = "any"
-
-
-@attrs.define(eq=False)
-class _Txn:
-    """One store call: its statements, and how it went."""
-
-    steps: list[_Step]
-    error: StoreError | None = None
-
-
-@attrs.define
-class _Batch:
-    """Store calls queued for one commit."""
-
-    txns: list[_Txn] = attrs.Factory(list)
-    done: bool = False
-
-
-class _Refused(Exception):
-    pass
-
-
 @final
 class SqliteStore:
     """A durable store in one SQLite file: a reopened host sees every acknowledged write.
@@ -209,7 +179,7 @@ class SqliteStore:
         self._lock_file: IO[str] | None = None
         self._lock_made = False  # this open made the -lock file (removed again if the open fails)
         self._immutable_stat: tuple[int, int] | None = None  # a closed file read without its -shm
-        self._batch = _Batch()
+        self._batch = Batch()
         self._missing: frozenset[str] = frozenset()  # "table.column"s an older schema lacks (readers)
         self._has_traces = False  # TraceStore: the trace tables exist (a reader may find them absent)
         self._absent_tables: frozenset[str] = frozenset()
@@ -264,16 +234,16 @@ class SqliteStore:
         """Write a session, its node and its edge in one transaction; refuses an id already stored."""
         await self._transact(self._session_steps(record, node, edge))
 
-    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[_Step]:
+    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[Step]:
         """The statements that write a session, its node and its edge (and what joins them)."""
         steps = [
-            _Step(_insert(_rows.SESSIONS), _rows.SESSIONS.row(record), _rows.session_taken(record.id)),
-            _Step(_upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {record.id!r}"),
+            Step(_insert(_rows.SESSIONS), _rows.SESSIONS.row(record), _rows.session_taken(record.id)),
+            Step(_upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {record.id!r}"),
         ]
         if edge is not None:
-            steps.append(_Step(_upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
+            steps.append(Step(_upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
         steps += [
-            _Step(_TAG_ROW, (record.id, key, value, record.id), f"cannot index tag {key!r} of session {record.id!r}")
+            Step(_TAG_ROW, (record.id, key, value, record.id), f"cannot index tag {key!r} of session {record.id!r}")
             for key, value in record.tags.items()
         ]
         return steps
@@ -283,14 +253,14 @@ class SqliteStore:
         _rows.check_begin_turn(record, self._refuse)
         await self._transact(
             [
-                _Step(
+                Step(
                     "SELECT 1 FROM sessions WHERE id = ?",
                     (record.session_id,),
                     f"cannot begin turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}: "
                     + _rows.no_session(record.session_id, "a turn begins in a stored session"),
                     "row",
                 ),
-                _Step(_insert(_rows.TURNS), _rows.TURNS.row(record), _rows.turn_taken(record)),
+                Step(_insert(_rows.TURNS), _rows.TURNS.row(record), _rows.turn_taken(record)),
             ]
         )
 
@@ -299,15 +269,15 @@ class SqliteStore:
         _rows.check_finish_turn(record, self._refuse)
         row = _rows.TURNS.row(record)
         params = _rows.TURNS.pick(row, (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
-        await self._transact([_Step(_FINISH_TURN, params, _rows.turn_not_running(record.id), "change")])
+        await self._transact([Step(_FINISH_TURN, params, _rows.turn_not_running(record.id), "change")])
 
     async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
         """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
         before keeps its first reason)."""
         await self._transact(
             [
-                _Step("SELECT 1 FROM turns WHERE id = ? AND status != 'running'", (turn_id,), _rows.no_finished_turn(turn_id), "row"),
-                _Step(_RETRACT_TURN, (at.isoformat(), reason, turn_id), f"cannot retract turn {turn_id!r}"),
+                Step("SELECT 1 FROM turns WHERE id = ? AND status != 'running'", (turn_id,), _rows.no_finished_turn(turn_id), "row"),
+                Step(_RETRACT_TURN, (at.isoformat(), reason, turn_id), f"cannot retract turn {turn_id!r}"),
             ]
         )
         (record,) = await self._records(_rows.TURNS, TurnRecord, "WHERE id = ?", (turn_id,))
@@ -317,13 +287,13 @@ class SqliteStore:
         """Replace the node of a stored session."""
         await self._transact(
             [
-                _Step(
+                Step(
                     "SELECT 1 FROM sessions WHERE id = ?",
                     (node.session_id,),
                     _rows.no_session(node.session_id, "a node belongs to a stored session"),
                     "row",
                 ),
-                _Step(_upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
+                Step(_upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
             ]
         )
 
@@ -332,25 +302,25 @@ class SqliteStore:
         await self._transact(self._edge_steps(edge))
 
     @staticmethod
-    def _edge_steps(edge: LineageEdge) -> list[_Step]:
+    def _edge_steps(edge: LineageEdge) -> list[Step]:
         """Write ``edge`` once both its sessions are found stored."""
         return [
-            _Step(
+            Step(
                 "SELECT 1 FROM sessions a, sessions b WHERE a.id = ? AND b.id = ?",
                 (edge.from_session_id, edge.to_session_id),
                 _rows.edge_ends(edge),
                 "row",
             ),
-            _Step(_upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge {edge.from_session_id!r} -> {edge.to_session_id!r}"),
+            Step(_upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge {edge.from_session_id!r} -> {edge.to_session_id!r}"),
         ]
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
-        steps = [_Step("DELETE FROM nodes", (), ""), _Step("DELETE FROM edges", (), "")]
-        steps += [_Step(_insert(_rows.NODES), _rows.NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
-        steps += [_Step(_insert(_rows.EDGES), _rows.EDGES.row(e), "cannot write an edge") for e in edges]
-        steps += [_Step("DELETE FROM session_tags", (), ""), _Step(_REBUILD_TAGS, (), "cannot index tags")]
-        steps.append(_Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
+        steps = [Step("DELETE FROM nodes", (), ""), Step("DELETE FROM edges", (), "")]
+        steps += [Step(_insert(_rows.NODES), _rows.NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [Step(_insert(_rows.EDGES), _rows.EDGES.row(e), "cannot write an edge") for e in edges]
+        steps += [Step("DELETE FROM session_tags", (), ""), Step(_REBUILD_TAGS, (), "cannot index tags")]
+        steps.append(Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
         await self._transact(steps)
 
     async def erase(self, erasure: Erasure) -> None:
@@ -358,12 +328,12 @@ class SqliteStore:
 
         The places are ``PLACES``; then the WAL is checkpointed so no erased text is left in
         it (free pages are zeroed: ``secure_delete`` is on)."""
-        steps: list[_Step] = []
+        steps: list[Step] = []
         for turn in erasure.turns:
             _rows.check_erase_turn(turn, self._refuse)
             row = _rows.TURNS.row(turn)
             steps.append(
-                _Step(
+                Step(
                     _ERASE_TURN,
                     (*_rows.TURNS.pick(row, _rows.TURN_ERASED), ERASED_LABEL, *_rows.TURNS.pick(row, _rows.TURN_KEY)),
                     _rows.turn_not_erasable(turn.id),
@@ -372,7 +342,7 @@ class SqliteStore:
             )
         steps += [step for e in erasure.edges for step in self._edge_steps(e)]
         steps += [
-            _Step(
+            Step(
                 "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM turns WHERE id = ? AND status = 'running')",
                 (turn_id,),
                 _rows.quoted_error_running(turn_id),
@@ -382,7 +352,7 @@ class SqliteStore:
             if table == "turns"
         ]
         steps += [
-            _Step(sql, params, "cannot erase the text of a record")
+            Step(sql, params, "cannot erase the text of a record")
             for sql, params in statements(erasure, tables=self._tables, mark="?", encode=_rows.erased_value)
         ]
         await self._transact(steps)
@@ -392,7 +362,7 @@ class SqliteStore:
 
     async def begin_invocation(self, record: Invocation) -> None:
         await self._transact(
-            [_Step(_insert(_rows.INVOCATIONS), _rows.INVOCATIONS.row(record), _rows.invocation_taken(record.id))]
+            [Step(_insert(_rows.INVOCATIONS), _rows.INVOCATIONS.row(record), _rows.invocation_taken(record.id))]
         )
 
     async def finish_invocation(self, record: Invocation) -> None:
@@ -400,7 +370,7 @@ class SqliteStore:
         row = _rows.INVOCATIONS.row(record)
         await self._transact(
             [
-                _Step(
+                Step(
                     _FINISH_INVOCATION,
                     (*_rows.INVOCATIONS.pick(row, _rows.INVOCATION_FINISHED), record.id),
                     _rows.invocation_not_started(record.id),
@@ -415,9 +385,9 @@ class SqliteStore:
         return await self._records(_rows.INVOCATIONS, Invocation, "WHERE session_id = ? ORDER BY rowid", (session_id,))
 
     async def save_job(self, record: JobRecord) -> None:
-        steps = [_Step(_upsert(_rows.JOBS), _rows.JOBS.row(record), f"cannot write job {record.id!r}")]
+        steps = [Step(_upsert(_rows.JOBS), _rows.JOBS.row(record), f"cannot write job {record.id!r}")]
         if record.status == "running":  # it starts: index it by its session's tags
-            steps.append(_Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
+            steps.append(Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
         await self._transact(steps)
 
     async def get_job(self, job_id: str) -> JobRecord | None:
@@ -472,13 +442,13 @@ class SqliteStore:
 
     async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None:
         await self._transact(
-            [_Step("UPDATE jobs SET turn_id = ? WHERE id = ? AND status = 'running'", (turn_id, job_id), "")]
+            [Step("UPDATE jobs SET turn_id = ? WHERE id = ? AND status = 'running'", (turn_id, job_id), "")]
         )
 
     async def request_job_cancel(self, job_id: str, at: datetime) -> None:
         await self._transact(
             [
-                _Step(
+                Step(
                     "UPDATE jobs SET cancel_requested_at = ? "
                     "WHERE id = ? AND status = 'running' AND cancel_requested_at IS NULL",
                     (at.isoformat(), job_id),
@@ -508,7 +478,7 @@ class SqliteStore:
             at = now()
             await self._transact(
                 [
-                    _Step(
+                    Step(
                         _upsert(_rows.JOBS),
                         _rows.JOBS.row(
                             attrs.evolve(
@@ -529,8 +499,8 @@ class SqliteStore:
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         await self._transact(
             [
-                _Step("SELECT 1 FROM turns WHERE id = ?", (turn_id,), _rows.no_turn(turn_id, "mark a stored notification read"), "row"),
-                _Step("INSERT OR IGNORE INTO reads (turn_id, read_at) VALUES (?, ?)", (turn_id, at.isoformat()), ""),
+                Step("SELECT 1 FROM turns WHERE id = ?", (turn_id,), _rows.no_turn(turn_id, "mark a stored notification read"), "row"),
+                Step("INSERT OR IGNORE INTO reads (turn_id, read_at) VALUES (?, ?)", (turn_id, at.isoformat()), ""),
             ]
         )
 
@@ -585,13 +555,13 @@ class SqliteStore:
         stamp = at.isoformat()
         await self._transact(
             [
-                _Step(
+                Step(
                     "SELECT 1 FROM sessions WHERE id = ?",
                     (session_id,),
                     _rows.no_session(session_id, "delete a stored session"),
                     "row",
                 ),
-                _Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
+                Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
             ]
         )
 
@@ -773,19 +743,19 @@ class SqliteStore:
 
     async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
         """Write a trace and its task with their index rows, in one transaction."""
-        steps = [_Step(_insert(_rows.TRACES), _rows.TRACES.row(trace), f"trace {trace.id!r} is already stored")]
+        steps = [Step(_insert(_rows.TRACES), _rows.TRACES.row(trace), f"trace {trace.id!r} is already stored")]
         if task is not None:
             steps += self._task_steps(task)
         await self._transact(steps)
 
-    def _task_steps(self, task: TraceTaskRecord) -> list[_Step]:
+    def _task_steps(self, task: TraceTaskRecord) -> list[Step]:
         return [
-            _Step(
+            Step(
                 _insert(_rows.TRACE_TASKS),
                 _rows.TRACE_TASKS.row(task),
                 f"trace {task.trace_id!r} already has a task, or task {task.ref!r} already has a trace",
             ),
-            _Step(_INDEX_ROW + "VALUES ('task', ?, ?)", (task.ref, task.trace_id), f"cannot index task {task.ref!r}"),
+            Step(_INDEX_ROW + "VALUES ('task', ?, ?)", (task.ref, task.trace_id), f"cannot index task {task.ref!r}"),
         ]
 
     async def create_linked_session(
@@ -796,8 +766,8 @@ class SqliteStore:
         at = record.created_at.isoformat()
         if trace_id is not None:
             steps += [
-                _Step("SELECT 1 FROM traces WHERE id = ?", (trace_id,), f"no trace {trace_id!r} is stored", "row"),
-                _Step(
+                Step("SELECT 1 FROM traces WHERE id = ?", (trace_id,), f"no trace {trace_id!r} is stored", "row"),
+                Step(
                     "INSERT INTO trace_links (session_id, trace_id, created_at) VALUES (?, ?, ?)",
                     (record.id, trace_id, at),
                     f"session {record.id!r} is already in a trace",
@@ -805,7 +775,7 @@ class SqliteStore:
             ]
         elif record.lineage.kind != "root":
             steps.append(
-                _Step(
+                Step(
                     "INSERT INTO trace_links (session_id, trace_id, created_at) "
                     "SELECT ?, trace_id, ? FROM trace_links WHERE session_id = ?",
                     (record.id, at, record.lineage.parent_session_id),
@@ -814,7 +784,7 @@ class SqliteStore:
             )
         if trace_id is not None or record.lineage.kind != "root":
             steps.append(
-                _Step(
+                Step(
                     _INDEX_ROW + "SELECT 'session', session_id, trace_id FROM trace_links WHERE session_id = ?",
                     (record.id,),
                     f"cannot index session {record.id!r}",
@@ -822,11 +792,11 @@ class SqliteStore:
             )
         await self._transact(steps)
 
-    def _event_steps(self, event_id: str | None, at: object) -> list[_Step]:
+    def _event_steps(self, event_id: str | None, at: object) -> list[Step]:
         if event_id is None:
             return []
         return [
-            _Step(
+            Step(
                 "INSERT INTO spool_applied (event_id, applied_at) VALUES (?, ?)",
                 (event_id, at),
                 f"spool event {event_id!r} was applied before; an event is applied once",
@@ -855,39 +825,39 @@ class SqliteStore:
         at = row[4]
         new = _rows.TRACES.row(chat_trace)
         steps = [
-            _Step(
+            Step(
                 "SELECT 1 FROM sessions WHERE id = ?",
                 (session_id,),
                 _rows.no_session(session_id, "an output belongs to a stored session"),
                 "row",
             ),
             *self._event_steps(event_id, at),
-            _Step(
+            Step(
                 "INSERT INTO traces (id, origin, created_at) SELECT ?, ?, ? "
                 "WHERE NOT EXISTS (SELECT 1 FROM trace_links WHERE session_id = ?) "
                 "AND NOT EXISTS (SELECT 1 FROM trace_outputs WHERE output_id = ?)",
                 (*new, session_id, output_id),
                 f"trace {chat_trace.id!r} is already stored",
             ),
-            _Step(
+            Step(
                 "INSERT INTO trace_links (session_id, trace_id, created_at) SELECT ?, id, ? FROM traces "
                 "WHERE id = ? AND NOT EXISTS (SELECT 1 FROM trace_links WHERE session_id = ?)",
                 (session_id, at, chat_trace.id, session_id),
                 f"cannot link session {session_id!r} to its new trace",
             ),
-            _Step(
+            Step(
                 _INDEX_ROW + "SELECT 'session', session_id, trace_id FROM trace_links WHERE session_id = ?",
                 (session_id,),
                 f"cannot index session {session_id!r}",
             ),
-            _Step(
+            Step(
                 "INSERT INTO trace_outputs (output_id, trace_id, session_id, kind, created_at, turn_id, position) "
                 "SELECT ?, trace_id, ?, ?, ?, ?, ? FROM trace_links WHERE session_id = ? "
                 "AND NOT EXISTS (SELECT 1 FROM trace_outputs WHERE output_id = ?)",
                 (output_id, session_id, row[3], at, turn_id, position, session_id, output_id),
                 f"cannot write output {output_id!r}",
             ),
-            _Step(
+            Step(
                 _INDEX_ROW + "SELECT 'output', output_id, trace_id FROM trace_outputs WHERE output_id = ?",
                 (output_id,),
                 f"cannot index output {output_id!r}",
@@ -900,15 +870,15 @@ class SqliteStore:
         row = _rows.TRACE_COMMITS.row(commit)
         await self._transact(
             [
-                _Step(
+                Step(
                     "SELECT 1 FROM trace_outputs WHERE output_id = ?",
                     (commit.output_id,),
                     f"no output {commit.output_id!r} is stored",
                     "row",
                 ),
                 *self._event_steps(event_id, row[2]),
-                _Step(_insert(_rows.TRACE_COMMITS) + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
-                _Step(
+                Step(_insert(_rows.TRACE_COMMITS) + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
+                Step(
                     _INDEX_ROW + "SELECT 'commit', c.commit_hash, o.trace_id FROM trace_commits c "
                     "JOIN trace_outputs o ON o.output_id = c.output_id WHERE c.output_id = ?",
                     (commit.output_id,),
@@ -921,7 +891,7 @@ class SqliteStore:
         """Give a stored trace its task, once."""
         await self._transact(
             [
-                _Step("SELECT 1 FROM traces WHERE id = ?", (task.trace_id,), f"no trace {task.trace_id!r} is stored", "row"),
+                Step("SELECT 1 FROM traces WHERE id = ?", (task.trace_id,), f"no trace {task.trace_id!r} is stored", "row"),
                 *self._task_steps(task),
             ]
         )
@@ -991,7 +961,7 @@ class SqliteStore:
         """Write proposed actions, all or none."""
         _rows.check_actions([a.id for a in actions], self._refuse)
         steps = [
-            _Step(
+            Step(
                 "SELECT 1 FROM sessions WHERE id = ?",
                 (session_id,),
                 _rows.no_session(session_id, "an action belongs to a stored session"),
@@ -999,15 +969,15 @@ class SqliteStore:
             )
             for session_id in dict.fromkeys(a.session_id for a in actions)
         ]
-        steps += [_Step(_insert(_rows.ACTIONS), _rows.ACTIONS.row(a), _rows.action_taken(a.id)) for a in actions]
+        steps += [Step(_insert(_rows.ACTIONS), _rows.ACTIONS.row(a), _rows.action_taken(a.id)) for a in actions]
         await self._transact(steps)
 
     async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
         """Write the one decision about a pending action."""
         await self._transact(
             [
-                _Step("SELECT 1 FROM actions WHERE id = ?", (outcome.action_id,), f"no action {outcome.action_id!r} is stored", "row"),
-                _Step(
+                Step("SELECT 1 FROM actions WHERE id = ?", (outcome.action_id,), f"no action {outcome.action_id!r} is stored", "row"),
+                Step(
                     _insert(_rows.ACTION_OUTCOMES),
                     _rows.ACTION_OUTCOMES.row(outcome),
                     f"action {outcome.action_id!r} was decided before; it is decided once",
@@ -1068,10 +1038,10 @@ class SqliteStore:
 
     async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
         """Replace the trace index and record `TRACE_INDEX_VERSION`, in one transaction."""
-        steps = [_Step("DELETE FROM trace_index", (), "")]
-        steps += [_Step(_INDEX_ROW + "VALUES (?, ?, ?)", (e.kind, e.key, e.trace_id), "cannot index") for e in entries]
+        steps = [Step("DELETE FROM trace_index", (), "")]
+        steps += [Step(_INDEX_ROW + "VALUES (?, ?, ?)", (e.kind, e.key, e.trace_id), "cannot index") for e in entries]
         steps.append(
-            _Step(
+            Step(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('trace_index_version', ?)",
                 (str(TRACE_INDEX_VERSION),),
                 "cannot record the trace index version",
@@ -1101,7 +1071,7 @@ class SqliteStore:
         rows = await self._query(f"SELECT {self._select_list(table)} FROM {table.name} {where}", params)
         return tuple(self._decode(table, record, row) for row in rows)
 
-    async def _transact(self, steps: list[_Step]) -> None:
+    async def _transact(self, steps: list[Step]) -> None:
         lock = self._lock
         if lock is None or self._conn is None:
             raise self._closed_error()
@@ -1112,7 +1082,7 @@ class SqliteStore:
         # Group commit: a call queues its transaction in the open batch; whoever holds the
         # lock next commits the whole batch at once, so concurrent writers share one fsync.
         # Each caller returns once its own transaction is committed, or raises its error.
-        txn = _Txn(steps)
+        txn = Txn(steps)
         batch = self._batch
         batch.txns.append(txn)
         async with lock:
@@ -1121,9 +1091,9 @@ class SqliteStore:
         if txn.error is not None:
             raise txn.error
 
-    async def _flush(self, batch: _Batch) -> None:
+    async def _flush(self, batch: Batch) -> None:
         """Commit ``batch`` (the open one); call with the lock held."""
-        self._batch = _Batch()
+        self._batch = Batch()
         conn = self._conn
         try:
             if conn is None:
@@ -1149,48 +1119,9 @@ class SqliteStore:
         """A write this store refuses (a rule of `_rows`, or a constraint the database holds)."""
         return self._fail(f"refused a write: {problem}", "records never change")
 
-    @staticmethod
-    def _run(conn: sqlite3.Connection, txn: _Txn) -> None:
-        for step in txn.steps:
-            try:
-                cursor = conn.execute(step.sql, step.params)
-            except sqlite3.IntegrityError as exc:
-                raise _Refused(f"{step.refusal} ({exc})") from None
-            if step.expect == "change" and cursor.rowcount < 1:
-                raise _Refused(step.refusal)
-            if step.expect == "row" and cursor.fetchone() is None:
-                raise _Refused(step.refusal)
-
-    def _commit(self, conn: sqlite3.Connection, txns: list[_Txn]) -> None:
+    def _commit(self, conn: sqlite3.Connection, txns: list[Txn]) -> None:
         """Run every transaction of a batch, each in its own savepoint, and commit once."""
-        if len(txns) == 1 and len(txns[0].steps) == 1 and txns[0].steps[0].expect == "any":
-            try:  # autocommit: one statement is one transaction
-                self._run(conn, txns[0])
-            except _Refused as refused:
-                txns[0].error = self._refuse(str(refused))
-            except sqlite3.Error as exc:
-                txns[0].error = self._write_error(exc)
-            return
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            for txn in txns:
-                conn.execute("SAVEPOINT call")
-                try:
-                    self._run(conn, txn)
-                except (_Refused, sqlite3.Error) as exc:
-                    conn.execute("ROLLBACK TO call")
-                    txn.error = self._refuse(str(exc)) if isinstance(exc, _Refused) else self._write_error(exc)
-                conn.execute("RELEASE call")
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass  # the connection reports the first error below
-            error = self._write_error(exc)
-            for txn in txns:
-                txn.error = txn.error or error
+        commit(conn, txns, refuse=self._refuse, write_error=self._write_error)
 
     def _write_error(self, exc: sqlite3.Error) -> StoreError:
         if isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc):

@@ -1,0 +1,102 @@
+"""How a `SqliteStore` commits: each store call is a transaction of steps, and calls made
+while another commits are committed together (group commit: one fsync for all), each in
+its own savepoint, so a call that fails rolls back only itself.
+
+SQL and one connection only; `SqliteStore` queues the calls (`Batch`) and runs `commit` in
+its worker thread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Literal
+
+import attrs
+
+from ._errors import StoreError
+
+__all__ = ["Batch", "Refused", "Step", "Txn", "commit", "run"]
+
+
+@attrs.frozen
+class Step:
+    """One statement of a transaction; ``refusal`` is the error when it changes no row (or,
+    for a ``row`` check, finds none) or breaks a constraint."""
+
+    sql: str
+    params: tuple[object, ...]
+    refusal: str
+    expect: Literal["any", "change", "row"] = "any"
+
+
+@attrs.define(eq=False)
+class Txn:
+    """One store call: its statements, and how it went."""
+
+    steps: list[Step]
+    error: StoreError | None = None
+
+
+@attrs.define
+class Batch:
+    """Store calls queued for one commit."""
+
+    txns: list[Txn] = attrs.Factory(list)
+    done: bool = False
+
+
+class Refused(Exception):
+    """A step was refused (raised inside a transaction, turned into a `StoreError`)."""
+
+
+def run(conn: sqlite3.Connection, txn: Txn) -> None:
+    """Run the steps of ``txn``; raises `Refused` when one is refused."""
+    for step in txn.steps:
+        try:
+            cursor = conn.execute(step.sql, step.params)
+        except sqlite3.IntegrityError as exc:
+            raise Refused(f"{step.refusal} ({exc})") from None
+        if step.expect == "change" and cursor.rowcount < 1:
+            raise Refused(step.refusal)
+        if step.expect == "row" and cursor.fetchone() is None:
+            raise Refused(step.refusal)
+
+
+def commit(
+    conn: sqlite3.Connection,
+    txns: list[Txn],
+    *,
+    refuse: Callable[[str], StoreError],
+    write_error: Callable[[sqlite3.Error], StoreError],
+) -> None:
+    """Run every transaction of a batch, each in its own savepoint, and commit once; each
+    one's error (``refuse`` of a refusal, ``write_error`` of a database error) is left on it."""
+    if len(txns) == 1 and len(txns[0].steps) == 1 and txns[0].steps[0].expect == "any":
+        try:  # autocommit: one statement is one transaction
+            run(conn, txns[0])
+        except Refused as refused:
+            txns[0].error = refuse(str(refused))
+        except sqlite3.Error as exc:
+            txns[0].error = write_error(exc)
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for txn in txns:
+            conn.execute("SAVEPOINT call")
+            try:
+                run(conn, txn)
+            except (Refused, sqlite3.Error) as exc:
+                conn.execute("ROLLBACK TO call")
+                txn.error = refuse(str(exc)) if isinstance(exc, Refused) else write_error(exc)
+            conn.execute("RELEASE call")
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the connection reports the first error below
+        error = write_error(exc)
+        for txn in txns:
+            txn.error = txn.error or error
