@@ -63,22 +63,10 @@ from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
 from . import _rows
 from . import _sqlite_schema as _schema
-from ._sqlite_commit import Batch, Step, Txn, commit
+from ._sqlite_commit import Batch, Step, Txn, commit, insert, upsert
+from ._sqlite_traces import SqliteTraces
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
-from ._traces import (
-    TRACE_INDEX_VERSION,
-    ActionOutcomeRecord,
-    ProposedActionRecord,
-    TraceCommitRecord,
-    TraceIndexEntry,
-    TraceLinkRecord,
-    TraceOutputRecord,
-    TraceRecord,
-    TraceRecords,
-    TraceState,
-    TraceTaskRecord,
-)
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
@@ -95,8 +83,6 @@ _RETRACT_TURN: Final = (
 )
 
 
-
-_INDEX_ROW: Final = "INSERT OR IGNORE INTO trace_index (kind, key, trace_id) "
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
 
@@ -125,19 +111,8 @@ _FINISH_INVOCATION: Final = (
 )
 
 
-def _insert(table: _rows.Table) -> str:
-    """The statement that writes a new row of ``table``."""
-    return f"INSERT INTO {table.name} ({', '.join(table.columns)}) VALUES ({', '.join('?' for _ in table.columns)})"
-
-
-def _upsert(table: _rows.Table) -> str:
-    """The statement that writes a row of ``table``, replacing the one of the same key."""
-    updates = ", ".join(f"{c} = excluded.{c}" for c in table.columns if c not in table.key)
-    return f"{_insert(table)} ON CONFLICT ({', '.join(table.key)}) DO UPDATE SET {updates}"
-
-
 @final
-class SqliteStore:
+class SqliteStore(SqliteTraces):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write.
 
     ``path`` (and its folder) is created with its schema when missing, unless
@@ -237,11 +212,11 @@ class SqliteStore:
     def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[Step]:
         """The statements that write a session, its node and its edge (and what joins them)."""
         steps = [
-            Step(_insert(_rows.SESSIONS), _rows.SESSIONS.row(record), _rows.session_taken(record.id)),
-            Step(_upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {record.id!r}"),
+            Step(insert(_rows.SESSIONS), _rows.SESSIONS.row(record), _rows.session_taken(record.id)),
+            Step(upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {record.id!r}"),
         ]
         if edge is not None:
-            steps.append(Step(_upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
+            steps.append(Step(upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
         steps += [
             Step(_TAG_ROW, (record.id, key, value, record.id), f"cannot index tag {key!r} of session {record.id!r}")
             for key, value in record.tags.items()
@@ -260,7 +235,7 @@ class SqliteStore:
                     + _rows.no_session(record.session_id, "a turn begins in a stored session"),
                     "row",
                 ),
-                Step(_insert(_rows.TURNS), _rows.TURNS.row(record), _rows.turn_taken(record)),
+                Step(insert(_rows.TURNS), _rows.TURNS.row(record), _rows.turn_taken(record)),
             ]
         )
 
@@ -293,7 +268,7 @@ class SqliteStore:
                     _rows.no_session(node.session_id, "a node belongs to a stored session"),
                     "row",
                 ),
-                Step(_upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
+                Step(upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
             ]
         )
 
@@ -311,14 +286,14 @@ class SqliteStore:
                 _rows.edge_ends(edge),
                 "row",
             ),
-            Step(_upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge {edge.from_session_id!r} -> {edge.to_session_id!r}"),
+            Step(upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge {edge.from_session_id!r} -> {edge.to_session_id!r}"),
         ]
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
         steps = [Step("DELETE FROM nodes", (), ""), Step("DELETE FROM edges", (), "")]
-        steps += [Step(_insert(_rows.NODES), _rows.NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
-        steps += [Step(_insert(_rows.EDGES), _rows.EDGES.row(e), "cannot write an edge") for e in edges]
+        steps += [Step(insert(_rows.NODES), _rows.NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [Step(insert(_rows.EDGES), _rows.EDGES.row(e), "cannot write an edge") for e in edges]
         steps += [Step("DELETE FROM session_tags", (), ""), Step(_REBUILD_TAGS, (), "cannot index tags")]
         steps.append(Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
         await self._transact(steps)
@@ -362,7 +337,7 @@ class SqliteStore:
 
     async def begin_invocation(self, record: Invocation) -> None:
         await self._transact(
-            [Step(_insert(_rows.INVOCATIONS), _rows.INVOCATIONS.row(record), _rows.invocation_taken(record.id))]
+            [Step(insert(_rows.INVOCATIONS), _rows.INVOCATIONS.row(record), _rows.invocation_taken(record.id))]
         )
 
     async def finish_invocation(self, record: Invocation) -> None:
@@ -385,7 +360,7 @@ class SqliteStore:
         return await self._records(_rows.INVOCATIONS, Invocation, "WHERE session_id = ? ORDER BY rowid", (session_id,))
 
     async def save_job(self, record: JobRecord) -> None:
-        steps = [Step(_upsert(_rows.JOBS), _rows.JOBS.row(record), f"cannot write job {record.id!r}")]
+        steps = [Step(upsert(_rows.JOBS), _rows.JOBS.row(record), f"cannot write job {record.id!r}")]
         if record.status == "running":  # it starts: index it by its session's tags
             steps.append(Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
         await self._transact(steps)
@@ -479,7 +454,7 @@ class SqliteStore:
             await self._transact(
                 [
                     Step(
-                        _upsert(_rows.JOBS),
+                        upsert(_rows.JOBS),
                         _rows.JOBS.row(
                             attrs.evolve(
                                 job,
@@ -667,7 +642,7 @@ class SqliteStore:
         async with lock:
             return await anyio.to_thread.run_sync(self._read_all, conn)
 
-    # -- traces and actions (TraceStore, stores/_traces.py) -------------------------------
+    # -- opening, for traces and the log: tables of older stores -------------------------
 
     def _prepare_log(self, conn: sqlite3.Connection) -> None:
         """Give a writer's version-3 store made before the integrator's log its tables (and
@@ -740,314 +715,6 @@ class SqliteStore:
             columns = {row[1] for row in conn.execute("PRAGMA table_info(actions)")}
             added = "" if "erased_at" in columns else "ALTER TABLE actions ADD COLUMN erased_at TEXT;\n"
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _schema.ERASURE_RULES + "COMMIT;")
-
-    async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
-        """Write a trace and its task with their index rows, in one transaction."""
-        steps = [Step(_insert(_rows.TRACES), _rows.TRACES.row(trace), f"trace {trace.id!r} is already stored")]
-        if task is not None:
-            steps += self._task_steps(task)
-        await self._transact(steps)
-
-    def _task_steps(self, task: TraceTaskRecord) -> list[Step]:
-        return [
-            Step(
-                _insert(_rows.TRACE_TASKS),
-                _rows.TRACE_TASKS.row(task),
-                f"trace {task.trace_id!r} already has a task, or task {task.ref!r} already has a trace",
-            ),
-            Step(_INDEX_ROW + "VALUES ('task', ?, ?)", (task.ref, task.trace_id), f"cannot index task {task.ref!r}"),
-        ]
-
-    async def create_linked_session(
-        self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None
-    ) -> None:
-        """`create_session` and the session's trace link (given, or its parent's), in one transaction."""
-        steps = self._session_steps(record, node, edge)
-        at = record.created_at.isoformat()
-        if trace_id is not None:
-            steps += [
-                Step("SELECT 1 FROM traces WHERE id = ?", (trace_id,), f"no trace {trace_id!r} is stored", "row"),
-                Step(
-                    "INSERT INTO trace_links (session_id, trace_id, created_at) VALUES (?, ?, ?)",
-                    (record.id, trace_id, at),
-                    f"session {record.id!r} is already in a trace",
-                ),
-            ]
-        elif record.lineage.kind != "root":
-            steps.append(
-                Step(
-                    "INSERT INTO trace_links (session_id, trace_id, created_at) "
-                    "SELECT ?, trace_id, ? FROM trace_links WHERE session_id = ?",
-                    (record.id, at, record.lineage.parent_session_id),
-                    f"session {record.id!r} is already in a trace",
-                )
-            )
-        if trace_id is not None or record.lineage.kind != "root":
-            steps.append(
-                Step(
-                    _INDEX_ROW + "SELECT 'session', session_id, trace_id FROM trace_links WHERE session_id = ?",
-                    (record.id,),
-                    f"cannot index session {record.id!r}",
-                )
-            )
-        await self._transact(steps)
-
-    def _event_steps(self, event_id: str | None, at: object) -> list[Step]:
-        if event_id is None:
-            return []
-        return [
-            Step(
-                "INSERT INTO spool_applied (event_id, applied_at) VALUES (?, ?)",
-                (event_id, at),
-                f"spool event {event_id!r} was applied before; an event is applied once",
-            )
-        ]
-
-    async def add_output(
-        self,
-        *,
-        output_id: str,
-        session_id: SessionId,
-        kind: str,
-        created_at: datetime,
-        chat_trace: TraceRecord,
-        event_id: str | None = None,
-        turn_id: TurnId | None = None,
-        position: int | None = None,
-    ) -> None:
-        """Link an output to its session's trace (a new chat trace when it has none), in one transaction."""
-        row = _rows.TRACE_OUTPUTS.row(
-            TraceOutputRecord(
-                output_id=output_id, trace_id="", session_id=session_id, kind=kind, created_at=created_at,
-                turn_id=turn_id, position=position,
-            )
-        )
-        at = row[4]
-        new = _rows.TRACES.row(chat_trace)
-        steps = [
-            Step(
-                "SELECT 1 FROM sessions WHERE id = ?",
-                (session_id,),
-                _rows.no_session(session_id, "an output belongs to a stored session"),
-                "row",
-            ),
-            *self._event_steps(event_id, at),
-            Step(
-                "INSERT INTO traces (id, origin, created_at) SELECT ?, ?, ? "
-                "WHERE NOT EXISTS (SELECT 1 FROM trace_links WHERE session_id = ?) "
-                "AND NOT EXISTS (SELECT 1 FROM trace_outputs WHERE output_id = ?)",
-                (*new, session_id, output_id),
-                f"trace {chat_trace.id!r} is already stored",
-            ),
-            Step(
-                "INSERT INTO trace_links (session_id, trace_id, created_at) SELECT ?, id, ? FROM traces "
-                "WHERE id = ? AND NOT EXISTS (SELECT 1 FROM trace_links WHERE session_id = ?)",
-                (session_id, at, chat_trace.id, session_id),
-                f"cannot link session {session_id!r} to its new trace",
-            ),
-            Step(
-                _INDEX_ROW + "SELECT 'session', session_id, trace_id FROM trace_links WHERE session_id = ?",
-                (session_id,),
-                f"cannot index session {session_id!r}",
-            ),
-            Step(
-                "INSERT INTO trace_outputs (output_id, trace_id, session_id, kind, created_at, turn_id, position) "
-                "SELECT ?, trace_id, ?, ?, ?, ?, ? FROM trace_links WHERE session_id = ? "
-                "AND NOT EXISTS (SELECT 1 FROM trace_outputs WHERE output_id = ?)",
-                (output_id, session_id, row[3], at, turn_id, position, session_id, output_id),
-                f"cannot write output {output_id!r}",
-            ),
-            Step(
-                _INDEX_ROW + "SELECT 'output', output_id, trace_id FROM trace_outputs WHERE output_id = ?",
-                (output_id,),
-                f"cannot index output {output_id!r}",
-            ),
-        ]
-        await self._transact(steps)
-
-    async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
-        """Record an output's first commit (a later one is ignored), in one transaction."""
-        row = _rows.TRACE_COMMITS.row(commit)
-        await self._transact(
-            [
-                Step(
-                    "SELECT 1 FROM trace_outputs WHERE output_id = ?",
-                    (commit.output_id,),
-                    f"no output {commit.output_id!r} is stored",
-                    "row",
-                ),
-                *self._event_steps(event_id, row[2]),
-                Step(_insert(_rows.TRACE_COMMITS) + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
-                Step(
-                    _INDEX_ROW + "SELECT 'commit', c.commit_hash, o.trace_id FROM trace_commits c "
-                    "JOIN trace_outputs o ON o.output_id = c.output_id WHERE c.output_id = ?",
-                    (commit.output_id,),
-                    f"cannot index the commit of output {commit.output_id!r}",
-                ),
-            ]
-        )
-
-    async def attach_task(self, task: TraceTaskRecord) -> None:
-        """Give a stored trace its task, once."""
-        await self._transact(
-            [
-                Step("SELECT 1 FROM traces WHERE id = ?", (task.trace_id,), f"no trace {task.trace_id!r} is stored", "row"),
-                *self._task_steps(task),
-            ]
-        )
-
-    async def apply_event(self, event_id: str, at: datetime) -> None:
-        """Record a spool event applied."""
-        await self._transact(self._event_steps(event_id, at.isoformat()))
-
-    async def event_applied(self, event_id: str) -> bool:
-        if not self._has_traces:
-            return False
-        return bool(await self._query("SELECT 1 FROM spool_applied WHERE event_id = ?", (event_id,)))
-
-    async def get_trace(self, trace_id: str) -> TraceRecords | None:
-        if not self._has_traces:
-            return None
-        found = await self._records(_rows.TRACES, TraceRecord, "WHERE id = ?", (trace_id,))
-        if not found:
-            return None
-        tasks = await self._records(_rows.TRACE_TASKS, TraceTaskRecord, "WHERE trace_id = ?", (trace_id,))
-        links = await self._records(_rows.TRACE_LINKS, TraceLinkRecord, "WHERE trace_id = ? ORDER BY rowid", (trace_id,))
-        outputs = await self._records(_rows.TRACE_OUTPUTS, TraceOutputRecord, "WHERE trace_id = ? ORDER BY rowid", (trace_id,))
-        rows = await self._query(
-            "SELECT c.output_id, c.commit_hash, c.recorded_at FROM trace_outputs o "
-            "JOIN trace_commits c ON c.output_id = o.output_id WHERE o.trace_id = ? ORDER BY o.rowid",
-            (trace_id,),
-        )
-        return TraceRecords(
-            trace=found[0],
-            task=tasks[0] if tasks else None,
-            links=links,
-            outputs=outputs,
-            commits=tuple(self._decode(_rows.TRACE_COMMITS, TraceCommitRecord, r) for r in rows),
-        )
-
-    async def find_trace(self, key: str) -> str | None:
-        if not self._has_traces:
-            return None
-        rows = await self._query("SELECT id FROM traces WHERE id = ?", (key,))
-        if not rows:
-            rows = await self._query(
-                "SELECT trace_id FROM trace_index WHERE key = ? ORDER BY CASE kind WHEN 'task' THEN 0 "
-                "WHEN 'session' THEN 1 WHEN 'output' THEN 2 ELSE 3 END, rowid LIMIT 1",
-                (key,),
-            )
-        return str(rows[0][0]) if rows else None
-
-    async def trace_of_session(self, session_id: SessionId) -> str | None:
-        if not self._has_traces:
-            return None
-        rows = await self._query("SELECT trace_id FROM trace_links WHERE session_id = ?", (session_id,))
-        return str(rows[0][0]) if rows else None
-
-    async def get_output(self, output_id: str) -> TraceOutputRecord | None:
-        if not self._has_traces:
-            return None
-        found = await self._records(_rows.TRACE_OUTPUTS, TraceOutputRecord, "WHERE output_id = ?", (output_id,))
-        return found[0] if found else None
-
-    async def get_commit(self, output_id: str) -> TraceCommitRecord | None:
-        if not self._has_traces:
-            return None
-        found = await self._records(_rows.TRACE_COMMITS, TraceCommitRecord, "WHERE output_id = ?", (output_id,))
-        return found[0] if found else None
-
-    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
-        """Write proposed actions, all or none."""
-        _rows.check_actions([a.id for a in actions], self._refuse)
-        steps = [
-            Step(
-                "SELECT 1 FROM sessions WHERE id = ?",
-                (session_id,),
-                _rows.no_session(session_id, "an action belongs to a stored session"),
-                "row",
-            )
-            for session_id in dict.fromkeys(a.session_id for a in actions)
-        ]
-        steps += [Step(_insert(_rows.ACTIONS), _rows.ACTIONS.row(a), _rows.action_taken(a.id)) for a in actions]
-        await self._transact(steps)
-
-    async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
-        """Write the one decision about a pending action."""
-        await self._transact(
-            [
-                Step("SELECT 1 FROM actions WHERE id = ?", (outcome.action_id,), f"no action {outcome.action_id!r} is stored", "row"),
-                Step(
-                    _insert(_rows.ACTION_OUTCOMES),
-                    _rows.ACTION_OUTCOMES.row(outcome),
-                    f"action {outcome.action_id!r} was decided before; it is decided once",
-                ),
-            ]
-        )
-
-    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
-        if not self._has_traces:
-            return None
-        found = await self._records(_rows.ACTIONS, ProposedActionRecord, "WHERE id = ?", (action_id,))
-        if not found:
-            return None
-        outcome = await self._records(_rows.ACTION_OUTCOMES, ActionOutcomeRecord, "WHERE action_id = ?", (action_id,))
-        return found[0], outcome[0] if outcome else None
-
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
-        if not self._has_traces:
-            return ()
-        return await self._records(
-            _rows.ACTIONS,
-            ProposedActionRecord,
-            "WHERE session_id = ? AND erased_at IS NULL "
-            "AND NOT EXISTS (SELECT 1 FROM action_outcomes o WHERE o.action_id = actions.id) ORDER BY rowid",
-            (session_id,),
-        )
-
-    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
-        if not self._has_traces:
-            return ()
-        actions = await self._records(_rows.ACTIONS, ProposedActionRecord, "WHERE session_id = ? ORDER BY rowid", (session_id,))
-        outcomes = await self._records(
-            _rows.ACTION_OUTCOMES,
-            ActionOutcomeRecord,
-            "WHERE action_id IN (SELECT id FROM actions WHERE session_id = ?)",
-            (session_id,),
-        )
-        by_action = {o.action_id: o for o in outcomes}
-        return tuple((a, by_action.get(a.id)) for a in actions)
-
-    async def trace_index_version(self) -> int | None:
-        rows = await self._query("SELECT value FROM meta WHERE key = 'trace_index_version'", ())
-        raw = rows[0][0] if rows else None
-        return int(raw) if isinstance(raw, str) and raw.isdigit() else None
-
-    async def read_traces(self) -> TraceState:
-        """Every trace record and index row, in writing order."""
-        if not self._has_traces:
-            return TraceState()
-        return TraceState(
-            traces=await self._records(_rows.TRACES, TraceRecord, "ORDER BY rowid", ()),
-            tasks=await self._records(_rows.TRACE_TASKS, TraceTaskRecord, "ORDER BY rowid", ()),
-            links=await self._records(_rows.TRACE_LINKS, TraceLinkRecord, "ORDER BY rowid", ()),
-            outputs=await self._records(_rows.TRACE_OUTPUTS, TraceOutputRecord, "ORDER BY rowid", ()),
-            commits=await self._records(_rows.TRACE_COMMITS, TraceCommitRecord, "ORDER BY rowid", ()),
-            index=await self._records(_rows.TRACE_INDEX, TraceIndexEntry, "ORDER BY rowid", ()),
-        )
-
-    async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
-        """Replace the trace index and record `TRACE_INDEX_VERSION`, in one transaction."""
-        steps = [Step("DELETE FROM trace_index", (), "")]
-        steps += [Step(_INDEX_ROW + "VALUES (?, ?, ?)", (e.kind, e.key, e.trace_id), "cannot index") for e in entries]
-        steps.append(
-            Step(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('trace_index_version', ?)",
-                (str(TRACE_INDEX_VERSION),),
-                "cannot record the trace index version",
-            )
-        )
-        await self._transact(steps)
 
     # -- internals -----------------------------------------------------------------------
 

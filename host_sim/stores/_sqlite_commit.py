@@ -2,7 +2,7 @@
 while another commits are committed together (group commit: one fsync for all), each in
 its own savepoint, so a call that fails rolls back only itself.
 
-SQL and one connection only; `SqliteStore` queues the calls (`Batch`) and runs `commit` in
+Also the two statements every table is written with (`insert`, `upsert`). SQL and one connection only; `SqliteStore` queues the calls (`Batch`) and runs `commit` in
 its worker thread.
 """
 
@@ -15,8 +15,9 @@ from typing import Literal
 import attrs
 
 from ._errors import StoreError
+from ._rows import Table
 
-__all__ = ["Batch", "Refused", "Step", "Txn", "commit", "run"]
+__all__ = ["Batch", "Refused", "Step", "Txn", "commit", "insert", "run", "upsert"]
 
 
 @attrs.frozen
@@ -100,3 +101,14 @@ def commit(
         error = write_error(exc)
         for txn in txns:
             txn.error = txn.error or error
+
+
+def insert(table: Table) -> str:
+    """The statement that writes a new row of ``table``."""
+    return f"INSERT INTO {table.name} ({', '.join(table.columns)}) VALUES ({', '.join('?' for _ in table.columns)})"
+
+
+def upsert(table: Table) -> str:
+    """The statement that writes a row of ``table``, replacing the one of the same key."""
+    updates = ", ".join(f"{c} = excluded.{c}" for c in table.columns if c not in table.key)
+    return f"{insert(table)} ON CONFLICT ({', '.join(table.key)}) DO UPDATE SET {updates}"
