@@ -9,7 +9,7 @@ import attrs
 
 from ._rows import Table
 
-__all__ = ["Refused", "Step", "cols", "marks"]
+__all__ = ["Refused", "Step", "cols", "diagnosis", "marks"]
 
 
 def cols(table: Table, alias: str = "") -> str:
@@ -35,3 +35,14 @@ class Step:
 
 class Refused(Exception):
     """A step was refused (raised inside a transaction, turned into a `StoreError`)."""
+
+
+def diagnosis(exc: BaseException) -> str:
+    """The server's primary message (and the constraint it names), else the exception's first line."""
+    diag = getattr(exc, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    constraint = getattr(diag, "constraint_name", None)
+    if isinstance(primary, str) and primary:
+        return f"{primary}; constraint {constraint}" if isinstance(constraint, str) and constraint else primary
+    lines = str(exc).strip().splitlines()
+    return " ".join(line.strip() for line in lines) if lines else type(exc).__name__
