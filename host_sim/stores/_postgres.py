@@ -61,11 +61,10 @@ asyncio). psycopg is imported when a store is opened, never before.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import secrets
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal, TypeVar, final
 
@@ -84,22 +83,28 @@ from ._postgres_sql import Refused as _Refused
 from ._postgres_schema import POSTGRES_SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION
 from ._postgres_schema import prepare
 from ._postgres_sql import diagnosis as _diagnosis
+from ._postgres_events import (
+    ERASE_COMMAND_EVENTS,
+    ERASE_COMMAND_EVENTS_OF,
+    ERASE_EVENTS,
+    ERASE_QUOTED_COMMAND_EVENTS,
+    ERASE_QUOTED_TURN_EVENTS,
+    LOCK_EVENTS,
+    PostgresEvents,
+    close_listener,
+)
+from ._postgres_locks import SELECT_ERASURE_GENERATION as SELECT_ERASURE_GENERATION
+from ._postgres_locks import PostgresLocks
+from ._postgres_sql import close_quietly
 from ._postgres_traces import PostgresTraces
 from ._postgres_sql import Step as _Step
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
-from ._shared import EventRow
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore"]
 
-_SESSION_LOCK: Final = 0x48530001  # advisory lock class: one session's turns
 _OWNER_LOCK: Final = 0x48530002  # advisory lock class: a live store (its owner key)
-_EVENT_LOCK: Final = 0x48530004  # advisory lock (transaction): event rows commit in seq order
-_EVENTS_CHANNEL: Final = "host_sim_events"  # NOTIFY: new event rows (a wake-up, never the rows)
-_DELTAS_CHANNEL: Final = "host_sim_deltas"  # NOTIFY: reply_delta payloads (best-effort, live only)
-_MAX_NOTIFY_PAYLOAD: Final = 7900  # bytes; PostgreSQL's limit is 8000
-_IDLE_LOCK_CONNECTIONS: Final = 8
 
 _R = TypeVar("_R")
 
@@ -157,73 +162,10 @@ _FINISH_INVOCATION: Final = (
     f"UPDATE host_sim.invocations SET {', '.join(f'{c} = %s' for c in _rows.INVOCATION_FINISHED)} "
     "WHERE id = %s AND finished_at IS NULL"
 )
-_BLANK = "CASE WHEN e.event::jsonb->>'{0}' IS NULL THEN NULL ELSE '' END"
-
-
-def _erased_event(message: str) -> str:
-    """The JSON of event row ``e`` with the text of its (erased) turn gone; ``message`` is the erased message."""
-    return (
-        "(CASE e.kind "
-        f"WHEN 'turn_started' THEN jsonb_set(e.event::jsonb, '{{message}}', {message}) "
-        f"WHEN 'turn_finished' THEN e.event::jsonb || jsonb_build_object('reply', {_BLANK.format('reply')}, "
-        f"'error', {_BLANK.format('error')}) "
-        "WHEN 'tool_called' THEN jsonb_set(e.event::jsonb, '{input}', '{}'::jsonb) "
-        f"WHEN 'tool_finished' THEN e.event::jsonb || jsonb_build_object('output', {_BLANK.format('output')}, "
-        f"'error', {_BLANK.format('error')}) "
-        "WHEN 'notification' THEN e.event::jsonb || '{\"title\": \"\", \"body\": \"\"}'::jsonb "
-        "WHEN 'turn_retracted' THEN e.event::jsonb || '{\"reason\": \"(erased)\"}'::jsonb "
-        "ELSE e.event::jsonb END)::text"
-    )
-
-
-_ERASE_EVENTS: Final = (  # what the event rows of an erased turn said goes with it (the kinds that hold text)
-    f"UPDATE host_sim.events e SET event = {_erased_event('%s::jsonb')} WHERE e.turn_id = %s"
-)
-_ERASE_NEW_EVENTS: Final = (  # rows just written about a turn erased meanwhile (made before, written after)
-    f"UPDATE host_sim.events e SET event = {_erased_event('t.message::jsonb')} FROM host_sim.turns t "
-    "WHERE e.seq >= %s AND e.turn_id = t.id AND t.erased_at IS NOT NULL"
-)
-_ERASE_COMMAND_EVENTS_OF: Final = (  # the command_finished rows of the commands an erasure erased
-    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
-    f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = ANY(%s) AND e.kind = 'command_finished' "
-    "AND EXISTS (SELECT 1 FROM host_sim.invocations i WHERE i.id = e.event::jsonb->>'invocation_id' "
-    "AND i.erased_at IS NOT NULL)"
-)
-_ERASE_NEW_COMMAND_EVENTS: Final = (
-    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
-    f"'error', {_BLANK.format('error')}))::text FROM host_sim.deletions d "
-    "WHERE e.seq >= %s AND e.kind = 'command_finished' AND e.session_id = d.session_id"
-)
-_ERASE_NEW_QUOTED_EVENTS: Final = (  # rows just written about a turn that lost a quoted error meanwhile
-    f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
-    "FROM host_sim.turns t WHERE e.seq >= %s AND e.kind = 'turn_finished' AND e.turn_id = t.id "
-    f"AND t.erased_at IS NULL AND t.error = '{ERASED_LABEL}' AND e.event::jsonb->>'error' IS NOT NULL"
-)
-_ERASE_NEW_ERASED_COMMAND_EVENTS: Final = (  # rows just written about a command erased meanwhile (forget, a quoted error)
-    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
-    f"'error', {_BLANK.format('error')}))::text FROM host_sim.invocations i "
-    "WHERE e.seq >= %s AND e.kind = 'command_finished' AND i.id = e.event::jsonb->>'invocation_id' "
-    "AND (i.erased_at IS NOT NULL OR i.error = '')"
-)
-_ERASE_QUOTED_TURN_EVENTS: Final = (  # the turn_finished rows of turns whose error quoted erased text
-    f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
-    "WHERE e.turn_id = ANY(%s) AND e.kind = 'turn_finished' AND e.event::jsonb->>'error' IS NOT NULL"
-)
-_ERASE_QUOTED_COMMAND_EVENTS: Final = (  # the command_finished rows of commands whose error quoted erased text
-    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
-    f"'error', {_BLANK.format('error')}))::text WHERE e.kind = 'command_finished' "
-    "AND e.event::jsonb->>'invocation_id' = ANY(%s) AND e.event::jsonb->>'error' IS NOT NULL"
-)
-_LOCK_EVENTS: Final = f"SELECT pg_advisory_xact_lock({_EVENT_LOCK}, 0)"  # appends and erasures, one at a time
-_ERASE_COMMAND_EVENTS: Final = (  # a deleted session's command_finished events lose their text
-    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
-    f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = %s AND e.kind = 'command_finished'"
-)
 _BUMP_ERASURE_GENERATION: Final = (  # in the transaction of every erasure and deletion
     "INSERT INTO host_sim.meta (key, value) VALUES ('erasure_generation', '1') "
     "ON CONFLICT (key) DO UPDATE SET value = (host_sim.meta.value::bigint + 1)::text"
 )
-SELECT_ERASURE_GENERATION: Final = "SELECT value FROM host_sim.meta WHERE key = 'erasure_generation'"
 _SET_INDEX_VERSION: Final = (
     "INSERT INTO host_sim.meta (key, value) VALUES ('index_version', %s) "
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
@@ -279,7 +221,7 @@ def redact(dsn: str) -> str:
 
 
 @final
-class PostgresStore(PostgresTraces):
+class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents):
     """A durable store in a PostgreSQL database that several hosts share (one session graph).
 
     ``dsn`` is a libpq connection string (``postgresql://user@host:5432/dbname`` or
@@ -387,11 +329,11 @@ class PostgresStore(PostgresTraces):
                 self._owner_conn, self._idle, self._idle_locks = None, [], []
                 listener, self._listener = self._listener, None
                 if listener is not None:  # woken (a NOTIFY), then closed once no thread waits on it
-                    await anyio.to_thread.run_sync(_close_listener, listener, self._listening, conns[0])
+                    await anyio.to_thread.run_sync(close_listener, listener, self._listening, conns[0])
                 self._lock = self._slots = None
                 for conn in conns:
                     if conn is not None:  # this host's locks go first, so other hosts see it gone at once
-                        await anyio.to_thread.run_sync(_close_quietly, conn, True)
+                        await anyio.to_thread.run_sync(close_quietly, conn, True)
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -540,7 +482,7 @@ class PostgresStore(PostgresTraces):
         tables rewrites their files without it (docs/embedding.md, "Several hosts:
         PostgresStore", Limits).
         """
-        steps: list[_Step] = [_Step(_LOCK_EVENTS, (), "cannot lock the event log")]
+        steps: list[_Step] = [_Step(LOCK_EVENTS, (), "cannot lock the event log")]
         for turn in erasure.turns:
             _rows.check_erase_turn(turn, self._refuse)
             row = self._row(_rows.TURNS, turn)
@@ -553,7 +495,7 @@ class PostgresStore(PostgresTraces):
                 )
             )
             (message,) = _rows.TURNS.pick(row, ("message",))
-            steps.append(_Step(_ERASE_EVENTS, (message, turn.id), f"cannot erase the events of turn {turn.id!r}"))
+            steps.append(_Step(ERASE_EVENTS, (message, turn.id), f"cannot erase the events of turn {turn.id!r}"))
         steps += [self._edge_step(e) for e in erasure.edges]
         steps += [
             _Step(
@@ -571,13 +513,13 @@ class PostgresStore(PostgresTraces):
             for sql, params in statements(erasure, tables=tables, mark="%s", prefix="host_sim.", encode=_rows.erased_value)
         ]
         touched = sorted({session for session, _ in erasure.positions} | set(erasure.sessions))
-        steps.append(_Step(_ERASE_COMMAND_EVENTS_OF, (touched,), "cannot erase the events of erased commands"))
+        steps.append(_Step(ERASE_COMMAND_EVENTS_OF, (touched,), "cannot erase the events of erased commands"))
         quoted = {table: sorted(i for t, i in erasure.errors if t == table) for table in ("turns", "invocations")}
         if quoted["turns"]:
-            steps.append(_Step(_ERASE_QUOTED_TURN_EVENTS, (quoted["turns"],), "cannot erase the events of quoted errors"))
+            steps.append(_Step(ERASE_QUOTED_TURN_EVENTS, (quoted["turns"],), "cannot erase the events of quoted errors"))
         if quoted["invocations"]:
             steps.append(
-                _Step(_ERASE_QUOTED_COMMAND_EVENTS, (quoted["invocations"],), "cannot erase the events of quoted errors")
+                _Step(ERASE_QUOTED_COMMAND_EVENTS, (quoted["invocations"],), "cannot erase the events of quoted errors")
             )
         steps.append(_Step(_BUMP_ERASURE_GENERATION, (), "cannot record the erasure generation"))
         await self._transact(steps)
@@ -798,14 +740,14 @@ class PostgresStore(PostgresTraces):
                     _rows.no_session(session_id, "delete a stored session"),
                     "change",
                 ),
-                _Step(_LOCK_EVENTS, (), "cannot lock the event log"),
+                _Step(LOCK_EVENTS, (), "cannot lock the event log"),
                 _Step(
                     "INSERT INTO host_sim.deletions (session_id, deleted_at) VALUES (%s, %s) "
                     "ON CONFLICT (session_id) DO NOTHING",
                     (session_id, stamp),
                     f"cannot delete session {session_id!r}",
                 ),
-                _Step(_ERASE_COMMAND_EVENTS, (session_id,), f"cannot erase the command events of {session_id!r}"),
+                _Step(ERASE_COMMAND_EVENTS, (session_id,), f"cannot erase the command events of {session_id!r}"),
                 _Step(_BUMP_ERASURE_GENERATION, (), "cannot record the erasure generation"),
             ]
         )
@@ -909,236 +851,7 @@ class PostgresStore(PostgresTraces):
 
         return await self._with_connection(read)
 
-    # -- several hosts ---------------------------------------------------------------------
-
-    @contextlib.asynccontextmanager
-    async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
-        """Hold session ``session_id``'s turn lock across every host of this database; yields
-        the erasure generation, read once the lock is granted (in the same round trip).
-
-        Waits (cancellably) until no other host holds it; hosts get it in the order they
-        asked. The lock is held on a connection of its own until the block ends, or until
-        this host's process dies.
-        """
-        conn = await self._lock_connection()
-        try:
-            generation = await self._wait_for_lock(conn, session_id)
-        except BaseException:
-            conn = None  # closed by _wait_for_lock
-            raise
-        try:
-            yield generation
-        finally:
-            with anyio.CancelScope(shield=True):
-                try:
-                    await anyio.to_thread.run_sync(self._unlock_session, conn, session_id)
-                except StoreError:
-                    await anyio.to_thread.run_sync(_close_quietly, conn)
-                else:
-                    if len(self._idle_locks) < _IDLE_LOCK_CONNECTIONS and self._owner_conn is not None:
-                        self._idle_locks.append(conn)
-                    else:
-                        await anyio.to_thread.run_sync(_close_quietly, conn)
-
-    async def _lock_connection(self) -> Any:
-        if self._owner_conn is None:
-            raise self._closed_error()
-        while self._idle_locks:
-            conn = self._idle_locks.pop()
-            if not conn.closed and not conn.broken:
-                return conn
-        made: list[Any] = []
-        try:
-            await anyio.to_thread.run_sync(lambda: made.append(self._connect()))
-        except BaseException:
-            for conn in made:  # connected, but the caller was cancelled meanwhile
-                _close_quietly(conn)
-            raise
-        return made[0]
-
-    async def _wait_for_lock(self, conn: Any, session_id: SessionId) -> int:
-        done = threading.Event()
-        state = threading.Lock()  # guards ``phase``: whether the waiting thread began, or was called off
-        phase = ["new"]
-        failure: list[BaseException] = []
-        generation: list[int] = []
-
-        def wait() -> None:
-            with state:
-                if phase[0] == "called off":  # cancelled before this thread ran: never ask for the lock
-                    done.set()
-                    return
-                phase[0] = "asking"
-            try:
-                # Two statements in one round trip: the second reads the generation with a
-                # snapshot taken once the lock is granted (never one from before the wait).
-                with conn.pipeline():
-                    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_SESSION_LOCK, session_id))
-                    read = conn.execute(SELECT_ERASURE_GENERATION, ())
-                row = read.fetchone()
-                generation.append(int(row[0]) if row is not None else 0)
-            except BaseException as exc:  # reported below, in the caller's task
-                failure.append(exc)
-            finally:
-                done.set()
-
-        def cancel() -> None:
-            with state:
-                began = phase[0] == "asking"
-                phase[0] = "called off"
-            if began:
-                try:
-                    conn.cancel_safe(timeout=10)
-                except Exception:  # noqa: BLE001 (closing the connection below ends the wait anyway)
-                    pass
-                done.wait(30)
-            _close_quietly(conn)  # a lock granted just before the cancel goes with it
-
-        try:
-            await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(cancel)
-            raise
-        if failure:
-            _close_quietly(conn)
-            raise self._database_error(failure[0], f"cannot lock session {session_id!r}")
-        return generation[0]
-
-    def _unlock_session(self, conn: Any, session_id: SessionId) -> None:
-        try:
-            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_SESSION_LOCK, session_id))
-        except self._psycopg.Error as exc:
-            raise self._database_error(exc, f"cannot unlock session {session_id!r}") from exc
-
-    # -- the event log (API.md section 13) ------------------------------------------------
-
-    @property
-    def host_id(self) -> str:
-        """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
-        return f"pg-{self._owner}"
-
-    async def append_events(self, rows: Sequence[EventRow]) -> None:
-        """Write event rows (in order) in one transaction and wake every listening host.
-
-        The transaction holds an advisory lock while it takes its seqs, so event rows
-        commit in seq order across hosts: a reader that has read up to seq N never later
-        finds a row below N it has not read.
-        """
-        if not rows:
-            return
-        values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
-        params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
-        for r in rows:
-            if "\x00" in r.event:
-                raise self._fail(f"cannot store a {r.kind} event holding a NUL character", "remove it where the text enters")
-
-        def run(conn: Any) -> None:
-            try:
-                with conn.transaction():
-                    conn.execute(_LOCK_EVENTS, ())
-                    first = conn.execute(
-                        f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} "
-                        "RETURNING seq",
-                        params,
-                    ).fetchone()[0]
-                    conn.execute(_ERASE_NEW_EVENTS, (first,))  # an erasure never leaves text behind in a row
-                    conn.execute(_ERASE_NEW_COMMAND_EVENTS, (first,))
-                    conn.execute(_ERASE_NEW_QUOTED_EVENTS, (first,))
-                    conn.execute(_ERASE_NEW_ERASED_COMMAND_EVENTS, (first,))
-                    conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
-            except self._psycopg.Error as exc:
-                raise self._database_error(exc, "could not write events") from exc
-
-        await self._with_connection(run)
-
-    async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
-        """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
-        rows = await self._query(
-            "SELECT seq, host_id, event FROM host_sim.events WHERE seq > %s ORDER BY seq LIMIT %s", (seq, limit)
-        )
-        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
-
-    async def trimmed_events(self) -> int:
-        """The newest seq retention deleted (0: none)."""
-        rows = await self._query("SELECT value FROM host_sim.meta WHERE key = 'events_trimmed'", ())
-        return int(rows[0][0]) if rows else 0
-
-    async def last_event_seq(self) -> int:
-        """The newest event row's seq (0: none): where a host that opens starts reading."""
-        rows = await self._query("SELECT max(seq) FROM host_sim.events", ())
-        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
-
-    async def wait_for_events(self, timeout: float) -> list[str]:
-        """Wait until a host wrote event rows (a NOTIFY) or ``timeout`` seconds passed; returns
-        the reply_delta payloads that arrived meanwhile. A wake-up, never the truth: the rows are."""
-        if self._owner_conn is None:
-            raise self._closed_error()
-        if self._listener is None or self._listener.closed:  # first use, or lost (the server restarted)
-            await anyio.to_thread.run_sync(self._listen)  # the store holds it even if this task is cancelled
-        listener, listening = self._listener, self._listening
-
-        def wait() -> list[str]:
-            with listening:
-                if listener.closed:
-                    return []
-                deltas: list[str] = []
-                try:
-                    for note in listener.notifies(timeout=timeout, stop_after=1):
-                        if note.channel == _DELTAS_CHANNEL:
-                            deltas.append(note.payload)
-                except self._psycopg.Error as exc:
-                    _close_quietly(listener)
-                    raise self._database_error(exc, "lost its event listener") from exc
-                return deltas
-
-        return await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
-
-    def _listen(self) -> None:
-        if self._listener is not None:
-            _close_listener(self._listener, self._listening, None)
-        conn = self._connect()
-        try:
-            conn.execute(f"LISTEN {_EVENTS_CHANNEL}", ())
-            conn.execute(f"LISTEN {_DELTAS_CHANNEL}", ())
-        except self._psycopg.Error as exc:  # the connection died at once: the reader retries
-            _close_quietly(conn)
-            raise self._database_error(exc, "could not listen for events") from exc
-        except BaseException:
-            _close_quietly(conn)
-            raise
-        self._listener = conn
-
-    async def send_delta(self, payload: str) -> None:
-        """Hand a reply_delta to the other hosts' listeners (best-effort: dropped when too large)."""
-        if len(payload.encode("utf-8")) > _MAX_NOTIFY_PAYLOAD or "\x00" in payload:
-            return
-        await self._query(f"SELECT pg_notify('{_DELTAS_CHANNEL}', %s)", (payload,))
-
-    async def trim_events(self) -> int:
-        """Delete event rows older than ``event_retention``; returns how many."""
-        cutoff_seconds = self._event_retention.total_seconds()
-
-        def run(conn: Any) -> int:
-            try:
-                with conn.transaction():
-                    row = conn.execute(
-                        "DELETE FROM host_sim.events WHERE seq <= (SELECT max(seq) FROM host_sim.events "
-                        "WHERE written < now() - make_interval(secs => %s)) RETURNING seq",
-                        (cutoff_seconds,),
-                    ).fetchall()
-                    if row:
-                        conn.execute(
-                            "INSERT INTO host_sim.meta (key, value) VALUES ('events_trimmed', %s) "
-                            "ON CONFLICT (key) DO UPDATE SET value = GREATEST(host_sim.meta.value::bigint, "
-                            "excluded.value::bigint)::text",
-                            (str(max(int(r[0]) for r in row)),),
-                        )
-                    return len(row)
-            except self._psycopg.Error as exc:
-                raise self._database_error(exc, "could not delete old events") from exc
-
-        return await self._with_connection(run)
+    # -- several hosts: lock_session (PostgresLocks), the event log (PostgresEvents) ----------
 
     # -- internals -----------------------------------------------------------------------
 
@@ -1176,7 +889,7 @@ class PostgresStore(PostgresTraces):
             if self._owner_conn is not None:
                 self._idle.append(conn)
             else:
-                _close_quietly(conn)  # the store closed meanwhile (no await: nothing may drop it)
+                close_quietly(conn)  # the store closed meanwhile (no await: nothing may drop it)
             return result
 
     def _run(self, work: Callable[[Any], _R]) -> tuple[Any, _R]:
@@ -1191,7 +904,7 @@ class PostgresStore(PostgresTraces):
             return conn, work(conn)
         except BaseException:
             if conn.broken or conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
-                _close_quietly(conn)
+                close_quietly(conn)
             else:
                 self._idle.append(conn)
             raise
@@ -1343,7 +1056,7 @@ class PostgresStore(PostgresTraces):
                 if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_OWNER_LOCK, owner)).fetchone()[0]:
                     return conn, owner
         except BaseException:
-            _close_quietly(conn)
+            close_quietly(conn)
             raise
 
     def _prepare(self, conn: Any) -> None:
@@ -1366,23 +1079,3 @@ def _password_of(dsn: str) -> str | None:
     if found:
         return found.group(2).strip("'") or None
     return None
-
-
-def _close_listener(conn: Any, listening: threading.Lock, waker: Any) -> None:
-    try:
-        if waker is not None and not waker.closed and not waker.broken:
-            waker.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
-    except Exception:  # noqa: BLE001 (the wait then ends at its timeout)
-        pass
-    with listening:
-        _close_quietly(conn)
-
-
-def _close_quietly(conn: Any, unlock: bool = False) -> None:
-    try:
-        if unlock and not conn.closed and not conn.broken:
-            conn.execute("SELECT pg_advisory_unlock_all()", ())
-        conn.close()
-    except Exception:  # noqa: BLE001 (a connection that cannot close cleanly is gone anyway)
-        pass
-

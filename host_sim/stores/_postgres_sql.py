@@ -3,13 +3,13 @@ the step of a transaction (a statement with what its refusal means)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
 from ._rows import Table
 
-__all__ = ["Refused", "Step", "cols", "diagnosis", "marks"]
+__all__ = ["Refused", "Step", "close_quietly", "cols", "diagnosis", "marks"]
 
 
 def cols(table: Table, alias: str = "") -> str:
@@ -46,3 +46,12 @@ def diagnosis(exc: BaseException) -> str:
         return f"{primary}; constraint {constraint}" if isinstance(constraint, str) and constraint else primary
     lines = str(exc).strip().splitlines()
     return " ".join(line.strip() for line in lines) if lines else type(exc).__name__
+
+
+def close_quietly(conn: Any, unlock: bool = False) -> None:
+    try:
+        if unlock and not conn.closed and not conn.broken:
+            conn.execute("SELECT pg_advisory_unlock_all()", ())
+        conn.close()
+    except Exception:  # noqa: BLE001 (a connection that cannot close cleanly is gone anyway)
+        pass
