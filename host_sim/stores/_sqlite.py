@@ -642,80 +642,6 @@ class SqliteStore(SqliteTraces):
         async with lock:
             return await anyio.to_thread.run_sync(self._read_all, conn)
 
-    # -- opening, for traces and the log: tables of older stores -------------------------
-
-    def _prepare_log(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's version-3 store made before the integrator's log its tables (and
-        the tags column); a reader reads such a store as it is (no tags, an empty log)."""
-        if self._read_only:
-            return
-        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "jobs" in present:
-            return
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
-        script = _schema.LOG_3 if "tags" not in columns else _schema.LOG_3.replace("ALTER TABLE sessions ADD COLUMN tags TEXT;\n", "")
-        self._execute_script(conn, "BEGIN IMMEDIATE;\n" + script + "DELETE FROM meta WHERE key = 'index_version';\nCOMMIT;")
-
-    def _prepare_jobs(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store made before jobs could be found and cancelled their indexes
-        and cancel column (`_schema.JOBS_4`); a reader reads such a store as it is."""
-        if self._read_only:
-            return
-        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "job_tags" not in present:
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _schema.JOBS_4 + "COMMIT;")
-
-    def _prepare_record(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store made before tool calls, retraction, decisions, usage and widgets
-        were part of the record (API.md sections 15, 17) their columns and rules (`_schema.RECORD_17`,
-        `_schema.RETRACTION_17`, `_schema.USAGE_COLUMN_15`, `_schema.WIDGETS_COLUMN_17`, `_schema.DECISIONS_17`), and trace
-        outputs where they were reported and turns that lose a quoted error (`_schema.ERASURE_19`); a
-        reader reads them as absent (no calls, not retracted, no usage, no widgets, no one who
-        decided, no reason, no turn or position)."""
-        if self._read_only:
-            return
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
-        if "tool_calls" not in columns:
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _schema.RECORD_17 + "COMMIT;")
-        rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'finished_turns_never_change'").fetchone()
-        if rule is None or "NEW.widgets" not in str(rule[0]):
-            added = "" if "retracted_at" in columns else _schema.RETRACTION_COLUMNS_17
-            added += "" if "usage" in columns else _schema.USAGE_COLUMN_15
-            added += "" if "widgets" in columns else _schema.WIDGETS_COLUMN_17
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _schema.RETRACTION_17 + "COMMIT;")
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(action_outcomes)")}
-        if "reason" not in columns:
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _schema.DECISIONS_17 + "COMMIT;")
-        rules = dict(
-            conn.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
-                "AND name IN ('trace_outputs_never_change', 'finished_turns_never_change')"
-            ).fetchall()
-        )
-        turns_rule = str(rules.get("finished_turns_never_change"))
-        if "turn_id" not in str(rules.get("trace_outputs_never_change")) or "quoted error" not in turns_rule or (
-            "NEW.widgets" not in turns_rule
-        ):
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(trace_outputs)")}
-            added = "" if "turn_id" in columns else _schema.OUTPUT_COLUMNS_19
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _schema.ERASURE_19 + "COMMIT;")
-
-    def _prepare_traces(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store the trace tables (a version-3 store made before traces gets
-        them; its trace index is then rebuilt by the host); a reader notes whether they exist."""
-        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if self._read_only:
-            self._has_traces = {t.name for t in _rows.TRACE_TABLES} <= present
-            return
-        stale = "" if "trace_index" in present else "DELETE FROM meta WHERE key = 'trace_index_version';\n"
-        self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _schema.TRACES + stale + "COMMIT;")
-        self._has_traces = True
-        rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'actions_never_change'").fetchone()
-        if rule is None or "erased_at" not in str(rule[0]):  # a store made before erasure reached actions
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(actions)")}
-            added = "" if "erased_at" in columns else "ALTER TABLE actions ADD COLUMN erased_at TEXT;\n"
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _schema.ERASURE_RULES + "COMMIT;")
-
     # -- internals -----------------------------------------------------------------------
 
     async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
@@ -905,110 +831,12 @@ class SqliteStore(SqliteTraces):
         )
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        try:
-            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.OperationalError as exc:  # not the file's content: this process's access to it
-            raise self._fail(
-                f"cannot be read ({exc})",
-                "check that this process may read the file"
-                + ("" if self._read_only else ", and write it and its folder (SQLite adds -wal and -shm files there)"),
-            ) from exc
-        except sqlite3.DatabaseError as exc:
-            raise self._fail(
-                f"is not a SQLite database ({exc})",
-                "pass the path of a host-sim store" + (", or a new path to create one" if self._create else ""),
-            ) from exc
-        if not tables:
-            if not self._create:
-                raise self._fail("is an empty SQLite database, not a host-sim store", "pass the path of a store a host wrote")
-            self._execute_script(conn, "PRAGMA journal_mode = WAL")
-            self._execute_script(
-                conn,
-                "BEGIN;\n"
-                + _schema.SCHEMA
-                + f"INSERT INTO meta (key, value) VALUES ('application', '{_schema.APPLICATION}');\n"
-                + f"INSERT INTO meta (key, value) VALUES ('schema_version', '{_schema.SCHEMA_VERSION}');\n"
-                + f"INSERT INTO meta (key, value) VALUES ('index_version', '{INDEX_VERSION}');\n"
-                + "COMMIT;",
-            )
-        else:
-            version = self._check_meta(conn, tables)
-            if not self._read_only:
-                self._execute_script(conn, "PRAGMA journal_mode = WAL")
-                if version == 1:
-                    self._upgrade_from_1(conn)
-                    version = 2
-                if version == 2:
-                    self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _schema.UPGRADE_FROM_2 + "COMMIT;")
-        self._prepare_traces(conn)
-        self._prepare_log(conn)
-        self._prepare_jobs(conn)
-        self._prepare_record(conn)
-        self._missing = frozenset(
-            f"{table.name}.{column}"
-            for table in (*_rows.LINEAGE_TABLES, *_rows.LOG_TABLES, _rows.ACTIONS, _rows.ACTION_OUTCOMES, _rows.TRACE_OUTPUTS)
-            for present in [{row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}]
-            for column in table.columns
-            if column not in present
+        """Check the file's schema (a writer brings an older one up to date) and note what it has."""
+        found = _schema.prepare(
+            conn, create=self._create, read_only=self._read_only, fail=self._fail, write_error=self._write_error
         )
-        self._tables = frozenset(name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
-        self._absent_tables = frozenset({"reads", "deletions", "session_tags", "job_tags"} - self._tables)
-        if not self._read_only:
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute("PRAGMA secure_delete = ON")  # what forget erases is zeroed, not freed
-
-    def _upgrade_from_1(self, conn: sqlite3.Connection) -> None:
-        try:
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _schema.UPGRADE_FROM_1 + "COMMIT;")
-        except StoreError as exc:
-            cause = exc.__cause__
-            if not isinstance(cause, sqlite3.IntegrityError):
-                raise
-            # Version 1 enforced nothing: two hosts on one file left duplicate ordinals.
-            raise self._fail(
-                f"cannot be upgraded from schema version 1: its records break a rule of version "
-                f"{_schema.SCHEMA_VERSION} ({cause}); it is left as it was",
-                "see every problem with 'host-sim fsck --store PATH', which reads it without upgrading",
-            ) from cause
-
-    def _execute_script(self, conn: sqlite3.Connection, script: str) -> None:
-        try:
-            for statement in _schema.script(script):
-                conn.execute(statement)
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise self._write_error(exc) from exc
-
-    def _check_meta(self, conn: sqlite3.Connection, tables: set[str]) -> int:
-        meta: dict[str, str] = {}
-        if "meta" in tables:
-            try:
-                meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
-            except sqlite3.DatabaseError:
-                meta = {}
-        if meta.get("application") != _schema.APPLICATION:
-            raise self._fail(
-                f"is a SQLite database of another application (tables: {', '.join(sorted(tables))}), "
-                "not a host-sim store",
-                "pass the path of a host-sim store" + (", or a new path to create one" if self._create else ""),
-            )
-        raw = meta.get("schema_version", "")
-        try:
-            version = int(raw)
-        except ValueError:
-            raise self._fail(f"has an unreadable schema version {raw!r}", "the file is damaged; use another path") from None
-        if version > _schema.SCHEMA_VERSION:
-            raise self._fail(
-                f"was written by a newer host-sim (schema version {version}; this one reads up to {_schema.SCHEMA_VERSION})",
-                "upgrade host-sim to open it",
-            )
-        if version < 1:
-            raise self._fail(f"has an unknown schema version {version}", "the file is damaged; use another path")
-        missing = {t.name for t in _rows.LINEAGE_TABLES} - tables
-        if missing:
-            raise self._fail(f"lacks the tables {', '.join(sorted(missing))}", "the file is damaged; use another path")
-        return version
+        self._missing, self._tables = found.missing, found.tables
+        self._absent_tables, self._has_traces = found.absent_tables, found.has_traces
 
     def _read_all(self, conn: sqlite3.Connection) -> StoredState:
         state = StoredState(

@@ -1,5 +1,5 @@
-"""The schema of a `SqliteStore` file: the statements that make it, and those that bring an
-older file to it (SQL only; `SqliteStore` decides which to run when it opens a file).
+"""The schema of a `SqliteStore` file: the statements that make it, those that bring an
+older file to it, and `prepare`, which runs them when a store opens a file.
 
 A new store is made as version 2 was, then brought to version 3 by the same statements an
 upgrade runs: one definition of each version, no drift between new and upgraded files. The
@@ -9,11 +9,19 @@ tables' columns are the records' fields (`_rows`); a column added here is declar
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Final
 
+import attrs
+
+from . import _rows
+from ._errors import StoreError
 from ._invariants import ERASED_LABEL
+from ._protocol import INDEX_VERSION
 
 __all__ = [
+    "Found",
+    "prepare",
     "APPLICATION",
     "DECISIONS_17",
     "ERASURE_19",
@@ -407,3 +415,233 @@ def script(sql: str) -> list[str]:
         else:
             current += ";"
     return out
+
+
+@attrs.frozen(kw_only=True)
+class Found:
+    """What `prepare` found in a store's file. Immutable.
+
+    ``missing``: the ``"table.column"``s its schema lacks (a reader reads them as NULL);
+    ``tables``: every table it has; ``absent_tables``: the optional tables it lacks;
+    ``has_traces``: whether the trace tables exist.
+    """
+
+    missing: frozenset[str]
+    tables: frozenset[str]
+    absent_tables: frozenset[str]
+    has_traces: bool
+
+
+def prepare(
+    conn: sqlite3.Connection,
+    *,
+    create: bool,
+    read_only: bool,
+    fail: Callable[[str, str], StoreError],
+    write_error: Callable[[sqlite3.Error], StoreError],
+) -> Found:
+    """Check that ``conn``'s file is a host-sim store this host reads, make it (``create``, an
+    empty file), or bring a writer's older one to the current schema; raises `StoreError`
+    (``fail``, ``write_error``: how the store's errors read)."""
+    return _Opening(create=create, read_only=read_only, fail=fail, write_error=write_error).prepare(conn)
+
+
+class _Opening:
+    """One `prepare`: what it was asked, and whether it found the trace tables."""
+
+    def __init__(
+        self,
+        *,
+        create: bool,
+        read_only: bool,
+        fail: Callable[[str, str], StoreError],
+        write_error: Callable[[sqlite3.Error], StoreError],
+    ) -> None:
+        self._create = create
+        self._read_only = read_only
+        self._fail = fail
+        self._write_error = write_error
+        self._has_traces = False
+
+    def prepare(self, conn: sqlite3.Connection) -> Found:
+        try:
+            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.OperationalError as exc:  # not the file's content: this process's access to it
+            raise self._fail(
+                f"cannot be read ({exc})",
+                "check that this process may read the file"
+                + ("" if self._read_only else ", and write it and its folder (SQLite adds -wal and -shm files there)"),
+            ) from exc
+        except sqlite3.DatabaseError as exc:
+            raise self._fail(
+                f"is not a SQLite database ({exc})",
+                "pass the path of a host-sim store" + (", or a new path to create one" if self._create else ""),
+            ) from exc
+        if not tables:
+            if not self._create:
+                raise self._fail("is an empty SQLite database, not a host-sim store", "pass the path of a store a host wrote")
+            self._execute_script(conn, "PRAGMA journal_mode = WAL")
+            self._execute_script(
+                conn,
+                "BEGIN;\n"
+                + SCHEMA
+                + f"INSERT INTO meta (key, value) VALUES ('application', '{APPLICATION}');\n"
+                + f"INSERT INTO meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');\n"
+                + f"INSERT INTO meta (key, value) VALUES ('index_version', '{INDEX_VERSION}');\n"
+                + "COMMIT;",
+            )
+        else:
+            version = self._check_meta(conn, tables)
+            if not self._read_only:
+                self._execute_script(conn, "PRAGMA journal_mode = WAL")
+                if version == 1:
+                    self._upgrade_from_1(conn)
+                    version = 2
+                if version == 2:
+                    self._execute_script(conn, "BEGIN IMMEDIATE;\n" + UPGRADE_FROM_2 + "COMMIT;")
+        self._prepare_traces(conn)
+        self._prepare_log(conn)
+        self._prepare_jobs(conn)
+        self._prepare_record(conn)
+        missing = frozenset(
+            f"{table.name}.{column}"
+            for table in (*_rows.LINEAGE_TABLES, *_rows.LOG_TABLES, _rows.ACTIONS, _rows.ACTION_OUTCOMES, _rows.TRACE_OUTPUTS)
+            for present in [{row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}]
+            for column in table.columns
+            if column not in present
+        )
+        present = frozenset(name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+        if not self._read_only:
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA secure_delete = ON")  # what forget erases is zeroed, not freed
+        return Found(
+            missing=missing,
+            tables=present,
+            absent_tables=frozenset({"reads", "deletions", "session_tags", "job_tags"} - present),
+            has_traces=self._has_traces,
+        )
+
+    def _upgrade_from_1(self, conn: sqlite3.Connection) -> None:
+        try:
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + UPGRADE_FROM_1 + "COMMIT;")
+        except StoreError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, sqlite3.IntegrityError):
+                raise
+            # Version 1 enforced nothing: two hosts on one file left duplicate ordinals.
+            raise self._fail(
+                f"cannot be upgraded from schema version 1: its records break a rule of version "
+                f"{SCHEMA_VERSION} ({cause}); it is left as it was",
+                "see every problem with 'host-sim fsck --store PATH', which reads it without upgrading",
+            ) from cause
+
+    def _execute_script(self, conn: sqlite3.Connection, sql: str) -> None:
+        try:
+            for statement in script(sql):
+                conn.execute(statement)
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._write_error(exc) from exc
+
+    def _check_meta(self, conn: sqlite3.Connection, tables: set[str]) -> int:
+        meta: dict[str, str] = {}
+        if "meta" in tables:
+            try:
+                meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+            except sqlite3.DatabaseError:
+                meta = {}
+        if meta.get("application") != APPLICATION:
+            raise self._fail(
+                f"is a SQLite database of another application (tables: {', '.join(sorted(tables))}), "
+                "not a host-sim store",
+                "pass the path of a host-sim store" + (", or a new path to create one" if self._create else ""),
+            )
+        raw = meta.get("schema_version", "")
+        try:
+            version = int(raw)
+        except ValueError:
+            raise self._fail(f"has an unreadable schema version {raw!r}", "the file is damaged; use another path") from None
+        if version > SCHEMA_VERSION:
+            raise self._fail(
+                f"was written by a newer host-sim (schema version {version}; this one reads up to {SCHEMA_VERSION})",
+                "upgrade host-sim to open it",
+            )
+        if version < 1:
+            raise self._fail(f"has an unknown schema version {version}", "the file is damaged; use another path")
+        missing = {t.name for t in _rows.LINEAGE_TABLES} - tables
+        if missing:
+            raise self._fail(f"lacks the tables {', '.join(sorted(missing))}", "the file is damaged; use another path")
+        return version
+
+    def _prepare_log(self, conn: sqlite3.Connection) -> None:
+        """Give a writer's version-3 store made before the integrator's log its tables (and
+        the tags column); a reader reads such a store as it is (no tags, an empty log)."""
+        if self._read_only:
+            return
+        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "jobs" in present:
+            return
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+        script = LOG_3 if "tags" not in columns else LOG_3.replace("ALTER TABLE sessions ADD COLUMN tags TEXT;\n", "")
+        self._execute_script(conn, "BEGIN IMMEDIATE;\n" + script + "DELETE FROM meta WHERE key = 'index_version';\nCOMMIT;")
+
+    def _prepare_jobs(self, conn: sqlite3.Connection) -> None:
+        """Give a writer's store made before jobs could be found and cancelled their indexes
+        and cancel column (`JOBS_4`); a reader reads such a store as it is."""
+        if self._read_only:
+            return
+        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "job_tags" not in present:
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + JOBS_4 + "COMMIT;")
+
+    def _prepare_record(self, conn: sqlite3.Connection) -> None:
+        """Give a writer's store made before tool calls, retraction, decisions, usage and widgets
+        were part of the record (API.md sections 15, 17) their columns and rules (`RECORD_17`,
+        `RETRACTION_17`, `USAGE_COLUMN_15`, `WIDGETS_COLUMN_17`, `DECISIONS_17`), and trace
+        outputs where they were reported and turns that lose a quoted error (`ERASURE_19`); a
+        reader reads them as absent (no calls, not retracted, no usage, no widgets, no one who
+        decided, no reason, no turn or position)."""
+        if self._read_only:
+            return
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
+        if "tool_calls" not in columns:
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + RECORD_17 + "COMMIT;")
+        rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'finished_turns_never_change'").fetchone()
+        if rule is None or "NEW.widgets" not in str(rule[0]):
+            added = "" if "retracted_at" in columns else RETRACTION_COLUMNS_17
+            added += "" if "usage" in columns else USAGE_COLUMN_15
+            added += "" if "widgets" in columns else WIDGETS_COLUMN_17
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + RETRACTION_17 + "COMMIT;")
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(action_outcomes)")}
+        if "reason" not in columns:
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + DECISIONS_17 + "COMMIT;")
+        rules = dict(
+            conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
+                "AND name IN ('trace_outputs_never_change', 'finished_turns_never_change')"
+            ).fetchall()
+        )
+        turns_rule = str(rules.get("finished_turns_never_change"))
+        if "turn_id" not in str(rules.get("trace_outputs_never_change")) or "quoted error" not in turns_rule or (
+            "NEW.widgets" not in turns_rule
+        ):
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(trace_outputs)")}
+            added = "" if "turn_id" in columns else OUTPUT_COLUMNS_19
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + ERASURE_19 + "COMMIT;")
+
+    def _prepare_traces(self, conn: sqlite3.Connection) -> None:
+        """Give a writer's store the trace tables (a version-3 store made before traces gets
+        them; its trace index is then rebuilt by the host); a reader notes whether they exist."""
+        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if self._read_only:
+            self._has_traces = {t.name for t in _rows.TRACE_TABLES} <= present
+            return
+        stale = "" if "trace_index" in present else "DELETE FROM meta WHERE key = 'trace_index_version';\n"
+        self._execute_script(conn, "BEGIN IMMEDIATE;\n" + TRACES + stale + "COMMIT;")
+        self._has_traces = True
+        rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'actions_never_change'").fetchone()
+        if rule is None or "erased_at" not in str(rule[0]):  # a store made before erasure reached actions
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(actions)")}
+            added = "" if "erased_at" in columns else "ALTER TABLE actions ADD COLUMN erased_at TEXT;\n"
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + ERASURE_RULES + "COMMIT;")
