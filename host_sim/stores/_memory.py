@@ -559,7 +559,7 @@ class MemoryStore:
         self._check_open()
         tr = self._tr
         if trace_id is not None and trace_id not in tr.traces:
-            raise StoreError(f"no trace {trace_id!r} is stored; a session joins a stored trace")
+            raise StoreError(_rows.no_trace(trace_id, "a session joins a stored trace"))
         if trace_id is None and record.lineage.kind != "root":
             trace_id = tr.link_of.get(record.lineage.parent_session_id)
         await self.create_session(record, node, edge)
@@ -607,7 +607,7 @@ class MemoryStore:
         tr = self._tr
         output = tr.outputs.get(commit.output_id)
         if output is None:
-            raise StoreError(f"no output {commit.output_id!r} is stored; a commit lands a stored output")
+            raise StoreError(_rows.no_output(commit.output_id))
         tr.check_event(event_id)
         if commit.output_id not in tr.commits:
             tr.commits[commit.output_id] = commit
@@ -619,7 +619,7 @@ class MemoryStore:
         self._check_open()
         tr = self._tr
         if task.trace_id not in tr.traces:
-            raise StoreError(f"no trace {task.trace_id!r} is stored")
+            raise StoreError(_rows.no_trace(task.trace_id, "a task is given to a stored trace"))
         tr.check_task(task)
         tr.put_task(task)
 
@@ -691,8 +691,10 @@ class MemoryStore:
         self._check_open()
         tr = self._tr
         proposed = tr.actions.get(outcome.action_id)
-        if proposed is None or outcome.action_id in tr.outcomes:
-            raise StoreError(f"action {outcome.action_id!r} is not a pending action of this store; it is decided once")
+        if proposed is None:
+            raise StoreError(_rows.no_action(outcome.action_id))
+        if outcome.action_id in tr.outcomes:
+            raise StoreError(_rows.action_decided(outcome.action_id))
         tr.outcomes[outcome.action_id] = outcome
         tr.pending_of[proposed.session_id].pop(outcome.action_id, None)
 

@@ -98,6 +98,7 @@ from ._postgres_locks import PostgresLocks
 from ._postgres_sql import close_quietly
 from ._postgres_traces import PostgresTraces
 from ._postgres_sql import Step as _Step
+from ._postgres_sql import check
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
@@ -127,11 +128,6 @@ _UPSERT_NODE: Final = (
     f"INSERT INTO host_sim.nodes ({_cols(_rows.NODES)}) VALUES ({_marks(len(_rows.NODES.columns))}) "
     f"ON CONFLICT (session_id) DO UPDATE SET {_NODE_UPDATES}"
 )
-_SAVE_NODE: Final = (
-    f"INSERT INTO host_sim.nodes ({_cols(_rows.NODES)}) SELECT {_marks(len(_rows.NODES.columns))} "
-    "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
-    f"ON CONFLICT (session_id) DO UPDATE SET {_NODE_UPDATES}"
-)
 _EDGE_COLUMNS: Final = f"{_cols(_rows.EDGES)}, artifact_type, artifact_source_id"
 _EDGE_UPDATES: Final = ", ".join(
     f"{c} = excluded.{c}"
@@ -140,12 +136,6 @@ _EDGE_UPDATES: Final = ", ".join(
 )
 _UPSERT_EDGE: Final = (
     f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) VALUES ({_marks(len(_rows.EDGES.columns) + 2)}) "
-    f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
-)
-_SAVE_EDGE: Final = (
-    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) SELECT {_marks(len(_rows.EDGES.columns) + 2)} "
-    "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
-    "AND EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
     f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
 )
 _TURN_KEY: Final = " AND ".join(f"{c} = %s" for c in _rows.TURN_KEY)
@@ -372,13 +362,7 @@ class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents):
         row = (*self._row(_rows.TURNS, record), self._owner)
         await self._transact(
             [
-                _Step(
-                    "SELECT 1 FROM host_sim.sessions WHERE id = %s",
-                    (record.session_id,),
-                    f"cannot begin turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}: "
-                    + _rows.no_session(record.session_id, "a turn begins in a stored session"),
-                    "change",
-                ),
+                check(_rows.session_of_turn(record)),
                 _Step(_INSERT_TURN, row, _rows.turn_taken(record)),
             ]
         )
@@ -394,12 +378,7 @@ class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents):
         before keeps its first reason)."""
         await self._transact(
             [
-                _Step(
-                    "SELECT 1 FROM host_sim.turns WHERE id = %s AND status <> 'running'",
-                    (turn_id,),
-                    _rows.no_finished_turn(turn_id),
-                    "change",
-                ),
+                check(_rows.finished_turn_stored(turn_id)),
                 _Step(
                     "UPDATE host_sim.turns SET retracted_at = %s, retraction_reason = %s "
                     "WHERE id = %s AND status <> 'running' AND retracted_at IS NULL",
@@ -417,24 +396,22 @@ class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents):
         """Replace the node of a stored session."""
         await self._transact(
             [
-                _Step(
-                    _SAVE_NODE,
-                    (*self._row(_rows.NODES, node), node.session_id),
-                    _rows.no_session(node.session_id, "a node belongs to a stored session"),
-                    "change",
-                )
+                check(_rows.session_stored(node.session_id, "a node belongs to a stored session")),
+                _Step(_UPSERT_NODE, self._row(_rows.NODES, node), f"cannot write the node of session {node.session_id!r}"),
             ]
         )
 
     async def save_edge(self, edge: LineageEdge) -> None:
         """Write a lineage edge between two stored sessions (same pair: replaced)."""
-        await self._transact([self._edge_step(edge)])
+        await self._transact(self._edge_steps(edge))
 
-    def _edge_step(self, edge: LineageEdge) -> _Step:
-        """Write ``edge`` if both its sessions are stored."""
-        return _Step(
-            _SAVE_EDGE, (*self._edge_row(edge), edge.from_session_id, edge.to_session_id), _rows.edge_ends(edge), "change"
-        )
+    def _edge_steps(self, edge: LineageEdge) -> list[_Step]:
+        """Write ``edge`` once both its sessions are found stored."""
+        pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
+        return [
+            *(check(need) for need in _rows.ends_stored(edge)),
+            _Step(_UPSERT_EDGE, self._edge_row(edge), f"cannot write the edge {pair}"),
+        ]
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge and record `INDEX_VERSION`, in one transaction.
@@ -496,14 +473,9 @@ class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents):
             )
             (message,) = _rows.TURNS.pick(row, ("message",))
             steps.append(_Step(ERASE_EVENTS, (message, turn.id), f"cannot erase the events of turn {turn.id!r}"))
-        steps += [self._edge_step(e) for e in erasure.edges]
+        steps += [step for e in erasure.edges for step in self._edge_steps(e)]
         steps += [
-            _Step(
-                "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM host_sim.turns WHERE id = %s AND status = 'running')",
-                (turn_id,),
-                _rows.quoted_error_running(turn_id),
-                "change",
-            )
+            check(_rows.no_running_turn(turn_id))
             for table, turn_id in sorted(erasure.errors)
             if table == "turns"
         ]
@@ -691,12 +663,7 @@ class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents):
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         await self._transact(
             [
-                _Step(
-                    "SELECT 1 FROM host_sim.turns WHERE id = %s",
-                    (turn_id,),
-                    _rows.no_turn(turn_id, "mark a stored notification read"),
-                    "change",
-                ),
+                check(_rows.turn_stored(turn_id, "mark a stored notification read")),
                 _Step(
                     "INSERT INTO host_sim.reads (turn_id, read_at) VALUES (%s, %s) ON CONFLICT (turn_id) DO NOTHING",
                     (turn_id, at.isoformat()),
@@ -734,12 +701,7 @@ class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents):
         stamp = at.isoformat()
         await self._transact(
             [
-                _Step(
-                    "SELECT 1 FROM host_sim.sessions WHERE id = %s",
-                    (session_id,),
-                    _rows.no_session(session_id, "delete a stored session"),
-                    "change",
-                ),
+                check(_rows.session_stored(session_id, "delete a stored session")),
                 _Step(LOCK_EVENTS, (), "cannot lock the event log"),
                 _Step(
                     "INSERT INTO host_sim.deletions (session_id, deleted_at) VALUES (%s, %s) "

@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 import attrs
 
-from ._rows import Table
+from ._rows import Need, Table
 
-__all__ = ["Refused", "Step", "close_quietly", "cols", "diagnosis", "marks"]
+__all__ = ["Refused", "Step", "check", "close_quietly", "cols", "diagnosis", "marks"]
 
 
 def cols(table: Table, alias: str = "") -> str:
@@ -55,3 +55,10 @@ def close_quietly(conn: Any, unlock: bool = False) -> None:
         conn.close()
     except Exception:  # noqa: BLE001 (a connection that cannot close cleanly is gone anyway)
         pass
+
+
+def check(need: Need) -> Step:
+    """The step that checks ``need`` (a row the write needs, or must not find) in PostgreSQL."""
+    where = f"{need.column} = %s" + (f" AND {need.condition}" if need.condition else "")
+    exists = f"{'NOT ' if need.absent else ''}EXISTS (SELECT 1 FROM host_sim.{need.table} WHERE {where})"
+    return Step(f"SELECT 1 WHERE {exists}", (need.value,), need.refusal, "change")

@@ -32,7 +32,7 @@ from modular_sdk import SessionId, TurnId
 
 from . import _rows
 from ._errors import StoreError
-from ._postgres_sql import Step, cols, marks
+from ._postgres_sql import Step, check, cols, marks
 from ._traces import (
     TRACE_INDEX_VERSION,
     ActionOutcomeRecord,
@@ -132,7 +132,6 @@ _INDEX_KEEP: Final = " ON CONFLICT (key, kind, trace_id) DO NOTHING"
 _LINK_INDEX: Final = (
     _INDEX_ROW + "SELECT 'session', session_id, trace_id FROM host_sim.trace_links WHERE session_id = %s" + _INDEX_KEEP
 )
-_SESSION_STORED: Final = "SELECT 1 FROM host_sim.sessions WHERE id = %s"
 
 
 class PostgresTraces:
@@ -179,7 +178,7 @@ class PostgresTraces:
         at = record.created_at.isoformat()
         if trace_id is not None:
             steps += [
-                Step("SELECT 1 FROM host_sim.traces WHERE id = %s", (trace_id,), f"no trace {trace_id!r} is stored", "change"),
+                check(_rows.trace_stored(trace_id, "a session joins a stored trace")),
                 Step(
                     "INSERT INTO host_sim.trace_links (session_id, trace_id, created_at) VALUES (%s, %s, %s)",
                     (record.id, trace_id, at),
@@ -232,12 +231,7 @@ class PostgresTraces:
         )
         at = row[4]
         steps = [
-            Step(
-                _SESSION_STORED,
-                (session_id,),
-                _rows.no_session(session_id, "an output belongs to a stored session"),
-                "change",
-            ),
+            check(_rows.session_stored(session_id, "an output belongs to a stored session")),
             *self._event_steps(event_id, at),
             Step(
                 "INSERT INTO host_sim.traces (id, origin, created_at) SELECT %s, %s, %s "
@@ -275,12 +269,7 @@ class PostgresTraces:
         row = self._row(_rows.TRACE_COMMITS, commit)
         await self._transact(
             [
-                Step(
-                    "SELECT 1 FROM host_sim.trace_outputs WHERE output_id = %s",
-                    (commit.output_id,),
-                    f"no output {commit.output_id!r} is stored",
-                    "change",
-                ),
+                check(_rows.output_stored(commit.output_id)),
                 *self._event_steps(event_id, row[2]),
                 Step(_insert(_rows.TRACE_COMMITS) + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
                 Step(
@@ -296,12 +285,7 @@ class PostgresTraces:
         """Give a stored trace its task, once."""
         await self._transact(
             [
-                Step(
-                    "SELECT 1 FROM host_sim.traces WHERE id = %s",
-                    (task.trace_id,),
-                    f"no trace {task.trace_id!r} is stored",
-                    "change",
-                ),
+                check(_rows.trace_stored(task.trace_id, "a task is given to a stored trace")),
                 *self._task_steps(task),
             ]
         )
@@ -363,12 +347,7 @@ class PostgresTraces:
         """Write proposed actions, all or none."""
         _rows.check_actions([a.id for a in actions], self._refuse)
         steps = [
-            Step(
-                _SESSION_STORED,
-                (session_id,),
-                _rows.no_session(session_id, "an action belongs to a stored session"),
-                "change",
-            )
+            check(_rows.session_stored(session_id, "an action belongs to a stored session"))
             for session_id in dict.fromkeys(a.session_id for a in actions)
         ]
         steps += [Step(_insert(_rows.ACTIONS), self._row(_rows.ACTIONS, a), _rows.action_taken(a.id)) for a in actions]
@@ -378,16 +357,11 @@ class PostgresTraces:
         """Write the one decision about a pending action."""
         await self._transact(
             [
-                Step(
-                    "SELECT 1 FROM host_sim.actions WHERE id = %s",
-                    (outcome.action_id,),
-                    f"no action {outcome.action_id!r} is stored",
-                    "change",
-                ),
+                check(_rows.action_stored(outcome.action_id)),
                 Step(
                     _insert(_rows.ACTION_OUTCOMES),
                     self._row(_rows.ACTION_OUTCOMES, outcome),
-                    f"action {outcome.action_id!r} was decided before; it is decided once",
+                    _rows.action_decided(outcome.action_id),
                 ),
             ]
         )

@@ -77,8 +77,11 @@ __all__ = [
     "TURN_ERASED",
     "TURN_FINISHED",
     "TURN_KEY",
+    "Need",
     "Refuse",
     "Table",
+    "action_decided",
+    "action_stored",
     "action_taken",
     "check_actions",
     "check_begin_turn",
@@ -88,20 +91,31 @@ __all__ = [
     "check_finish_turn",
     "check_turn_begins_at",
     "check_turn_finishes",
+    "finished_turn_stored",
     "edge_ends",
+    "ends_stored",
     "erased_value",
     "invocation_not_started",
     "invocation_taken",
+    "no_action",
     "no_finished_turn",
+    "no_output",
+    "no_running_turn",
     "no_session",
+    "no_trace",
     "no_turn",
+    "output_stored",
     "quoted_error_running",
     "record_of",
+    "session_of_turn",
+    "session_stored",
     "session_taken",
     "time_of",
     "turn_of",
     "turn_not_erasable",
+    "trace_stored",
     "turn_not_running",
+    "turn_stored",
     "turn_taken",
 ]
 
@@ -170,8 +184,99 @@ def invocation_not_started(invocation_id: str) -> str:
     return f"invocation {invocation_id!r} is not a started invocation of this store; it finishes once"
 
 
+def no_trace(trace_id: str, rule: str) -> str:
+    return f"no trace {trace_id!r} is stored; {rule}"
+
+
+def no_output(output_id: str) -> str:
+    return f"no output {output_id!r} is stored; a commit lands a stored output"
+
+
+def no_action(action_id: str) -> str:
+    return f"no action {action_id!r} is stored; only a proposed action is decided"
+
+
+def action_decided(action_id: str) -> str:
+    return f"action {action_id!r} was decided before; it is decided once"
+
+
 def action_taken(action_id: str) -> str:
     return f"action {action_id!r} is already stored; action records never change"
+
+
+# -- checks a SQL store makes in the write's transaction (each renders them in its dialect) ---
+
+
+@attrs.frozen
+class Need:
+    """A row a write needs, checked in its own transaction before it writes. Immutable.
+
+    A row of ``table`` whose ``column`` is ``value`` (and that meets ``condition``, SQL both
+    databases read alike) must be stored, or with ``absent`` must not be; else the write is
+    refused with ``refusal``. `SqliteStore` and `PostgresStore` render it (``_sqlite_commit.check``,
+    ``_postgres_sql.check``); `MemoryStore` asks its dicts the same question.
+    """
+
+    table: str
+    column: str
+    value: object
+    refusal: str
+    condition: str = ""
+    absent: bool = False
+
+
+def session_stored(session_id: SessionId, rule: str) -> Need:
+    return Need(table="sessions", column="id", value=session_id, refusal=no_session(session_id, rule))
+
+
+def session_of_turn(record: TurnRecord) -> Need:
+    """A turn begins in a stored session."""
+    refusal = f"cannot begin {_turn_at(record)}: " + no_session(record.session_id, "a turn begins in a stored session")
+    return Need(table="sessions", column="id", value=record.session_id, refusal=refusal)
+
+
+def turn_stored(turn_id: TurnId, rule: str) -> Need:
+    return Need(table="turns", column="id", value=turn_id, refusal=no_turn(turn_id, rule))
+
+
+def finished_turn_stored(turn_id: TurnId) -> Need:
+    """Only a finished turn of the store is retracted."""
+    return Need(
+        table="turns", column="id", value=turn_id, refusal=no_finished_turn(turn_id), condition="status <> 'running'"
+    )
+
+
+def no_running_turn(turn_id: str) -> Need:
+    """The error of a running turn is not erased."""
+    return Need(
+        table="turns",
+        column="id",
+        value=turn_id,
+        refusal=quoted_error_running(turn_id),
+        condition="status = 'running'",
+        absent=True,
+    )
+
+
+def ends_stored(edge: LineageEdge) -> tuple[Need, Need]:
+    """An edge joins two stored sessions."""
+    refusal = edge_ends(edge)
+    return (
+        Need(table="sessions", column="id", value=edge.from_session_id, refusal=refusal),
+        Need(table="sessions", column="id", value=edge.to_session_id, refusal=refusal),
+    )
+
+
+def trace_stored(trace_id: str, rule: str) -> Need:
+    return Need(table="traces", column="id", value=trace_id, refusal=no_trace(trace_id, rule))
+
+
+def output_stored(output_id: str) -> Need:
+    return Need(table="trace_outputs", column="output_id", value=output_id, refusal=no_output(output_id))
+
+
+def action_stored(action_id: str) -> Need:
+    return Need(table="actions", column="id", value=action_id, refusal=no_action(action_id))
 
 
 # -- checks made on the record alone, before any write ---------------------------------------

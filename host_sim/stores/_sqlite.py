@@ -63,7 +63,7 @@ from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
 from . import _rows
 from . import _sqlite_schema as _schema
-from ._sqlite_commit import Batch, Step, Txn, commit, insert, upsert
+from ._sqlite_commit import Batch, Step, Txn, check, commit, insert, upsert
 from ._sqlite_traces import SqliteTraces
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
@@ -228,13 +228,7 @@ class SqliteStore(SqliteTraces):
         _rows.check_begin_turn(record, self._refuse)
         await self._transact(
             [
-                Step(
-                    "SELECT 1 FROM sessions WHERE id = ?",
-                    (record.session_id,),
-                    f"cannot begin turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}: "
-                    + _rows.no_session(record.session_id, "a turn begins in a stored session"),
-                    "row",
-                ),
+                check(_rows.session_of_turn(record)),
                 Step(insert(_rows.TURNS), _rows.TURNS.row(record), _rows.turn_taken(record)),
             ]
         )
@@ -251,7 +245,7 @@ class SqliteStore(SqliteTraces):
         before keeps its first reason)."""
         await self._transact(
             [
-                Step("SELECT 1 FROM turns WHERE id = ? AND status != 'running'", (turn_id,), _rows.no_finished_turn(turn_id), "row"),
+                check(_rows.finished_turn_stored(turn_id)),
                 Step(_RETRACT_TURN, (at.isoformat(), reason, turn_id), f"cannot retract turn {turn_id!r}"),
             ]
         )
@@ -262,12 +256,7 @@ class SqliteStore(SqliteTraces):
         """Replace the node of a stored session."""
         await self._transact(
             [
-                Step(
-                    "SELECT 1 FROM sessions WHERE id = ?",
-                    (node.session_id,),
-                    _rows.no_session(node.session_id, "a node belongs to a stored session"),
-                    "row",
-                ),
+                check(_rows.session_stored(node.session_id, "a node belongs to a stored session")),
                 Step(upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
             ]
         )
@@ -280,12 +269,7 @@ class SqliteStore(SqliteTraces):
     def _edge_steps(edge: LineageEdge) -> list[Step]:
         """Write ``edge`` once both its sessions are found stored."""
         return [
-            Step(
-                "SELECT 1 FROM sessions a, sessions b WHERE a.id = ? AND b.id = ?",
-                (edge.from_session_id, edge.to_session_id),
-                _rows.edge_ends(edge),
-                "row",
-            ),
+            *(check(need) for need in _rows.ends_stored(edge)),
             Step(upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge {edge.from_session_id!r} -> {edge.to_session_id!r}"),
         ]
 
@@ -317,12 +301,7 @@ class SqliteStore(SqliteTraces):
             )
         steps += [step for e in erasure.edges for step in self._edge_steps(e)]
         steps += [
-            Step(
-                "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM turns WHERE id = ? AND status = 'running')",
-                (turn_id,),
-                _rows.quoted_error_running(turn_id),
-                "row",
-            )
+            check(_rows.no_running_turn(turn_id))
             for table, turn_id in sorted(erasure.errors)
             if table == "turns"
         ]
@@ -474,7 +453,7 @@ class SqliteStore(SqliteTraces):
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         await self._transact(
             [
-                Step("SELECT 1 FROM turns WHERE id = ?", (turn_id,), _rows.no_turn(turn_id, "mark a stored notification read"), "row"),
+                check(_rows.turn_stored(turn_id, "mark a stored notification read")),
                 Step("INSERT OR IGNORE INTO reads (turn_id, read_at) VALUES (?, ?)", (turn_id, at.isoformat()), ""),
             ]
         )
@@ -530,12 +509,7 @@ class SqliteStore(SqliteTraces):
         stamp = at.isoformat()
         await self._transact(
             [
-                Step(
-                    "SELECT 1 FROM sessions WHERE id = ?",
-                    (session_id,),
-                    _rows.no_session(session_id, "delete a stored session"),
-                    "row",
-                ),
+                check(_rows.session_stored(session_id, "delete a stored session")),
                 Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
             ]
         )

@@ -15,9 +15,9 @@ from typing import Literal
 import attrs
 
 from ._errors import StoreError
-from ._rows import Table
+from ._rows import Need, Table
 
-__all__ = ["Batch", "Refused", "Step", "Txn", "commit", "insert", "run", "upsert"]
+__all__ = ["Batch", "Refused", "Step", "Txn", "check", "commit", "insert", "run", "upsert"]
 
 
 @attrs.frozen
@@ -112,3 +112,10 @@ def upsert(table: Table) -> str:
     """The statement that writes a row of ``table``, replacing the one of the same key."""
     updates = ", ".join(f"{c} = excluded.{c}" for c in table.columns if c not in table.key)
     return f"{insert(table)} ON CONFLICT ({', '.join(table.key)}) DO UPDATE SET {updates}"
+
+
+def check(need: Need) -> Step:
+    """The step that checks ``need`` (a row the write needs, or must not find) in SQLite."""
+    where = f"{need.column} = ?" + (f" AND {need.condition}" if need.condition else "")
+    exists = f"{'NOT ' if need.absent else ''}EXISTS (SELECT 1 FROM {need.table} WHERE {where})"
+    return Step(f"SELECT 1 WHERE {exists}", (need.value,), need.refusal, "row")

@@ -15,7 +15,7 @@ from modular_sdk import SessionId, TurnId
 from . import _rows
 from ._errors import StoreError
 from ._records import LineageEdge, SessionNode, SessionRecord
-from ._sqlite_commit import Step, insert
+from ._sqlite_commit import Step, check, insert
 from ._traces import (
     TRACE_INDEX_VERSION,
     ActionOutcomeRecord,
@@ -77,7 +77,7 @@ class SqliteTraces:
         at = record.created_at.isoformat()
         if trace_id is not None:
             steps += [
-                Step("SELECT 1 FROM traces WHERE id = ?", (trace_id,), f"no trace {trace_id!r} is stored", "row"),
+                check(_rows.trace_stored(trace_id, "a session joins a stored trace")),
                 Step(
                     "INSERT INTO trace_links (session_id, trace_id, created_at) VALUES (?, ?, ?)",
                     (record.id, trace_id, at),
@@ -136,12 +136,7 @@ class SqliteTraces:
         at = row[4]
         new = _rows.TRACES.row(chat_trace)
         steps = [
-            Step(
-                "SELECT 1 FROM sessions WHERE id = ?",
-                (session_id,),
-                _rows.no_session(session_id, "an output belongs to a stored session"),
-                "row",
-            ),
+            check(_rows.session_stored(session_id, "an output belongs to a stored session")),
             *self._event_steps(event_id, at),
             Step(
                 "INSERT INTO traces (id, origin, created_at) SELECT ?, ?, ? "
@@ -181,12 +176,7 @@ class SqliteTraces:
         row = _rows.TRACE_COMMITS.row(commit)
         await self._transact(
             [
-                Step(
-                    "SELECT 1 FROM trace_outputs WHERE output_id = ?",
-                    (commit.output_id,),
-                    f"no output {commit.output_id!r} is stored",
-                    "row",
-                ),
+                check(_rows.output_stored(commit.output_id)),
                 *self._event_steps(event_id, row[2]),
                 Step(insert(_rows.TRACE_COMMITS) + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
                 Step(
@@ -202,7 +192,7 @@ class SqliteTraces:
         """Give a stored trace its task, once."""
         await self._transact(
             [
-                Step("SELECT 1 FROM traces WHERE id = ?", (task.trace_id,), f"no trace {task.trace_id!r} is stored", "row"),
+                check(_rows.trace_stored(task.trace_id, "a task is given to a stored trace")),
                 *self._task_steps(task),
             ]
         )
@@ -272,12 +262,7 @@ class SqliteTraces:
         """Write proposed actions, all or none."""
         _rows.check_actions([a.id for a in actions], self._refuse)
         steps = [
-            Step(
-                "SELECT 1 FROM sessions WHERE id = ?",
-                (session_id,),
-                _rows.no_session(session_id, "an action belongs to a stored session"),
-                "row",
-            )
+            check(_rows.session_stored(session_id, "an action belongs to a stored session"))
             for session_id in dict.fromkeys(a.session_id for a in actions)
         ]
         steps += [Step(insert(_rows.ACTIONS), _rows.ACTIONS.row(a), _rows.action_taken(a.id)) for a in actions]
@@ -287,11 +272,11 @@ class SqliteTraces:
         """Write the one decision about a pending action."""
         await self._transact(
             [
-                Step("SELECT 1 FROM actions WHERE id = ?", (outcome.action_id,), f"no action {outcome.action_id!r} is stored", "row"),
+                check(_rows.action_stored(outcome.action_id)),
                 Step(
                     insert(_rows.ACTION_OUTCOMES),
                     _rows.ACTION_OUTCOMES.row(outcome),
-                    f"action {outcome.action_id!r} was decided before; it is decided once",
+                    _rows.action_decided(outcome.action_id),
                 ),
             ]
         )
