@@ -1,5 +1,11 @@
 """`PostgresStore`: one session graph in a PostgreSQL database, shared by several hosts.
 
+This module holds the store: its connections, writes and reads. Beside it:
+``_postgres_schema.py`` (the schema and `prepare`), ``_postgres_locks.py`` (`lock_session`),
+``_postgres_events.py`` (the event log), ``_postgres_traces.py`` (the `TraceStore`
+methods), ``_postgres_sql.py`` (what they all build SQL with); the tables, the checks made
+before each write and the rows each write needs are ``_rows.py``'s, shared with `SqliteStore`.
+
 Layout (PostgreSQL schema ``host_sim``, schema version 1)::
 
     meta(key PRIMARY KEY, value)         application = 'host-sim', schema_version = '1', index_version

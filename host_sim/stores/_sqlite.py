@@ -1,6 +1,12 @@
 """`SqliteStore`: a durable store in one SQLite file (stdlib ``sqlite3``).
 
-Layout (schema version 3; the statements that make and upgrade it: ``_sqlite_schema.py``)::
+This module holds the store: opening the file (its lock), writes and reads. Beside it:
+``_sqlite_schema.py`` (the statements that make and upgrade a file, and `prepare`, which
+runs them), ``_sqlite_commit.py`` (the group commit), ``_sqlite_traces.py`` (the
+`TraceStore` methods); the tables, the checks made before each write and the rows each
+write needs are ``_rows.py``'s, shared with `PostgresStore`.
+
+Layout (schema version 3)::
 
     meta(key PRIMARY KEY, value)             application = 'host-sim', schema_version = '3',
                                              index_version (see `INDEX_VERSION`)
