@@ -673,7 +673,7 @@ class OpenAIModel:
 
 
 @final
-class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents):
+class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents, PostgresCommit):
     """A durable store in a PostgreSQL database that several hosts share (one session graph)."""
     def __init__(self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)) -> None: ...
     @property
