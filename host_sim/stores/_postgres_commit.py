@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import anyio
 import anyio.to_thread
 
-from modular_sdk import SerializationError
-
 from . import _rows
 from ._errors import StoreError
 from ._postgres_sql import Refused, Step, close_quietly, cols, diagnosis
@@ -140,17 +138,10 @@ class PostgresCommit:
         return tuple(self._decode(table, record, row) for row in rows)
 
     def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
-        try:
-            value = _rows.record_of(table, row)
-        except (SerializationError, ValueError, TypeError, RecursionError) as exc:
-            key = ", ".join(repr(row[table.columns.index(k)]) for k in table.key)
-            problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            raise self._fail(
-                f"holds an unreadable {table.name} row ({key}): {problem}",
-                "the row was edited by hand; run 'host-sim fsck --store DSN' on it",
-            ) from None
-        assert isinstance(value, record)
-        return value
+        return _rows.decode(table, record, row, self._damaged)
+
+    def _damaged(self, problem: str) -> StoreError:
+        return self._fail(problem, "the row was edited by hand; run 'host-sim fsck --store DSN' on it")
 
     async def _transact(self, steps: list[Step]) -> None:
         def run(conn: Any) -> None:

@@ -23,7 +23,7 @@ import functools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, TypeVar
 
 import attrs
 
@@ -91,6 +91,7 @@ __all__ = [
     "check_finish_turn",
     "check_turn_begins_at",
     "check_turn_finishes",
+    "decode",
     "finished_turn_stored",
     "edge_ends",
     "ends_stored",
@@ -118,6 +119,8 @@ __all__ = [
     "turn_stored",
     "turn_taken",
 ]
+
+_R = TypeVar("_R")
 
 Refuse: TypeAlias = Callable[[str], StoreError]
 """Makes the error a store raises from a rule's text."""
@@ -531,6 +534,19 @@ INVOCATION_FINISHED: Final = ("finished_at", "text", "error", "error_kind")
 """The invocations columns finishing an invocation writes."""
 assert {*TURN_KEY, *TURN_FINISHED} <= set(TURNS.columns) and set(TURN_ERASED) <= set(TURNS.columns)
 assert set(INVOCATION_FINISHED) <= set(INVOCATIONS.columns)
+
+
+def decode(table: Table, record: type[_R], row: Sequence[object], remedy: Callable[[str], StoreError]) -> _R:
+    """The record of ``row``, a row of ``table`` holding ``record``s; a row it cannot read is
+    ``remedy(problem)`` (the store's error, naming the row by its key and what is wrong)."""
+    try:
+        value = record_of(table, row)
+    except (SerializationError, ValueError, TypeError, RecursionError) as exc:
+        key = ", ".join(repr(row[table.columns.index(k)]) for k in table.key)
+        problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise remedy(f"holds an unreadable {table.name} row ({key}): {problem}") from None
+    assert isinstance(value, record)
+    return value
 
 
 def record_of(table: Table, row: Sequence[object]) -> object:

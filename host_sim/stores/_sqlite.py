@@ -840,17 +840,10 @@ class SqliteStore(SqliteTraces):
         return tuple(out)
 
     def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
-        try:
-            value = _rows.record_of(table, row)
-        except (SerializationError, ValueError, TypeError, RecursionError) as exc:
-            key = ", ".join(repr(row[table.columns.index(k)]) for k in table.key)
-            problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            raise self._fail(
-                f"holds an unreadable {table.name} row ({key}): {problem}",
-                "the file is damaged or was edited by hand; run host-sim fsck on it",
-            ) from None
-        assert isinstance(value, record)
-        return value
+        return _rows.decode(table, record, row, self._damaged)
+
+    def _damaged(self, problem: str) -> StoreError:
+        return self._fail(problem, "the file is damaged or was edited by hand; run host-sim fsck on it")
 
 
 def _chunks(ids: Sequence[SessionId], size: int = 500) -> list[Sequence[SessionId]]:
