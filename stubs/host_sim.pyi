@@ -673,7 +673,7 @@ class OpenAIModel:
 
 
 @final
-class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents, PostgresCommit):
+class PostgresStore(SqlTraces, PostgresLocks, PostgresEvents, PostgresCommit):
     """A durable store in a PostgreSQL database that several hosts share (one session graph)."""
     def __init__(self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)) -> None: ...
     @property
@@ -1067,7 +1067,7 @@ class SessionRecord:
 
 
 @final
-class SqliteStore(SqliteTraces):
+class SqliteStore(SqlTraces):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write."""
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None: ...
     @property

@@ -2,9 +2,11 @@
 
 This module holds the store: its connections, writes and reads. Beside it:
 ``_postgres_schema.py`` (the schema and `prepare`), ``_postgres_locks.py`` (`lock_session`),
-``_postgres_events.py`` (the event log), ``_postgres_traces.py`` (the `TraceStore`
-methods), ``_postgres_sql.py`` (what they all build SQL with); the tables, the checks made
-before each write and the rows each write needs are ``_rows.py``'s, shared with `SqliteStore`.
+``_postgres_events.py`` (the event log), ``_postgres_commit.py`` (connections and
+transactions), ``_postgres_traces.py`` (the trace tables), ``_postgres_sql.py`` (what they
+all build SQL with); shared with `SqliteStore`: ``_sql_traces.py`` (the `TraceStore`
+methods, written once for both SQL dialects, ``_sql.py``) and ``_rows.py`` (the tables,
+the checks made before each write and the rows each write needs).
 
 Layout (PostgreSQL schema ``host_sim``, schema version 1)::
 
@@ -101,9 +103,9 @@ from ._postgres_commit import PostgresCommit
 from ._postgres_commit import redact as redact
 from ._postgres_locks import PostgresLocks
 from ._postgres_sql import close_quietly
-from ._postgres_traces import PostgresTraces
+from ._sql_traces import SqlTraces
 from ._postgres_sql import Step as _Step
-from ._postgres_sql import check
+from ._postgres_sql import DIALECT, check
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
@@ -207,7 +209,7 @@ _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE 
 SELECT_INDEX_VERSION: Final = "SELECT value FROM host_sim.meta WHERE key = 'index_version'"
 
 @final
-class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents, PostgresCommit):
+class PostgresStore(SqlTraces, PostgresLocks, PostgresEvents, PostgresCommit):
     """A durable store in a PostgreSQL database that several hosts share (one session graph).
 
     ``dsn`` is a libpq connection string (``postgresql://user@host:5432/dbname`` or
@@ -245,6 +247,8 @@ class PostgresStore(PostgresTraces, PostgresLocks, PostgresEvents, PostgresCommi
         "_psycopg",
         "_slots",
     )
+
+    _dialect = DIALECT
 
     def __init__(
         self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)

@@ -124,6 +124,14 @@ class PostgresCommit:
 
         return await self._with_connection(run)
 
+    def _traces_present(self) -> bool:
+        return True  # made with the store, or given to it when a host opened it
+
+    async def _records_where(
+        self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
+    ) -> tuple[_R, ...]:
+        return await self._records(table, record, f"SELECT {cols(table)} FROM host_sim.{table.name} {where}", params)
+
     async def _records(
         self, table: _rows.Table, record: type[_R], sql: str, params: tuple[object, ...]
     ) -> tuple[_R, ...]:
@@ -153,7 +161,7 @@ class PostgresCommit:
                             cursor = conn.execute(step.sql, step.params)
                         except (psycopg.IntegrityError, psycopg.errors.RaiseException) as exc:
                             raise Refused(f"{step.refusal} ({diagnosis(exc)})") from None
-                        if step.expect == "change" and cursor.rowcount < 1:
+                        if step.expect != "any" and cursor.rowcount < 1:  # changed, or found, no row
                             raise Refused(step.refusal)
             except Refused as refused:
                 raise self._refuse(str(refused)) from None

@@ -3,13 +3,15 @@ the step of a transaction (a statement with what its refusal means)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-import attrs
+from typing import Any, Final
 
 from ._rows import Need, Table
+from ._sql import Dialect, Step
 
-__all__ = ["Refused", "Step", "check", "close_quietly", "cols", "diagnosis", "marks"]
+__all__ = ["DIALECT", "Refused", "Step", "check", "close_quietly", "cols", "diagnosis", "marks"]
+
+DIALECT: Final = Dialect(mark="%s", schema="host_sim.", order="seq", or_ignore=False)
+"""How PostgreSQL spells what both SQL stores write (`_sql.Dialect`)."""
 
 
 def cols(table: Table, alias: str = "") -> str:
@@ -20,17 +22,6 @@ def cols(table: Table, alias: str = "") -> str:
 def marks(n: int) -> str:
     """``n`` psycopg placeholders, comma-separated."""
     return ", ".join("%s" for _ in range(n))
-
-
-@attrs.frozen
-class Step:
-    """One statement of a transaction; ``refusal`` says what a constraint (or, with
-    ``expect='change'``, changing or returning no row) means."""
-
-    sql: str
-    params: tuple[object, ...]
-    refusal: str
-    expect: Literal["any", "change"] = "any"
 
 
 class Refused(Exception):
@@ -59,6 +50,4 @@ def close_quietly(conn: Any, unlock: bool = False) -> None:
 
 def check(need: Need) -> Step:
     """The step that checks ``need`` (a row the write needs, or must not find) in PostgreSQL."""
-    where = f"{need.column} = %s" + (f" AND {need.condition}" if need.condition else "")
-    exists = f"{'NOT ' if need.absent else ''}EXISTS (SELECT 1 FROM host_sim.{need.table} WHERE {where})"
-    return Step(f"SELECT 1 WHERE {exists}", (need.value,), need.refusal, "change")
+    return DIALECT.check(need)

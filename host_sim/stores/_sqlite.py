@@ -2,9 +2,10 @@
 
 This module holds the store: opening the file (its lock), writes and reads. Beside it:
 ``_sqlite_schema.py`` (the statements that make and upgrade a file, and `prepare`, which
-runs them), ``_sqlite_commit.py`` (the group commit), ``_sqlite_traces.py`` (the
-`TraceStore` methods); the tables, the checks made before each write and the rows each
-write needs are ``_rows.py``'s, shared with `PostgresStore`.
+runs them), ``_sqlite_commit.py`` (the group commit); shared with `PostgresStore`:
+``_sql_traces.py`` (the `TraceStore` methods, written once for both SQL dialects,
+``_sql.py``) and ``_rows.py`` (the tables, the checks made before each write and the
+rows each write needs).
 
 Layout (schema version 3)::
 
@@ -69,8 +70,8 @@ from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
 from . import _rows
 from . import _sqlite_schema as _schema
-from ._sqlite_commit import Batch, Step, Txn, check, commit, insert, upsert
-from ._sqlite_traces import SqliteTraces
+from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, upsert
+from ._sql_traces import SqlTraces
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 
@@ -118,7 +119,7 @@ _FINISH_INVOCATION: Final = (
 
 
 @final
-class SqliteStore(SqliteTraces):
+class SqliteStore(SqlTraces):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write.
 
     ``path`` (and its folder) is created with its schema when missing, unless
@@ -150,6 +151,8 @@ class SqliteStore(SqliteTraces):
         "_read_only",
         "_has_traces",
     )
+
+    _dialect = DIALECT
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None:
         self._path = Path(path)
@@ -637,6 +640,17 @@ class SqliteStore(SqliteTraces):
                     raise self._fail(f"cannot be read ({exc})", "the file is damaged; run host-sim fsck on it") from exc
 
             return await anyio.to_thread.run_sync(run)
+
+    def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
+        return table.row(record)
+
+    def _traces_present(self) -> bool:
+        return self._has_traces
+
+    async def _records_where(
+        self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
+    ) -> tuple[_R, ...]:
+        return await self._records(table, record, where, params)
 
     async def _records(
         self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]

@@ -10,25 +10,18 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import Literal
+from typing import Final
 
 import attrs
 
 from ._errors import StoreError
 from ._rows import Need, Table
+from ._sql import Dialect, Step
 
-__all__ = ["Batch", "Refused", "Step", "Txn", "check", "commit", "insert", "run", "upsert"]
+__all__ = ["DIALECT", "Batch", "Refused", "Step", "Txn", "check", "commit", "insert", "run", "upsert"]
 
-
-@attrs.frozen
-class Step:
-    """One statement of a transaction; ``refusal`` is the error when it changes no row (or,
-    for a ``row`` check, finds none) or breaks a constraint."""
-
-    sql: str
-    params: tuple[object, ...]
-    refusal: str
-    expect: Literal["any", "change", "row"] = "any"
+DIALECT: Final = Dialect(mark="?", schema="", order="rowid", or_ignore=True)
+"""How SQLite spells what both SQL stores write (`_sql.Dialect`)."""
 
 
 @attrs.define(eq=False)
@@ -116,6 +109,4 @@ def upsert(table: Table) -> str:
 
 def check(need: Need) -> Step:
     """The step that checks ``need`` (a row the write needs, or must not find) in SQLite."""
-    where = f"{need.column} = ?" + (f" AND {need.condition}" if need.condition else "")
-    exists = f"{'NOT ' if need.absent else ''}EXISTS (SELECT 1 FROM {need.table} WHERE {where})"
-    return Step(f"SELECT 1 WHERE {exists}", (need.value,), need.refusal, "row")
+    return DIALECT.check(need)
