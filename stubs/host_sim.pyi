@@ -673,7 +673,7 @@ class OpenAIModel:
 
 
 @final
-class PostgresStore(PostgresTraces):
+class PostgresStore(SqlTraces, PostgresLocks, PostgresEvents, PostgresCommit):
     """A durable store in a PostgreSQL database that several hosts share (one session graph)."""
     def __init__(self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)) -> None: ...
     @property
@@ -739,9 +739,6 @@ class PostgresStore(PostgresTraces):
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]: ...
     async def read_all(self) -> StoredState:
         """Every record and index row, in writing order, from one consistent snapshot."""
-    @contextlib.asynccontextmanager
-    async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
-        """Hold session ``session_id``'s turn lock across every host of this database; yields"""
     @property
     def host_id(self) -> str:
         """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
@@ -759,6 +756,39 @@ class PostgresStore(PostgresTraces):
         """Hand a reply_delta to the other hosts' listeners (best-effort: dropped when too large)."""
     async def trim_events(self) -> int:
         """Delete event rows older than ``event_retention``; returns how many."""
+    @contextlib.asynccontextmanager
+    async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
+        """Hold session ``session_id``'s turn lock across every host of this database; yields"""
+    async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
+        """Write a trace and its task with their index rows, in one transaction."""
+    async def create_linked_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None) -> None:
+        """`create_session` and the session's trace link (given, or its parent's), in one transaction."""
+    async def add_output(self, *, output_id: str, session_id: SessionId, kind: str, created_at: datetime, chat_trace: TraceRecord, event_id: str | None = None, turn_id: TurnId | None = None, position: int | None = None) -> None:
+        """Link an output to its session's trace (a new chat trace when it has none), in one transaction."""
+    async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
+        """Record an output's first commit (a later one is ignored), in one transaction."""
+    async def attach_task(self, task: TraceTaskRecord) -> None:
+        """Give a stored trace its task, once."""
+    async def apply_event(self, event_id: str, at: datetime) -> None:
+        """Record a spool event applied."""
+    async def event_applied(self, event_id: str) -> bool: ...
+    async def get_trace(self, trace_id: str) -> TraceRecords | None: ...
+    async def find_trace(self, key: str) -> str | None: ...
+    async def trace_of_session(self, session_id: SessionId) -> str | None: ...
+    async def get_output(self, output_id: str) -> TraceOutputRecord | None: ...
+    async def get_commit(self, output_id: str) -> TraceCommitRecord | None: ...
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
+        """Write proposed actions, all or none."""
+    async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
+        """Write the one decision about a pending action."""
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None: ...
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]: ...
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]: ...
+    async def trace_index_version(self) -> int | None: ...
+    async def read_traces(self) -> TraceState:
+        """Every trace record and index row, in writing order."""
+    async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
+        """Replace the trace index and record `TRACE_INDEX_VERSION`, in one transaction."""
 
 
 @attrs.frozen(kw_only=True)
@@ -1040,7 +1070,7 @@ class SessionRecord:
 
 
 @final
-class SqliteStore:
+class SqliteStore(SqlTraces):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write."""
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None: ...
     @property

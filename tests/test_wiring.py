@@ -36,9 +36,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("sessions/_across_hosts.py", "engine"): (
         "the erasure generation the engine's sessions reflect; becomes the engine's own when _engine.py is cut (issue 22)"
     ),
-    ("stores/_sqlite.py", "txn"): "_Txn: the commit queue's record of how one store call went",
-    ("stores/_sqlite.py", "txns"): "_Txn: the commit queue's record of how one store call went",
-    ("stores/_sqlite.py", "batch"): "_Batch: the commit queue's record of one commit",
+    ("stores/_sqlite.py", "txn"): "Txn: the commit queue's record of how one store call went",
+    ("stores/_sqlite.py", "batch"): "Batch: the commit queue's record of one commit",
+    ("stores/_sqlite_commit.py", "txn"): "Txn: the commit queue's record of how one store call went",
+    ("stores/_sqlite_commit.py", "txns"): "Txn: the commit queue's record of how one store call went",
 }
 
 

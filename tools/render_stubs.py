@@ -180,7 +180,29 @@ class _Renderer:
                 body += self.function(member, _INDENT)
             elif isinstance(member, griffe.Class):
                 body += [_INDENT + line for line in self.klass(member)]
+        body += self._from_private_bases(cls)
         return out + (body or [f"{_INDENT}..."])
+
+    def _from_private_bases(self, cls: griffe.Class) -> list[str]:
+        """Public members a class inherits from a base the package does not export (a mixin
+        such as ``PostgresTraces``): they are the class's API, so the report lists them."""
+        exported = set(_export_names(self.package))
+        body: list[str] = []
+        for name, alias in cls.inherited_members.items():
+            if name in cls.members or (name.startswith("_") and name not in _DUNDERS):
+                continue
+            try:
+                member = alias.final_target
+            except griffe.AliasResolutionError:
+                continue
+            owner = member.parent
+            if not isinstance(owner, griffe.Class) or owner.name in exported or owner.path.split(".", 1)[0] != cls.path.split(".", 1)[0]:
+                continue
+            if isinstance(member, griffe.Attribute):
+                body += self.attribute(member, _INDENT, in_class=True)
+            elif isinstance(member, griffe.Function):
+                body += self.function(member, _INDENT)
+        return body
 
     def member(self, obj: griffe.Object) -> list[str]:
         if isinstance(obj, griffe.Class):

@@ -17,6 +17,7 @@ from ._erasure import PLACES, Erasure, Place, erase_record, erase_rows
 from ._errors import StoreError
 from ._invariants import erased_call, erased_widget
 from ._protocol import INDEX_VERSION
+from . import _rows
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._traces import (
     INDEX_ORDER,
@@ -144,10 +145,7 @@ class MemoryStore:
         """Keep a new session, its node and its edge; refuses an id already kept."""
         self._check_open()
         if record.id in self._sessions:
-            raise StoreError(
-                f"session {record.id!r} is already stored and session records never change; "
-                "create a new session instead"
-            )
+            raise StoreError(_rows.session_taken(record.id))
         self._sessions[record.id] = record
         self._all.append(record.id)
         position = len(self._all)
@@ -169,13 +167,15 @@ class MemoryStore:
     async def begin_turn(self, record: TurnRecord) -> None:
         """Keep a turn that starts (status ``running``)."""
         self._check_open()
-        own = self._turns_of.setdefault(record.session_id, [])  # in ordinal order
+        _rows.check_begin_turn(record)
+        own = self._turns_of.get(record.session_id, [])  # in ordinal order
         at = bisect.bisect_left(own, record.ordinal, key=_ordinal)  # the end, for the next turn
-        if record.status != "running" or record.id in self._turns or (at < len(own) and own[at].ordinal == record.ordinal):
-            raise StoreError(
-                f"cannot begin turn {record.ordinal} ({record.id!r}) of session "
-                f"{record.session_id!r}: a turn begins once, running, at a free ordinal"
-            )
+        _rows.check_turn_begins_at(
+            record,
+            session_stored=record.session_id in self._sessions,
+            taken=record.id in self._turns or (at < len(own) and own[at].ordinal == record.ordinal),
+        )
+        own = self._turns_of.setdefault(record.session_id, own)
         self._turns[record.id] = record
         own.insert(at, record)
         self._by_message.setdefault(record.message_id, record.id)
@@ -186,15 +186,8 @@ class MemoryStore:
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record."""
         self._check_open()
-        old = self._turns.get(record.id)
-        if (
-            old is None
-            or old.status != "running"
-            or record.status == "running"
-            or old.ordinal != record.ordinal
-            or old.session_id != record.session_id
-        ):
-            raise StoreError(f"cannot finish turn {record.id!r}: only a running turn can be finished, once")
+        _rows.check_finish_turn(record)
+        _rows.check_turn_finishes(self._turns.get(record.id), record)
         self._turns[record.id] = record
         own = self._turns_of[record.session_id]
         own[bisect.bisect_left(own, record.ordinal, key=_ordinal)] = record
@@ -205,7 +198,7 @@ class MemoryStore:
         self._check_open()
         old = self._turns.get(turn_id)
         if old is None or old.status == "running":
-            raise StoreError(f"cannot retract turn {turn_id!r}: only a finished turn of this store is retracted")
+            raise StoreError(_rows.no_finished_turn(turn_id))
         if old.retracted_at is not None:
             return old
         record = attrs.evolve(old, retracted_at=at, retraction_reason=reason)
@@ -219,15 +212,13 @@ class MemoryStore:
         self._check_open()
         record = self._sessions.get(node.session_id)
         if record is None:
-            raise StoreError(f"no session {node.session_id!r} is stored; a node belongs to a stored session")
+            raise StoreError(_rows.no_session(node.session_id, "a node belongs to a stored session"))
         self._keep_node(record, node)
 
     async def save_edge(self, edge: LineageEdge) -> None:
         """Keep a lineage edge (an edge between the same two sessions replaces it)."""
         self._check_open()
-        for end in (edge.from_session_id, edge.to_session_id):
-            if end not in self._sessions:
-                raise StoreError(f"no session {end!r} is stored; an edge joins two stored sessions")
+        _rows.check_ends(edge, self._stored(edge))
         self._put_edge(edge)
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
@@ -248,6 +239,7 @@ class MemoryStore:
         self._check_open()
         turns, edges = erasure.turns, erasure.edges
         for turn in turns:
+            _rows.check_erase_turn(turn)
             old = self._turns.get(turn.id)
             if (
                 old is None
@@ -266,18 +258,15 @@ class MemoryStore:
                 )
                 != turn
             ):
-                raise StoreError(
-                    f"cannot erase turn {turn.id!r}: only a finished turn is erased, once, keeping all but its text"
-                )
-        for end in {e.from_session_id for e in edges} | {e.to_session_id for e in edges}:
-            if end not in self._sessions:
-                raise StoreError(f"no session {end!r} is stored; an edge joins two stored sessions")
+                raise StoreError(_rows.turn_not_erasable(turn.id))
+        for edge in edges:
+            _rows.check_ends(edge, self._stored(edge))
         place = next(p for p in PLACES if p.table == "turns")
         quoted: list[TurnRecord] = []  # turns that keep their text but lose an error quoting erased text
         for table, turn_id in erasure.errors:
             old = self._turns.get(TurnId(turn_id)) if table == "turns" else None
             if old is not None and old.status == "running":
-                raise StoreError(f"cannot erase the error of turn {turn_id!r}: it is still running")
+                raise StoreError(_rows.quoted_error_running(turn_id))
             new = None if old is None else erase_record(place, old, erasure)
             if new is not None:
                 quoted.append(new)
@@ -310,16 +299,17 @@ class MemoryStore:
     async def begin_invocation(self, record: Invocation) -> None:
         self._check_open()
         if record.id in self._invocations:
-            raise StoreError(f"invocation {record.id!r} is already stored; an invocation begins once")
+            raise StoreError(_rows.invocation_taken(record.id))
         self._invocations[record.id] = record
         if record.session_id is not None:
             self._invocations_of.setdefault(record.session_id, []).append(record.id)
 
     async def finish_invocation(self, record: Invocation) -> None:
         self._check_open()
+        _rows.check_finish_invocation(record)
         old = self._invocations.get(record.id)
-        if old is None or old.finished_at is not None or record.finished_at is None:
-            raise StoreError(f"cannot finish invocation {record.id!r}: only a started invocation finishes, once")
+        if old is None or old.finished_at is not None:
+            raise StoreError(_rows.invocation_not_started(record.id))
         self._invocations[record.id] = record
 
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
@@ -422,7 +412,7 @@ class MemoryStore:
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         self._check_open()
         if turn_id not in self._turns:
-            raise StoreError(f"no turn {turn_id!r} is stored; mark a stored notification read")
+            raise StoreError(_rows.no_turn(turn_id, "mark a stored notification read"))
         self._reads.setdefault(turn_id, at)
 
     async def notification_turns(
@@ -475,7 +465,7 @@ class MemoryStore:
     async def delete_session(self, session_id: SessionId, at: datetime) -> None:
         self._check_open()
         if session_id not in self._sessions:
-            raise StoreError(f"no session {session_id!r} is stored")
+            raise StoreError(_rows.no_session(session_id, "delete a stored session"))
         self._deleted.setdefault(session_id, at)
 
     async def deleted_at(self, session_id: SessionId) -> datetime | None:
@@ -544,10 +534,10 @@ class MemoryStore:
         self._check_open()
         out: list[LineageEdge] = []
         if direction == "out":
-            for s in session_ids:
+            for s in dict.fromkeys(session_ids):  # a session asked twice: its edges once
                 out += (self._edge(s, t) for t in _held(self._out.get(s)))
         else:
-            for s in session_ids:
+            for s in dict.fromkeys(session_ids):
                 out += self._edges_into(s)
         return tuple(out)
 
@@ -595,7 +585,7 @@ class MemoryStore:
         self._check_open()
         tr = self._tr
         if trace_id is not None and trace_id not in tr.traces:
-            raise StoreError(f"no trace {trace_id!r} is stored; a session joins a stored trace")
+            raise StoreError(_rows.no_trace(trace_id, "a session joins a stored trace"))
         if trace_id is None and record.lineage.kind != "root":
             trace_id = tr.link_of.get(record.lineage.parent_session_id)
         await self.create_session(record, node, edge)
@@ -618,7 +608,7 @@ class MemoryStore:
         self._check_open()
         tr = self._tr
         if session_id not in self._sessions:
-            raise StoreError(f"no session {session_id!r} is stored; an output belongs to a stored session")
+            raise StoreError(_rows.no_session(session_id, "an output belongs to a stored session"))
         tr.check_event(event_id)
         if output_id not in tr.outputs:
             trace_id = tr.link_of.get(session_id)
@@ -643,7 +633,7 @@ class MemoryStore:
         tr = self._tr
         output = tr.outputs.get(commit.output_id)
         if output is None:
-            raise StoreError(f"no output {commit.output_id!r} is stored; a commit lands a stored output")
+            raise StoreError(_rows.no_output(commit.output_id))
         tr.check_event(event_id)
         if commit.output_id not in tr.commits:
             tr.commits[commit.output_id] = commit
@@ -655,7 +645,7 @@ class MemoryStore:
         self._check_open()
         tr = self._tr
         if task.trace_id not in tr.traces:
-            raise StoreError(f"no trace {task.trace_id!r} is stored")
+            raise StoreError(_rows.no_trace(task.trace_id, "a task is given to a stored trace"))
         tr.check_task(task)
         tr.put_task(task)
 
@@ -711,12 +701,12 @@ class MemoryStore:
         """Keep proposed actions, all or none."""
         self._check_open()
         tr = self._tr
-        ids = [a.id for a in actions]
-        if len(set(ids)) != len(ids) or any(i in tr.actions for i in ids):
-            raise StoreError(f"an action id of {ids!r} is already stored; action records never change")
+        _rows.check_actions([a.id for a in actions])
         for proposed in actions:
+            if proposed.id in tr.actions:
+                raise StoreError(_rows.action_taken(proposed.id))
             if proposed.session_id not in self._sessions:
-                raise StoreError(f"no session {proposed.session_id!r} is stored; an action belongs to a stored session")
+                raise StoreError(_rows.no_session(proposed.session_id, "an action belongs to a stored session"))
         for proposed in actions:
             tr.actions[proposed.id] = proposed
             tr.pending_of.setdefault(proposed.session_id, {})[proposed.id] = None
@@ -727,8 +717,10 @@ class MemoryStore:
         self._check_open()
         tr = self._tr
         proposed = tr.actions.get(outcome.action_id)
-        if proposed is None or outcome.action_id in tr.outcomes:
-            raise StoreError(f"action {outcome.action_id!r} is not a pending action of this store; it is decided once")
+        if proposed is None:
+            raise StoreError(_rows.no_action(outcome.action_id))
+        if outcome.action_id in tr.outcomes:
+            raise StoreError(_rows.action_decided(outcome.action_id))
         tr.outcomes[outcome.action_id] = outcome
         tr.pending_of[proposed.session_id].pop(outcome.action_id, None)
 
@@ -830,6 +822,9 @@ class MemoryStore:
             into = self._edges_into(target)
             edges.append(into[nth])
         return tuple(edges)
+
+    def _stored(self, edge: LineageEdge) -> list[SessionId]:
+        return [s for s in (edge.from_session_id, edge.to_session_id) if s in self._sessions]
 
     def _check_open(self) -> None:
         if not self._open:

@@ -1,5 +1,13 @@
 """`PostgresStore`: one session graph in a PostgreSQL database, shared by several hosts.
 
+This module holds the store: its connections, writes and reads. Beside it:
+``_postgres_schema.py`` (the schema and `prepare`), ``_postgres_locks.py`` (`lock_session`),
+``_postgres_events.py`` (the event log), ``_postgres_commit.py`` (connections and
+transactions), ``_postgres_traces.py`` (the trace tables), ``_postgres_sql.py`` (what they
+all build SQL with); shared with `SqliteStore`: ``_sql_traces.py`` (the `TraceStore`
+methods, written once for both SQL dialects, ``_sql.py``) and ``_rows.py`` (the tables,
+the checks made before each write and the rows each write needs).
+
 Layout (PostgreSQL schema ``host_sim``, schema version 1)::
 
     meta(key PRIMARY KEY, value)         application = 'host-sim', schema_version = '1', index_version
@@ -61,345 +69,52 @@ asyncio). psycopg is imported when a store is opened, never before.
 
 from __future__ import annotations
 
-import contextlib
-import re
 import secrets
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal, TypeVar, final
 
 import anyio
 import anyio.to_thread
 
-from modular_sdk import SerializationError, SessionId, TurnId
+from modular_sdk import SessionId, TurnId
 
 from ._records import LineageEdge, SessionNode
 from ._erasure import Erasure, statements
 from ._errors import StoreError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
-from ._postgres_sql import Refused as _Refused
-from ._postgres_traces import TRACE_TABLES_SCHEMA, PostgresTraces
+from . import _rows
+from ._postgres_schema import POSTGRES_SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION
+from ._postgres_schema import prepare
+from ._postgres_events import (
+    ERASE_COMMAND_EVENTS,
+    ERASE_COMMAND_EVENTS_OF,
+    ERASE_EVENTS,
+    ERASE_QUOTED_COMMAND_EVENTS,
+    ERASE_QUOTED_TURN_EVENTS,
+    LOCK_EVENTS,
+    PostgresEvents,
+    close_listener,
+)
+from ._postgres_locks import SELECT_ERASURE_GENERATION as SELECT_ERASURE_GENERATION
+from ._postgres_commit import PostgresCommit
+from ._postgres_commit import redact as redact
+from ._postgres_locks import PostgresLocks
+from ._postgres_sql import close_quietly
+from ._sql_traces import SqlTraces
 from ._postgres_sql import Step as _Step
+from ._postgres_sql import DIALECT, check
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
-from ._sqlite import _erased_value, _Table
-from ._shared import EventRow
 
-__all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore"]
+__all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
 
-POSTGRES_SCHEMA_VERSION: Final = 1
-"""The PostgreSQL schema this host-sim writes and reads; a newer one is refused."""
-
-_APPLICATION: Final = "host-sim"
-_SESSION_LOCK: Final = 0x48530001  # advisory lock class: one session's turns
 _OWNER_LOCK: Final = 0x48530002  # advisory lock class: a live store (its owner key)
-_SCHEMA_LOCK: Final = 0x48530003  # advisory lock class: creating or upgrading the schema
-_EVENT_LOCK: Final = 0x48530004  # advisory lock (transaction): event rows commit in seq order
-_EVENTS_CHANNEL: Final = "host_sim_events"  # NOTIFY: new event rows (a wake-up, never the rows)
-_DELTAS_CHANNEL: Final = "host_sim_deltas"  # NOTIFY: reply_delta payloads (best-effort, live only)
-_MAX_NOTIFY_PAYLOAD: Final = 7900  # bytes; PostgreSQL's limit is 8000
-_IDLE_LOCK_CONNECTIONS: Final = 8
 
 _R = TypeVar("_R")
-
-_SCHEMA: Final = """
-CREATE SCHEMA host_sim;
-CREATE TABLE host_sim.meta (
-    key text PRIMARY KEY,
-    value text NOT NULL
-);
-CREATE TABLE host_sim.sessions (
-    seq bigint GENERATED ALWAYS AS IDENTITY,
-    id text PRIMARY KEY,
-    lineage text NOT NULL,
-    metadata text,
-    model text NOT NULL,
-    cwd text NOT NULL,
-    runner_id text NOT NULL,
-    created_at text NOT NULL,
-    agent_id text,
-    trigger_turn_id text,
-    parent_session_id text,
-    tags text
-);
-CREATE INDEX sessions_by_parent ON host_sim.sessions (parent_session_id, seq) WHERE parent_session_id IS NOT NULL;
-CREATE INDEX sessions_by_trigger_turn ON host_sim.sessions (trigger_turn_id, seq) WHERE trigger_turn_id IS NOT NULL;
-CREATE INDEX sessions_in_order ON host_sim.sessions (seq);
-CREATE TABLE host_sim.turns (
-    seq bigint GENERATED ALWAYS AS IDENTITY,
-    id text PRIMARY KEY,
-    session_id text NOT NULL,
-    ordinal integer NOT NULL CHECK (ordinal >= 0),
-    message text NOT NULL,
-    message_id text NOT NULL,
-    author text NOT NULL,
-    runner_id text NOT NULL,
-    status text NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
-    reply text,
-    error text,
-    started_at text NOT NULL,
-    finished_at text,
-    erased_at text,
-    owner integer,
-    CONSTRAINT turns_one_per_ordinal UNIQUE (session_id, ordinal)
-);
-CREATE INDEX turns_by_message ON host_sim.turns (message_id, seq);
-CREATE INDEX turns_running ON host_sim.turns (seq) WHERE status = 'running';
-CREATE TABLE host_sim.nodes (
-    seq bigint GENERATED ALWAYS AS IDENTITY,
-    session_id text PRIMARY KEY,
-    created_at text NOT NULL,
-    summary text,
-    agent_id text,
-    completed_at text,
-    metrics text
-);
-CREATE TABLE host_sim.edges (
-    seq bigint GENERATED ALWAYS AS IDENTITY,
-    from_session_id text NOT NULL,
-    to_session_id text NOT NULL,
-    relation text NOT NULL,
-    created_at text NOT NULL,
-    artifact text,
-    artifact_type text,
-    artifact_source_id text,
-    PRIMARY KEY (from_session_id, to_session_id)
-);
-CREATE INDEX edges_in ON host_sim.edges (to_session_id, seq);
-CREATE INDEX edges_by_artifact ON host_sim.edges (artifact_type, artifact_source_id, seq) WHERE artifact_type IS NOT NULL;
-CREATE FUNCTION host_sim.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    RAISE EXCEPTION USING ERRCODE = 'integrity_constraint_violation', MESSAGE = TG_ARGV[0];
-END
-$$;
-CREATE TRIGGER sessions_never_change BEFORE UPDATE ON host_sim.sessions
-    FOR EACH ROW EXECUTE FUNCTION host_sim.refuse('a session record never changes');
-CREATE TRIGGER sessions_are_kept BEFORE DELETE ON host_sim.sessions
-    FOR EACH ROW EXECUTE FUNCTION host_sim.refuse('a session record is never deleted');
-CREATE TRIGGER sessions_are_never_truncated BEFORE TRUNCATE ON host_sim.sessions
-    FOR EACH STATEMENT EXECUTE FUNCTION host_sim.refuse('session records are never deleted');
-CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
-    WHEN (OLD.status <> 'running' AND NOT (
-        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL
-        AND NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
-        AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
-        AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
-        AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND (NEW.error IS NULL) = (OLD.error IS NULL)
-        AND NEW.owner IS NOT DISTINCT FROM OLD.owner))
-    EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once, to be forgotten)');
-CREATE TRIGGER finished_turns_are_kept BEFORE DELETE ON host_sim.turns FOR EACH ROW
-    WHEN (OLD.status <> 'running')
-    EXECUTE FUNCTION host_sim.refuse('a finished turn is never deleted');
-CREATE TRIGGER turns_are_never_truncated BEFORE TRUNCATE ON host_sim.turns
-    FOR EACH STATEMENT EXECUTE FUNCTION host_sim.refuse('turn records are never deleted');
-CREATE TABLE host_sim.session_tags (
-    key text NOT NULL,
-    value text NOT NULL,
-    seq bigint NOT NULL,
-    session_id text NOT NULL,
-    PRIMARY KEY (key, value, seq)
-);
-CREATE INDEX sessions_roots ON host_sim.sessions (seq) WHERE parent_session_id IS NULL;
-CREATE TABLE host_sim.deletions (session_id text PRIMARY KEY, deleted_at text NOT NULL);
-CREATE TABLE host_sim.invocations (
-    seq bigint GENERATED ALWAYS AS IDENTITY,
-    id text PRIMARY KEY,
-    session_id text,
-    mod_id text NOT NULL,
-    command_id text NOT NULL,
-    argument text,
-    author text NOT NULL,
-    started_at text NOT NULL,
-    finished_at text,
-    text text,
-    error text,
-    error_kind text,
-    position integer NOT NULL,
-    erased_at text
-);
-CREATE INDEX invocations_by_session ON host_sim.invocations (session_id, seq) WHERE session_id IS NOT NULL;
-CREATE TABLE host_sim.jobs (
-    seq bigint GENERATED ALWAYS AS IDENTITY,
-    id text PRIMARY KEY,
-    session_id text NOT NULL,
-    text text NOT NULL,
-    status text NOT NULL,
-    created_at text NOT NULL,
-    finished_at text,
-    kind text,
-    result text,
-    error text,
-    error_kind text,
-    turn_id text,
-    owner bigint
-);
-CREATE INDEX jobs_running ON host_sim.jobs (seq) WHERE status = 'running';
-CREATE TABLE host_sim.reads (turn_id text PRIMARY KEY, read_at text NOT NULL);
-CREATE INDEX turns_notifications ON host_sim.turns (seq) WHERE message LIKE '{"type":"notification"%%';
-"""
-
-# Jobs from any host (API.md section 13): found by id, paged newest first by session, status
-# or its session's tags (job_tags, copied from session_tags when the job starts), cancelled
-# through cancel_requested_at, which the host running the job polls for by key. Run when a
-# host opens a store made before them (IF NOT EXISTS; job_tags filled in).
-_JOBS_SCHEMA: Final = """
-ALTER TABLE host_sim.jobs ADD COLUMN IF NOT EXISTS cancel_requested_at text;
-CREATE TABLE IF NOT EXISTS host_sim.job_tags (
-    key text NOT NULL, value text NOT NULL, seq bigint NOT NULL, job_id text NOT NULL,
-    PRIMARY KEY (key, value, seq)
-);
-CREATE INDEX IF NOT EXISTS jobs_in_order ON host_sim.jobs (seq);
-CREATE INDEX IF NOT EXISTS jobs_by_session ON host_sim.jobs (session_id, seq);
-CREATE INDEX IF NOT EXISTS jobs_by_status ON host_sim.jobs (status, seq);
-CREATE INDEX IF NOT EXISTS session_tags_by_session ON host_sim.session_tags (session_id);
-INSERT INTO host_sim.job_tags (key, value, seq, job_id)
-    SELECT t.key, t.value, j.seq, j.id FROM host_sim.jobs j JOIN host_sim.session_tags t ON t.session_id = j.session_id
-    ON CONFLICT DO NOTHING;
-"""
-# Erasure (stores/_erasure.py): a record changes once more only to lose its text. Made with
-# a new store, and when a host opens a store made before erasure reached turn errors,
-# actions and outputs (its actions rule does not name erased_at).
-_ERASURE_RULES: Final = f"""
-ALTER TABLE host_sim.actions ADD COLUMN IF NOT EXISTS erased_at text;
-CREATE INDEX IF NOT EXISTS jobs_by_turn ON host_sim.jobs (turn_id) WHERE turn_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS actions_by_turn ON host_sim.actions (turn_id);
-CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
-    WHEN (OLD.status <> 'running' AND NOT (
-        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL
-        AND NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
-        AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
-        AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
-        AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND (NEW.error IS NULL) = (OLD.error IS NULL)
-        AND NEW.owner IS NOT DISTINCT FROM OLD.owner))
-    EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once, to be forgotten)');
-CREATE OR REPLACE TRIGGER actions_never_change BEFORE UPDATE ON host_sim.actions FOR EACH ROW
-    WHEN (NOT (
-        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND NEW.id = OLD.id AND NEW.type = OLD.type
-        AND NEW.mod_id = OLD.mod_id AND NEW.session_id = OLD.session_id AND NEW.turn_id = OLD.turn_id
-        AND NEW.created_at = OLD.created_at AND NEW.seq = OLD.seq))
-    EXECUTE FUNCTION host_sim.refuse('a proposed action never changes (except once, to be erased)');
-CREATE OR REPLACE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.trace_outputs FOR EACH ROW
-    WHEN (NOT (
-        NEW.kind = '{ERASED_LABEL}' AND NEW.output_id = OLD.output_id AND NEW.trace_id = OLD.trace_id
-        AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at AND NEW.seq = OLD.seq))
-    EXECUTE FUNCTION host_sim.refuse('a trace output never changes (except to be erased)');
-"""
-# The record, complete (API.md section 17): a turn's tool calls, written with its finished
-# record (JSON; NULL in rows written before). Made with a new store, and when a host opens
-# a store made before it.
-# A turn's token usage (API.md section 15; JSON, NULL when no model call reported any) is
-# written with its finished record and never changes afterwards, not even by forget.
-# Decisions are records too: who decided about an action and why, with the action's session
-# and turn (the erasure walk finds the reason, text, with them); a decision changes once
-# more only to lose its reason.
-_RECORD_SCHEMA: Final = f"""
-ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS tool_calls text;
-ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS retracted_at text;
-ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS retraction_reason text;
-ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS usage text;
-ALTER TABLE host_sim.turns ADD COLUMN IF NOT EXISTS widgets text;
-CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
-    WHEN (OLD.status <> 'running' AND NOT (
-        NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
-        AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
-        AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
-        AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND NEW.owner IS NOT DISTINCT FROM OLD.owner
-        AND NEW.seq = OLD.seq AND NEW.usage IS NOT DISTINCT FROM OLD.usage
-        AND ((
-            OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
-            AND NEW.retracted_at IS NOT DISTINCT FROM OLD.retracted_at
-            AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
-        ) OR (
-            OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
-            AND NEW.message = OLD.message AND NEW.reply IS NOT DISTINCT FROM OLD.reply
-            AND NEW.error IS NOT DISTINCT FROM OLD.error AND NEW.erased_at IS NOT DISTINCT FROM OLD.erased_at
-            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls AND NEW.widgets IS NOT DISTINCT FROM OLD.widgets
-        ))))
-    EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once to be forgotten, once to be retracted)');
-ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS decided_by text;
-ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS reason text;
-ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS session_id text;
-ALTER TABLE host_sim.action_outcomes ADD COLUMN IF NOT EXISTS turn_id text;
-CREATE INDEX IF NOT EXISTS action_outcomes_by_session ON host_sim.action_outcomes (session_id) WHERE session_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS action_outcomes_by_turn ON host_sim.action_outcomes (turn_id) WHERE turn_id IS NOT NULL;
-CREATE OR REPLACE TRIGGER action_outcomes_never_change BEFORE UPDATE ON host_sim.action_outcomes FOR EACH ROW
-    WHEN (NOT (
-        NEW.action_id = OLD.action_id AND NEW.state = OLD.state AND NEW.decided_at = OLD.decided_at
-        AND NEW.decided_by IS NOT DISTINCT FROM OLD.decided_by AND NEW.session_id IS NOT DISTINCT FROM OLD.session_id
-        AND NEW.turn_id IS NOT DISTINCT FROM OLD.turn_id AND NEW.seq = OLD.seq
-        AND (NEW.reason IS NOT DISTINCT FROM OLD.reason OR NEW.reason = '{ERASED_LABEL}')))
-    EXECUTE FUNCTION host_sim.refuse('a decision about an action never changes (except to lose its reason, erased)');
-"""
-# Erasure is total (API.md section 19): a trace output keeps the turn whose tool reported it
-# and the session position where the command that reported it was typed, so that forgetting
-# that turn erases it; it changes once more only to lose its kind. A finished turn may also
-# lose only its error, which quoted erased text (a later failed turn whose model saw a
-# forgotten one). Made with a new store, and when a host opens a store made before (its
-# trace outputs rule does not name turn_id, or its turns rule does not allow that).
-_ERASURE_SCHEMA_19: Final = f"""
-CREATE OR REPLACE TRIGGER finished_turns_never_change BEFORE UPDATE ON host_sim.turns FOR EACH ROW
-    WHEN (OLD.status <> 'running' AND NOT (
-        NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
-        AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
-        AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
-        AND NEW.finished_at IS NOT DISTINCT FROM OLD.finished_at AND NEW.owner IS NOT DISTINCT FROM OLD.owner
-        AND NEW.seq = OLD.seq AND NEW.usage IS NOT DISTINCT FROM OLD.usage
-        AND ((
-            OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
-            AND NEW.retracted_at IS NOT DISTINCT FROM OLD.retracted_at
-            AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
-        ) OR (
-            OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
-            AND NEW.message = OLD.message AND NEW.reply IS NOT DISTINCT FROM OLD.reply
-            AND NEW.error IS NOT DISTINCT FROM OLD.error AND NEW.erased_at IS NOT DISTINCT FROM OLD.erased_at
-            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls AND NEW.widgets IS NOT DISTINCT FROM OLD.widgets
-        ) OR (
-            OLD.error IS NOT NULL AND NEW.error = '{ERASED_LABEL}' AND NEW.message = OLD.message
-            AND NEW.reply IS NOT DISTINCT FROM OLD.reply AND NEW.erased_at IS NOT DISTINCT FROM OLD.erased_at
-            AND NEW.tool_calls IS NOT DISTINCT FROM OLD.tool_calls AND NEW.widgets IS NOT DISTINCT FROM OLD.widgets
-            AND NEW.retracted_at IS NOT DISTINCT FROM OLD.retracted_at
-            AND NEW.retraction_reason IS NOT DISTINCT FROM OLD.retraction_reason
-        ))))
-    EXECUTE FUNCTION host_sim.refuse('a finished turn never changes (except once to be forgotten, once to be retracted, to lose a quoted error)');
-ALTER TABLE host_sim.trace_outputs ADD COLUMN IF NOT EXISTS turn_id text;
-ALTER TABLE host_sim.trace_outputs ADD COLUMN IF NOT EXISTS position integer;
-CREATE INDEX IF NOT EXISTS trace_outputs_by_turn ON host_sim.trace_outputs (turn_id) WHERE turn_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS trace_outputs_by_position ON host_sim.trace_outputs (session_id, position)
-    WHERE position IS NOT NULL;
-CREATE OR REPLACE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.trace_outputs FOR EACH ROW
-    WHEN (NOT (
-        NEW.kind = '{ERASED_LABEL}' AND NEW.output_id = OLD.output_id AND NEW.trace_id = OLD.trace_id
-        AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at AND NEW.seq = OLD.seq
-        AND NEW.turn_id IS NOT DISTINCT FROM OLD.turn_id AND NEW.position IS NOT DISTINCT FROM OLD.position))
-    EXECUTE FUNCTION host_sim.refuse('a trace output never changes (except to be erased)');
-"""
-_HAS_ERASURE_SCHEMA_19: Final = (
-    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
-    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
-    "AND t.tgname = 'trace_outputs_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%turn_id%%') "
-    "AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
-    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
-    "AND t.tgname = 'finished_turns_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%quoted error%%' "
-    "AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%widgets%%')"
-)
-_HAS_RECORD_SCHEMA: Final = (
-    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
-    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
-    "AND t.tgname = 'action_outcomes_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%reason%%') "
-    "AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
-    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
-    "AND t.tgname = 'finished_turns_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%widgets%%') "
-    "AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'host_sim' "
-    "AND table_name = 'turns' AND column_name = 'tool_calls')"
-)
-_HAS_ERASURE_RULES: Final = (
-    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
-    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
-    "AND t.tgname = 'actions_never_change' AND pg_catalog.pg_get_triggerdef(t.oid) LIKE '%%erased_at%%')"
-)
 
 _JOB_TAGS: Final = (
     "INSERT INTO host_sim.job_tags (key, value, seq, job_id) SELECT t.key, t.value, j.seq, j.id "
@@ -407,151 +122,61 @@ _JOB_TAGS: Final = (
     "ON CONFLICT DO NOTHING"
 )
 
-_EVENT_LOG: Final = """
-CREATE TABLE IF NOT EXISTS host_sim.events (
-    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    host_id text NOT NULL,
-    kind text NOT NULL,
-    session_id text,
-    turn_id text,
-    written timestamptz NOT NULL DEFAULT now(),
-    event text NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_turn ON host_sim.events (turn_id) WHERE turn_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS events_by_session ON host_sim.events (session_id) WHERE session_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS events_by_time ON host_sim.events (written);
-"""
-"""The event log (API.md section 13), added to stores of schema version 1 when opened."""
 
-_SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage", "widgets"}))
-_NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
-_EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
 _NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
-_INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
-_JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
 
 
 _INSERT_SESSION: Final = (
-    f"INSERT INTO host_sim.sessions ({_cols(_SESSIONS)}, parent_session_id) VALUES ({_marks(len(_SESSIONS.columns) + 1)})"
+    f"INSERT INTO host_sim.sessions ({_cols(_rows.SESSIONS)}, parent_session_id) VALUES ({_marks(len(_rows.SESSIONS.columns) + 1)})"
 )
-_INSERT_TURN: Final = f"INSERT INTO host_sim.turns ({_cols(_TURNS)}, owner) VALUES ({_marks(len(_TURNS.columns) + 1)})"
-_NODE_UPDATES: Final = ", ".join(f"{c} = excluded.{c}" for c in _NODES.columns if c != "session_id")
+_INSERT_TURN: Final = f"INSERT INTO host_sim.turns ({_cols(_rows.TURNS)}, owner) VALUES ({_marks(len(_rows.TURNS.columns) + 1)})"
+_NODE_UPDATES: Final = ", ".join(f"{c} = excluded.{c}" for c in _rows.NODES.columns if c != "session_id")
 _UPSERT_NODE: Final = (
-    f"INSERT INTO host_sim.nodes ({_cols(_NODES)}) VALUES ({_marks(len(_NODES.columns))}) "
+    f"INSERT INTO host_sim.nodes ({_cols(_rows.NODES)}) VALUES ({_marks(len(_rows.NODES.columns))}) "
     f"ON CONFLICT (session_id) DO UPDATE SET {_NODE_UPDATES}"
 )
-_SAVE_NODE: Final = (
-    f"INSERT INTO host_sim.nodes ({_cols(_NODES)}) SELECT {_marks(len(_NODES.columns))} "
-    "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
-    f"ON CONFLICT (session_id) DO UPDATE SET {_NODE_UPDATES}"
-)
-_EDGE_COLUMNS: Final = f"{_cols(_EDGES)}, artifact_type, artifact_source_id"
+_EDGE_COLUMNS: Final = f"{_cols(_rows.EDGES)}, artifact_type, artifact_source_id"
 _EDGE_UPDATES: Final = ", ".join(
     f"{c} = excluded.{c}"
-    for c in (*_EDGES.columns, "artifact_type", "artifact_source_id")
+    for c in (*_rows.EDGES.columns, "artifact_type", "artifact_source_id")
     if c not in ("from_session_id", "to_session_id")
 )
 _UPSERT_EDGE: Final = (
-    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) VALUES ({_marks(len(_EDGES.columns) + 2)}) "
+    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) VALUES ({_marks(len(_rows.EDGES.columns) + 2)}) "
     f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
 )
-_SAVE_EDGE: Final = (
-    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) SELECT {_marks(len(_EDGES.columns) + 2)} "
-    "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
-    "AND EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) "
-    f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
-)
+_TURN_KEY: Final = " AND ".join(f"{c} = %s" for c in _rows.TURN_KEY)
 _FINISH_TURN: Final = (
-    "UPDATE host_sim.turns SET status = %s, reply = %s, error = %s, finished_at = %s, tool_calls = %s, usage = %s, widgets = %s, owner = NULL "
-    "WHERE id = %s AND session_id = %s AND ordinal = %s AND status = 'running'"
+    f"UPDATE host_sim.turns SET {', '.join(f'{c} = %s' for c in _rows.TURN_FINISHED)}, owner = NULL "
+    f"WHERE {_TURN_KEY} AND status = 'running'"
 )
 _ERASE_TURN: Final = (
-    "UPDATE host_sim.turns SET message = %s, reply = %s, error = %s, erased_at = %s, tool_calls = %s, widgets = %s, "
+    f"UPDATE host_sim.turns SET {', '.join(f'{c} = %s' for c in _rows.TURN_ERASED)}, "
     "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE %s END "
-    "WHERE id = %s AND session_id = %s AND ordinal = %s AND status <> 'running' AND erased_at IS NULL"
+    f"WHERE {_TURN_KEY} AND status <> 'running' AND erased_at IS NULL"
 )
-_BLANK = "CASE WHEN e.event::jsonb->>'{0}' IS NULL THEN NULL ELSE '' END"
-
-
-def _erased_event(message: str) -> str:
-    """The JSON of event row ``e`` with the text of its (erased) turn gone; ``message`` is the erased message."""
-    return (
-        "(CASE e.kind "
-        f"WHEN 'turn_started' THEN jsonb_set(e.event::jsonb, '{{message}}', {message}) "
-        f"WHEN 'turn_finished' THEN e.event::jsonb || jsonb_build_object('reply', {_BLANK.format('reply')}, "
-        f"'error', {_BLANK.format('error')}) "
-        "WHEN 'tool_called' THEN jsonb_set(e.event::jsonb, '{input}', '{}'::jsonb) "
-        f"WHEN 'tool_finished' THEN e.event::jsonb || jsonb_build_object('output', {_BLANK.format('output')}, "
-        f"'error', {_BLANK.format('error')}) "
-        "WHEN 'notification' THEN e.event::jsonb || '{\"title\": \"\", \"body\": \"\"}'::jsonb "
-        "WHEN 'turn_retracted' THEN e.event::jsonb || '{\"reason\": \"(erased)\"}'::jsonb "
-        "ELSE e.event::jsonb END)::text"
-    )
-
-
-_ERASE_EVENTS: Final = (  # what the event rows of an erased turn said goes with it (the kinds that hold text)
-    f"UPDATE host_sim.events e SET event = {_erased_event('%s::jsonb')} WHERE e.turn_id = %s"
-)
-_ERASE_NEW_EVENTS: Final = (  # rows just written about a turn erased meanwhile (made before, written after)
-    f"UPDATE host_sim.events e SET event = {_erased_event('t.message::jsonb')} FROM host_sim.turns t "
-    "WHERE e.seq >= %s AND e.turn_id = t.id AND t.erased_at IS NOT NULL"
-)
-_ERASE_COMMAND_EVENTS_OF: Final = (  # the command_finished rows of the commands an erasure erased
-    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
-    f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = ANY(%s) AND e.kind = 'command_finished' "
-    "AND EXISTS (SELECT 1 FROM host_sim.invocations i WHERE i.id = e.event::jsonb->>'invocation_id' "
-    "AND i.erased_at IS NOT NULL)"
-)
-_ERASE_NEW_COMMAND_EVENTS: Final = (
-    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
-    f"'error', {_BLANK.format('error')}))::text FROM host_sim.deletions d "
-    "WHERE e.seq >= %s AND e.kind = 'command_finished' AND e.session_id = d.session_id"
-)
-_ERASE_NEW_QUOTED_EVENTS: Final = (  # rows just written about a turn that lost a quoted error meanwhile
-    f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
-    "FROM host_sim.turns t WHERE e.seq >= %s AND e.kind = 'turn_finished' AND e.turn_id = t.id "
-    f"AND t.erased_at IS NULL AND t.error = '{ERASED_LABEL}' AND e.event::jsonb->>'error' IS NOT NULL"
-)
-_ERASE_NEW_ERASED_COMMAND_EVENTS: Final = (  # rows just written about a command erased meanwhile (forget, a quoted error)
-    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
-    f"'error', {_BLANK.format('error')}))::text FROM host_sim.invocations i "
-    "WHERE e.seq >= %s AND e.kind = 'command_finished' AND i.id = e.event::jsonb->>'invocation_id' "
-    "AND (i.erased_at IS NOT NULL OR i.error = '')"
-)
-_ERASE_QUOTED_TURN_EVENTS: Final = (  # the turn_finished rows of turns whose error quoted erased text
-    f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
-    "WHERE e.turn_id = ANY(%s) AND e.kind = 'turn_finished' AND e.event::jsonb->>'error' IS NOT NULL"
-)
-_ERASE_QUOTED_COMMAND_EVENTS: Final = (  # the command_finished rows of commands whose error quoted erased text
-    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
-    f"'error', {_BLANK.format('error')}))::text WHERE e.kind = 'command_finished' "
-    "AND e.event::jsonb->>'invocation_id' = ANY(%s) AND e.event::jsonb->>'error' IS NOT NULL"
-)
-_LOCK_EVENTS: Final = f"SELECT pg_advisory_xact_lock({_EVENT_LOCK}, 0)"  # appends and erasures, one at a time
-_ERASE_COMMAND_EVENTS: Final = (  # a deleted session's command_finished events lose their text
-    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
-    f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = %s AND e.kind = 'command_finished'"
+_FINISH_INVOCATION: Final = (
+    f"UPDATE host_sim.invocations SET {', '.join(f'{c} = %s' for c in _rows.INVOCATION_FINISHED)} "
+    "WHERE id = %s AND finished_at IS NULL"
 )
 _BUMP_ERASURE_GENERATION: Final = (  # in the transaction of every erasure and deletion
     "INSERT INTO host_sim.meta (key, value) VALUES ('erasure_generation', '1') "
     "ON CONFLICT (key) DO UPDATE SET value = (host_sim.meta.value::bigint + 1)::text"
 )
-SELECT_ERASURE_GENERATION: Final = "SELECT value FROM host_sim.meta WHERE key = 'erasure_generation'"
 _SET_INDEX_VERSION: Final = (
     "INSERT INTO host_sim.meta (key, value) VALUES ('index_version', %s) "
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
 
 # Reads (each served by an index; see tests/host/test_postgres_store.py, which EXPLAINs them).
-SELECT_SESSION: Final = f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions WHERE id = %s"
-SELECT_TURNS: Final = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE session_id = %s ORDER BY ordinal"
+SELECT_SESSION: Final = f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE id = %s"
+SELECT_TURNS: Final = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE session_id = %s ORDER BY ordinal"
 SELECT_TURNS_SINCE: Final = (
-    f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE session_id = %s AND ordinal >= %s ORDER BY ordinal"
+    f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE session_id = %s AND ordinal >= %s ORDER BY ordinal"
 )
-SELECT_TURN: Final = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE id = %s"
+SELECT_TURN: Final = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE id = %s"
 SELECT_TURN_BY_MESSAGE: Final = (
-    f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message_id = %s ORDER BY seq LIMIT 1"
+    f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE message_id = %s ORDER BY seq LIMIT 1"
 )
 _OWNER_HELD: Final = (  # the owner lock of host {owner} is held: that host is alive
     "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
@@ -563,37 +188,28 @@ CLAIM_ORPHANED_TURNS: Final = (
     "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
     "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
     f"AND l.classid = {_OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = t.owner::bigint::oid"
-    f") RETURNING t.seq, {_cols(_TURNS, 't.')}"
+    f") RETURNING t.seq, {_cols(_rows.TURNS, 't.')}"
 )
 SELECT_CHILDREN: Final = (
-    f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions WHERE parent_session_id = %s ORDER BY seq"
+    f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE parent_session_id = %s ORDER BY seq"
 )
 SELECT_SPAWNED_DURING: Final = (
-    f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions WHERE trigger_turn_id = %s ORDER BY seq"
+    f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE trigger_turn_id = %s ORDER BY seq"
 )
-SELECT_ALL_SESSIONS: Final = f"SELECT {_cols(_SESSIONS)} FROM host_sim.sessions ORDER BY seq"
-SELECT_NODES: Final = f"SELECT {_cols(_NODES)} FROM host_sim.nodes WHERE session_id = ANY(%s)"
+SELECT_ALL_SESSIONS: Final = f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions ORDER BY seq"
+SELECT_NODES: Final = f"SELECT {_cols(_rows.NODES)} FROM host_sim.nodes WHERE session_id = ANY(%s)"
 SELECT_EDGES_OUT: Final = (
-    f"SELECT {_cols(_EDGES)} FROM host_sim.edges WHERE from_session_id = ANY(%s) ORDER BY seq"
+    f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE from_session_id = ANY(%s) ORDER BY seq"
 )
-SELECT_EDGES_IN: Final = f"SELECT {_cols(_EDGES)} FROM host_sim.edges WHERE to_session_id = ANY(%s) ORDER BY seq"
+SELECT_EDGES_IN: Final = f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE to_session_id = ANY(%s) ORDER BY seq"
 SELECT_EDGES_BY_ARTIFACT: Final = (
-    f"SELECT {_cols(_EDGES)} FROM host_sim.edges WHERE artifact_type = %s AND artifact_source_id = %s ORDER BY seq"
+    f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE artifact_type = %s AND artifact_source_id = %s ORDER BY seq"
 )
 _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'host_sim'"
 SELECT_INDEX_VERSION: Final = "SELECT value FROM host_sim.meta WHERE key = 'index_version'"
 
-_PASSWORD_IN_URL: Final = re.compile(r"^([a-z]+://[^:/@?#]*):[^@/?#]*@", re.IGNORECASE)
-_PASSWORD_PARAM: Final = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)
-
-
-def redact(dsn: str) -> str:
-    """``dsn`` without its password (URL or key/value form), for messages and reprs."""
-    return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1:***@", dsn))
-
-
 @final
-class PostgresStore(PostgresTraces):
+class PostgresStore(SqlTraces, PostgresLocks, PostgresEvents, PostgresCommit):
     """A durable store in a PostgreSQL database that several hosts share (one session graph).
 
     ``dsn`` is a libpq connection string (``postgresql://user@host:5432/dbname`` or
@@ -631,6 +247,8 @@ class PostgresStore(PostgresTraces):
         "_psycopg",
         "_slots",
     )
+
+    _dialect = DIALECT
 
     def __init__(
         self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)
@@ -701,11 +319,11 @@ class PostgresStore(PostgresTraces):
                 self._owner_conn, self._idle, self._idle_locks = None, [], []
                 listener, self._listener = self._listener, None
                 if listener is not None:  # woken (a NOTIFY), then closed once no thread waits on it
-                    await anyio.to_thread.run_sync(_close_listener, listener, self._listening, conns[0])
+                    await anyio.to_thread.run_sync(close_listener, listener, self._listening, conns[0])
                 self._lock = self._slots = None
                 for conn in conns:
                     if conn is not None:  # this host's locks go first, so other hosts see it gone at once
-                        await anyio.to_thread.run_sync(_close_quietly, conn, True)
+                        await anyio.to_thread.run_sync(close_quietly, conn, True)
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -718,10 +336,10 @@ class PostgresStore(PostgresTraces):
         steps = [
             _Step(
                 _INSERT_SESSION,
-                (*self._row(_SESSIONS, record), parent),
-                f"session {record.id!r} is already stored and session records never change",
+                (*self._row(_rows.SESSIONS, record), parent),
+                _rows.session_taken(record.id),
             ),
-            _Step(_UPSERT_NODE, self._row(_NODES, node), f"cannot write the node of session {record.id!r}"),
+            _Step(_UPSERT_NODE, self._row(_rows.NODES, node), f"cannot write the node of session {record.id!r}"),
         ]
         if edge is not None:
             steps.append(
@@ -740,40 +358,27 @@ class PostgresStore(PostgresTraces):
 
     async def begin_turn(self, record: TurnRecord) -> None:
         """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
-        where = f"turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}"
-        if record.status != "running" or record.finished_at is not None:
-            raise self._fail(f"cannot begin {where} as {record.status!r}", "a turn begins running")
-        row = (*self._row(_TURNS, record), self._owner)
-        await self._transact([_Step(_INSERT_TURN, row, f"{where} cannot begin: its id or ordinal is taken")])
+        _rows.check_begin_turn(record, self._refuse)
+        row = (*self._row(_rows.TURNS, record), self._owner)
+        await self._transact(
+            [
+                check(_rows.session_of_turn(record)),
+                _Step(_INSERT_TURN, row, _rows.turn_taken(record)),
+            ]
+        )
 
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record; refuses any turn that is not running."""
-        row = dict(zip(_TURNS.columns, self._row(_TURNS, record), strict=True))
-        if record.status == "running" or record.finished_at is None:
-            raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "usage", "widgets", "id", "session_id", "ordinal"))
-        await self._transact(
-            [
-                _Step(
-                    _FINISH_TURN,
-                    params,
-                    f"turn {record.id!r} is not a running turn of this store; a turn finishes once",
-                    "change",
-                )
-            ]
-        )
+        _rows.check_finish_turn(record, self._refuse)
+        params = _rows.TURNS.pick(self._row(_rows.TURNS, record), (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
+        await self._transact([_Step(_FINISH_TURN, params, _rows.turn_not_running(record.id), "change")])
 
     async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
         """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
         before keeps its first reason)."""
         await self._transact(
             [
-                _Step(
-                    "SELECT 1 FROM host_sim.turns WHERE id = %s AND status <> 'running'",
-                    (turn_id,),
-                    f"no finished turn {turn_id!r} is stored",
-                    "change",
-                ),
+                check(_rows.finished_turn_stored(turn_id)),
                 _Step(
                     "UPDATE host_sim.turns SET retracted_at = %s, retraction_reason = %s "
                     "WHERE id = %s AND status <> 'running' AND retracted_at IS NULL",
@@ -791,28 +396,22 @@ class PostgresStore(PostgresTraces):
         """Replace the node of a stored session."""
         await self._transact(
             [
-                _Step(
-                    _SAVE_NODE,
-                    (*self._row(_NODES, node), node.session_id),
-                    f"no session {node.session_id!r} is stored; a node belongs to a stored session",
-                    "change",
-                )
+                check(_rows.session_stored(node.session_id, "a node belongs to a stored session")),
+                _Step(_UPSERT_NODE, self._row(_rows.NODES, node), f"cannot write the node of session {node.session_id!r}"),
             ]
         )
 
     async def save_edge(self, edge: LineageEdge) -> None:
         """Write a lineage edge between two stored sessions (same pair: replaced)."""
+        await self._transact(self._edge_steps(edge))
+
+    def _edge_steps(self, edge: LineageEdge) -> list[_Step]:
+        """Write ``edge`` once both its sessions are found stored."""
         pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
-        await self._transact(
-            [
-                _Step(
-                    _SAVE_EDGE,
-                    (*self._edge_row(edge), edge.from_session_id, edge.to_session_id),
-                    f"the edge {pair} names a session the store does not hold",
-                    "change",
-                )
-            ]
-        )
+        return [
+            *(check(need) for need in _rows.ends_stored(edge)),
+            _Step(_UPSERT_EDGE, self._edge_row(edge), f"cannot write the edge {pair}"),
+        ]
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge and record `INDEX_VERSION`, in one transaction.
@@ -834,7 +433,7 @@ class PostgresStore(PostgresTraces):
             _Step("DELETE FROM host_sim.nodes", (), ""),
             _Step("DELETE FROM host_sim.edges", (), ""),
         ]
-        steps += [_Step(_UPSERT_NODE, self._row(_NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [_Step(_UPSERT_NODE, self._row(_rows.NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
         steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot write an edge") for e in edges]
         steps += [
             _Step("DELETE FROM host_sim.session_tags", (), ""),
@@ -860,37 +459,39 @@ class PostgresStore(PostgresTraces):
         tables rewrites their files without it (docs/embedding.md, "Several hosts:
         PostgresStore", Limits).
         """
-        steps: list[_Step] = [_Step(_LOCK_EVENTS, (), "cannot lock the event log")]
+        steps: list[_Step] = [_Step(LOCK_EVENTS, (), "cannot lock the event log")]
         for turn in erasure.turns:
-            row = dict(zip(_TURNS.columns, self._row(_TURNS, turn), strict=True))
-            if turn.erased_at is None:
-                raise self._fail(f"cannot erase turn {turn.id!r} without erased_at", "pass its erased record")
+            _rows.check_erase_turn(turn, self._refuse)
+            row = self._row(_rows.TURNS, turn)
             steps.append(
                 _Step(
                     _ERASE_TURN,
-                    (
-                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"], row["widgets"],
-                        ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
-                    ),  # fmt: skip
-                    f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
+                    (*_rows.TURNS.pick(row, _rows.TURN_ERASED), ERASED_LABEL, *_rows.TURNS.pick(row, _rows.TURN_KEY)),
+                    _rows.turn_not_erasable(turn.id),
                     "change",
                 )
             )
-            steps.append(_Step(_ERASE_EVENTS, (row["message"], turn.id), f"cannot erase the events of turn {turn.id!r}"))
-        steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot rewrite an edge") for e in erasure.edges]
+            (message,) = _rows.TURNS.pick(row, ("message",))
+            steps.append(_Step(ERASE_EVENTS, (message, turn.id), f"cannot erase the events of turn {turn.id!r}"))
+        steps += [step for e in erasure.edges for step in self._edge_steps(e)]
+        steps += [
+            check(_rows.no_running_turn(turn_id))
+            for table, turn_id in sorted(erasure.errors)
+            if table == "turns"
+        ]
         tables = [str(name) for (name,) in await self._query(_SELECT_TABLES, ())]
         steps += [
             _Step(sql, params, "cannot erase the text of a record")
-            for sql, params in statements(erasure, tables=tables, mark="%s", prefix="host_sim.", encode=_erased_value)
+            for sql, params in statements(erasure, tables=tables, mark="%s", prefix="host_sim.", encode=_rows.erased_value)
         ]
         touched = sorted({session for session, _ in erasure.positions} | set(erasure.sessions))
-        steps.append(_Step(_ERASE_COMMAND_EVENTS_OF, (touched,), "cannot erase the events of erased commands"))
+        steps.append(_Step(ERASE_COMMAND_EVENTS_OF, (touched,), "cannot erase the events of erased commands"))
         quoted = {table: sorted(i for t, i in erasure.errors if t == table) for table in ("turns", "invocations")}
         if quoted["turns"]:
-            steps.append(_Step(_ERASE_QUOTED_TURN_EVENTS, (quoted["turns"],), "cannot erase the events of quoted errors"))
+            steps.append(_Step(ERASE_QUOTED_TURN_EVENTS, (quoted["turns"],), "cannot erase the events of quoted errors"))
         if quoted["invocations"]:
             steps.append(
-                _Step(_ERASE_QUOTED_COMMAND_EVENTS, (quoted["invocations"],), "cannot erase the events of quoted errors")
+                _Step(ERASE_QUOTED_COMMAND_EVENTS, (quoted["invocations"],), "cannot erase the events of quoted errors")
             )
         steps.append(_Step(_BUMP_ERASURE_GENERATION, (), "cannot record the erasure generation"))
         await self._transact(steps)
@@ -903,22 +504,22 @@ class PostgresStore(PostgresTraces):
         await self._transact(
             [
                 _Step(
-                    f"INSERT INTO host_sim.invocations ({_cols(_INVOCATIONS)}) VALUES ({_marks(len(_INVOCATIONS.columns))})",
-                    self._row(_INVOCATIONS, record),
-                    f"invocation {record.id!r} is already stored",
+                    f"INSERT INTO host_sim.invocations ({_cols(_rows.INVOCATIONS)}) VALUES ({_marks(len(_rows.INVOCATIONS.columns))})",
+                    self._row(_rows.INVOCATIONS, record),
+                    _rows.invocation_taken(record.id),
                 )
             ]
         )
 
     async def finish_invocation(self, record: Invocation) -> None:
-        row = dict(zip(_INVOCATIONS.columns, self._row(_INVOCATIONS, record), strict=True))
+        _rows.check_finish_invocation(record, self._refuse)
+        row = self._row(_rows.INVOCATIONS, record)
         await self._transact(
             [
                 _Step(
-                    "UPDATE host_sim.invocations SET finished_at = %s, text = %s, error = %s, error_kind = %s "
-                    "WHERE id = %s AND finished_at IS NULL",
-                    (row["finished_at"], row["text"], row["error"], row["error_kind"], record.id),
-                    f"invocation {record.id!r} is not a started invocation of this store; it finishes once",
+                    _FINISH_INVOCATION,
+                    (*_rows.INVOCATIONS.pick(row, _rows.INVOCATION_FINISHED), record.id),
+                    _rows.invocation_not_started(record.id),
                     "change",
                 )
             ]
@@ -926,22 +527,22 @@ class PostgresStore(PostgresTraces):
 
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
         return await self._records(
-            _INVOCATIONS,
+            _rows.INVOCATIONS,
             Invocation,
-            f"SELECT {_cols(_INVOCATIONS)} FROM host_sim.invocations WHERE session_id = %s ORDER BY seq",
+            f"SELECT {_cols(_rows.INVOCATIONS)} FROM host_sim.invocations WHERE session_id = %s ORDER BY seq",
             (session_id,),
         )
 
     async def save_job(self, record: JobRecord) -> None:
         """Write a job; a running one is owned by this host (like its turns), so that only a
         job whose host is gone is ever marked interrupted by another."""
-        updates = ", ".join(f"{c} = excluded.{c}" for c in (*_JOBS.columns, "owner") if c != "id")
+        updates = ", ".join(f"{c} = excluded.{c}" for c in (*_rows.JOBS.columns, "owner") if c != "id")
         owner = self._owner if record.status == "running" else None
         steps = [
             _Step(
-                f"INSERT INTO host_sim.jobs ({_cols(_JOBS)}, owner) VALUES ({_marks(len(_JOBS.columns) + 1)}) "
+                f"INSERT INTO host_sim.jobs ({_cols(_rows.JOBS)}, owner) VALUES ({_marks(len(_rows.JOBS.columns) + 1)}) "
                 f"ON CONFLICT (id) DO UPDATE SET {updates}",
-                (*self._row(_JOBS, record), owner),
+                (*self._row(_rows.JOBS, record), owner),
                 f"cannot write job {record.id!r}",
             )
         ]
@@ -950,10 +551,10 @@ class PostgresStore(PostgresTraces):
         await self._transact(steps)
 
     async def list_jobs(self) -> Sequence[JobRecord]:
-        return await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs ORDER BY seq", ())
+        return await self._records(_rows.JOBS, JobRecord, f"SELECT {_cols(_rows.JOBS)} FROM host_sim.jobs ORDER BY seq", ())
 
     async def get_job(self, job_id: str) -> JobRecord | None:
-        found = await self._records(_JOBS, JobRecord, f"SELECT {_cols(_JOBS)} FROM host_sim.jobs WHERE id = %s", (job_id,))
+        found = await self._records(_rows.JOBS, JobRecord, f"SELECT {_cols(_rows.JOBS)} FROM host_sim.jobs WHERE id = %s", (job_id,))
         return found[0] if found else None
 
     async def page_jobs(
@@ -973,12 +574,12 @@ class PostgresStore(PostgresTraces):
             where += " AND j.status = %s"
             params += (status,)
         return await self._tag_page(
-            _JOBS, JobRecord, "host_sim.jobs j", "host_sim.job_tags", "j.seq = t.seq", where, params, tags, limit, before
+            _rows.JOBS, JobRecord, "host_sim.jobs j", "host_sim.job_tags", "j.seq = t.seq", where, params, tags, limit, before
         )
 
     async def _tag_page(
         self,
-        table: _Table,
+        table: _rows.Table,
         record: type[_R],
         source: str,
         tag_table: str,
@@ -1062,19 +663,19 @@ class PostgresStore(PostgresTraces):
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         await self._transact(
             [
+                check(_rows.turn_stored(turn_id, "mark a stored notification read")),
                 _Step(
-                    "INSERT INTO host_sim.reads (turn_id, read_at) SELECT %s, %s "
-                    "WHERE EXISTS (SELECT 1 FROM host_sim.turns WHERE id = %s) ON CONFLICT (turn_id) DO NOTHING",
-                    (turn_id, at.isoformat(), turn_id),
-                    f"no turn {turn_id!r} is stored",
-                )
+                    "INSERT INTO host_sim.reads (turn_id, read_at) VALUES (%s, %s) ON CONFLICT (turn_id) DO NOTHING",
+                    (turn_id, at.isoformat()),
+                    f"cannot mark turn {turn_id!r} read",
+                ),
             ]
         )
 
     async def notification_turns(
         self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
     ) -> Sequence[TurnRecord]:
-        sql = f"SELECT {_cols(_TURNS)} FROM host_sim.turns WHERE message LIKE '{_NOTIFICATION_PREFIX}%%'"
+        sql = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE message LIKE '{_NOTIFICATION_PREFIX}%%'"
         params: tuple[object, ...] = ()
         if session_id is not None:
             sql += " AND session_id = %s"
@@ -1084,7 +685,7 @@ class PostgresStore(PostgresTraces):
             params += (key, value)
         if unread_only:
             sql += " AND id NOT IN (SELECT turn_id FROM host_sim.reads)"
-        return await self._records(_TURNS, TurnRecord, sql + " ORDER BY seq", params)
+        return await self._records(_rows.TURNS, TurnRecord, sql + " ORDER BY seq", params)
 
     async def page_sessions(
         self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
@@ -1092,7 +693,7 @@ class PostgresStore(PostgresTraces):
         roots = " AND s.parent_session_id IS NULL" if roots_only else ""
         live = " AND s.id NOT IN (SELECT session_id FROM host_sim.deletions)"
         return await self._tag_page(
-            _SESSIONS, SessionRecord, "host_sim.sessions s", "host_sim.session_tags", "s.id = t.session_id",
+            _rows.SESSIONS, SessionRecord, "host_sim.sessions s", "host_sim.session_tags", "s.id = t.session_id",
             roots + live, (), tags, limit, before,
         )  # fmt: skip
 
@@ -1100,14 +701,15 @@ class PostgresStore(PostgresTraces):
         stamp = at.isoformat()
         await self._transact(
             [
-                _Step(_LOCK_EVENTS, (), "cannot lock the event log"),
+                check(_rows.session_stored(session_id, "delete a stored session")),
+                _Step(LOCK_EVENTS, (), "cannot lock the event log"),
                 _Step(
-                    "INSERT INTO host_sim.deletions (session_id, deleted_at) SELECT %s, %s "
-                    "WHERE EXISTS (SELECT 1 FROM host_sim.sessions WHERE id = %s) ON CONFLICT (session_id) DO NOTHING",
-                    (session_id, stamp, session_id),
-                    f"no session {session_id!r} is stored",
+                    "INSERT INTO host_sim.deletions (session_id, deleted_at) VALUES (%s, %s) "
+                    "ON CONFLICT (session_id) DO NOTHING",
+                    (session_id, stamp),
+                    f"cannot delete session {session_id!r}",
                 ),
-                _Step(_ERASE_COMMAND_EVENTS, (session_id,), f"cannot erase the command events of {session_id!r}"),
+                _Step(ERASE_COMMAND_EVENTS, (session_id,), f"cannot erase the command events of {session_id!r}"),
                 _Step(_BUMP_ERASURE_GENERATION, (), "cannot record the erasure generation"),
             ]
         )
@@ -1140,24 +742,24 @@ class PostgresStore(PostgresTraces):
         return int(raw) if isinstance(raw, str) and raw.isdigit() else None
 
     async def get_session(self, session_id: SessionId) -> SessionRecord | None:
-        found = await self._records(_SESSIONS, SessionRecord, SELECT_SESSION, (session_id,))
+        found = await self._records(_rows.SESSIONS, SessionRecord, SELECT_SESSION, (session_id,))
         return found[0] if found else None
 
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
-        return await self._records(_TURNS, TurnRecord, SELECT_TURNS, (session_id,))
+        return await self._records(_rows.TURNS, TurnRecord, SELECT_TURNS, (session_id,))
 
     async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
         """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
-        return await self._records(_TURNS, TurnRecord, SELECT_TURNS_SINCE, (session_id, ordinal))
+        return await self._records(_rows.TURNS, TurnRecord, SELECT_TURNS_SINCE, (session_id, ordinal))
 
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
-        found = await self._records(_TURNS, TurnRecord, SELECT_TURN, (turn_or_message_id,))
+        found = await self._records(_rows.TURNS, TurnRecord, SELECT_TURN, (turn_or_message_id,))
         if not found:
-            found = await self._records(_TURNS, TurnRecord, SELECT_TURN_BY_MESSAGE, (turn_or_message_id,))
+            found = await self._records(_rows.TURNS, TurnRecord, SELECT_TURN_BY_MESSAGE, (turn_or_message_id,))
         return found[0] if found else None
 
     async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
-        return await self._records(_SESSIONS, SessionRecord, SELECT_SPAWNED_DURING, (turn_id,))
+        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_SPAWNED_DURING, (turn_id,))
 
     async def running_turns(self) -> Sequence[TurnRecord]:
         """Turns left running by a host that is gone (its connection closed or was lost), handed to this host.
@@ -1168,18 +770,18 @@ class PostgresStore(PostgresTraces):
         fails them as interrupted), or they are handed on again once this host is gone.
         """
         rows = await self._query(CLAIM_ORPHANED_TURNS, (self._owner,))
-        return tuple(self._decode(_TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
+        return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
 
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
-        return await self._records(_SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))
+        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))
 
     async def list_sessions(self) -> Sequence[SessionRecord]:
-        return await self._records(_SESSIONS, SessionRecord, SELECT_ALL_SESSIONS, ())
+        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_ALL_SESSIONS, ())
 
     async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
         found = {
             n.session_id: n
-            for n in await self._records(_NODES, SessionNode, SELECT_NODES, (list(dict.fromkeys(session_ids)),))
+            for n in await self._records(_rows.NODES, SessionNode, SELECT_NODES, (list(dict.fromkeys(session_ids)),))
         }
         return tuple(found[s] for s in session_ids if s in found)
 
@@ -1188,13 +790,13 @@ class PostgresStore(PostgresTraces):
     ) -> Sequence[LineageEdge]:
         sql = SELECT_EDGES_OUT if direction == "out" else SELECT_EDGES_IN
         by_session: dict[str, list[LineageEdge]] = {}
-        for edge in await self._records(_EDGES, LineageEdge, sql, (list(dict.fromkeys(session_ids)),)):
+        for edge in await self._records(_rows.EDGES, LineageEdge, sql, (list(dict.fromkeys(session_ids)),)):
             key = edge.from_session_id if direction == "out" else edge.to_session_id
             by_session.setdefault(key, []).append(edge)
         return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
 
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
-        return await self._records(_EDGES, LineageEdge, SELECT_EDGES_BY_ARTIFACT, (artifact_type, source_id))
+        return await self._records(_rows.EDGES, LineageEdge, SELECT_EDGES_BY_ARTIFACT, (artifact_type, source_id))
 
     async def read_all(self) -> StoredState:
         """Every record and index row, in writing order, from one consistent snapshot."""
@@ -1203,433 +805,17 @@ class PostgresStore(PostgresTraces):
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
                 return StoredState(
-                    sessions=self._decode_all(conn, _SESSIONS, SessionRecord),
-                    turns=self._decode_all(conn, _TURNS, TurnRecord),
-                    nodes=self._decode_all(conn, _NODES, SessionNode),
-                    edges=self._decode_all(conn, _EDGES, LineageEdge),
+                    sessions=self._decode_all(conn, _rows.SESSIONS, SessionRecord),
+                    turns=self._decode_all(conn, _rows.TURNS, TurnRecord),
+                    nodes=self._decode_all(conn, _rows.NODES, SessionNode),
+                    edges=self._decode_all(conn, _rows.EDGES, LineageEdge),
                 )
 
         return await self._with_connection(read)
 
-    # -- several hosts ---------------------------------------------------------------------
+    # -- several hosts: lock_session (PostgresLocks), the event log (PostgresEvents) ----------
 
-    @contextlib.asynccontextmanager
-    async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
-        """Hold session ``session_id``'s turn lock across every host of this database; yields
-        the erasure generation, read once the lock is granted (in the same round trip).
-
-        Waits (cancellably) until no other host holds it; hosts get it in the order they
-        asked. The lock is held on a connection of its own until the block ends, or until
-        this host's process dies.
-        """
-        conn = await self._lock_connection()
-        try:
-            generation = await self._wait_for_lock(conn, session_id)
-        except BaseException:
-            conn = None  # closed by _wait_for_lock
-            raise
-        try:
-            yield generation
-        finally:
-            with anyio.CancelScope(shield=True):
-                try:
-                    await anyio.to_thread.run_sync(self._unlock_session, conn, session_id)
-                except StoreError:
-                    await anyio.to_thread.run_sync(_close_quietly, conn)
-                else:
-                    if len(self._idle_locks) < _IDLE_LOCK_CONNECTIONS and self._owner_conn is not None:
-                        self._idle_locks.append(conn)
-                    else:
-                        await anyio.to_thread.run_sync(_close_quietly, conn)
-
-    async def _lock_connection(self) -> Any:
-        if self._owner_conn is None:
-            raise self._closed_error()
-        while self._idle_locks:
-            conn = self._idle_locks.pop()
-            if not conn.closed and not conn.broken:
-                return conn
-        made: list[Any] = []
-        try:
-            await anyio.to_thread.run_sync(lambda: made.append(self._connect()))
-        except BaseException:
-            for conn in made:  # connected, but the caller was cancelled meanwhile
-                _close_quietly(conn)
-            raise
-        return made[0]
-
-    async def _wait_for_lock(self, conn: Any, session_id: SessionId) -> int:
-        done = threading.Event()
-        state = threading.Lock()  # guards ``phase``: whether the waiting thread began, or was called off
-        phase = ["new"]
-        failure: list[BaseException] = []
-        generation: list[int] = []
-
-        def wait() -> None:
-            with state:
-                if phase[0] == "called off":  # cancelled before this thread ran: never ask for the lock
-                    done.set()
-                    return
-                phase[0] = "asking"
-            try:
-                # Two statements in one round trip: the second reads the generation with a
-                # snapshot taken once the lock is granted (never one from before the wait).
-                with conn.pipeline():
-                    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_SESSION_LOCK, session_id))
-                    read = conn.execute(SELECT_ERASURE_GENERATION, ())
-                row = read.fetchone()
-                generation.append(int(row[0]) if row is not None else 0)
-            except BaseException as exc:  # reported below, in the caller's task
-                failure.append(exc)
-            finally:
-                done.set()
-
-        def cancel() -> None:
-            with state:
-                began = phase[0] == "asking"
-                phase[0] = "called off"
-            if began:
-                try:
-                    conn.cancel_safe(timeout=10)
-                except Exception:  # noqa: BLE001 (closing the connection below ends the wait anyway)
-                    pass
-                done.wait(30)
-            _close_quietly(conn)  # a lock granted just before the cancel goes with it
-
-        try:
-            await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(cancel)
-            raise
-        if failure:
-            _close_quietly(conn)
-            raise self._database_error(failure[0], f"cannot lock session {session_id!r}")
-        return generation[0]
-
-    def _unlock_session(self, conn: Any, session_id: SessionId) -> None:
-        try:
-            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_SESSION_LOCK, session_id))
-        except self._psycopg.Error as exc:
-            raise self._database_error(exc, f"cannot unlock session {session_id!r}") from exc
-
-    # -- the event log (API.md section 13) ------------------------------------------------
-
-    @property
-    def host_id(self) -> str:
-        """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
-        return f"pg-{self._owner}"
-
-    async def append_events(self, rows: Sequence[EventRow]) -> None:
-        """Write event rows (in order) in one transaction and wake every listening host.
-
-        The transaction holds an advisory lock while it takes its seqs, so event rows
-        commit in seq order across hosts: a reader that has read up to seq N never later
-        finds a row below N it has not read.
-        """
-        if not rows:
-            return
-        values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
-        params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
-        for r in rows:
-            if "\x00" in r.event:
-                raise self._fail(f"cannot store a {r.kind} event holding a NUL character", "remove it where the text enters")
-
-        def run(conn: Any) -> None:
-            try:
-                with conn.transaction():
-                    conn.execute(_LOCK_EVENTS, ())
-                    first = conn.execute(
-                        f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} "
-                        "RETURNING seq",
-                        params,
-                    ).fetchone()[0]
-                    conn.execute(_ERASE_NEW_EVENTS, (first,))  # an erasure never leaves text behind in a row
-                    conn.execute(_ERASE_NEW_COMMAND_EVENTS, (first,))
-                    conn.execute(_ERASE_NEW_QUOTED_EVENTS, (first,))
-                    conn.execute(_ERASE_NEW_ERASED_COMMAND_EVENTS, (first,))
-                    conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
-            except self._psycopg.Error as exc:
-                raise self._database_error(exc, "could not write events") from exc
-
-        await self._with_connection(run)
-
-    async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
-        """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
-        rows = await self._query(
-            "SELECT seq, host_id, event FROM host_sim.events WHERE seq > %s ORDER BY seq LIMIT %s", (seq, limit)
-        )
-        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
-
-    async def trimmed_events(self) -> int:
-        """The newest seq retention deleted (0: none)."""
-        rows = await self._query("SELECT value FROM host_sim.meta WHERE key = 'events_trimmed'", ())
-        return int(rows[0][0]) if rows else 0
-
-    async def last_event_seq(self) -> int:
-        """The newest event row's seq (0: none): where a host that opens starts reading."""
-        rows = await self._query("SELECT max(seq) FROM host_sim.events", ())
-        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
-
-    async def wait_for_events(self, timeout: float) -> list[str]:
-        """Wait until a host wrote event rows (a NOTIFY) or ``timeout`` seconds passed; returns
-        the reply_delta payloads that arrived meanwhile. A wake-up, never the truth: the rows are."""
-        if self._owner_conn is None:
-            raise self._closed_error()
-        if self._listener is None or self._listener.closed:  # first use, or lost (the server restarted)
-            await anyio.to_thread.run_sync(self._listen)  # the store holds it even if this task is cancelled
-        listener, listening = self._listener, self._listening
-
-        def wait() -> list[str]:
-            with listening:
-                if listener.closed:
-                    return []
-                deltas: list[str] = []
-                try:
-                    for note in listener.notifies(timeout=timeout, stop_after=1):
-                        if note.channel == _DELTAS_CHANNEL:
-                            deltas.append(note.payload)
-                except self._psycopg.Error as exc:
-                    _close_quietly(listener)
-                    raise self._database_error(exc, "lost its event listener") from exc
-                return deltas
-
-        return await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
-
-    def _listen(self) -> None:
-        if self._listener is not None:
-            _close_listener(self._listener, self._listening, None)
-        conn = self._connect()
-        try:
-            conn.execute(f"LISTEN {_EVENTS_CHANNEL}", ())
-            conn.execute(f"LISTEN {_DELTAS_CHANNEL}", ())
-        except self._psycopg.Error as exc:  # the connection died at once: the reader retries
-            _close_quietly(conn)
-            raise self._database_error(exc, "could not listen for events") from exc
-        except BaseException:
-            _close_quietly(conn)
-            raise
-        self._listener = conn
-
-    async def send_delta(self, payload: str) -> None:
-        """Hand a reply_delta to the other hosts' listeners (best-effort: dropped when too large)."""
-        if len(payload.encode("utf-8")) > _MAX_NOTIFY_PAYLOAD or "\x00" in payload:
-            return
-        await self._query(f"SELECT pg_notify('{_DELTAS_CHANNEL}', %s)", (payload,))
-
-    async def trim_events(self) -> int:
-        """Delete event rows older than ``event_retention``; returns how many."""
-        cutoff_seconds = self._event_retention.total_seconds()
-
-        def run(conn: Any) -> int:
-            try:
-                with conn.transaction():
-                    row = conn.execute(
-                        "DELETE FROM host_sim.events WHERE seq <= (SELECT max(seq) FROM host_sim.events "
-                        "WHERE written < now() - make_interval(secs => %s)) RETURNING seq",
-                        (cutoff_seconds,),
-                    ).fetchall()
-                    if row:
-                        conn.execute(
-                            "INSERT INTO host_sim.meta (key, value) VALUES ('events_trimmed', %s) "
-                            "ON CONFLICT (key) DO UPDATE SET value = GREATEST(host_sim.meta.value::bigint, "
-                            "excluded.value::bigint)::text",
-                            (str(max(int(r[0]) for r in row)),),
-                        )
-                    return len(row)
-            except self._psycopg.Error as exc:
-                raise self._database_error(exc, "could not delete old events") from exc
-
-        return await self._with_connection(run)
-
-    # -- internals -----------------------------------------------------------------------
-
-    def _row(self, table: _Table, record: object) -> tuple[object, ...]:
-        row = table.row(record)
-        if self._psycopg is None:  # checked here too, so a closed store says so first
-            raise self._closed_error()
-        for column, value in zip(table.columns, row, strict=True):
-            if isinstance(value, str) and "\x00" in value:
-                key = ", ".join(f"{k}={getattr(record, k, '?')!r}" for k in table.key)
-                raise StoreError(
-                    f"cannot store {table.name}.{column} of {key} in {self.path!r}: it holds a NUL "
-                    f"character (\\x00 at position {value.index(chr(0))}), which PostgreSQL text "
-                    "cannot hold; remove it where the text enters",
-                    path=self.path,
-                )
-        return row
-
-    def _edge_row(self, edge: LineageEdge) -> tuple[object, ...]:
-        artifact = edge.artifact
-        return (
-            *self._row(_EDGES, edge),
-            None if artifact is None else artifact.type,
-            None if artifact is None else artifact.source_id,
-        )
-
-    async def _with_connection(self, work: Callable[[Any], _R]) -> _R:
-        slots = self._slots
-        if slots is None or self._owner_conn is None:
-            raise self._closed_error()
-        async with slots:
-            # The idle connection is taken in the worker thread: a task cancelled before the
-            # thread starts must not drop one it took (it would be left open, unowned).
-            conn, result = await anyio.to_thread.run_sync(self._run, work)
-            if self._owner_conn is not None:
-                self._idle.append(conn)
-            else:
-                _close_quietly(conn)  # the store closed meanwhile (no await: nothing may drop it)
-            return result
-
-    def _run(self, work: Callable[[Any], _R]) -> tuple[Any, _R]:
-        """In a worker thread: run ``work`` on an idle connection (connecting when there is none)."""
-        try:
-            conn = self._idle.pop()
-        except IndexError:
-            conn = None
-        if conn is None or conn.closed or conn.broken:
-            conn = self._connect()
-        try:
-            return conn, work(conn)
-        except BaseException:
-            if conn.broken or conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
-                _close_quietly(conn)
-            else:
-                self._idle.append(conn)
-            raise
-
-    async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
-        def run(conn: Any) -> list[tuple[Any, ...]]:
-            try:
-                rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
-                return rows
-            except self._psycopg.Error as exc:
-                raise self._database_error(exc, "cannot be read") from exc
-
-        return await self._with_connection(run)
-
-    async def _records(
-        self, table: _Table, record: type[_R], sql: str, params: tuple[object, ...]
-    ) -> tuple[_R, ...]:
-        rows = await self._query(sql, params)
-        return tuple(self._decode(table, record, row) for row in rows)
-
-    def _decode_all(self, conn: Any, table: _Table, record: type[_R]) -> tuple[_R, ...]:
-        try:
-            rows = conn.execute(f"SELECT {_cols(table)} FROM host_sim.{table.name} ORDER BY seq", ()).fetchall()
-        except self._psycopg.Error as exc:
-            raise self._database_error(exc, "cannot be read") from exc
-        return tuple(self._decode(table, record, row) for row in rows)
-
-    def _decode(self, table: _Table, record: type[_R], row: Sequence[object]) -> _R:
-        try:
-            value = table.read(row)
-        except (SerializationError, ValueError, TypeError, RecursionError) as exc:
-            key = ", ".join(repr(row[table.columns.index(k)]) for k in table.key)
-            problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            raise self._fail(
-                f"holds an unreadable {table.name} row ({key}): {problem}",
-                "the row was edited by hand; run 'host-sim fsck --store DSN' on it",
-            ) from None
-        assert isinstance(value, record)
-        return value
-
-    async def _transact(self, steps: list[_Step]) -> None:
-        def run(conn: Any) -> None:
-            psycopg = self._psycopg
-            try:
-                with conn.transaction():
-                    for step in steps:
-                        try:
-                            cursor = conn.execute(step.sql, step.params)
-                        except (psycopg.IntegrityError, psycopg.errors.RaiseException) as exc:
-                            raise _Refused(f"{step.refusal} ({_diagnosis(exc)})") from None
-                        if step.expect == "change" and cursor.rowcount < 1:
-                            raise _Refused(step.refusal)
-            except _Refused as refused:
-                raise self._fail(f"refused a write: {refused}", "records never change") from None
-            except psycopg.Error as exc:
-                raise self._database_error(exc, "could not be written") from exc
-
-        await self._with_connection(run)
-
-    def _closed_error(self) -> StoreError:
-        return StoreError(
-            f"the PostgreSQL store {self.path!r} is not open; a Host opens its store when "
-            "entered (async with Host(store=...)), or call 'await store.open()' first",
-            path=self.path,
-        )
-
-    def _fail(self, problem: str, remedy: str) -> StoreError:
-        return StoreError(f"the PostgreSQL store {self.path!r} {problem}; {remedy}", path=self.path)
-
-    def _database_error(self, exc: BaseException, doing: str) -> StoreError:
-        psycopg = self._psycopg
-        text = self._scrub(_diagnosis(exc))
-        if psycopg is not None and isinstance(exc, psycopg.OperationalError):
-            return self._fail(
-                f"{doing}: the connection to the server failed ({text})",
-                "check that the PostgreSQL server is running and reachable; the call can be retried",
-            )
-        if psycopg is not None and isinstance(exc, psycopg.errors.InsufficientPrivilege):
-            return self._fail(f"{doing}: permission denied ({text})", "grant the role access to schema host_sim")
-        if psycopg is not None and isinstance(exc, psycopg.errors.UndefinedTable):
-            return self._fail(f"{doing}: its tables are gone ({text})", "the schema host_sim was dropped; restore it")
-        return self._fail(f"{doing} ({text})", "see the server's log")
-
-    def _scrub(self, text: str) -> str:
-        password = _password_of(self._dsn)
-        return text.replace(password, "***") if password else text
-
-    # -- connecting ------------------------------------------------------------------------
-
-    def _import(self) -> Any:
-        if self._psycopg is None:
-            try:
-                import psycopg
-            except ImportError as exc:
-                raise StoreError(
-                    f"PostgresStore needs psycopg 3, which is not installed ({exc}); install the "
-                    "extra: pip install 'modular-chat-sdk[postgres]'",
-                    path=self.path,
-                ) from None
-            self._psycopg = psycopg
-        return self._psycopg
-
-    def _connect(self) -> Any:
-        psycopg = self._import()
-        try:
-            params = psycopg.conninfo.conninfo_to_dict(self._dsn)
-        except psycopg.ProgrammingError as exc:
-            raise StoreError(
-                f"{self.path!r} is not a PostgreSQL connection string ({self._scrub(_diagnosis(exc))}); pass "
-                "'postgresql://user@host:5432/dbname' or 'host=... port=... dbname=...'",
-                path=self.path,
-            ) from None
-        # Never prepared: a prepared statement may switch to a generic plan, which cannot
-        # tell that one session's turns from ordinal k on are a few rows (it scans).
-        extra: dict[str, object] = {"autocommit": True, "prepare_threshold": None}
-        if "application_name" not in params:
-            extra["application_name"] = "host-sim"
-        if "connect_timeout" not in params:
-            extra["connect_timeout"] = 10
-        try:
-            return psycopg.connect(self._dsn, **extra)
-        except psycopg.Error as exc:
-            raise self._connect_error(exc) from None
-
-    def _connect_error(self, exc: BaseException) -> StoreError:
-        text = self._scrub(_diagnosis(exc))
-        low = text.lower()
-        if "does not exist" in low and "database" in low:
-            remedy = "create it first (createdb NAME, or CREATE DATABASE NAME), or pass the DSN of an existing database"
-        elif "password" in low or "authentication" in low or ("role" in low and "does not exist" in low):
-            remedy = "check the user and password in the DSN (or the server's pg_hba.conf)"
-        elif "timeout" in low or "refused" in low or "no such file" in low or "could not" in low:
-            remedy = "start the PostgreSQL server, or check the host and port in the DSN"
-        else:
-            remedy = "check the DSN and the server's log"
-        return StoreError(f"cannot connect to the PostgreSQL store {self.path!r}: {text}; {remedy}", path=self.path)
+    # -- connections and transactions: PostgresCommit; opening ------------------------------
 
     def _connect_owner(self) -> tuple[Any, int]:
         """In a worker thread: the first connection, the schema checked or created, and this store's owner key."""
@@ -1641,140 +827,16 @@ class PostgresStore(PostgresTraces):
                 if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_OWNER_LOCK, owner)).fetchone()[0]:
                     return conn, owner
         except BaseException:
-            _close_quietly(conn)
+            close_quietly(conn)
             raise
 
     def _prepare(self, conn: Any) -> None:
-        psycopg = self._psycopg
-        try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SCHEMA_LOCK,))  # one creator at a time
-                (has_schema, has_meta, dbname) = conn.execute(
-                    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'host_sim'), "
-                    "to_regclass('host_sim.meta') IS NOT NULL, current_database()",
-                    (),
-                ).fetchone()
-                if not has_schema:
-                    if not self._create:
-                        raise self._fail(
-                            f"holds no host-sim store (database {dbname!r} has no schema host_sim)",
-                            "pass the DSN of the database your hosts write, or open it with a host to create one",
-                        )
-                    for statement in _statements(
-                        _SCHEMA + TRACE_TABLES_SCHEMA + _JOBS_SCHEMA + _ERASURE_RULES + _EVENT_LOG + _RECORD_SCHEMA
-                        + _ERASURE_SCHEMA_19
-                    ):
-                        conn.execute(statement, ())
-                    conn.execute(
-                        "INSERT INTO host_sim.meta (key, value) VALUES ('application', %s), "
-                        "('schema_version', %s), ('index_version', %s)",
-                        (_APPLICATION, str(POSTGRES_SCHEMA_VERSION), str(INDEX_VERSION)),
-                    )
-                    return
-                if not has_meta:
-                    raise self._fail(
-                        f"has a schema host_sim in database {dbname!r} that is not a host-sim store (no meta table)",
-                        "pass the DSN of a database whose schema host_sim a host created, or another database",
-                    )
-                meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM host_sim.meta", ()).fetchall()}
-                if self._create and conn.execute("SELECT to_regclass('host_sim.traces') IS NULL", ()).fetchone()[0]:
-                    for statement in _statements(TRACE_TABLES_SCHEMA):  # a store made before traces
-                        conn.execute(statement, ())
-                if self._create and conn.execute("SELECT to_regclass('host_sim.job_tags') IS NULL", ()).fetchone()[0]:
-                    for statement in _statements(_JOBS_SCHEMA):  # a store made before jobs had indexes
-                        conn.execute(statement, ())
-                if self._create and not conn.execute(_HAS_ERASURE_RULES, ()).fetchone()[0]:
-                    for statement in _statements(_ERASURE_RULES):  # a store made before erasure reached them
-                        conn.execute(statement, ())
-                if meta.get("application") == _APPLICATION and conn.execute(
-                    "SELECT to_regclass('host_sim.events') IS NULL", ()
-                ).fetchone()[0]:
-                    for statement in _statements(_EVENT_LOG):  # a store written before the event log
-                        conn.execute(statement, ())
-                if self._create and not conn.execute(_HAS_RECORD_SCHEMA, ()).fetchone()[0]:
-                    for statement in _statements(_RECORD_SCHEMA):  # a store made before tool calls and decisions were kept
-                        conn.execute(statement, ())
-                if self._create and not conn.execute(_HAS_ERASURE_SCHEMA_19, ()).fetchone()[0]:
-                    for statement in _statements(_ERASURE_SCHEMA_19):  # a store made before erasure reached outputs and quoted errors
-                        conn.execute(statement, ())
-        except StoreError:
-            raise
-        except psycopg.errors.InsufficientPrivilege as exc:
-            raise self._fail(
-                f"cannot be created: the role may not create schema host_sim ({self._scrub(_diagnosis(exc))})",
-                "GRANT CREATE ON DATABASE to the role, or let a role that may open it first",
-            ) from None
-        except psycopg.Error as exc:
-            raise self._database_error(exc, "cannot be opened") from None
-        if meta.get("application") != _APPLICATION:
-            raise self._fail(
-                f"has a schema host_sim of another application (application {meta.get('application')!r})",
-                "pass the DSN of a host-sim store's database, or another database",
-            )
-        raw = meta.get("schema_version", "")
-        if not raw.isdigit():
-            raise self._fail(f"has an unreadable schema version {raw!r}", "the meta table was edited; restore it")
-        if int(raw) > POSTGRES_SCHEMA_VERSION:
-            raise self._fail(
-                f"was written by a newer host-sim (schema version {raw}; this one reads up to "
-                f"{POSTGRES_SCHEMA_VERSION})",
-                "upgrade host-sim to open it",
-            )
-
-
-def _statements(script: str) -> list[str]:
-    """Statements of a script; a ``$$`` body keeps its inner ';'."""
-    out: list[str] = []
-    current: list[str] = []
-    quoted = False
-    for piece in script.split(";"):
-        current.append(piece)
-        quoted ^= piece.count("$$") % 2 == 1
-        if not quoted:
-            statement = ";".join(current).strip()
-            if statement:
-                out.append(statement)
-            current = []
-    return out
-
-
-def _diagnosis(exc: BaseException) -> str:
-    """The server's primary message (and the constraint it names), else the exception's first line."""
-    diag = getattr(exc, "diag", None)
-    primary = getattr(diag, "message_primary", None)
-    constraint = getattr(diag, "constraint_name", None)
-    if isinstance(primary, str) and primary:
-        return f"{primary}; constraint {constraint}" if isinstance(constraint, str) and constraint else primary
-    lines = str(exc).strip().splitlines()
-    return " ".join(line.strip() for line in lines) if lines else type(exc).__name__
-
-
-def _password_of(dsn: str) -> str | None:
-    match = _PASSWORD_IN_URL.match(dsn)
-    if match:
-        whole = match.group(0)
-        return whole[len(match.group(1)) + 1 : -1] or None
-    found = _PASSWORD_PARAM.search(dsn)
-    if found:
-        return found.group(2).strip("'") or None
-    return None
-
-
-def _close_listener(conn: Any, listening: threading.Lock, waker: Any) -> None:
-    try:
-        if waker is not None and not waker.closed and not waker.broken:
-            waker.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
-    except Exception:  # noqa: BLE001 (the wait then ends at its timeout)
-        pass
-    with listening:
-        _close_quietly(conn)
-
-
-def _close_quietly(conn: Any, unlock: bool = False) -> None:
-    try:
-        if unlock and not conn.closed and not conn.broken:
-            conn.execute("SELECT pg_advisory_unlock_all()", ())
-        conn.close()
-    except Exception:  # noqa: BLE001 (a connection that cannot close cleanly is gone anyway)
-        pass
-
+        """In a worker thread: check the schema of the database, or create it (see `_postgres_schema.prepare`)."""
+        prepare(
+            conn,
+            create=self._create,
+            psycopg=self._psycopg,
+            fail=self._fail,
+            database_error=self._database_error,
+            scrub=self._scrub,
+        )

@@ -3,16 +3,18 @@ the step of a transaction (a statement with what its refusal means)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Final
 
-import attrs
+from ._rows import Need, Table
+from ._sql import Dialect, Step
 
-from ._sqlite import _Table
+__all__ = ["DIALECT", "Refused", "Step", "check", "close_quietly", "cols", "diagnosis", "marks"]
 
-__all__ = ["Refused", "Step", "cols", "marks"]
+DIALECT: Final = Dialect(mark="%s", schema="host_sim.", order="seq", or_ignore=False)
+"""How PostgreSQL spells what both SQL stores write (`_sql.Dialect`)."""
 
 
-def cols(table: _Table, alias: str = "") -> str:
+def cols(table: Table, alias: str = "") -> str:
     """The table's columns, comma-separated (each prefixed by ``alias``)."""
     return ", ".join(f"{alias}{c}" for c in table.columns)
 
@@ -22,16 +24,30 @@ def marks(n: int) -> str:
     return ", ".join("%s" for _ in range(n))
 
 
-@attrs.frozen
-class Step:
-    """One statement of a transaction; ``refusal`` says what a constraint (or, with
-    ``expect='change'``, changing or returning no row) means."""
-
-    sql: str
-    params: tuple[object, ...]
-    refusal: str
-    expect: Literal["any", "change"] = "any"
-
-
 class Refused(Exception):
     """A step was refused (raised inside a transaction, turned into a `StoreError`)."""
+
+
+def diagnosis(exc: BaseException) -> str:
+    """The server's primary message (and the constraint it names), else the exception's first line."""
+    diag = getattr(exc, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    constraint = getattr(diag, "constraint_name", None)
+    if isinstance(primary, str) and primary:
+        return f"{primary}; constraint {constraint}" if isinstance(constraint, str) and constraint else primary
+    lines = str(exc).strip().splitlines()
+    return " ".join(line.strip() for line in lines) if lines else type(exc).__name__
+
+
+def close_quietly(conn: Any, unlock: bool = False) -> None:
+    try:
+        if unlock and not conn.closed and not conn.broken:
+            conn.execute("SELECT pg_advisory_unlock_all()", ())
+        conn.close()
+    except Exception:  # noqa: BLE001 (a connection that cannot close cleanly is gone anyway)
+        pass
+
+
+def check(need: Need) -> Step:
+    """The step that checks ``need`` (a row the write needs, or must not find) in PostgreSQL."""
+    return DIALECT.check(need)

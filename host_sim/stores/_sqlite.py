@@ -1,5 +1,12 @@
 """`SqliteStore`: a durable store in one SQLite file (stdlib ``sqlite3``).
 
+This module holds the store: opening the file (its lock), writes and reads. Beside it:
+``_sqlite_schema.py`` (the statements that make and upgrade a file, and `prepare`, which
+runs them), ``_sqlite_commit.py`` (the group commit); shared with `PostgresStore`:
+``_sql_traces.py`` (the `TraceStore` methods, written once for both SQL dialects,
+``_sql.py``) and ``_rows.py`` (the tables, the checks made before each write and the
+rows each write needs).
+
 Layout (schema version 3)::
 
     meta(key PRIMARY KEY, value)             application = 'host-sim', schema_version = '3',
@@ -42,8 +49,6 @@ call at a time, so the store works the same under asyncio and trio.
 from __future__ import annotations
 
 import fcntl
-import functools
-import json
 import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -56,601 +61,35 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from modular_sdk import (
-    AiMessage,
-    AiNotificationMessage,
-    AiPromptMessage,
-    AiRunnerId,
-    Author,
-    SerializationError,
-    SessionId,
-    TurnId,
-    Usage,
-    WidgetPlacement,
-)
-from modular_sdk._json import structure, unstructure
+from modular_sdk import SerializationError, SessionId, TurnId
 
 from ._records import LineageEdge, SessionNode
 from ._erasure import Erasure, statements
 from ._errors import StoreError, StoreLockedError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
-from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, ToolCallRecord, TurnRecord
-from ._traces import (
-    TRACE_INDEX_VERSION,
-    ActionOutcomeRecord,
-    ProposedActionRecord,
-    TraceCommitRecord,
-    TraceIndexEntry,
-    TraceLinkRecord,
-    TraceOutputRecord,
-    TraceRecord,
-    TraceRecords,
-    TraceState,
-    TraceTaskRecord,
-)
+from . import _rows
+from . import _sqlite_schema as _schema
+from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, upsert
+from ._sql_traces import SqlTraces
+from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
+from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
-SCHEMA_VERSION: Final = 3
-"""The schema this host-sim writes and reads; a store with a newer one is refused, an older one upgraded."""
-
-_APPLICATION: Final = "host-sim"
-
 _R = TypeVar("_R")
 
-# The turns table as version 2 made it (the upgrade from version 1 builds this one).
-_TURNS_TABLE_V2: Final = """
-CREATE TABLE turns (
-    id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    ordinal INTEGER NOT NULL,
-    message TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    author TEXT NOT NULL,
-    runner_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    reply TEXT,
-    error TEXT,
-    started_at TEXT NOT NULL,
-    finished_at TEXT
-);
-CREATE UNIQUE INDEX turns_by_session ON turns (session_id, ordinal);
-CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns WHEN OLD.status != 'running'
-BEGIN SELECT RAISE(ABORT, 'a finished turn never changes'); END;
-"""
-
-# Version 3: a finished turn changes once more, only to be forgotten (its text goes, its
-# structure stays); every read a host makes is served by an index (no scans).
-_VERSION_3: Final = """
-DROP TRIGGER finished_turns_never_change;
-CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
-WHEN OLD.status != 'running' AND NOT (
-    OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL
-    AND NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
-    AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
-    AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
-    AND NEW.finished_at IS OLD.finished_at AND NEW.error IS OLD.error
-)
-BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once, to be forgotten)'); END;
-CREATE INDEX turns_by_message ON turns (message_id);
-CREATE INDEX turns_running ON turns (status) WHERE status = 'running';
-CREATE INDEX sessions_by_parent ON sessions (json_extract(lineage, '$.parent_session_id'));
-CREATE INDEX sessions_by_trigger_turn ON sessions (trigger_turn_id) WHERE trigger_turn_id IS NOT NULL;
-CREATE INDEX edges_in ON edges (to_session_id);
-CREATE INDEX edges_by_artifact ON edges (json_extract(artifact, '$.type'), json_extract(artifact, '$.source_id'))
-    WHERE artifact IS NOT NULL;
-"""
-
-_RECORD_TRIGGERS: Final = """
-CREATE TRIGGER sessions_never_change BEFORE UPDATE ON sessions
-BEGIN SELECT RAISE(ABORT, 'a session record never changes'); END;
-CREATE TRIGGER sessions_are_kept BEFORE DELETE ON sessions
-BEGIN SELECT RAISE(ABORT, 'a session record is never deleted'); END;
-"""
-
-_COLUMNS_3: Final = "ALTER TABLE sessions ADD COLUMN trigger_turn_id TEXT;\nALTER TABLE turns ADD COLUMN erased_at TEXT;\n"
-
-# Version 3, the integrator's log (API.md section 12): tags fixed at creation (and their
-# index, derived: position is the session's rowid, so a page is a range of one index),
-# deletions, command invocations, jobs, notification read state.
-_LOG_3: Final = """
-ALTER TABLE sessions ADD COLUMN tags TEXT;
-CREATE TABLE IF NOT EXISTS session_tags (
-    session_id TEXT NOT NULL,
-    key TEXT NOT NULL,
-    value TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    PRIMARY KEY (key, value, position)
-);
-CREATE INDEX IF NOT EXISTS sessions_by_kind ON sessions (json_extract(lineage, '$.kind'));
-CREATE TABLE IF NOT EXISTS deletions (session_id TEXT PRIMARY KEY, deleted_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS invocations (
-    id TEXT PRIMARY KEY,
-    session_id TEXT,
-    mod_id TEXT NOT NULL,
-    command_id TEXT NOT NULL,
-    argument TEXT,
-    author TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    finished_at TEXT,
-    text TEXT,
-    error TEXT,
-    error_kind TEXT,
-    position INTEGER NOT NULL,
-    erased_at TEXT
-);
-CREATE INDEX IF NOT EXISTS invocations_by_session ON invocations (session_id) WHERE session_id IS NOT NULL;
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    text TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    finished_at TEXT,
-    kind TEXT,
-    result TEXT,
-    error TEXT,
-    error_kind TEXT,
-    turn_id TEXT
-);
-CREATE INDEX IF NOT EXISTS jobs_running ON jobs (status) WHERE status = 'running';
-CREATE TABLE IF NOT EXISTS reads (turn_id TEXT PRIMARY KEY, read_at TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS turns_notifications ON turns (session_id, ordinal) WHERE json_extract(message, '$.type') = 'notification';
-"""
-
-# Jobs from any host (API.md section 13): a job is found by id, paged newest first by
-# session, status or its session's tags (job_tags: position is the job's rowid, copied from
-# session_tags when the job starts), and cancelled through a request its host polls for.
-# Run by a writer opening a store made before them (IF NOT EXISTS; job_tags filled in).
-_JOBS_4: Final = """
-ALTER TABLE jobs ADD COLUMN cancel_requested_at TEXT;
-CREATE TABLE IF NOT EXISTS job_tags (
-    key TEXT NOT NULL, value TEXT NOT NULL, position INTEGER NOT NULL, job_id TEXT NOT NULL,
-    PRIMARY KEY (key, value, position)
-);
-CREATE INDEX IF NOT EXISTS jobs_by_session ON jobs (session_id);
-CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status);
-CREATE INDEX IF NOT EXISTS session_tags_by_session ON session_tags (session_id);
-INSERT OR IGNORE INTO job_tags (key, value, position, job_id)
-    SELECT t.key, t.value, j.rowid, j.id FROM jobs j JOIN session_tags t ON t.session_id = j.session_id;
-"""
 _JOB_TAGS: Final = (
     "INSERT OR IGNORE INTO job_tags (key, value, position, job_id) SELECT t.key, t.value, j.rowid, j.id "
     "FROM jobs j JOIN session_tags t ON t.session_id = j.session_id WHERE j.id = ?"
 )
 
-# Traces (API.md section 9, stores/_traces.py): append-only records that triggers keep
-# unchanged, the derived trace index, proposed actions and their one outcome, and applied
-# spool event ids. IF NOT EXISTS: a writer also runs this when it opens a version-3 store
-# made before traces (readers do without the tables).
-_TRACES: Final = """
-CREATE TABLE IF NOT EXISTS traces (
-    id TEXT PRIMARY KEY, origin TEXT NOT NULL CHECK (origin IN ('task', 'chat')), created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS trace_tasks (
-    trace_id TEXT PRIMARY KEY, ref TEXT NOT NULL UNIQUE, snapshot TEXT NOT NULL, captured_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS trace_links (session_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS trace_links_by_trace ON trace_links (trace_id);
-CREATE TABLE IF NOT EXISTS trace_outputs (
-    output_id TEXT PRIMARY KEY, trace_id TEXT NOT NULL, session_id TEXT NOT NULL, kind TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS trace_outputs_by_trace ON trace_outputs (trace_id);
-CREATE TABLE IF NOT EXISTS trace_commits (output_id TEXT PRIMARY KEY, commit_hash TEXT NOT NULL, recorded_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS trace_index (
-    kind TEXT NOT NULL, key TEXT NOT NULL, trace_id TEXT NOT NULL, PRIMARY KEY (key, kind, trace_id)
-);
-CREATE TABLE IF NOT EXISTS actions (
-    id TEXT PRIMARY KEY, type TEXT NOT NULL, payload TEXT NOT NULL, mod_id TEXT NOT NULL,
-    session_id TEXT NOT NULL, turn_id TEXT NOT NULL, created_at TEXT NOT NULL, erased_at TEXT
-);
-CREATE INDEX IF NOT EXISTS actions_by_session ON actions (session_id);
-CREATE TABLE IF NOT EXISTS action_outcomes (action_id TEXT PRIMARY KEY, state TEXT NOT NULL, decided_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS spool_applied (event_id TEXT PRIMARY KEY, applied_at TEXT NOT NULL);
-""" + "".join(
-    f"CREATE TRIGGER IF NOT EXISTS {table}_never_change BEFORE UPDATE ON {table} "
-    f"BEGIN SELECT RAISE(ABORT, 'a {what} never changes'); END;\n"
-    f"CREATE TRIGGER IF NOT EXISTS {table}_are_kept BEFORE DELETE ON {table} "
-    f"BEGIN SELECT RAISE(ABORT, 'a {what} is never deleted'); END;\n"
-    for table, what in (
-        ("traces", "trace record (its origin is fixed at creation)"),
-        ("trace_tasks", "task of a trace"),
-        ("trace_links", "trace link of a session"),
-        ("trace_outputs", "trace output"),
-        ("trace_commits", "recorded commit"),
-        ("actions", "proposed action"),
-        ("action_outcomes", "decision about an action"),
-        ("spool_applied", "applied event id"),
-    )
-)
-
-# Erasure (stores/_erasure.py): a record changes once more only to lose its text. A writer
-# makes these rules at open when its store has older ones (made before erasure reached
-# turn errors, actions and outputs), so every store a host writes has them.
-_ERASURE_RULES: Final = f"""
-DROP TRIGGER IF EXISTS finished_turns_never_change;
-CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
-WHEN OLD.status != 'running' AND NOT (
-    OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL
-    AND NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
-    AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
-    AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at
-    AND NEW.finished_at IS OLD.finished_at AND (NEW.error IS NULL) = (OLD.error IS NULL)
-)
-BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once, to be forgotten)'); END;
-DROP TRIGGER IF EXISTS actions_never_change;
-CREATE TRIGGER actions_never_change BEFORE UPDATE ON actions
-WHEN NOT (
-    OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND NEW.id = OLD.id AND NEW.type = OLD.type
-    AND NEW.mod_id = OLD.mod_id AND NEW.session_id = OLD.session_id AND NEW.turn_id = OLD.turn_id
-    AND NEW.created_at = OLD.created_at
-)
-BEGIN SELECT RAISE(ABORT, 'a proposed action never changes (except once, to be erased)'); END;
-DROP TRIGGER IF EXISTS trace_outputs_never_change;
-CREATE TRIGGER trace_outputs_never_change BEFORE UPDATE ON trace_outputs
-WHEN NOT (
-    NEW.kind = '{ERASED_LABEL}' AND NEW.output_id = OLD.output_id AND NEW.trace_id = OLD.trace_id
-    AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at
-)
-BEGIN SELECT RAISE(ABORT, 'a trace output never changes (except to be erased)'); END;
-CREATE INDEX IF NOT EXISTS jobs_by_turn ON jobs (turn_id) WHERE turn_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS jobs_by_session ON jobs (session_id);
-CREATE INDEX IF NOT EXISTS actions_by_turn ON actions (turn_id);
-"""
-
-# The record, complete (API.md section 17): a turn's tool calls, written with its finished
-# record (JSON, NULL in rows written before). Run by a writer opening a store without it.
-_RECORD_17: Final = "ALTER TABLE turns ADD COLUMN tool_calls TEXT;\n"
-
-# Retraction (API.md section 17): a finished turn changes once to be forgotten (as before; its
-# retraction stays as it is, its reason is erased) or once to be retracted (nothing else
-# changes). A turn's token usage (API.md section 15, JSON, NULL when no model call reported
-# any) is written with its finished record and never changes afterwards, not even when the
-# turn is forgotten (counts are not text). Run by a writer whose turns rule does not name
-# usage (after any older rule).
-_RETRACTION_COLUMNS_17: Final = "ALTER TABLE turns ADD COLUMN retracted_at TEXT;\nALTER TABLE turns ADD COLUMN retraction_reason TEXT;\n"
-_USAGE_COLUMN_15: Final = "ALTER TABLE turns ADD COLUMN usage TEXT;\n"
-# The widgets a reply placed (API.md section 17; JSON, NULL in rows written before): written
-# with the finished record, erased (their data) with the turn, unchanged by a retraction.
-_WIDGETS_COLUMN_17: Final = "ALTER TABLE turns ADD COLUMN widgets TEXT;\n"
-_RETRACTION_17: Final = """
-DROP TRIGGER IF EXISTS finished_turns_never_change;
-CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
-WHEN OLD.status != 'running' AND NOT (
-    NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
-    AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
-    AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at AND NEW.finished_at IS OLD.finished_at
-    AND NEW.usage IS OLD.usage
-    AND ((
-        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
-        AND NEW.retracted_at IS OLD.retracted_at AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
-    ) OR (
-        OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
-        AND NEW.message = OLD.message AND NEW.reply IS OLD.reply AND NEW.error IS OLD.error
-        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls AND NEW.widgets IS OLD.widgets
-    ))
-)
-BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once to be forgotten, once to be retracted)'); END;
-"""
 _RETRACT_TURN: Final = (
     "UPDATE turns SET retracted_at = ?, retraction_reason = ? "
     "WHERE id = ? AND status != 'running' AND retracted_at IS NULL"
 )
 
-# Decisions are records (API.md section 17): who decided about an action and why, with the
-# action's session and turn (so the erasure walk finds the reason, text, with them). A
-# decision changes once more only to lose its reason. Run by a writer whose store lacks it.
-_DECISIONS_17: Final = f"""
-ALTER TABLE action_outcomes ADD COLUMN decided_by TEXT;
-ALTER TABLE action_outcomes ADD COLUMN reason TEXT;
-ALTER TABLE action_outcomes ADD COLUMN session_id TEXT;
-ALTER TABLE action_outcomes ADD COLUMN turn_id TEXT;
-CREATE INDEX IF NOT EXISTS action_outcomes_by_session ON action_outcomes (session_id) WHERE session_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS action_outcomes_by_turn ON action_outcomes (turn_id) WHERE turn_id IS NOT NULL;
-DROP TRIGGER IF EXISTS action_outcomes_never_change;
-CREATE TRIGGER action_outcomes_never_change BEFORE UPDATE ON action_outcomes
-WHEN NOT (
-    NEW.action_id = OLD.action_id AND NEW.state = OLD.state AND NEW.decided_at = OLD.decided_at
-    AND NEW.decided_by IS OLD.decided_by AND NEW.session_id IS OLD.session_id AND NEW.turn_id IS OLD.turn_id
-    AND (NEW.reason IS OLD.reason OR NEW.reason = '{ERASED_LABEL}')
-)
-BEGIN SELECT RAISE(ABORT, 'a decision about an action never changes (except to lose its reason, erased)'); END;
-"""
 
-# Erasure is total (API.md section 19): a trace output keeps the turn whose tool reported it
-# and the session position where the command that reported it was typed, so that forgetting
-# that turn erases it; it changes once more only to lose its kind. A finished turn may also
-# lose only its error, which quoted erased text (a later failed turn whose model saw a
-# forgotten one). Run by a writer whose trace outputs rule does not name turn_id or whose
-# turns rule does not allow that (after `_ERASURE_RULES` and `_RETRACTION_17`); a reader
-# reads the columns as absent (NULL: reached by its session only).
-_OUTPUT_COLUMNS_19: Final = "ALTER TABLE trace_outputs ADD COLUMN turn_id TEXT;\nALTER TABLE trace_outputs ADD COLUMN position INTEGER;\n"
-_ERASURE_19: Final = f"""
-DROP TRIGGER IF EXISTS finished_turns_never_change;
-CREATE TRIGGER finished_turns_never_change BEFORE UPDATE ON turns
-WHEN OLD.status != 'running' AND NOT (
-    NEW.id = OLD.id AND NEW.session_id = OLD.session_id AND NEW.ordinal = OLD.ordinal
-    AND NEW.message_id = OLD.message_id AND NEW.author = OLD.author AND NEW.runner_id = OLD.runner_id
-    AND NEW.status = OLD.status AND NEW.started_at = OLD.started_at AND NEW.finished_at IS OLD.finished_at
-    AND NEW.usage IS OLD.usage
-    AND ((
-        OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL AND (NEW.error IS NULL) = (OLD.error IS NULL)
-        AND NEW.retracted_at IS OLD.retracted_at AND (NEW.retraction_reason IS NULL) = (OLD.retraction_reason IS NULL)
-    ) OR (
-        OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL AND NEW.retraction_reason IS NOT NULL
-        AND NEW.message = OLD.message AND NEW.reply IS OLD.reply AND NEW.error IS OLD.error
-        AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls AND NEW.widgets IS OLD.widgets
-    ) OR (
-        OLD.error IS NOT NULL AND NEW.error = '{ERASED_LABEL}' AND NEW.message = OLD.message
-        AND NEW.reply IS OLD.reply AND NEW.erased_at IS OLD.erased_at AND NEW.tool_calls IS OLD.tool_calls
-        AND NEW.widgets IS OLD.widgets
-        AND NEW.retracted_at IS OLD.retracted_at AND NEW.retraction_reason IS OLD.retraction_reason
-    ))
-)
-BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once to be forgotten, once to be retracted, to lose a quoted error)'); END;
-CREATE INDEX IF NOT EXISTS trace_outputs_by_turn ON trace_outputs (turn_id) WHERE turn_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS trace_outputs_by_position ON trace_outputs (session_id, position) WHERE position IS NOT NULL;
-DROP TRIGGER IF EXISTS trace_outputs_never_change;
-CREATE TRIGGER trace_outputs_never_change BEFORE UPDATE ON trace_outputs
-WHEN NOT (
-    NEW.kind = '{ERASED_LABEL}' AND NEW.output_id = OLD.output_id AND NEW.trace_id = OLD.trace_id
-    AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at
-    AND NEW.turn_id IS OLD.turn_id AND NEW.position IS OLD.position
-)
-BEGIN SELECT RAISE(ABORT, 'a trace output never changes (except to be erased)'); END;
-"""
-
-# A new store is made as version 2 was, then brought to version 3 by the same statements
-# an upgrade runs: one definition of each version, no drift between new and upgraded files.
-_SCHEMA: Final = (
-    """
-CREATE TABLE meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE sessions (
-    id TEXT PRIMARY KEY,
-    lineage TEXT NOT NULL,
-    metadata TEXT,
-    model TEXT NOT NULL,
-    cwd TEXT NOT NULL,
-    runner_id TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    agent_id TEXT
-);
-CREATE TABLE nodes (
-    session_id TEXT PRIMARY KEY,
-    created_at TEXT NOT NULL,
-    summary TEXT,
-    agent_id TEXT,
-    completed_at TEXT,
-    metrics TEXT
-);
-CREATE TABLE edges (
-    from_session_id TEXT NOT NULL,
-    to_session_id TEXT NOT NULL,
-    relation TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    artifact TEXT,
-    PRIMARY KEY (from_session_id, to_session_id)
-);
-"""
-    + _TURNS_TABLE_V2
-    + _RECORD_TRIGGERS
-    + _COLUMNS_3
-    + _VERSION_3
-    + _LOG_3
-    + _TRACES
-)
-
-# Version 1 had no constraints on records and a turns table without running turns.
-_UPGRADE_FROM_1: Final = (
-    "ALTER TABLE turns RENAME TO turns_v1;\n"
-    "DROP INDEX IF EXISTS turns_by_session;\n"
-    + _TURNS_TABLE_V2
-    + "INSERT INTO turns SELECT * FROM turns_v1 ORDER BY rowid;\n"
-    "DROP TABLE turns_v1;\n"
-    + _RECORD_TRIGGERS
-    + "UPDATE meta SET value = '2' WHERE key = 'schema_version';\n"
-)
-
-# Version 2 read everything at open; version 3 reads by key. The index was built by an
-# older host: leaving index_version unset makes the next host rebuild it once.
-_UPGRADE_FROM_2: Final = _COLUMNS_3 + _VERSION_3 + _LOG_3 + _TRACES + "UPDATE meta SET value = '3' WHERE key = 'schema_version';\n"
-
-
-def _script(sql: str) -> list[str]:
-    """Statements of a script (triggers keep their inner ';')."""
-    out: list[str] = []
-    current = ""
-    for piece in sql.split(";"):
-        current += piece
-        if sqlite3.complete_statement(current + ";"):
-            if current.strip():
-                out.append(current.strip())
-            current = ""
-        else:
-            current += ";"
-    return out
-
-
-@attrs.frozen
-class _Table:
-    """How one record type maps to a table: its columns are the record's attrs fields, by init name."""
-
-    name: str
-    record: type
-    key: tuple[str, ...]
-    json_columns: frozenset[str]
-    columns: tuple[str, ...] = attrs.field(init=False)
-    insert: str = attrs.field(init=False)
-    upsert: str = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        columns = tuple(f.alias for f in attrs.fields(self.record))  # SessionRecord's _runner_id: runner_id
-        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in self.key)
-        insert = f"INSERT INTO {self.name} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
-        object.__setattr__(self, "columns", columns)
-        object.__setattr__(self, "insert", insert)
-        object.__setattr__(self, "upsert", f"{insert} ON CONFLICT ({', '.join(self.key)}) DO UPDATE SET {updates}")
-
-    def row(self, record: object) -> tuple[object, ...]:
-        """The row of ``record``; raises `StoreError` naming the column it cannot store."""
-        try:
-            data = unstructure(record)
-            row = tuple(
-                json.dumps(data[c], ensure_ascii=False, separators=(",", ":"))
-                if c in self.json_columns and data[c] is not None
-                else data[c]
-                for c in self.columns
-            )
-        except (SerializationError, ValueError, TypeError, RecursionError) as exc:
-            raise StoreError(f"cannot store this {self.name} row ({self._key_of(record)}): {exc}") from None
-        for column, value in zip(self.columns, row, strict=True):
-            if isinstance(value, str):
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError as exc:
-                    raise StoreError(
-                        f"cannot store {self.name}.{column} of {self._key_of(record)}: it holds text "
-                        f"that is not valid Unicode ({exc.reason} at position {exc.start}); refuse such "
-                        "text where it enters (a lone surrogate cannot be written to a file)"
-                    ) from None
-        return row
-
-    def _key_of(self, record: object) -> str:
-        return ", ".join(f"{k}={getattr(record, k, '?')!r}" for k in self.key)
-
-    def read(self, row: Sequence[object]) -> object:
-        data = {
-            c: json.loads(v) if c in self.json_columns and isinstance(v, str) else v
-            for c, v in zip(self.columns, row, strict=True)
-            if not (v is None and c in _NULL_IS_DEFAULT)  # a column added later: NULL in older rows
-        }
-        return structure(data, self.record)
-
-
-@functools.lru_cache(maxsize=256)
-def _author(text: str) -> Author:
-    """An author column (few distinct values: the user, each mod's commands and tools)."""
-    value: Author = structure(json.loads(text), Author)
-    return value
-
-
-def _time(value: object) -> datetime | None:
-    """A time column: ISO 8601 text with its offset; `SerializationError` naming it otherwise."""
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.utcoffset() is None:
-        raise SerializationError(
-            f"a time column must be ISO 8601 text with its offset, got {value!r}", value=value, type_name="datetime"
-        )
-    return parsed
-
-
-def _turn_fast(row: Sequence[object]) -> TurnRecord | None:
-    """A turn row read without the generic converter (the common, well-formed case); ``None``
-    sends the row to the converter, which names whatever is wrong with it."""
-    try:
-        (id_, session_id, ordinal, message, message_id, author, runner_id, status, reply, error,
-         started_at, finished_at, erased_at, tool_calls, retracted_at, retraction_reason, usage, widgets) = row  # fmt: skip  # _TURNS.columns, checked below
-        if not (
-            isinstance(id_, str) and isinstance(session_id, str) and type(ordinal) is int and ordinal >= 0
-            and isinstance(message, str) and isinstance(message_id, str) and isinstance(author, str)
-            and isinstance(runner_id, str) and status in ("running", "completed", "failed")
-            and (reply is None or isinstance(reply, str)) and (error is None or isinstance(error, str))
-            and (retraction_reason is None or isinstance(retraction_reason, str))
-        ):  # fmt: skip
-            return None
-        data = json.loads(message)
-        kind = data.get("type") if isinstance(data, dict) else None
-        if kind == "prompt" and data.keys() == {"type", "text"}:
-            parsed: AiMessage = AiPromptMessage(text=data["text"])
-        elif kind == "notification" and data.keys() == {"type", "title", "body"}:
-            parsed = AiNotificationMessage(title=data["title"], body=data["body"])
-        else:
-            return None
-        started = _time(started_at)
-        assert started is not None
-        return TurnRecord(
-            id=TurnId(id_),
-            session_id=SessionId(session_id),
-            ordinal=ordinal,
-            message=parsed,
-            message_id=message_id,
-            author=_author(author),
-            runner_id=AiRunnerId(runner_id),
-            status=status,
-            reply=reply,
-            error=error,
-            started_at=started,
-            finished_at=_time(finished_at),
-            erased_at=_time(erased_at),
-            tool_calls=() if tool_calls is None else _tool_calls(tool_calls),
-            retracted_at=_time(retracted_at),
-            retraction_reason=retraction_reason,
-            usage=None if usage is None else _usage(usage),
-            widgets=() if widgets is None else _widgets(widgets),
-        )
-    except (ValueError, TypeError, KeyError, AssertionError, SerializationError, RecursionError):
-        return None
-
-
-def _tool_calls(text: object) -> tuple[ToolCallRecord, ...]:
-    """A turn's ``tool_calls`` column (JSON written by the one converter)."""
-    if not isinstance(text, str):
-        raise SerializationError(f"tool_calls must be JSON text, got {text!r}", value=text, type_name="tool_calls")
-    value: tuple[ToolCallRecord, ...] = structure(json.loads(text), tuple[ToolCallRecord, ...])
-    return value
-
-
-def _usage(text: object) -> Usage:
-    """A turn's ``usage`` column (JSON written by the one converter)."""
-    if not isinstance(text, str):
-        raise SerializationError(f"usage must be JSON text, got {text!r}", value=text, type_name="usage")
-    value: Usage = structure(json.loads(text), Usage)
-    return value
-
-
-def _widgets(text: object) -> tuple[WidgetPlacement, ...]:
-    """A turn's ``widgets`` column (JSON written by the one converter)."""
-    if not isinstance(text, str):
-        raise SerializationError(f"widgets must be JSON text, got {text!r}", value=text, type_name="widgets")
-    value: tuple[WidgetPlacement, ...] = structure(json.loads(text), tuple[WidgetPlacement, ...])
-    return value
-
-
-_NULL_IS_DEFAULT: Final = frozenset({"tags", "tool_calls", "widgets"})  # columns added later: NULL in older rows
-
-_SESSIONS: Final = _Table("sessions", SessionRecord, ("id",), frozenset({"lineage", "metadata", "tags"}))
-_INVOCATIONS: Final = _Table("invocations", Invocation, ("id",), frozenset({"author"}))
-_JOBS: Final = _Table("jobs", JobRecord, ("id",), frozenset())
-_TURNS: Final = _Table("turns", TurnRecord, ("id",), frozenset({"message", "author", "tool_calls", "usage", "widgets"}))
-_NODES: Final = _Table("nodes", SessionNode, ("session_id",), frozenset({"metrics"}))
-_EDGES: Final = _Table("edges", LineageEdge, ("from_session_id", "to_session_id"), frozenset({"artifact"}))
-_TABLES: Final = (_SESSIONS, _TURNS, _NODES, _EDGES)
-_TRACE_RECORDS: Final = _Table("traces", TraceRecord, ("id",), frozenset())
-_TRACE_TASKS: Final = _Table("trace_tasks", TraceTaskRecord, ("trace_id",), frozenset({"snapshot"}))
-_TRACE_LINKS: Final = _Table("trace_links", TraceLinkRecord, ("session_id",), frozenset())
-_TRACE_OUTPUTS: Final = _Table("trace_outputs", TraceOutputRecord, ("output_id",), frozenset())
-_TRACE_COMMITS: Final = _Table("trace_commits", TraceCommitRecord, ("output_id",), frozenset())
-_TRACE_INDEX: Final = _Table("trace_index", TraceIndexEntry, ("key", "kind", "trace_id"), frozenset())
-_ACTIONS: Final = _Table("actions", ProposedActionRecord, ("id",), frozenset({"payload"}))
-_ACTION_OUTCOMES: Final = _Table("action_outcomes", ActionOutcomeRecord, ("action_id",), frozenset())
-_INDEX_ROW: Final = "INSERT OR IGNORE INTO trace_index (kind, key, trace_id) "
-_TRACE_TABLES: Final = (_TRACE_RECORDS, _TRACE_TASKS, _TRACE_LINKS, _TRACE_OUTPUTS, _TRACE_COMMITS, _TRACE_INDEX, _ACTIONS, _ACTION_OUTCOMES)
-_LOG_TABLES: Final = (_INVOCATIONS, _JOBS)  # version 3: absent from a store a reader finds older
-assert _TURNS.columns == (
-    "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",
-    "reply", "error", "started_at", "finished_at", "erased_at", "tool_calls", "retracted_at", "retraction_reason",
-    "usage", "widgets",
-), "_turn_fast reads the turns columns in this order"  # fmt: skip
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
 
@@ -664,51 +103,23 @@ _REBUILD_TAGS: Final = (
 )
 _LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
+_TURN_KEY: Final = " AND ".join(f"{c} = ?" for c in _rows.TURN_KEY)
 _ERASE_TURN: Final = (
-    "UPDATE turns SET message = ?, reply = ?, error = ?, erased_at = ?, tool_calls = ?, widgets = ?, "
+    f"UPDATE turns SET {', '.join(f'{c} = ?' for c in _rows.TURN_ERASED)}, "
     "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE ? END "
-    "WHERE id = ? AND session_id = ? AND ordinal = ? AND status != 'running' AND erased_at IS NULL"
+    f"WHERE {_TURN_KEY} AND status != 'running' AND erased_at IS NULL"
 )
 
 _FINISH_TURN: Final = (
-    "UPDATE turns SET status = ?, reply = ?, error = ?, finished_at = ?, tool_calls = ?, usage = ?, widgets = ? "
-    "WHERE id = ? AND session_id = ? AND ordinal = ? AND status = 'running'"
+    f"UPDATE turns SET {', '.join(f'{c} = ?' for c in _rows.TURN_FINISHED)} WHERE {_TURN_KEY} AND status = 'running'"
+)
+_FINISH_INVOCATION: Final = (
+    f"UPDATE invocations SET {', '.join(f'{c} = ?' for c in _rows.INVOCATION_FINISHED)} WHERE id = ? AND finished_at IS NULL"
 )
 
 
-@attrs.frozen
-class _Step:
-    """One statement of a transaction; ``refusal`` is the error when it changes no row (or,
-    for a ``check``, finds none) or breaks a constraint."""
-
-    sql: str
-    params: tuple[object, ...]
-    refusal: str
-    expect: Literal["any", "change", "row"] = "any"
-
-
-@attrs.define(eq=False)
-class _Txn:
-    """One store call: its statements, and how it went."""
-
-    steps: list[_Step]
-    error: StoreError | None = None
-
-
-@attrs.define
-class _Batch:
-    """Store calls queued for one commit."""
-
-    txns: list[_Txn] = attrs.Factory(list)
-    done: bool = False
-
-
-class _Refused(Exception):
-    pass
-
-
 @final
-class SqliteStore:
+class SqliteStore(SqlTraces):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write.
 
     ``path`` (and its folder) is created with its schema when missing, unless
@@ -741,6 +152,8 @@ class SqliteStore:
         "_has_traces",
     )
 
+    _dialect = DIALECT
+
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None:
         self._path = Path(path)
         self._create = create and not read_only
@@ -750,7 +163,7 @@ class SqliteStore:
         self._lock_file: IO[str] | None = None
         self._lock_made = False  # this open made the -lock file (removed again if the open fails)
         self._immutable_stat: tuple[int, int] | None = None  # a closed file read without its -shm
-        self._batch = _Batch()
+        self._batch = Batch()
         self._missing: frozenset[str] = frozenset()  # "table.column"s an older schema lacks (readers)
         self._has_traces = False  # TraceStore: the trace tables exist (a reader may find them absent)
         self._absent_tables: frozenset[str] = frozenset()
@@ -805,82 +218,77 @@ class SqliteStore:
         """Write a session, its node and its edge in one transaction; refuses an id already stored."""
         await self._transact(self._session_steps(record, node, edge))
 
-    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[_Step]:
+    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[Step]:
         """The statements that write a session, its node and its edge (and what joins them)."""
         steps = [
-            _Step(_SESSIONS.insert, _SESSIONS.row(record), f"session {record.id!r} is already stored and session records never change"),
-            _Step(_NODES.upsert, _NODES.row(node), f"cannot write the node of session {record.id!r}"),
+            Step(insert(_rows.SESSIONS), _rows.SESSIONS.row(record), _rows.session_taken(record.id)),
+            Step(upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {record.id!r}"),
         ]
         if edge is not None:
-            steps.append(_Step(_EDGES.upsert, _EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
+            steps.append(Step(upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
         steps += [
-            _Step(_TAG_ROW, (record.id, key, value, record.id), f"cannot index tag {key!r} of session {record.id!r}")
+            Step(_TAG_ROW, (record.id, key, value, record.id), f"cannot index tag {key!r} of session {record.id!r}")
             for key, value in record.tags.items()
         ]
         return steps
 
     async def begin_turn(self, record: TurnRecord) -> None:
         """Write a turn that starts (status ``running``); refuses a taken id or ordinal."""
-        where = f"turn {record.ordinal} ({record.id!r}) of session {record.session_id!r}"
-        if record.status != "running" or record.finished_at is not None:
-            raise self._fail(f"cannot begin {where} as {record.status!r}", "a turn begins running")
+        _rows.check_begin_turn(record, self._refuse)
         await self._transact(
-            [_Step(_TURNS.insert, _TURNS.row(record), f"{where} cannot begin: its id or ordinal is taken")]
+            [
+                check(_rows.session_of_turn(record)),
+                Step(insert(_rows.TURNS), _rows.TURNS.row(record), _rows.turn_taken(record)),
+            ]
         )
 
     async def finish_turn(self, record: TurnRecord) -> None:
         """Replace a running turn by its finished record; refuses any turn that is not running."""
-        row = dict(zip(_TURNS.columns, _TURNS.row(record), strict=True))
-        if record.status == "running" or record.finished_at is None:
-            raise self._fail(f"cannot finish turn {record.id!r} as running", "finish it completed or failed")
-        params = tuple(row[c] for c in ("status", "reply", "error", "finished_at", "tool_calls", "usage", "widgets", "id", "session_id", "ordinal"))
-        await self._transact(
-            [_Step(_FINISH_TURN, params, f"turn {record.id!r} is not a running turn of this store; a turn finishes once", "change")]
-        )
+        _rows.check_finish_turn(record, self._refuse)
+        row = _rows.TURNS.row(record)
+        params = _rows.TURNS.pick(row, (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
+        await self._transact([Step(_FINISH_TURN, params, _rows.turn_not_running(record.id), "change")])
 
     async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
         """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
         before keeps its first reason)."""
         await self._transact(
             [
-                _Step("SELECT 1 FROM turns WHERE id = ? AND status != 'running'", (turn_id,), f"no finished turn {turn_id!r} is stored", "row"),
-                _Step(_RETRACT_TURN, (at.isoformat(), reason, turn_id), f"cannot retract turn {turn_id!r}"),
+                check(_rows.finished_turn_stored(turn_id)),
+                Step(_RETRACT_TURN, (at.isoformat(), reason, turn_id), f"cannot retract turn {turn_id!r}"),
             ]
         )
-        (record,) = await self._records(_TURNS, TurnRecord, "WHERE id = ?", (turn_id,))
+        (record,) = await self._records(_rows.TURNS, TurnRecord, "WHERE id = ?", (turn_id,))
         return record
 
     async def save_node(self, node: SessionNode) -> None:
         """Replace the node of a stored session."""
         await self._transact(
             [
-                _Step("SELECT 1 FROM sessions WHERE id = ?", (node.session_id,), f"no session {node.session_id!r} is stored", "row"),
-                _Step(_NODES.upsert, _NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
+                check(_rows.session_stored(node.session_id, "a node belongs to a stored session")),
+                Step(upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
             ]
         )
 
     async def save_edge(self, edge: LineageEdge) -> None:
         """Write a lineage edge between two stored sessions (same pair: replaced)."""
-        pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
-        await self._transact(
-            [
-                _Step(
-                    "SELECT 1 FROM sessions a, sessions b WHERE a.id = ? AND b.id = ?",
-                    (edge.from_session_id, edge.to_session_id),
-                    f"the edge {pair} names a session the store does not hold",
-                    "row",
-                ),
-                _Step(_EDGES.upsert, _EDGES.row(edge), f"cannot write the edge {pair}"),
-            ]
-        )
+        await self._transact(self._edge_steps(edge))
+
+    @staticmethod
+    def _edge_steps(edge: LineageEdge) -> list[Step]:
+        """Write ``edge`` once both its sessions are found stored."""
+        return [
+            *(check(need) for need in _rows.ends_stored(edge)),
+            Step(upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge {edge.from_session_id!r} -> {edge.to_session_id!r}"),
+        ]
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
-        steps = [_Step("DELETE FROM nodes", (), ""), _Step("DELETE FROM edges", (), "")]
-        steps += [_Step(_NODES.insert, _NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
-        steps += [_Step(_EDGES.insert, _EDGES.row(e), "cannot write an edge") for e in edges]
-        steps += [_Step("DELETE FROM session_tags", (), ""), _Step(_REBUILD_TAGS, (), "cannot index tags")]
-        steps.append(_Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
+        steps = [Step("DELETE FROM nodes", (), ""), Step("DELETE FROM edges", (), "")]
+        steps += [Step(insert(_rows.NODES), _rows.NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [Step(insert(_rows.EDGES), _rows.EDGES.row(e), "cannot write an edge") for e in edges]
+        steps += [Step("DELETE FROM session_tags", (), ""), Step(_REBUILD_TAGS, (), "cannot index tags")]
+        steps.append(Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
         await self._transact(steps)
 
     async def erase(self, erasure: Erasure) -> None:
@@ -888,26 +296,27 @@ class SqliteStore:
 
         The places are ``PLACES``; then the WAL is checkpointed so no erased text is left in
         it (free pages are zeroed: ``secure_delete`` is on)."""
-        steps: list[_Step] = []
+        steps: list[Step] = []
         for turn in erasure.turns:
-            row = dict(zip(_TURNS.columns, _TURNS.row(turn), strict=True))
-            if turn.erased_at is None:
-                raise self._fail(f"cannot erase turn {turn.id!r} without erased_at", "pass its erased record")
+            _rows.check_erase_turn(turn, self._refuse)
+            row = _rows.TURNS.row(turn)
             steps.append(
-                _Step(
+                Step(
                     _ERASE_TURN,
-                    (
-                        row["message"], row["reply"], row["error"], row["erased_at"], row["tool_calls"],
-                        row["widgets"], ERASED_LABEL, turn.id, turn.session_id, turn.ordinal,
-                    ),  # fmt: skip
-                    f"turn {turn.id!r} is not a finished turn of this store that was not erased yet",
+                    (*_rows.TURNS.pick(row, _rows.TURN_ERASED), ERASED_LABEL, *_rows.TURNS.pick(row, _rows.TURN_KEY)),
+                    _rows.turn_not_erasable(turn.id),
                     "change",
                 )
             )
-        steps += [_Step(_EDGES.upsert, _EDGES.row(e), "cannot rewrite an edge") for e in erasure.edges]
+        steps += [step for e in erasure.edges for step in self._edge_steps(e)]
         steps += [
-            _Step(sql, params, "cannot erase the text of a record")
-            for sql, params in statements(erasure, tables=self._tables, mark="?", encode=_erased_value)
+            check(_rows.no_running_turn(turn_id))
+            for table, turn_id in sorted(erasure.errors)
+            if table == "turns"
+        ]
+        steps += [
+            Step(sql, params, "cannot erase the text of a record")
+            for sql, params in statements(erasure, tables=self._tables, mark="?", encode=_rows.erased_value)
         ]
         await self._transact(steps)
         await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
@@ -916,20 +325,18 @@ class SqliteStore:
 
     async def begin_invocation(self, record: Invocation) -> None:
         await self._transact(
-            [_Step(_INVOCATIONS.insert, _INVOCATIONS.row(record), f"invocation {record.id!r} is already stored")]
+            [Step(insert(_rows.INVOCATIONS), _rows.INVOCATIONS.row(record), _rows.invocation_taken(record.id))]
         )
 
     async def finish_invocation(self, record: Invocation) -> None:
-        if record.finished_at is None:
-            raise self._fail(f"cannot finish invocation {record.id!r} without finished_at", "pass its finished record")
-        row = dict(zip(_INVOCATIONS.columns, _INVOCATIONS.row(record), strict=True))
+        _rows.check_finish_invocation(record, self._refuse)
+        row = _rows.INVOCATIONS.row(record)
         await self._transact(
             [
-                _Step(
-                    "UPDATE invocations SET finished_at = ?, text = ?, error = ?, error_kind = ? "
-                    "WHERE id = ? AND finished_at IS NULL",
-                    (row["finished_at"], row["text"], row["error"], row["error_kind"], record.id),
-                    f"invocation {record.id!r} is not a started invocation of this store; it finishes once",
+                Step(
+                    _FINISH_INVOCATION,
+                    (*_rows.INVOCATIONS.pick(row, _rows.INVOCATION_FINISHED), record.id),
+                    _rows.invocation_not_started(record.id),
                     "change",
                 )
             ]
@@ -938,18 +345,18 @@ class SqliteStore:
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
         if "invocations.id" in self._missing:
             return ()
-        return await self._records(_INVOCATIONS, Invocation, "WHERE session_id = ? ORDER BY rowid", (session_id,))
+        return await self._records(_rows.INVOCATIONS, Invocation, "WHERE session_id = ? ORDER BY rowid", (session_id,))
 
     async def save_job(self, record: JobRecord) -> None:
-        steps = [_Step(_JOBS.upsert, _JOBS.row(record), f"cannot write job {record.id!r}")]
+        steps = [Step(upsert(_rows.JOBS), _rows.JOBS.row(record), f"cannot write job {record.id!r}")]
         if record.status == "running":  # it starts: index it by its session's tags
-            steps.append(_Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
+            steps.append(Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
         await self._transact(steps)
 
     async def get_job(self, job_id: str) -> JobRecord | None:
         if "jobs.id" in self._missing:
             return None
-        found = await self._records(_JOBS, JobRecord, "WHERE id = ?", (job_id,))
+        found = await self._records(_rows.JOBS, JobRecord, "WHERE id = ?", (job_id,))
         return found[0] if found else None
 
     async def page_jobs(
@@ -963,7 +370,7 @@ class SqliteStore:
         if "jobs.id" in self._missing:
             return (), None
         bound = (1 << 62) if before is None else before
-        columns = ", ".join(f"NULL AS {c}" if f"jobs.{c}" in self._missing else f"j.{c}" for c in _JOBS.columns)
+        columns = ", ".join(f"NULL AS {c}" if f"jobs.{c}" in self._missing else f"j.{c}" for c in _rows.JOBS.columns)
         where = ""
         params: tuple[object, ...] = ()
         if session_id is not None:
@@ -992,19 +399,19 @@ class SqliteStore:
             sql = f"SELECT {columns}, j.rowid FROM jobs j WHERE j.rowid < ?{where}{also} ORDER BY j.rowid DESC LIMIT ?"
             params = (bound, *params, *(x for pair in pairs for x in pair), limit + 1)
         rows = await self._query(sql, params)
-        records = [self._decode(_JOBS, JobRecord, row[:-1]) for row in rows[:limit]]
+        records = [self._decode(_rows.JOBS, JobRecord, row[:-1]) for row in rows[:limit]]
         last = rows[limit - 1][-1] if len(rows) > limit else None
         return tuple(records), last if isinstance(last, int) else None
 
     async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None:
         await self._transact(
-            [_Step("UPDATE jobs SET turn_id = ? WHERE id = ? AND status = 'running'", (turn_id, job_id), "")]
+            [Step("UPDATE jobs SET turn_id = ? WHERE id = ? AND status = 'running'", (turn_id, job_id), "")]
         )
 
     async def request_job_cancel(self, job_id: str, at: datetime) -> None:
         await self._transact(
             [
-                _Step(
+                Step(
                     "UPDATE jobs SET cancel_requested_at = ? "
                     "WHERE id = ? AND status = 'running' AND cancel_requested_at IS NULL",
                     (at.isoformat(), job_id),
@@ -1026,17 +433,17 @@ class SqliteStore:
     async def list_jobs(self) -> Sequence[JobRecord]:
         if "jobs.id" in self._missing:
             return ()
-        return await self._records(_JOBS, JobRecord, "ORDER BY rowid", ())
+        return await self._records(_rows.JOBS, JobRecord, "ORDER BY rowid", ())
 
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
-        running = await self._records(_JOBS, JobRecord, "WHERE status = 'running' ORDER BY rowid", ())
+        running = await self._records(_rows.JOBS, JobRecord, "WHERE status = 'running' ORDER BY rowid", ())
         if running:
             at = now()
             await self._transact(
                 [
-                    _Step(
-                        _JOBS.upsert,
-                        _JOBS.row(
+                    Step(
+                        upsert(_rows.JOBS),
+                        _rows.JOBS.row(
                             attrs.evolve(
                                 job,
                                 status="interrupted",
@@ -1055,8 +462,8 @@ class SqliteStore:
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         await self._transact(
             [
-                _Step("SELECT 1 FROM turns WHERE id = ?", (turn_id,), f"no turn {turn_id!r} is stored", "row"),
-                _Step("INSERT OR IGNORE INTO reads (turn_id, read_at) VALUES (?, ?)", (turn_id, at.isoformat()), ""),
+                check(_rows.turn_stored(turn_id, "mark a stored notification read")),
+                Step("INSERT OR IGNORE INTO reads (turn_id, read_at) VALUES (?, ?)", (turn_id, at.isoformat()), ""),
             ]
         )
 
@@ -1074,13 +481,13 @@ class SqliteStore:
         if unread_only and "reads" not in self._absent_tables:
             where += " AND id NOT IN (SELECT turn_id FROM reads)"
         order = " ORDER BY ordinal" if session_id is not None else " ORDER BY rowid"
-        return await self._records(_TURNS, TurnRecord, where + order, params)
+        return await self._records(_rows.TURNS, TurnRecord, where + order, params)
 
     async def page_sessions(
         self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
     ) -> tuple[Sequence[SessionRecord], int | None]:
         bound = (1 << 62) if before is None else before
-        columns = ", ".join(f"NULL AS {c}" if f"sessions.{c}" in self._missing else f"s.{c}" for c in _SESSIONS.columns)
+        columns = ", ".join(f"NULL AS {c}" if f"sessions.{c}" in self._missing else f"s.{c}" for c in _rows.SESSIONS.columns)
         roots = " AND json_extract(s.lineage, '$.kind') = 'root'" if roots_only else ""
         live = "" if "deletions" in self._absent_tables else f" AND {_LIVE}"
         pairs = list(tags.items())
@@ -1103,7 +510,7 @@ class SqliteStore:
             )
             params = (bound, limit + 1)
         rows = await self._query(sql, params)
-        records = [self._decode(_SESSIONS, SessionRecord, row[:-1]) for row in rows[:limit]]
+        records = [self._decode(_rows.SESSIONS, SessionRecord, row[:-1]) for row in rows[:limit]]
         last = rows[limit - 1][-1] if len(rows) > limit else None
         return tuple(records), last if isinstance(last, int) else None
 
@@ -1111,8 +518,8 @@ class SqliteStore:
         stamp = at.isoformat()
         await self._transact(
             [
-                _Step("SELECT 1 FROM sessions WHERE id = ?", (session_id,), f"no session {session_id!r} is stored", "row"),
-                _Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
+                check(_rows.session_stored(session_id, "delete a stored session")),
+                Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
             ]
         )
 
@@ -1121,7 +528,7 @@ class SqliteStore:
             return None
         rows = await self._query("SELECT deleted_at FROM deletions WHERE session_id = ?", (session_id,))
         try:
-            return _time(rows[0][0]) if rows else None
+            return _rows.time_of(rows[0][0]) if rows else None
         except SerializationError as exc:
             raise self._fail(
                 f"holds an unreadable deletions row ({session_id!r}): {exc}",
@@ -1139,22 +546,22 @@ class SqliteStore:
         return int(raw) if isinstance(raw, str) and raw.isdigit() else None
 
     async def get_session(self, session_id: SessionId) -> SessionRecord | None:
-        found = await self._records(_SESSIONS, SessionRecord, "WHERE id = ?", (session_id,))
+        found = await self._records(_rows.SESSIONS, SessionRecord, "WHERE id = ?", (session_id,))
         return found[0] if found else None
 
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
-        return await self._records(_TURNS, TurnRecord, "WHERE session_id = ? ORDER BY ordinal", (session_id,))
+        return await self._records(_rows.TURNS, TurnRecord, "WHERE session_id = ? ORDER BY ordinal", (session_id,))
 
     async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
         return await self._records(
-            _TURNS, TurnRecord, "WHERE session_id = ? AND ordinal >= ? ORDER BY ordinal", (session_id, ordinal)
+            _rows.TURNS, TurnRecord, "WHERE session_id = ? AND ordinal >= ? ORDER BY ordinal", (session_id, ordinal)
         )
 
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
-        found = await self._records(_TURNS, TurnRecord, "WHERE id = ?", (turn_or_message_id,))
+        found = await self._records(_rows.TURNS, TurnRecord, "WHERE id = ?", (turn_or_message_id,))
         if not found:
             found = await self._records(
-                _TURNS, TurnRecord, "WHERE message_id = ? ORDER BY rowid LIMIT 1", (turn_or_message_id,)
+                _rows.TURNS, TurnRecord, "WHERE message_id = ? ORDER BY rowid LIMIT 1", (turn_or_message_id,)
             )
         return found[0] if found else None
 
@@ -1162,28 +569,28 @@ class SqliteStore:
         if "sessions.trigger_turn_id" in self._missing:
             return ()  # a store older than the column: no spawn recorded its turn
         return await self._records(
-            _SESSIONS, SessionRecord, "WHERE trigger_turn_id = ? ORDER BY rowid", (turn_id,)
+            _rows.SESSIONS, SessionRecord, "WHERE trigger_turn_id = ? ORDER BY rowid", (turn_id,)
         )
 
     async def running_turns(self) -> Sequence[TurnRecord]:
-        return await self._records(_TURNS, TurnRecord, "WHERE status = 'running' ORDER BY rowid", ())
+        return await self._records(_rows.TURNS, TurnRecord, "WHERE status = 'running' ORDER BY rowid", ())
 
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
         return await self._records(
-            _SESSIONS,
+            _rows.SESSIONS,
             SessionRecord,
             "WHERE json_extract(lineage, '$.parent_session_id') = ? ORDER BY rowid",
             (session_id,),
         )
 
     async def list_sessions(self) -> Sequence[SessionRecord]:
-        return await self._records(_SESSIONS, SessionRecord, "ORDER BY rowid", ())
+        return await self._records(_rows.SESSIONS, SessionRecord, "ORDER BY rowid", ())
 
     async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
         found: dict[str, SessionNode] = {}
         for chunk in _chunks(session_ids):
             marks = ", ".join("?" for _ in chunk)
-            for node in await self._records(_NODES, SessionNode, f"WHERE session_id IN ({marks})", tuple(chunk)):
+            for node in await self._records(_rows.NODES, SessionNode, f"WHERE session_id IN ({marks})", tuple(chunk)):
                 found[node.session_id] = node
         return tuple(found[s] for s in session_ids if s in found)
 
@@ -1195,7 +602,7 @@ class SqliteStore:
         for chunk in _chunks(session_ids):
             marks = ", ".join("?" for _ in chunk)
             for edge in await self._records(
-                _EDGES, LineageEdge, f"WHERE {column} IN ({marks}) ORDER BY rowid", tuple(chunk)
+                _rows.EDGES, LineageEdge, f"WHERE {column} IN ({marks}) ORDER BY rowid", tuple(chunk)
             ):
                 key = edge.from_session_id if direction == "out" else edge.to_session_id
                 by_session.setdefault(key, []).append(edge)
@@ -1203,7 +610,7 @@ class SqliteStore:
 
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
         return await self._records(
-            _EDGES,
+            _rows.EDGES,
             LineageEdge,
             "WHERE artifact IS NOT NULL AND json_extract(artifact, '$.type') = ? "
             "AND json_extract(artifact, '$.source_id') = ? ORDER BY rowid",
@@ -1217,374 +624,6 @@ class SqliteStore:
             raise self._closed_error()
         async with lock:
             return await anyio.to_thread.run_sync(self._read_all, conn)
-
-    # -- traces and actions (TraceStore, stores/_traces.py) -------------------------------
-
-    def _prepare_log(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's version-3 store made before the integrator's log its tables (and
-        the tags column); a reader reads such a store as it is (no tags, an empty log)."""
-        if self._read_only:
-            return
-        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "jobs" in present:
-            return
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
-        script = _LOG_3 if "tags" not in columns else _LOG_3.replace("ALTER TABLE sessions ADD COLUMN tags TEXT;\n", "")
-        self._execute_script(conn, "BEGIN IMMEDIATE;\n" + script + "DELETE FROM meta WHERE key = 'index_version';\nCOMMIT;")
-
-    def _prepare_jobs(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store made before jobs could be found and cancelled their indexes
-        and cancel column (`_JOBS_4`); a reader reads such a store as it is."""
-        if self._read_only:
-            return
-        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "job_tags" not in present:
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _JOBS_4 + "COMMIT;")
-
-    def _prepare_record(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store made before tool calls, retraction, decisions, usage and widgets
-        were part of the record (API.md sections 15, 17) their columns and rules (`_RECORD_17`,
-        `_RETRACTION_17`, `_USAGE_COLUMN_15`, `_WIDGETS_COLUMN_17`, `_DECISIONS_17`), and trace
-        outputs where they were reported and turns that lose a quoted error (`_ERASURE_19`); a
-        reader reads them as absent (no calls, not retracted, no usage, no widgets, no one who
-        decided, no reason, no turn or position)."""
-        if self._read_only:
-            return
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(turns)")}
-        if "tool_calls" not in columns:
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _RECORD_17 + "COMMIT;")
-        rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'finished_turns_never_change'").fetchone()
-        if rule is None or "NEW.widgets" not in str(rule[0]):
-            added = "" if "retracted_at" in columns else _RETRACTION_COLUMNS_17
-            added += "" if "usage" in columns else _USAGE_COLUMN_15
-            added += "" if "widgets" in columns else _WIDGETS_COLUMN_17
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _RETRACTION_17 + "COMMIT;")
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(action_outcomes)")}
-        if "reason" not in columns:
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _DECISIONS_17 + "COMMIT;")
-        rules = dict(
-            conn.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
-                "AND name IN ('trace_outputs_never_change', 'finished_turns_never_change')"
-            ).fetchall()
-        )
-        turns_rule = str(rules.get("finished_turns_never_change"))
-        if "turn_id" not in str(rules.get("trace_outputs_never_change")) or "quoted error" not in turns_rule or (
-            "NEW.widgets" not in turns_rule
-        ):
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(trace_outputs)")}
-            added = "" if "turn_id" in columns else _OUTPUT_COLUMNS_19
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _ERASURE_19 + "COMMIT;")
-
-    def _prepare_traces(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store the trace tables (a version-3 store made before traces gets
-        them; its trace index is then rebuilt by the host); a reader notes whether they exist."""
-        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if self._read_only:
-            self._has_traces = {t.name for t in _TRACE_TABLES} <= present
-            return
-        stale = "" if "trace_index" in present else "DELETE FROM meta WHERE key = 'trace_index_version';\n"
-        self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _TRACES + stale + "COMMIT;")
-        self._has_traces = True
-        rule = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'actions_never_change'").fetchone()
-        if rule is None or "erased_at" not in str(rule[0]):  # a store made before erasure reached actions
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(actions)")}
-            added = "" if "erased_at" in columns else "ALTER TABLE actions ADD COLUMN erased_at TEXT;\n"
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + _ERASURE_RULES + "COMMIT;")
-
-    async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
-        """Write a trace and its task with their index rows, in one transaction."""
-        steps = [_Step(_TRACE_RECORDS.insert, _TRACE_RECORDS.row(trace), f"trace {trace.id!r} is already stored")]
-        if task is not None:
-            steps += self._task_steps(task)
-        await self._transact(steps)
-
-    def _task_steps(self, task: TraceTaskRecord) -> list[_Step]:
-        return [
-            _Step(
-                _TRACE_TASKS.insert,
-                _TRACE_TASKS.row(task),
-                f"trace {task.trace_id!r} already has a task, or task {task.ref!r} already has a trace",
-            ),
-            _Step(_INDEX_ROW + "VALUES ('task', ?, ?)", (task.ref, task.trace_id), f"cannot index task {task.ref!r}"),
-        ]
-
-    async def create_linked_session(
-        self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None
-    ) -> None:
-        """`create_session` and the session's trace link (given, or its parent's), in one transaction."""
-        steps = self._session_steps(record, node, edge)
-        at = record.created_at.isoformat()
-        if trace_id is not None:
-            steps += [
-                _Step("SELECT 1 FROM traces WHERE id = ?", (trace_id,), f"no trace {trace_id!r} is stored", "row"),
-                _Step(
-                    "INSERT INTO trace_links (session_id, trace_id, created_at) VALUES (?, ?, ?)",
-                    (record.id, trace_id, at),
-                    f"session {record.id!r} is already in a trace",
-                ),
-            ]
-        elif record.lineage.kind != "root":
-            steps.append(
-                _Step(
-                    "INSERT INTO trace_links (session_id, trace_id, created_at) "
-                    "SELECT ?, trace_id, ? FROM trace_links WHERE session_id = ?",
-                    (record.id, at, record.lineage.parent_session_id),
-                    f"session {record.id!r} is already in a trace",
-                )
-            )
-        if trace_id is not None or record.lineage.kind != "root":
-            steps.append(
-                _Step(
-                    _INDEX_ROW + "SELECT 'session', session_id, trace_id FROM trace_links WHERE session_id = ?",
-                    (record.id,),
-                    f"cannot index session {record.id!r}",
-                )
-            )
-        await self._transact(steps)
-
-    def _event_steps(self, event_id: str | None, at: object) -> list[_Step]:
-        if event_id is None:
-            return []
-        return [
-            _Step(
-                "INSERT INTO spool_applied (event_id, applied_at) VALUES (?, ?)",
-                (event_id, at),
-                f"spool event {event_id!r} was applied before; an event is applied once",
-            )
-        ]
-
-    async def add_output(
-        self,
-        *,
-        output_id: str,
-        session_id: SessionId,
-        kind: str,
-        created_at: datetime,
-        chat_trace: TraceRecord,
-        event_id: str | None = None,
-        turn_id: TurnId | None = None,
-        position: int | None = None,
-    ) -> None:
-        """Link an output to its session's trace (a new chat trace when it has none), in one transaction."""
-        row = _TRACE_OUTPUTS.row(
-            TraceOutputRecord(
-                output_id=output_id, trace_id="", session_id=session_id, kind=kind, created_at=created_at,
-                turn_id=turn_id, position=position,
-            )
-        )
-        at = row[4]
-        new = _TRACE_RECORDS.row(chat_trace)
-        steps = [
-            _Step("SELECT 1 FROM sessions WHERE id = ?", (session_id,), f"no session {session_id!r} is stored", "row"),
-            *self._event_steps(event_id, at),
-            _Step(
-                "INSERT INTO traces (id, origin, created_at) SELECT ?, ?, ? "
-                "WHERE NOT EXISTS (SELECT 1 FROM trace_links WHERE session_id = ?) "
-                "AND NOT EXISTS (SELECT 1 FROM trace_outputs WHERE output_id = ?)",
-                (*new, session_id, output_id),
-                f"trace {chat_trace.id!r} is already stored",
-            ),
-            _Step(
-                "INSERT INTO trace_links (session_id, trace_id, created_at) SELECT ?, id, ? FROM traces "
-                "WHERE id = ? AND NOT EXISTS (SELECT 1 FROM trace_links WHERE session_id = ?)",
-                (session_id, at, chat_trace.id, session_id),
-                f"cannot link session {session_id!r} to its new trace",
-            ),
-            _Step(
-                _INDEX_ROW + "SELECT 'session', session_id, trace_id FROM trace_links WHERE session_id = ?",
-                (session_id,),
-                f"cannot index session {session_id!r}",
-            ),
-            _Step(
-                "INSERT INTO trace_outputs (output_id, trace_id, session_id, kind, created_at, turn_id, position) "
-                "SELECT ?, trace_id, ?, ?, ?, ?, ? FROM trace_links WHERE session_id = ? "
-                "AND NOT EXISTS (SELECT 1 FROM trace_outputs WHERE output_id = ?)",
-                (output_id, session_id, row[3], at, turn_id, position, session_id, output_id),
-                f"cannot write output {output_id!r}",
-            ),
-            _Step(
-                _INDEX_ROW + "SELECT 'output', output_id, trace_id FROM trace_outputs WHERE output_id = ?",
-                (output_id,),
-                f"cannot index output {output_id!r}",
-            ),
-        ]
-        await self._transact(steps)
-
-    async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
-        """Record an output's first commit (a later one is ignored), in one transaction."""
-        row = _TRACE_COMMITS.row(commit)
-        await self._transact(
-            [
-                _Step(
-                    "SELECT 1 FROM trace_outputs WHERE output_id = ?",
-                    (commit.output_id,),
-                    f"no output {commit.output_id!r} is stored",
-                    "row",
-                ),
-                *self._event_steps(event_id, row[2]),
-                _Step(_TRACE_COMMITS.insert + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
-                _Step(
-                    _INDEX_ROW + "SELECT 'commit', c.commit_hash, o.trace_id FROM trace_commits c "
-                    "JOIN trace_outputs o ON o.output_id = c.output_id WHERE c.output_id = ?",
-                    (commit.output_id,),
-                    f"cannot index the commit of output {commit.output_id!r}",
-                ),
-            ]
-        )
-
-    async def attach_task(self, task: TraceTaskRecord) -> None:
-        """Give a stored trace its task, once."""
-        await self._transact(
-            [
-                _Step("SELECT 1 FROM traces WHERE id = ?", (task.trace_id,), f"no trace {task.trace_id!r} is stored", "row"),
-                *self._task_steps(task),
-            ]
-        )
-
-    async def apply_event(self, event_id: str, at: datetime) -> None:
-        """Record a spool event applied."""
-        await self._transact(self._event_steps(event_id, at.isoformat()))
-
-    async def event_applied(self, event_id: str) -> bool:
-        if not self._has_traces:
-            return False
-        return bool(await self._query("SELECT 1 FROM spool_applied WHERE event_id = ?", (event_id,)))
-
-    async def get_trace(self, trace_id: str) -> TraceRecords | None:
-        if not self._has_traces:
-            return None
-        found = await self._records(_TRACE_RECORDS, TraceRecord, "WHERE id = ?", (trace_id,))
-        if not found:
-            return None
-        tasks = await self._records(_TRACE_TASKS, TraceTaskRecord, "WHERE trace_id = ?", (trace_id,))
-        links = await self._records(_TRACE_LINKS, TraceLinkRecord, "WHERE trace_id = ? ORDER BY rowid", (trace_id,))
-        outputs = await self._records(_TRACE_OUTPUTS, TraceOutputRecord, "WHERE trace_id = ? ORDER BY rowid", (trace_id,))
-        rows = await self._query(
-            "SELECT c.output_id, c.commit_hash, c.recorded_at FROM trace_outputs o "
-            "JOIN trace_commits c ON c.output_id = o.output_id WHERE o.trace_id = ? ORDER BY o.rowid",
-            (trace_id,),
-        )
-        return TraceRecords(
-            trace=found[0],
-            task=tasks[0] if tasks else None,
-            links=links,
-            outputs=outputs,
-            commits=tuple(self._decode(_TRACE_COMMITS, TraceCommitRecord, r) for r in rows),
-        )
-
-    async def find_trace(self, key: str) -> str | None:
-        if not self._has_traces:
-            return None
-        rows = await self._query("SELECT id FROM traces WHERE id = ?", (key,))
-        if not rows:
-            rows = await self._query(
-                "SELECT trace_id FROM trace_index WHERE key = ? ORDER BY CASE kind WHEN 'task' THEN 0 "
-                "WHEN 'session' THEN 1 WHEN 'output' THEN 2 ELSE 3 END, rowid LIMIT 1",
-                (key,),
-            )
-        return str(rows[0][0]) if rows else None
-
-    async def trace_of_session(self, session_id: SessionId) -> str | None:
-        if not self._has_traces:
-            return None
-        rows = await self._query("SELECT trace_id FROM trace_links WHERE session_id = ?", (session_id,))
-        return str(rows[0][0]) if rows else None
-
-    async def get_output(self, output_id: str) -> TraceOutputRecord | None:
-        if not self._has_traces:
-            return None
-        found = await self._records(_TRACE_OUTPUTS, TraceOutputRecord, "WHERE output_id = ?", (output_id,))
-        return found[0] if found else None
-
-    async def get_commit(self, output_id: str) -> TraceCommitRecord | None:
-        if not self._has_traces:
-            return None
-        found = await self._records(_TRACE_COMMITS, TraceCommitRecord, "WHERE output_id = ?", (output_id,))
-        return found[0] if found else None
-
-    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
-        """Write proposed actions, all or none."""
-        await self._transact(
-            [_Step(_ACTIONS.insert, _ACTIONS.row(a), f"action {a.id!r} is already stored") for a in actions]
-        )
-
-    async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
-        """Write the one decision about a pending action."""
-        await self._transact(
-            [
-                _Step("SELECT 1 FROM actions WHERE id = ?", (outcome.action_id,), f"no action {outcome.action_id!r} is stored", "row"),
-                _Step(
-                    _ACTION_OUTCOMES.insert,
-                    _ACTION_OUTCOMES.row(outcome),
-                    f"action {outcome.action_id!r} was decided before; it is decided once",
-                ),
-            ]
-        )
-
-    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
-        if not self._has_traces:
-            return None
-        found = await self._records(_ACTIONS, ProposedActionRecord, "WHERE id = ?", (action_id,))
-        if not found:
-            return None
-        outcome = await self._records(_ACTION_OUTCOMES, ActionOutcomeRecord, "WHERE action_id = ?", (action_id,))
-        return found[0], outcome[0] if outcome else None
-
-    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
-        if not self._has_traces:
-            return ()
-        return await self._records(
-            _ACTIONS,
-            ProposedActionRecord,
-            "WHERE session_id = ? AND erased_at IS NULL "
-            "AND NOT EXISTS (SELECT 1 FROM action_outcomes o WHERE o.action_id = actions.id) ORDER BY rowid",
-            (session_id,),
-        )
-
-    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
-        if not self._has_traces:
-            return ()
-        actions = await self._records(_ACTIONS, ProposedActionRecord, "WHERE session_id = ? ORDER BY rowid", (session_id,))
-        outcomes = await self._records(
-            _ACTION_OUTCOMES,
-            ActionOutcomeRecord,
-            "WHERE action_id IN (SELECT id FROM actions WHERE session_id = ?)",
-            (session_id,),
-        )
-        by_action = {o.action_id: o for o in outcomes}
-        return tuple((a, by_action.get(a.id)) for a in actions)
-
-    async def trace_index_version(self) -> int | None:
-        rows = await self._query("SELECT value FROM meta WHERE key = 'trace_index_version'", ())
-        raw = rows[0][0] if rows else None
-        return int(raw) if isinstance(raw, str) and raw.isdigit() else None
-
-    async def read_traces(self) -> TraceState:
-        """Every trace record and index row, in writing order."""
-        if not self._has_traces:
-            return TraceState()
-        return TraceState(
-            traces=await self._records(_TRACE_RECORDS, TraceRecord, "ORDER BY rowid", ()),
-            tasks=await self._records(_TRACE_TASKS, TraceTaskRecord, "ORDER BY rowid", ()),
-            links=await self._records(_TRACE_LINKS, TraceLinkRecord, "ORDER BY rowid", ()),
-            outputs=await self._records(_TRACE_OUTPUTS, TraceOutputRecord, "ORDER BY rowid", ()),
-            commits=await self._records(_TRACE_COMMITS, TraceCommitRecord, "ORDER BY rowid", ()),
-            index=await self._records(_TRACE_INDEX, TraceIndexEntry, "ORDER BY rowid", ()),
-        )
-
-    async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
-        """Replace the trace index and record `TRACE_INDEX_VERSION`, in one transaction."""
-        steps = [_Step("DELETE FROM trace_index", (), "")]
-        steps += [_Step(_INDEX_ROW + "VALUES (?, ?, ?)", (e.kind, e.key, e.trace_id), "cannot index") for e in entries]
-        steps.append(
-            _Step(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('trace_index_version', ?)",
-                (str(TRACE_INDEX_VERSION),),
-                "cannot record the trace index version",
-            )
-        )
-        await self._transact(steps)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -1602,13 +641,24 @@ class SqliteStore:
 
             return await anyio.to_thread.run_sync(run)
 
+    def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
+        return table.row(record)
+
+    def _traces_present(self) -> bool:
+        return self._has_traces
+
+    async def _records_where(
+        self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
+    ) -> tuple[_R, ...]:
+        return await self._records(table, record, where, params)
+
     async def _records(
-        self, table: _Table, record: type[_R], where: str, params: tuple[object, ...]
+        self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
     ) -> tuple[_R, ...]:
         rows = await self._query(f"SELECT {self._select_list(table)} FROM {table.name} {where}", params)
         return tuple(self._decode(table, record, row) for row in rows)
 
-    async def _transact(self, steps: list[_Step]) -> None:
+    async def _transact(self, steps: list[Step]) -> None:
         lock = self._lock
         if lock is None or self._conn is None:
             raise self._closed_error()
@@ -1619,7 +669,7 @@ class SqliteStore:
         # Group commit: a call queues its transaction in the open batch; whoever holds the
         # lock next commits the whole batch at once, so concurrent writers share one fsync.
         # Each caller returns once its own transaction is committed, or raises its error.
-        txn = _Txn(steps)
+        txn = Txn(steps)
         batch = self._batch
         batch.txns.append(txn)
         async with lock:
@@ -1628,9 +678,9 @@ class SqliteStore:
         if txn.error is not None:
             raise txn.error
 
-    async def _flush(self, batch: _Batch) -> None:
+    async def _flush(self, batch: Batch) -> None:
         """Commit ``batch`` (the open one); call with the lock held."""
-        self._batch = _Batch()
+        self._batch = Batch()
         conn = self._conn
         try:
             if conn is None:
@@ -1652,52 +702,13 @@ class SqliteStore:
     def _fail(self, problem: str, remedy: str) -> StoreError:
         return StoreError(f"{str(self._path)!r} {problem}; {remedy}", path=str(self._path))
 
-    @staticmethod
-    def _run(conn: sqlite3.Connection, txn: _Txn) -> None:
-        for step in txn.steps:
-            try:
-                cursor = conn.execute(step.sql, step.params)
-            except sqlite3.IntegrityError as exc:
-                raise _Refused(f"{step.refusal} ({exc})") from None
-            if step.expect == "change" and cursor.rowcount < 1:
-                raise _Refused(step.refusal)
-            if step.expect == "row" and cursor.fetchone() is None:
-                raise _Refused(step.refusal)
+    def _refuse(self, problem: str) -> StoreError:
+        """A write this store refuses (a rule of `_rows`, or a constraint the database holds)."""
+        return self._fail(f"refused a write: {problem}", "records never change")
 
-    def _commit(self, conn: sqlite3.Connection, txns: list[_Txn]) -> None:
+    def _commit(self, conn: sqlite3.Connection, txns: list[Txn]) -> None:
         """Run every transaction of a batch, each in its own savepoint, and commit once."""
-        if len(txns) == 1 and len(txns[0].steps) == 1 and txns[0].steps[0].expect == "any":
-            try:  # autocommit: one statement is one transaction
-                self._run(conn, txns[0])
-            except _Refused as refused:
-                txns[0].error = self._fail(f"refused a write: {refused}", "records never change")
-            except sqlite3.Error as exc:
-                txns[0].error = self._write_error(exc)
-            return
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            for txn in txns:
-                conn.execute("SAVEPOINT call")
-                try:
-                    self._run(conn, txn)
-                except (_Refused, sqlite3.Error) as exc:
-                    conn.execute("ROLLBACK TO call")
-                    txn.error = (
-                        self._fail(f"refused a write: {exc}", "records never change")
-                        if isinstance(exc, _Refused)
-                        else self._write_error(exc)
-                    )
-                conn.execute("RELEASE call")
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass  # the connection reports the first error below
-            error = self._write_error(exc)
-            for txn in txns:
-                txn.error = txn.error or error
+        commit(conn, txns, refuse=self._refuse, write_error=self._write_error)
 
     def _write_error(self, exc: sqlite3.Error) -> StoreError:
         if isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc):
@@ -1807,130 +818,32 @@ class SqliteStore:
         stat = self._path.stat()
         return stat.st_mtime_ns, stat.st_size
 
-    def _select_list(self, table: _Table) -> str:
+    def _select_list(self, table: _rows.Table) -> str:
         """The table's columns; one an older schema lacks reads as NULL (a reader never upgrades)."""
         return ", ".join(
             f"NULL AS {c}" if f"{table.name}.{c}" in self._missing else c for c in table.columns
         )
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        try:
-            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.OperationalError as exc:  # not the file's content: this process's access to it
-            raise self._fail(
-                f"cannot be read ({exc})",
-                "check that this process may read the file"
-                + ("" if self._read_only else ", and write it and its folder (SQLite adds -wal and -shm files there)"),
-            ) from exc
-        except sqlite3.DatabaseError as exc:
-            raise self._fail(
-                f"is not a SQLite database ({exc})",
-                "pass the path of a host-sim store" + (", or a new path to create one" if self._create else ""),
-            ) from exc
-        if not tables:
-            if not self._create:
-                raise self._fail("is an empty SQLite database, not a host-sim store", "pass the path of a store a host wrote")
-            self._execute_script(conn, "PRAGMA journal_mode = WAL")
-            self._execute_script(
-                conn,
-                "BEGIN;\n"
-                + _SCHEMA
-                + f"INSERT INTO meta (key, value) VALUES ('application', '{_APPLICATION}');\n"
-                + f"INSERT INTO meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');\n"
-                + f"INSERT INTO meta (key, value) VALUES ('index_version', '{INDEX_VERSION}');\n"
-                + "COMMIT;",
-            )
-        else:
-            version = self._check_meta(conn, tables)
-            if not self._read_only:
-                self._execute_script(conn, "PRAGMA journal_mode = WAL")
-                if version == 1:
-                    self._upgrade_from_1(conn)
-                    version = 2
-                if version == 2:
-                    self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _UPGRADE_FROM_2 + "COMMIT;")
-        self._prepare_traces(conn)
-        self._prepare_log(conn)
-        self._prepare_jobs(conn)
-        self._prepare_record(conn)
-        self._missing = frozenset(
-            f"{table.name}.{column}"
-            for table in (*_TABLES, *_LOG_TABLES, _ACTIONS, _ACTION_OUTCOMES, _TRACE_OUTPUTS)
-            for present in [{row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}]
-            for column in table.columns
-            if column not in present
+        """Check the file's schema (a writer brings an older one up to date) and note what it has."""
+        found = _schema.prepare(
+            conn, create=self._create, read_only=self._read_only, fail=self._fail, write_error=self._write_error
         )
-        self._tables = frozenset(name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
-        self._absent_tables = frozenset({"reads", "deletions", "session_tags", "job_tags"} - self._tables)
-        if not self._read_only:
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute("PRAGMA secure_delete = ON")  # what forget erases is zeroed, not freed
-
-    def _upgrade_from_1(self, conn: sqlite3.Connection) -> None:
-        try:
-            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + _UPGRADE_FROM_1 + "COMMIT;")
-        except StoreError as exc:
-            cause = exc.__cause__
-            if not isinstance(cause, sqlite3.IntegrityError):
-                raise
-            # Version 1 enforced nothing: two hosts on one file left duplicate ordinals.
-            raise self._fail(
-                f"cannot be upgraded from schema version 1: its records break a rule of version "
-                f"{SCHEMA_VERSION} ({cause}); it is left as it was",
-                "see every problem with 'host-sim fsck --store PATH', which reads it without upgrading",
-            ) from cause
-
-    def _execute_script(self, conn: sqlite3.Connection, script: str) -> None:
-        try:
-            for statement in _script(script):
-                conn.execute(statement)
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise self._write_error(exc) from exc
-
-    def _check_meta(self, conn: sqlite3.Connection, tables: set[str]) -> int:
-        meta: dict[str, str] = {}
-        if "meta" in tables:
-            try:
-                meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
-            except sqlite3.DatabaseError:
-                meta = {}
-        if meta.get("application") != _APPLICATION:
-            raise self._fail(
-                f"is a SQLite database of another application (tables: {', '.join(sorted(tables))}), "
-                "not a host-sim store",
-                "pass the path of a host-sim store" + (", or a new path to create one" if self._create else ""),
-            )
-        raw = meta.get("schema_version", "")
-        try:
-            version = int(raw)
-        except ValueError:
-            raise self._fail(f"has an unreadable schema version {raw!r}", "the file is damaged; use another path") from None
-        if version > SCHEMA_VERSION:
-            raise self._fail(
-                f"was written by a newer host-sim (schema version {version}; this one reads up to {SCHEMA_VERSION})",
-                "upgrade host-sim to open it",
-            )
-        if version < 1:
-            raise self._fail(f"has an unknown schema version {version}", "the file is damaged; use another path")
-        missing = {t.name for t in _TABLES} - tables
-        if missing:
-            raise self._fail(f"lacks the tables {', '.join(sorted(missing))}", "the file is damaged; use another path")
-        return version
+        self._missing, self._tables = found.missing, found.tables
+        self._absent_tables, self._has_traces = found.absent_tables, found.has_traces
 
     def _read_all(self, conn: sqlite3.Connection) -> StoredState:
         state = StoredState(
-            sessions=self._read(conn, _SESSIONS, SessionRecord),
-            turns=self._read(conn, _TURNS, TurnRecord),
-            nodes=self._read(conn, _NODES, SessionNode),
-            edges=self._read(conn, _EDGES, LineageEdge),
+            sessions=self._read(conn, _rows.SESSIONS, SessionRecord),
+            turns=self._read(conn, _rows.TURNS, TurnRecord),
+            nodes=self._read(conn, _rows.NODES, SessionNode),
+            edges=self._read(conn, _rows.EDGES, LineageEdge),
         )
         if self._immutable_stat is not None and self._immutable_stat != self._stat():
             raise self._fail("changed while it was read (a host opened and wrote it)", "read it again")
         return state
 
-    def _read(self, conn: sqlite3.Connection, table: _Table, record: type[_R]) -> tuple[_R, ...]:
+    def _read(self, conn: sqlite3.Connection, table: _rows.Table, record: type[_R]) -> tuple[_R, ...]:
         out: list[_R] = []
         try:
             rows = conn.execute(f"SELECT {self._select_list(table)} FROM {table.name} ORDER BY rowid").fetchall()
@@ -1940,30 +853,11 @@ class SqliteStore:
             out.append(self._decode(table, record, row))
         return tuple(out)
 
-    def _decode(self, table: _Table, record: type[_R], row: Sequence[object]) -> _R:
-        if table is _TURNS:
-            fast = _turn_fast(row)
-            if fast is not None:
-                assert isinstance(fast, record)
-                return fast
-        try:
-            value = table.read(row)
-        except (SerializationError, ValueError, TypeError, RecursionError) as exc:
-            key = ", ".join(repr(row[table.columns.index(k)]) for k in table.key)
-            problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            raise self._fail(
-                f"holds an unreadable {table.name} row ({key}): {problem}",
-                "the file is damaged or was edited by hand; run host-sim fsck on it",
-            ) from None
-        assert isinstance(value, record)
-        return value
+    def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
+        return _rows.decode(table, record, row, self._damaged)
 
-
-def _erased_value(table: str, field: str, value: object) -> object:
-    """How an erased value is stored: text as it is, a JSON value (a payload) as JSON text."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(unstructure(value), ensure_ascii=False, separators=(",", ":"))
+    def _damaged(self, problem: str) -> StoreError:
+        return self._fail(problem, "the file is damaged or was edited by hand; run host-sim fsck on it")
 
 
 def _chunks(ids: Sequence[SessionId], size: int = 500) -> list[Sequence[SessionId]]:

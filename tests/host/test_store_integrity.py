@@ -129,8 +129,11 @@ async def test_in_a_batch_of_concurrent_writes_only_the_unstorable_and_the_dupli
     await store.create_session(session("s-taken"), node("s-taken"), None)
     await store.begin_turn(running_turn("t-to-finish", "s-taken", 0))
 
+    homes = [f"h-{i}" for i in range(23)]  # a turn begins in a stored session: these are stored before the batch
+    for sid in homes:
+        await store.create_session(session(sid), node(sid), None)
     good_sessions = [f"s-{i}" for i in range(24)]
-    good_turns = [running_turn(f"t-{i}", good_sessions[i], 0) for i in range(23)]
+    good_turns = [running_turn(f"t-{i}", homes[i], 0) for i in range(23)]
     calls: dict[str, Callable[[], Awaitable[None]]] = {}
     for i, sid in enumerate(good_sessions):
         calls[sid] = partial(store.create_session, session(sid), node(sid), None)
@@ -169,8 +172,8 @@ async def test_in_a_batch_of_concurrent_writes_only_the_unstorable_and_the_dupli
     assert "sessions.id" in failed["duplicate"]  # the constraint SQLite names: table.column
 
     state = await read_back(path)
-    assert {s.id for s in state.sessions} == {"s-taken", *good_sessions}
-    assert {n.session_id for n in state.nodes} == {"s-taken", *good_sessions}
+    assert {s.id for s in state.sessions} == {"s-taken", *homes, *good_sessions}
+    assert {n.session_id for n in state.nodes} == {"s-taken", *homes, *good_sessions}
     assert next(s for s in state.sessions if s.id == "s-taken").model == "echo"
     turns: dict[str, TurnRecord] = {t.id: t for t in state.turns}
     assert set(turns) == {"t-to-finish", *(t.id for t in good_turns)}

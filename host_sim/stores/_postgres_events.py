@@ -1,0 +1,263 @@
+"""The event log of hosts sharing a `PostgresStore` (API.md section 13), inherited by
+`PostgresStore` (see its module docstring, "The event log"): rows of ``host_sim.events``
+written in seq order, a NOTIFY that wakes the other hosts, reply_delta payloads sent
+best-effort, retention; and the statements with which an erasure takes the text of its
+turns and commands out of the rows written before and after it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from ._errors import StoreError
+from ._invariants import ERASED_LABEL
+from ._postgres_sql import close_quietly
+from ._shared import EventRow
+
+__all__ = [
+    "ERASE_COMMAND_EVENTS",
+    "ERASE_COMMAND_EVENTS_OF",
+    "ERASE_EVENTS",
+    "ERASE_QUOTED_COMMAND_EVENTS",
+    "ERASE_QUOTED_TURN_EVENTS",
+    "LOCK_EVENTS",
+    "PostgresEvents",
+    "close_listener",
+]
+
+_R = TypeVar("_R")
+
+_EVENT_LOCK: Final = 0x48530004  # advisory lock (transaction): event rows commit in seq order
+_EVENTS_CHANNEL: Final = "host_sim_events"  # NOTIFY: new event rows (a wake-up, never the rows)
+_DELTAS_CHANNEL: Final = "host_sim_deltas"  # NOTIFY: reply_delta payloads (best-effort, live only)
+_MAX_NOTIFY_PAYLOAD: Final = 7900  # bytes; PostgreSQL's limit is 8000
+
+_BLANK = "CASE WHEN e.event::jsonb->>'{0}' IS NULL THEN NULL ELSE '' END"
+
+
+def _erased_event(message: str) -> str:
+    """The JSON of event row ``e`` with the text of its (erased) turn gone; ``message`` is the erased message."""
+    return (
+        "(CASE e.kind "
+        f"WHEN 'turn_started' THEN jsonb_set(e.event::jsonb, '{{message}}', {message}) "
+        f"WHEN 'turn_finished' THEN e.event::jsonb || jsonb_build_object('reply', {_BLANK.format('reply')}, "
+        f"'error', {_BLANK.format('error')}) "
+        "WHEN 'tool_called' THEN jsonb_set(e.event::jsonb, '{input}', '{}'::jsonb) "
+        f"WHEN 'tool_finished' THEN e.event::jsonb || jsonb_build_object('output', {_BLANK.format('output')}, "
+        f"'error', {_BLANK.format('error')}) "
+        "WHEN 'notification' THEN e.event::jsonb || '{\"title\": \"\", \"body\": \"\"}'::jsonb "
+        "WHEN 'turn_retracted' THEN e.event::jsonb || '{\"reason\": \"(erased)\"}'::jsonb "
+        "ELSE e.event::jsonb END)::text"
+    )
+
+
+ERASE_EVENTS: Final = (  # what the event rows of an erased turn said goes with it (the kinds that hold text)
+    f"UPDATE host_sim.events e SET event = {_erased_event('%s::jsonb')} WHERE e.turn_id = %s"
+)
+_ERASE_NEW_EVENTS: Final = (  # rows just written about a turn erased meanwhile (made before, written after)
+    f"UPDATE host_sim.events e SET event = {_erased_event('t.message::jsonb')} FROM host_sim.turns t "
+    "WHERE e.seq >= %s AND e.turn_id = t.id AND t.erased_at IS NOT NULL"
+)
+ERASE_COMMAND_EVENTS_OF: Final = (  # the command_finished rows of the commands an erasure erased
+    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
+    f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = ANY(%s) AND e.kind = 'command_finished' "
+    "AND EXISTS (SELECT 1 FROM host_sim.invocations i WHERE i.id = e.event::jsonb->>'invocation_id' "
+    "AND i.erased_at IS NOT NULL)"
+)
+_ERASE_NEW_COMMAND_EVENTS: Final = (
+    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
+    f"'error', {_BLANK.format('error')}))::text FROM host_sim.deletions d "
+    "WHERE e.seq >= %s AND e.kind = 'command_finished' AND e.session_id = d.session_id"
+)
+_ERASE_NEW_QUOTED_EVENTS: Final = (  # rows just written about a turn that lost a quoted error meanwhile
+    f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
+    "FROM host_sim.turns t WHERE e.seq >= %s AND e.kind = 'turn_finished' AND e.turn_id = t.id "
+    f"AND t.erased_at IS NULL AND t.error = '{ERASED_LABEL}' AND e.event::jsonb->>'error' IS NOT NULL"
+)
+_ERASE_NEW_ERASED_COMMAND_EVENTS: Final = (  # rows just written about a command erased meanwhile (forget, a quoted error)
+    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
+    f"'error', {_BLANK.format('error')}))::text FROM host_sim.invocations i "
+    "WHERE e.seq >= %s AND e.kind = 'command_finished' AND i.id = e.event::jsonb->>'invocation_id' "
+    "AND (i.erased_at IS NOT NULL OR i.error = '')"
+)
+ERASE_QUOTED_TURN_EVENTS: Final = (  # the turn_finished rows of turns whose error quoted erased text
+    f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
+    "WHERE e.turn_id = ANY(%s) AND e.kind = 'turn_finished' AND e.event::jsonb->>'error' IS NOT NULL"
+)
+ERASE_QUOTED_COMMAND_EVENTS: Final = (  # the command_finished rows of commands whose error quoted erased text
+    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
+    f"'error', {_BLANK.format('error')}))::text WHERE e.kind = 'command_finished' "
+    "AND e.event::jsonb->>'invocation_id' = ANY(%s) AND e.event::jsonb->>'error' IS NOT NULL"
+)
+LOCK_EVENTS: Final = f"SELECT pg_advisory_xact_lock({_EVENT_LOCK}, 0)"  # appends and erasures, one at a time
+ERASE_COMMAND_EVENTS: Final = (  # a deleted session's command_finished events lose their text
+    "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
+    f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = %s AND e.kind = 'command_finished'"
+)
+
+
+class PostgresEvents:
+    """The event log methods of `PostgresStore` (see the module docstring)."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # supplied by PostgresStore
+        _owner: int
+        _owner_conn: Any
+        _listener: Any
+        _listening: threading.Lock
+        _event_retention: timedelta
+        _psycopg: Any
+
+        def _connect(self) -> Any: ...
+        def _closed_error(self) -> StoreError: ...
+        def _fail(self, problem: str, remedy: str) -> StoreError: ...
+        def _database_error(self, exc: BaseException, doing: str) -> StoreError: ...
+        async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]: ...
+        async def _with_connection(self, work: Callable[[Any], _R]) -> _R: ...
+
+    # -- the event log (API.md section 13) ------------------------------------------------
+
+    @property
+    def host_id(self) -> str:
+        """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
+        return f"pg-{self._owner}"
+
+    async def append_events(self, rows: Sequence[EventRow]) -> None:
+        """Write event rows (in order) in one transaction and wake every listening host.
+
+        The transaction holds an advisory lock while it takes its seqs, so event rows
+        commit in seq order across hosts: a reader that has read up to seq N never later
+        finds a row below N it has not read.
+        """
+        if not rows:
+            return
+        values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
+        params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
+        for r in rows:
+            if "\x00" in r.event:
+                raise self._fail(f"cannot store a {r.kind} event holding a NUL character", "remove it where the text enters")
+
+        def run(conn: Any) -> None:
+            try:
+                with conn.transaction():
+                    conn.execute(LOCK_EVENTS, ())
+                    first = conn.execute(
+                        f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} "
+                        "RETURNING seq",
+                        params,
+                    ).fetchone()[0]
+                    conn.execute(_ERASE_NEW_EVENTS, (first,))  # an erasure never leaves text behind in a row
+                    conn.execute(_ERASE_NEW_COMMAND_EVENTS, (first,))
+                    conn.execute(_ERASE_NEW_QUOTED_EVENTS, (first,))
+                    conn.execute(_ERASE_NEW_ERASED_COMMAND_EVENTS, (first,))
+                    conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
+            except self._psycopg.Error as exc:
+                raise self._database_error(exc, "could not write events") from exc
+
+        await self._with_connection(run)
+
+    async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
+        """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
+        rows = await self._query(
+            "SELECT seq, host_id, event FROM host_sim.events WHERE seq > %s ORDER BY seq LIMIT %s", (seq, limit)
+        )
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+    async def trimmed_events(self) -> int:
+        """The newest seq retention deleted (0: none)."""
+        rows = await self._query("SELECT value FROM host_sim.meta WHERE key = 'events_trimmed'", ())
+        return int(rows[0][0]) if rows else 0
+
+    async def last_event_seq(self) -> int:
+        """The newest event row's seq (0: none): where a host that opens starts reading."""
+        rows = await self._query("SELECT max(seq) FROM host_sim.events", ())
+        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
+    async def wait_for_events(self, timeout: float) -> list[str]:
+        """Wait until a host wrote event rows (a NOTIFY) or ``timeout`` seconds passed; returns
+        the reply_delta payloads that arrived meanwhile. A wake-up, never the truth: the rows are."""
+        if self._owner_conn is None:
+            raise self._closed_error()
+        if self._listener is None or self._listener.closed:  # first use, or lost (the server restarted)
+            await anyio.to_thread.run_sync(self._listen)  # the store holds it even if this task is cancelled
+        listener, listening = self._listener, self._listening
+
+        def wait() -> list[str]:
+            with listening:
+                if listener.closed:
+                    return []
+                deltas: list[str] = []
+                try:
+                    for note in listener.notifies(timeout=timeout, stop_after=1):
+                        if note.channel == _DELTAS_CHANNEL:
+                            deltas.append(note.payload)
+                except self._psycopg.Error as exc:
+                    close_quietly(listener)
+                    raise self._database_error(exc, "lost its event listener") from exc
+                return deltas
+
+        return await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
+
+    def _listen(self) -> None:
+        if self._listener is not None:
+            close_listener(self._listener, self._listening, None)
+        conn = self._connect()
+        try:
+            conn.execute(f"LISTEN {_EVENTS_CHANNEL}", ())
+            conn.execute(f"LISTEN {_DELTAS_CHANNEL}", ())
+        except self._psycopg.Error as exc:  # the connection died at once: the reader retries
+            close_quietly(conn)
+            raise self._database_error(exc, "could not listen for events") from exc
+        except BaseException:
+            close_quietly(conn)
+            raise
+        self._listener = conn
+
+    async def send_delta(self, payload: str) -> None:
+        """Hand a reply_delta to the other hosts' listeners (best-effort: dropped when too large)."""
+        if len(payload.encode("utf-8")) > _MAX_NOTIFY_PAYLOAD or "\x00" in payload:
+            return
+        await self._query(f"SELECT pg_notify('{_DELTAS_CHANNEL}', %s)", (payload,))
+
+    async def trim_events(self) -> int:
+        """Delete event rows older than ``event_retention``; returns how many."""
+        cutoff_seconds = self._event_retention.total_seconds()
+
+        def run(conn: Any) -> int:
+            try:
+                with conn.transaction():
+                    row = conn.execute(
+                        "DELETE FROM host_sim.events WHERE seq <= (SELECT max(seq) FROM host_sim.events "
+                        "WHERE written < now() - make_interval(secs => %s)) RETURNING seq",
+                        (cutoff_seconds,),
+                    ).fetchall()
+                    if row:
+                        conn.execute(
+                            "INSERT INTO host_sim.meta (key, value) VALUES ('events_trimmed', %s) "
+                            "ON CONFLICT (key) DO UPDATE SET value = GREATEST(host_sim.meta.value::bigint, "
+                            "excluded.value::bigint)::text",
+                            (str(max(int(r[0]) for r in row)),),
+                        )
+                    return len(row)
+            except self._psycopg.Error as exc:
+                raise self._database_error(exc, "could not delete old events") from exc
+
+        return await self._with_connection(run)
+
+
+def close_listener(conn: Any, listening: threading.Lock, waker: Any) -> None:
+    """Close a listener connection once no thread waits on it (``waker`` NOTIFYs to end a wait)."""
+    try:
+        if waker is not None and not waker.closed and not waker.broken:
+            waker.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
+    except Exception:  # noqa: BLE001 (the wait then ends at its timeout)
+        pass
+    with listening:
+        close_quietly(conn)

@@ -1,0 +1,144 @@
+"""How hosts sharing a `PostgresStore` run one session's turns one at a time: `lock_session`
+(see the `PostgresStore` module docstring, "Several hosts"), inherited by `PostgresStore`.
+
+A turn of session S runs while its host holds the session-level advisory lock
+``(SESSION_LOCK, hashtext(S))`` on a connection of its own; PostgreSQL grants it to waiting
+hosts in the order they asked. The erasure generation is read in the same round trip, once
+the lock is granted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.to_thread
+
+from modular_sdk import SessionId
+
+from ._errors import StoreError
+from ._postgres_sql import close_quietly
+
+__all__ = ["IDLE_LOCK_CONNECTIONS", "SELECT_ERASURE_GENERATION", "SESSION_LOCK", "PostgresLocks"]
+
+SESSION_LOCK: Final = 0x48530001  # advisory lock class: one session's turns
+IDLE_LOCK_CONNECTIONS: Final = 8
+SELECT_ERASURE_GENERATION: Final = "SELECT value FROM host_sim.meta WHERE key = 'erasure_generation'"
+
+
+class PostgresLocks:
+    """`lock_session` of `PostgresStore` (see the module docstring)."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # supplied by PostgresStore
+        _owner_conn: Any
+        _idle_locks: list[Any]
+        _psycopg: Any
+
+        def _connect(self) -> Any: ...
+        def _closed_error(self) -> StoreError: ...
+        def _database_error(self, exc: BaseException, doing: str) -> StoreError: ...
+
+    @contextlib.asynccontextmanager
+    async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
+        """Hold session ``session_id``'s turn lock across every host of this database; yields
+        the erasure generation, read once the lock is granted (in the same round trip).
+
+        Waits (cancellably) until no other host holds it; hosts get it in the order they
+        asked. The lock is held on a connection of its own until the block ends, or until
+        this host's process dies.
+        """
+        conn = await self._lock_connection()
+        try:
+            generation = await self._wait_for_lock(conn, session_id)
+        except BaseException:
+            conn = None  # closed by _wait_for_lock
+            raise
+        try:
+            yield generation
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await anyio.to_thread.run_sync(self._unlock_session, conn, session_id)
+                except StoreError:
+                    await anyio.to_thread.run_sync(close_quietly, conn)
+                else:
+                    if len(self._idle_locks) < IDLE_LOCK_CONNECTIONS and self._owner_conn is not None:
+                        self._idle_locks.append(conn)
+                    else:
+                        await anyio.to_thread.run_sync(close_quietly, conn)
+
+    async def _lock_connection(self) -> Any:
+        if self._owner_conn is None:
+            raise self._closed_error()
+        while self._idle_locks:
+            conn = self._idle_locks.pop()
+            if not conn.closed and not conn.broken:
+                return conn
+        made: list[Any] = []
+        try:
+            await anyio.to_thread.run_sync(lambda: made.append(self._connect()))
+        except BaseException:
+            for conn in made:  # connected, but the caller was cancelled meanwhile
+                close_quietly(conn)
+            raise
+        return made[0]
+
+    async def _wait_for_lock(self, conn: Any, session_id: SessionId) -> int:
+        done = threading.Event()
+        state = threading.Lock()  # guards ``phase``: whether the waiting thread began, or was called off
+        phase = ["new"]
+        failure: list[BaseException] = []
+        generation: list[int] = []
+
+        def wait() -> None:
+            with state:
+                if phase[0] == "called off":  # cancelled before this thread ran: never ask for the lock
+                    done.set()
+                    return
+                phase[0] = "asking"
+            try:
+                # Two statements in one round trip: the second reads the generation with a
+                # snapshot taken once the lock is granted (never one from before the wait).
+                with conn.pipeline():
+                    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (SESSION_LOCK, session_id))
+                    read = conn.execute(SELECT_ERASURE_GENERATION, ())
+                row = read.fetchone()
+                generation.append(int(row[0]) if row is not None else 0)
+            except BaseException as exc:  # reported below, in the caller's task
+                failure.append(exc)
+            finally:
+                done.set()
+
+        def cancel() -> None:
+            with state:
+                began = phase[0] == "asking"
+                phase[0] = "called off"
+            if began:
+                try:
+                    conn.cancel_safe(timeout=10)
+                except Exception:  # noqa: BLE001 (closing the connection below ends the wait anyway)
+                    pass
+                done.wait(30)
+            close_quietly(conn)  # a lock granted just before the cancel goes with it
+
+        try:
+            await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(cancel)
+            raise
+        if failure:
+            close_quietly(conn)
+            raise self._database_error(failure[0], f"cannot lock session {session_id!r}")
+        return generation[0]
+
+    def _unlock_session(self, conn: Any, session_id: SessionId) -> None:
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (SESSION_LOCK, session_id))
+        except self._psycopg.Error as exc:
+            raise self._database_error(exc, f"cannot unlock session {session_id!r}") from exc
