@@ -49,7 +49,7 @@ from ..stores._records import ErrorKind, Invocation, JobStatus, TurnRecord
 from ._across_hosts import HostsLink, replay_of
 from ._actions import ActionBook
 from ._completions import Completion, Completions, argument_values
-from ._engine import Engine, JobCall, ModTables, checked_now
+from ._engine import Engine, ModTables, checked_now
 from ._events import CommandFinished, EventHub, EventStream
 from ._explain import close_names
 from ._ids import new_host_id, new_invocation_id
@@ -71,6 +71,7 @@ from ._handles import (
 from ._state import SessionState, TurnState, history
 from ._submission import Submission
 from ._transcript import render_transcript
+from ._turns import JobCall
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
