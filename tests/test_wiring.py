@@ -31,7 +31,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("sessions/_engine.py", "anchor"): _LIVE_STATE,
     ("sessions/_state.py", "turn"): _LIVE_STATE,
     ("sessions/_state.py", "use"): _LIVE_STATE,
-    ("sessions/_host.py", "state"): _LIVE_STATE,
+    ("sessions/_commands.py", "state"): _LIVE_STATE,
     ("sessions/_across_hosts.py", "session"): _LIVE_STATE,
     ("sessions/_across_hosts.py", "current"): _LIVE_STATE,
     ("sessions/_across_hosts.py", "engine"): (
