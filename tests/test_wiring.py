@@ -34,9 +34,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("sessions/_commands.py", "state"): _LIVE_STATE,
     ("sessions/_across_hosts.py", "session"): _LIVE_STATE,
     ("sessions/_across_hosts.py", "current"): _LIVE_STATE,
-    ("sessions/_across_hosts.py", "engine"): (
-        "the erasure generation the engine's sessions reflect; becomes the engine's own when _engine.py is cut (issue 22)"
-    ),
     ("stores/_sqlite.py", "txn"): "_Txn: the commit queue's record of how one store call went",
     ("stores/_sqlite.py", "txns"): "_Txn: the commit queue's record of how one store call went",
     ("stores/_sqlite.py", "batch"): "_Batch: the commit queue's record of one commit",

@@ -231,7 +231,7 @@ class Engine:
         self._loading = anyio.Lock()
         self.events = events
         self.log = log  # the integrator's records: the store itself, or a MemoryLog over it
-        self.erasure_generation = erasure_generation  # a shared store's erasure generation this host's sessions reflect
+        self._erasure_generation = erasure_generation  # see erasure_generation
         self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
         self._idle: anyio.Event | None = None
         self._closed = False
@@ -260,6 +260,16 @@ class Engine:
             mcp=mcp,
             after_turn=after_turn,
         )
+
+    @property
+    def erasure_generation(self) -> int:
+        """The erasure generation of a shared store this host's sessions reflect (0: none)."""
+        return self._erasure_generation
+
+    def erasures_reflected_up_to(self, generation: int) -> None:
+        """This host's sessions now reflect every erasure and deletion up to ``generation``
+        (`erased_elsewhere` made them so, holding a session's lock)."""
+        self._erasure_generation = generation
 
     async def close(self) -> None:
         """Cancel every turn still running or queued (in whatever task sent it) and wait until
