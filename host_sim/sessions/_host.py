@@ -47,7 +47,7 @@ from ._across_hosts import HostsLink, replay_of
 from ._actions import ActionBook
 from ._commands import Commands
 from ._completions import Completion, Completions
-from ._engine import Engine, ModTables, checked_now
+from ._engine import Engine, checked_now
 from ._events import EventHub, EventStream
 from ._ids import new_host_id
 from ._integrator import log_of
@@ -64,6 +64,7 @@ from ._handles import (
     tool_context,
 )
 from ._state import SessionState, TurnState, history
+from ._tables import ModTables
 from ._submission import Submission
 from ._transcript import render_transcript
 from ._turns import JobCall

@@ -46,7 +46,7 @@ from ._widget_tags import place_widgets
 
 if TYPE_CHECKING:
     from ..mcp._client import McpTools
-    from ._engine import ModTables
+    from ._tables import ModTables
 
 __all__ = [
     "JobCall",
