@@ -131,25 +131,9 @@ class TurnRunner:
         job: JobCall | None = None,
     ) -> TurnState:
         """Run a turn; call holding the session's queue. ``started`` receives the turn once it
-        exists; ``closing`` is the scope the engine's ``close`` cancels. A completed turn's
-        proposed actions are recorded (``after_turn``) before this returns."""
-        turn = await self._turn(session, message, author, actor, output_schema, closing, started, job)
-        if turn.status == "completed" and self._after_turn is not None:
-            await self._after_turn(session, turn)  # proposed actions, before the next turn
-        return turn
-
-    async def _turn(
-        self,
-        session: SessionState,
-        message: AiMessage,
-        author: Author,
-        actor: Actor,
-        output_schema: JsonValue,
-        closing: anyio.CancelScope,
-        started: list[TurnState],
-        job: JobCall | None,
-    ) -> TurnState:
-        """Write the turn ``running``, run it, and finish it once (durable, then shown)."""
+        exists; ``closing`` is the scope the engine's ``close`` cancels. The turn is written
+        ``running`` before the model is called and finished once (durable, then shown); a
+        completed turn's proposed actions are recorded (``after_turn``) before this returns."""
         turn = TurnState(
             id=new_turn_id(),
             session_id=session.id,
@@ -237,6 +221,8 @@ class TurnRunner:
                 span.end(turn)
                 assert turn.done is not None
                 turn.done.set()
+        if turn.status == "completed" and self._after_turn is not None:
+            await self._after_turn(session, turn)  # proposed actions, before the next turn
         return turn
 
     async def _run_turn(self, session: SessionState, turn: TurnState, actor: Actor, output_schema: JsonValue) -> None:
