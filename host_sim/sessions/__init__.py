@@ -1,4 +1,5 @@
-"""Sessions and turns: the `Host`, its handles, and where forks happen (``_engine.py``)."""
+"""Sessions and turns: the `Host`, its handles, where forks happen (``_engine.py``) and
+what one turn does (``_turns.py``)."""
 
 from ._handles import SessionHandle, TurnHandle
 from ..lanes._renderer import ViewResult

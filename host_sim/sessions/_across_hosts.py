@@ -117,7 +117,7 @@ async def erased_elsewhere(engine: Engine, session: SessionState, generation: in
                 apply_erasure(current, record)
         current.deleted_at = current.deleted_at or await engine.log.deleted_at(current.id)
         current = current.parent
-    engine.erasure_generation = generation
+    engine.erasures_reflected_up_to(generation)
 
 
 async def catch_up(

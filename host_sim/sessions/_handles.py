@@ -48,6 +48,7 @@ from ._across_hosts import catch_up
 from ._explain import close_names, turn_failed
 from ._scope import Scope, check_trace, scope_of, session_state, turn_record
 from ._state import SessionState, TurnState, history
+from ._turns import output_schema, parse_reply
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -288,8 +289,8 @@ class SessionHandle(metaclass=NoPublicConstructor):
                 argument="output_type",
                 value=output_type,
             )
-        turn = await engine.run(self._state, prompt, self._actor, engine.output_schema(output_type))
-        return engine.parse_reply(turn, output_type)
+        turn = await engine.run(self._state, prompt, self._actor, output_schema(output_type))
+        return parse_reply(turn, output_type)
 
     async def notify(self, *, title: str, body: str) -> TurnHandle:
         """Deliver a system event: ``send(AiNotificationMessage(title=..., body=...))``."""

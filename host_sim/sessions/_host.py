@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -17,8 +16,6 @@ import anyio.to_thread
 import attrs
 
 from modular_sdk import (
-    ActionDeniedError,
-    AiPromptMessage,
     HostClosedError,
     InvalidArgumentError,
     Mod,
@@ -28,7 +25,7 @@ from modular_sdk import (
 )
 from modular_sdk._rules import show
 
-from ..lanes._calling import USER, HandlerFrame
+from ..lanes._calling import HandlerFrame
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..lanes._renderer import ViewResult, render, render_widget
 from ..lineage._graph import LineageGraph
@@ -45,14 +42,14 @@ from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
 from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import ActionRecord, ActionStatus, PendingAction
-from ..stores._records import ErrorKind, Invocation, JobStatus, TurnRecord
+from ..stores._records import Invocation, JobStatus, TurnRecord
 from ._across_hosts import HostsLink, replay_of
 from ._actions import ActionBook
-from ._completions import Completion, Completions, argument_values
-from ._engine import Engine, JobCall, ModTables, checked_now
-from ._events import CommandFinished, EventHub, EventStream
-from ._explain import close_names
-from ._ids import new_host_id, new_invocation_id
+from ._commands import Commands
+from ._completions import Completion, Completions
+from ._engine import Engine, checked_now
+from ._events import EventHub, EventStream
+from ._ids import new_host_id
 from ._integrator import log_of
 from ._scope import Scope
 from ._scoped import ScopedHost
@@ -60,17 +57,17 @@ from ._jobs import Job, JobBook, JobPage
 from ._host_arguments import check_host_arguments
 from ._handles import (
     AiSessionsImpl,
-    CommandContextImpl,
     EffectContextImpl,
     SessionHandle,
-    SlashCommandContextImpl,
     TurnHandle,
     check_list_tags,
     tool_context,
 )
 from ._state import SessionState, TurnState, history
+from ._tables import ModTables
 from ._submission import Submission
 from ._transcript import render_transcript
+from ._turns import JobCall
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -197,6 +194,7 @@ class Host:
         self._exits = AsyncExitStack()  # what __aenter__ entered (the task group), closed by __aexit__
         self._effects: dict[tuple[str, str], EffectStatus] = {}
         self._jobs: JobBook | None = None
+        self._commands: Commands | None = None
         self._link: HostsLink | None = None
         self._state: Literal["new", "open", "closed"] = "new"
 
@@ -315,6 +313,9 @@ class Host:
             engine=engine, mods=tables.mods, store=self._store, clock=lambda: checked_now(self._clock), handler_timeout=self._handler_timeout,
             mcp=mcp if mcp.declared else None,
         )
+        self._commands = Commands(
+            engine=engine, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
+        )
         if isinstance(self._store, TraceStore):
             self._traces = Traces._create(self._store, lambda: checked_now(self._clock), self._commit_resolver)
         if self._spool is not None:
@@ -393,6 +394,12 @@ class Host:
             )
         return self._engine
 
+    def _commands_open(self) -> Commands:
+        """The command path (`Commands`) of the open host; `HostClosedError` otherwise."""
+        self._open()
+        assert self._commands is not None
+        return self._commands
+
     # -- public surface -----------------------------------------------------------------
     @property
     def sessions(self) -> AiSessionsImpl:
@@ -452,72 +459,7 @@ class Host:
         A doubled leading slash is a literal one, as in chat apps: ``//etc/hosts`` sends the
         prompt ``/etc/hosts``. Never raises for a failed command or turn: see `Submission.error`.
         """
-        engine = self._open()
-        return await self._submit(engine, await self._session(session), text, None)
-
-    async def _submit(self, engine: Engine, state: SessionState, text: str, job: JobCall | None) -> Submission:
-        """`submit`, in ``job`` (or none): the events of its turn or command carry its id."""
-        if not isinstance(text, str):
-            raise InvalidArgumentError(
-                f"submit() takes the typed text as a str, got {show(text)}", argument="text", value=text
-            )
-        await engine.refuse_deleted(state, "submit to")
-        if text == "/" or not text.strip():
-            message = (
-                "type a command name after '/', like '/help'"
-                if text == "/"
-                else f"there is nothing to send in {text!r}; type a prompt or a /command"
-            )
-            kind: Literal["prompt", "command"] = "command" if text == "/" else "prompt"
-            return Submission(kind=kind, text=message, error=message, error_kind="invalid_input")
-        if text.startswith("//"):
-            text = text[1:]  # a literal slash, not a command
-        elif text.startswith("/"):
-            return await self._slash(engine, state, text, None if job is None else job.id)
-        try:
-            turn = await engine.send(state, AiPromptMessage(text=text), None, job=job)
-        except ActionDeniedError as denied:
-            return Submission(kind="prompt", text=str(denied), error=str(denied), error_kind="denied")
-        except InvalidArgumentError as bad:  # text that cannot be stored
-            return Submission(kind="prompt", text=str(bad), error=str(bad), error_kind="invalid_input")
-        except ModularError as exc:  # a store that failed the write, a closed host...
-            return Submission(kind="prompt", text=str(exc), error=str(exc), error_kind="model_failed")
-        handle = TurnHandle._create(engine, state, turn, None)
-        if turn.status != "completed":
-            message = f"turn {turn.ordinal} failed: {turn.error}"
-            return Submission(kind="prompt", text=message, turn=handle, error=message, error_kind=turn.failure)
-        submitted = Submission(kind="prompt", text=turn.reply or "", turn=handle, widget_errors=turn.widget_errors)
-        return self._proposed(submitted, turn.id)
-
-    async def _slash(self, engine: Engine, state: SessionState, text: str, job_id: str | None) -> Submission:
-        body = text[1:]
-        name, sep, rest = body.partition(" ")
-        argument = rest if sep else None
-        entry = engine.tables.slash.get(name)
-        if entry is None:
-            known = sorted(engine.tables.slash)
-            if not name:
-                message = "type a command name after '/'"
-            else:
-                message = f"unknown command '/{name}'"
-            close = close_names(name, known) if name else []
-            if close:
-                message += "; did you mean " + " or ".join(f"'/{c}'" for c in close) + "?"
-            message += f" (commands: {', '.join('/' + c for c in known) or 'none loaded'})"
-            if name in engine.tables.palette:
-                message += f"; {name!r} is a palette command: run it with host.run_command({name!r})"
-            return Submission(kind="command", text=message, error=message, error_kind="unknown_command")
-        mod, declared = entry
-        return await self._command(
-            engine,
-            mod,
-            declared.id,
-            f"/{declared.id}",
-            declared.run,
-            state,
-            argument,
-            job_id,
-        )
+        return await self._commands_open().submit(await self._session(session), text, None)
 
     async def run_command(self, command_id: str) -> Submission:
         """Run a palette command (no session) and report like `submit`.
@@ -539,121 +481,7 @@ class Host:
 
     async def _palette(self, command_id: str, scope: Scope | None) -> Submission:
         """`run_command`; its handler's ``ctx.ai`` acts within ``scope`` (``None``: every session)."""
-        engine = self._open()
-        if not isinstance(command_id, str):
-            raise InvalidArgumentError(
-                f"run_command() takes a palette command id (a str, like 'open'), got {show(command_id)} "
-                f"({type(command_id).__name__})",
-                argument="command_id",
-                value=command_id,
-            )
-        entry = engine.tables.palette.get(command_id)
-        if entry is None:
-            known = sorted(engine.tables.palette)
-            close = close_names(command_id, known)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            message = f"unknown palette command {command_id!r}{hint} (commands: {', '.join(map(repr, known)) or 'none loaded'})"
-            return Submission(kind="command", text=message, error=message, error_kind="unknown_command")
-        mod, declared = entry
-        return await self._command(engine, mod, declared.id, repr(declared.id), declared.run, None, None, None, scope)
-
-    async def _command(
-        self,
-        engine: Engine,
-        mod: Mod,
-        command_id: str,
-        label: str,
-        run: Callable[..., object],
-        state: SessionState | None,
-        argument: str | None,
-        job_id: str | None,
-        scope: Scope | None = None,
-    ) -> Submission:
-        invocation = Invocation(
-            id=new_invocation_id(),
-            session_id=None if state is None else state.id,
-            mod_id=mod.id,
-            command_id=command_id,
-            argument=argument,
-            author=USER,
-            started_at=engine.now(),
-            position=0 if state is None else state.next_ordinal,
-        )
-        with engine.tracked():  # the host waits for this command's record before closing its store
-            with anyio.CancelScope(shield=True):  # a started write always finishes
-                await engine.log.begin_invocation(invocation)
-            if state is not None:
-                state.last_invocation_at = invocation.started_at
-            submission = Submission(kind="command", text="", error="cancelled before it finished", error_kind="handler_failed")
-            try:
-                with self._telemetry.command(
-                    invocation_id=invocation.id, session_id=invocation.session_id, mod_id=mod.id, command_id=command_id, argument=argument
-                ) as running:
-                    submission = await self._run_command(
-                        engine, mod, command_id, label, run, state, argument, scope, position=invocation.position
-                    )
-                    running.finished(submission)
-            finally:
-                done = attrs.evolve(
-                    invocation,
-                    finished_at=engine.now(),
-                    text=submission.text,
-                    error=submission.error,
-                    error_kind=submission.error_kind,
-                )
-                with anyio.CancelScope(shield=True):
-                    await engine.log.finish_invocation(done)
-                engine.events.publish(
-                    lambda seq, at: CommandFinished(
-                        seq=seq,
-                        at=at,
-                        invocation_id=done.id,
-                        session_id=done.session_id,
-                        command_id=command_id,
-                        text=done.text or "",
-                        error=done.error,
-                        job_id=job_id,
-                    )
-                )
-            return submission
-
-    async def _run_command(
-        self,
-        engine: Engine,
-        mod: Mod,
-        command_id: str,
-        label: str,
-        run: Callable[..., object],
-        state: SessionState | None,
-        argument: str | None,
-        scope: Scope | None = None,
-        *,
-        position: int | None = None,
-    ) -> Submission:
-        """Run a command's handler; ``position`` is where in its session it was typed (the
-        frame carries it, so what the handler reports is erased with a turn asked there)."""
-        try:
-            await engine.before(f"command:{command_id}", None if state is None else state.id, USER, owner=mod)
-        except ModularError as denied:
-            return Submission(kind="command", text=str(denied), error=str(denied), error_kind="denied")
-        if state is not None:
-            frame = HandlerFrame(
-                mod_id=mod.id, kind="command", command_id=command_id, session_id=state.id, position=position
-            )
-            ctx: object = SlashCommandContextImpl._create(engine=engine, session=state, frame=frame)
-            args: tuple[object, ...] = (argument, ctx)
-        else:
-            frame = HandlerFrame(mod_id=mod.id, kind="palette", command_id=command_id)
-            ctx = CommandContextImpl._create(engine=engine, frame=frame, scope=scope)
-            args = (ctx,)
-        try:
-            value = await call_handler(f"command {label} of mod {mod.id!r}", run, args, timeout=self._handler_timeout)
-        except HandlerFailed as failed:
-            # a hook that denied what the handler attempted is a policy's answer, not a bug
-            refused = isinstance(failed.cause, ActionDeniedError)
-            kind: ErrorKind = "timeout" if failed.timed_out else "denied" if refused else "handler_failed"
-            return Submission(kind="command", text=failed.reason, error=failed.reason, error_kind=kind)
-        return Submission(kind="command", text="" if value is None else str(value))
+        return await self._commands_open().palette(command_id, scope)
 
     def completions(self, text: str) -> Completions:
         """Slash-command typeahead for what the user typed so far (``"/ta"``), best first.
@@ -663,42 +491,7 @@ class Host:
         ctx)`` (``slash_command(..., complete=fn)``) with the handler timeout and puts the
         argument values it offers first (`Completion.argument`).
         """
-        engine = self._open()
-        if not isinstance(text, str):
-            raise InvalidArgumentError(
-                f"completions() takes the typed text as a str (like '/ta'), got {show(text)}",
-                argument="text",
-                value=text,
-            )
-        query = text[1:] if text.startswith("/") else text
-        query = query.split(" ", 1)[0].lower()
-        ranked: list[tuple[tuple[int, float, str], Completion]] = []
-        for name, (mod, declared) in engine.tables.slash.items():
-            rank = _rank(query, name)
-            if rank is None:
-                continue
-            ranked.append(
-                (
-                    (rank[0], rank[1], name),
-                    Completion(
-                        name=name,
-                        description=declared.description,
-                        argument_hint=declared.argument_hint,
-                        mod_id=mod.id,
-                    ),
-                )
-            )
-        ranked.sort(key=lambda pair: pair[0])
-        return Completions((c for _, c in ranked), self._argument_values(engine, text))
-
-    def _argument_values(self, engine: Engine, text: str) -> Callable[[], Awaitable[list[Completion]]] | None:
-        """What awaiting the completions of ``text`` adds: ``/name prefix`` of a command with a completer."""
-        name, space, prefix = text[1:].partition(" ") if text.startswith("/") else ("", "", "")
-        entry = engine.tables.slash.get(name) if space else None
-        if entry is None or entry[1].complete is None:
-            return None
-        mod, declared = entry
-        return lambda: argument_values(mod, declared, prefix, timeout=self._handler_timeout)
+        return self._commands_open().completions(text)
 
     async def render_view(self, view_id: str, data: object) -> ViewResult:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""
@@ -778,7 +571,7 @@ class Host:
     async def _submit_in_job(self, session_id: SessionId, text: str, job: JobCall) -> Submission:
         engine = self._open()
         try:
-            return await self._submit(engine, await engine.load(session_id), text, job)
+            return await self._commands_open().submit(await engine.load(session_id), text, job)
         except SessionDeletedError as gone:  # deleted (on any host) after the job was started
             return Submission(kind="prompt", text=str(gone), error=str(gone), error_kind="invalid_input")
 
@@ -914,14 +707,6 @@ class Host:
         assert self._actions is not None
         return await self._actions.decisions((await self._session(session)).id, status)
 
-    def _proposed(self, submission: Submission, turn_id: str) -> Submission:
-        """``submission`` with what its turn's reply proposed (`Submission.actions`)."""
-        if self._actions is None:
-            return submission
-        actions, errors = self._actions.results(turn_id)
-        if not actions and not errors:
-            return submission
-        return attrs.evolve(submission, actions=actions, action_errors=errors)
 
 async def _interleaved(engine: Engine, state: SessionState) -> list[TurnState | Invocation]:
     """A session's turns (inherited ones included) and invocations, in the order they started."""
@@ -935,19 +720,3 @@ async def _interleaved(engine: Engine, state: SessionState) -> list[TurnState | 
         out.append(turn)
     out += invocations[index:]
     return out
-
-
-def _rank(query: str, name: str) -> tuple[int, float] | None:
-    if not query:
-        return (1, 0.0)
-    if name == query:
-        return (0, 0.0)
-    if name.startswith(query):
-        return (1, float(len(name)))
-    if query in name:
-        return (2, float(name.index(query)))
-    ratio = difflib.SequenceMatcher(None, query, name).ratio()
-    if ratio >= 0.5:
-        return (3, -ratio)
-    return None
-
