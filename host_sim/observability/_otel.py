@@ -18,7 +18,7 @@ from contextvars import Token
 from collections.abc import Mapping
 from importlib import metadata
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -48,12 +48,15 @@ if TYPE_CHECKING:
 __all__ = ["OtelTelemetry"]
 
 SCOPE = "host_sim"
-KEPT_SPANS = 4096  # turn spans (and pending links) remembered for the links of forks and spawns
+KEPT_SPANS = 4096  # turn spans (and pending links) remembered for the links of forks and spawns, at least
 # The semantic conventions' advised buckets: seconds of a model call, and tokens.
 DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
 TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
 
 Attributes = dict[str, AttributeValue]
+_Kept = TypeVar("_Kept")
+_STOP = ("stop",)  # gen_ai.response.finish_reasons
+_TOOL_CALL = ("tool_call",)
 
 
 def provider_name(model: Model) -> str:
@@ -80,14 +83,15 @@ def _records(provider: object, kinds: tuple[type, ...], proxy: str) -> bool:
 class OtelTelemetry(Telemetry):
     """Spans through ``tracer`` and metrics through ``meter`` (either may be ``None``: not recorded)."""
 
-    __slots__ = ("_capture", "_duration", "_links", "_provider", "_tokens", "_tracer", "_turn_spans")
+    __slots__ = ("_capture", "_duration", "_links", "_models", "_provider", "_tokens", "_tracer", "_turn_spans")
 
     def __init__(self, tracer: trace.Tracer | None, meter: metrics.Meter | None, provider: str, capture: bool) -> None:
         self._tracer = tracer
         self._provider = provider
         self._capture = capture
-        self._turn_spans: dict[str, SpanContext] = {}  # turn id -> its span (bounded)
-        self._links: dict[str, SpanContext] = {}  # new session id -> the span its first turn links to
+        self._turn_spans: _Recent[SpanContext] = _Recent()  # turn id -> its span
+        self._links: _Recent[SpanContext] = _Recent()  # new session id -> the span its first turn links to
+        self._models: _Recent[_ModelAttributes] = _Recent()  # model name -> its constant attributes
         self._duration: metrics.Histogram | None = None
         self._tokens: metrics.Histogram | None = None
         if meter is not None:
@@ -125,21 +129,22 @@ class OtelTelemetry(Telemetry):
     def turn(self, session: SessionState, turn: TurnState) -> TurnSpan:
         if self._tracer is None:
             return super().turn(session, turn)
-        label = session.record.metadata.label if session.record.metadata is not None else "session"
+        record, author = session.record, turn.author
+        label = record.metadata.label if record.metadata is not None else "session"
         attributes: Attributes = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.conversation.id": session.id,
             "gen_ai.provider.name": self._provider,
-            "gen_ai.request.model": session.record.model,
+            "gen_ai.request.model": record.model,
             "host_sim.turn.id": turn.id,
             "host_sim.turn.ordinal": turn.ordinal,
-            "host_sim.author.kind": turn.author.kind,
+            "host_sim.author.kind": author.kind,
         }
-        if turn.author.kind == "mod":
-            attributes["host_sim.mod.id"] = turn.author.mod_id
-        if session.record.agent_id is not None:
-            attributes["gen_ai.agent.id"] = session.record.agent_id
-        parent = self._links.pop(session.id, None)
+        if author.kind == "mod":
+            attributes["host_sim.mod.id"] = author.mod_id
+        if record.agent_id is not None:
+            attributes["gen_ai.agent.id"] = record.agent_id
+        parent = self._links.pop(session.id)
         span = self._tracer.start_span(
             f"invoke_agent {label}",
             kind=SpanKind.INTERNAL,
@@ -148,19 +153,35 @@ class OtelTelemetry(Telemetry):
         )
         context = span.get_span_context()
         if context.is_valid:
-            _keep(self._turn_spans, turn.id, context)
+            self._turn_spans.put(turn.id, context)
         return _TurnSpan(span, self._capture)
 
     def chat(self, session: SessionState, turn: TurnState, request: ModelRequest) -> AbstractContextManager[ChatCall]:
-        traced = self._tracer is not None and not _dropped()
-        if not traced and self._duration is None:
+        tracer = self._tracer
+        if tracer is not None:
+            context = otel_context.get_current()  # read once: the parent, the drop check, the new current
+            if not _dropped(context):
+                return _Chat(self, turn, request, self._model(request.model), tracer, context)
+        if self._duration is None:
             return super().chat(session, turn, request)
-        return _Chat(self, turn, request, traced)
+        return _Chat(self, turn, request, self._model(request.model), None, None)
 
     def tool(self, turn: TurnState, call_id: str, name: str, arguments: FrozenJsonObject) -> AbstractContextManager[ToolRun]:
-        if self._tracer is None or _dropped():
+        tracer = self._tracer
+        if tracer is None:
             return super().tool(turn, call_id, name, arguments)
-        return _Tool(self._tracer, self._capture, turn, call_id, name, arguments)
+        context = otel_context.get_current()
+        if _dropped(context):
+            return super().tool(turn, call_id, name, arguments)
+        return _Tool(tracer, context, self._capture, turn, call_id, name, arguments)
+
+    def _model(self, model: str) -> _ModelAttributes:
+        """The constant attributes of calls to ``model`` (made once: the same dicts are recorded each call)."""
+        found = self._models.get(model)
+        if found is None:
+            found = _ModelAttributes(self._provider, model)
+            self._models.put(model, found)
+        return found
 
     def command(
         self, *, invocation_id: str, session_id: str | None, mod_id: str, command_id: str, argument: str | None
@@ -187,7 +208,7 @@ class OtelTelemetry(Telemetry):
         if parent is None:  # a spawn from a command, a fork of a turn an earlier process ran
             parent = current.get_span_context()
         if parent.is_valid:
-            _keep(self._links, session_id, parent)
+            self._links.put(session_id, parent)
         if current.is_recording():
             event: Attributes = {"host_sim.session.id": session_id}
             if parent_turn_id is not None:
@@ -198,18 +219,39 @@ class OtelTelemetry(Telemetry):
         return _Attached(otel_context.get_current())
 
 
-def _dropped() -> bool:
-    """Whether the current span is one its sampler dropped (a turn's): its model and tool
-    calls get no spans either, as a parent-based sampler (the SDK's default) would decide,
-    and cost no attributes. Its context stays current, so traceparent still carries it."""
-    current = trace.get_current_span()
+def _dropped(context: otel_context.Context) -> bool:
+    """Whether the span current in ``context`` is one its sampler dropped (a turn's): its
+    model and tool calls get no spans either, as a parent-based sampler (the SDK's default)
+    would decide, and cost no attributes. Its context stays current, so traceparent still carries it."""
+    current = trace.get_current_span(context)
     return not current.is_recording() and current.get_span_context().is_valid
 
 
-def _keep(kept: dict[str, SpanContext], key: str, value: SpanContext) -> None:
-    kept[key] = value
-    if len(kept) > KEPT_SPANS:
-        del kept[next(iter(kept))]  # the oldest: dicts keep insertion order
+class _Recent(Generic[_Kept]):
+    """The values put last by key: at least the last `KEPT_SPANS`, at most twice as many.
+    Two generations, the older dropped whole when the newer fills: O(1) a put (dropping
+    one oldest key of a dict at a time makes each drop walk the holes the earlier ones left)."""
+
+    __slots__ = ("_new", "_old")
+
+    def __init__(self) -> None:
+        self._new: dict[str, _Kept] = {}
+        self._old: dict[str, _Kept] = {}
+
+    def put(self, key: str, value: _Kept) -> None:
+        new = self._new
+        new[key] = value
+        if len(new) >= KEPT_SPANS:
+            self._old, self._new = new, {}
+
+    def get(self, key: str) -> _Kept | None:
+        found = self._new.get(key)
+        return self._old.get(key) if found is None else found
+
+    def pop(self, key: str) -> _Kept | None:
+        found = self._new.pop(key, None)
+        old = self._old.pop(key, None)
+        return old if found is None else found
 
 
 def _error(span: Span, kind: str, description: str | None) -> None:
@@ -259,55 +301,80 @@ class _TurnSpan(TurnSpan):
         span.end()
 
 
+class _ModelAttributes:
+    """The attributes every call to one model records alike, made once per model and never
+    changed: the SDK copies what it is given, so the same dicts serve every call."""
+
+    __slots__ = ("call", "input_tokens", "output_tokens")
+
+    def __init__(self, provider: str, model: str) -> None:
+        self.call: Attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, "gen_ai.request.model": model}
+        self.input_tokens: Attributes = {**self.call, "gen_ai.token.type": "input"}
+        self.output_tokens: Attributes = {**self.call, "gen_ai.token.type": "output"}
+
+
 class _Chat(ChatCall):
-    """A ``chat {model}`` span (CLIENT, current while the model is called) and the duration metric."""
+    """A ``chat {model}`` span (CLIENT, current while the model is called) and the duration
+    metric. Entered at once: ``context`` is the one current when it was made (read once)."""
 
-    __slots__ = ("_attributes", "_owner", "_reply", "_request", "_span", "_started", "_token", "_traced", "_turn", "_usage")
+    __slots__ = ("_context", "_model", "_owner", "_reply", "_request", "_span", "_started", "_token", "_tracer", "_turn", "_usage")
 
-    def __init__(self, owner: OtelTelemetry, turn: TurnState, request: ModelRequest, traced: bool) -> None:
+    def __init__(
+        self,
+        owner: OtelTelemetry,
+        turn: TurnState,
+        request: ModelRequest,
+        model: _ModelAttributes,
+        tracer: trace.Tracer | None,
+        context: otel_context.Context | None,
+    ) -> None:
         self._owner = owner
-        self._traced = traced
         self._turn = turn
         self._request = request
-        self._attributes: Attributes = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": owner._provider,
-            "gen_ai.request.model": request.model,
-        }
+        self._model = model
+        self._tracer = tracer  # None: measured, not traced
+        self._context = context
         self._span: Span | None = None
         self._token: Token[otel_context.Context] | None = None
         self._reply: object = None
         self._usage: Usage | None = None
-        self._started = 0.0
+        self._started = 0
 
     def __enter__(self) -> ChatCall:
-        tracer = self._owner._tracer
-        if tracer is not None and self._traced:
-            attributes = {**self._attributes, "gen_ai.conversation.id": self._request.session_id}
-            self._span = tracer.start_span(f"chat {self._request.model}", kind=SpanKind.CLIENT, attributes=attributes)
-            self._token = otel_context.attach(trace.set_span_in_context(self._span))
-        self._started = time.perf_counter()
+        tracer, context = self._tracer, self._context
+        if tracer is not None and context is not None:
+            # One clock reading for the span's start and the duration metric (time_ns is the SDK's clock).
+            self._started = started = time.time_ns()
+            request = self._request
+            attributes = {**self._model.call, "gen_ai.conversation.id": request.session_id}
+            span = tracer.start_span(
+                f"chat {request.model}", context=context, kind=SpanKind.CLIENT, attributes=attributes, start_time=started
+            )
+            self._span = span
+            self._token = otel_context.attach(trace.set_span_in_context(span, context))
+        else:
+            self._started = time.perf_counter_ns()
         return self
 
     def replied(self, reply: object, *, usage: Usage | None = None) -> None:
         self._reply, self._usage = reply, usage
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        seconds = time.perf_counter() - self._started
+        span = self._span
+        ended = time.time_ns() if span is not None else time.perf_counter_ns()
+        seconds = max(ended - self._started, 0) / 1e9  # a wall clock stepped back mid-call: 0, never negative
         reply, usage = self._reply, self._usage
         failure: str | None = None
         if exc is not None:
             failure = _failure_kind(exc)
         elif not isinstance(reply, (str, ToolCall)):
             failure = "invalid_reply"
-        owner = self._owner
+        owner, model = self._owner, self._model
         if owner._duration is not None:
-            measured = self._attributes if failure is None else {**self._attributes, "error.type": failure}
-            owner._duration.record(seconds, measured)
+            owner._duration.record(seconds, model.call if failure is None else {**model.call, "error.type": failure})
             if usage is not None and owner._tokens is not None:
-                owner._tokens.record(usage.input_tokens, {**self._attributes, "gen_ai.token.type": "input"})
-                owner._tokens.record(usage.output_tokens, {**self._attributes, "gen_ai.token.type": "output"})
-        span = self._span
+                owner._tokens.record(usage.input_tokens, model.input_tokens)
+                owner._tokens.record(usage.output_tokens, model.output_tokens)
         if span is None:
             return
         if self._token is not None:
@@ -315,14 +382,14 @@ class _Chat(ChatCall):
         if span.is_recording():
             if failure is not None:
                 _error(span, failure, None)
-            else:
-                span.set_attribute("gen_ai.response.finish_reasons", ["tool_call" if isinstance(reply, ToolCall) else "stop"])
+            else:  # one at a time: the SDK checks a mapping given at once against two ABCs first
+                span.set_attribute("gen_ai.response.finish_reasons", _TOOL_CALL if isinstance(reply, ToolCall) else _STOP)
             if usage is not None:
                 span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
                 span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
             if owner._capture and self._turn.erased_at is None:
                 self._content(span, reply)
-        span.end()
+        span.end(end_time=ended)
 
     def _content(self, span: Span, reply: object) -> None:
         turn, request = self._turn, self._request
@@ -351,32 +418,43 @@ def _plain(value: object) -> object:
 
 
 class _Tool(ToolRun):
-    """An ``execute_tool {tool}`` span, current while the tool runs."""
+    """An ``execute_tool {tool}`` span, current while the tool runs. Entered at once:
+    ``context`` is the one current when it was made (read once)."""
 
-    __slots__ = ("_arguments", "_capture", "_result", "_span", "_token", "_tracer", "_turn", "_attributes", "_name")
+    __slots__ = ("_arguments", "_call_id", "_capture", "_context", "_name", "_result", "_span", "_token", "_tracer", "_turn")
 
     def __init__(
-        self, tracer: trace.Tracer, capture: bool, turn: TurnState, call_id: str, name: str, arguments: FrozenJsonObject
+        self,
+        tracer: trace.Tracer,
+        context: otel_context.Context,
+        capture: bool,
+        turn: TurnState,
+        call_id: str,
+        name: str,
+        arguments: FrozenJsonObject,
     ) -> None:
         self._tracer = tracer
+        self._context = context
         self._capture = capture
         self._turn = turn
+        self._call_id = call_id
         self._name = name
         self._arguments = arguments
-        self._attributes: Attributes = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": call_id,
-            "gen_ai.tool.type": "function",
-            "gen_ai.conversation.id": turn.session_id,
-        }
         self._result: ToolResult | None = None
         self._span: Span | None = None
         self._token: Token[otel_context.Context] | None = None
 
     def __enter__(self) -> ToolRun:
-        self._span = self._tracer.start_span(f"execute_tool {self._name}", kind=SpanKind.INTERNAL, attributes=self._attributes)
-        self._token = otel_context.attach(trace.set_span_in_context(self._span))
+        name, context = self._name, self._context
+        attributes: Attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": self._call_id,
+            "gen_ai.tool.type": "function",
+            "gen_ai.conversation.id": self._turn.session_id,
+        }
+        self._span = span = self._tracer.start_span(f"execute_tool {name}", context=context, attributes=attributes)
+        self._token = otel_context.attach(trace.set_span_in_context(span, context))
         return self
 
     def finished(self, result: ToolResult) -> None:
@@ -387,16 +465,17 @@ class _Tool(ToolRun):
         assert span is not None
         if self._token is not None:
             otel_context.detach(self._token)
-        result = self._result
         if span.is_recording():
+            result = self._result
             if exc is not None:
                 _error(span, _failure_kind(exc), None)
             elif result is not None and result.error is not None:
                 _error(span, "tool_error", result.error if self._capture and self._turn.erased_at is None else None)
             if self._capture and self._turn.erased_at is None:
-                span.set_attribute("gen_ai.tool.call.arguments", json.dumps(_plain(self._arguments)))
+                captured: Attributes = {"gen_ai.tool.call.arguments": json.dumps(_plain(self._arguments))}
                 if result is not None and result.output is not None:
-                    span.set_attribute("gen_ai.tool.call.result", _text(result.output))
+                    captured["gen_ai.tool.call.result"] = _text(result.output)
+                span.set_attributes(captured)
         span.end()
 
 
