@@ -102,22 +102,24 @@ async def erased_elsewhere(engine: Engine, session: SessionState, generation: in
     """Make ``session`` and its fork chain reflect every erasure and deletion any host committed
     up to ``generation`` (the store's erasure generation, read once the lock was granted).
 
-    Nothing more when nothing was erased since this host last looked; otherwise the own
-    turns of each session of the chain are read again (an erasure after the generation was
-    read moves it again, so it is never missed).
+    Each session of the chain whose own turns were last read before ``generation`` (when
+    loaded: the host's generation at open; after that: what this function noted on it) has
+    its own turns and deletion read again, and notes ``generation``; nothing is read when
+    every session of the chain is up to date. Noted per session, not per host: another
+    session sent to after an erasure says nothing of this one (an erasure after the
+    generation was read moves it again, so it is never missed).
     """
     assert engine.shared is not None
     store = engine.store
-    if generation == engine.erasure_generation:
-        return
     current: SessionState | None = session
     while current is not None:
-        for record in await store.get_turns(current.id):
-            if record.erased_at is not None or record.error == ERASED_LABEL:  # erased, or lost a quoted error
-                apply_erasure(current, record)
-        current.deleted_at = current.deleted_at or await engine.log.deleted_at(current.id)
+        if max(current.erasure_generation, engine.erasure_generation) < generation:
+            for record in await store.get_turns(current.id):
+                if record.erased_at is not None or record.error == ERASED_LABEL:  # erased, or lost a quoted error
+                    apply_erasure(current, record)
+            current.deleted_at = current.deleted_at or await engine.log.deleted_at(current.id)
+            current.erasure_generation = generation
         current = current.parent
-    engine.erasures_reflected_up_to(generation)
 
 
 async def catch_up(

@@ -151,13 +151,10 @@ class Engine:
 
     @property
     def erasure_generation(self) -> int:
-        """The erasure generation of a shared store this host's sessions reflect (0: none)."""
+        """The erasure generation of a shared store when this host opened (0: none): every
+        session it loads reflects at least the erasures up to it. Each session says how far
+        it was read again since (`SessionState.erasure_generation`, `erased_elsewhere`)."""
         return self._erasure_generation
-
-    def erasures_reflected_up_to(self, generation: int) -> None:
-        """This host's sessions now reflect every erasure and deletion up to ``generation``
-        (`erased_elsewhere` made them so, holding a session's lock)."""
-        self._erasure_generation = generation
 
     async def close(self) -> None:
         """Cancel every turn still running or queued (in whatever task sent it) and wait until

@@ -119,6 +119,7 @@ class SessionUse:
     queue: anyio.Lock | None = None
     deleted_at: datetime | None = None
     last_invocation_at: datetime | None = None
+    erasure_generation: int = 0  # of a shared store: the erasures its own turns reflect (0: as loaded)
 
 
 @attrs.define(slots=True, eq=False, kw_only=True, weakref_slot=False)
@@ -177,6 +178,17 @@ class SessionState:
         if at is not None or self.use is not None:
             use = self._use()
             use.last_invocation_at = at
+
+    @property
+    def erasure_generation(self) -> int:
+        """The erasure generation of a shared store up to which this session's own turns and
+        deletion were read again (`erased_elsewhere`); 0 when never: they are as loaded."""
+        return 0 if self.use is None else self.use.erasure_generation
+
+    @erasure_generation.setter
+    def erasure_generation(self, generation: int) -> None:
+        use = self._use()
+        use.erasure_generation = generation
 
     @property
     def last_activity_at(self) -> datetime:

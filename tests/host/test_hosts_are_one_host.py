@@ -122,6 +122,31 @@ async def test_a_message_forgotten_on_one_host_never_reaches_a_model_on_another(
 
 
 @pytest.mark.anyio
+async def test_a_forgotten_message_never_reaches_a_model_even_after_another_session_was_sent_to_first(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The synchronous check is kept per session: a send to another session after the
+    erasure must not mark this one as up to date while this host's event reader is late."""
+    from host_sim.sessions._across_hosts import HostsLink
+
+    async def late(self: HostsLink, event: HostEvent) -> None:  # this host's reader has not got there yet
+        return None
+
+    monkeypatch.setattr(HostsLink, "_invalidate", late)
+    seen: list[list[tuple[str, str, bool]]] = []
+    async with Host(model=recording_model(seen), store=PostgresStore(postgres_dsn)) as here:
+        chat, other = await here.sessions.create(), await here.sessions.create()
+        secret = await chat.run("my card is 4111")
+        await other.run("an unrelated chat")
+        async with other_host(postgres_dsn, "serve") as there:
+            assert await there.call(op="forget", turn=secret.turn.id) == {"done": True}
+            await other.run("first, the other chat")  # this host reads the new erasure generation here
+            await chat.run("what do you know?")
+    assert seen[-1] == [("", "", True)]
+    assert "4111" not in json.dumps(seen[-1])
+
+
+@pytest.mark.anyio
 async def test_a_turn_retracted_on_one_host_reaches_the_next_model_call_on_another(postgres_dsn: str) -> None:
     seen: list[HistoryEntry] = []
 
