@@ -95,7 +95,11 @@ async def across_hosts(engine: Engine, session: SessionState) -> AsyncIterator[N
     async with store.lock_session(session.id) as generation:
         await erased_elsewhere(engine, session, generation)
         await catch_up(store, session, engine.now, locked=True, announce=lambda r: engine.events.publish(_finished(r)))
-        yield
+        try:
+            yield
+        finally:  # the next host to take the lock numbers its events after this turn's
+            with anyio.CancelScope(shield=True):
+                await engine.events.written()
 
 
 async def erased_elsewhere(engine: Engine, session: SessionState, generation: int) -> None:
@@ -264,6 +268,12 @@ class HostsLink:
         with contextlib.suppress(StoreError):  # the database is gone: a live host reports the turns
             await self._write_outbox()
             await self._catch_up()
+
+    async def written(self) -> None:
+        """Write the outbox now, after any batch being written (`EventHub.written`); when the
+        store is unreachable the writer keeps the events and tries again."""
+        with contextlib.suppress(StoreError):
+            await self._write_outbox()
 
     async def settle(self) -> int:
         """Write the outbox now; the newest seq (where a new subscriber starts)."""
