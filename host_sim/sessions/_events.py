@@ -384,7 +384,8 @@ class EventHub:
         (the events stay in the outbox, in order, for the writer).
         """
         if self._write is not None:
-            await self._write()
+            with anyio.CancelScope(shield=True):  # what it reports happened: a cancelled caller still waits for it
+                await self._write()
 
     # -- the outbox, drained by the shared store's writer (HostsLink) -------------------
 
