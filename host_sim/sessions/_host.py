@@ -253,7 +253,12 @@ class Host:
         def retracted(record: TurnRecord, first: bool) -> None:
             engine.apply_retraction(record, first)
 
-        graph = LineageGraph(self._store, clock=self._clock, log=log, applied=applied, retracted=retracted)
+        async def numbered() -> None:
+            await engine.events.written()
+
+        graph = LineageGraph(
+            self._store, clock=self._clock, log=log, applied=applied, retracted=retracted, written=numbered
+        )
         linker = TraceLinker(self._store, lambda: checked_now(self._clock))
         actions: ActionBook | None = None  # made below, over the engine
 
@@ -620,6 +625,7 @@ class Host:
                         job_id=job_id,
                     )
                 )
+                await engine.events.written()  # numbered before the caller (or another host) goes on
             return submission
 
     async def _run_command(

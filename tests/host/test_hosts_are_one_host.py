@@ -490,3 +490,37 @@ async def test_turns_sent_at_once_to_one_session_from_two_hosts_are_numbered_in_
     for started, finished in zip(turns[::2], turns[1::2]):
         assert isinstance(started, TurnStarted) and isinstance(finished, TurnFinished)
         assert started.turn_id == finished.turn_id and started.host_id == finished.host_id
+
+
+@pytest.mark.anyio
+async def test_what_a_late_writing_host_forgot_and_retracted_comes_before_what_another_host_did_next(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """forget and retract return once their events have a seq: a turn another host runs
+    afterwards is numbered after them, as on one host."""
+    slow = PostgresStore(postgres_dsn)
+    slow_event_writes(monkeypatch, slow, 0.15)
+    seen: list[HostEvent] = []
+    async with Host(store=slow) as a, Host(store=PostgresStore(postgres_dsn)) as b, anyio.create_task_group() as tg:
+        ready = anyio.Event()
+        tg.start_soon(collect, b, seen, ready)
+        await ready.wait()
+        chat = await a.sessions.create()
+        secret = await chat.run("my card is 4111")
+        claim = await chat.run("revenue 2023?")
+        there = await b.sessions.get(chat.id)
+        await a.lineage.retract(claim.turn.id, reason="from 2019")
+        await there.run("after the retraction")
+        await a.lineage.forget(secret.turn.id, dry_run=False)
+        await there.run("after the erasure")
+
+        async def all_told() -> bool:
+            return sum(isinstance(e, TurnFinished) and e.session_id == chat.id for e in seen) == 4
+
+        await within(10.0, all_told)
+        tg.cancel_scope.cancel()
+    kinds = [e.kind for e in seen if getattr(e, "session_id", None) == chat.id]
+    erased = kinds.count("turn_erased")  # the secret and the turns whose model read it
+    turn = ["turn_started", "turn_finished"]
+    assert erased >= 1
+    assert kinds == ["session_created", *turn, *turn, "turn_retracted", *turn, *["turn_erased"] * erased, *turn]
