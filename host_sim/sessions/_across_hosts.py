@@ -23,7 +23,9 @@ is failed as interrupted, like a host opening the store does.
 Several hosts are one host through one mechanism, designed here once (`HostsLink`):
 
 - the **event log**: every event but ``reply_delta`` is a row of the store, numbered in
-  commit order; each host reads every host's rows (woken by NOTIFY, and every second
+  commit order, and written (`EventHub.written`) before the session lock is let go or the
+  call that published it returns, so seq order is the order things happened across hosts;
+  each host reads every host's rows (woken by NOTIFY, and every second
   anyway) and hands them to its subscribers, and ``subscribe(after=seq)`` reads them back;
 - **coherent caches**: another host's ``turn_finished``, ``turn_erased`` and
   ``session_deleted`` rows refresh the sessions this host holds before subscribers see
