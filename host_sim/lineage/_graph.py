@@ -9,7 +9,7 @@ goes through to it. A query costs what it returns, never the size of a hub or of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Final, final
 
@@ -46,6 +46,10 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+async def _nothing_to_write() -> None:
+    """A graph without a host publishes no events."""
+
+
 @final
 class LineageGraph:
     """How the sessions of a host relate: forks, spawns, and the edges integrators add.
@@ -60,7 +64,7 @@ class LineageGraph:
     ['s-1']
     """
 
-    __slots__ = ("_applied", "_clock", "_log", "_retracted", "_store")
+    __slots__ = ("_applied", "_clock", "_log", "_retracted", "_store", "_written")
 
     def __init__(
         self,
@@ -70,17 +74,21 @@ class LineageGraph:
         log: LogStore | None = None,
         applied: Callable[[Sequence[TurnRecord]], None] | None = None,
         retracted: Callable[[TurnRecord, bool], None] | None = None,
+        written: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Internal: the host builds its graph over its (open) store and log; users get ``host.lineage``.
 
         ``applied`` is told the records a forget erased, ``retracted`` a retraction (and
-        whether it is the first): the host's live state and its event.
+        whether it is the first): the host's live state and its event. ``written`` is awaited
+        before a forget or retraction returns: the events they published get their seq first
+        (several hosts: before the caller, or another host, goes on).
         """
         self._store = store
         self._clock = clock
         self._log = log
         self._applied: Callable[[Sequence[TurnRecord]], None] = applied or (lambda records: None)
         self._retracted: Callable[[TurnRecord, bool], None] = retracted or (lambda record, first: None)
+        self._written: Callable[[], Awaitable[None]] = written or _nothing_to_write
 
     async def tree(self, root_id: str) -> LineageTree:
         """The session ``root_id`` and every session forked or spawned from it, nested, in
@@ -159,9 +167,11 @@ class LineageGraph:
                 argument="dry_run",
                 value=dry_run,
             )
-        return await _provenance.forget(
+        plan = await _provenance.forget(
             self._store, turn_id, dry_run=dry_run, now=self._now, applied=self._applied, log=self._log
         )
+        await self._written()
+        return plan
 
     async def retract(self, turn_id: str, *, reason: str) -> TurnRecord:
         """Mark a turn wrong without erasing it (seed 001, corrections; API.md section 17).
@@ -200,6 +210,7 @@ class LineageGraph:
             record = await self._store.retract_turn(turn.id, at, reason)
             first = record.retracted_at == at  # else another call retracted it first
         self._retracted(record, first)
+        await self._written()
         return record
 
     # -- queries -------------------------------------------------------------------------

@@ -23,7 +23,9 @@ is failed as interrupted, like a host opening the store does.
 Several hosts are one host through one mechanism, designed here once (`HostsLink`):
 
 - the **event log**: every event but ``reply_delta`` is a row of the store, numbered in
-  commit order; each host reads every host's rows (woken by NOTIFY, and every second
+  commit order, and written (`EventHub.written`) before the session lock is let go or the
+  call that published it returns, so seq order is the order things happened across hosts;
+  each host reads every host's rows (woken by NOTIFY, and every second
   anyway) and hands them to its subscribers, and ``subscribe(after=seq)`` reads them back;
 - **coherent caches**: another host's ``turn_finished``, ``turn_erased`` and
   ``session_deleted`` rows refresh the sessions this host holds before subscribers see
@@ -84,8 +86,8 @@ async def across_hosts(engine: Engine, session: SessionState) -> AsyncIterator[N
     """Hold ``session``'s lock in a shared store for one turn, caught up first; nothing otherwise.
 
     Caught up means: the turns other hosts added, and (the one synchronous check for
-    erasure) when the store's erasure generation moved since this host last looked, the
-    erasures and deletion of the session and its fork chain, so that the model's history
+    erasure) when the store's erasure generation moved since a session of its fork chain was
+    last read, that session's erasures and deletion, so that the model's history
     never holds text another host has erased.
     """
     store = engine.shared
@@ -95,7 +97,10 @@ async def across_hosts(engine: Engine, session: SessionState) -> AsyncIterator[N
     async with store.lock_session(session.id) as generation:
         await erased_elsewhere(engine, session, generation)
         await catch_up(store, session, engine.now, locked=True, announce=lambda r: engine.events.publish(_finished(r)))
-        yield
+        try:
+            yield
+        finally:  # the next host to take the lock numbers its events after this turn's
+            await engine.events.written()
 
 
 async def erased_elsewhere(engine: Engine, session: SessionState, generation: int) -> None:
@@ -266,6 +271,12 @@ class HostsLink:
         with contextlib.suppress(StoreError):  # the database is gone: a live host reports the turns
             await self._write_outbox()
             await self._catch_up()
+
+    async def written(self) -> None:
+        """Write the outbox now, after any batch being written (`EventHub.written`); when the
+        store is unreachable the writer keeps the events and tries again."""
+        with contextlib.suppress(StoreError):
+            await self._write_outbox()
 
     async def settle(self) -> int:
         """Write the outbox now; the newest seq (where a new subscriber starts)."""

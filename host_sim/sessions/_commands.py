@@ -195,6 +195,7 @@ class Commands:
                         job_id=job_id,
                     )
                 )
+                await engine.events.written()  # numbered before the caller (or another host) goes on
             return submission
 
     async def _run_command(

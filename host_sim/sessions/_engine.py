@@ -331,6 +331,7 @@ class Engine:
         state.deleted_at = state.deleted_at or at
         if first:
             self.events.publish(lambda seq, at: SessionDeleted(seq=seq, at=at, session_id=state.id))
+        await self.events.written()  # its turn_erased and session_deleted, before the caller goes on
 
     async def refuse_deleted(self, session: SessionState, what: str) -> None:
         """Raise `SessionDeletedError` when ``session`` was deleted, on this host or (a shared
@@ -426,6 +427,7 @@ class Engine:
         self.events.publish(
             lambda seq, at: SessionCreated(seq=seq, at=at, session_id=record.id, lineage=record.lineage, tags=record.tags)
         )
+        await self.events.written()  # numbered before the caller (or another host) uses the session
         return live
 
     async def create_root(

@@ -303,6 +303,7 @@ class EventHub:
         "_subscribers",
         "_waiting",
         "_wake",
+        "_write",
         "host_id",
         "replay",
     )
@@ -315,12 +316,14 @@ class EventHub:
         host_id: str = "",
         replay: Replay | None = None,
         settle: Callable[[], Awaitable[int]] | None = None,
+        write: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._clock = clock
         self._history = history
         self.host_id = host_id
         self.replay = replay
         self._settle = settle  # shared store: write the outbox, the newest seq
+        self._write = write  # shared store: write the outbox (the events published so far get their seq)
         self._ring: deque[HostEvent] = deque()
         self._end = 0  # the position after the newest event in the ring (events ever appended)
         self._seq = 0  # the seq of the last event this host numbered (one host per store)
@@ -368,6 +371,21 @@ class EventHub:
         else:
             self._seq += 1
             self.deliver(event)
+
+    async def written(self) -> None:
+        """Give every event published so far its seq before what it reports is seen elsewhere.
+
+        On a shared store the writer numbers events a moment after `publish`; meanwhile
+        another host may act on what they report (take the session lock this host released,
+        or serve the client this host just answered) and number its own events first. Await
+        this before releasing a session's lock or returning to a caller, so that seq order
+        is the order things happened across hosts, as on one host (API.md sections 12, 13).
+        Nothing to do with one host per store; best-effort when the store is unreachable
+        (the events stay in the outbox, in order, for the writer).
+        """
+        if self._write is not None:
+            with anyio.CancelScope(shield=True):  # what it reports happened: a cancelled caller still waits for it
+                await self._write()
 
     # -- the outbox, drained by the shared store's writer (HostsLink) -------------------
 

@@ -251,7 +251,12 @@ class Host:
         def retracted(record: TurnRecord, first: bool) -> None:
             engine.apply_retraction(record, first)
 
-        graph = LineageGraph(self._store, clock=self._clock, log=log, applied=applied, retracted=retracted)
+        async def numbered() -> None:
+            await engine.events.written()
+
+        graph = LineageGraph(
+            self._store, clock=self._clock, log=log, applied=applied, retracted=retracted, written=numbered
+        )
         linker = TraceLinker(self._store, lambda: checked_now(self._clock))
         actions: ActionBook | None = None  # made below, over the engine
 
@@ -272,12 +277,17 @@ class Host:
             assert link is not None  # a subscriber comes once the host is open
             return await link.settle()
 
+        async def written() -> None:
+            if link is not None:  # events published before the link exists are written once it runs
+                await link.written()
+
         events = EventHub(
             lambda: checked_now(self._clock),
             history=self._event_history,
             host_id=new_host_id() if shared is None else shared.host_id,
             replay=None if shared is None else replay_of(shared),
             settle=None if shared is None else settle,
+            write=None if shared is None else written,
         )
         engine = Engine(
             tables=tables,

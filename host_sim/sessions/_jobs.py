@@ -196,8 +196,9 @@ class JobBook:
             self._task_group.start_soon(self._watch_cancel_requests)
         self._wake.set()
         self._events.publish(lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id))
+        await self._events.written()  # numbered before the caller (and so other hosts) can act on it
         self._task_group.start_soon(self._run, job, record, scope, within or nullcontext())
-        return job
+        return job  # no checkpoint since start_soon: a job cancelled at once never runs its text
 
     async def _run(self, job: Job, record: JobRecord, scope: anyio.CancelScope, within: AbstractContextManager[object]) -> None:
         submission: Submission | None = None
@@ -226,13 +227,16 @@ class JobBook:
             with anyio.CancelScope(shield=True):  # also as the host closes
                 await self._log.save_job(record)
         finally:
-            job._end(record, submission)
-            self._live.pop(record.id, None)  # its row is the truth from now on (no object kept per job)
             self._events.publish(
                 lambda seq, at: JobFinished(
                     seq=seq, at=at, job_id=record.id, status=record.status, error_kind=record.error_kind
                 )
             )
+            try:
+                await self._events.written()  # numbered before a waiter (a client, another host) goes on
+            finally:
+                job._end(record, submission)
+                self._live.pop(record.id, None)  # its row is the truth from now on (no object kept per job)
 
     async def read(self, job_id: str) -> JobRecord:
         """The job's row (one read by key); `UnknownJobError` naming the id when there is none."""

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -29,16 +29,19 @@ from host_sim import (
     Host,
     HostEvent,
     JobFinished,
+    JobStarted,
     Lagged,
     ModelRequest,
     PostgresStore,
     ScriptedModel,
+    SessionCreated,
     StoreError,
     TurnErased,
     TurnFinished,
     TurnStarted,
 )
 from host_sim.stores._invariants import INTERRUPTED
+from host_sim.stores._shared import EventRow
 from modular_sdk import SessionDeletedError
 
 HOST_SCRIPT = Path(__file__).with_name("postgres_host.py")
@@ -405,3 +408,144 @@ async def test_a_host_whose_listener_connection_is_cut_still_sees_the_other_host
 
             await within(5.0, told)
         tg.cancel_scope.cancel()
+
+
+def slow_event_writes(monkeypatch: pytest.MonkeyPatch, store: PostgresStore, delay: float) -> None:
+    """Make ``store``'s host write its event rows ``delay`` seconds late (a loaded machine)."""
+    write = PostgresStore.append_events
+
+    async def late(self: PostgresStore, rows: Sequence[EventRow]) -> None:
+        if self is store:
+            await anyio.sleep(delay)
+        await write(self, rows)
+
+    monkeypatch.setattr(PostgresStore, "append_events", late)
+
+
+def one_sessions_story(events: list[HostEvent], session_id: str, job_ids: list[str]) -> list[tuple[str, int | str]]:
+    """The events of one session (its jobs' included), as (kind, ordinal or job index)."""
+    story: list[tuple[str, int | str]] = []
+    for e in events:
+        if isinstance(e, TurnStarted) and e.session_id == session_id:
+            story.append((e.kind, e.ordinal))
+        elif isinstance(e, TurnFinished) and e.session_id == session_id:
+            story.append((e.kind, e.turn_id))
+        elif isinstance(e, (JobStarted, JobFinished)) and e.job_id in job_ids:
+            story.append((e.kind, f"job {job_ids.index(e.job_id)}"))
+        elif isinstance(e, SessionCreated) and e.session_id == session_id:
+            story.append((e.kind, 0))
+    return story
+
+
+@pytest.mark.anyio
+async def test_a_subscriber_on_either_host_sees_one_sessions_events_in_the_order_they_happened_however_late_a_host_writes(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client alternates two hosts (no sticky routing), waiting for each job: what it was
+    told had happened has a lower seq than what it then caused elsewhere, even when one host
+    writes its event rows late (API §12 "events of one session arrive in the order they
+    happened", §13 "as if they were one host"; a load balancer does not change it)."""
+    slow = PostgresStore(postgres_dsn)
+    slow_event_writes(monkeypatch, slow, 0.15)
+    seen_a: list[HostEvent] = []
+    seen_b: list[HostEvent] = []
+    rounds = 6
+    async with Host(store=slow) as a, Host(store=PostgresStore(postgres_dsn)) as b, anyio.create_task_group() as tg:
+        for host, into in ((a, seen_a), (b, seen_b)):
+            ready = anyio.Event()
+            tg.start_soon(collect, host, into, ready)
+            await ready.wait()
+        chat = await a.sessions.create()
+        jobs: list[str] = []
+        turn_ids: list[str] = []
+        for i in range(rounds):
+            host = (a, b)[i % 2]
+            job = await host.start(chat.id, f"m{i}")
+            jobs.append(job.id)
+            submission = await job.wait()
+            assert submission.turn is not None
+            turn_ids.append(submission.turn.id)
+        expected = [("session_created", 0)] + [
+            step
+            for i in range(rounds)
+            for step in (("job_started", f"job {i}"), ("turn_started", i), ("turn_finished", turn_ids[i]), ("job_finished", f"job {i}"))
+        ]
+
+        async def both_told() -> bool:
+            return all(len(one_sessions_story(s, chat.id, jobs)) >= len(expected) for s in (seen_a, seen_b))
+
+        await within(10.0, both_told)
+        tg.cancel_scope.cancel()
+    for seen in (seen_a, seen_b):
+        seqs = [e.seq for e in seen if e.seq is not None]
+        assert seqs == sorted(set(seqs))  # each subscriber: store-wide seq, increasing
+        assert one_sessions_story(seen, chat.id, jobs) == expected
+
+
+@pytest.mark.anyio
+async def test_turns_sent_at_once_to_one_session_from_two_hosts_are_numbered_in_turn_order(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session lock orders the turns across hosts; a host numbers its turn's events before
+    it lets the lock go, so seq order is turn order even when that host writes late."""
+    slow = PostgresStore(postgres_dsn)
+    slow_event_writes(monkeypatch, slow, 0.1)
+    seen: list[HostEvent] = []
+    fast = PostgresStore(postgres_dsn)
+    async with Host(store=slow) as a, Host(store=fast) as b, anyio.create_task_group() as tg:
+        ready = anyio.Event()
+        tg.start_soon(collect, b, seen, ready)
+        await ready.wait()
+        chat = await a.sessions.create()
+        there = await b.sessions.get(chat.id)
+        async with anyio.create_task_group() as senders:
+            for i in range(4):
+                senders.start_soon(chat.run, f"a{i}")
+                senders.start_soon(there.run, f"b{i}")
+
+        async def all_told() -> bool:
+            return sum(isinstance(e, TurnFinished) and e.session_id == chat.id for e in seen) == 8
+
+        await within(10.0, all_told)
+        tg.cancel_scope.cancel()
+    turns = [e for e in seen if isinstance(e, (TurnStarted, TurnFinished)) and e.session_id == chat.id]
+    assert [e.kind for e in turns] == ["turn_started", "turn_finished"] * 8
+    assert [e.ordinal for e in turns if isinstance(e, TurnStarted)] == list(range(8))
+    assert {e.host_id for e in turns} == {slow.host_id, fast.host_id}  # both hosts ran turns
+    for started, finished in zip(turns[::2], turns[1::2]):
+        assert isinstance(started, TurnStarted) and isinstance(finished, TurnFinished)
+        assert started.turn_id == finished.turn_id and started.host_id == finished.host_id
+
+
+@pytest.mark.anyio
+async def test_what_a_late_writing_host_forgot_and_retracted_comes_before_what_another_host_did_next(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """forget and retract return once their events have a seq: a turn another host runs
+    afterwards is numbered after them, as on one host."""
+    slow = PostgresStore(postgres_dsn)
+    slow_event_writes(monkeypatch, slow, 0.15)
+    seen: list[HostEvent] = []
+    async with Host(store=slow) as a, Host(store=PostgresStore(postgres_dsn)) as b, anyio.create_task_group() as tg:
+        ready = anyio.Event()
+        tg.start_soon(collect, b, seen, ready)
+        await ready.wait()
+        chat = await a.sessions.create()
+        secret = await chat.run("my card is 4111")
+        claim = await chat.run("revenue 2023?")
+        there = await b.sessions.get(chat.id)
+        await a.lineage.retract(claim.turn.id, reason="from 2019")
+        await there.run("after the retraction")
+        await a.lineage.forget(secret.turn.id, dry_run=False)
+        await there.run("after the erasure")
+
+        async def all_told() -> bool:
+            return sum(isinstance(e, TurnFinished) and e.session_id == chat.id for e in seen) == 4
+
+        await within(10.0, all_told)
+        tg.cancel_scope.cancel()
+    kinds = [e.kind for e in seen if getattr(e, "session_id", None) == chat.id]
+    erased = kinds.count("turn_erased")  # the secret and the turns whose model read it
+    turn = ["turn_started", "turn_finished"]
+    assert erased >= 1
+    assert kinds == ["session_created", *turn, *turn, "turn_retracted", *turn, *["turn_erased"] * erased, *turn]

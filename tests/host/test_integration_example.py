@@ -371,9 +371,16 @@ async def test_two_backends_on_one_postgresql_database_serve_one_chat_with_no_st
             assert (await say(b, "alice", chat, "two"))["status"] == "finished"  # the other instance goes on
             assert [entry.text for entry in seen[-1].history] == ["one"]
 
-            # what A did reaches a client of B (events cross hosts through the database)
-            replay = await b.get("/events", headers={**as_("alice"), "Last-Event-ID": "0"}, params={"limit": 4})
-            assert [name for name, _ in sse(replay.text)] == ["session_created", "job_started", "turn_started", "turn_finished"]
+            # What A did reaches a client of B (events cross hosts through the database), in the
+            # order it happened (API §12, §13): "two" was posted to B only once A said "one" had
+            # finished, so B's events come after all of A's, whichever host writes its rows first.
+            replay = await b.get("/events", headers={**as_("alice"), "Last-Event-ID": "0"}, params={"limit": 9})
+            events = sse(replay.text)
+            one_turn = ["job_started", "turn_started", "turn_finished", "job_finished"]
+            assert [name for name, _ in events] == ["session_created", *one_turn, *one_turn]
+            seqs = [data["seq"] for _, data in events]
+            assert seqs == sorted(set(seqs))  # type: ignore[type-var]
+            assert [data["ordinal"] for name, data in events if name == "turn_started"] == [0, 1]
 
             # deleted through A: B refuses it at once, and Bob never saw it
             assert (await a.delete(f"/sessions/{chat}", headers=as_("alice"))).status_code == 204
