@@ -5,7 +5,8 @@ This module holds the store: its connections, writes and reads. Beside it:
 ``_postgres_events.py`` (the event log), ``_postgres_commit.py`` (connections and
 transactions), ``_postgres_traces.py`` (the trace tables), ``_postgres_sql.py`` (what they
 all build SQL with); shared with `SqliteStore`: ``_sql_traces.py`` (the `TraceStore`
-methods, written once for both SQL dialects, ``_sql.py``) and ``_rows.py`` (the tables,
+methods) and ``_sql_jobs.py`` (the job and invocation methods both write alike), written
+once for both SQL dialects (``_sql.py``), and ``_rows.py`` (the tables,
 the checks made before each write and the rows each write needs).
 
 Layout (PostgreSQL schema ``host_sim``, schema version 1)::
@@ -103,12 +104,13 @@ from ._postgres_commit import PostgresCommit
 from ._postgres_commit import redact as redact
 from ._postgres_locks import PostgresLocks
 from ._postgres_sql import close_quietly
+from ._sql_jobs import SqlJobs
 from ._sql_traces import SqlTraces
 from ._postgres_sql import Step as _Step
 from ._postgres_sql import DIALECT, check
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
-from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+from ._records import JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
 
@@ -154,10 +156,6 @@ _ERASE_TURN: Final = (
     f"UPDATE host_sim.turns SET {', '.join(f'{c} = %s' for c in _rows.TURN_ERASED)}, "
     "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE %s END "
     f"WHERE {_TURN_KEY} AND status <> 'running' AND erased_at IS NULL"
-)
-_FINISH_INVOCATION: Final = (
-    f"UPDATE host_sim.invocations SET {', '.join(f'{c} = %s' for c in _rows.INVOCATION_FINISHED)} "
-    "WHERE id = %s AND finished_at IS NULL"
 )
 _BUMP_ERASURE_GENERATION: Final = (  # in the transaction of every erasure and deletion
     "INSERT INTO host_sim.meta (key, value) VALUES ('erasure_generation', '1') "
@@ -209,7 +207,7 @@ _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE 
 SELECT_INDEX_VERSION: Final = "SELECT value FROM host_sim.meta WHERE key = 'index_version'"
 
 @final
-class PostgresStore(SqlTraces, PostgresLocks, PostgresEvents, PostgresCommit):
+class PostgresStore(SqlJobs, SqlTraces, PostgresLocks, PostgresEvents, PostgresCommit):
     """A durable store in a PostgreSQL database that several hosts share (one session graph).
 
     ``dsn`` is a libpq connection string (``postgresql://user@host:5432/dbname`` or
@@ -499,39 +497,7 @@ class PostgresStore(SqlTraces, PostgresLocks, PostgresEvents, PostgresCommit):
     # -- reads ----------------------------------------------------------------------------
 
     # -- the integrator's log (LogStore) --------------------------------------------------
-
-    async def begin_invocation(self, record: Invocation) -> None:
-        await self._transact(
-            [
-                _Step(
-                    f"INSERT INTO host_sim.invocations ({_cols(_rows.INVOCATIONS)}) VALUES ({_marks(len(_rows.INVOCATIONS.columns))})",
-                    self._row(_rows.INVOCATIONS, record),
-                    _rows.invocation_taken(record.id),
-                )
-            ]
-        )
-
-    async def finish_invocation(self, record: Invocation) -> None:
-        _rows.check_finish_invocation(record, self._refuse)
-        row = self._row(_rows.INVOCATIONS, record)
-        await self._transact(
-            [
-                _Step(
-                    _FINISH_INVOCATION,
-                    (*_rows.INVOCATIONS.pick(row, _rows.INVOCATION_FINISHED), record.id),
-                    _rows.invocation_not_started(record.id),
-                    "change",
-                )
-            ]
-        )
-
-    async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
-        return await self._records(
-            _rows.INVOCATIONS,
-            Invocation,
-            f"SELECT {_cols(_rows.INVOCATIONS)} FROM host_sim.invocations WHERE session_id = %s ORDER BY seq",
-            (session_id,),
-        )
+    # (invocations, get_job, list_jobs, job_turn_began, request_job_cancel: SqlJobs)
 
     async def save_job(self, record: JobRecord) -> None:
         """Write a job; a running one is owned by this host (like its turns), so that only a
@@ -549,13 +515,6 @@ class PostgresStore(SqlTraces, PostgresLocks, PostgresEvents, PostgresCommit):
         if record.status == "running":  # it starts: index it by its session's tags
             steps.append(_Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
         await self._transact(steps)
-
-    async def list_jobs(self) -> Sequence[JobRecord]:
-        return await self._records(_rows.JOBS, JobRecord, f"SELECT {_cols(_rows.JOBS)} FROM host_sim.jobs ORDER BY seq", ())
-
-    async def get_job(self, job_id: str) -> JobRecord | None:
-        found = await self._records(_rows.JOBS, JobRecord, f"SELECT {_cols(_rows.JOBS)} FROM host_sim.jobs WHERE id = %s", (job_id,))
-        return found[0] if found else None
 
     async def page_jobs(
         self,
@@ -615,24 +574,6 @@ class PostgresStore(SqlTraces, PostgresLocks, PostgresEvents, PostgresCommit):
         records = [self._decode(table, record, row[:-1]) for row in rows[:limit]]
         last = rows[limit - 1][-1] if len(rows) > limit else None
         return tuple(records), int(last) if last is not None else None
-
-    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None:
-        await self._transact(
-            [_Step("UPDATE host_sim.jobs SET turn_id = %s WHERE id = %s AND status = 'running'", (turn_id, job_id), "")]
-        )
-
-    async def request_job_cancel(self, job_id: str, at: datetime) -> None:
-        """Ask the host running this job to cancel it: it polls `cancel_requests` for its own jobs."""
-        await self._transact(
-            [
-                _Step(
-                    "UPDATE host_sim.jobs SET cancel_requested_at = %s "
-                    "WHERE id = %s AND status = 'running' AND cancel_requested_at IS NULL",
-                    (at.isoformat(), job_id),
-                    "",
-                )
-            ]
-        )
 
     async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
         if not job_ids:

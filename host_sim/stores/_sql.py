@@ -1,6 +1,6 @@
 """What the two SQL stores share beyond their rows (`_rows`): the step of a transaction, and a
 `Dialect`, how each database spells a parameter, a table, writing order and a conflict it
-ignores, with which code written once (`_sql_traces`, the checks of `_rows.Need`) becomes
+ignores, with which code written once (`_sql_traces`, `_sql_jobs`, the checks of `_rows.Need`) becomes
 SQL for either. What varies between SQLite and PostgreSQL is SQL, connections and
 transactions; the rest is written once.
 """

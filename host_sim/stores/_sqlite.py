@@ -3,7 +3,8 @@
 This module holds the store: opening the file (its lock), writes and reads. Beside it:
 ``_sqlite_schema.py`` (the statements that make and upgrade a file, and `prepare`, which
 runs them), ``_sqlite_commit.py`` (the group commit); shared with `PostgresStore`:
-``_sql_traces.py`` (the `TraceStore` methods, written once for both SQL dialects,
+``_sql_traces.py`` and ``_sql_jobs.py`` (the `TraceStore` methods and the job and
+invocation methods both write alike, written once for both SQL dialects,
 ``_sql.py``) and ``_rows.py`` (the tables, the checks made before each write and the
 rows each write needs).
 
@@ -71,9 +72,10 @@ from ._protocol import INDEX_VERSION
 from . import _rows
 from . import _sqlite_schema as _schema
 from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, upsert
+from ._sql_jobs import SqlJobs
 from ._sql_traces import SqlTraces
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
-from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+from ._records import JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
@@ -113,13 +115,10 @@ _ERASE_TURN: Final = (
 _FINISH_TURN: Final = (
     f"UPDATE turns SET {', '.join(f'{c} = ?' for c in _rows.TURN_FINISHED)} WHERE {_TURN_KEY} AND status = 'running'"
 )
-_FINISH_INVOCATION: Final = (
-    f"UPDATE invocations SET {', '.join(f'{c} = ?' for c in _rows.INVOCATION_FINISHED)} WHERE id = ? AND finished_at IS NULL"
-)
 
 
 @final
-class SqliteStore(SqlTraces):
+class SqliteStore(SqlJobs, SqlTraces):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write.
 
     ``path`` (and its folder) is created with its schema when missing, unless
@@ -322,42 +321,13 @@ class SqliteStore(SqlTraces):
         await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
 
     # -- the integrator's log (LogStore) --------------------------------------------------
-
-    async def begin_invocation(self, record: Invocation) -> None:
-        await self._transact(
-            [Step(insert(_rows.INVOCATIONS), _rows.INVOCATIONS.row(record), _rows.invocation_taken(record.id))]
-        )
-
-    async def finish_invocation(self, record: Invocation) -> None:
-        _rows.check_finish_invocation(record, self._refuse)
-        row = _rows.INVOCATIONS.row(record)
-        await self._transact(
-            [
-                Step(
-                    _FINISH_INVOCATION,
-                    (*_rows.INVOCATIONS.pick(row, _rows.INVOCATION_FINISHED), record.id),
-                    _rows.invocation_not_started(record.id),
-                    "change",
-                )
-            ]
-        )
-
-    async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
-        if "invocations.id" in self._missing:
-            return ()
-        return await self._records(_rows.INVOCATIONS, Invocation, "WHERE session_id = ? ORDER BY rowid", (session_id,))
+    # (invocations, get_job, list_jobs, job_turn_began, request_job_cancel: SqlJobs)
 
     async def save_job(self, record: JobRecord) -> None:
         steps = [Step(upsert(_rows.JOBS), _rows.JOBS.row(record), f"cannot write job {record.id!r}")]
         if record.status == "running":  # it starts: index it by its session's tags
             steps.append(Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
         await self._transact(steps)
-
-    async def get_job(self, job_id: str) -> JobRecord | None:
-        if "jobs.id" in self._missing:
-            return None
-        found = await self._records(_rows.JOBS, JobRecord, "WHERE id = ?", (job_id,))
-        return found[0] if found else None
 
     async def page_jobs(
         self,
@@ -403,23 +373,6 @@ class SqliteStore(SqlTraces):
         last = rows[limit - 1][-1] if len(rows) > limit else None
         return tuple(records), last if isinstance(last, int) else None
 
-    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None:
-        await self._transact(
-            [Step("UPDATE jobs SET turn_id = ? WHERE id = ? AND status = 'running'", (turn_id, job_id), "")]
-        )
-
-    async def request_job_cancel(self, job_id: str, at: datetime) -> None:
-        await self._transact(
-            [
-                Step(
-                    "UPDATE jobs SET cancel_requested_at = ? "
-                    "WHERE id = ? AND status = 'running' AND cancel_requested_at IS NULL",
-                    (at.isoformat(), job_id),
-                    "",
-                )
-            ]
-        )
-
     async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
         if not job_ids or "jobs.id" in self._missing:
             return ()
@@ -429,11 +382,6 @@ class SqliteStore(SqlTraces):
             tuple(job_ids),
         )
         return tuple(str(r[0]) for r in rows)
-
-    async def list_jobs(self) -> Sequence[JobRecord]:
-        if "jobs.id" in self._missing:
-            return ()
-        return await self._records(_rows.JOBS, JobRecord, "ORDER BY rowid", ())
 
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         running = await self._records(_rows.JOBS, JobRecord, "WHERE status = 'running' ORDER BY rowid", ())
@@ -646,6 +594,9 @@ class SqliteStore(SqlTraces):
 
     def _traces_present(self) -> bool:
         return self._has_traces
+
+    def _lacks(self, column: str) -> bool:
+        return column in self._missing
 
     async def _records_where(
         self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]

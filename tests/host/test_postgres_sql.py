@@ -20,7 +20,7 @@ import host_sim
 from host_sim import Host, PostgresStore, TaskRef
 
 STORES = Path(host_sim.__file__).resolve().parent / "stores"
-MODULES = sorted([*STORES.glob("_postgres*.py"), STORES / "_sql.py", STORES / "_sql_traces.py"])  # the last two: SQL both stores run
+MODULES = sorted([*STORES.glob("_postgres*.py"), STORES / "_sql.py", STORES / "_sql_traces.py", STORES / "_sql_jobs.py"])  # the last three: SQL both stores run
 BARE_PERCENT = re.compile(r"%(?![s%])")
 
 
@@ -33,7 +33,7 @@ def _strings(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_there_are_postgres_modules_to_check() -> None:
-    assert {p.name for p in MODULES} >= {"_postgres.py", "_postgres_traces.py", "_postgres_sql.py", "_sql.py", "_sql_traces.py"}
+    assert {p.name for p in MODULES} >= {"_postgres.py", "_postgres_traces.py", "_postgres_sql.py", "_sql.py", "_sql_traces.py", "_sql_jobs.py"}
 
 
 def test_no_string_in_the_postgres_modules_holds_a_bare_percent() -> None:

@@ -1,0 +1,95 @@
+"""The `LogStore` and job methods both SQL stores write alike (API.md sections 11-13), written once.
+
+An invocation begun and finished, a store's invocations of a session, a job read by id or
+all of them, a job's turn noted and its cancel asked for. `SqliteStore` and `PostgresStore`
+inherit `SqlJobs` beside `_sql_traces.SqlTraces` and supply the same dialect
+(`_sql.Dialect`), transactions and reads, and `_lacks` (a column an older SQLite file has
+not: nothing is read from it). What differs between the databases stays in each store:
+writing a job (PostgreSQL notes its owner), paging, cancel requests (``IN`` against
+``ANY``), interrupting jobs (PostgreSQL only those of hosts gone, in one ``RETURNING``
+statement), the inbox and deletions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, ClassVar, TypeVar
+
+from modular_sdk import SessionId, TurnId
+
+from . import _rows
+from ._errors import StoreError
+from ._records import Invocation, JobRecord
+from ._sql import Dialect, Step
+
+__all__ = ["SqlJobs"]
+
+_R = TypeVar("_R")
+
+
+class SqlJobs:
+    """The job and invocation methods of `SqliteStore` and `PostgresStore` (see the module docstring)."""
+
+    __slots__ = ()
+
+    _dialect: ClassVar[Dialect]
+
+    if TYPE_CHECKING:  # supplied by the store
+
+        def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]: ...
+        def _refuse(self, problem: str) -> StoreError: ...
+        def _lacks(self, column: str) -> bool: ...
+        async def _transact(self, steps: list[Step]) -> None: ...
+        async def _records_where(
+            self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
+        ) -> tuple[_R, ...]: ...
+
+    async def begin_invocation(self, record: Invocation) -> None:
+        d, table = self._dialect, _rows.INVOCATIONS
+        sql = f"INSERT INTO {d.table(table.name)} ({', '.join(table.columns)}) VALUES ({d.marks(len(table.columns))})"
+        await self._transact([Step(sql, self._row(table, record), _rows.invocation_taken(record.id))])
+
+    async def finish_invocation(self, record: Invocation) -> None:
+        _rows.check_finish_invocation(record, self._refuse)
+        d, table = self._dialect, _rows.INVOCATIONS
+        row = self._row(table, record)
+        sql = (
+            f"UPDATE {d.table(table.name)} SET {', '.join(f'{c} = {d.mark}' for c in _rows.INVOCATION_FINISHED)} "
+            f"WHERE id = {d.mark} AND finished_at IS NULL"
+        )
+        params = (*table.pick(row, _rows.INVOCATION_FINISHED), record.id)
+        await self._transact([Step(sql, params, _rows.invocation_not_started(record.id), "change")])
+
+    async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
+        if self._lacks("invocations.id"):
+            return ()
+        d = self._dialect
+        return await self._records_where(
+            _rows.INVOCATIONS, Invocation, f"WHERE session_id = {d.mark} ORDER BY {d.order}", (session_id,)
+        )
+
+    async def get_job(self, job_id: str) -> JobRecord | None:
+        if self._lacks("jobs.id"):
+            return None
+        found = await self._records_where(_rows.JOBS, JobRecord, f"WHERE id = {self._dialect.mark}", (job_id,))
+        return found[0] if found else None
+
+    async def list_jobs(self) -> Sequence[JobRecord]:
+        if self._lacks("jobs.id"):
+            return ()
+        return await self._records_where(_rows.JOBS, JobRecord, f"ORDER BY {self._dialect.order}", ())
+
+    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None:
+        m = self._dialect.mark
+        sql = f"UPDATE {self._dialect.table('jobs')} SET turn_id = {m} WHERE id = {m} AND status = 'running'"
+        await self._transact([Step(sql, (turn_id, job_id), "")])
+
+    async def request_job_cancel(self, job_id: str, at: datetime) -> None:
+        """Ask the host running this job to cancel it: it polls `cancel_requests` for its own jobs."""
+        m = self._dialect.mark
+        sql = (
+            f"UPDATE {self._dialect.table('jobs')} SET cancel_requested_at = {m} "
+            f"WHERE id = {m} AND status = 'running' AND cancel_requested_at IS NULL"
+        )
+        await self._transact([Step(sql, (at.isoformat(), job_id), "")])
