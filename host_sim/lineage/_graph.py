@@ -23,6 +23,7 @@ from ._errors import LineageEdgeError, TurnRunningError
 from ._html import DEFAULT_TITLE, render_lineage_html
 from ._provenance import ErasurePlan, Provenance, TurnOrigin
 from ._tree import LineageTree, build_tree
+from ..stores._invariants import heal_index
 from ._types import (
     HOST_RELATIONS,
     LineageArtifact,
@@ -417,8 +418,6 @@ class LineageGraph:
                 "use the id of a session the host created (session.id)",
                 session_id=session_id,
             )
-        from ..stores._invariants import heal_index  # stores import lineage: read here
-
         return await heal_index(self._store, record)  # its derived rows were lost: rebuilt
 
     async def _nodes(self, session_ids: list[SessionId]) -> list[SessionNode]:
@@ -426,8 +425,6 @@ class LineageGraph:
         found = list(await self._store.get_nodes(session_ids))
         if len(found) == len(session_ids):
             return found
-        from ..stores._invariants import heal_index  # stores import lineage: read here
-
         have = {n.session_id: n for n in found}
         out: list[SessionNode] = []
         for session_id in session_ids:
@@ -444,8 +441,6 @@ class LineageGraph:
         """The fork's or spawn's edge of each of ``session_ids`` that has no incoming edge,
         rebuilt from its record when its row was lost (derived data heals: API.md section 17).
         One read by key per session without incoming edges (a root's costs only that)."""
-        from ..stores._invariants import heal_index  # stores import lineage: read here
-
         have = {e.to_session_id for e in edges}
         healed: list[LineageEdge] = []
         for session_id in session_ids:

@@ -21,6 +21,7 @@ from modular_sdk._rules import show, unstorable_text
 
 from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
 
+from ..stores._invariants import ERASED_LABEL, erased
 from ..stores._protocol import LogStore
 from ._errors import TurnRunningError
 
@@ -233,8 +234,6 @@ async def _quoting(
     keep their own text: every ``failed`` turn (its model saw a planned turn; a model error
     quotes what it was given) and the jobs that ran them, and each turn, invocation and job
     of ``sessions`` whose error holds a planned turn's text verbatim."""
-    from ..stores._invariants import ERASED_LABEL
-
     skip = {t.id for t in planned}
     texts = {x for t in planned if t.erased_at is None for x in _texts(t)}
 
@@ -286,8 +285,6 @@ async def _erase(
     ``erased_at``).
     """
     from ..stores._erasure import Erasure
-    from ..stores._invariants import ERASED_LABEL, erased
-
     at = now()
     planned = list(turns)
     failed = list(failed)
