@@ -30,28 +30,13 @@ from host_sim.stores._traces import (
 )
 from modular_sdk import AiPromptMessage, AiRunnerId, RootLineage, SessionId, TurnId, UserAuthor
 
+from ._stores import T0, node, session
 from .conftest import StoreFactory
 
 pytestmark = pytest.mark.anyio
 
-T0 = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
 T1 = T0 + timedelta(seconds=1)
 
-
-def session(sid: str) -> SessionRecord:
-    return SessionRecord(
-        id=SessionId(sid),
-        lineage=RootLineage(),
-        metadata=None,
-        model="echo",
-        cwd="/work",
-        runner_id=AiRunnerId(f"echo:{sid}"),
-        created_at=T0,
-    )
-
-
-def node(sid: str) -> SessionNode:
-    return SessionNode(session_id=SessionId(sid), created_at=T0)
 
 
 def running(tid: str, sid: str = "s-1", ordinal: int = 0) -> TurnRecord:

@@ -43,25 +43,10 @@ from modular_sdk import (
     TurnId,
     UserAuthor,
 )
+from ._stores import T0, node, session
 from ._stores import read_back as read_all_of
 
-T0 = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
 
-
-def session(sid: str) -> SessionRecord:
-    return SessionRecord(
-        id=SessionId(sid),
-        lineage=RootLineage(),
-        metadata=None,
-        model="echo",
-        cwd="/work",
-        runner_id=AiRunnerId(f"echo:{sid}"),
-        created_at=T0,
-    )
-
-
-def node(sid: str) -> SessionNode:
-    return SessionNode(session_id=SessionId(sid), created_at=T0)
 
 
 def running_turn(tid: str, sid: str, ordinal: int, text: str = "hello") -> TurnRecord:
