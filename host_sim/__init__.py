@@ -33,6 +33,8 @@ from .lineage._types import LineageRelation as LineageRelation
 from .lineage._types import SessionMetrics as SessionMetrics
 from .lineage._types import SessionNode as SessionNode
 from .mcp._server import lineage_mcp_server as lineage_mcp_server
+from .agui._app import AguiApp as AguiApp
+from .agui._app import agui_app as agui_app
 from .models._cassette import RecordingModel as RecordingModel
 from .models._cassette import ReplayModel as ReplayModel
 from .models._echo import EchoModel as EchoModel
@@ -211,6 +213,8 @@ __all__ = [
     "build_manifest_async",
     "discover_mods",
     "lineage_mcp_server",
+    "AguiApp",
+    "agui_app",
     "load_mod",
     "load_verified",
 ]

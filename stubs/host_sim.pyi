@@ -1559,6 +1559,16 @@ def discover_mods() -> dict[str, str]:
 def lineage_mcp_server(host: Host) -> MCPServer:
     """The read-only lineage of ``host`` as an MCP server, for an application to mount."""
 
+@final
+class AguiApp:
+    """An ASGI app speaking AG-UI for one host or view; obtain it from ``host_sim.agui_app(...)``."""
+    def __init__(self, view: Host | ScopedHost, path: str) -> None: ...
+    async def __call__(self, scope: Mapping[str, object], receive: Receive, send: Send) -> None: ...
+
+
+def agui_app(host_or_scoped: Host | ScopedHost, *, path: str = '/') -> AguiApp:
+    """The host as an AG-UI agent: an ASGI app answering ``POST path`` with a run's event stream."""
+
 def load_mod(spec: str) -> Mod:
     """Import the mod module named by ``spec`` in this process and return its `Mod`."""
 
@@ -1582,5 +1592,9 @@ JobStatus: TypeAlias = Literal['running', 'finished', 'failed', 'interrupted', '
 
 ModelReply: TypeAlias = str | Reply | ToolCall
 """What ``Model.respond`` returns: reply text (``str``, or a `Reply` carrying `Usage`) or a `ToolCall`."""
+
+Receive: TypeAlias = Callable[[], Awaitable[Mapping[str, object]]]
+
+Send: TypeAlias = Callable[[dict[str, object]], Awaitable[None]]
 
 T = TypeVar('T')

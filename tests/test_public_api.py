@@ -255,6 +255,8 @@ HOST_REEXPORTS = {"UnknownTurnError", "ToolCallRecord", "Usage", "WidgetPlacemen
 HOST_PINNED = sorted(
     [
         "ActionRecord",
+        "AguiApp",
+        "agui_app",
         "ApprovalRule",
         "Approvals",
         "UnknownApprovalRuleError",
