@@ -61,6 +61,7 @@ from pydantic import ValidationError
 
 from modular_sdk import (
     AiPromptMessage,
+    AiTurnHandle,
     ForkLineage,
     ModularError,
     RootLineage,
@@ -74,6 +75,7 @@ from ..sessions._events import (
     CommandFinished,
     HostEvent,
     JobFinished,
+    Lagged,
     ReplyDelta,
     SessionCreated,
     ToolCalled,
@@ -82,12 +84,12 @@ from ..sessions._events import (
     TurnFinished,
     TurnStarted,
 )
-from ..sessions._handles import SessionHandle, TurnHandle
+from ..sessions._handles import SessionHandle
 from ..sessions._host import Host
 from ..sessions._jobs import Job
 from ..sessions._scoped import ScopedHost
-from ..stores._records import Invocation
-from ..traces._types import ActionRecord
+from ..traces._types import ActionRecord, PendingAction
+from ._router import Router
 
 __all__ = ["BadRunInput", "RunIds", "THREAD_TAG", "parse", "run_events"]
 
@@ -169,19 +171,17 @@ def _prompt_of(typed: str) -> str | None:
 class _Prompt:
     """A prompt the user sent in a session: the turn, and its text (``None``: erased)."""
 
-    def __init__(self, turn: TurnHandle, text: str | None) -> None:
+    def __init__(self, turn: AiTurnHandle, text: str | None) -> None:
         self.turn = turn
         self.text = text
 
 
-async def _prompts(view: View, session: SessionHandle) -> list[_Prompt]:
+async def _prompts(session: SessionHandle) -> list[_Prompt]:
+    """The prompts the user sent in the session (inherited ones included), oldest first."""
     found: list[_Prompt] = []
-    for entry in await view.log(session):
-        if isinstance(entry, Invocation) or not isinstance(entry.author, UserAuthor):
-            continue
-        message = entry.message
-        if isinstance(message, AiPromptMessage):
-            found.append(_Prompt(entry, None if entry.erased_at is not None else message.text))
+    for turn in await session.turns():
+        if isinstance(turn.author, UserAuthor) and isinstance(turn.message, AiPromptMessage):
+            found.append(_Prompt(turn, None if turn.erased_at is not None else turn.message.text))
     return found
 
 
@@ -248,7 +248,7 @@ async def _branch(view: View, run: RunAgentInput, runs: RunIds, typed: str | Non
         return _Branch(await view.sessions.create(tags={THREAD_TAG: thread_id}), None, True)
     best: tuple[int, SessionHandle, list[_Prompt]] | None = None
     for session in candidates:
-        prompts = await _prompts(view, session)
+        prompts = await _prompts(session)
         if last_is_prompt and len(client) == len(prompts) and _agreeing(prompts, client) == len(prompts):
             return _Branch(session, None, False)  # it ran the last prompt already (a resume, a reconnect)
         agree = _agreeing(prompts, earlier)
@@ -375,8 +375,8 @@ class _Stream:
             if event.status == "completed" and reply.startswith(sent):  # a model that does not stream
                 out += self._text(event.turn_id, reply[len(sent) :])
             out += self._end(event.turn_id)
-            if event.status == "completed":
-                self.finished.append(event.turn_id)
+            if event.status == "completed" and "<mod-widget" in reply:
+                self.finished.append(event.turn_id)  # its widgets are read once it is over
             return out, False
         if isinstance(event, CommandFinished) and event.job_id == self.job.id:
             if event.error is None and event.text:
@@ -421,7 +421,8 @@ async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGener
                     yield TextMessageEndEvent(message_id=f"{action_id}.result")
             yield RunFinishedEvent(thread_id=thread, run_id=run.run_id, result={"sessionId": session.id, "turnId": None})
             return
-        async with view.subscribe(buffer=100_000) as host_events:
+        host = view if isinstance(view, Host) else view._host
+        async with Router.of(host).watch(session.id) as host_events:
             job = await view.start(session, typed)
             metadata = {"host_sim": {"sessionId": session.id, "jobId": job.id}}
             yield RunStartedEvent(thread_id=thread, run_id=run.run_id, parent_run_id=branch.parent_run, metadata=metadata)
@@ -432,6 +433,8 @@ async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGener
                     yield TextMessageEndEvent(message_id=f"{action_id}.result")
             stream = _Stream(session.id, job)
             async for event in host_events:
+                if isinstance(event, Lagged):  # events were lost: what the job gave is read below
+                    break
                 out, ended = stream.events(event)
                 for each in out:
                     yield each
@@ -454,7 +457,7 @@ async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGener
             yield TextMessageContentEvent(message_id=message_id, delta=submission.text)
             yield TextMessageEndEvent(message_id=message_id)
         result = {"sessionId": session.id, "turnId": turn_id, "jobId": job.id, "kind": submission.kind}
-        waiting = [a for a in await view.actions(session, status="pending") if a.turn_id in stream.turns]
+        waiting = submission.actions  # what the turn proposed that waits (a standing approval's are not)
         if waiting:
             outcome = RunFinishedInterruptOutcome(interrupts=[_interrupt(a) for a in waiting])
             yield RunFinishedEvent(thread_id=thread, run_id=run.run_id, result=result, outcome=outcome)
@@ -484,7 +487,7 @@ async def _widgets(view: View, turn_id: str) -> list[BaseEvent]:
     return out
 
 
-def _interrupt(action: ActionRecord) -> Interrupt:
+def _interrupt(action: PendingAction) -> Interrupt:
     return Interrupt(
         id=action.id,
         reason="confirmation",
