@@ -12,12 +12,14 @@ Imported by `AguiApp` at its first request, so ``import host_sim`` never imports
   not compared). A candidate that agrees with all of them continues; otherwise the one that
   agrees longest is forked at the turn just before the first prompt that differs (an edited
   earlier message), and ``RUN_STARTED`` names the fork as the thread and, as
-  ``parentRunId``, the run that made that turn.
+  ``parentRunId``, the run that made that turn. A client that sends only its newest message
+  continues the newest branch; a run with ``resume`` runs in the session holding the
+  interrupts it answers.
 - **The input.** With ``resume``, each entry answers the interrupt of a pending action:
   ``{"approved": bool, "reason": str | None, "always": bool}`` confirms or dismisses it (``by``
   the scope's ``user`` tag, else ``"agui"``); ``always`` also allows that kind of action for
-  good (`host_sim.Approvals`); a ``cancelled`` entry dismisses. Then the last user message,
-  when the session has not seen it, runs as a host-owned job (``view.start``): ``/name args``
+  good (`host_sim.Approvals`); a ``cancelled`` entry dismisses; such a run runs no input.
+  Otherwise the last user message, when the session has not seen it, runs as a host-owned job (``view.start``): ``/name args``
   a slash command, ``//text`` a literal slash.
 - **The stream.** ``RUN_STARTED`` (metadata ``host_sim``: session and job ids), the reply as
   ``TEXT_MESSAGE_START/CONTENT/END`` as the model streams it (message id: the turn id),
@@ -246,14 +248,22 @@ async def _branch(view: View, run: RunAgentInput, runs: RunIds, typed: str | Non
     earlier = client[:-1] if last_is_prompt else client
     if not candidates:
         return _Branch(await view.sessions.create(tags={THREAD_TAG: thread_id}), None, True)
+    if run.resume:  # it answers interrupts and runs nothing: in the session that holds them
+        asked = {entry.interrupt_id for entry in run.resume}
+        for session in candidates:
+            if asked & {a.id for a in await view.pending_actions(session)}:
+                return _Branch(session, None, False)
+        return _Branch(candidates[0], None, False)
+    if not earlier:  # a client that sends only its newest message: it continues the newest branch
+        return _Branch(candidates[0], None, True)
     best: tuple[int, SessionHandle, list[_Prompt]] | None = None
     for session in candidates:
         prompts = await _prompts(session)
         if last_is_prompt and len(client) == len(prompts) and _agreeing(prompts, client) == len(prompts):
-            return _Branch(session, None, False)  # it ran the last prompt already (a resume, a reconnect)
+            return _Branch(session, None, False)  # it ran the last prompt already (a reconnect)
         agree = _agreeing(prompts, earlier)
         if agree >= len(prompts):  # it holds every earlier prompt: the input continues here
-            return _Branch(session, None, last_is_prompt or not run.resume)
+            return _Branch(session, None, True)
         if best is None or agree > best[0]:
             best = (agree, session, prompts)
     assert best is not None
@@ -412,7 +422,7 @@ async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGener
         answered: list[tuple[str, str]] = []
         if run.resume:
             answered = await _answer(view, session, run.resume)
-        if not branch.fresh or typed is None or not typed.strip():
+        if not branch.fresh or typed is None:
             yield RunStartedEvent(thread_id=thread, run_id=run.run_id, parent_run_id=branch.parent_run, metadata=metadata)
             for action_id, text in answered:
                 if text:

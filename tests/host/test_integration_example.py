@@ -93,12 +93,15 @@ async def new_session(client: httpx.AsyncClient, user: str, label: str | None = 
 
 
 async def say(client: httpx.AsyncClient, user: str, session_id: str, text: str) -> dict[str, object]:
-    """Post a message as a job and wait for the job to end."""
-    started = await client.post(f"/sessions/{session_id}/messages", headers=as_(user), json={"text": text})
-    assert started.status_code == 202, started.text
-    job = started.json()
-    assert job["status"] in ("running", "finished")
-    done = await client.get(f"/jobs/{job['id']}", headers=as_(user), params={"wait": 10})
+    """Say it over AG-UI (POST /agui, the session as the thread), then read the run's job."""
+    run = {"threadId": session_id, "runId": f"run-{text}", "messages": [{"id": "m", "role": "user", "content": text}]}
+    answer = await client.post("/agui", headers=as_(user), json=run)
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/event-stream"), answer.text
+    events = [json.loads(line[6:]) for line in answer.text.splitlines() if line.startswith("data: ")]
+    assert events[0]["type"] == "RUN_STARTED" and events[0]["threadId"] == session_id, events
+    assert events[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR"), events
+    job_id = events[0]["metadata"]["host_sim"]["jobId"]
+    done = await client.get(f"/jobs/{job_id}", headers=as_(user), params={"wait": 10})
     assert done.status_code == 200, done.text
     result: dict[str, object] = done.json()
     return result

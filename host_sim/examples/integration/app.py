@@ -14,8 +14,14 @@ checks no ownership.
                                             time (``next`` is the cursor for ``after``)
 ``GET /sessions/{id}``                      one session and its log (turns and commands)
 ``DELETE /sessions/{id}``                   delete it: its content is erased; 204
+``POST /agui``                              the chat, spoken in AG-UI: a ``RunAgentInput``
+                                            (``threadId``: a session id, or a new thread) answers
+                                            the run as AG-UI events (`host_sim.agui_app` over
+                                            the user's view): what a CopilotKit or
+                                            ``@ag-ui/client`` front end sends
 ``POST /sessions/{id}/messages``            ``{"text": "..."}``, a prompt or a ``/command``,
-                                            run as a host-owned job; 202 with the job
+                                            run as a host-owned job nobody watches; 202 with
+                                            the job
 ``GET /jobs/{id}?wait=SECONDS``             a job, once it ended with what it gave
 ``DELETE /jobs/{id}``                       cancel a job, on whichever process runs it; 202
 ``POST /sessions/{id}/fork``                ``{"ordinal": n}``: a new session whose history
@@ -53,6 +59,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from host_sim.examples import background_tasks
 from host_sim import (
@@ -84,6 +91,7 @@ from host_sim import (
     TurnRetracted,
     TurnStarted,
     UnknownJobError,
+    agui_app,
 )
 from modular_sdk import (
     AiMessage,
@@ -312,6 +320,25 @@ class ChatBackend:
         return session
 
 
+class AguiPerUser:
+    """``POST /agui``: the requesting user's AG-UI agent, `host_sim.agui_app` over their view.
+
+    Plain ASGI (the run is a stream): the user comes from the request as for every route; a
+    thread is one of their sessions (its id), or a new one tagged with their id.
+    """
+
+    def __init__(self, backend: ChatBackend) -> None:
+        self._backend = backend
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            view = self._backend.view(Request(scope))
+        except HTTPException as refused:
+            await JSONResponse({"error": refused.detail}, status_code=refused.status_code)(scope, receive, send)
+            return
+        await agui_app(view, path="/agui")(scope, receive, send)
+
+
 def create_app(
     store: Callable[[], Store],
     *,
@@ -323,6 +350,7 @@ def create_app(
     ``lambda: SqliteStore("chat.sqlite")``; ``tracer_provider`` receives the host's spans."""
     backend = ChatBackend(store, model=model, mods=mods, tracer_provider=tracer_provider)
     routes = [
+        Route("/agui", AguiPerUser(backend), methods=["POST"]),
         Route("/sessions", backend.create_session, methods=["POST"]),
         Route("/sessions", backend.list_sessions, methods=["GET"]),
         Route("/sessions/{session_id}", backend.get_session, methods=["GET"]),
