@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias, final
 
 import anyio
 
-from modular_sdk import InvalidArgumentError
+from modular_sdk import InvalidArgumentError, ModularError
 from modular_sdk._rules import show
 
 from .._host_made import NoPublicConstructor
@@ -26,12 +26,16 @@ from ..sessions._scoped import ScopedHost
 if TYPE_CHECKING:
     from ._run import RunIds
 
-__all__ = ["AguiApp", "agui_app"]
+__all__ = ["AguiApp", "AguiUnavailableError", "agui_app"]
 
 Receive: TypeAlias = Callable[[], Awaitable[Mapping[str, object]]]
 Send: TypeAlias = Callable[[dict[str, object]], Awaitable[None]]
 
 MAX_BODY: Final = 16 * 1024 * 1024  # a RunAgentInput carries the conversation: generous, not unbounded
+
+
+class AguiUnavailableError(ModularError, ImportError):
+    """The ``ag-ui-protocol`` package is not installed (the extra ``agui``)."""
 
 
 def agui_app(host_or_scoped: Host | ScopedHost, *, path: str = "/") -> AguiApp:
@@ -41,8 +45,16 @@ def agui_app(host_or_scoped: Host | ScopedHost, *, path: str = "/") -> AguiApp:
     creates get the scope's tags, decisions are recorded ``by`` its ``user`` tag, and it sees
     nothing else). Serve it with any ASGI server (``uvicorn``), or mount it in your own app.
     Needs the extra ``agui`` (``ag-ui-protocol``), imported at the first request.
-    Raises `InvalidArgumentError` for a ``path`` that does not start with ``/``.
+    Raises `InvalidArgumentError` for a ``path`` that does not start with ``/``, and a
+    `ModularError` (an `ImportError` too) naming the extra when ``ag-ui-protocol`` is missing.
     """
+    try:
+        import ag_ui  # noqa: F401  (the package's top level is empty: the protocol loads at the first request)
+    except ImportError:
+        raise AguiUnavailableError(
+            "agui_app needs the 'ag-ui-protocol' package, which is not installed; install the extra: "
+            "pip install 'modular-chat-sdk[agui]'"
+        ) from None
     if not isinstance(host_or_scoped, (Host, ScopedHost)):
         raise InvalidArgumentError(
             f"agui_app() takes an open Host or a ScopedHost (host.scoped(tags)), got {show(host_or_scoped)}",
