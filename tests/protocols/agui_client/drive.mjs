@@ -2,7 +2,8 @@
 //
 //   node drive.mjs PLAN_JSON
 //
-// PLAN: {"url": ..., "threadId": ..., "headers": {...}, "steps": [STEP, ...]}; each STEP is one run:
+// PLAN: {"url": ..., "threadId": ..., "headers": {...}, "messages": [...], "steps": [STEP, ...]}
+// ("messages": what the front end already holds); each STEP is one run:
 //   {"say": "text"}                          add a user message, run
 //   {"edit": {"index": n, "text": "..."}}    change the n-th user message, drop what followed it, run
 //   {"resume": [{"status": "resolved", "payload": {...}}, ...]}
@@ -14,7 +15,12 @@ import { HttpAgent } from "@ag-ui/client";
 import { randomUUID } from "node:crypto";
 
 const plan = JSON.parse(process.argv[2]);
-const agent = new HttpAgent({ url: plan.url, threadId: plan.threadId, headers: plan.headers ?? {} });
+const agent = new HttpAgent({
+  url: plan.url,
+  threadId: plan.threadId,
+  headers: plan.headers ?? {},
+  initialMessages: plan.messages ?? [],
+});
 
 for (const step of plan.steps) {
   if (step.thread) agent.threadId = step.thread;
