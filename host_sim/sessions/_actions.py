@@ -31,7 +31,7 @@ from modular_sdk._rules import show, unstorable_text
 
 from .._host_made import NoPublicConstructor
 from ..lanes._ext_host import HandlerFailed, call_handler
-from ..stores._approvals import ApprovalRuleRecord, rule_for
+from ..stores._approvals import ApprovalRuleRecord, ApprovalStore, confirmed_by, rule_for
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
 from ..stores._traces import ActionOutcomeRecord, ProposedActionRecord, TraceStore
@@ -201,9 +201,9 @@ class ActionBook:
         decision is recorded now, ``decided_by`` the rule, and it runs once the turn is over."""
         try:
             rule = await rule_for(self._store, record)
-            if rule is None or self._start is None:
+            if rule is None or self._start is None or not isinstance(self._store, ApprovalStore):
                 return False
-            await self._decide(store, record, "confirmed", rule.id, rule.reason)
+            await self._store.decide_by_rule(confirmed_by(record, rule, self._clock()), rule.id)  # only while it is live
         except (StoreError, ActionStateError) as exc:
             errors.append(f"action {record.id!r} matched a standing approval, which could not be applied: {exc}")
             return False

@@ -24,7 +24,7 @@ from . import _rows
 from ._errors import StoreError
 from ._invariants import ERASED_LABEL
 from ._sql import Dialect, Step
-from ._traces import ProposedActionRecord
+from ._traces import ActionOutcomeRecord, ProposedActionRecord
 
 if TYPE_CHECKING:
     from ._protocol import Store
@@ -36,6 +36,7 @@ __all__ = [
     "ApprovalRuleRecord",
     "ApprovalStore",
     "SqlApprovals",
+    "confirmed_by",
     "no_rule",
     "rule_for",
 ]
@@ -98,6 +99,12 @@ class ApprovalStore(Protocol):
         every rule, revoked ones included. In the order they were created."""
         ...
 
+    async def decide_by_rule(self, outcome: ActionOutcomeRecord, rule_id: str) -> None:
+        """`TraceStore.decide_action`, only while rule ``rule_id`` is live, in one transaction:
+        a revoke that returned is never followed by a decision of that rule. Refuses (`StoreError`)
+        a revoked rule, an unknown action and one decided before."""
+        ...
+
 
 class SqlApprovals:
     """The `ApprovalStore` methods of `SqliteStore` and `PostgresStore`."""
@@ -134,6 +141,27 @@ class SqlApprovals:
         m = self._dialect.mark
         found = await self._records_where(APPROVAL_RULES, ApprovalRuleRecord, f"WHERE id = {m}", (rule_id,))
         return found[0] if found else None
+
+    async def decide_by_rule(self, outcome: ActionOutcomeRecord, rule_id: str) -> None:
+        d, table = self._dialect, _rows.ACTION_OUTCOMES
+        m = d.mark
+        share = "" if d.or_ignore else " FOR SHARE"  # PostgreSQL: a concurrent revoke waits, or is seen
+        sql = (
+            f"INSERT INTO {d.table(table.name)} ({', '.join(table.columns)}) SELECT {d.marks(len(table.columns))} "
+            f"WHERE EXISTS (SELECT 1 FROM {d.table('approval_rules')} WHERE id = {m} AND revoked_at IS NULL{share})"
+        )
+        await self._transact(
+            [
+                d.check(_rows.action_stored(outcome.action_id)),
+                Step(sql, (*self._row(table, outcome), rule_id), _rows.action_decided(outcome.action_id)),
+                Step(
+                    f"SELECT 1 FROM {d.table(table.name)} WHERE action_id = {m}",
+                    (outcome.action_id,),
+                    f"approval rule {rule_id!r} was revoked; action {outcome.action_id!r} waits for the user",
+                    "row",
+                ),
+            ]
+        )
 
     async def approval_rules(self, action_type: str | None = None) -> Sequence[ApprovalRuleRecord]:
         if not self._approvals_present():
@@ -265,3 +293,16 @@ async def rule_for(store: Store, action: ProposedActionRecord) -> ApprovalRuleRe
         if all(tags.get(key) == value for key, value in rule.tags.items()):
             return rule
     return None
+
+
+def confirmed_by(action: ProposedActionRecord, rule: ApprovalRuleRecord, at: datetime) -> ActionOutcomeRecord:
+    """The decision a rule makes about an action: confirmed, ``decided_by`` the rule's id, its reason."""
+    return ActionOutcomeRecord(
+        action_id=action.id,
+        state="confirmed",
+        decided_at=at,
+        decided_by=rule.id,
+        reason=rule.reason,
+        session_id=action.session_id,
+        turn_id=action.turn_id,
+    )

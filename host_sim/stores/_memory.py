@@ -755,6 +755,13 @@ class MemoryStore:
         self._check_open()
         return self._approvals.of_type(action_type)
 
+    async def decide_by_rule(self, outcome: ActionOutcomeRecord, rule_id: str) -> None:
+        self._check_open()
+        rule = self._approvals.rules.get(rule_id)
+        if rule is None or rule.revoked_at is not None:  # checked and written with no await between
+            raise StoreError(f"approval rule {rule_id!r} was revoked; action {outcome.action_id!r} waits for the user")
+        await self.decide_action(outcome)
+
     async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
         self._check_open()
         tr = self._tr

@@ -265,3 +265,22 @@ async def test_an_action_is_confirmed_by_a_rule_exactly_when_a_live_rule_matches
             assert out.actions == () and record.status == "confirmed" and record.decided_by == live[0].id
         else:
             assert len(out.actions) == 1 and record.status == "pending" and record.decided_by is None
+
+
+async def test_a_revoke_that_returned_is_never_followed_by_a_decision_of_its_rule(any_store: StoreFactory) -> None:
+    async with Host(mods=[MOD], model=proposing(), store=any_store()) as host:
+        rule = await host.approvals.allow(action_type="task.create", by="alice")
+        chats = [await host.sessions.create() for _ in range(12)]
+
+        async def decided_by_rule() -> set[str]:
+            return {a.id for chat in chats for a in await host.actions(chat) if a.decided_by == rule.id}
+
+        async with anyio.create_task_group() as group:
+            for chat in chats:
+                group.start_soon(host.submit, chat, "go")
+            await anyio.sleep(0.01)  # proposals under way
+            await host.approvals.revoke(rule.id, by="carol")
+            at_revoke = await decided_by_rule()
+        assert await decided_by_rule() == at_revoke  # nothing the rule decided landed after the revoke
+        pending = {a.id for chat in chats for a in await host.pending_actions(chat)}
+        assert len(pending) + len(at_revoke) == len(chats)  # every other proposal waits for the user
