@@ -69,6 +69,9 @@ from .sessions._events import TurnFinished as TurnFinished
 from .sessions._events import TurnStarted as TurnStarted
 from .sessions._handles import AiSessionsImpl as AiSessionsImpl
 from .sessions._handles import SessionPage as SessionPage
+from .sessions._approvals import ApprovalRule as ApprovalRule
+from .sessions._approvals import Approvals as Approvals
+from .sessions._approvals import UnknownApprovalRuleError as UnknownApprovalRuleError
 from .sessions._jobs import Job as Job
 from .sessions._jobs import JobPage as JobPage
 from .sessions._job_errors import UnknownJobError as UnknownJobError
@@ -111,6 +114,9 @@ from .traces._types import TraceTask as TraceTask
 
 __all__ = [
     "ActionRecord",
+    "ApprovalRule",
+    "Approvals",
+    "UnknownApprovalRuleError",
     "ActionStatus",
     "PendingAction",
     "TaskRef",

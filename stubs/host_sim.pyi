@@ -19,6 +19,42 @@ class ActionRecord:
     reason: str | None = None
 
 
+@final
+@attrs.frozen(kw_only=True)
+class ApprovalRule:
+    """A standing approval: actions it matches are confirmed at once. Immutable."""
+    id: str
+    action_type: str
+    tool: str | None
+    session_id: SessionId | None
+    tags: Mapping[str, str]
+    by: str
+    reason: str | None
+    created_at: datetime
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+
+
+@final
+class Approvals:
+    """Standing approvals: ``host.approvals`` (every rule) or ``view.approvals`` (a scope's)."""
+    def __init__(self, engine: Engine, declared: Callable[[], frozenset[str]], clock: Callable[[], datetime], scope: Scope | None) -> None: ...
+    async def allow(self, *, action_type: str, tool: str | None = None, session: SessionHandle | SessionId | str | None = None, tags: Mapping[str, str] | None = None, by: str, reason: str | None = None) -> ApprovalRule:
+        """Allow actions of ``action_type`` for good: each one proposed from now on in a session"""
+    async def list(self) -> list[ApprovalRule]:
+        """Every rule (revoked ones too, with ``revoked_at``), oldest first; a scope's only."""
+    async def get(self, rule_id: str) -> ApprovalRule:
+        """One rule by id; `UnknownApprovalRuleError` for an id unknown (or outside the scope)."""
+    async def revoke(self, rule_id: str, *, by: str) -> ApprovalRule:
+        """End a rule: it matches nothing from now on (what it decided stays decided)."""
+
+
+class UnknownApprovalRuleError(ModularError, LookupError):
+    """No approval rule has this id (or none the scope sees); ``id`` is the id asked for."""
+    def __init__(self, message: str, *, id: str) -> None: ...
+    id: str
+
+
 ActionStatus: TypeAlias = Literal['pending', 'confirmed', 'dismissed']
 """Where a proposed action is: waiting for the user, or decided once."""
 
@@ -320,6 +356,9 @@ class Host:
     @property
     def traces(self) -> Traces:
         """Traces: task -> session -> output -> commit (``for_task``, ``find``, ``attach_task``,"""
+    @property
+    def approvals(self) -> Approvals:
+        """Standing approvals ("allow always", API.md section 21): ``allow``, ``list``, ``get``, ``revoke``."""
     async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
         """The actions models proposed in ``session`` that wait for the user, in the order proposed."""
     async def confirm(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> Submission:
@@ -613,6 +652,10 @@ class MemoryStore:
         """Keep the one decision about a pending action."""
     async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None: ...
     async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]: ...
+    async def add_approval_rule(self, rule: ApprovalRuleRecord) -> None: ...
+    async def revoke_approval_rule(self, rule_id: str, at: datetime, by: str) -> None: ...
+    async def get_approval_rule(self, rule_id: str) -> ApprovalRuleRecord | None: ...
+    async def approval_rules(self, action_type: str | None = None) -> Sequence[ApprovalRuleRecord]: ...
     async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]: ...
     async def trace_index_version(self) -> int | None: ...
     async def read_traces(self) -> TraceState: ...
@@ -673,7 +716,7 @@ class OpenAIModel:
 
 
 @final
-class PostgresStore(SqlJobs, SqlTraces, PostgresLocks, PostgresEvents, PostgresCommit):
+class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, PostgresLocks, PostgresEvents, PostgresCommit):
     """A durable store in a PostgreSQL database that several hosts share (one session graph)."""
     def __init__(self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)) -> None: ...
     @property
@@ -751,6 +794,10 @@ class PostgresStore(SqlJobs, SqlTraces, PostgresLocks, PostgresEvents, PostgresC
     @contextlib.asynccontextmanager
     async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
         """Hold session ``session_id``'s turn lock across every host of this database; yields"""
+    async def add_approval_rule(self, rule: ApprovalRuleRecord) -> None: ...
+    async def revoke_approval_rule(self, rule_id: str, at: datetime, by: str) -> None: ...
+    async def get_approval_rule(self, rule_id: str) -> ApprovalRuleRecord | None: ...
+    async def approval_rules(self, action_type: str | None = None) -> Sequence[ApprovalRuleRecord]: ...
     async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
         """Write a trace and its task with their index rows, in one transaction."""
     async def create_linked_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None) -> None:
@@ -898,6 +945,9 @@ class ScopedHost:
         """`Host.confirm` of an action proposed in the scope; `ActionStateError` (as for an"""
     async def dismiss(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> None:
         """`Host.dismiss` of an action proposed in the scope; `ActionStateError` otherwise."""
+    @property
+    def approvals(self) -> Approvals:
+        """`Host.approvals` within the scope: a rule it allows carries the scope's tags (so it"""
     def subscribe(self, *, buffer: int = 1000, after: int | None = None) -> AbstractAsyncContextManager[ScopedEventStream]:
         """`Host.subscribe`, filtered in the host: only events of the scope's sessions."""
 
@@ -1070,7 +1120,7 @@ class SessionRecord:
 
 
 @final
-class SqliteStore(SqlJobs, SqlTraces):
+class SqliteStore(SqlJobs, SqlTraces, SqlApprovals):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write."""
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None: ...
     @property
@@ -1123,6 +1173,10 @@ class SqliteStore(SqlJobs, SqlTraces):
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]: ...
     async def read_all(self) -> StoredState:
         """Every record and index row, in writing order (a check or a repair reads it all)."""
+    async def add_approval_rule(self, rule: ApprovalRuleRecord) -> None: ...
+    async def revoke_approval_rule(self, rule_id: str, at: datetime, by: str) -> None: ...
+    async def get_approval_rule(self, rule_id: str) -> ApprovalRuleRecord | None: ...
+    async def approval_rules(self, action_type: str | None = None) -> Sequence[ApprovalRuleRecord]: ...
     async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
         """Write a trace and its task with their index rows, in one transaction."""
     async def create_linked_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None) -> None:

@@ -255,6 +255,9 @@ HOST_REEXPORTS = {"UnknownTurnError", "ToolCallRecord", "Usage", "WidgetPlacemen
 HOST_PINNED = sorted(
     [
         "ActionRecord",
+        "ApprovalRule",
+        "Approvals",
+        "UnknownApprovalRuleError",
         "ActionStatus",
         "HOST_RELATIONS",
         "NATIVE_ARTIFACT_TYPES",

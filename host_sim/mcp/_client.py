@@ -35,7 +35,8 @@ from modular_sdk._mcp import McpServer
 from ..models._protocol import ToolCall, ToolResult, ToolSpec
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
-from ..stores._traces import ProposedActionRecord, TraceStore
+from ..stores._approvals import rule_for
+from ..stores._traces import ActionOutcomeRecord, ProposedActionRecord, TraceStore
 from ..traces._types import PendingAction
 from ._extra import McpUnavailableError, require_mcp
 
@@ -229,8 +230,24 @@ class McpTools:
         )
         try:
             await store.propose_actions([record])
+            rule = await rule_for(store, record)  # a standing approval (API.md section 21) confirms it at once
+            if rule is not None:
+                await store.decide_action(
+                    ActionOutcomeRecord(
+                        action_id=record.id,
+                        state="confirmed",
+                        decided_at=self._clock(),
+                        decided_by=rule.id,
+                        reason=rule.reason,
+                        session_id=session_id,
+                        turn_id=turn_id,
+                    )
+                )
         except StoreError as exc:
             return result(None, f"{call.name!r} needs the user's confirmation, and it could not be recorded: {exc}")
+        if rule is not None:  # allowed for good: it runs now, in this turn, its answer to the model
+            output, error = await self._run(connection, name, thaw_object(call.input))
+            return result(output, error)
         while len(self._proposed) >= _KEEP and turn_id not in self._proposed:
             self._proposed.popitem(last=False)
         self._proposed.setdefault(turn_id, []).append(

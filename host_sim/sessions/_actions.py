@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -31,6 +31,7 @@ from modular_sdk._rules import show, unstorable_text
 
 from .._host_made import NoPublicConstructor
 from ..lanes._ext_host import HandlerFailed, call_handler
+from ..stores._approvals import ApprovalRuleRecord, rule_for
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
 from ..stores._traces import ActionOutcomeRecord, ProposedActionRecord, TraceStore
@@ -143,8 +144,10 @@ class ActionBook:
         clock: Callable[[], datetime],
         handler_timeout: float | None,
         mcp: McpTools | None = None,
+        start: Callable[[Callable[[], Coroutine[object, object, None]]], None] | None = None,
     ) -> None:
         self._engine = engine
+        self._start = start  # runs what a standing approval confirmed, in the host's task group
         self._mcp = mcp  # confirms 'mcp.call' actions (a writing MCP tool the model called)
         self._store = store
         self._clock = clock
@@ -185,12 +188,56 @@ class ActionBook:
             else:
                 try:
                     await store.propose_actions(records)
-                    pending = tuple(to_pending(r) for r in records)
                 except StoreError as exc:
                     errors.append(f"the proposed actions could not be stored: {exc}")
+                else:
+                    pending = tuple([to_pending(r) for r in records if not await self._allowed(store, r, errors)])
         self._results[turn.id] = (called + pending, tuple(errors))
         while len(self._results) > _KEEP:
             self._results.popitem(last=False)
+
+    async def _allowed(self, store: TraceStore, record: ProposedActionRecord, errors: list[str]) -> bool:
+        """Whether a standing approval confirmed ``record`` at once (API.md section 21): its
+        decision is recorded now, ``decided_by`` the rule, and it runs once the turn is over."""
+        try:
+            rule = await rule_for(self._store, record)
+            if rule is None or self._start is None:
+                return False
+            await self._decide(store, record, "confirmed", rule.id, rule.reason)
+        except (StoreError, ActionStateError) as exc:
+            errors.append(f"action {record.id!r} matched a standing approval, which could not be applied: {exc}")
+            return False
+
+        async def run() -> None:
+            await self._run_allowed(record, rule)
+
+        try:
+            self._start(run)
+        except ModularError as exc:  # the host is closing: it was confirmed and will not run
+            errors.append(f"action {record.id!r} was confirmed by approval rule {rule.id!r} but did not run: {exc}")
+        return True
+
+    async def _run_allowed(self, record: ProposedActionRecord, rule: ApprovalRuleRecord) -> None:
+        """Run an action a rule confirmed, as the user, and deliver what it gave to its session
+        as a notification turn (nobody waits for it as a caller of ``confirm`` does)."""
+        engine = self._engine
+        try:
+            session = await engine.load(record.session_id)
+            mod, action = self.declared[record.type]
+            payload = structure(thaw_object(record.payload), action.payload_type)
+            ctx = ActionContextImpl._create(engine, session, mod.id, action.type)
+            try:
+                value = await call_handler(
+                    f"action {action.type!r} of mod {mod.id!r}", action.run, (payload, ctx), timeout=self._timeout
+                )
+                text, failed = ("" if value is None else str(value)), False
+            except HandlerFailed as failure:
+                text, failed = failure.reason, True
+            verb = "failed" if failed else "ran"
+            title = f"{record.type} {verb} (action {record.id}, allowed by approval rule {rule.id})"
+            await engine.send(session, AiNotificationMessage(title=title, body=text), None)
+        except (ModularError, KeyError):  # the session went, the mod is gone: the decision stays recorded
+            return
 
     def results(self, turn_id: str) -> tuple[tuple[PendingAction, ...], tuple[str, ...]]:
         """What turn ``turn_id`` proposed (for its `Submission`), once."""

@@ -45,6 +45,7 @@ from ..traces._types import ActionRecord, ActionStatus, PendingAction
 from ..stores._records import Invocation, JobStatus, TurnRecord
 from ._across_hosts import HostsLink, replay_of
 from ._actions import ActionBook
+from ._approvals import Approvals
 from ._commands import Commands
 from ._completions import Completion, Completions
 from ._engine import Engine, checked_now
@@ -186,6 +187,7 @@ class Host:
         self._builtin_tools = builtin_names
         self._traces: Traces | None = None
         self._actions: ActionBook | None = None
+        self._approvals: Approvals | None = None
         self._spool_consumer: SpoolConsumer | None = None
         self._engine: Engine | None = None
         self._lineage: LineageGraph | None = None
@@ -321,8 +323,9 @@ class Host:
         self._engine, self._lineage = engine, graph
         self._actions = actions = ActionBook(
             engine=engine, mods=tables.mods, store=self._store, clock=lambda: checked_now(self._clock), handler_timeout=self._handler_timeout,
-            mcp=mcp if mcp.declared else None,
+            mcp=mcp if mcp.declared else None, start=self._start_owned,
         )
+        self._approvals = Approvals._create(engine, lambda: frozenset(actions.declared), lambda: checked_now(self._clock), None)
         self._commands = Commands(
             engine=engine, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
         )
@@ -670,6 +673,17 @@ class Host:
             require_traces(self._store)
         assert self._traces is not None
         return self._traces
+
+    @property
+    def approvals(self) -> Approvals:
+        """Standing approvals ("allow always", API.md section 21): ``allow``, ``list``, ``get``, ``revoke``.
+
+        An action a live rule matches is confirmed the moment it is proposed, ``decided_by``
+        the rule's id (see `Approvals`). Durable on every store; erased with their sessions.
+        """
+        self._open()
+        assert self._approvals is not None
+        return self._approvals
 
     async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
         """The actions models proposed in ``session`` that wait for the user, in the order proposed."""

@@ -29,6 +29,7 @@ from ..traces._service import Traces
 from ..traces._types import ActionRecord, ActionStatus, PendingAction, TaskRef, Trace
 from ._events import EventStream, HostEvent, Lagged
 from .._host_made import NoPublicConstructor
+from ._approvals import Approvals
 from ._handles import AiSessionsImpl, SessionHandle, TurnHandle
 from ._jobs import Job, JobPage
 from ._scope import (
@@ -216,6 +217,15 @@ class ScopedHost(metaclass=NoPublicConstructor):
         engine = self._engine()
         await check_action(engine.store, self._host.traces._store, self._scope, action_id, "dismiss")
         await self._host.dismiss(action_id, by=self._decider(by), reason=reason)
+
+    @property
+    def approvals(self) -> Approvals:
+        """`Host.approvals` within the scope: a rule it allows carries the scope's tags (so it
+        matches only the scope's sessions); ``list``, ``get`` and ``revoke`` see only the
+        scope's rules (another's id: `UnknownApprovalRuleError`, as for a missing one)."""
+        engine = self._engine()
+        host = self._host.approvals
+        return Approvals._create(engine, host._declared, host._clock, self._scope)
 
     def _decider(self, by: str | None) -> str | None:
         """Who decided: ``by``, else the user this view is scoped to (if it is one user's)."""

@@ -27,6 +27,7 @@ import attrs
 from modular_sdk import SessionId, TurnId
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 
+from ._approvals import ApprovalRuleRecord
 from ._records import LineageEdge, SessionNode
 from ._invariants import ERASED_LABEL
 from ._records import Invocation, JobRecord, TurnRecord
@@ -181,6 +182,15 @@ PLACES: Final[tuple[Place, ...]] = (
         erased=(("kind", ERASED_LABEL),),
         rows=("turn", "position", "session"),
         kept=("output_id", "trace_id", "session_id", "created_at", "turn_id", "position"),  # an output id is how commits find it
+    ),
+    # Why a user allowed a kind of action for good in a deleted session (API.md section 21);
+    # who allowed it, the match and when (ids, the integrator's tags, times) stay for the audit.
+    Place(
+        table="approval_rules",
+        record=ApprovalRuleRecord,
+        erased=(("reason", ERASED_LABEL),),
+        rows=("session",),
+        kept=("id", "action_type", "tool", "session_id", "tags", "created_by", "created_at", "revoked_at", "revoked_by"),
     ),
     # The summary a deleted (agent) session completed with.
     Place(

@@ -12,6 +12,7 @@ import attrs
 
 from modular_sdk import SessionId, TurnId
 
+from ._approvals import ApprovalRuleRecord, MemoryApprovals
 from ._records import LineageEdge, SessionNode
 from ._erasure import PLACES, Erasure, Place, erase_record, erase_rows
 from ._errors import StoreError
@@ -58,6 +59,7 @@ class MemoryStore:
 
     __slots__ = (
         "_all",
+        "_approvals",
         "_by_artifact",
         "_by_tag",
         "_deleted",
@@ -109,6 +111,7 @@ class MemoryStore:
         self._by_artifact: dict[tuple[str, str], SessionId | list[SessionId]] = {}
         self._edge_order: list[SessionId] = []  # each edge's target, in the order first written
         self._index_version: int | None = INDEX_VERSION
+        self._approvals = MemoryApprovals()  # ApprovalStore: standing approvals (API.md section 21)
         self._tr = _Traces()  # TraceStore: traces, their index, actions, applied spool events
         # Listing indexes: ids in creation order with their positions (1-based, in _all) in a
         # parallel array, so a page is a bisect and a walk (a few bytes per session).
@@ -284,6 +287,7 @@ class MemoryStore:
             "action_outcomes": lambda place: erase_rows(tr.outcomes, place, erasure),
             "trace_outputs": lambda place: erase_rows(tr.outputs, place, erasure),
             "nodes": lambda place: erase_rows(self._nodes, place, erasure),
+            "approval_rules": lambda place: erase_rows(self._approvals.rules, place, erasure),
         }
         for place in PLACES:
             if "record" not in place.rows:
@@ -732,6 +736,24 @@ class MemoryStore:
     async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
         self._check_open()
         return tuple(self._tr.actions[a] for a in self._tr.pending_of.get(session_id, ()))
+
+    # -- standing approvals (ApprovalStore, stores/_approvals.py) ------------------------
+
+    async def add_approval_rule(self, rule: ApprovalRuleRecord) -> None:
+        self._check_open()
+        self._approvals.add(rule)
+
+    async def revoke_approval_rule(self, rule_id: str, at: datetime, by: str) -> None:
+        self._check_open()
+        self._approvals.revoke(rule_id, at, by)
+
+    async def get_approval_rule(self, rule_id: str) -> ApprovalRuleRecord | None:
+        self._check_open()
+        return self._approvals.rules.get(rule_id)
+
+    async def approval_rules(self, action_type: str | None = None) -> Sequence[ApprovalRuleRecord]:
+        self._check_open()
+        return self._approvals.of_type(action_type)
 
     async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
         self._check_open()

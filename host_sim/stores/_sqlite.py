@@ -73,6 +73,7 @@ from . import _rows
 from . import _sqlite_schema as _schema
 from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, upsert
 from ._sql_jobs import SqlJobs
+from ._approvals import SqlApprovals
 from ._sql_traces import SqlTraces
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._records import JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
@@ -118,7 +119,7 @@ _FINISH_TURN: Final = (
 
 
 @final
-class SqliteStore(SqlJobs, SqlTraces):
+class SqliteStore(SqlJobs, SqlTraces, SqlApprovals):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write.
 
     ``path`` (and its folder) is created with its schema when missing, unless
@@ -594,6 +595,9 @@ class SqliteStore(SqlJobs, SqlTraces):
 
     def _traces_present(self) -> bool:
         return self._has_traces
+
+    def _approvals_present(self) -> bool:
+        return "approval_rules" in self._tables
 
     def _lacks(self, column: str) -> bool:
         return column in self._missing

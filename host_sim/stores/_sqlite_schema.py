@@ -15,6 +15,7 @@ from typing import Final
 import attrs
 
 from . import _rows
+from ._approvals import SQLITE_APPROVALS
 from ._errors import StoreError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
@@ -503,6 +504,7 @@ class _Opening:
         self._prepare_log(conn)
         self._prepare_jobs(conn)
         self._prepare_record(conn)
+        self._prepare_approvals(conn)
         missing = frozenset(
             f"{table.name}.{column}"
             for table in (*_rows.LINEAGE_TABLES, *_rows.LOG_TABLES, _rows.ACTIONS, _rows.ACTION_OUTCOMES, _rows.TRACE_OUTPUTS)
@@ -629,6 +631,15 @@ class _Opening:
             columns = {row[1] for row in conn.execute("PRAGMA table_info(trace_outputs)")}
             added = "" if "turn_id" in columns else OUTPUT_COLUMNS_19
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + ERASURE_19 + "COMMIT;")
+
+    def _prepare_approvals(self, conn: sqlite3.Connection) -> None:
+        """Give a writer's store the table of standing approvals (API.md section 21) when it
+        lacks it; a reader reads a store without it as holding no rule."""
+        if self._read_only:
+            return
+        present = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'approval_rules'").fetchone()
+        if present is None:
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + SQLITE_APPROVALS + "COMMIT;")
 
     def _prepare_traces(self, conn: sqlite3.Connection) -> None:
         """Give a writer's store the trace tables (a version-3 store made before traces gets
