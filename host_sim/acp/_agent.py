@@ -64,25 +64,26 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from modular_sdk import AiPromptMessage, ModularError, SessionDeletedError, UnknownSessionError
+from modular_sdk import AiNotificationMessage, AiPromptMessage, ModularError, SessionDeletedError, UnknownSessionError
 from modular_sdk._frozen import thaw, thaw_object
 from modular_sdk._schema import JsonValue
 
 from ..sessions._events import (
     CommandFinished,
-    EventStream,
+    HostEvent,
     JobFinished,
     Lagged,
     ReplyDelta,
     ToolCalled,
     ToolFinished,
     TurnFinished,
+    TurnStarted,
 )
 from ..sessions._handles import SessionHandle, TurnHandle
 from ..sessions._host import Host
 from ..sessions._jobs import Job
 from ..sessions._submission import Submission
-from ..traces._types import PendingAction
+from ..traces._types import ActionRecord, PendingAction
 
 __all__ = ["BY", "OPTIONS", "HostAgent", "TURN_META_KEY"]
 
@@ -142,7 +143,7 @@ def _prompt_text(blocks: Sequence[_Block]) -> str:
     return "\n".join(parts)
 
 
-def _action_key(action: PendingAction) -> tuple[str, str | None]:
+def _action_key(action: PendingAction | ActionRecord) -> tuple[str, str | None]:
     """What a standing decision matches: the action type, and for an MCP write its tool."""
     if action.type == "mcp.call":
         payload = thaw_object(action.payload)
@@ -151,26 +152,42 @@ def _action_key(action: PendingAction) -> tuple[str, str | None]:
     return action.type, None
 
 
-def _action_title(action: PendingAction) -> str:
+def _action_title(action: PendingAction | ActionRecord) -> str:
     kind, tool = _action_key(action)
     return f"{tool} (MCP write)" if tool is not None else f"{kind} (proposed by {action.mod_id})"
 
 
-class _Standing:
-    """The always-decisions an editor made in this process: ``(type, tool) -> option``.
+class _Rejections:
+    """The "reject always" choices an editor made in this process, by ``(type, tool)``.
 
-    ``allow_always`` and ``reject_always`` answer every later action of the same type (and,
-    for an MCP write, the same tool) without asking, for as long as the process runs.
+    "Allow always" is a standing approval the host keeps (``host.approvals``): durable, for
+    every host on the store, revocable. The host has no standing rejection, so "reject
+    always" dismisses every later action of the same type (and, for an MCP write, the same
+    tool) without asking for as long as this process runs.
     """
 
     def __init__(self) -> None:
-        self._decided: dict[tuple[str, str | None], OptionId] = {}
+        self._rejected: set[tuple[str, str | None]] = set()
 
-    def decision(self, action: PendingAction) -> OptionId | None:
-        return self._decided.get(_action_key(action))
+    def __contains__(self, action: PendingAction) -> bool:
+        return _action_key(action) in self._rejected
 
-    def remember(self, action: PendingAction, option: OptionId) -> None:
-        self._decided[_action_key(action)] = option
+    def add(self, action: PendingAction) -> None:
+        self._rejected.add(_action_key(action))
+
+
+class _Seen:
+    """What one prompt's stream has told so far: turns whose reply streamed, notifications."""
+
+    def __init__(self) -> None:
+        self.streamed: set[str] = set()
+        self.notices: dict[str, str] = {}  # running notification turn -> its title
+        self.done: list[str] = []  # titles of the notification turns that finished
+
+    def told(self, action_id: str) -> bool:
+        """Whether the notification of an action a standing approval ran has finished (its
+        title names the action: ``"... (action act_..., allowed by approval rule ...)"``)."""
+        return any(f"action {action_id}" in title for title in self.done)
 
 
 class _Prompt:
@@ -189,13 +206,14 @@ class HostAgent:
     over by the SDK (`on_connect`).
     """
 
-    def __init__(self, host: Host, *, tasks: anyio.abc.TaskGroup, version: str) -> None:
+    def __init__(self, host: Host, *, tasks: anyio.abc.TaskGroup, version: str, settle: float) -> None:
         self._host = host
+        self._settle = settle
         self._tasks = tasks
         self._version = version
         self._client: Client | None = None
         self._running: dict[str, _Prompt] = {}
-        self._standing = _Standing()
+        self._rejections = _Rejections()
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -371,61 +389,82 @@ class HostAgent:
             await running.job.cancel()
 
     async def _run(self, session: SessionHandle, text: str, running: _Prompt) -> Submission:
-        """Run ``text`` as a job and stream its events until it ends; its `Submission`."""
+        """Run ``text`` as a job and stream its events until it ends; its `Submission`.
+
+        An action of the turn that a standing approval confirmed runs after the turn and tells
+        its result in a notification turn: the prompt waits for those too (at most
+        ``settle`` seconds), so the editor sees what ran before the turn ends.
+        """
+        seen = _Seen()
         async with self._host.subscribe(buffer=_EVENT_BUFFER) as events:
             job = running.job = await self._host.start(session, text)
             try:
-                await self._stream(events, session.id, job)
+                async for event in events:
+                    if await self._job_over(event, job):
+                        break
+                    await self._forward(event, session.id, job.id, seen)
             finally:
                 if job.status == "running":  # this request was cancelled (the client went away)
                     with anyio.CancelScope(shield=True):
                         await job.cancel()
-        return await job.wait()
+            submission = await job.wait()
+            if submission.turn is None or running.cancelled:
+                return submission
+            approved = await self._report_approved(session.id, submission.turn.id)
+            with anyio.move_on_after(self._settle):
+                while any(not seen.told(action_id) for action_id in approved):
+                    await self._forward(await anext(events), session.id, job.id, seen)
+        return submission
 
-    async def _stream(self, events: EventStream, session_id: str, job: Job) -> None:
-        """Forward the session's events as updates until ``job`` finishes."""
-        streamed: set[str] = set()
-        async for event in events:
-            if isinstance(event, JobFinished) and event.job_id == job.id:
-                return
-            if isinstance(event, Lagged):  # missed events: the job may have ended among them
-                if (await self._host.job(job.id)).status != "running":
-                    return
-                continue
-            if getattr(event, "session_id", None) != session_id:
-                continue
-            if isinstance(event, ReplyDelta):
-                streamed.add(event.turn_id)
+    async def _job_over(self, event: HostEvent, job: Job) -> bool:
+        if isinstance(event, JobFinished):
+            return event.job_id == job.id
+        if isinstance(event, Lagged):  # missed events: the job may have ended among them
+            return (await self._host.job(job.id)).status != "running"
+        return False
+
+    async def _forward(self, event: HostEvent, session_id: str, job_id: str, seen: _Seen) -> None:
+        """Tell the editor what ``event`` says about the session, if anything."""
+        if getattr(event, "session_id", None) != session_id:
+            return
+        if isinstance(event, ReplyDelta):
+            seen.streamed.add(event.turn_id)
+            await self._say(session_id, event.text)
+        elif isinstance(event, ToolCalled):
+            await self._update(
+                session_id,
+                ToolCallStart(
+                    session_update="tool_call",
+                    tool_call_id=f"{event.turn_id}/{event.call_id}",
+                    title=event.tool_name,
+                    kind="other",
+                    status="in_progress",
+                    raw_input=event.input,
+                ),
+            )
+        elif isinstance(event, ToolFinished):
+            await self._update(
+                session_id,
+                ToolCallProgress(
+                    session_update="tool_call_update",
+                    tool_call_id=f"{event.turn_id}/{event.call_id}",
+                    status="completed" if event.error is None else "failed",
+                    content=[_tool_text(event.output if event.error is None else event.error)],
+                    raw_output=event.output if event.error is None else {"error": event.error},
+                ),
+            )
+        elif isinstance(event, TurnStarted):
+            if isinstance(event.message, AiNotificationMessage):
+                seen.notices[event.turn_id] = event.message.title
+                await self._say(session_id, f"{event.message.title}\n{event.message.body}\n")
+        elif isinstance(event, TurnFinished):
+            if event.turn_id in seen.notices:
+                seen.done.append(seen.notices.pop(event.turn_id))
+            if event.turn_id not in seen.streamed and event.status == "completed" and event.reply:
+                await self._say(session_id, event.reply)
+        elif isinstance(event, CommandFinished) and event.job_id == job_id:
+            if event.error is None and event.text:
                 await self._say(session_id, event.text)
-            elif isinstance(event, ToolCalled):
-                await self._update(
-                    session_id,
-                    ToolCallStart(
-                        session_update="tool_call",
-                        tool_call_id=f"{event.turn_id}/{event.call_id}",
-                        title=event.tool_name,
-                        kind="other",
-                        status="in_progress",
-                        raw_input=event.input,
-                    ),
-                )
-            elif isinstance(event, ToolFinished):
-                await self._update(
-                    session_id,
-                    ToolCallProgress(
-                        session_update="tool_call_update",
-                        tool_call_id=f"{event.turn_id}/{event.call_id}",
-                        status="completed" if event.error is None else "failed",
-                        content=[_tool_text(event.output if event.error is None else event.error)],
-                        raw_output=event.output if event.error is None else {"error": event.error},
-                    ),
-                )
-            elif isinstance(event, TurnFinished):
-                if event.turn_id not in streamed and event.status == "completed" and event.reply:
-                    await self._say(session_id, event.reply)
-            elif isinstance(event, CommandFinished) and event.job_id == job.id:
-                if event.error is None and event.text:
-                    await self._say(session_id, event.text)
 
     # -- permissions -------------------------------------------------------------------------
 
@@ -444,8 +483,8 @@ class HostAgent:
                 raw_input=payload,
             ),
         )
-        option = self._standing.decision(action)
-        if option is None:
+        option: OptionId = "reject_always"
+        if action not in self._rejections:
             answer = await self._conn.request_permission(
                 session_id=session_id,
                 tool_call=ToolCallUpdate(tool_call_id=action.id, title=title, kind="other", status="pending", raw_input=payload),
@@ -455,8 +494,16 @@ class HostAgent:
             if not isinstance(outcome, AllowedOutcome) or running.cancelled:
                 return False  # the prompt was cancelled: the action stays pending, undecided
             option = _option(outcome.option_id)
-            if option in ("allow_always", "reject_always"):
-                self._standing.remember(action, option)
+        if option == "allow_always":
+            kind, tool = _action_key(action)
+            await self._host.approvals.allow(
+                action_type=kind,
+                tool=tool,
+                by=BY,
+                reason=f"'Allow always' chosen in an ACP editor (session {session_id}, action {action.id})",
+            )
+        elif option == "reject_always":
+            self._rejections.add(action)
         if option in ("allow_once", "allow_always"):
             result = await self._host.confirm(action.id, by=BY, reason=option)
             await self._update(
@@ -480,6 +527,36 @@ class HostAgent:
                 ),
             )
         return True
+
+    async def _report_approved(self, session_id: str, turn_id: str) -> list[str]:
+        """Show the actions of the turn a standing approval confirmed (nobody was asked); their ids."""
+        approved = [
+            a
+            for a in await self._host.actions(session_id)
+            if a.turn_id == turn_id and a.status == "confirmed" and a.decided_by not in (None, BY)
+        ]
+        if not approved:
+            return []
+        rules = {rule.id: rule for rule in await self._host.approvals.list()}
+        shown: list[str] = []
+        for action in approved:
+            rule = rules.get(action.decided_by or "")
+            if rule is None:
+                continue
+            shown.append(action.id)
+            await self._update(
+                session_id,
+                ToolCallStart(
+                    session_update="tool_call",
+                    tool_call_id=action.id,
+                    title=_action_title(action),
+                    kind="other",
+                    status="completed",
+                    content=[_tool_text(f"allowed by the standing approval {rule.id} ({rule.by}: {rule.reason or 'no reason'})")],
+                    raw_input=thaw_object(action.payload),
+                ),
+            )
+        return shown
 
     # -- updates -----------------------------------------------------------------------------
 
@@ -521,13 +598,17 @@ class HostAgent:
                 if entry.erased_at is not None:
                     continue
                 message = entry.message
-                said = message.text if isinstance(message, AiPromptMessage) else f"{message.title}\n{message.body}"
-                await self._update(
-                    session.id,
-                    UserMessageChunk(
-                        session_update="user_message_chunk", content=_text(said), field_meta={TURN_META_KEY: entry.id}
-                    ),
-                )
+                if isinstance(message, AiPromptMessage):
+                    await self._update(
+                        session.id,
+                        UserMessageChunk(
+                            session_update="user_message_chunk",
+                            content=_text(message.text),
+                            field_meta={TURN_META_KEY: entry.id},
+                        ),
+                    )
+                else:  # a notification is no one's message: the agent tells it
+                    await self._say(session.id, f"{message.title}\n{message.body}")
                 for call in entry.tool_calls:
                     await self._update(
                         session.id,

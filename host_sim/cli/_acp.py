@@ -30,6 +30,9 @@ __all__ = ["AcpUnavailableError", "NotAPipeError", "register"]
 
 _PROG = "host-sim acp"
 
+MODEL_TIMEOUT = 120.0
+"""`Host`'s default ``model_timeout``, which this command keeps."""
+
 _DESCRIPTION = """\
 Speak the Agent Client Protocol (ACP) on standard input and output, so an editor such as
 Zed drives the host: its sessions are the host's sessions (kept in the store), its prompts
@@ -130,7 +133,10 @@ async def serve(args: argparse.Namespace) -> None:
     async with _store(args) as store:
         async with make_host(args.specs, store=store, timeout=args.timeout, model=chosen_model(args)) as host:
             async with anyio.create_task_group() as tasks:
-                agent = HostAgent(host, tasks=tasks, version=_version())
+                # An action a standing approval ran tells its result within a handler's time
+                # and a model call's: the prompt waits that long for it at most.
+                settle = args.timeout + MODEL_TIMEOUT
+                agent = HostAgent(host, tasks=tasks, version=_version(), settle=settle)
                 await run_agent(agent, use_unstable_protocol=True)
                 tasks.cancel_scope.cancel()
 

@@ -241,12 +241,15 @@ async def test_a_slash_command_runs_in_the_session_and_a_doubled_slash_is_a_lite
     assert isinstance(asked, dict) and '"/etc/hosts"' in json.dumps(asked["messages"])
 
 
-async def test_allow_always_confirms_the_action_and_the_next_one_of_its_kind_is_not_asked(
+async def test_allow_always_is_a_standing_approval_so_the_next_action_of_its_kind_is_not_asked(
     fake: FakeOpenAI, tmp_path: Path
 ) -> None:
     editor = Editor()
     editor.choices = ["allow_always"]
-    fake.answer(action_reply("first"), action_reply("second"))
+    # What the rule confirms runs after its turn and tells the session in a notification turn,
+    # which the model answers too.
+    noted = streamed_reply("Noted.")
+    fake.answer(action_reply("first"), action_reply("second"), noted, action_reply("third"), noted)
     store = tmp_path / "store.sqlite"
     async with agent(editor, fake, store) as conn:
         session = (await conn.new_session(cwd=str(tmp_path))).session_id
@@ -263,16 +266,27 @@ async def test_allow_always_confirms_the_action_and_the_next_one_of_its_kind_is_
         second = await conn.prompt(session_id=session, prompt=[text_block("Save 'second'")])
         assert second.stop_reason == "end_turn"
         assert len(editor.asked) == 1  # the standing approval answered the second
-    results = {u.tool_call_id: u for u in editor.of(session, ToolCallProgress)}
+    later = Editor()  # the rule is durable: another agent process on the store asks nothing either
+    async with agent(later, fake, store) as conn:
+        await conn.load_session(cwd=str(tmp_path), session_id=session)
+        third = await conn.prompt(session_id=session, prompt=[text_block("Save 'third'")])
+    assert third.stop_reason == "end_turn" and later.asked == []
     async with Host(store=SqliteStore(store)) as host:
         actions = await host.actions(session)
-    assert [a.status for a in actions] == ["confirmed", "confirmed"]
-    assert [a.payload["text"] for a in actions] == ["first", "second"]
-    assert actions[0].decided_by == "acp" and actions[0].reason == "allow_always"
-    assert [(results[a.id].status, results[a.id].content[0].content.text) for a in actions] == [
-        ("completed", "saved: first"),
-        ("completed", "saved: second"),
-    ]
+        [rule] = await host.approvals.list()
+    assert (rule.action_type, rule.tool, rule.by, rule.revoked_at) == ("note.save", None, "acp", None)
+    assert [a.payload["text"] for a in actions] == ["first", "second", "third"]
+    assert [(a.status, a.decided_by) for a in actions] == [("confirmed", "acp"), ("confirmed", rule.id), ("confirmed", rule.id)]
+    assert actions[0].reason == "allow_always"
+    [result] = editor.of(session, ToolCallProgress)
+    assert (result.tool_call_id, result.status, result.content[0].content.text) == (actions[0].id, "completed", "saved: first")
+    shown = {u.tool_call_id: u for u in editor.of(session, ToolCallStart) + later.of(session, ToolCallStart)}
+    for action in actions[1:]:  # the editor still sees what the rule allowed, and which rule
+        assert shown[action.id].status == "completed" and rule.id in shown[action.id].content[0].content.text
+    # ... and what it gave, before the prompt's response: the notification and the model's answer to it
+    told = "".join(editor.said(session))
+    assert f"note.save ran (action {actions[1].id}" in told and "saved: second" in told and told.endswith("Noted.")
+    assert "saved: third" in "".join(later.said(session))
 
 
 async def test_reject_once_dismisses_the_action_and_the_next_one_is_asked_again(fake: FakeOpenAI, tmp_path: Path) -> None:
