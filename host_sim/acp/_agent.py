@@ -194,8 +194,24 @@ class _Prompt:
     """The prompt running in one session: its job, and whether the client cancelled it."""
 
     def __init__(self) -> None:
-        self.job: Job | None = None
-        self.cancelled = False
+        self._job: Job | None = None
+        self._cancelled = False
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    async def started(self, job: Job) -> None:
+        """The prompt's job began (a cancel that came first cancels it now)."""
+        self._job = job
+        if self._cancelled:
+            await job.cancel()
+
+    async def cancel(self) -> None:
+        """``session/cancel``: cancel the job, and answer the prompt ``cancelled``."""
+        self._cancelled = True
+        if self._job is not None:
+            await self._job.cancel()
 
 
 class HostAgent:
@@ -384,9 +400,7 @@ class HostAgent:
         running = self._running.get(session_id)
         if running is None:
             return
-        running.cancelled = True
-        if running.job is not None:
-            await running.job.cancel()
+        await running.cancel()
 
     async def _run(self, session: SessionHandle, text: str, running: _Prompt) -> Submission:
         """Run ``text`` as a job and stream its events until it ends; its `Submission`.
@@ -397,7 +411,8 @@ class HostAgent:
         """
         seen = _Seen()
         async with self._host.subscribe(buffer=_EVENT_BUFFER) as events:
-            job = running.job = await self._host.start(session, text)
+            job = await self._host.start(session, text)
+            await running.started(job)
             try:
                 async for event in events:
                     if await self._job_over(event, job):
