@@ -144,17 +144,18 @@ def fake() -> Iterator[FakeOpenAI]:
 
 @asynccontextmanager
 async def agent(
-    editor: Editor, fake: FakeOpenAI, store: Path, *extra: str
+    editor: Editor, fake: FakeOpenAI, store: Path, *more_mods: str
 ) -> AsyncIterator[ClientSideConnection]:
     """``host-sim acp`` on the test mod, ``store`` and the fake model, initialized; on leaving,
-    its standard input is closed and the process must end by itself with status 0."""
+    its standard input is closed and the process must end by itself with status 0 (the SDK
+    terminates it after ``shutdown_timeout``, which fails the test)."""
     log = store.with_suffix(".stderr")
     env = {**os.environ, "OPENAI_API_KEY": "sk-test-acp", "PYTHONPATH": str(ROOT)}
     env.pop("HOST_SIM_STORE", None)
-    command = ["-m", "host_sim", "acp", MOD, "--store", str(store), "--model", f"openai:fake-model@{fake.base_url}", *extra]
+    command = ["-m", "host_sim", "acp", MOD, *more_mods, "--store", str(store), "--model", f"openai:fake-model@{fake.base_url}"]
     with log.open("ab") as stderr:
         async with spawn_agent_process(
-            editor, sys.executable, *command, env=env, cwd=store.parent, transport_kwargs={"stderr": stderr.fileno()},
+            editor, sys.executable, *command, env=env, cwd=store.parent, transport_kwargs={"stderr": stderr.fileno(), "shutdown_timeout": 30.0},
             use_unstable_protocol=True,
         ) as (conn, process):  # fmt: skip
             init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
@@ -287,6 +288,30 @@ async def test_allow_always_is_a_standing_approval_so_the_next_action_of_its_kin
     told = "".join(editor.said(session))
     assert f"note.save ran (action {actions[1].id}" in told and "saved: second" in told and told.endswith("Noted.")
     assert "saved: third" in "".join(later.said(session))
+
+
+async def test_an_mcp_write_waits_for_the_editors_permission_and_then_writes(fake: FakeOpenAI, tmp_path: Path) -> None:
+    editor = Editor()
+    editor.choices = ["allow_once"]
+    fake.answer(
+        streamed_tool_call("notes.write_note", '{"name": "todo", ', '"text": "ship it"}'),
+        streamed_reply("I asked you first."),
+        streamed_reply("Written."),  # the model reads the tool's result, delivered as a notification
+    )
+    store = tmp_path / "store.sqlite"
+    async with agent(editor, fake, store, "host_sim.examples.notes") as conn:
+        session = (await conn.new_session(cwd=str(tmp_path))).session_id
+        answer = await conn.prompt(session_id=session, prompt=[text_block("Note that we ship it")])
+    assert answer.stop_reason == "end_turn"
+    [(_, asked, _)] = editor.asked
+    assert asked.title == "notes.write_note (MCP write)"
+    assert asked.raw_input == {"server": "notes", "tool": "write_note", "input": {"name": "todo", "text": "ship it"}}
+    assert (tmp_path / "notes" / "todo.txt").read_text() == "ship it"
+    async with Host(store=SqliteStore(store)) as host:
+        [action] = await host.actions(session)
+    assert (action.type, action.status, action.decided_by, action.reason) == ("mcp.call", "confirmed", "acp", "allow_once")
+    [done] = [u for u in editor.of(session, ToolCallProgress) if u.tool_call_id == action.id]
+    assert done.status == "completed" and done.content[0].content.text == "wrote note 'todo' (7 characters)"
 
 
 async def test_reject_once_dismisses_the_action_and_the_next_one_is_asked_again(fake: FakeOpenAI, tmp_path: Path) -> None:
