@@ -382,7 +382,10 @@ class HostAgent:
             )
         running = self._running[session.id] = _Prompt()
         try:
-            submission = await self._run(session, text, running)
+            try:
+                submission = await self._run(session, text, running)
+            except ModularError as exc:  # the host refused the text, or the session went meanwhile
+                raise _refused(str(exc), sessionId=session.id) from None
             if running.cancelled:
                 return PromptResponse(stop_reason="cancelled")
             if submission.error is not None:
@@ -509,38 +512,34 @@ class HostAgent:
             if not isinstance(outcome, AllowedOutcome) or running.cancelled:
                 return False  # the prompt was cancelled: the action stays pending, undecided
             option = _option(outcome.option_id)
-        if option == "allow_always":
-            kind, tool = _action_key(action)
-            await self._host.approvals.allow(
-                action_type=kind,
-                tool=tool,
-                by=BY,
-                reason=f"'Allow always' chosen in an ACP editor (session {session_id}, action {action.id})",
-            )
-        elif option == "reject_always":
-            self._rejections.add(action)
-        if option in ("allow_once", "allow_always"):
-            result = await self._host.confirm(action.id, by=BY, reason=option)
-            await self._update(
-                session_id,
-                ToolCallProgress(
-                    session_update="tool_call_update",
-                    tool_call_id=action.id,
-                    status="completed" if result.error is None else "failed",
-                    content=[_tool_text(result.text)],
-                ),
-            )
-        else:
-            await self._host.dismiss(action.id, by=BY, reason=option)
-            await self._update(
-                session_id,
-                ToolCallProgress(
-                    session_update="tool_call_update",
-                    tool_call_id=action.id,
-                    status="failed",
-                    content=[_tool_text(f"rejected ({option})")],
-                ),
-            )
+        try:
+            if option == "allow_always":
+                kind, tool = _action_key(action)
+                await self._host.approvals.allow(
+                    action_type=kind,
+                    tool=tool,
+                    by=BY,
+                    reason=f"'Allow always' chosen in an ACP editor (session {session_id}, action {action.id})",
+                )
+            elif option == "reject_always":
+                self._rejections.add(action)
+            if option in ("allow_once", "allow_always"):
+                result = await self._host.confirm(action.id, by=BY, reason=option)
+                ok, said = result.error is None, result.text
+            else:
+                await self._host.dismiss(action.id, by=BY, reason=option)
+                ok, said = False, f"rejected ({option})"
+        except ModularError as exc:  # decided meanwhile elsewhere, a rule the store refused...
+            ok, said = False, str(exc)
+        await self._update(
+            session_id,
+            ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id=action.id,
+                status="completed" if ok else "failed",
+                content=[_tool_text(said)],
+            ),
+        )
         return True
 
     async def _report_approved(self, session_id: str, turn_id: str) -> list[str]:

@@ -314,22 +314,26 @@ async def test_an_mcp_write_waits_for_the_editors_permission_and_then_writes(fak
     assert done.status == "completed" and done.content[0].content.text == "wrote note 'todo' (7 characters)"
 
 
-async def test_reject_once_dismisses_the_action_and_the_next_one_is_asked_again(fake: FakeOpenAI, tmp_path: Path) -> None:
+async def test_reject_once_asks_again_next_time_and_reject_always_does_not(fake: FakeOpenAI, tmp_path: Path) -> None:
     editor = Editor()
-    editor.choices = ["reject_once", "allow_once"]
-    fake.answer(action_reply("draft"), action_reply("final"))
+    editor.choices = ["reject_once", "reject_always"]
+    fake.answer(action_reply("draft"), action_reply("final"), action_reply("again"))
     store = tmp_path / "store.sqlite"
     async with agent(editor, fake, store) as conn:
         session = (await conn.new_session(cwd=str(tmp_path))).session_id
-        await conn.prompt(session_id=session, prompt=[text_block("Save the draft")])
-        await conn.prompt(session_id=session, prompt=[text_block("Save the final one")])
-    assert len(editor.asked) == 2
+        for text in ("Save the draft", "Save the final one", "Save it again"):
+            answer = await conn.prompt(session_id=session, prompt=[text_block(text)])
+            assert answer.stop_reason == "end_turn"
+    assert len(editor.asked) == 2  # the third was rejected by the editor's standing choice
     async with Host(store=SqliteStore(store)) as host:
         actions = await host.actions(session)
+        assert await host.approvals.list() == []  # a rejection makes no approval rule
     assert [(a.status, a.decided_by, a.reason) for a in actions] == [
         ("dismissed", "acp", "reject_once"),
-        ("confirmed", "acp", "allow_once"),
+        ("dismissed", "acp", "reject_always"),
+        ("dismissed", "acp", "reject_always"),
     ]
+    assert {u.status for u in editor.of(session, ToolCallProgress)} == {"failed"}
 
 
 async def test_cancel_stops_the_running_turn_and_the_session_takes_the_next_prompt(
