@@ -8,6 +8,9 @@ session, a cancel that arrives while the model is still thinking, a deleted sess
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from acp import RequestError, text_block
 from acp.schema import AgentMessageChunk, AvailableCommandsUpdate, RequestPermissionResponse
 
 from host_sim import Host, ModelRequest, ScriptedModel
+from host_sim._cli import main
 from host_sim.acp._agent import HostAgent
 
 pytestmark = pytest.mark.anyio
@@ -117,3 +121,28 @@ async def test_a_deleted_session_is_neither_loaded_nor_prompted(tmp_path: Path) 
             await agent.prompt(session_id=session, prompt=[text_block("hello?")])
         listed = await agent.list_sessions()
         assert session not in [s.session_id for s in listed.sessions]
+
+
+# -- the command, before the protocol starts ------------------------------------------------
+
+
+def test_without_the_extra_the_command_says_which_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "acp" else real(name, *a))
+    assert main(["acp", "--no-store"]) == 1
+    err = capsys.readouterr().err
+    assert "needs the 'agent-client-protocol' package" in err and "pip install 'modular-chat-sdk[acp]'" in err
+
+
+def test_a_standard_output_that_is_a_file_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    out = tmp_path / "out.txt"
+    with out.open("w") as file:
+        done = subprocess.run(
+            [sys.executable, "-m", "host_sim", "acp", "--no-store"],
+            stdin=subprocess.PIPE, stdout=file, stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode == 1 and out.read_text() == ""
+    assert "standard output is not a pipe; let an editor start it" in done.stderr
+    assert "Traceback" not in done.stderr
