@@ -80,7 +80,11 @@ async def test_a_second_prompt_while_one_runs_is_refused_and_the_first_finishes(
         assert answers == ["end_turn"] and updates.said(session) == "done: slow one"
         [turn] = await (await host.sessions.get(session)).turns()  # the refused prompt made no turn
         assert turn.reply == "done: slow one"
-        assert [u for s, u in updates.sent if isinstance(u, AvailableCommandsUpdate)]
+        await agent.resume_session(session_id=session, cwd=str(tmp_path))  # no replay; the commands again
+        with anyio.fail_after(10):
+            while len([u for s, u in updates.sent if isinstance(u, AvailableCommandsUpdate)]) < 2:
+                await anyio.sleep(0.01)
+        assert updates.said(session) == "done: slow one"
 
 
 async def test_a_cancel_while_the_model_thinks_answers_cancelled_and_the_session_goes_on(tmp_path: Path) -> None:
