@@ -543,7 +543,11 @@ class HostAgent:
         return True
 
     async def _report_approved(self, session_id: str, turn_id: str) -> list[str]:
-        """Show the actions of the turn a standing approval confirmed (nobody was asked); their ids."""
+        """Show the actions of the turn a standing approval confirmed (nobody was asked).
+
+        Returns the ids of those that tell their result in a notification turn still to come:
+        a mod's action, which runs after the turn (an MCP write ran inside it).
+        """
         approved = [
             a
             for a in await self._host.actions(session_id)
@@ -557,7 +561,8 @@ class HostAgent:
             rule = rules.get(action.decided_by or "")
             if rule is None:
                 continue
-            shown.append(action.id)
+            if action.type != "mcp.call":
+                shown.append(action.id)
             await self._update(
                 session_id,
                 ToolCallStart(

@@ -290,28 +290,40 @@ async def test_allow_always_is_a_standing_approval_so_the_next_action_of_its_kin
     assert "saved: third" in "".join(later.said(session))
 
 
-async def test_an_mcp_write_waits_for_the_editors_permission_and_then_writes(fake: FakeOpenAI, tmp_path: Path) -> None:
+async def test_an_mcp_write_waits_for_the_editors_permission_and_allow_always_covers_that_tool(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
     editor = Editor()
-    editor.choices = ["allow_once"]
+    editor.choices = ["allow_always"]
     fake.answer(
         streamed_tool_call("notes.write_note", '{"name": "todo", ', '"text": "ship it"}'),
         streamed_reply("I asked you first."),
         streamed_reply("Written."),  # the model reads the tool's result, delivered as a notification
+        streamed_tool_call("notes.write_note", '{"name": "done", "text": "shipped"}', call_id="call_fake0002"),
+        streamed_reply("Written at once."),  # the rule ran it inside the turn
     )
     store = tmp_path / "store.sqlite"
     async with agent(editor, fake, store, "host_sim.examples.notes") as conn:
         session = (await conn.new_session(cwd=str(tmp_path))).session_id
         answer = await conn.prompt(session_id=session, prompt=[text_block("Note that we ship it")])
-    assert answer.stop_reason == "end_turn"
+        assert answer.stop_reason == "end_turn"
+        with anyio.fail_after(60):  # not the wait for a notification an MCP write never sends
+            again = await conn.prompt(session_id=session, prompt=[text_block("Note that it shipped")])
+        assert again.stop_reason == "end_turn"
     [(_, asked, _)] = editor.asked
     assert asked.title == "notes.write_note (MCP write)"
     assert asked.raw_input == {"server": "notes", "tool": "write_note", "input": {"name": "todo", "text": "ship it"}}
     assert (tmp_path / "notes" / "todo.txt").read_text() == "ship it"
+    assert (tmp_path / "notes" / "done.txt").read_text() == "shipped"
     async with Host(store=SqliteStore(store)) as host:
-        [action] = await host.actions(session)
-    assert (action.type, action.status, action.decided_by, action.reason) == ("mcp.call", "confirmed", "acp", "allow_once")
-    [done] = [u for u in editor.of(session, ToolCallProgress) if u.tool_call_id == action.id]
+        first, second = await host.actions(session)
+        [rule] = await host.approvals.list()
+    assert (rule.action_type, rule.tool, rule.by) == ("mcp.call", "notes.write_note", "acp")
+    assert (first.type, first.status, first.decided_by, first.reason) == ("mcp.call", "confirmed", "acp", "allow_always")
+    assert (second.status, second.decided_by) == ("confirmed", rule.id)
+    [done] = [u for u in editor.of(session, ToolCallProgress) if u.tool_call_id == first.id]
     assert done.status == "completed" and done.content[0].content.text == "wrote note 'todo' (7 characters)"
+    assert "Written at once." in "".join(editor.said(session))
 
 
 async def test_reject_once_asks_again_next_time_and_reject_always_does_not(fake: FakeOpenAI, tmp_path: Path) -> None:
