@@ -14,7 +14,8 @@ import importlib.util
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from typing import TextIO
 
 import anyio
 
@@ -123,22 +124,45 @@ def check_pipes() -> None:
             )
 
 
+@contextlib.contextmanager
+def _stdout_kept_for_the_protocol() -> Iterator[TextIO]:
+    """Standard output, for the protocol alone; file descriptor 1 writes to standard error meanwhile.
+
+    A mod that prints, or a program it starts, then writes to standard error instead of
+    corrupting the JSON-RPC stream the editor reads.
+    """
+    sys.stdout.flush()
+    protocol = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with open(protocol, "w", closefd=False) as stream:
+            yield stream
+    finally:
+        sys.stdout.flush()
+        os.dup2(protocol, 1)
+        os.close(protocol)
+
+
 async def serve(args: argparse.Namespace) -> None:
     """Run the agent until the editor closes standard input."""
-    from acp import run_agent
+    from acp import run_agent, stdio_streams
+    from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 
     from .._cli import _version
     from ..acp._agent import HostAgent
 
-    async with _store(args) as store:
-        async with make_host(args.specs, store=store, timeout=args.timeout, model=chosen_model(args)) as host:
-            async with anyio.create_task_group() as tasks:
-                # An action a standing approval ran tells its result within a handler's time
-                # and a model call's: the prompt waits that long for it at most.
-                settle = args.timeout + MODEL_TIMEOUT
-                agent = HostAgent(host, tasks=tasks, version=_version(), settle=settle)
-                await run_agent(agent, use_unstable_protocol=True)
-                tasks.cancel_scope.cancel()
+    with _stdout_kept_for_the_protocol() as protocol_out:
+        with contextlib.redirect_stdout(protocol_out):  # what the SDK connects its writer to
+            reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+        async with _store(args) as store:
+            async with make_host(args.specs, store=store, timeout=args.timeout, model=chosen_model(args)) as host:
+                async with anyio.create_task_group() as tasks:
+                    # An action a standing approval ran tells its result within a handler's
+                    # time and a model call's: the prompt waits that long for it at most.
+                    settle = args.timeout + MODEL_TIMEOUT
+                    agent = HostAgent(host, tasks=tasks, version=_version(), settle=settle)
+                    await run_agent(agent, writer, reader, use_unstable_protocol=True)
+                    tasks.cancel_scope.cancel()
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -187,7 +187,7 @@ async def test_an_editor_starts_a_session_in_its_folder_and_learns_the_mods_slas
                 await anyio.sleep(0.01)
     [update] = editor.of(new.session_id, AvailableCommandsUpdate)
     commands = {c.name: c for c in update.available_commands}
-    assert sorted(commands) == ["count", "shout"]
+    assert sorted(commands) == ["count", "noisy", "shout"]
     assert commands["shout"].description == "Say it louder"
     assert commands["shout"].input is not None and commands["shout"].input.root.hint == "<words>"
     assert commands["count"].input is None
@@ -236,8 +236,11 @@ async def test_a_slash_command_runs_in_the_session_and_a_doubled_slash_is_a_lite
         session = (await conn.new_session(cwd=str(tmp_path))).session_id
         shouted = await conn.prompt(session_id=session, prompt=[text_block("/shout make it loud")])
         literal = await conn.prompt(session_id=session, prompt=[text_block("//etc/hosts")])
-    assert shouted.stop_reason == "end_turn" and literal.stop_reason == "end_turn"
-    assert editor.said(session) == ["MAKE IT LOUD!", "That is the hosts file."]
+        noisy = await conn.prompt(session_id=session, prompt=[text_block("/noisy")])
+    assert shouted.stop_reason == literal.stop_reason == noisy.stop_reason == "end_turn"
+    assert editor.said(session) == ["MAKE IT LOUD!", "That is the hosts file.", "quiet answer"]
+    # What the mod printed went to standard error: the protocol on standard output stayed whole.
+    assert "debugging output a mod author left in" in (tmp_path / "store.stderr").read_text()
     [asked] = fake.bodies
     assert isinstance(asked, dict) and '"/etc/hosts"' in json.dumps(asked["messages"])
 
