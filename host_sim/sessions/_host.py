@@ -32,6 +32,7 @@ from ..lineage._graph import LineageGraph
 from ..mcp._client import McpTools
 from ..models._echo import EchoModel
 from ..models._protocol import Model
+from ..models._secrets import scrubber_of
 from ..observability import Telemetry, telemetry_for
 from ..stores._invariants import recover
 from ..stores._memory import MemoryStore
@@ -269,6 +270,7 @@ class Host:
             clock=lambda: checked_now(self._clock),
             timeout=self._handler_timeout,
             start=self._start_owned,  # servers start on first need, in the host's task group
+            scrub=scrubber_of(self._model),  # what a server answers passes the model's secret filter
         )
         shared = self._store if isinstance(self._store, SharedStore) else None
         link: HostsLink | None = None  # several hosts: made below, over the engine
