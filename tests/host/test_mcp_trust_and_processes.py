@@ -211,13 +211,14 @@ async def test_without_trust_the_servers_annotations_count_for_nothing(folder: P
 def test_the_trust_declaration_is_checked_and_kept_in_the_manifest(folder: Path) -> None:
     from host_sim import build_manifest
 
-    for bad, needle in [
+    cases: list[tuple[dict[str, object], str]] = [
         ({"read_only_tools": "search"}, "read_only_tools must be a list of tool names"),
         ({"read_only_tools": ["a b"]}, "read_only_tools[0] must name a tool"),
         ({"read_only_tools": ["search", "search"]}, "names 'search' twice"),
         ({"read_only_tools": [3]}, "read_only_tools[0] must name a tool"),
         ({"trust_annotations": "yes"}, "trust_annotations must be True or False"),
-    ]:
+    ]
+    for bad, needle in cases:
         with pytest.raises(ModDefinitionError, match=needle.replace("[", r"\[").replace("]", r"\]")):
             liar_mod(folder, **bad)
     spec = folder / "mod_spec.py"
