@@ -183,6 +183,12 @@ def _check_path(owner: str, path: object) -> Path:
             argument="path",
             value=path,
         )
+    if "\x00" in fspath:
+        raise InvalidArgumentError(
+            f"{owner} needs a cassette path without NUL characters, got {fspath[:200]!r}; no file is named so",
+            argument="path",
+            value=path,
+        )
     return Path(fspath)
 
 

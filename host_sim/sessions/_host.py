@@ -508,10 +508,10 @@ class Host:
     async def render_view(self, view_id: str, data: object) -> ViewResult:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""
         engine = self._open()
-        entry = engine.tables.views.get(view_id)
+        entry = engine.tables.views.get(view_id) if isinstance(view_id, str) else None
         if entry is None:
             known = sorted(engine.tables.views)
-            message = f"unknown view {view_id!r} (views: {', '.join(map(repr, known)) or 'none loaded'})"
+            message = f"unknown view {show(view_id)} (views: {', '.join(map(repr, known)) or 'none loaded'})"
             return ViewResult(text=message, error=message)
         mod, declared = entry
         return await render(mod.id, declared, data, timeout=self._handler_timeout)
