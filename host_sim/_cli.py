@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn, cast
 
 from ._startup import interrupted_while_starting
-from .cli._endings import early_ending, quiet_stdout, say_interrupted
+from .cli._endings import early_ending, path_failure, quiet_stdout, say_interrupted, say_path_failure
 
 __all__ = ["main"]
 
@@ -90,6 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ending == "interrupted":
             say_interrupted(command)
             return 130
+        failure = path_failure(exc)  # every command's OSError about a path: one line, never a traceback
+        if failure is not None:
+            say_path_failure(command, failure)
+            return 1
         raise
 
 

@@ -7,9 +7,10 @@ when a session first needs tools (a stdio subprocess for ``command``, streamable
 
 from __future__ import annotations
 
+import re
 import types
 from collections.abc import Iterable, Mapping
-from typing import Literal
+from typing import Final, Literal
 
 import attrs
 
@@ -36,6 +37,17 @@ class _NotArgs(tuple[str, ...]):
         return self
 
 
+def _names(value: Iterable[str]) -> tuple[str, ...]:
+    given: object = value
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
+        return _NotArgs(given)
+    return tuple(value)
+
+
+_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+"""A tool name as MCP servers write them (and as the host offers them, after ``{id}.``)."""
+
+
 def _env(value: Mapping[str, str] | None) -> Mapping[str, str] | None:
     if value is None or not isinstance(value, Mapping):
         return value
@@ -49,6 +61,8 @@ class McpServer:
 
     Exactly one of ``command`` (with ``args`` and ``env``: a stdio server the host starts as
     a subprocess) and ``url`` (a streamable HTTP endpoint) is set; ``transport`` says which.
+    ``read_only_tools`` names the server's tools that run without the user's confirmation;
+    ``trust_annotations`` also lets a tool the server annotates ``readOnlyHint`` run so.
     """
 
     id: str
@@ -57,6 +71,8 @@ class McpServer:
     args: tuple[str, ...] = attrs.field(default=(), converter=_args)
     env: Mapping[str, str] | None = attrs.field(default=None, converter=_env, hash=False)
     url: str | None = None
+    read_only_tools: tuple[str, ...] = attrs.field(default=(), converter=_names)
+    trust_annotations: bool = False
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -114,6 +130,36 @@ class McpServer:
                 problems.append(
                     Problem("url", self.url, f"url must be an http:// or https:// address of a streamable HTTP MCP endpoint, got {show(self.url)}")
                 )
+        if isinstance(self.read_only_tools, _NotArgs):
+            problems.append(
+                Problem(
+                    "read_only_tools",
+                    self.read_only_tools.value,
+                    f"read_only_tools must be a list of tool names, got {show(self.read_only_tools.value)}; "
+                    "pass read_only_tools=['search']",
+                )
+            )
+        for index, name in enumerate(self.read_only_tools):
+            if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+                problems.append(
+                    Problem(
+                        f"read_only_tools[{index}]",
+                        name,
+                        f"read_only_tools[{index}] must name a tool as the server lists it (letters, digits, "
+                        f"'_', '-', '.', at most 64), got {show(name)}; pass e.g. read_only_tools=['search']",
+                    )
+                )
+            elif name in self.read_only_tools[:index]:
+                problems.append(Problem(f"read_only_tools[{index}]", name, f"read_only_tools names {show(name)} twice; name it once"))
+        trust: object = self.trust_annotations  # checked: callers may pass anything
+        if not isinstance(trust, bool):
+            problems.append(
+                Problem(
+                    "trust_annotations",
+                    trust,
+                    f"trust_annotations must be True or False, got {show(trust)}",
+                )
+            )
         raise_problems(f"mcp_server(id={show(self.id)})", problems)
 
 
@@ -125,17 +171,36 @@ def mcp_server(
     env: Mapping[str, str] | None = None,
     url: str | None = None,
     description: str,
+    read_only_tools: Iterable[str] = (),
+    trust_annotations: bool = False,
 ) -> McpServer:
     """Declare an MCP server whose tools the model may call, for ``AiContributions(mcp_servers=[...])``.
 
     Give ``command`` (and ``args``, ``env``: extra environment variables) for a server the
     host starts as a subprocess speaking MCP over stdio, or ``url`` for a streamable HTTP
     endpoint; exactly one. Data only: nothing starts at import or build. At runtime the host
-    connects when a session first needs tools and offers each tool as ``{id}.{tool}``; a tool
-    annotated read-only runs at once, any other waits for the user to confirm it
-    (``host.confirm``). Raises `ModDefinitionError` for a bad id, an empty description, both
-    or neither of ``command`` and ``url``, or a ``url`` that is not http(s).
+    connects when a session first needs tools and offers each tool as ``{id}.{tool}``.
 
-    >>> files = mcp_server(id="files", command="python", args=["files_server.py"], description="Project files")
+    A tool runs when the model calls it only when this declaration says it only reads:
+    it is named in ``read_only_tools``, or ``trust_annotations=True`` and the server
+    annotates it ``readOnlyHint`` (a server's annotation alone is a hint, not a permission:
+    a server may lie). Every other call waits for the user to confirm it (``host.confirm``).
+    The host checks again at each call, against the tool as the server lists it then.
+
+    Raises `ModDefinitionError` for a bad id, an empty description, both or neither of
+    ``command`` and ``url``, a ``url`` that is not http(s), ``read_only_tools`` that is not
+    a list of distinct tool names, or ``trust_annotations`` that is not a bool.
+
+    >>> files = mcp_server(id="files", command="python", args=["files_server.py"], description="Project files",
+    ...                    read_only_tools=["read_file", "search"])
     """
-    return McpServer(id=id, command=command, args=args, env=env, url=url, description=description)
+    return McpServer(
+        id=id,
+        command=command,
+        args=args,
+        env=env,
+        url=url,
+        description=description,
+        read_only_tools=read_only_tools,
+        trust_annotations=trust_annotations,
+    )

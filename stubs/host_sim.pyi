@@ -714,6 +714,8 @@ class OpenAIModel:
         """Ask the server for the next step of the turn; raises `ModelError` when it cannot."""
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall | Usage]:
         """Ask for the next step of the turn as the server writes it (``"stream": true``)."""
+    def scrub(self, text: str) -> str:
+        """``text`` with every copy of the API key replaced by ``<api key>``, however it is"""
 
 
 @final
@@ -862,6 +864,8 @@ class RecordingModel:
         """The cassette being written."""
     async def respond(self, request: ModelRequest) -> ModelReply:
         """``inner``'s answer (or error), after appending the call to the cassette (a reply"""
+    def scrub(self, text: str) -> str:
+        """``inner``'s ``scrub`` (the secret it holds replaced in ``text``), or ``text``"""
 
 
 @final

@@ -639,7 +639,7 @@ def slash_command(*, id: IdT_inv, description: str, run: SlashCommandRun, argume
 def tool(*, name: str, description: str, input_type: type[RecordT], run: Callable[[RecordT, ToolContext], object]) -> Tool[RecordT]:
     """Declare an AI tool the model may call with JSON matching ``input_type``."""
 
-def mcp_server(*, id: str, command: str | None = None, args: Iterable[str] = (), env: Mapping[str, str] | None = None, url: str | None = None, description: str) -> McpServer:
+def mcp_server(*, id: str, command: str | None = None, args: Iterable[str] = (), env: Mapping[str, str] | None = None, url: str | None = None, description: str, read_only_tools: Iterable[str] = (), trust_annotations: bool = False) -> McpServer:
     """Declare an MCP server whose tools the model may call, for ``AiContributions(mcp_servers=[...])``."""
 
 @attrs.frozen(kw_only=True)
@@ -651,6 +651,8 @@ class McpServer:
     args: tuple[str, ...] = attrs.field(default=(), converter=_args)
     env: Mapping[str, str] | None = attrs.field(default=None, converter=_env, hash=False)
     url: str | None = None
+    read_only_tools: tuple[str, ...] = attrs.field(default=(), converter=_names)
+    trust_annotations: bool = False
     @property
     def transport(self) -> Literal['stdio', 'http']:
         """``"stdio"`` for a ``command``, ``"http"`` for a ``url``."""

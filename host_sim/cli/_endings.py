@@ -18,7 +18,7 @@ from typing import Literal, TypeVar
 
 import anyio
 
-__all__ = ["early_ending", "quiet_stdout", "say_interrupted", "stops_on_ctrl_c"]
+__all__ = ["early_ending", "path_failure", "quiet_stdout", "say_interrupted", "say_path_failure", "stops_on_ctrl_c"]
 
 T = TypeVar("T")
 
@@ -39,6 +39,36 @@ def early_ending(exc: BaseException) -> Literal["pipe closed", "interrupted"] | 
         if "pipe closed" in endings:
             return "pipe closed"
     return None
+
+
+def path_failure(exc: BaseException) -> OSError | None:
+    """The `OSError` about a path (it names a file: too long, missing folder, not allowed,
+    a NUL ...) that ended a command, also inside an exception group; ``None`` for any other
+    ending. Every command's such failure ends in the one line `say_path_failure` writes."""
+    if isinstance(exc, OSError) and exc.filename is not None and not isinstance(exc, BrokenPipeError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            found = path_failure(sub)
+            if found is not None:
+                return found
+    return None
+
+
+def _shown_path(path: object) -> str:
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
+    return repr(text) if len(text) <= 120 else f"{text[:80]!r}... ({len(text):,} characters)"
+
+
+def say_path_failure(command: str, exc: OSError) -> None:
+    """The one line a failing path leaves on standard error: the path (shortened), why."""
+    why = exc.strerror or str(exc)
+    other = f" and {_shown_path(exc.filename2)}" if exc.filename2 is not None else ""
+    try:
+        sys.stderr.write(f"{command}: error: cannot use {_shown_path(exc.filename)}{other}: {why}; check the path\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def quiet_stdout() -> None:

@@ -2,8 +2,8 @@
 
 Three lines of the mod declare the server: the host starts ``_notes_server.py`` (next to
 this file) with the Python running the host, when a session first needs tools, and offers
-its tools to the model as ``notes.read_note`` and ``notes.write_note``. Reading runs at
-once; writing waits until the user confirms it (``host.confirm(action_id)``), and its
+its tools to the model as ``notes.read_note`` and ``notes.write_note``. Reading (declared
+``read_only_tools``) runs at once; writing waits until the user confirms it (``host.confirm(action_id)``), and its
 result then arrives in the session as a notification. The server stops when the host
 closes. The notes live in the folder ``notes`` of the host's working directory.
 
@@ -25,6 +25,7 @@ notes = mcp_server(
     command=sys.executable,
     args=[SERVER, "notes"],
     description="Plain-text notes in the folder 'notes': read them, and write them when the user agrees",
+    read_only_tools=["read_note"],  # runs at once; every other tool waits for the user
 )
 
 mod = define_mod(

@@ -140,11 +140,15 @@ class WidgetEntry:
 @attrs.frozen(kw_only=True)
 class McpServerEntry:
     """An MCP server the mod's sessions may use: its id, description and transport
-    (``"stdio"`` or ``"http"``), never its tools (the host lists them at runtime). Immutable."""
+    (``"stdio"`` or ``"http"``), never its tools (the host lists them at runtime), and what
+    the mod trusts of it: the tools it declares read-only (``read_only_tools``) and whether
+    the server's ``readOnlyHint`` counts (``trust_annotations``). Immutable."""
 
     id: str
     description: str
     transport: Literal["stdio", "http"]
+    read_only_tools: tuple[str, ...] = ()  # absent from manifests made before API §24: none
+    trust_annotations: bool = False
 
 
 def _version(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -283,6 +287,13 @@ def manifest_from_mod(mod: Mod) -> Manifest:
         ),
         widgets=tuple(WidgetEntry(id=w.id, description=w.description, data_schema=w.data_schema) for w in mod.widgets),
         mcp_servers=tuple(
-            McpServerEntry(id=m.id, description=m.description, transport=m.transport) for m in mod.ai.mcp_servers
+            McpServerEntry(
+                id=m.id,
+                description=m.description,
+                transport=m.transport,
+                read_only_tools=m.read_only_tools,
+                trust_annotations=m.trust_annotations,
+            )
+            for m in mod.ai.mcp_servers
         ),
     )

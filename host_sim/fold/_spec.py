@@ -18,6 +18,7 @@ from ._refusal import refusal
 __all__ = ["ENTRY_POINT_GROUP", "Target", "discover_mods", "guarded", "load_mod", "parse_spec", "search_path"]
 
 _T = TypeVar("_T")
+_MAX_SPEC = 4096  # PATH_MAX on Linux: a longer spec names nothing (and would not fit a command line)
 
 PROTECTED = (
     "builtins",
@@ -74,6 +75,14 @@ def parse_spec(spec: str) -> Target:
             "a mod spec must be 'path/to/file.py' or 'package.module' (optionally with "
             f"':attr'), got {spec!r}",
         )
+    if len(spec) > _MAX_SPEC or "\x00" in spec:  # no file or module is named so: refused before any process
+        shown = spec if len(spec) <= 80 else spec[:60] + f"... ({len(spec):,} characters)"
+        why = (
+            f"no path or module name is longer than {_MAX_SPEC:,} characters"
+            if len(spec) > _MAX_SPEC
+            else "no path or module name holds a NUL character"
+        )
+        raise _refuse(shown, f"{why}; pass 'path/to/file.py' or 'package.module'")
     base, attr = spec, "mod"
     head, sep, tail = spec.rpartition(":")
     if sep and tail.isidentifier() and head:

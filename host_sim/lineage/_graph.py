@@ -290,9 +290,9 @@ class LineageGraph:
         those), an unknown relation, an edge from a session to itself, or a pair that already
         has a host-recorded edge; `modular_sdk.UnknownSessionError` for an unknown id.
         """
-        if relation not in HOST_RELATIONS:
+        if not isinstance(relation, str) or relation not in HOST_RELATIONS:
             allowed = ", ".join(repr(r) for r in HOST_RELATIONS)
-            if relation in _HOST_ONLY:
+            if isinstance(relation, str) and relation in _HOST_ONLY:
                 what = "forks" if relation == "branched_from" else "spawns"
                 message = (
                     f"relation {show(relation)} is recorded by the host itself for {what}; "

@@ -3,8 +3,10 @@
 `McpTools` is the host's side of every ``mcp_server(...)`` the loaded mods declare. Nothing
 starts when the host opens: the first model call that offers tools connects every declared
 server (a stdio subprocess, or streamable HTTP), lists its tools and offers each as
-``{server}.{tool}`` beside the mods' own tools. A tool annotated ``readOnlyHint`` runs when
-the model calls it; any other becomes a pending action (type ``mcp.call``, payload
+``{server}.{tool}`` beside the mods' own tools. A tool the mod declares read-only
+(``mcp_server(read_only_tools=...)``, or annotated ``readOnlyHint`` by a server the mod
+trusts with ``trust_annotations=True``, as listed again at the call) runs when the model
+calls it; any other becomes a pending action (type ``mcp.call``, payload
 ``{"server", "tool", "input"}``) that runs only when the user confirms it, its result then
 delivered to the session as a notification turn. A server that fails to start, list or
 answer fails only what needed it (its tools are not offered; a call gets its message), and
@@ -39,6 +41,7 @@ from ..stores._approvals import ApprovalStore, confirmed_by, rule_for
 from ..stores._traces import ProposedActionRecord, TraceStore
 from ..traces._types import PendingAction
 from ._extra import McpUnavailableError, require_mcp
+from ._process import ServerMark
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -87,12 +90,14 @@ class McpTools:
         clock: Callable[[], datetime],
         timeout: float | None,
         start: Callable[[Callable[[], Coroutine[object, object, None]]], None],
+        scrub: Callable[[str], str] | None = None,
     ) -> None:
         self._connections = {server_id: _Connection(mod, server) for server_id, (mod, server) in servers.items()}
         self._store = store
         self._clock = clock
         self._timeout = timeout
         self._start = start  # runs a connection in the host's task group (its close stops it)
+        self._scrub = scrub  # the model's secret filter: a server's answers and errors pass it
         self._lock = anyio.Lock()
         # What each recent turn proposed, until its Submission takes it (a turn that fails
         # never does: only the latest _KEEP turns are kept).
@@ -118,7 +123,7 @@ class McpTools:
         for server_id, connection in self._connections.items():
             for name, listed in connection.tools.items():
                 description = (listed.description or listed.title or f"the tool {name!r} of the MCP server {server_id!r}")[:_MAX_DESCRIPTION]
-                if not _read_only(listed):
+                if not _trusted(connection.server, listed):
                     description += " (runs only after the user confirms it)"
                 out.append(ToolSpec(name=f"{server_id}.{name}", description=description, input_schema=dict(listed.input_schema)))
         return tuple(out)
@@ -153,6 +158,8 @@ class McpTools:
         def current() -> bool:
             return connection.attempt == attempt
 
+        mark: ServerMark | None = None
+
         try:
             with anyio.CancelScope() as scope:
                 if current():
@@ -162,13 +169,16 @@ class McpTools:
 
                 target: StdioServerParameters | str
                 if server.command is not None:
+                    mark = ServerMark()  # what it starts is ended with it, however it ends (API §24)
                     target = StdioServerParameters(
-                        command=server.command, args=list(server.args), env=None if server.env is None else dict(server.env)
+                        command=server.command, args=list(server.args), env={**(server.env or {}), **mark.env}
                     )
                 else:
                     assert server.url is not None
                     target = server.url
                 async with Client(target) as client:
+                    if mark is not None:
+                        await mark.started()
                     tools = await _list_tools(client)
                     if current():
                         connection.client, connection.tools = client, tools
@@ -184,6 +194,9 @@ class McpTools:
             if current():
                 connection.client, connection.tools = None, {}
             ready.set()
+            if mark is not None:
+                with anyio.CancelScope(shield=True):
+                    await mark.end()
 
     # -- calling ----------------------------------------------------------------------------
     def serves(self, tool_name: str) -> bool:
@@ -209,7 +222,18 @@ class McpTools:
         if listed is None:
             known = ", ".join(repr(f"{server_id}.{t}") for t in connection.tools) or "none"
             return result(None, f"unknown tool {call.name!r}; the tools of MCP server {server_id!r} are: {known}")
-        if _read_only(listed):
+        if _trusted(connection.server, listed) and name not in connection.server.read_only_tools:
+            # Trusted on the server's word (trust_annotations=True): its word as it is now, not
+            # as it was listed; a tool re-listed as a writer is proposed like any writer.
+            try:
+                with anyio.fail_after(self._timeout):
+                    connection.tools = await _list_tools(connection.client)
+            except Exception as exc:
+                return result(None, f"MCP server {server_id!r} could not list its tools again before {call.name!r} ran: {_describe(exc)}")
+            listed = connection.tools.get(name)
+            if listed is None:
+                return result(None, f"MCP server {server_id!r} no longer lists {call.name!r}; it did not run")
+        if _trusted(connection.server, listed):
             output, error = await self._run(connection, name, thaw_object(call.input))
             return result(output, error)
         store = self._store
@@ -264,7 +288,14 @@ class McpTools:
         return tuple(self._proposed.pop(turn_id, ()))
 
     async def confirmed(self, record: ProposedActionRecord) -> tuple[str, str | None]:
-        """Run a confirmed ``mcp.call`` action's tool: (text, error)."""
+        """Run a confirmed ``mcp.call`` action's tool: (text, error), every secret replaced."""
+        text, error = await self._confirmed(record)
+        scrub = self._scrub
+        if scrub is None:
+            return text, error
+        return scrub(text), None if error is None else scrub(error)
+
+    async def _confirmed(self, record: ProposedActionRecord) -> tuple[str, str | None]:
         payload = thaw_object(record.payload)
         assert isinstance(payload, dict)
         server_id, name, arguments = payload.get("server"), payload.get("tool"), payload.get("input")
@@ -283,7 +314,15 @@ class McpTools:
         return (error if error is not None else output or ""), error
 
     async def _run(self, connection: _Connection, name: str, arguments: dict[str, Any]) -> tuple[str | None, str | None]:
-        """Call one tool: (output, None), or (None, what went wrong)."""
+        """Call one tool: (output, None), or (None, what went wrong); every secret in either
+        replaced (the one place a server's answer comes in, called now or once confirmed)."""
+        output, error = await self._call(connection, name, arguments)
+        scrub = self._scrub
+        if scrub is None:
+            return output, error
+        return None if output is None else scrub(output), None if error is None else scrub(error)
+
+    async def _call(self, connection: _Connection, name: str, arguments: dict[str, Any]) -> tuple[str | None, str | None]:
         client = connection.client
         server_id = connection.server.id
         if client is None:
@@ -324,8 +363,13 @@ async def _list_tools(client: Client) -> dict[str, Tool]:
     return tools
 
 
-def _read_only(listed: Tool) -> bool:
-    return listed.annotations is not None and listed.annotations.read_only_hint is True
+def _trusted(server: McpServer, listed: Tool) -> bool:
+    """Whether ``listed`` runs without the user's confirmation: the mod's declaration says it
+    only reads (``read_only_tools``), or the mod trusts the server's annotations
+    (``trust_annotations=True``) and the server annotates it ``readOnlyHint`` (API §24)."""
+    if listed.name in server.read_only_tools:
+        return True
+    return server.trust_annotations and listed.annotations is not None and listed.annotations.read_only_hint is True
 
 
 def _text_of(answer: CallToolResult) -> str:

@@ -34,6 +34,7 @@ from modular_sdk._json import parse_json_text
 
 from ..lanes._ext_host import describe_exception
 from ._errors import CassetteMismatchError, ModelError
+from ._secrets import scrubber_of
 from ._protocol import HistoryEntry, Model, ModelReply, ModelRequest, Reply, ToolCall, Usage
 
 __all__ = ["RecordingModel", "ReplayModel", "request_data"]
@@ -182,6 +183,12 @@ def _check_path(owner: str, path: object) -> Path:
             argument="path",
             value=path,
         )
+    if "\x00" in fspath:
+        raise InvalidArgumentError(
+            f"{owner} needs a cassette path without NUL characters, got {fspath[:200]!r}; no file is named so",
+            argument="path",
+            value=path,
+        )
     return Path(fspath)
 
 
@@ -271,9 +278,15 @@ class RecordingModel:
             self._append(request, reply)
         return reply
 
+    def scrub(self, text: str) -> str:
+        """``inner``'s ``scrub`` (the secret it holds replaced in ``text``), or ``text``
+        itself for a model that holds none: the host and the cassette apply it."""
+        scrub = scrubber_of(self._inner)
+        return text if scrub is None else scrub(text)
+
     def _append(self, request: ModelRequest, reply: ModelReply | BaseException) -> None:
-        hidden = _map_strings(request_data(request), self._ids.hide)
-        response = _map_strings(_response_data(reply), self._ids.hide_known)
+        hidden = _map_strings(request_data(request), lambda text: self._ids.hide(self.scrub(text)))
+        response = _map_strings(_response_data(reply), lambda text: self._ids.hide_known(self.scrub(text)))
         self._calls += 1
         line = f'{{"call":{self._calls},"request":{_encode(hidden)},"response":{_encode(response)}}}\n'
         with self._path.open("a", encoding="utf-8", newline="\n") as out:

@@ -401,9 +401,16 @@ class OpenAIModel:
         }.get(status, "the request was refused; fix what the server names")
         return f"model {model!r} at {self._shown_endpoint}: the server answered {_status(status)}: {message}; {hint}"
 
+    def scrub(self, text: str) -> str:
+        """``text`` with every copy of the API key replaced by ``<api key>``, however it is
+        encoded (JSON escapes, percent-encoding any number of times, HTML references,
+        invisible characters between its characters, base64); ``text`` itself when it holds
+        none. The host applies it to every text that reaches a sink (API §24)."""
+        return text if self._api_key is None else self._api_key.scrubber.text(text)
+
     def _scrub(self, text: str) -> str:
         """``text`` with the key replaced, in any encoding (see `host_sim.models._secrets`)."""
-        return text if self._api_key is None else self._api_key.scrubber.text(text)
+        return self.scrub(text)
 
     def _scrub_data(self, value: JsonValue) -> JsonValue:
         """Decoded JSON data with the key replaced in every string."""

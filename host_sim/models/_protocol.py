@@ -151,6 +151,12 @@ class Model(Protocol):
     ``usage``; returning plain ``str`` stays valid. A model may also have
     ``stream(request)``, an async iterator of text chunks that may end with a `ToolCall`
     and may yield one `Usage` (the last one yielded counts) once the server said it.
+
+    A model that holds a secret (an API key) may also have ``scrub(text) -> str``, returning
+    ``text`` with every copy of the secret replaced, however it is encoded (`OpenAIModel`
+    has it; `RecordingModel` forwards its inner model's): the host passes every text that
+    comes from outside through it (replies, tool calls, tool outputs of mods and MCP
+    servers, errors) before anything is stored, published, recorded or raised.
     """
 
     @property

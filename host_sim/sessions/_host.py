@@ -32,6 +32,7 @@ from ..lineage._graph import LineageGraph
 from ..mcp._client import McpTools
 from ..models._echo import EchoModel
 from ..models._protocol import Model
+from ..models._secrets import scrubber_of
 from ..observability import Telemetry, telemetry_for
 from ..stores._invariants import recover
 from ..stores._memory import MemoryStore
@@ -271,6 +272,7 @@ class Host:
             clock=lambda: checked_now(self._clock),
             timeout=self._handler_timeout,
             start=self._start_owned,  # servers start on first need, in the host's task group
+            scrub=scrubber_of(self._model),  # what a server answers passes the model's secret filter
         )
         shared = self._store if isinstance(self._store, SharedStore) else None
         link: HostsLink | None = None  # several hosts: made below, over the engine
@@ -509,10 +511,10 @@ class Host:
     async def render_view(self, view_id: str, data: object) -> ViewResult:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""
         engine = self._open()
-        entry = engine.tables.views.get(view_id)
+        entry = engine.tables.views.get(view_id) if isinstance(view_id, str) else None
         if entry is None:
             known = sorted(engine.tables.views)
-            message = f"unknown view {view_id!r} (views: {', '.join(map(repr, known)) or 'none loaded'})"
+            message = f"unknown view {show(view_id)} (views: {', '.join(map(repr, known)) or 'none loaded'})"
             return ViewResult(text=message, error=message)
         mod, declared = entry
         return await render(mod.id, declared, data, timeout=self._handler_timeout)

@@ -36,6 +36,7 @@ from modular_sdk._schema import JsonValue, SchemaError, json_schema
 from ..lanes._calling import Actor, HandlerFrame, running_turns_var
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..models._protocol import Model, ModelRequest, Reply, ToolCall, ToolResult, ToolSpec, Usage, add_usage
+from ..models._secrets import KeyFilter, scrub_data, scrubber_of
 from ..observability import Telemetry
 from ..stores._protocol import Store
 from ..stores._records import ToolCallRecord
@@ -114,6 +115,10 @@ class TurnRunner:
         self._max_reply_bytes = max_reply_bytes
         self._mcp = mcp  # the mods' MCP servers: their tools beside the mods' own (API section 16)
         self._after_turn = after_turn
+        # The one filter every outside text of a turn passes (API §24): what the model answers,
+        # what a tool (a mod's or an MCP server's) gives back, what a failing call says, before
+        # any of it reaches the record, an event, a span or the next model call.
+        self._scrub = scrubber_of(model)
         self._tool_specs = tuple(
             ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema)
             for _, t in tables.tools.values()
@@ -181,7 +186,7 @@ class TurnRunner:
                     if closing.cancel_called
                     else "cancelled before it completed"
                     if isinstance(exc, anyio.get_cancelled_exc_class())
-                    else f"host error: {storable(repr(exc))}"
+                    else f"host error: {self._clean(repr(exc))}"
                 )
             raise
         finally:
@@ -280,7 +285,7 @@ class TurnRunner:
                     return
                 if not isinstance(reply, str):
                     turn.status = "failed"
-                    turn.error = storable(f"the model returned {reply!r}; a model must return reply text or a ToolCall")
+                    turn.error = self._clean(f"the model returned {reply!r}; a model must return reply text or a ToolCall")
                     return
                 problem = unstorable(reply)
                 if problem is not None:
@@ -308,10 +313,10 @@ class TurnRunner:
         deltas the turn published. Raises `HandlerFailed` like `call_handler`."""
         stream = getattr(self._model, "stream", None)
         if stream is None or not callable(stream):
-            answer = await call_handler(f"model {self._model.name!r}", self._model.respond, (request,), timeout=self._model_timeout)
+            answer = await self._outside(f"model {self._model.name!r}", self._model.respond, (request,), self._model_timeout)
             if isinstance(answer, Reply):
-                return answer.text, answer.usage
-            return answer, answer.usage if isinstance(answer, ToolCall) else None
+                return self._clean_answer(answer.text), answer.usage
+            return self._clean_answer(answer), answer.usage if isinstance(answer, ToolCall) else None
         what = f"model {self._model.name!r}"
         usage: Usage | None = None
 
@@ -321,6 +326,12 @@ class TurnRunner:
 
         limit = self._max_reply_bytes
         size = sum(utf8_size(c) for c in chunks)  # text of earlier rounds counts too
+        shown = KeyFilter(self._scrub)  # a chunk's end waits while it could be part of a secret
+
+        def show(text: str) -> None:
+            if text:
+                chunks.append(text)
+                self._events.publish(_delta(session.id, turn.id, text))
 
         async def consume() -> object:
             nonlocal size, usage
@@ -332,24 +343,57 @@ class TurnRunner:
                         continue
                     if isinstance(chunk, ToolCall):
                         usage = chunk.usage if chunk.usage is not None else usage
-                        return chunk
+                        show(shown.flush())
+                        return self._clean_answer(chunk)
                     if not isinstance(chunk, str):
-                        return chunk  # refused below like any bad reply
+                        return self._clean_answer(chunk)  # refused below like any bad reply
                     size += utf8_size(chunk)
                     if size > limit:  # read no further; keep nothing of it
                         chunks.clear()
                         return ReplyTooLong(size=size, streamed=True)
-                    if chunk:
-                        chunks.append(chunk)
-                        self._events.publish(_delta(session.id, turn.id, chunk))
+                    show(shown.feed(chunk))
             finally:  # a stream left early (a ToolCall, a bad chunk) is closed now, not by the GC
                 aclose = getattr(iterator, "aclose", None)
                 if callable(aclose):
                     await aclose()
+            show(shown.flush())
             return "".join(chunks)
 
-        answer = await call_handler(what, consume, (), timeout=self._model_timeout)
+        answer = await self._outside(what, consume, (), self._model_timeout)
         return answer, usage
+
+    async def _outside(self, what: str, fn: Callable[..., object], args: tuple[object, ...], timeout: float | None) -> object:
+        """``call_handler`` for a call whose failure text comes from outside (a model, a tool):
+        the reason it fails with passes the secret filter."""
+        try:
+            return await call_handler(what, fn, args, timeout=timeout)
+        except HandlerFailed as failed:
+            if self._scrub is None:
+                raise
+            raise HandlerFailed(self._clean(failed.reason), cause=failed.cause, timed_out=failed.timed_out) from None
+
+    def _clean(self, text: str) -> str:
+        """Outside text as a sink may hold it: storable, every secret replaced."""
+        text = storable(text)
+        return text if self._scrub is None else self._scrub(text)
+
+    def _clean_answer(self, answer: object) -> object:
+        """A model's answer with every secret replaced: its text, or a tool call's name, id
+        and input (other answers are refused by the caller, their repr cleaned there)."""
+        scrub = self._scrub
+        if scrub is None:
+            return answer
+        if isinstance(answer, str):
+            return scrub(answer)
+        if isinstance(answer, ToolCall):
+            data = scrub_data(thaw_object(answer.input), scrub)
+            return attrs.evolve(
+                answer,
+                name=scrub(answer.name) if isinstance(answer.name, str) else answer.name,
+                call_id=scrub(answer.call_id) if isinstance(answer.call_id, str) else answer.call_id,
+                input=data if isinstance(data, dict) else answer.input,
+            )
+        return answer
 
     def _instructions(self, session: SessionState) -> str | None:
         agent_id = session.record.agent_id
@@ -383,7 +427,7 @@ class TurnRunner:
         result: ToolResult | None = None
         try:
             with self._telemetry.tool(turn, _label(call_id), _label(call.name), recorded) as run:
-                result = await self._run_tool(session, turn, call, call_id, inside)
+                result = self._clean_result(await self._run_tool(session, turn, call, call_id, inside))
                 run.finished(result)
             error = result.error
         except HandlerFailed as failed:
@@ -410,6 +454,17 @@ class TurnRunner:
                 )
             )
         return result
+
+    def _clean_result(self, result: ToolResult) -> ToolResult:
+        """What a tool (a mod's or an MCP server's) gave back, every secret replaced: before
+        the record, the events, the span and the model's next call see it."""
+        if self._scrub is None:
+            return result
+        return attrs.evolve(
+            result,
+            output=None if result.output is None else self._scrub(result.output),
+            error=None if result.error is None else self._scrub(result.error),
+        )
 
     async def _run_tool(
         self,
@@ -447,12 +502,7 @@ class TurnRunner:
             running_turns=inside[1],
         )
         ctx = self._tool_context(session, frame)
-        output = await call_handler(
-            f"tool {declared.name!r} of mod {mod.id!r}",
-            declared.run,
-            (value, ctx),
-            timeout=self._handler_timeout,
-        )
+        output = await self._outside(f"tool {declared.name!r} of mod {mod.id!r}", declared.run, (value, ctx), self._handler_timeout)
         return ToolResult(call_id=call_id, name=call.name, input=call.input, output=_render_output(output))
 
 

@@ -62,7 +62,8 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from modular_sdk import SerializationError, SessionId, TurnId
+from modular_sdk import InvalidArgumentError, SerializationError, SessionId, TurnId
+from modular_sdk._rules import show
 
 from ._records import LineageEdge, SessionNode
 from ._erasure import Erasure, statements
@@ -155,7 +156,7 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals):
     _dialect = DIALECT
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None:
-        self._path = Path(path)
+        self._path = _store_path(path)
         self._create = create and not read_only
         self._read_only = read_only
         self._conn: sqlite3.Connection | None = None
@@ -819,3 +820,17 @@ def _chunks(ids: Sequence[SessionId], size: int = 500) -> list[Sequence[SessionI
     """Ids in groups small enough for one ``IN (...)`` (SQLite limits bound parameters)."""
     unique = list(dict.fromkeys(ids))
     return [unique[i : i + size] for i in range(0, len(unique), size)]
+
+
+def _store_path(path: object) -> Path:
+    """``SqliteStore``'s path checked at the door: text (or os.PathLike of text), no NUL."""
+    given: object = path
+    fspath = os.fspath(given) if isinstance(given, (str, os.PathLike)) else None
+    if not isinstance(fspath, str) or not fspath or "\x00" in fspath:
+        raise InvalidArgumentError(
+            f"SqliteStore needs the store file's path as a non-empty str or os.PathLike without NUL, "
+            f"got {show(given)}; pass e.g. SqliteStore('host.sqlite')",
+            argument="path",
+            value=given,
+        )
+    return Path(fspath)

@@ -302,3 +302,31 @@ def test_piped_chat_leaves_on_the_second_ctrl_c(installed: Installed, user_dir: 
         os.close(write_end)
     _interrupted(result, "chat")
     assert "^C cancelling 1 running command" in result.out
+
+
+# -- a --store path no file system takes (API §24): one line, whatever the command -------------
+
+LONG_PATH = "s" * 5_000
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["fsck", "--store", LONG_PATH],
+        ["trace", "ses_x", "--store", LONG_PATH],
+        ["lineage", "--store", LONG_PATH],
+        ["mcp", "--store", LONG_PATH],
+        ["forget", "ses_x", "--store", LONG_PATH],
+        ["run", "-m", "hi", "--store", LONG_PATH],
+        ["demo", "--store", LONG_PATH],
+        ["fsck", "--store", "/".join(["d"] * 3_000)],
+        ["run", "-m", "hi", "--store", "/".join(["d"] * 3_000)],
+    ],
+    ids=["fsck", "trace", "lineage", "mcp", "forget", "run", "demo", "fsck-deep", "run-deep"],
+)
+def test_a_store_path_of_5000_characters_ends_in_one_line(installed: Installed, user_dir: Path, command: list[str]) -> None:
+    result = host_sim(installed, user_dir, *command)
+    no_traceback(result)
+    assert result.code == 1
+    assert result.err.count("\n") == 1 and result.err.startswith(f"host-sim {command[0]}: "), result.err[:300]
+    assert not (user_dir / "d").exists()  # nothing made on the way

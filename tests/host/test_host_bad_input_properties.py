@@ -251,3 +251,55 @@ async def test_confirming_or_dismissing_a_lone_surrogate_is_an_unknown_action(tm
         with pytest.raises(ActionStateError, match=rf"^{verb}\(\) takes an action id \(PendingAction.id, a str of valid text\), got '\\ud800'; use an id from Submission.actions") as info:
             await getattr(host, verb)("\ud800")
         assert info.value.state == "unknown"
+
+
+# -- the public doors of API §24's list -------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [4_097, 100_000, 1_000_000])
+def test_build_manifest_of_a_spec_of_any_length_is_a_build_error_naming_its_length(length: int) -> None:
+    from host_sim import build_manifest
+    from modular_sdk import ManifestBuildError
+
+    for spec in ("x" * length, "x/" * (length // 2) + "m.py"):
+        with pytest.raises(ManifestBuildError, match=rf"\({len(spec):,} characters\).*no path or module name is longer than 4,096"):
+            build_manifest(spec)
+    with pytest.raises(ManifestBuildError, match="no path or module name holds a NUL character"):
+        build_manifest("mods/a\x00.py")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("relation", [["x"], {"a": 1}, None, 3, b"continued_from"])
+async def test_add_edge_with_a_relation_that_is_not_text_is_a_lineage_edge_error(relation: object) -> None:
+    from host_sim import LineageEdgeError
+
+    async with Host() as host:
+        a, b = await host.sessions.create(), await host.sessions.create()
+        with pytest.raises(LineageEdgeError, match="unknown lineage relation"):
+            await host.lineage.add_edge(a.id, b.id, relation)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("view_id", [["x"], {"a": 1}, None, 3])
+async def test_render_view_with_an_id_that_is_not_text_is_an_unknown_view(view_id: object) -> None:
+    async with Host() as host:
+        result = await host.render_view(view_id, {})  # type: ignore[arg-type]
+    assert result.error is not None and result.error.startswith("unknown view ")
+
+
+@pytest.mark.parametrize("path", [None, "", 3, ["a"], "a\x00b", b"s.sqlite"])
+def test_sqlite_store_with_a_path_that_is_not_text_is_an_invalid_argument(path: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="SqliteStore needs the store file's path"):
+        SqliteStore(path)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("path", ["\x00", "cassettes/a\x00.jsonl"])
+def test_a_cassette_path_with_a_nul_is_an_invalid_argument(path: str, tmp_path: Path) -> None:
+    from host_sim import EchoModel, RecordingModel, ReplayModel
+
+    with pytest.raises(InvalidArgumentError, match="without NUL characters"):
+        ReplayModel(path)
+    with pytest.raises(InvalidArgumentError, match="without NUL characters"):
+        RecordingModel(EchoModel(), path)
+    with pytest.raises(InvalidArgumentError, match="cannot read the cassette"):
+        ReplayModel(str(tmp_path / ("c" * 5_000)))

@@ -90,6 +90,7 @@ def notes(tmp_path: Path) -> Path:
 
 def notes_mod(notes: Path, **server: object) -> Mod:
     declared = server or {"command": sys.executable, "args": [str(notes.parent / "notes_server.py"), str(notes)]}
+    declared.setdefault("read_only_tools", ["read_note", "big", "crash"])  # the mod's word, not the server's
     return define_mod(
         id="notes-mod",
         metadata=ModMetadata(display_name="Notes", description="Notes through an MCP server"),
@@ -238,8 +239,8 @@ async def test_nothing_starts_at_build_and_the_manifest_lists_servers_not_tools(
     manifest = await anyio_build(str(spec))
     data = json.loads(manifest)
     assert data["mcp_servers"] == [
-        {"id": "notes", "description": "Notes in a folder", "transport": "stdio"},
-        {"id": "search", "description": "Search", "transport": "http"},
+        {"id": "notes", "description": "Notes in a folder", "transport": "stdio", "read_only_tools": [], "trust_annotations": False},
+        {"id": "search", "description": "Search", "transport": "http", "read_only_tools": [], "trust_annotations": False},
     ]
     assert "notes_server.py" not in manifest and "read_note" not in manifest
     assert pids(notes) == []
