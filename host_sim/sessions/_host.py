@@ -327,7 +327,7 @@ class Host:
             engine=engine, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
         )
         if isinstance(self._store, TraceStore):
-            self._traces = Traces._create(self._store, lambda: checked_now(self._clock), self._commit_resolver)
+            self._traces = Traces._create(self._store, lambda: checked_now(self._clock), self._commit_resolver, self._store)
         if self._spool is not None:
             self._spool_consumer = SpoolConsumer(
                 self._spool, self._store, linker, lambda: checked_now(self._clock), max_event_bytes=self._max_event_bytes

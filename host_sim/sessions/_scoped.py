@@ -121,7 +121,8 @@ class ScopedHost(metaclass=NoPublicConstructor):
     @property
     def traces(self) -> ScopedTraces:
         """Traces as the scope sees them (see `ScopedTraces`)."""
-        return ScopedTraces._create(self._host.traces, self._engine().store, self._scope)
+        self._engine()
+        return ScopedTraces._create(self._host.traces, self._scope)
 
     # -- what the user types ---------------------------------------------------------------
     async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
@@ -495,92 +496,36 @@ def _prune(tree: LineageTree, scope: Scope) -> LineageTree:
 class ScopedTraces(metaclass=NoPublicConstructor):
     """`host.traces` within a scope: ``view.traces``.
 
-    A trace is visible when a session of the scope works on it, or when no session works on
-    it yet (a task's trace made by ``for_task``: its ref is the task tracker's, not a
-    tenant's). Its ``links`` list only the scope's sessions. Anything else raises
-    `UnknownTraceError`, exactly as an id that does not exist.
+    The scope is part of the key: the task refs, output ids and commits the scope writes
+    are its own (``for_task("gh:1")`` in two scopes makes two traces), and it finds a trace
+    by them, by the trace's id, by a session of the scope, or by a task ref, output or commit
+    the integrator's unscoped host wrote, when a session of the scope works on that trace
+    (or none does yet). The trace's ``links`` list only the scope's sessions. Anything else
+    raises `UnknownTraceError`, exactly as an id that does not exist.
 
     Obtain it as ``host.scoped(tags).traces``.
     """
 
-    __slots__ = ("_scope", "_store", "_traces")
+    __slots__ = ("_scope", "_traces")
 
-    def __init__(self, traces: Traces, store: Store, scope: Scope) -> None:
+    def __init__(self, traces: Traces, scope: Scope) -> None:
         self._traces = traces
-        self._store = store
         self._scope = scope
 
-    async def _seen(self, trace: Trace) -> Trace | None:
-        """``trace`` as the scope sees it, or ``None`` when it does not see it."""
-        links = []
-        for link in trace.links:
-            record = await self._store.get_session(link.session_id)
-            if record is not None and self._scope.admits(record.tags):
-                links.append(link)
-        if trace.links and not links:
-            return None
-        return attrs.evolve(trace, links=tuple(links))
-
     async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
-        """`Traces.for_task`; the trace lists only the scope's sessions."""
-        trace = await self._seen(await self._traces.for_task(ref, snapshot))
-        if trace is None:
-            raise _no_trace(ref.ref if isinstance(ref, TaskRef) else str(ref))
-        return trace
+        """`Traces.for_task` in the scope's own namespace: another scope's trace of the same task
+        ref is another trace, never found or blocked from here."""
+        return await self._traces.for_task(ref, snapshot, _scope=self._scope.tags)
 
     async def find(self, id: str) -> Trace:
-        """`Traces.find` within the scope: by the trace's id, its task ref, or a session,
-        output or commit of the scope's part of it; `UnknownTraceError` for anything else
+        """`Traces.find` within the scope; `UnknownTraceError` for anything it does not see
         (a session, output or commit outside the scope answers as one never seen)."""
-        key = id.ref if isinstance(id, TaskRef) else id
-        if isinstance(key, str) and unstorable_text(key):  # no store holds it (nor can be asked for it)
-            raise _no_trace(key)
-        found = await self._seen(await self._traces.find(id))
-        if found is None or key not in _keys(found):
-            raise _no_trace(key)
-        return found
+        return await self._traces.find(id, _scope=self._scope.tags)
 
     async def attach_task(self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
-        """`Traces.attach_task` of a trace the scope sees."""
-        try:
-            await self.find(trace_id)
-        except UnknownTraceError:
-            raise UnknownTraceError(
-                f"no trace {trace_id!r} in this host's store; use a Trace.id from host.traces", id=trace_id
-            ) from None
-        attached = await self._seen(await self._traces.attach_task(trace_id, ref, snapshot))
-        assert attached is not None
-        return attached
+        """`Traces.attach_task` of a trace the scope sees, with a task ref of its namespace."""
+        return await self._traces.attach_task(trace_id, ref, snapshot, _scope=self._scope.tags)
 
     async def record_commit(self, output_id: str, commit: str) -> str:
-        """`Traces.record_commit` of an output of a session of the scope; `UnknownTraceError` otherwise."""
-        store = self._store
-        if isinstance(output_id, str) and not unstorable_text(output_id) and isinstance(store, TraceStore):
-            output = await store.get_output(output_id)
-            record = None if output is None else await store.get_session(output.session_id)
-            if output is not None and (record is None or not self._scope.admits(record.tags)):
-                raise UnknownTraceError(  # Traces' own words for an output no trace holds
-                    f"no output {output_id!r} is linked to a trace; report it first (ctx.report_output, "
-                    "or an 'output' spool event), then record its commit",
-                    id=output_id,
-                )
-        return await self._traces.record_commit(output_id, commit)
-
-
-def _keys(trace: Trace) -> set[str]:
-    """What ``find`` answers ``trace`` for: its id, task ref, and its links' sessions, outputs and commits."""
-    keys = {trace.id, *(link.session_id for link in trace.links)}
-    keys |= {o.output_id for o in trace.outputs} | {o.commit for o in trace.outputs if o.commit is not None}
-    if trace.task is not None:
-        keys.add(trace.task.ref)
-    return keys
-
-
-def _no_trace(key: str) -> UnknownTraceError:
-    return UnknownTraceError(
-        f"no trace is found by {key!r}: it is no trace id, task ref, session, output or "
-        "commit this host's store knows; a session joins a trace through "
-        "host.sessions.create(trace=...), a fork or spawn of one, or its first reported output",
-        id=key,
-    )
-
+        """`Traces.record_commit` of an output of the scope; `UnknownTraceError` otherwise."""
+        return await self._traces.record_commit(output_id, commit, _scope=self._scope.tags)
