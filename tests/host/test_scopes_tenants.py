@@ -63,6 +63,7 @@ class Work:
     refs: list[str] = attrs.Factory(list)
     outputs: list[str] = attrs.Factory(list)
     commits: list[str] = attrs.Factory(list)
+    reported: dict[str, str] = attrs.Factory(dict)  # output id -> the session that reported it
 
     def keys(self) -> list[str]:
         return [*self.sessions, *self.traces, *self.refs, *self.outputs, *self.commits]
@@ -86,6 +87,9 @@ async def act(view: ScopedHost, work: Work, op: str, k: int) -> None:
     elif op == "output":
         session = work.sessions[k % len(work.sessions)]
         done = await view.submit(session, f"/report chg-{k}")
+        if work.reported.setdefault(f"chg-{k}", session) != session:  # the tenant's own id, twice
+            assert done.error is not None and "output ids are unique" in done.error
+            return
         assert done.error is None, done.error  # the other tenant's chg-k is another key
         work.outputs.append(f"chg-{k}")
         work.traces.append((await view.traces.find(session)).id)
