@@ -49,6 +49,7 @@ from ._commands import Commands
 from ._completions import Completion, Completions
 from ._engine import Engine, checked_now
 from ._events import EventHub, EventStream
+from ._scope_seq import ScopeNumbers
 from ._ids import new_host_id
 from ._integrator import log_of
 from ._scope import Scope
@@ -196,6 +197,7 @@ class Host:
         self._jobs: JobBook | None = None
         self._commands: Commands | None = None
         self._link: HostsLink | None = None
+        self._scope_numbers = ScopeNumbers(event_history)  # per-scope event numbering (remade on open)
         self._state: Literal["new", "open", "closed"] = "new"
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -281,8 +283,10 @@ class Host:
             if link is not None:  # events published before the link exists are written once it runs
                 await link.written()
 
+        self._scope_numbers = numbers = ScopeNumbers(self._event_history)
         events = EventHub(
             lambda: checked_now(self._clock),
+            observe=numbers.saw,
             history=self._event_history,
             host_id=new_host_id() if shared is None else shared.host_id,
             replay=None if shared is None else replay_of(shared),

@@ -28,6 +28,7 @@ from ..traces._errors import UnknownTraceError
 from ..traces._service import Traces
 from ..traces._types import ActionRecord, ActionStatus, PendingAction, TaskRef, Trace
 from ._events import EventStream, HostEvent, Lagged
+from ._scope_seq import ScopeNumbers
 from .._host_made import NoPublicConstructor
 from ._handles import AiSessionsImpl, SessionHandle, TurnHandle
 from ._jobs import Job, JobPage
@@ -229,17 +230,32 @@ class ScopedHost(metaclass=NoPublicConstructor):
         """`Host.subscribe`, filtered in the host: only events of the scope's sessions.
 
         Events that belong to no session (a palette command's ``command_finished``) are left
-        out: they cannot be told apart by tenant. ``lagged`` events pass (they say how many
-        events of the whole host this subscriber missed, and carry nothing else). ``after``
-        resumes after a seq read before, as for `Host.subscribe` (the scope's events only).
+        out: they cannot be told apart by tenant. ``seq`` is the scope's own numbering
+        (1, 2, 3, ... over the scope's events only, numbered by this host), so no gap tells of
+        another tenant's activity; a ``lagged`` event's ``missed`` counts the scope's events
+        this subscriber missed. ``after`` resumes after a scope seq read before (a seq never
+        given here: only what is new follows).
         """
         return self._subscribe(buffer, after)
 
     @asynccontextmanager
     async def _subscribe(self, buffer: int, after: int | None) -> AsyncIterator[ScopedEventStream]:
         engine = self._engine()
-        async with engine.events.subscribe(buffer, after) as stream:
-            yield ScopedEventStream._create(stream, engine, self._scope)
+        numbers = self._host._scope_numbers
+        if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+            resume: int | None = after  # the hub names what is wrong with it
+        elif after is None:
+            resume = None
+        else:
+            resume = await numbers.host_seq(engine, self._scope, after)
+            if resume is None:  # a seq this scope was never given here: what is new follows
+                after = None
+        if isinstance(buffer, int) and not isinstance(buffer, bool):
+            numbers.keep = max(numbers.keep, buffer)
+        async with engine.events.subscribe(buffer, resume) as stream:
+            if after is None:  # the scope's seq of the last event before the stream starts
+                after = await numbers.upto(engine, self._scope, stream.after)
+            yield ScopedEventStream._create(stream, engine, self._scope, numbers, after)
 
     def __repr__(self) -> str:
         return f"<ScopedHost {dict(self._scope.tags)!r}>"
@@ -250,53 +266,50 @@ class ScopedEventStream(metaclass=NoPublicConstructor):
     """The events of one scope: ``async for event in events``, as `EventStream`.
 
     Obtain it from ``async with view.subscribe() as events``. The host decides which
-    events pass, by the tags of the session each belongs to (read once per session).
+    events pass, by the tags of the session each belongs to (read once per session). Their
+    ``seq`` is the scope's own numbering (1, 2, 3, ... over the scope's events only, see
+    `Host.scoped`), and a ``lagged`` event counts the scope's events this subscriber missed.
     """
 
-    __slots__ = ("_engine", "_jobs", "_scope", "_stream", "_visible")
+    __slots__ = ("_engine", "_last", "_numbers", "_owed", "_scope", "_stream")
 
-    def __init__(self, stream: EventStream, engine: Engine, scope: Scope) -> None:
+    def __init__(self, stream: EventStream, engine: Engine, scope: Scope, numbers: ScopeNumbers, last: int) -> None:
         self._stream = stream
         self._engine = engine
         self._scope = scope
-        self._visible: dict[str, bool] = {}  # session id -> inside (tags never change)
-        self._jobs: dict[str, bool] = {}  # job id -> inside
+        self._numbers = numbers
+        self._last = last  # the scope seq of the last event handed out, or started after
+        self._owed: HostEvent | None = None  # the event after a lagged one
 
     def __aiter__(self) -> ScopedEventStream:
         return self
 
     async def __anext__(self) -> HostEvent:
+        owed, self._owed = self._owed, None
+        if owed is not None:
+            return owed
         async for event in self._stream:
-            if await self._passes(event):
-                return event
+            if isinstance(event, Lagged):  # the host's events through event.seq were dropped: how many were ours
+                through = await self._numbers.upto(self._engine, self._scope, event.seq)
+                if through > self._last:  # its seq: the scope's last missed one, as for Host.subscribe
+                    missed, self._last = through - self._last, through
+                    return Lagged(seq=through, at=event.at, host_id=event.host_id, missed=missed)
+                continue
+            if event.seq is None:  # a reply delta: live only, never numbered
+                if await self._numbers.passes(self._engine, self._scope, event):
+                    return event
+                continue
+            seq = await self._numbers.number(self._engine, self._scope, event)
+            if seq is None or seq <= self._last:
+                continue
+            shown = attrs.evolve(event, seq=seq)
+            missed = seq - self._last - 1  # numbered, then dropped before this stream read them
+            self._last = seq
+            if missed > 0:
+                self._owed = shown
+                return Lagged(seq=seq - 1, at=event.at, host_id=event.host_id, missed=missed)
+            return shown
         raise StopAsyncIteration
-
-    async def _inside(self, session_id: str) -> bool:
-        known = self._visible.get(session_id)
-        if known is None:
-            record = await self._engine.store.get_session(SessionId(session_id))
-            known = self._visible[session_id] = record is not None and self._scope.admits(record.tags)
-        return known
-
-    async def _passes(self, event: HostEvent) -> bool:
-        if isinstance(event, Lagged):
-            return True
-        session_id = getattr(event, "session_id", None)
-        job_id = getattr(event, "job_id", None)
-        if event.kind == "session_created":
-            self._visible[event.session_id] = self._scope.admits(event.tags)
-        if isinstance(session_id, str):
-            inside = await self._inside(session_id)
-            if isinstance(job_id, str):
-                self._jobs[job_id] = inside
-            return inside
-        if isinstance(job_id, str):  # job_finished names only its job: the job's session decides
-            known = self._jobs.get(job_id)
-            if known is None:
-                record = await self._engine.log.get_job(job_id)
-                known = self._jobs[job_id] = record is not None and await self._inside(record.session_id)
-            return known
-        return False  # an event of no session (a palette command): no tenant's
 
 
 @final
