@@ -19,6 +19,7 @@ what this host saw).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
 import anyio
@@ -88,6 +89,25 @@ class _Count:
         self.numbered: dict[int, int] = {}  # host seq -> scope seq, for the events still kept
         self.lock = anyio.Lock()
 
+    async def advance(self, events: deque[HostEvent], end: Callable[[], int], keep: int) -> None:
+        """Number the scope's events up to the newest one kept (in order, once each); ``end()``:
+        the position after the newest event (it moves while membership is read)."""
+        async with self.lock:
+            while True:
+                oldest = end() - len(events)
+                self.through = max(self.through, oldest)  # dropped before being numbered: never will be
+                if self.through >= end():
+                    break
+                event = events[self.through - oldest]
+                self.through += 1
+                if await self.membership.passes(event):
+                    self.count += 1
+                    assert event.seq is not None
+                    self.numbered[event.seq] = self.count
+            if len(self.numbered) > 2 * max(keep, 1):  # forget the numbers of events no longer kept
+                kept = {e.seq for e in events}
+                self.numbered = {s: n for s, n in self.numbered.items() if s in kept}
+
 
 @final
 class ScopeNumbers:
@@ -120,22 +140,11 @@ class ScopeNumbers:
         return count
 
     async def _advance(self, count: _Count) -> None:
-        """Number the scope's events up to the newest one kept (in order, once each)."""
-        async with count.lock:
-            while True:
-                oldest = self._end - len(self._events)
-                count.through = max(count.through, oldest)  # dropped before being numbered: never will be
-                if count.through >= self._end:
-                    break
-                event = self._events[count.through - oldest]
-                count.through += 1
-                if await count.membership.passes(event):
-                    count.count += 1
-                    assert event.seq is not None
-                    count.numbered[event.seq] = count.count
-            if len(count.numbered) > 2 * max(self.keep, 1):  # forget the numbers of events no longer kept
-                kept = {e.seq for e in self._events}
-                count.numbered = {s: n for s, n in count.numbered.items() if s in kept}
+        await count.advance(self._events, lambda: self._end, self.keep)
+
+    def keep_at_least(self, buffer: int) -> None:
+        """Keep as many events as a subscriber's ``buffer`` (its lag is counted in them)."""
+        self.keep = max(self.keep, buffer)
 
     async def number(self, engine: Engine, scope: Scope, event: HostEvent) -> int | None:
         """The scope's seq of ``event`` (one the hub delivered), or ``None`` when it is not the scope's."""

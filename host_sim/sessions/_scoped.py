@@ -251,7 +251,7 @@ class ScopedHost(metaclass=NoPublicConstructor):
             if resume is None:  # a seq this scope was never given here: what is new follows
                 after = None
         if isinstance(buffer, int) and not isinstance(buffer, bool):
-            numbers.keep = max(numbers.keep, buffer)
+            numbers.keep_at_least(buffer)
         async with engine.events.subscribe(buffer, resume) as stream:
             if after is None:  # the scope's seq of the last event before the stream starts
                 after = await numbers.upto(engine, self._scope, stream.after)
@@ -522,23 +522,23 @@ class ScopedTraces(metaclass=NoPublicConstructor):
     __slots__ = ("_scope", "_traces")
 
     def __init__(self, traces: Traces, scope: Scope) -> None:
-        self._traces = traces
+        self._traces = traces._within(scope.tags)
         self._scope = scope
 
     async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
         """`Traces.for_task` in the scope's own namespace: another scope's trace of the same task
         ref is another trace, never found or blocked from here."""
-        return await self._traces.for_task(ref, snapshot, _scope=self._scope.tags)
+        return await self._traces.for_task(ref, snapshot)
 
     async def find(self, id: str) -> Trace:
         """`Traces.find` within the scope; `UnknownTraceError` for anything it does not see
         (a session, output or commit outside the scope answers as one never seen)."""
-        return await self._traces.find(id, _scope=self._scope.tags)
+        return await self._traces.find(id)
 
     async def attach_task(self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
         """`Traces.attach_task` of a trace the scope sees, with a task ref of its namespace."""
-        return await self._traces.attach_task(trace_id, ref, snapshot, _scope=self._scope.tags)
+        return await self._traces.attach_task(trace_id, ref, snapshot)
 
     async def record_commit(self, output_id: str, commit: str) -> str:
         """`Traces.record_commit` of an output of the scope; `UnknownTraceError` otherwise."""
-        return await self._traces.record_commit(output_id, commit, _scope=self._scope.tags)
+        return await self._traces.record_commit(output_id, commit)

@@ -34,7 +34,7 @@ from ..stores._traces import (
 from ..stores._traces import namespace, scoped_key, shown_key
 from ._errors import TraceError, UnknownTraceError
 from ._types import TaskRef, Trace, TraceLink, TraceOutput, TraceTask
-from ._visible import Tags, admits, check_key, output_space, visible_trace
+from ._visible import admits, check_key, output_space, visible_trace
 
 __all__ = ["CommitResolver", "TraceLinker", "Traces", "new_trace_id", "no_traces", "require_traces"]
 
@@ -191,21 +191,31 @@ class Traces(metaclass=NoPublicConstructor):
     trace index; a trace read here gets the missing commits of its outputs from the host's
     ``commit_resolver`` (if any) and stores the first one found.
 
-    Each method takes the scope it acts within (``scope``, private: `ScopedTraces` passes
-    its tags; the integrator's host passes none): one surface, parameterised.
+    It acts within a scope (`ScopedTraces` holds one made by ``_within``; the integrator's
+    has none): one surface, parameterised by the scope.
     """
 
-    __slots__ = ("_clock", "_resolver", "_sessions", "_store")
+    __slots__ = ("_clock", "_resolver", "_scope", "_sessions", "_store")
 
     def __init__(
-        self, store: TraceStore, clock: Callable[[], datetime], resolver: CommitResolver | None, sessions: Store
+        self,
+        store: TraceStore,
+        clock: Callable[[], datetime],
+        resolver: CommitResolver | None,
+        sessions: Store,
+        scope: Mapping[str, str] | None = None,
     ) -> None:
         self._store = store
         self._sessions = sessions  # the same store, as the keeper of session records (their tags)
         self._clock = clock
         self._resolver = resolver
+        self._scope = scope  # the tags of the scope it acts within (None: every trace)
 
-    async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None, *, _scope: Tags = None) -> Trace:
+    def _within(self, scope: Mapping[str, str] | None) -> Traces:
+        """These traces as a scope with tags ``scope`` sees them."""
+        return Traces._create(self._store, self._clock, self._resolver, self._sessions, scope)
+
+    async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
         """The trace of task ``ref``, created (origin ``"task"``, with ``snapshot``, a JSON
         object describing the task as it is now) when the task has none yet.
 
@@ -213,11 +223,11 @@ class Traces(metaclass=NoPublicConstructor):
         """
         task_ref = _task_ref(ref)
         frozen = _snapshot(snapshot)
-        key = scoped_key(namespace(_scope), task_ref.ref)  # the scope is part of the key
+        key = scoped_key(namespace(self._scope), task_ref.ref)  # the scope is part of the key
         existing = await self._store.find_trace(key)
         if existing is not None and (records := await self._store.get_trace(existing)) is not None:
             if records.task is not None and records.task.ref == key:
-                return await self.find(existing, _scope=_scope)
+                return await self.find(existing)
         now = self._clock()
         trace_id = new_trace_id()
         try:
@@ -230,20 +240,20 @@ class Traces(metaclass=NoPublicConstructor):
             if found is None:
                 raise
             trace_id = found
-        return await self.find(trace_id, _scope=_scope)
+        return await self.find(trace_id)
 
-    async def find(self, id: str, *, _scope: Tags = None) -> Trace:
+    async def find(self, id: str) -> Trace:
         """The trace ``id`` leads to: a trace id, a task ref (``"github:42"``), a session id,
         an output id or a commit hash. Raises `UnknownTraceError` for anything else."""
         key = id.ref if isinstance(id, TaskRef) else id
-        records = await visible_trace(self._sessions, self._store, _scope, key)
+        records = await visible_trace(self._sessions, self._store, self._scope, key)
         if records is None:
             assert isinstance(key, str)
             raise no_trace_by(key)
         return await self._read(records)
 
     async def attach_task(
-        self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None, *, _scope: Tags = None
+        self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None
     ) -> Trace:
         """Give trace ``trace_id`` (a chat trace) its task; its origin stays as it was.
 
@@ -252,8 +262,8 @@ class Traces(metaclass=NoPublicConstructor):
         """
         task_ref = _task_ref(ref)
         frozen = _snapshot(snapshot)
-        records = await self._records(trace_id, _scope)
-        key = scoped_key(namespace(_scope), task_ref.ref)
+        records = await self._records(trace_id)
+        key = scoped_key(namespace(self._scope), task_ref.ref)
         if records.task is not None:
             raise TraceError(
                 f"trace {trace_id!r} already has task {shown_key(records.task.ref)!r}; a trace gets one task, "
@@ -273,9 +283,9 @@ class Traces(metaclass=NoPublicConstructor):
             )
         except StoreError as exc:
             raise TraceError(f"cannot attach task {task_ref.ref!r} to trace {trace_id!r}: {exc}", trace_id=trace_id) from exc
-        return await self.find(trace_id, _scope=_scope)
+        return await self.find(trace_id)
 
-    async def record_commit(self, output_id: str, commit: str, *, _scope: Tags = None) -> str:
+    async def record_commit(self, output_id: str, commit: str) -> str:
         """Store ``commit`` as the commit that landed output ``output_id``, unless one is stored.
 
         Returns the hash now stored: ``commit``, or the earlier one (a different value is the
@@ -283,12 +293,13 @@ class Traces(metaclass=NoPublicConstructor):
         """
         check_text("output_id", output_id, what="an output id")
         check_commit(commit)
-        stored = await self._output(output_id, _scope)
+        stored = await self._output(output_id)
         return await record_commit(self._store, self._clock, stored, commit, event_id=None)
 
-    async def _output(self, output_id: str, scope: Tags) -> str:
+    async def _output(self, output_id: str) -> str:
         """The stored id of output ``output_id`` as ``scope`` names it (its namespace's, else
         the unscoped one's, of a session of the scope); `UnknownTraceError` otherwise."""
+        scope = self._scope
         if unstorable_text(output_id):
             raise no_output(output_id)
         space = namespace(scope)
@@ -303,10 +314,10 @@ class Traces(metaclass=NoPublicConstructor):
             return stored
         raise no_output(output_id)
 
-    async def _records(self, trace_id: str, scope: Tags) -> TraceRecords:
+    async def _records(self, trace_id: str) -> TraceRecords:
         if not isinstance(trace_id, str) or not trace_id:
             raise InvalidArgumentError(f"trace_id must be a trace id (str), got {show(trace_id)}", argument="trace_id", value=trace_id)
-        records = await visible_trace(self._sessions, self._store, scope, trace_id)
+        records = await visible_trace(self._sessions, self._store, self._scope, trace_id)
         if records is None or records.trace.id != trace_id:
             raise no_trace_id(trace_id)
         return records
