@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Final, final
 
 import anyio
 
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from ._scope import Scope
 
 __all__ = ["Membership", "ScopeNumbers"]
+
+_CACHED: Final = 4096
+"""Sessions (and jobs) whose membership a scope remembers; beyond, it reads them again."""
 
 
 @final
@@ -50,6 +53,8 @@ class Membership:
     async def _inside(self, session_id: str) -> bool:
         known = self._visible.get(session_id)
         if known is None:
+            if len(self._visible) >= _CACHED:  # a host-lived cache stays bounded: start again
+                self._visible.clear()
             record = await self._engine.store.get_session(SessionId(session_id))
             known = self._visible[session_id] = record is not None and self._scope.admits(record.tags)
         return known
@@ -70,6 +75,8 @@ class Membership:
         if isinstance(job_id, str):  # job_finished names only its job: the job's session decides
             known = self._jobs.get(job_id)
             if known is None:
+                if len(self._jobs) >= _CACHED:
+                    self._jobs.clear()
                 record = await self._engine.log.get_job(job_id)
                 known = self._jobs[job_id] = record is not None and await self._inside(record.session_id)
             return known
