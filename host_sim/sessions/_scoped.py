@@ -23,7 +23,6 @@ from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin
 from ..lineage._tree import LineageTree
 from ..lineage._types import LineageArtifact, LineageChain, LineageEdge, LineageRelation, SessionMetrics, SessionNode
 from ..stores._records import Invocation, JobStatus
-from ..stores._traces import TraceStore
 from ..traces._errors import UnknownTraceError
 from ..traces._service import Traces
 from ..traces._types import ActionRecord, ActionStatus, PendingAction, TaskRef, Trace
