@@ -7,7 +7,14 @@ it times (median of 30) the tenant's first page of sessions (``limit=50``), its 
 (``notifications()``) and its first page of jobs (``jobs(limit=50)``), among ``--others``
 and among 100 other sessions. Target: within 1.5x.
 
+No existence oracle by timing (API.md §24): with another tenant's sessions loaded in this
+host's memory (it served them), the tenant's view reads an id of theirs and an id that
+does not exist, alternately, ``--oracle-rounds`` times each, through ``sessions.get``,
+``transcript`` and ``lineage.node``; it prints the median of each and their ratio (the
+slower over the faster). Target: within 1.5x (an outside id takes the missing id's path).
+
     python benchmarks/scopes.py [--others 100000] [--stores memory,sqlite,postgres] [--backend asyncio|trio]
+        [--oracle-rounds 400]
 
 ``postgres`` starts its own server from Debian's binaries (as the tests do).
 """
@@ -30,6 +37,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from host.postgres_server import MISSING, PostgresServer, find_binaries  # noqa: E402
 
 from host_sim import Host, MemoryStore, PostgresStore, SqliteStore, Store  # noqa: E402
+from modular_sdk import UnknownSessionError  # noqa: E402
 
 TENANT = {"user": "tenant"}
 ROUNDS = 30
@@ -100,8 +108,61 @@ async def reads(host: Host) -> dict[str, float]:
     return {"sessions page": await median(page, 50), "notifications": await median(inbox, 20), "jobs page": await median(jobs, 20)}
 
 
-async def main(others: int, stores: list[str], server: PostgresServer | None) -> None:
+OUTSIDER = {"user": "outsider"}
+
+
+async def oracle(make: Callable[[], Store], rounds: int) -> dict[str, tuple[float, float]]:
+    """Median seconds of a scoped read of another tenant's (cached) id and of a missing id."""
+    async with Host(store=make()) as host:
+        theirs = [await host.scoped(OUTSIDER).sessions.create() for _ in range(20)]
+        for session in theirs:  # their sessions are in this host's memory, as after serving them
+            await host.scoped(OUTSIDER).transcript(session)
+        view = host.scoped(TENANT)
+        await view.sessions.create()
+        reads: dict[str, Callable[[str], Awaitable[object]]] = {
+            "get": view.sessions.get,
+            "transcript": view.transcript,
+            "node": view.lineage.node,
+        }
+        results: dict[str, tuple[float, float]] = {}
+        for name, read in reads.items():
+            times: dict[bool, list[float]] = {True: [], False: []}
+            for i in range(-40, rounds * 2):  # the first 40 warm up, untimed
+                outside = i % 2 == 0
+                session_id = theirs[i % len(theirs)].id if outside else f"ses_{i:012x}"
+                start = time.perf_counter()
+                try:
+                    await read(session_id)
+                except UnknownSessionError:
+                    if i >= 0:
+                        times[outside].append(time.perf_counter() - start)
+                else:
+                    raise AssertionError(f"{name}({session_id!r}) answered through a scope that does not see it")
+            results[name] = (statistics.median(times[True]), statistics.median(times[False]))
+        return results
+
+
+async def main(others: int, stores: list[str], server: PostgresServer | None, rounds: int) -> None:
     failed = False
+    for kind in stores:
+        if kind == "memory":
+            continue
+        with tempfile.TemporaryDirectory() as folder:
+            if kind == "sqlite":
+                path = Path(folder) / "oracle.sqlite"
+                timed = await oracle(lambda: SqliteStore(path), rounds)
+            else:
+                assert server is not None
+                dsn = server.database("oracle")
+                timed = await oracle(lambda: PostgresStore(dsn), rounds)
+        for read, (outside, missing) in timed.items():
+            ratio = max(outside, missing) / min(outside, missing)
+            verdict = "PASS" if ratio <= 1.5 else "FAIL"
+            failed |= verdict == "FAIL"
+            print(
+                f"{kind:7} {read:10} outside id: {outside * 1e6:7.1f} us  missing id: {missing * 1e6:7.1f} us  "
+                f"ratio {ratio:4.2f}x  (target <= 1.5x) {verdict}"
+            )
     for kind in stores:
         results: dict[int, dict[str, float]] = {}
         for count in (100, others):
@@ -134,6 +195,7 @@ if __name__ == "__main__":
     parser.add_argument("--others", type=int, default=100_000)
     parser.add_argument("--stores", default="memory,sqlite")
     parser.add_argument("--backend", default="asyncio", choices=("asyncio", "trio"))
+    parser.add_argument("--oracle-rounds", type=int, default=400)
     args = parser.parse_args()
     kinds = args.stores.split(",")
     server = None
@@ -143,7 +205,7 @@ if __name__ == "__main__":
             raise SystemExit(f"benchmarks/scopes.py: {MISSING}")
         server = PostgresServer(binaries)
     try:
-        anyio.run(main, args.others, kinds, server, backend=args.backend)
+        anyio.run(main, args.others, kinds, server, args.oracle_rounds, backend=args.backend)
     finally:
         if server is not None:
             server.stop()

@@ -178,7 +178,7 @@ class TraceTask:
 @final
 class Traces:
     """The host's traces: why code exists, from task to session to output to commit."""
-    def __init__(self, store: TraceStore, clock: Callable[[], datetime], resolver: CommitResolver | None) -> None: ...
+    def __init__(self, store: TraceStore, clock: Callable[[], datetime], resolver: CommitResolver | None, sessions: Store, scope: Mapping[str, str] | None = None) -> None: ...
     async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
         """The trace of task ``ref``, created (origin ``"task"``, with ``snapshot``, a JSON"""
     async def find(self, id: str) -> Trace:
@@ -287,6 +287,9 @@ class EventStream:
     """One subscriber's view of the host's events: ``async for event in events``."""
     def __init__(self, hub: EventHub, buffer: int) -> None: ...
     buffer: int
+    @property
+    def after(self) -> int:
+        """The seq of the last event this stream delivered, or starts after. Read-only."""
 
 
 @attrs.frozen(kw_only=True)
@@ -900,7 +903,7 @@ class ReplyDelta:
 @final
 class ScopedEventStream:
     """The events of one scope: ``async for event in events``, as `EventStream`."""
-    def __init__(self, stream: EventStream, engine: Engine, scope: Scope) -> None: ...
+    def __init__(self, stream: EventStream, engine: Engine, scope: Scope, numbers: ScopeNumbers, last: int) -> None: ...
 
 
 @final
@@ -991,15 +994,15 @@ class ScopedLineage:
 @final
 class ScopedTraces:
     """`host.traces` within a scope: ``view.traces``."""
-    def __init__(self, traces: Traces, store: Store, scope: Scope) -> None: ...
+    def __init__(self, traces: Traces, scope: Scope) -> None: ...
     async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
-        """`Traces.for_task`; the trace lists only the scope's sessions."""
+        """`Traces.for_task` in the scope's own namespace: another scope's trace of the same task"""
     async def find(self, id: str) -> Trace:
-        """`Traces.find` within the scope: by the trace's id, its task ref, or a session,"""
+        """`Traces.find` within the scope; `UnknownTraceError` for anything it does not see"""
     async def attach_task(self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
-        """`Traces.attach_task` of a trace the scope sees."""
+        """`Traces.attach_task` of a trace the scope sees, with a task ref of its namespace."""
     async def record_commit(self, output_id: str, commit: str) -> str:
-        """`Traces.record_commit` of an output of a session of the scope; `UnknownTraceError` otherwise."""
+        """`Traces.record_commit` of an output of the scope; `UnknownTraceError` otherwise."""
 
 
 @final

@@ -294,6 +294,7 @@ class EventHub:
         "_end",
         "_history",
         "_last_seq",
+        "_observe",
         "_outbox",
         "_outbox_ready",
         "_ring",
@@ -317,8 +318,10 @@ class EventHub:
         replay: Replay | None = None,
         settle: Callable[[], Awaitable[int]] | None = None,
         write: Callable[[], Awaitable[None]] | None = None,
+        observe: Callable[[HostEvent], None] | None = None,
     ) -> None:
         self._clock = clock
+        self._observe = observe  # sees every event the ring receives, in order (per-scope numbering)
         self._history = history
         self.host_id = host_id
         self.replay = replay
@@ -422,6 +425,8 @@ class EventHub:
 
     def deliver(self, event: HostEvent) -> None:
         """Put a numbered event in the ring and wake the subscribers that wait."""
+        if self._observe is not None:
+            self._observe(event)
         self._ring.append(event)
         self._end += 1
         if event.seq is not None:
@@ -488,6 +493,11 @@ class EventStream:
         self._missed = 0  # a lagged event owed before the next one
         self._catching_up = False  # reading the store's rows instead of the ring (shared stores)
         self._page: deque[HostEvent] = deque()
+
+    @property
+    def after(self) -> int:
+        """The seq of the last event this stream delivered, or starts after. Read-only."""
+        return self._after
 
     def _resume(self, after: int) -> None:
         """Start after seq ``after``: from the ring, or (shared store) from the store's rows."""

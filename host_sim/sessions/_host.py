@@ -51,6 +51,7 @@ from ._commands import Commands
 from ._completions import Completion, Completions
 from ._engine import Engine, checked_now
 from ._events import EventHub, EventStream
+from ._scope_seq import ScopeNumbers
 from ._ids import new_host_id
 from ._integrator import log_of
 from ._scope import Scope
@@ -199,6 +200,7 @@ class Host:
         self._jobs: JobBook | None = None
         self._commands: Commands | None = None
         self._link: HostsLink | None = None
+        self._scope_numbers = ScopeNumbers(event_history)  # per-scope event numbering (remade on open)
         self._state: Literal["new", "open", "closed"] = "new"
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -285,8 +287,10 @@ class Host:
             if link is not None:  # events published before the link exists are written once it runs
                 await link.written()
 
+        self._scope_numbers = numbers = ScopeNumbers(self._event_history)
         events = EventHub(
             lambda: checked_now(self._clock),
+            observe=numbers.saw,
             history=self._event_history,
             host_id=new_host_id() if shared is None else shared.host_id,
             replay=None if shared is None else replay_of(shared),
@@ -332,7 +336,7 @@ class Host:
             engine=engine, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
         )
         if isinstance(self._store, TraceStore):
-            self._traces = Traces._create(self._store, lambda: checked_now(self._clock), self._commit_resolver)
+            self._traces = Traces._create(self._store, lambda: checked_now(self._clock), self._commit_resolver, self._store)
         if self._spool is not None:
             self._spool_consumer = SpoolConsumer(
                 self._spool, self._store, linker, lambda: checked_now(self._clock), max_event_bytes=self._max_event_bytes

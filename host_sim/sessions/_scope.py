@@ -19,6 +19,7 @@ from modular_sdk import ActionStateError, InvalidArgumentError, SessionId, Unkno
 from modular_sdk._rules import show, unstorable_text
 
 from ..lineage._provenance import find_turn
+from ..traces._visible import admits
 
 if TYPE_CHECKING:
     from ..stores._protocol import LogStore, Store
@@ -64,7 +65,7 @@ class Scope:
 
     def admits(self, tags: Mapping[str, str]) -> bool:
         """Whether a session with these tags is inside the scope (its tags include all of the scope's)."""
-        return all(tags.get(key) == value for key, value in self.tags.items())
+        return admits(self.tags, tags)
 
     def merged(self, more: object, *, what: str = "tags") -> dict[str, str]:
         """The scope's tags plus ``more`` (which may add tags, never change one of the scope's)."""
@@ -138,10 +139,10 @@ async def session_record(store: Store, scope: Scope, session_id: object) -> Sess
 async def session_state(engine: Engine, scope: Scope, session_id: object) -> SessionState:
     """The live state of a session the scope sees; `UnknownSessionError` (as for a missing id) otherwise."""
     live = engine.sessions.get(SessionId(session_id)) if isinstance(session_id, str) else None
-    if live is not None:  # tags never change: the cached record decides
-        if not scope.admits(live.record.tags):
-            raise no_session(str(session_id))
+    if live is not None and scope.admits(live.record.tags):  # tags never change: the cached record decides
         return live
+    # a session outside the scope takes the path of a missing id, the store read included: a
+    # cache answer that a missing id cannot have would time its existence (API.md §24)
     record = await session_record(engine.store, scope, session_id)
     return await engine.load(record.id)
 
@@ -198,21 +199,18 @@ async def check_action(store: Store, traces: TraceStore, scope: Scope, action_id
 
 
 async def check_trace(store: Store, scope: Scope, trace_id: object) -> None:
-    """Refuse ``sessions.create(trace=...)`` of a trace the scope does not see (one a session
-    outside it works on, and none inside) exactly as a trace that does not exist."""
+    """Refuse ``sessions.create(trace=...)`` of a trace the scope does not see exactly as a
+    trace that does not exist (the one scope check of traces: `traces._visible`)."""
     from ..stores._traces import TraceStore
     from ..traces._errors import UnknownTraceError
+    from ..traces._visible import visible_trace
 
-    if not isinstance(trace_id, str) or unstorable_text(trace_id) or not isinstance(store, TraceStore):
+    if not isinstance(trace_id, str) or not trace_id or unstorable_text(trace_id) or not isinstance(store, TraceStore):
         return  # the unscoped checks name what is wrong with it
-    records = await store.get_trace(trace_id)
-    if records is None:
-        return
-    for link in records.links:
-        session = await store.get_session(link.session_id)
-        if session is not None and scope.admits(session.tags):
-            return
-    if records.links:
+    if await store.get_trace(trace_id) is None:
+        return  # missing: the unscoped check answers it
+    seen = await visible_trace(store, store, scope.tags, trace_id)
+    if seen is None or seen.trace.id != trace_id:
         raise UnknownTraceError(
             f"no trace {trace_id!r} in this host's store; pass trace= a Trace.id from host.traces "
             "(for_task or find)",

@@ -23,11 +23,11 @@ from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin
 from ..lineage._tree import LineageTree
 from ..lineage._types import LineageArtifact, LineageChain, LineageEdge, LineageRelation, SessionMetrics, SessionNode
 from ..stores._records import Invocation, JobStatus
-from ..stores._traces import TraceStore
 from ..traces._errors import UnknownTraceError
 from ..traces._service import Traces
 from ..traces._types import ActionRecord, ActionStatus, PendingAction, TaskRef, Trace
 from ._events import EventStream, HostEvent, Lagged
+from ._scope_seq import ScopeNumbers
 from .._host_made import NoPublicConstructor
 from ._approvals import Approvals
 from ._handles import AiSessionsImpl, SessionHandle, TurnHandle
@@ -122,7 +122,8 @@ class ScopedHost(metaclass=NoPublicConstructor):
     @property
     def traces(self) -> ScopedTraces:
         """Traces as the scope sees them (see `ScopedTraces`)."""
-        return ScopedTraces._create(self._host.traces, self._engine().store, self._scope)
+        self._engine()
+        return ScopedTraces._create(self._host.traces, self._scope)
 
     # -- what the user types ---------------------------------------------------------------
     async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
@@ -238,17 +239,32 @@ class ScopedHost(metaclass=NoPublicConstructor):
         """`Host.subscribe`, filtered in the host: only events of the scope's sessions.
 
         Events that belong to no session (a palette command's ``command_finished``) are left
-        out: they cannot be told apart by tenant. ``lagged`` events pass (they say how many
-        events of the whole host this subscriber missed, and carry nothing else). ``after``
-        resumes after a seq read before, as for `Host.subscribe` (the scope's events only).
+        out: they cannot be told apart by tenant. ``seq`` is the scope's own numbering
+        (1, 2, 3, ... over the scope's events only, numbered by this host), so no gap tells of
+        another tenant's activity; a ``lagged`` event's ``missed`` counts the scope's events
+        this subscriber missed. ``after`` resumes after a scope seq read before (a seq never
+        given here: only what is new follows).
         """
         return self._subscribe(buffer, after)
 
     @asynccontextmanager
     async def _subscribe(self, buffer: int, after: int | None) -> AsyncIterator[ScopedEventStream]:
         engine = self._engine()
-        async with engine.events.subscribe(buffer, after) as stream:
-            yield ScopedEventStream._create(stream, engine, self._scope)
+        numbers = self._host._scope_numbers
+        if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+            resume: int | None = after  # the hub names what is wrong with it
+        elif after is None:
+            resume = None
+        else:
+            resume = await numbers.host_seq(engine, self._scope, after)
+            if resume is None:  # a seq this scope was never given here: what is new follows
+                after = None
+        if isinstance(buffer, int) and not isinstance(buffer, bool):
+            numbers.keep_at_least(buffer)
+        async with engine.events.subscribe(buffer, resume) as stream:
+            if after is None:  # the scope's seq of the last event before the stream starts
+                after = await numbers.upto(engine, self._scope, stream.after)
+            yield ScopedEventStream._create(stream, engine, self._scope, numbers, after)
 
     def __repr__(self) -> str:
         return f"<ScopedHost {dict(self._scope.tags)!r}>"
@@ -259,53 +275,50 @@ class ScopedEventStream(metaclass=NoPublicConstructor):
     """The events of one scope: ``async for event in events``, as `EventStream`.
 
     Obtain it from ``async with view.subscribe() as events``. The host decides which
-    events pass, by the tags of the session each belongs to (read once per session).
+    events pass, by the tags of the session each belongs to (read once per session). Their
+    ``seq`` is the scope's own numbering (1, 2, 3, ... over the scope's events only, see
+    `Host.scoped`), and a ``lagged`` event counts the scope's events this subscriber missed.
     """
 
-    __slots__ = ("_engine", "_jobs", "_scope", "_stream", "_visible")
+    __slots__ = ("_engine", "_last", "_numbers", "_owed", "_scope", "_stream")
 
-    def __init__(self, stream: EventStream, engine: Engine, scope: Scope) -> None:
+    def __init__(self, stream: EventStream, engine: Engine, scope: Scope, numbers: ScopeNumbers, last: int) -> None:
         self._stream = stream
         self._engine = engine
         self._scope = scope
-        self._visible: dict[str, bool] = {}  # session id -> inside (tags never change)
-        self._jobs: dict[str, bool] = {}  # job id -> inside
+        self._numbers = numbers
+        self._last = last  # the scope seq of the last event handed out, or started after
+        self._owed: HostEvent | None = None  # the event after a lagged one
 
     def __aiter__(self) -> ScopedEventStream:
         return self
 
     async def __anext__(self) -> HostEvent:
+        owed, self._owed = self._owed, None
+        if owed is not None:
+            return owed
         async for event in self._stream:
-            if await self._passes(event):
-                return event
+            if isinstance(event, Lagged):  # the host's events through event.seq were dropped: how many were ours
+                through = await self._numbers.upto(self._engine, self._scope, event.seq)
+                if through > self._last:  # its seq: the scope's last missed one, as for Host.subscribe
+                    missed, self._last = through - self._last, through
+                    return Lagged(seq=through, at=event.at, host_id=event.host_id, missed=missed)
+                continue
+            if event.seq is None:  # a reply delta: live only, never numbered
+                if await self._numbers.passes(self._engine, self._scope, event):
+                    return event
+                continue
+            seq = await self._numbers.number(self._engine, self._scope, event)
+            if seq is None or seq <= self._last:
+                continue
+            shown = attrs.evolve(event, seq=seq)
+            missed = seq - self._last - 1  # numbered, then dropped before this stream read them
+            self._last = seq
+            if missed > 0:
+                self._owed = shown
+                return Lagged(seq=seq - 1, at=event.at, host_id=event.host_id, missed=missed)
+            return shown
         raise StopAsyncIteration
-
-    async def _inside(self, session_id: str) -> bool:
-        known = self._visible.get(session_id)
-        if known is None:
-            record = await self._engine.store.get_session(SessionId(session_id))
-            known = self._visible[session_id] = record is not None and self._scope.admits(record.tags)
-        return known
-
-    async def _passes(self, event: HostEvent) -> bool:
-        if isinstance(event, Lagged):
-            return True
-        session_id = getattr(event, "session_id", None)
-        job_id = getattr(event, "job_id", None)
-        if event.kind == "session_created":
-            self._visible[event.session_id] = self._scope.admits(event.tags)
-        if isinstance(session_id, str):
-            inside = await self._inside(session_id)
-            if isinstance(job_id, str):
-                self._jobs[job_id] = inside
-            return inside
-        if isinstance(job_id, str):  # job_finished names only its job: the job's session decides
-            known = self._jobs.get(job_id)
-            if known is None:
-                record = await self._engine.log.get_job(job_id)
-                known = self._jobs[job_id] = record is not None and await self._inside(record.session_id)
-            return known
-        return False  # an event of no session (a palette command): no tenant's
 
 
 @final
@@ -505,92 +518,36 @@ def _prune(tree: LineageTree, scope: Scope) -> LineageTree:
 class ScopedTraces(metaclass=NoPublicConstructor):
     """`host.traces` within a scope: ``view.traces``.
 
-    A trace is visible when a session of the scope works on it, or when no session works on
-    it yet (a task's trace made by ``for_task``: its ref is the task tracker's, not a
-    tenant's). Its ``links`` list only the scope's sessions. Anything else raises
-    `UnknownTraceError`, exactly as an id that does not exist.
+    The scope is part of the key: the task refs, output ids and commits the scope writes
+    are its own (``for_task("gh:1")`` in two scopes makes two traces), and it finds a trace
+    by them, by the trace's id, by a session of the scope, or by a task ref, output or commit
+    the integrator's unscoped host wrote, when a session of the scope works on that trace
+    (or none does yet). The trace's ``links`` list only the scope's sessions. Anything else
+    raises `UnknownTraceError`, exactly as an id that does not exist.
 
     Obtain it as ``host.scoped(tags).traces``.
     """
 
-    __slots__ = ("_scope", "_store", "_traces")
+    __slots__ = ("_scope", "_traces")
 
-    def __init__(self, traces: Traces, store: Store, scope: Scope) -> None:
-        self._traces = traces
-        self._store = store
+    def __init__(self, traces: Traces, scope: Scope) -> None:
+        self._traces = traces._within(scope.tags)
         self._scope = scope
 
-    async def _seen(self, trace: Trace) -> Trace | None:
-        """``trace`` as the scope sees it, or ``None`` when it does not see it."""
-        links = []
-        for link in trace.links:
-            record = await self._store.get_session(link.session_id)
-            if record is not None and self._scope.admits(record.tags):
-                links.append(link)
-        if trace.links and not links:
-            return None
-        return attrs.evolve(trace, links=tuple(links))
-
     async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
-        """`Traces.for_task`; the trace lists only the scope's sessions."""
-        trace = await self._seen(await self._traces.for_task(ref, snapshot))
-        if trace is None:
-            raise _no_trace(ref.ref if isinstance(ref, TaskRef) else str(ref))
-        return trace
+        """`Traces.for_task` in the scope's own namespace: another scope's trace of the same task
+        ref is another trace, never found or blocked from here."""
+        return await self._traces.for_task(ref, snapshot)
 
     async def find(self, id: str) -> Trace:
-        """`Traces.find` within the scope: by the trace's id, its task ref, or a session,
-        output or commit of the scope's part of it; `UnknownTraceError` for anything else
+        """`Traces.find` within the scope; `UnknownTraceError` for anything it does not see
         (a session, output or commit outside the scope answers as one never seen)."""
-        key = id.ref if isinstance(id, TaskRef) else id
-        if isinstance(key, str) and unstorable_text(key):  # no store holds it (nor can be asked for it)
-            raise _no_trace(key)
-        found = await self._seen(await self._traces.find(id))
-        if found is None or key not in _keys(found):
-            raise _no_trace(key)
-        return found
+        return await self._traces.find(id)
 
     async def attach_task(self, trace_id: str, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
-        """`Traces.attach_task` of a trace the scope sees."""
-        try:
-            await self.find(trace_id)
-        except UnknownTraceError:
-            raise UnknownTraceError(
-                f"no trace {trace_id!r} in this host's store; use a Trace.id from host.traces", id=trace_id
-            ) from None
-        attached = await self._seen(await self._traces.attach_task(trace_id, ref, snapshot))
-        assert attached is not None
-        return attached
+        """`Traces.attach_task` of a trace the scope sees, with a task ref of its namespace."""
+        return await self._traces.attach_task(trace_id, ref, snapshot)
 
     async def record_commit(self, output_id: str, commit: str) -> str:
-        """`Traces.record_commit` of an output of a session of the scope; `UnknownTraceError` otherwise."""
-        store = self._store
-        if isinstance(output_id, str) and not unstorable_text(output_id) and isinstance(store, TraceStore):
-            output = await store.get_output(output_id)
-            record = None if output is None else await store.get_session(output.session_id)
-            if output is not None and (record is None or not self._scope.admits(record.tags)):
-                raise UnknownTraceError(  # Traces' own words for an output no trace holds
-                    f"no output {output_id!r} is linked to a trace; report it first (ctx.report_output, "
-                    "or an 'output' spool event), then record its commit",
-                    id=output_id,
-                )
+        """`Traces.record_commit` of an output of the scope; `UnknownTraceError` otherwise."""
         return await self._traces.record_commit(output_id, commit)
-
-
-def _keys(trace: Trace) -> set[str]:
-    """What ``find`` answers ``trace`` for: its id, task ref, and its links' sessions, outputs and commits."""
-    keys = {trace.id, *(link.session_id for link in trace.links)}
-    keys |= {o.output_id for o in trace.outputs} | {o.commit for o in trace.outputs if o.commit is not None}
-    if trace.task is not None:
-        keys.add(trace.task.ref)
-    return keys
-
-
-def _no_trace(key: str) -> UnknownTraceError:
-    return UnknownTraceError(
-        f"no trace is found by {key!r}: it is no trace id, task ref, session, output or "
-        "commit this host's store knows; a session joins a trace through "
-        "host.sessions.create(trace=...), a fork or spawn of one, or its first reported output",
-        id=key,
-    )
-

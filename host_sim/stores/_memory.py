@@ -34,6 +34,8 @@ from ._traces import (
     TraceRecords,
     TraceState,
     TraceTaskRecord,
+    namespace_of,
+    scoped_key,
 )
 
 __all__ = ["MemoryStore"]
@@ -641,7 +643,8 @@ class MemoryStore:
         tr.check_event(event_id)
         if commit.output_id not in tr.commits:
             tr.commits[commit.output_id] = commit
-            tr.put_index(TraceIndexEntry(kind="commit", key=commit.commit_hash, trace_id=output.trace_id))
+            key = scoped_key(namespace_of(commit.output_id), commit.commit_hash)
+            tr.put_index(TraceIndexEntry(kind="commit", key=key, trace_id=output.trace_id))
         tr.mark_event(event_id)
 
     async def attach_task(self, task: TraceTaskRecord) -> None:

@@ -32,6 +32,8 @@ from ._traces import (
     TraceRecords,
     TraceState,
     TraceTaskRecord,
+    namespace_of,
+    scoped_key,
 )
 
 __all__ = ["SqlTraces"]
@@ -203,10 +205,10 @@ class SqlTraces:
                 Step(self._insert(_rows.TRACE_COMMITS) + " ON CONFLICT (output_id) DO NOTHING", row, "cannot record a commit"),
                 Step(
                     self._index(
-                        f"SELECT 'commit', c.commit_hash, o.trace_id FROM {t('trace_commits')} c "
+                        f"SELECT 'commit', {m} || c.commit_hash, o.trace_id FROM {t('trace_commits')} c "
                         f"JOIN {t('trace_outputs')} o ON o.output_id = c.output_id WHERE c.output_id = {m}"
-                    ),
-                    (commit.output_id,),
+                    ),  # a commit is found in the namespace of its output (stores/_traces.py)
+                    (scoped_key(namespace_of(commit.output_id), ""), commit.output_id),
                     f"cannot index the commit of output {commit.output_id!r}",
                 ),
             ]

@@ -19,7 +19,8 @@ opening a store whose trace index was built by another `TRACE_INDEX_VERSION`, or
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from ._erasure import Erasure
 
 __all__ = [
+    "SEPARATOR",
     "TRACE_INDEX_VERSION",
     "ActionOutcomeRecord",
     "ProposedActionRecord",
@@ -51,7 +53,11 @@ __all__ = [
     "TraceTaskRecord",
     "check_traces",
     "derive_trace_index",
+    "namespace",
+    "namespace_of",
     "recover_traces",
+    "scoped_key",
+    "shown_key",
 ]
 
 TRACE_INDEX_VERSION: Final = 1
@@ -61,6 +67,41 @@ IndexKind = Literal["task", "session", "output", "commit"]
 """What an index key is; `TraceStore.find_trace` tries them in this order."""
 
 INDEX_ORDER: Final[tuple[IndexKind, ...]] = ("task", "session", "output", "commit")
+
+# -- the scope is part of the key (API.md §24) ----------------------------------------------
+# A task ref, output id or commit that a scope (a tenant) writes is stored under its scope's
+# namespace: ``namespace(tags) + SEPARATOR + key``, so two tenants' ``gh:1`` are two keys
+# (two traces) and one tenant's key never finds, blocks or plants the other's. The unscoped
+# host (the integrator's) writes plain keys (namespace ``""``): stores made before scopes
+# read as they were. The namespace is JSON (which writes the separator only escaped), and
+# the host refuses the separator in the keys it is given, so no key can be spelled into
+# another namespace.
+
+SEPARATOR: Final = "\x1f"
+"""Between a key's namespace and the key (never in a namespace, refused in a given key)."""
+
+
+def namespace(tags: Mapping[str, str] | None) -> str:
+    """The namespace of the keys a scope with ``tags`` writes (``""``: unscoped)."""
+    if not tags:
+        return ""
+    return json.dumps(sorted(tags.items()), ensure_ascii=True, separators=(",", ":"))
+
+
+def scoped_key(space: str, key: str) -> str:
+    """``key`` as the store keeps it in namespace ``space``."""
+    return f"{space}{SEPARATOR}{key}" if space else key
+
+
+def namespace_of(stored: str) -> str:
+    """The namespace a stored key was written in (``""``: unscoped)."""
+    space, sep, _ = stored.partition(SEPARATOR)
+    return space if sep else ""
+
+
+def shown_key(stored: str) -> str:
+    """A stored key as its writer gave it (without its namespace)."""
+    return stored.partition(SEPARATOR)[2] if SEPARATOR in stored else stored
 
 
 @attrs.frozen(kw_only=True)
@@ -335,8 +376,8 @@ def derive_trace_index(state: TraceState) -> tuple[TraceIndexEntry, ...]:
         trace_of_output[output.output_id] = output.trace_id
     for commit in state.commits:
         trace_id = trace_of_output.get(commit.output_id)
-        if trace_id is not None:
-            entries["commit", commit.commit_hash, trace_id] = None
+        if trace_id is not None:  # a commit is found in the namespace of its output
+            entries["commit", scoped_key(namespace_of(commit.output_id), commit.commit_hash), trace_id] = None
     return tuple(TraceIndexEntry(kind=k, key=key, trace_id=t) for k, key, t in entries)
 
 

@@ -12,12 +12,13 @@ from typing import Final
 
 import attrs
 
-from modular_sdk import AiContributions, Mod, ModMetadata, ToolContext, define_mod, tool
+from modular_sdk import SessionId, AiContributions, Mod, ModMetadata, ToolContext, define_mod, tool
 from modular_sdk._frozen import thaw_object
 
 from ..stores._protocol import Store
 from ..stores._traces import TraceStore
 from ._service import assemble, no_traces
+from ._visible import Tags, visible_trace
 
 __all__ = ["BUILTIN_MOD_ID", "BUILTIN_TOOLS", "LineageLookup", "builtin_mod"]
 
@@ -32,12 +33,16 @@ class LineageLookup:
     id: str
 
 
-async def lookup(store: Store, key: str) -> dict[str, object]:
-    """The trace ``key`` leads to as JSON data, or ``{"of": key, "error": ...}``."""
+async def lookup(store: Store, key: str, scope: Tags = None) -> dict[str, object]:
+    """The trace ``key`` leads to as JSON data, or ``{"of": key, "error": ...}``.
+
+    Within ``scope`` (the tags of the session whose model asks) it answers only what the
+    scope sees (`visible_trace`, the one scope check of traces): a key outside it is
+    answered exactly as a missing one.
+    """
     if not isinstance(store, TraceStore):
         return {"of": key, "error": str(no_traces(store))}
-    trace_id = await store.find_trace(key)
-    records = None if trace_id is None else await store.get_trace(trace_id)
+    records = await visible_trace(store, store, scope, key) if isinstance(key, str) and key else None
     if records is None:
         return {
             "of": key,
@@ -77,7 +82,10 @@ def builtin_mod(names: tuple[str, ...], store: Callable[[], Store]) -> Mod:
     if "lineage" in names:
 
         async def lineage_lookup(query: LineageLookup, ctx: ToolContext) -> dict[str, object]:
-            return await lookup(store(), query.id)
+            # the session the model runs in decides what it sees: its tags are its scope (§24)
+            kept = store()
+            record = await kept.get_session(SessionId(ctx.session.id))
+            return await lookup(kept, query.id, None if record is None else record.tags)
 
         tools.append(
             tool(

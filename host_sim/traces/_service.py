@@ -31,8 +31,10 @@ from ..stores._traces import (
     TraceStore,
     TraceTaskRecord,
 )
+from ..stores._traces import namespace, scoped_key, shown_key
 from ._errors import TraceError, UnknownTraceError
 from ._types import TaskRef, Trace, TraceLink, TraceOutput, TraceTask
+from ._visible import admits, check_key, output_space, visible_trace
 
 __all__ = ["CommitResolver", "TraceLinker", "Traces", "new_trace_id", "no_traces", "require_traces"]
 
@@ -105,8 +107,10 @@ def _snapshot(snapshot: object) -> FrozenJsonObject:
 
 def _task_ref(ref: object) -> TaskRef:
     if isinstance(ref, TaskRef):
+        check_key("ref", ref.ref)
         return ref
     if isinstance(ref, str):
+        check_key("ref", ref)
         try:
             return TaskRef.parse(ref)
         except ModDefinitionError as exc:
@@ -119,7 +123,8 @@ def _task_ref(ref: object) -> TaskRef:
 
 
 def assemble(records: TraceRecords, commits: Mapping[str, str] | None = None) -> Trace:
-    """The `Trace` its records make (``commits``: hashes resolved but not yet read back)."""
+    """The `Trace` its records make (``commits``: hashes resolved but not yet read back, by
+    stored output id). Task refs and output ids show as their writer gave them (no namespace)."""
     known = {c.output_id: c.commit_hash for c in records.commits}
     if commits:
         known = {**commits, **known}
@@ -127,7 +132,7 @@ def assemble(records: TraceRecords, commits: Mapping[str, str] | None = None) ->
     for output in records.outputs:
         by_session.setdefault(output.session_id, []).append(
             TraceOutput(
-                output_id=output.output_id,
+                output_id=shown_key(output.output_id),
                 kind=output.kind,
                 created_at=output.created_at,
                 commit=known.get(output.output_id),
@@ -142,7 +147,9 @@ def assemble(records: TraceRecords, commits: Mapping[str, str] | None = None) ->
     return Trace(
         id=records.trace.id,
         origin=records.trace.origin,
-        task=None if task is None else TraceTask(ref=task.ref, snapshot=task.snapshot, captured_at=task.captured_at),
+        task=None
+        if task is None
+        else TraceTask(ref=shown_key(task.ref), snapshot=task.snapshot, captured_at=task.captured_at),
         links=tuple(
             TraceLink(session_id=link.session_id, created_at=link.created_at, outputs=tuple(by_session.get(link.session_id, ())))
             for link in records.links
@@ -150,6 +157,29 @@ def assemble(records: TraceRecords, commits: Mapping[str, str] | None = None) ->
         created_at=records.trace.created_at,
         updated_at=max(times),
     )
+
+
+def no_trace_by(key: str) -> UnknownTraceError:
+    """What `Traces.find` answers for a key that leads to no trace (or none the scope sees)."""
+    return UnknownTraceError(
+        f"no trace is found by {key!r}: it is no trace id, task ref, session, output or "
+        "commit this host's store knows; a session joins a trace through "
+        "host.sessions.create(trace=...), a fork or spawn of one, or its first reported output",
+        id=key,
+    )
+
+
+def no_output(output_id: str) -> UnknownTraceError:
+    """What `Traces.record_commit` answers for an output no trace holds (or none the scope sees)."""
+    return UnknownTraceError(
+        f"no output {output_id!r} is linked to a trace; report it first (ctx.report_output, "
+        "or an 'output' spool event), then record its commit",
+        id=output_id,
+    )
+
+
+def no_trace_id(trace_id: str) -> UnknownTraceError:
+    return UnknownTraceError(f"no trace {trace_id!r} in this host's store; use a Trace.id from host.traces", id=trace_id)
 
 
 @final
@@ -160,14 +190,30 @@ class Traces(metaclass=NoPublicConstructor):
     traces: use `MemoryStore` or `SqliteStore`). Every read goes through the store's
     trace index; a trace read here gets the missing commits of its outputs from the host's
     ``commit_resolver`` (if any) and stores the first one found.
+
+    It acts within a scope (`ScopedTraces` holds one made by ``_within``; the integrator's
+    has none): one surface, parameterised by the scope.
     """
 
-    __slots__ = ("_clock", "_resolver", "_store")
+    __slots__ = ("_clock", "_resolver", "_scope", "_sessions", "_store")
 
-    def __init__(self, store: TraceStore, clock: Callable[[], datetime], resolver: CommitResolver | None) -> None:
+    def __init__(
+        self,
+        store: TraceStore,
+        clock: Callable[[], datetime],
+        resolver: CommitResolver | None,
+        sessions: Store,
+        scope: Mapping[str, str] | None = None,
+    ) -> None:
         self._store = store
+        self._sessions = sessions  # the same store, as the keeper of session records (their tags)
         self._clock = clock
         self._resolver = resolver
+        self._scope = scope  # the tags of the scope it acts within (None: every trace)
+
+    def _within(self, scope: Mapping[str, str] | None) -> Traces:
+        """These traces as a scope with tags ``scope`` sees them."""
+        return Traces._create(self._store, self._clock, self._resolver, self._sessions, scope)
 
     async def for_task(self, ref: TaskRef, snapshot: Mapping[str, object] | None = None) -> Trace:
         """The trace of task ``ref``, created (origin ``"task"``, with ``snapshot``, a JSON
@@ -177,19 +223,20 @@ class Traces(metaclass=NoPublicConstructor):
         """
         task_ref = _task_ref(ref)
         frozen = _snapshot(snapshot)
-        existing = await self._store.find_trace(task_ref.ref)
+        key = scoped_key(namespace(self._scope), task_ref.ref)  # the scope is part of the key
+        existing = await self._store.find_trace(key)
         if existing is not None and (records := await self._store.get_trace(existing)) is not None:
-            if records.task is not None and records.task.ref == task_ref.ref:
-                return await self._read(records)
+            if records.task is not None and records.task.ref == key:
+                return await self.find(existing)
         now = self._clock()
         trace_id = new_trace_id()
         try:
             await self._store.create_trace(
                 TraceRecord(id=trace_id, origin="task", created_at=now),
-                TraceTaskRecord(trace_id=trace_id, ref=task_ref.ref, snapshot=frozen, captured_at=now),
+                TraceTaskRecord(trace_id=trace_id, ref=key, snapshot=frozen, captured_at=now),
             )
         except StoreError:
-            found = await self._store.find_trace(task_ref.ref)  # made meanwhile: that one is it
+            found = await self._store.find_trace(key)  # made meanwhile: that one is it
             if found is None:
                 raise
             trace_id = found
@@ -199,22 +246,10 @@ class Traces(metaclass=NoPublicConstructor):
         """The trace ``id`` leads to: a trace id, a task ref (``"github:42"``), a session id,
         an output id or a commit hash. Raises `UnknownTraceError` for anything else."""
         key = id.ref if isinstance(id, TaskRef) else id
-        if not isinstance(key, str) or not key:
-            raise InvalidArgumentError(
-                f"find() takes a trace id, task ref, session id, output id or commit (a str), got {show(id)}",
-                argument="id",
-                value=id,
-            )
-        # an id no store could hold (a lone surrogate) is an unknown id, never an encoding error
-        trace_id = None if unstorable_text(key) else await self._store.find_trace(key)
-        records = None if trace_id is None else await self._store.get_trace(trace_id)
+        records = await visible_trace(self._sessions, self._store, self._scope, key)
         if records is None:
-            raise UnknownTraceError(
-                f"no trace is found by {key!r}: it is no trace id, task ref, session, output or "
-                "commit this host's store knows; a session joins a trace through "
-                "host.sessions.create(trace=...), a fork or spawn of one, or its first reported output",
-                id=key,
-            )
+            assert isinstance(key, str)
+            raise no_trace_by(key)
         return await self._read(records)
 
     async def attach_task(
@@ -228,13 +263,14 @@ class Traces(metaclass=NoPublicConstructor):
         task_ref = _task_ref(ref)
         frozen = _snapshot(snapshot)
         records = await self._records(trace_id)
+        key = scoped_key(namespace(self._scope), task_ref.ref)
         if records.task is not None:
             raise TraceError(
-                f"trace {trace_id!r} already has task {records.task.ref!r}; a trace gets one task, "
+                f"trace {trace_id!r} already has task {shown_key(records.task.ref)!r}; a trace gets one task, "
                 f"once: start another trace with host.traces.for_task({task_ref.ref!r})",
                 trace_id=trace_id,
             )
-        holder = await self._store.find_trace(task_ref.ref)
+        holder = await self._store.find_trace(key)
         if holder is not None and holder != trace_id:
             raise TraceError(
                 f"task {task_ref.ref!r} already has trace {holder!r}; a task has one trace: work "
@@ -243,7 +279,7 @@ class Traces(metaclass=NoPublicConstructor):
             )
         try:
             await self._store.attach_task(
-                TraceTaskRecord(trace_id=trace_id, ref=task_ref.ref, snapshot=frozen, captured_at=self._clock())
+                TraceTaskRecord(trace_id=trace_id, ref=key, snapshot=frozen, captured_at=self._clock())
             )
         except StoreError as exc:
             raise TraceError(f"cannot attach task {task_ref.ref!r} to trace {trace_id!r}: {exc}", trace_id=trace_id) from exc
@@ -255,16 +291,35 @@ class Traces(metaclass=NoPublicConstructor):
         Returns the hash now stored: ``commit``, or the earlier one (a different value is the
         conflict; nothing was written). Raises `UnknownTraceError` for an output no trace holds.
         """
-        return await record_commit(self._store, self._clock, output_id, commit, event_id=None)
+        check_text("output_id", output_id, what="an output id")
+        check_commit(commit)
+        stored = await self._output(output_id)
+        return await record_commit(self._store, self._clock, stored, commit, event_id=None)
+
+    async def _output(self, output_id: str) -> str:
+        """The stored id of output ``output_id`` as ``scope`` names it (its namespace's, else
+        the unscoped one's, of a session of the scope); `UnknownTraceError` otherwise."""
+        scope = self._scope
+        if unstorable_text(output_id):
+            raise no_output(output_id)
+        space = namespace(scope)
+        for stored in dict.fromkeys((scoped_key(space, output_id), output_id)):
+            output = await self._store.get_output(stored)
+            if output is None:
+                continue
+            if scope:
+                session = await self._sessions.get_session(output.session_id)
+                if session is None or not admits(scope, session.tags):
+                    break
+            return stored
+        raise no_output(output_id)
 
     async def _records(self, trace_id: str) -> TraceRecords:
         if not isinstance(trace_id, str) or not trace_id:
             raise InvalidArgumentError(f"trace_id must be a trace id (str), got {show(trace_id)}", argument="trace_id", value=trace_id)
-        records = None if unstorable_text(trace_id) else await self._store.get_trace(trace_id)
-        if records is None:
-            raise UnknownTraceError(
-                f"no trace {trace_id!r} in this host's store; use a Trace.id from host.traces", id=trace_id
-            )
+        records = await visible_trace(self._sessions, self._store, self._scope, trace_id)
+        if records is None or records.trace.id != trace_id:
+            raise no_trace_id(trace_id)
         return records
 
     async def _read(self, records: TraceRecords) -> Trace:
@@ -273,9 +328,10 @@ class Traces(metaclass=NoPublicConstructor):
         if resolver is None:
             return assemble(records)
         trace = assemble(records)
+        known = {c.output_id for c in records.commits}
         stored: dict[str, str] = {}
-        for output in trace.outputs:
-            if output.commit is not None:
+        for record, output in zip(records.outputs, trace.outputs):
+            if record.output_id in known:
                 continue
             try:
                 found = resolver(output)
@@ -295,22 +351,19 @@ class Traces(metaclass=NoPublicConstructor):
                     "returns a commit hash (str) or None",
                     trace_id=trace.id,
                 )
-            stored[output.output_id] = await record_commit(self._store, self._clock, output.output_id, found, event_id=None)
+            check_commit(found)
+            stored[record.output_id] = await record_commit(self._store, self._clock, record.output_id, found, event_id=None)
         return assemble(records, stored) if stored else trace
 
 
 async def record_commit(
     store: TraceStore, clock: Callable[[], datetime], output_id: str, commit: str, *, event_id: str | None
 ) -> str:
-    """`Traces.record_commit`, also as a spool event applies it (``event_id``)."""
+    """`Traces.record_commit` of a stored output id, also as a spool event applies it (``event_id``)."""
     check_text("output_id", output_id, what="an output id")
     check_commit(commit)
     if await store.get_output(output_id) is None:
-        raise UnknownTraceError(
-            f"no output {output_id!r} is linked to a trace; report it first (ctx.report_output, "
-            "or an 'output' spool event), then record its commit",
-            id=output_id,
-        )
+        raise no_output(output_id)
     await store.record_commit(TraceCommitRecord(output_id=output_id, commit_hash=commit, recorded_at=clock()), event_id=event_id)
     stored = await store.get_commit(output_id)
     assert stored is not None
@@ -362,10 +415,11 @@ class TraceLinker:
         """
         store = require_traces(self._store)
         check_text("kind", kind, what="what the output is, like 'proposal'")
-        check_text("output_id", output_id, what="the output's stable id, like 'chg-1'")
+        check_key("output_id", check_text("output_id", output_id, what="the output's stable id, like 'chg-1'"))
+        key = scoped_key(await output_space(self._store, store, session_id), output_id)  # the scope is part of the key
         now = self._clock()
         await store.add_output(
-            output_id=output_id,
+            output_id=key,
             session_id=session_id,
             kind=kind,
             created_at=now,
@@ -374,12 +428,18 @@ class TraceLinker:
             turn_id=turn_id,
             position=position,
         )
-        stored = await store.get_output(output_id)
+        stored = await store.get_output(key)
         if stored is None:  # the session's link is missing: the store refused nothing but linked nothing
             raise TraceError(f"output {output_id!r} of session {session_id!r} could not be linked; run host-sim fsck")
         if stored.session_id != session_id:
-            raise TraceError(
-                f"output {output_id!r} was reported by session {stored.session_id!r} (trace "
-                f"{stored.trace_id!r}), not {session_id!r}; output ids are unique: give each output its own id",
-                trace_id=stored.trace_id,
+            mine, theirs = await self._store.get_session(session_id), await self._store.get_session(stored.session_id)
+            if mine is not None and theirs is not None and admits(mine.tags, theirs.tags):
+                raise TraceError(
+                    f"output {output_id!r} was reported by session {stored.session_id!r} (trace "
+                    f"{stored.trace_id!r}), not {session_id!r}; output ids are unique: give each output its own id",
+                    trace_id=stored.trace_id,
+                )
+            raise TraceError(  # a session the reporting one's scope does not see: nothing of it is named
+                f"output {output_id!r} was reported before by another session; output ids are unique: "
+                "give each output its own id"
             )
