@@ -417,16 +417,17 @@ class Engine:
         record = state.record
         node = SessionNode(session_id=record.id, created_at=record.created_at, agent_id=record.agent_id)
         self.check_open(f"create session {record.id!r}")
-        with anyio.CancelScope(shield=True):  # a started write always finishes and is seen
+        created = lambda seq, at: SessionCreated(  # noqa: E731
+            seq=seq, at=at, session_id=record.id, lineage=record.lineage, tags=record.tags
+        )
+        # A started write always finishes and is seen; its event commits with it (API §23).
+        with anyio.CancelScope(shield=True), self.events.committing(created):
             if self.link_session is not None:  # traces: the session's trace link in the same transaction
                 await self.link_session(record, node, edge, trace_id)
             else:
                 await self.store.create_session(record, node, edge)
         # A reader (list, children) may have loaded it from the store meanwhile: keep one state.
         live = self.sessions.setdefault(record.id, state)
-        self.events.publish(
-            lambda seq, at: SessionCreated(seq=seq, at=at, session_id=record.id, lineage=record.lineage, tags=record.tags)
-        )
         await self.events.written()  # numbered before the caller (or another host) uses the session
         return live
 

@@ -236,7 +236,8 @@ class Host:
             await recover(self._store, lambda: checked_now(self._clock))
             if isinstance(self._store, TraceStore):
                 await recover_traces(self._store)  # the trace index, when missing or stale
-            await log.interrupt_jobs(lambda: checked_now(self._clock))  # jobs a crash left running
+            if not isinstance(self._store, SharedStore):  # several hosts: the link does it, after a grace
+                await log.interrupt_jobs(lambda: checked_now(self._clock))  # jobs a crash left running
             # What this host loads from now on is at least this fresh (several hosts).
             generation = await self._store.erasure_generation() if isinstance(self._store, SharedStore) else 0
         except BaseException:

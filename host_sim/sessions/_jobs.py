@@ -187,7 +187,10 @@ class JobBook:
     async def start(self, session_id: SessionId, text: str, *, within: AbstractContextManager[object] | None = None) -> Job:
         """Start a job; its submission runs inside ``within`` (the caller's tracing context)."""
         record = JobRecord(id=new_job_id(), session_id=session_id, text=text, status="running", created_at=self._now())
-        await self._log.save_job(record)
+        with self._events.committing(  # its job_started commits with it (API §23)
+            lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id)
+        ):
+            await self._log.save_job(record)
         job = Job._create(record, None, self)
         self._live[record.id] = job
         scope = self._running[record.id] = anyio.CancelScope()
@@ -195,7 +198,6 @@ class JobBook:
             self._watching = True
             self._task_group.start_soon(self._watch_cancel_requests)
         self._wake.set()
-        self._events.publish(lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id))
         await self._events.written()  # numbered before the caller (and so other hosts) can act on it
         self._task_group.start_soon(self._run, job, record, scope, within or nullcontext())
         return job  # no checkpoint since start_soon: a job cancelled at once never runs its text
@@ -223,15 +225,17 @@ class JobBook:
 
     async def _end(self, job: Job, record: JobRecord, submission: Submission | None) -> None:
         """Write the job's end (durable before anyone sees it end), then end it and say so."""
+        finished = lambda seq, at: JobFinished(  # noqa: E731
+            seq=seq, at=at, job_id=record.id, status=record.status, error_kind=record.error_kind
+        )
+        stored = False
         try:
-            with anyio.CancelScope(shield=True):  # also as the host closes
+            with anyio.CancelScope(shield=True), self._events.committing(finished):  # also as the host closes
                 await self._log.save_job(record)
+            stored = True
         finally:
-            self._events.publish(
-                lambda seq, at: JobFinished(
-                    seq=seq, at=at, job_id=record.id, status=record.status, error_kind=record.error_kind
-                )
-            )
+            if not stored:  # the store was away: written, with its job_finished, once it is back
+                self._events.retry(lambda: self._log.save_job(record), finished)
             try:
                 await self._events.written()  # numbered before a waiter (a client, another host) goes on
             finally:

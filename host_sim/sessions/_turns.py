@@ -27,6 +27,7 @@ from modular_sdk import (
     SessionId,
     ToolContext,
     TurnId,
+    TurnStatus,
 )
 from modular_sdk._frozen import FrozenJsonObject, freeze_object, thaw_object
 from modular_sdk._json import parse_json_text, structure, unstructure
@@ -39,7 +40,7 @@ from ..models._protocol import Model, ModelRequest, Reply, ToolCall, ToolResult,
 from ..observability import Telemetry
 from ..stores._protocol import Store
 from ..stores._records import ToolCallRecord
-from ._events import EventHub, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished, TurnStarted
+from ._events import EventHub, HostEvent, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished, TurnStarted
 from ._ids import new_call_id, new_message_id, new_turn_id
 from ._state import SessionState, TurnState, history_view, text_of
 from ._widget_tags import place_widgets
@@ -145,11 +146,7 @@ class TurnRunner:
             started_at=self._now(),
             done=anyio.Event(),
         )
-        with anyio.CancelScope(shield=True):
-            await self._store.begin_turn(turn.record())  # durable before the model is called
-        started.append(turn)
-        session.add_turn(turn)
-        self._events.publish(
+        reported: list[Callable[[int, datetime], HostEvent]] = [
             lambda seq, at: TurnStarted(
                 seq=seq,
                 at=at,
@@ -160,13 +157,17 @@ class TurnRunner:
                 message=message,
                 job_id=None if job is None else job.id,
             )
-        )
+        ]
         if isinstance(message, AiNotificationMessage):
-            self._events.publish(
+            reported.append(
                 lambda seq, at: NotificationEvent(
                     seq=seq, at=at, session_id=session.id, turn_id=turn.id, title=message.title, body=message.body
                 )
             )
+        with anyio.CancelScope(shield=True), self._events.committing(*reported):  # its events commit with it
+            await self._store.begin_turn(turn.record())  # durable before the model is called
+        started.append(turn)
+        session.add_turn(turn)
         span = self._telemetry.turn(session, turn)  # ended below, once the turn is durable
         try:
             if job is not None:  # inside the try: a store that fails this fails the turn, finished
@@ -192,9 +193,11 @@ class TurnRunner:
             # What is shown is what is durable (API §17): readers see the turn running until
             # its record is written, so nobody forks at a turn a crash could still lose.
             outcome, turn.status = turn.status, "running"
+            stored = False
             try:
-                with anyio.CancelScope(shield=True):
+                with anyio.CancelScope(shield=True), self._events.committing(_turn_finished(turn, outcome)):
                     await self._store.finish_turn(finished)
+                stored = True
             except BaseException:
                 if outcome == "completed":  # not durable: nobody may fork at it
                     outcome, turn.reply = "failed", None
@@ -207,17 +210,9 @@ class TurnRunner:
                     session.last_completed = turn
                 elif turn.failure is None:
                     turn.failure = "model_failed"
-                self._events.publish(
-                    lambda seq, at: TurnFinished(
-                        seq=seq,
-                        at=at,
-                        session_id=session.id,
-                        turn_id=turn.id,
-                        status=turn.status,
-                        reply=turn.reply,
-                        error=turn.error,
-                    )
-                )
+                if not stored:  # the store was away: written (with its one turn_finished) once it is back
+                    failed = attrs.evolve(finished, status=turn.status, reply=turn.reply, error=turn.error)
+                    self._events.retry(lambda: self._store.finish_turn(failed), _turn_finished(turn, turn.status))
                 span.end(turn)
                 assert turn.done is not None
                 turn.done.set()
@@ -583,3 +578,11 @@ def _render_output(value: object) -> str:
 
 def _delta(session_id: SessionId, turn_id: TurnId, text: str) -> Callable[[int, datetime], ReplyDelta]:
     return lambda seq, at: ReplyDelta(seq=None, at=at, session_id=session_id, turn_id=turn_id, text=text)
+
+
+def _turn_finished(turn: TurnState, status: TurnStatus) -> Callable[[int, datetime], HostEvent]:
+    """The ``turn_finished`` event of ``turn`` finishing as ``status`` (a snapshot made now)."""
+    reply, error = turn.reply, turn.error
+    return lambda seq, at: TurnFinished(
+        seq=seq, at=at, session_id=turn.session_id, turn_id=turn.id, status=status, reply=reply, error=error
+    )
