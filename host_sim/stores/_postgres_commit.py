@@ -275,7 +275,7 @@ class PostgresCommit:
             remedy = "create it first (createdb NAME, or CREATE DATABASE NAME), or pass the DSN of an existing database"
         elif "password" in low or "authentication" in low or ("role" in low and "does not exist" in low):
             remedy = "check the user and password in the DSN (or the server's pg_hba.conf)"
-        elif "timeout" in low or "refused" in low or "no such file" in low or "could not" in low or "shutting down" in low or "starting up" in low:
+        else:  # the server is away (stopped, restarting, in recovery, unreachable): try again later
             remedy = (
                 "start the PostgreSQL server, or check the host and port in the DSN; when the server is "
                 "only restarting, the call is retryable once it is back"
@@ -283,6 +283,4 @@ class PostgresCommit:
             return StoreError(
                 f"cannot connect to the PostgreSQL store {self.path!r}: {text}; {remedy}", path=self.path, retryable=True
             )
-        else:
-            remedy = "check the DSN and the server's log"
         return StoreError(f"cannot connect to the PostgreSQL store {self.path!r}: {text}; {remedy}", path=self.path)
