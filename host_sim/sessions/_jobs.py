@@ -37,7 +37,7 @@ from ._job_errors import UnknownJobError
 from ._events import EventHub, JobFinished, JobStarted
 from .._host_made import NoPublicConstructor
 from ._handles import check_list_tags
-from ._ids import new_job_id
+from ._ids import job_id_for, new_job_id
 from ._submission import Submission
 
 __all__ = ["Job", "JobBook", "JobPage", "ended"]
@@ -184,9 +184,20 @@ class JobBook:
         """Whether this host runs the job now."""
         return job_id in self._running
 
-    async def start(self, session_id: SessionId, text: str, *, within: AbstractContextManager[object] | None = None) -> Job:
-        """Start a job; its submission runs inside ``within`` (the caller's tracing context)."""
-        record = JobRecord(id=new_job_id(), session_id=session_id, text=text, status="running", created_at=self._now())
+    async def start(
+        self,
+        session_id: SessionId,
+        text: str,
+        *,
+        within: AbstractContextManager[object] | None = None,
+        request_id: str | None = None,
+    ) -> Job:
+        """Start a job; its submission runs inside ``within`` (the caller's tracing context).
+        With ``request_id`` its id derives from the key: a job stored with it is returned."""
+        job_id = new_job_id() if request_id is None else job_id_for(session_id, request_id)
+        if request_id is not None and await self._log.get_job(job_id) is not None:
+            return await self.job(job_id)  # a retry: the first attempt was stored
+        record = JobRecord(id=job_id, session_id=session_id, text=text, status="running", created_at=self._now())
         with self._events.committing(  # its job_started commits with it (API §23)
             lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id)
         ):

@@ -39,7 +39,8 @@ from ..lanes._ext_host import HandlerFailed, call_handler
 from ..models._protocol import Model, ModelRequest, Reply, ToolCall, ToolResult, ToolSpec, Usage, add_usage
 from ..observability import Telemetry
 from ..stores._protocol import Store
-from ..stores._records import ToolCallRecord
+from ..stores._errors import StoreError
+from ..stores._records import ToolCallRecord, TurnRecord
 from ._events import EventHub, HostEvent, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished, TurnStarted
 from ._ids import new_call_id, new_message_id, new_turn_id
 from ._state import SessionState, TurnState, history_view, text_of
@@ -130,13 +131,14 @@ class TurnRunner:
         closing: anyio.CancelScope,
         started: list[TurnState],
         job: JobCall | None = None,
+        turn_id: TurnId | None = None,
     ) -> TurnState:
         """Run a turn; call holding the session's queue. ``started`` receives the turn once it
         exists; ``closing`` is the scope the engine's ``close`` cancels. The turn is written
         ``running`` before the model is called and finished once (durable, then shown); a
         completed turn's proposed actions are recorded (``after_turn``) before this returns."""
         turn = TurnState(
-            id=new_turn_id(),
+            id=turn_id or new_turn_id(),
             session_id=session.id,
             ordinal=session.next_ordinal,
             message=message,
@@ -164,8 +166,13 @@ class TurnRunner:
                     seq=seq, at=at, session_id=session.id, turn_id=turn.id, title=message.title, body=message.body
                 )
             )
-        with anyio.CancelScope(shield=True), self._events.committing(*reported):  # its events commit with it
-            await self._store.begin_turn(turn.record())  # durable before the model is called
+        try:
+            with anyio.CancelScope(shield=True), self._events.committing(*reported):  # its events commit with it
+                await self._store.begin_turn(turn.record())  # durable before the model is called
+        except StoreError as exc:
+            if exc.retryable:  # in doubt: it may have been stored; if so it is finished, failed, once
+                await self._settle_in_doubt(session, turn.record())
+            raise
         started.append(turn)
         session.add_turn(turn)
         span = self._telemetry.turn(session, turn)  # ended below, once the turn is durable
@@ -219,6 +226,24 @@ class TurnRunner:
         if turn.status == "completed" and self._after_turn is not None:
             await self._after_turn(session, turn)  # proposed actions, before the next turn
         return turn
+
+    async def _settle_in_doubt(self, session: SessionState, began: TurnRecord) -> None:
+        """A turn whose begin failed with the store away may have been stored all the same: it is
+        finished as failed (and said so, once) if it was, and nothing happens if it was not.
+        (Several hosts: the link writes it once the store is back; the next turn of the
+        session waits for it, as for any turn running elsewhere.)"""
+        failed = attrs.evolve(began, status="failed", error=_AWAY, finished_at=self._now())
+        finished = _record_finished(failed)
+        if self._events.replay is not None:  # several hosts: the link writes it once the store is back
+            self._events.retry(lambda: self._store.finish_turn(failed), finished)
+            return
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._store.finish_turn(failed)
+        except StoreError:
+            return  # never stored (refused: no such running turn), or the store is still away
+        session.add_turn(TurnState.from_record(failed))  # it holds its ordinal
+        self._events.publish(finished)
 
     async def _run_turn(self, session: SessionState, turn: TurnState, actor: Actor, output_schema: JsonValue) -> None:
         token = running_turns_var.set(running_turns_var.get() | {session.id})
@@ -585,4 +610,13 @@ def _turn_finished(turn: TurnState, status: TurnStatus) -> Callable[[int, dateti
     reply, error = turn.reply, turn.error
     return lambda seq, at: TurnFinished(
         seq=seq, at=at, session_id=turn.session_id, turn_id=turn.id, status=status, reply=reply, error=error
+    )
+
+
+_AWAY = "the store was away when it began; send it again (with the same request_id, it is stored once)"
+
+
+def _record_finished(record: TurnRecord) -> Callable[[int, datetime], HostEvent]:
+    return lambda seq, at: TurnFinished(
+        seq=seq, at=at, session_id=record.session_id, turn_id=record.id, status=record.status, reply=record.reply, error=record.error
     )

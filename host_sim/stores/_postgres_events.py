@@ -161,19 +161,20 @@ class PostgresEvents:
         numbered and the transaction commits (a NOTIFY serializes commits anyway)."""
         values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
         params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
-        conn.execute(LOCK_EVENTS, ())
-        first = int(
-            conn.execute(
+        # One round trip: the erasure statements find the rows just written through the
+        # sequence's value in this session (the rows' seqs are contiguous: the lock is held).
+        first = f"(currval(pg_get_serial_sequence('host_sim.events', 'seq')) - {len(rows) - 1})"
+        with conn.pipeline():
+            conn.execute(LOCK_EVENTS, ())
+            inserted = conn.execute(
                 f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} RETURNING seq",
                 params,
-            ).fetchone()[0]
-        )
-        conn.execute(_ERASE_NEW_EVENTS, (first,))  # an erasure never leaves text behind in a row
-        conn.execute(_ERASE_NEW_COMMAND_EVENTS, (first,))
-        conn.execute(_ERASE_NEW_QUOTED_EVENTS, (first,))
-        conn.execute(_ERASE_NEW_ERASED_COMMAND_EVENTS, (first,))
-        conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
-        return first
+            )
+            for statement in (_ERASE_NEW_EVENTS, _ERASE_NEW_COMMAND_EVENTS, _ERASE_NEW_QUOTED_EVENTS, _ERASE_NEW_ERASED_COMMAND_EVENTS):
+                conn.execute(statement.replace("%s", first), ())  # an erasure never leaves text behind in a row
+            conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
+        first_seq = int(inserted.fetchone()[0])
+        return first_seq
 
     async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
         """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
