@@ -425,7 +425,7 @@ class EventHub:
             except StoreError as exc:
                 if exc.retryable:
                     raise
-                batch.first_seq = 0  # refused for good: another host finished it (and said so)
+                batch.written(0)  # refused for good: another host finished it (and said so)
             self._retries.pop(0)
             if batch.first_seq is None:
                 self._outbox.extend(events)

@@ -196,7 +196,7 @@ class PostgresCommit:
 
         await self._with_connection(run)
         if events is not None and first:
-            events.first_seq = first[0]
+            events.written(first[0])
 
     def _closed_error(self) -> StoreError:
         return StoreError(

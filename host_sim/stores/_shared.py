@@ -53,6 +53,10 @@ class Staged:
     rows: Sequence[EventRow]
     first_seq: int | None = None
 
+    def written(self, first_seq: int) -> None:
+        """The store wrote the rows, numbered from ``first_seq`` (0: settled without them)."""
+        self.first_seq = first_seq
+
 
 _STAGED: ContextVar[Staged | None] = ContextVar("host_sim_staged_events", default=None)
 
