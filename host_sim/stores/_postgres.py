@@ -48,15 +48,23 @@ order across hosts; the host holding it first reads the turns other hosts added
 ordinal)`` refuses anything else. A host that dies loses its connections, and with them its
 locks: the next host goes on.
 
-Who is alive: while open, each store holds the advisory lock ``(0x48530002, owner)`` on its
-first connection, and writes ``owner`` into the turns it begins. `running_turns` (what a
-host opening the store fails as interrupted) returns only running turns whose owner holds
-no such lock any more: a turn another live host is running is never failed.
+Who is alive (a lease that survives faults, API.md section 23): while open, each store holds
+the advisory lock ``(0x48530002, owner)`` on a connection of its own, and writes ``owner``
+into the turns and jobs it begins. A server restart or a killed connection takes the lock
+away; `keep_claim` (called by the host's link every half second) takes the same key back on
+a fresh connection. `absent_hosts` names the owners of running work that hold no lock;
+the link declares one dead only after seeing it absent for a grace period, and then
+`claim_dead` fails its turns and interrupts its jobs in one transaction with their event
+rows (the turns are locked ``FOR UPDATE`` and checked again, so two hosts never both claim
+one). `running_turns` (``host-sim fsck``, and a single-writer store's recovery) returns the
+running turns whose owner holds no lock now.
 
-The event log: a host writes the events it publishes as rows of ``events`` (a batch per
-transaction, holding the transaction-level advisory lock ``(0x48530004, 0)`` while it takes
-its seqs, so rows commit in seq order and a reader that read up to N never later finds a row
-below N), then ``NOTIFY host_sim_events``. Each host LISTENs on a connection of its own and
+The event log: a host writes the events it publishes as rows of ``events``, in the
+transaction of the change they report when there is one (a transactional outbox: the task
+stages them, `Staged`, and `_transact` inserts them last), else a batch per transaction;
+either way holding the transaction-level advisory lock ``(0x48530004, 0)`` while it takes
+its seqs and commits, so rows commit in seq order and a reader that read up to N never later
+finds a row below N, then ``NOTIFY host_sim_events``. Each host LISTENs on a connection of its own and
 reads the rows after the last it read when woken, and at least every second: the rows are
 the truth, the NOTIFY a hint. An erasure (`erase`, `delete_session`) takes the same lock and
 erases the text of its turns' event rows in its transaction; a batch written after an
