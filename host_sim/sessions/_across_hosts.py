@@ -390,7 +390,7 @@ class HostsLink:
         """Fail the work of the hosts whose claim has been seen gone for `DEAD_HOST_GRACE` seconds."""
         engine = self._engine
         now = anyio.current_time()
-        absent = await self._store.absent_hosts()
+        absent = await self._store.absent_hosts() - {self._store.host_id}  # never itself: it is taking its claim back
         self._absent_since = {h: self._absent_since.get(h, now) for h in absent}
         dead = sorted(h for h, since in self._absent_since.items() if now - since >= DEAD_HOST_GRACE)
         if not dead:
