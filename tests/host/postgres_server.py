@@ -40,10 +40,12 @@ class PostgresServer:
     """A running server in its own folder; `stop` ends it and removes the folder.
 
     ``durable=False`` (the tests) turns fsync off: the tests kill hosts, never the server.
+    ``survives_crash=True`` keeps ``synchronous_commit`` on, so that a server crash
+    (``restart("immediate")``) loses no acknowledged commit (an OS crash still would).
     A benchmark keeps the defaults (``durable=True``), so a commit waits for the disk.
     """
 
-    def __init__(self, binaries: Path, *, durable: bool = False) -> None:
+    def __init__(self, binaries: Path, *, durable: bool = False, survives_crash: bool = False) -> None:
         self.binaries = binaries
         self.folder = Path(tempfile.mkdtemp(prefix="host-sim-pg-"))
         self.data = self.folder / "data"
@@ -61,7 +63,9 @@ class PostgresServer:
             "-c max_connections=300",
             "-c shared_buffers=128MB",
         ]
-        if not durable:
+        if survives_crash and not durable:  # a commit is in the WAL (the OS's cache) when acknowledged
+            settings += ["-c fsync=off"]
+        elif not durable:
             settings += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
         self._settings = " ".join(settings)
         self.start()

@@ -39,7 +39,7 @@ def server() -> Iterator[PostgresServer]:
     binaries = find_binaries()
     if binaries is None:
         pytest.skip("the PostgreSQL server binaries are not installed")
-    made = PostgresServer(binaries)
+    made = PostgresServer(binaries, survives_crash=True)  # an immediate restart loses no acknowledged commit
     try:
         yield made
     finally:
@@ -206,7 +206,8 @@ def test_two_live_hosts_take_back_their_claim_and_lose_no_turn_or_job_to_a_datab
             assert turn["error"] != INTERRUPTED, f"a live host's turn was failed as a dead host's: {turn}"
         if fault == "stopped-10s":  # 10 s of refusals: the callers saw them, as retryable errors
             assert failures, "no send failed while the server was stopped for 10 s"
-    assert server.psql("SELECT count(*) FROM host_sim.turns WHERE status = 'running'", dbname) == "0"
+    running = server.psql("SELECT id || ' ' || owner || ' ' || ordinal FROM host_sim.turns WHERE status = 'running'", dbname)
+    assert running == "", f"turns left running after {fault}: {running}; the hosts said {[h.lines[-12:] for h in hosts]}"
     assert server.psql(f"SELECT count(*) FROM host_sim.turns WHERE error = '{INTERRUPTED}'", dbname) == "0"
     assert server.psql("SELECT string_agg(status, ',' ORDER BY status) FROM host_sim.jobs", dbname) == "finished,finished"
     _one_event_per_turn(server, dbname)
