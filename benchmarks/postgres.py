@@ -16,6 +16,15 @@ durable settings: fsync on, ``synchronous_commit = on``) and measures, on this m
   subscribes; for each of the other host's ``turn_finished`` events, the time from its
   ``at`` (when it was published there) to when the subscriber here reads it: p50 and p95.
 - **scaling**: distinct-session turns/s of 2 and 4 host processes over 1.
+- **write transactions per turn and per fork**: counted by the server itself, as the
+  transaction ids PostgreSQL assigned (``pg_snapshot_xmax(pg_current_snapshot())`` before
+  and after, on an otherwise idle database: only a transaction that writes gets one) over
+  100 turns and 100 forks of one host.
+- **ms per turn at N = 10 and 1,000, beside LangGraph's PostgresSaver** (the ``bench``
+  extra, same server, same run): a session (a LangGraph thread) of N turns, then 100
+  turns more, one at a time; and **ms per fork at N/2**: the host forks at the turn of
+  ordinal N/2, LangGraph branches from the checkpoint holding the first N/2 turns
+  (``update_state`` on that checkpoint's config).
 - **the erasure check**: the one indexed read a turn makes when it takes its session lock
   (pipelined with the lock: one round trip), as the time it adds to taking the lock, and
   as a share of a whole turn's time.
@@ -43,6 +52,7 @@ import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from host.postgres_server import MISSING, PostgresServer, find_binaries  # noqa: E402
 
@@ -269,6 +279,85 @@ async def erasure_check_cost(dsn: str, turns: int) -> tuple[float, float]:
     return max(0.0, timings["checked"] - timings["plain"]) * 1000, per_turn * 1000
 
 
+# -- write transactions, and beside LangGraph's PostgresSaver (API.md section 23) ---------------
+
+
+def _next_xid(dsn: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def write_transactions(dsn: str, count: int = 100) -> tuple[float, float]:
+    """(write transactions per turn, per fork), counted as the transaction ids the server assigned."""
+    async with Host(store=PostgresStore(dsn)) as host:
+        chat = await host.sessions.create()
+        for i in range(5):  # warm the pool
+            await chat.run(f"warm {i}")
+        anchor = (await chat.turns())[-1]
+        await anyio.sleep(1.5)  # the link's first looks are done
+        before = await anyio.to_thread.run_sync(_next_xid, dsn)
+        for i in range(count):
+            await chat.run(f"prompt {i}")
+        middle = await anyio.to_thread.run_sync(_next_xid, dsn)
+        for _ in range(count):
+            await anchor.fork()
+        after = await anyio.to_thread.run_sync(_next_xid, dsn)
+    # each _next_xid is a read: it assigns no id
+    return (middle - before) / count, (after - middle) / count
+
+
+async def host_turns_and_fork(dsn: str, n: int, turns: int) -> tuple[float, float]:
+    """(ms per turn, ms per fork at N/2) of a host on a session of ``n`` turns."""
+    session_id = await one_turn(dsn)
+    bulk_load(dsn, session_id, n)
+    async with Host(store=PostgresStore(dsn)) as host:
+        chat = await host.sessions.get(session_id)
+        history = await chat.turns()
+        assert len(history) == n
+        half = history[n // 2 - 1]
+        await chat.run("warm")
+        started = time.perf_counter()
+        for i in range(turns):
+            await chat.run(f"prompt {i}")
+        per_turn = (time.perf_counter() - started) / turns
+        started = time.perf_counter()
+        for _ in range(FORKS):
+            await half.fork()
+        per_fork = (time.perf_counter() - started) / FORKS
+    return per_turn * 1000, per_fork * 1000
+
+
+def langgraph_turns_and_fork(dsn: str, n: int, turns: int) -> tuple[float, float] | None:
+    """The same with LangGraph's PostgresSaver (a one-node graph appending its reply), or
+    ``None`` when the ``bench`` extra is not installed."""
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        return None
+    from peers import LangGraph
+
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        graph = LangGraph(saver)
+        graph.fill(n)  # the first N/2 turns (N messages: prompts and replies), one checkpoint
+        half = graph.app.get_state(graph.config).config
+        graph.app.invoke({"messages": [{"role": "user", "content": f"m {i}"} for i in range(n - 1)]}, graph.config)
+        graph.turn()
+        started = time.perf_counter()
+        for _ in range(turns):
+            graph.turn()
+        per_turn = (time.perf_counter() - started) / turns
+        started = time.perf_counter()
+        for _ in range(FORKS):
+            graph.app.update_state(half, {"messages": []})
+        per_fork = (time.perf_counter() - started) / FORKS
+    return per_turn * 1000, per_fork * 1000
+
+
 # -- the report -------------------------------------------------------------------------------
 
 
@@ -290,6 +379,17 @@ def main() -> int:
     distinct_rate: dict[int, float] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="host-sim-bench-") as tmp:
+            per_turn, per_fork = anyio.run(write_transactions, server.database("xacts"))
+            rows.append(("write transactions per turn / per fork (server-assigned transaction ids; target 2 / 1)", f"{per_turn:.2f} / {per_fork:.2f}", "-"))
+            print(f"  write transactions: {per_turn:.2f} per turn, {per_fork:.2f} per fork", flush=True)
+            for n in (10, 1_000):
+                host_ms = anyio.run(host_turns_and_fork, server.database("turns"), n, 100)
+                lg_ms = langgraph_turns_and_fork(server.database("langgraph"), n, 100)
+                lg_turn = "not installed" if lg_ms is None else f"{lg_ms[0]:.2f} (host {lg_ms[0] / host_ms[0]:.1f}x faster)"
+                lg_fork = "not installed" if lg_ms is None else f"{lg_ms[1]:.2f} (host {lg_ms[1] / host_ms[1]:.1f}x faster)"
+                rows.append((f"ms per turn, session of N = {n:,} turns (LangGraph PostgresSaver in the third column)", f"{host_ms[0]:.2f}", lg_turn))
+                rows.append((f"ms per fork at N/2, N = {n:,} (LangGraph: update_state on that checkpoint)", f"{host_ms[1]:.2f}", lg_fork))
+                print(f"  N={n}: host turn {host_ms[0]:.2f} ms, fork {host_ms[1]:.2f} ms; langgraph {lg_ms}", flush=True)
             p50, p95 = anyio.run(event_latency, server.database("events"), args.turns)
             rows.append(("cross-host event latency (turn_finished, another process's subscriber): p50 / p95 ms", f"{p50:.1f} / {p95:.1f}", "-"))
             print(f"  event latency: p50 {p50:.1f} ms, p95 {p95:.1f} ms", flush=True)
@@ -329,7 +429,7 @@ def main() -> int:
         server.stop()
     version = server.binaries.parent.name
     print()
-    print(f"| measure ({args.turns} prompts per host process, EchoModel, {os.cpu_count()} cores) | PostgresStore (PostgreSQL {version}, fsync on) | SqliteStore (synchronous=FULL) |")
+    print(f"| measure ({args.turns} prompts per host process, EchoModel, {os.cpu_count()} cores) | PostgresStore (PostgreSQL {version}, fsync on) | SqliteStore (synchronous=FULL), or the peer named |")
     print("|---|---:|---:|")
     for measure, pg_value, sqlite_value in rows:
         print(f"| {measure} | {pg_value} | {sqlite_value} |")

@@ -181,12 +181,13 @@ class AiSessionHandle(Protocol):
         """When its latest own turn or command invocation started, else `created_at`."""
         ...
 
-    async def send(self, message: AiMessage) -> AiTurnHandle:
+    async def send(self, message: AiMessage, *, request_id: str | None = None) -> AiTurnHandle:
         """Put a message into this session and wait for the turn it drives to complete.
 
         Raises `TurnFailedError` when the model or a tool fails the turn, and
         `ReentrantTurnError` when called from a handler running inside a turn of this
-        session.
+        session. ``request_id`` is the caller's key: a retry with the same key returns the
+        turn the first attempt stored instead of storing the message twice.
         """
         ...
 

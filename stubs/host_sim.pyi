@@ -326,7 +326,7 @@ class Host:
     @property
     def effects(self) -> list[EffectStatus]:
         """Every effect's status, in declaration order."""
-    async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
+    async def submit(self, session: SessionHandle | SessionId | str, text: str, *, request_id: str | None = None) -> Submission:
         """What the user types: ``/name argument`` runs a slash command, anything else is a prompt."""
     async def run_command(self, command_id: str) -> Submission:
         """Run a palette command (no session) and report like `submit`."""
@@ -342,7 +342,7 @@ class Host:
         """The session's history as text: its turns (authors and notifications marked) and the"""
     def subscribe(self, *, buffer: int = 1000, after: int | None = None) -> AbstractAsyncContextManager[EventStream]:
         """Watch the host live: ``async with host.subscribe() as events: async for event in events``."""
-    async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
+    async def start(self, session: SessionHandle | SessionId | str, text: str, *, request_id: str | None = None) -> Job:
         """Accept what `submit` accepts and return at once a running `Job` the host owns."""
     async def job(self, job_id: str) -> Job:
         """The job with this id, on whichever host sharing the store started it (one read by key)."""
@@ -773,6 +773,12 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, PostgresLocks, PostgresEve
     async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]: ...
     async def running_turns(self) -> Sequence[TurnRecord]:
         """Turns left running by a host that is gone (its connection closed or was lost), handed to this host."""
+    async def keep_claim(self) -> bool:
+        """Make sure this host's liveness claim (the owner lock) is held; whether it had to be"""
+    async def absent_hosts(self) -> set[str]:
+        """The hosts that left turns or jobs running and hold no claim now (dead, or away for a moment)."""
+    async def claim_dead(self, host_ids: Sequence[str], now: Callable[[], datetime], announce: Callable[[Sequence[TurnRecord], Sequence[str]], Sequence[EventRow]]) -> tuple[Sequence[TurnRecord], Sequence[str]]:
+        """Fail as interrupted the running turns, and interrupt the running jobs, of the hosts"""
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]: ...
     async def list_sessions(self) -> Sequence[SessionRecord]: ...
     async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]: ...
@@ -924,9 +930,9 @@ class ScopedHost:
     @property
     def traces(self) -> ScopedTraces:
         """Traces as the scope sees them (see `ScopedTraces`)."""
-    async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
+    async def submit(self, session: SessionHandle | SessionId | str, text: str, *, request_id: str | None = None) -> Submission:
         """`Host.submit` in a session of the scope; a handler it runs acts within the session's tags."""
-    async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
+    async def start(self, session: SessionHandle | SessionId | str, text: str, *, request_id: str | None = None) -> Job:
         """`Host.start` in a session of the scope."""
     async def run_command(self, command_id: str) -> Submission:
         """`Host.run_command`: a palette command, whose handler acts within the scope."""
@@ -1063,7 +1069,7 @@ class SessionHandle:
     def model(self) -> str: ...
     @property
     def cwd(self) -> str: ...
-    async def send(self, message: AiMessage) -> TurnHandle:
+    async def send(self, message: AiMessage, *, request_id: str | None = None) -> TurnHandle:
         """Drive one turn with ``message`` and wait for it; raises `TurnFailedError`."""
 
     @overload
@@ -1292,8 +1298,9 @@ class Erasure:
 
 class StoreError(ModularError, RuntimeError):
     """A store cannot be used: a file that is not a host-sim store, a newer schema, a closed store."""
-    def __init__(self, message: str, *, path: str | None = None) -> None: ...
+    def __init__(self, message: str, *, path: str | None = None, retryable: bool = False) -> None: ...
     path: str | None
+    retryable: bool
 
 
 class StoreLockedError(StoreError):

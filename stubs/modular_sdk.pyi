@@ -153,7 +153,7 @@ class AiSessionHandle(Protocol):
     @property
     def last_activity_at(self) -> datetime:
         """When its latest own turn or command invocation started, else `created_at`."""
-    async def send(self, message: AiMessage) -> AiTurnHandle:
+    async def send(self, message: AiMessage, *, request_id: str | None = None) -> AiTurnHandle:
         """Put a message into this session and wait for the turn it drives to complete."""
 
     @overload

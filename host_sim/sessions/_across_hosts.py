@@ -16,15 +16,18 @@ When a host sees turns other hosts added to a session it holds:
 - Loading a session for the first time (``sessions.get``, ``children``, ``list``): its
   finished turns.
 
-A turn found ``running`` while this host holds the session's lock was left by a host that
-died (a live host would hold the lock): the store's `running_turns` hands it over, and it
-is failed as interrupted, like a host opening the store does.
+A turn found ``running`` while this host holds the session's lock belongs to a host that
+lost the lock: it died, or its connection blinked (a server restart). The turn waits for
+it to be finished, by its own host or, once that host is found dead, by a live host's link;
+it is never failed from here.
 
 Several hosts are one host through one mechanism, designed here once (`HostsLink`):
 
 - the **event log**: every event but ``reply_delta`` is a row of the store, numbered in
-  commit order, and written (`EventHub.written`) before the session lock is let go or the
-  call that published it returns, so seq order is the order things happened across hosts;
+  commit order, written in the transaction of the change it reports (a transactional
+  outbox, `EventHub.committing`) or else (`EventHub.written`) before the session lock is
+  let go or the call that published it returns, so seq order is the order things happened
+  across hosts;
   each host reads every host's rows (woken by NOTIFY, and every second
   anyway) and hands them to its subscribers, and ``subscribe(after=seq)`` reads them back;
 - **coherent caches**: another host's ``turn_finished``, ``turn_erased`` and
@@ -32,15 +35,16 @@ Several hosts are one host through one mechanism, designed here once (`HostsLink
   them, so reads are stale by about a second at most;
 - the one **synchronous check**, for model calls: the erasure generation, read with the
   session lock (`erased_elsewhere`), so a forgotten message never reaches a model;
-- **dead hosts**: every host looks for running turns whose host is gone, fails them as
-  interrupted and publishes their ``turn_finished``.
+- **liveness**: each host keeps a claim it takes back by itself after a fault; every host
+  looks for work whose host's claim has been gone for a grace period, and fails it as
+  interrupted with its ``turn_finished`` in one transaction (one host claims each turn).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, get_args
 
@@ -51,11 +55,12 @@ from modular_sdk import ModularError, SerializationError
 from modular_sdk._json import structure, unstructure
 
 from ..stores._errors import StoreError
-from ..stores._invariants import ERASED_LABEL, interrupted
+from ..stores._invariants import ERASED_LABEL
 from ..stores._protocol import Store
 from ..stores._records import TurnRecord
 from ..stores._shared import EventRow, SharedStore
 from ._events import (
+    event_row as event_row,
     CommandFinished,
     HostEvent,
     JobFinished,
@@ -76,9 +81,9 @@ from ._state import SessionState, TurnState, apply_erasure, apply_retraction
 if TYPE_CHECKING:
     from ._engine import Engine
 
-__all__ = ["HostsLink", "across_hosts", "catch_up", "erased_elsewhere", "event_of", "event_row", "replay_of", "running_elsewhere"]
+__all__ = ["DEAD_HOST_GRACE", "HostsLink", "across_hosts", "catch_up", "erased_elsewhere", "event_of", "event_row", "replay_of", "running_elsewhere"]
 
-_DEAD_HOST_GRACE = 30.0  # seconds a dead host's last connection may take to close
+_RUNNING_ELSEWHERE_WAIT = 60.0  # seconds a turn waits for another host's turn that lost the lock
 
 
 @contextlib.asynccontextmanager
@@ -96,7 +101,7 @@ async def across_hosts(engine: Engine, session: SessionState) -> AsyncIterator[N
         return
     async with store.lock_session(session.id) as generation:
         await erased_elsewhere(engine, session, generation)
-        await catch_up(store, session, engine.now, locked=True, announce=lambda r: engine.events.publish(_finished(r)))
+        await catch_up(store, session, engine.now, locked=True)
         try:
             yield
         finally:  # the next host to take the lock numbers its events after this turn's
@@ -133,38 +138,34 @@ async def catch_up(
     now: Callable[[], datetime],
     *,
     locked: bool = False,
-    announce: Callable[[TurnRecord], None] = lambda record: None,
 ) -> None:
     """Add to ``session`` the turns other hosts finished since this host last looked (``store``:
     the engine's `SharedStore`, ``None`` when the store is not shared: nothing to do).
 
-    With ``locked`` (this host holds the session's lock), a ``running`` turn is one a dead
-    host left: it is failed as interrupted first, and ``announce``d (``turn_finished``).
+    With ``locked`` (this host holds the session's lock), a ``running`` turn is one whose
+    host lost the lock (it died, or its connection blinked): it waits until that turn is
+    finished, by its host or, once that host is found dead, by a live host's link.
     """
     if store is None:
         return
     records = await store.turns_since(session.id, session.next_ordinal)
     waited = 0.0
     while locked and any(r.status == "running" for r in records):
-        for orphan in await store.running_turns():  # handed to this host: it finishes them
-            failed = interrupted(orphan, now())
-            await store.finish_turn(failed)
-            announce(failed)
-        records = await store.turns_since(session.id, session.next_ordinal)
-        if not any(r.status == "running" for r in records):
-            break
-        # A dead host's connections close one by one: its session lock may be gone a moment
-        # before the server has ended the connection that marks it alive.
-        if waited >= _DEAD_HOST_GRACE:
+        # Another host's turn that no longer holds the lock: its host died (a live host's
+        # link fails it once its claim has been gone for the grace period, `HostsLink`), or
+        # lost its connection for a moment and finishes it itself. Never failed from here.
+        if waited >= _RUNNING_ELSEWHERE_WAIT:
             running = next(r for r in records if r.status == "running")
             raise StoreError(
-                f"turn {running.ordinal} ({running.id!r}) of session {session.id!r} is running on a host "
-                "that is alive but does not hold the session's lock; every host of a shared store must "
-                "run turns through Host (which takes the lock), never write turns to the store directly",
+                f"turn {running.ordinal} ({running.id!r}) of session {session.id!r} is still running on another "
+                f"host after {_RUNNING_ELSEWHERE_WAIT:.0f} s without holding the session's lock (its connection "
+                "was lost); the call is retryable once that host finishes it or is found dead",
                 path=getattr(store, "path", None),
+                retryable=True,
             )
         await anyio.sleep(0.05)
         waited += 0.05
+        records = await store.turns_since(session.id, session.next_ordinal)
     for record in records:
         if record.ordinal < session.next_ordinal:
             continue  # another task of this host caught up meanwhile
@@ -189,20 +190,10 @@ _EVENT_CLASSES: dict[str, type[HostEvent]] = {  # every kind of the union (kinds
     attrs.fields(cls).kind.default: cls for cls in get_args(HostEvent)
 }
 _POLL = 1.0  # seconds between reads of the event rows when no NOTIFY woke this host (the rows are the truth)
-_WATCH = 2.0  # seconds between looks for dead hosts' running turns
+_WATCH = 1.0  # seconds between looks for dead hosts' running turns
+_KEEP = 0.5  # seconds between checks that this host's liveness claim is held
+DEAD_HOST_GRACE = 5.0  # seconds a host's claim must be seen gone on end before it is dead
 _TRIM = 60.0  # seconds between deletions of event rows older than the retention
-
-
-def event_row(event: HostEvent) -> EventRow:
-    """What a shared store writes of an event (its seq and host are the row's)."""
-    data = unstructure(event)
-    del data["seq"], data["host_id"]
-    return EventRow(
-        kind=event.kind,
-        session_id=getattr(event, "session_id", None),
-        turn_id=getattr(event, "turn_id", None),
-        event=json.dumps({"kind": event.kind, **data}, ensure_ascii=False, separators=(",", ":")),
-    )
 
 
 def event_of(seq: int | None, host_id: str, text: str) -> HostEvent:
@@ -237,15 +228,23 @@ def replay_of(store: SharedStore) -> Replay:
 class HostsLink:
     """This host among the hosts of a shared store: one mechanism, run in the host's task group.
 
-    - Writes the events this host publishes as rows (``outbox``), in order, batched.
-    - Reads every host's rows after the last it read, woken by NOTIFY or every `_POLL`
-      seconds (a NOTIFY is a hint; the rows are the truth), and before handing another
-      host's ``turn_finished``, ``turn_erased`` or ``session_deleted`` to subscribers
-      makes this host's sessions in memory reflect it (so reads are stale by at most
-      about a second, without the caller polling).
-    - Looks every `_WATCH` seconds for running turns whose host is gone (its owner lock
-      went with its connections) and fails them as interrupted, publishing
-      ``turn_finished``; marks that host's jobs interrupted.
+    - **The outbox.** Most events commit with the change they report (`EventHub.committing`
+      stages their rows for the store write's transaction); what is left (events that report
+      no write of their own) is written here, in order, batched; so are the writes the store
+      was away for (`EventHub.retry`: a turn's finish, with its one ``turn_finished``).
+    - **Reading.** Reads every host's rows after the last it read, woken by NOTIFY or every
+      `_POLL` seconds (a NOTIFY is a hint; the rows are the truth), and before handing another
+      host's ``turn_finished``, ``turn_erased`` or ``session_deleted`` to subscribers makes
+      this host's sessions in memory reflect it (stale by at most about a second).
+    - **Liveness, a lease that survives faults.** Every `_KEEP` seconds makes sure this host's
+      claim is held (`SharedStore.keep_claim`: taken back by itself after a server restart or
+      a killed connection). Every `_WATCH` seconds looks for hosts that left work running and
+      hold no claim; a host is dead only when this host has *seen* its claim gone for
+      `DEAD_HOST_GRACE` seconds on end (an outage this host lived through counts for
+      nothing: it saw nothing), so a live host whose connection blinked takes its claim
+      back first. A dead host's turns are failed as interrupted and its jobs interrupted in
+      one transaction with their ``turn_finished`` / ``job_finished`` rows
+      (`SharedStore.claim_dead`): one host claims each, once.
     - Deletes event rows older than the store's retention.
     """
 
@@ -254,6 +253,7 @@ class HostsLink:
         self._store = store
         self._read_up_to = 0
         self._writing = anyio.Lock()  # one batch at a time, so rows keep the order of publishing
+        self._absent_since: dict[str, float] = {}  # host -> when this host first saw its claim gone
 
     async def start(self) -> None:
         """Where this host starts reading: the newest row when it opens."""
@@ -263,6 +263,7 @@ class HostsLink:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write)
             tg.start_soon(self._read)
+            tg.start_soon(self._keep)
             tg.start_soon(self._watch)
 
     async def flush(self) -> None:
@@ -286,6 +287,7 @@ class HostsLink:
     async def _write_outbox(self) -> None:
         hub = self._engine.events
         async with self._writing:
+            await hub.write_retries()
             while batch := hub.take_outbox():
                 try:
                     with anyio.CancelScope(shield=True):  # a started write finishes
@@ -305,7 +307,7 @@ class HostsLink:
                 await self._write_outbox()
             except StoreError:
                 hub.wake_writer()
-                await anyio.sleep(_POLL)  # the server is unreachable: try again
+                await anyio.sleep(_POLL / 4)  # the server is unreachable: try again
 
     async def _read(self) -> None:
         while True:
@@ -315,7 +317,7 @@ class HostsLink:
                     self._delta(payload)
                 await self._catch_up()
             except StoreError:
-                await anyio.sleep(_POLL)  # the server is unreachable: try again
+                await anyio.sleep(_POLL / 4)  # the server is unreachable: try again
 
     def _delta(self, payload: str) -> None:
         host_id, _, text = payload.partition(" ")
@@ -363,26 +365,57 @@ class HostsLink:
         else:
             session.deleted_at = session.deleted_at or event.at
 
+    async def _keep(self) -> None:
+        """Hold this host's claim: taken back by itself once the server is back."""
+        while True:
+            with contextlib.suppress(StoreError):  # the server is away: look again soon
+                if await self._store.keep_claim():
+                    self._engine.events.wake_writer()  # back: write what waited
+            await anyio.sleep(_KEEP)
+
     async def _watch(self) -> None:
-        engine = self._engine
         trimmed_at = 0.0
         while True:
             await anyio.sleep(_WATCH)
             try:
-                for orphan in await self._store.running_turns():  # handed to this host: it finishes them
-                    record = interrupted(orphan, engine.now())
-                    await self._store.finish_turn(record)
-                    engine.events.publish(_finished(record))
-                    session = engine.sessions.get(record.session_id)
-                    if session is not None:
-                        await catch_up(engine.shared, session, engine.now)
-                for job_id in await self._store.interrupt_dead_hosts_jobs(engine.now):
-                    engine.events.publish(_job_interrupted(job_id))
+                await self._claim_dead()
                 if anyio.current_time() - trimmed_at > _TRIM:
                     trimmed_at = anyio.current_time()
                     await self._store.trim_events()
             except StoreError:
-                continue  # the server is unreachable: look again later
+                self._absent_since.clear()  # what this host did not see does not count as gone
+                continue
+
+    async def _claim_dead(self) -> None:
+        """Fail the work of the hosts whose claim has been seen gone for `DEAD_HOST_GRACE` seconds."""
+        engine = self._engine
+        now = anyio.current_time()
+        absent = await self._store.absent_hosts() - {self._store.host_id}  # never itself: it is taking its claim back
+        self._absent_since = {h: self._absent_since.get(h, now) for h in absent}
+        dead = sorted(h for h, since in self._absent_since.items() if now - since >= DEAD_HOST_GRACE)
+        if not dead:
+            return
+        turns, jobs = await self._store.claim_dead(dead, engine.now, _announce(engine.now))
+        for host in dead:
+            self._absent_since.pop(host, None)
+        for session_id in dict.fromkeys(t.session_id for t in turns):
+            session = engine.sessions.get(session_id)
+            if session is not None:
+                await catch_up(engine.shared, session, engine.now)
+
+
+def _announce(now: Callable[[], datetime]) -> Callable[[Sequence[TurnRecord], Sequence[str]], Sequence[EventRow]]:
+    """The ``turn_finished`` and ``job_finished`` rows of a dead host's turns and jobs (in the
+    claim's transaction: whoever claims them says so, once)."""
+
+    def rows(turns: Sequence[TurnRecord], jobs: Sequence[str]) -> Sequence[EventRow]:
+        at = now()
+        return [
+            *(event_row(_finished(record)(0, record.finished_at or at)) for record in turns),
+            *(event_row(_job_interrupted(job_id)(0, at)) for job_id in jobs),
+        ]
+
+    return rows
 
 
 def _job_interrupted(job_id: str) -> Callable[[int, datetime], JobFinished]:

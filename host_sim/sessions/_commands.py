@@ -52,8 +52,9 @@ class Commands:
         self._telemetry = telemetry
         self._handler_timeout = handler_timeout
 
-    async def submit(self, state: SessionState, text: str, job: JobCall | None) -> Submission:
-        """`Host.submit`, in ``job`` (or none): the events of its turn or command carry its id."""
+    async def submit(self, state: SessionState, text: str, job: JobCall | None, request_id: str | None = None) -> Submission:
+        """`Host.submit`, in ``job`` (or none): the events of its turn or command carry its id;
+        ``request_id`` keys a prompt's turn (a retry returns it; a command is not keyed)."""
         engine = self._engine
         if not isinstance(text, str):
             raise InvalidArgumentError(
@@ -73,7 +74,7 @@ class Commands:
         elif text.startswith("/"):
             return await self._slash(state, text, None if job is None else job.id)
         try:
-            turn = await engine.send(state, AiPromptMessage(text=text), None, job=job)
+            turn = await engine.send(state, AiPromptMessage(text=text), None, job=job, request_id=request_id)
         except ActionDeniedError as denied:
             return Submission(kind="prompt", text=str(denied), error=str(denied), error_kind="denied")
         except InvalidArgumentError as bad:  # text that cannot be stored

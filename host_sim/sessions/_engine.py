@@ -62,7 +62,7 @@ from ..stores._shared import SharedStore
 from ._across_hosts import across_hosts, catch_up, running_elsewhere
 from ._events import EventHub, SessionCreated, SessionDeleted, TurnErased, TurnRetracted
 from ._explain import turn_failed
-from ._ids import new_session_id
+from ._ids import checked_request_id, new_session_id, turn_id_for
 from ._state import SessionState, TurnState, apply_erasure, apply_retraction, turn_at
 from ._tables import ModTables
 from ._turns import JobCall, TurnRunner, running_sessions, running_turns, unstorable
@@ -417,16 +417,17 @@ class Engine:
         record = state.record
         node = SessionNode(session_id=record.id, created_at=record.created_at, agent_id=record.agent_id)
         self.check_open(f"create session {record.id!r}")
-        with anyio.CancelScope(shield=True):  # a started write always finishes and is seen
+        created = lambda seq, at: SessionCreated(  # noqa: E731
+            seq=seq, at=at, session_id=record.id, lineage=record.lineage, tags=record.tags
+        )
+        # A started write always finishes and is seen; its event commits with it (API §23).
+        with anyio.CancelScope(shield=True), self.events.committing(created):
             if self.link_session is not None:  # traces: the session's trace link in the same transaction
                 await self.link_session(record, node, edge, trace_id)
             else:
                 await self.store.create_session(record, node, edge)
         # A reader (list, children) may have loaded it from the store meanwhile: keep one state.
         live = self.sessions.setdefault(record.id, state)
-        self.events.publish(
-            lambda seq, at: SessionCreated(seq=seq, at=at, session_id=record.id, lineage=record.lineage, tags=record.tags)
-        )
         await self.events.written()  # numbered before the caller (or another host) uses the session
         return live
 
@@ -593,8 +594,13 @@ class Engine:
         *,
         output_schema: JsonValue = None,
         job: JobCall | None = None,
+        request_id: str | None = None,
     ) -> TurnState:
         """Run one turn of ``session`` driven by ``message``, as ``actor``; returns it finished.
+
+        With ``request_id`` (a caller's key, API.md section 23) the turn's id is derived from
+        it: a send with a key this session already stored returns that turn (waiting for it
+        when it runs) instead of storing the message again.
 
         Turns of one session run one at a time, in the order their sends passed the
         ``before_action`` hooks: each waits in the session's FIFO queue (a lock), and a send
@@ -619,6 +625,9 @@ class Engine:
                 session_id=session.id,
             )
         self.check_open(f"send to session {session.id!r}")
+        turn_id = None if request_id is None else turn_id_for(session.id, checked_request_id(request_id))
+        if turn_id is not None and (earlier := await self._requested(session, turn_id)) is not None:
+            return earlier  # a retry: the first attempt was stored
         if session.deleted_at is not None:
             await self.refuse_deleted(session, "send to")
         author = author_of(actor)
@@ -636,7 +645,14 @@ class Engine:
                     async with across_hosts(self, session):  # several hosts: their order, their erasures
                         if session.deleted_at is not None:  # deleted while this send waited
                             await self.refuse_deleted(session, "send to")
-                        return await self.turns.run(session, message, author, actor, output_schema, closing, started, job)
+                        try:
+                            return await self.turns.run(
+                                session, message, author, actor, output_schema, closing, started, job, turn_id
+                            )
+                        except StoreError:
+                            if turn_id is not None and (earlier := await self._requested(session, turn_id)) is not None:
+                                return earlier  # the same request, stored meanwhile
+                            raise
             finally:
                 self._inflight.discard(closing)
                 if not self._inflight and self._idle is not None:
@@ -644,6 +660,24 @@ class Engine:
         if started:  # close() cancelled the running turn: it is recorded failed
             return started[0]
         raise HostClosedError(f"cannot send to session {session.id!r}: its host closed before the turn started")
+
+    async def _requested(self, session: SessionState, turn_id: TurnId) -> TurnState | None:
+        """The turn a request stored in ``session`` (its id derived from the key), finished
+        (waited for while it runs), as the store has it; ``None`` when none was stored."""
+        record = await self.store.find_turn(turn_id)
+        while record is not None and record.id == turn_id and record.status == "running":
+            mine = next((t for t in session.own or () if t.id == turn_id and t.done is not None), None)
+            if mine is not None and mine.done is not None:
+                await mine.done.wait()
+            else:
+                await anyio.sleep(0.05)  # running on another host (several hosts)
+            record = await self.store.find_turn(turn_id)
+        if record is None or record.id != turn_id or record.session_id != session.id:
+            return None
+        mine = next((t for t in session.own or () if t.id == turn_id), None)
+        if mine is not None and mine.status == record.status:
+            return mine
+        return TurnState.from_record(record)  # the store's word (this host's copy said otherwise)
 
     async def run(self, session: SessionState, prompt: str, actor: Actor, output_schema: JsonValue = None) -> TurnState:
         """One prompt turn that must complete; raises `TurnFailedError` otherwise."""

@@ -17,9 +17,10 @@ saying how many, then carries on.
 
 from __future__ import annotations
 
+import json
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from typing import Literal, TypeAlias, final
 
@@ -30,7 +31,11 @@ from modular_sdk import AiMessage, AiSessionLineage, Author, InvalidArgumentErro
 from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject
 
+from modular_sdk._json import unstructure
+
+from ..stores._errors import StoreError
 from ..stores._records import ErrorKind, JobStatus
+from ..stores._shared import EventRow, staged
 
 __all__ = [
     "CommandFinished",
@@ -50,6 +55,7 @@ __all__ = [
     "TurnFinished",
     "TurnErased",
     "TurnStarted",
+    "event_row",
 ]
 
 
@@ -305,6 +311,7 @@ class EventHub:
         "_waiting",
         "_wake",
         "_write",
+        "_retries",
         "host_id",
         "replay",
     )
@@ -339,6 +346,7 @@ class EventHub:
         self._outbox: list[HostEvent] = []  # shared store: events the store has yet to write
         self._deltas_out: list[ReplyDelta] = []  # shared store: deltas to hand to the other hosts
         self._outbox_ready = anyio.Event()
+        self._retries: list[tuple[Callable[[], Awaitable[None]], list[HostEvent]]] = []  # writes to try again
 
     @property
     def active(self) -> bool:
@@ -360,9 +368,7 @@ class EventHub:
         if self._closed:
             return
         shared = self.replay is not None
-        event = make(0 if shared else self._seq + 1, self._clock())
-        if self.host_id:
-            event = attrs.evolve(event, host_id=self.host_id)
+        event = self._made(make)
         if isinstance(event, ReplyDelta):
             self.deliver(event)
             if shared:
@@ -374,6 +380,58 @@ class EventHub:
         else:
             self._seq += 1
             self.deliver(event)
+
+    def _made(self, make: Callable[[int, datetime], HostEvent]) -> HostEvent:
+        event = make(0 if self.replay is not None else self._seq + 1, self._clock())
+        return attrs.evolve(event, host_id=self.host_id) if self.host_id else event
+
+    @contextmanager
+    def committing(self, *makes: Callable[[int, datetime], HostEvent]) -> Iterator[None]:
+        """Publish the events ``makes`` make with the store write made in the block (a
+        transactional outbox, API.md section 23).
+
+        On a shared store their rows are staged for that write's transaction: they commit with
+        the change they report, numbered, or neither does (the block raises; nothing is
+        published). With one host per store they are published once the block succeeded.
+        """
+        if self._closed or self.replay is None:
+            yield
+            for make in makes:
+                self.publish(make)
+            return
+        events = [self._made(make) for make in makes]
+        with staged([event_row(e) for e in events]) as batch:
+            yield
+        if batch.first_seq is None:  # the block wrote nothing that carried them: the writer does
+            self._outbox.extend(events)
+            self._outbox_ready.set()
+
+    def retry(self, write: Callable[[], Awaitable[None]], *makes: Callable[[int, datetime], HostEvent]) -> None:
+        """A write that failed (the store was away), with the events that report it: on a shared
+        store, tried again by the writer until the store takes or refuses it, the events in its
+        transaction (published once, with the write that commits); with one host per store the
+        events are published now."""
+        if self._closed or self.replay is None:
+            for make in makes:
+                self.publish(make)
+            return
+        self._retries.append((write, [self._made(make) for make in makes]))
+        self._outbox_ready.set()
+
+    async def write_retries(self) -> None:
+        """Try the writes `retry` kept, oldest first; stops at the first the store is still away for."""
+        while self._retries:
+            write, events = self._retries[0]
+            try:
+                with staged([event_row(e) for e in events]) as batch, anyio.CancelScope(shield=True):
+                    await write()
+            except StoreError as exc:
+                if exc.retryable:
+                    raise
+                batch.written(0)  # refused for good: another host finished it (and said so)
+            self._retries.pop(0)
+            if batch.first_seq is None:
+                self._outbox.extend(events)
 
     async def written(self) -> None:
         """Give every event published so far its seq before what it reports is seen elsewhere.
@@ -471,6 +529,18 @@ class EventHub:
             self._size = max((s.buffer for s in self._subscribers), default=self._history)
             while len(self._ring) > self._size:
                 self._ring.popleft()
+
+
+def event_row(event: HostEvent) -> EventRow:
+    """What a shared store writes of an event (its seq and host are the row's)."""
+    data = unstructure(event)
+    del data["seq"], data["host_id"]
+    return EventRow(
+        kind=event.kind,
+        session_id=getattr(event, "session_id", None),
+        turn_id=getattr(event, "turn_id", None),
+        event=json.dumps({"kind": event.kind, **data}, ensure_ascii=False, separators=(",", ":")),
+    )
 
 
 @final

@@ -262,10 +262,14 @@ class SessionHandle(metaclass=NoPublicConstructor):
     def _turn(self, turn: TurnState) -> TurnHandle:
         return TurnHandle._create(self._engine, self._state, turn, self._actor)
 
-    async def send(self, message: AiMessage) -> TurnHandle:
-        """Drive one turn with ``message`` and wait for it; raises `TurnFailedError`."""
+    async def send(self, message: AiMessage, *, request_id: str | None = None) -> TurnHandle:
+        """Drive one turn with ``message`` and wait for it; raises `TurnFailedError`.
 
-        turn = await self._engine.send(self._state, message, self._actor)
+        ``request_id``: the caller's key for this request; a retry with the same key (after a
+        retryable `StoreError`) returns the turn the first attempt stored instead of storing
+        the message twice (API.md section 23)."""
+
+        turn = await self._engine.send(self._state, message, self._actor, request_id=request_id)
         if turn.status != "completed":
             raise turn_failed(turn)
         return self._turn(turn)

@@ -52,7 +52,7 @@ from ._completions import Completion, Completions
 from ._engine import Engine, checked_now
 from ._events import EventHub, EventStream
 from ._scope_seq import ScopeNumbers
-from ._ids import new_host_id
+from ._ids import checked_request_id, new_host_id
 from ._integrator import log_of
 from ._scope import Scope
 from ._scoped import ScopedHost
@@ -241,7 +241,8 @@ class Host:
             await recover(self._store, lambda: checked_now(self._clock))
             if isinstance(self._store, TraceStore):
                 await recover_traces(self._store)  # the trace index, when missing or stale
-            await log.interrupt_jobs(lambda: checked_now(self._clock))  # jobs a crash left running
+            if not isinstance(self._store, SharedStore):  # several hosts: the link does it, after a grace
+                await log.interrupt_jobs(lambda: checked_now(self._clock))  # jobs a crash left running
             # What this host loads from now on is at least this fresh (several hosts).
             generation = await self._store.erasure_generation() if isinstance(self._store, SharedStore) else 0
         except BaseException:
@@ -472,13 +473,19 @@ class Host:
             )
         return await engine.load(session)
 
-    async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
+    async def submit(
+        self, session: SessionHandle | SessionId | str, text: str, *, request_id: str | None = None
+    ) -> Submission:
         """What the user types: ``/name argument`` runs a slash command, anything else is a prompt.
 
         A doubled leading slash is a literal one, as in chat apps: ``//etc/hosts`` sends the
         prompt ``/etc/hosts``. Never raises for a failed command or turn: see `Submission.error`.
+        ``request_id``: the caller's key; a retry of a prompt with the same key returns the
+        turn the first attempt stored instead of storing it twice (API.md section 23).
         """
-        return await self._commands_open().submit(await self._session(session), text, None)
+        if request_id is not None:
+            checked_request_id(request_id)
+        return await self._commands_open().submit(await self._session(session), text, None, request_id)
 
     async def run_command(self, command_id: str) -> Submission:
         """Run a palette command (no session) and report like `submit`.
@@ -569,7 +576,7 @@ class Host:
         """
         return self._open().events.subscribe(buffer, after)
 
-    async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
+    async def start(self, session: SessionHandle | SessionId | str, text: str, *, request_id: str | None = None) -> Job:
         """Accept what `submit` accepts and return at once a running `Job` the host owns.
 
         The job runs in the host's task group: cancelling the caller does not cancel it;
@@ -578,6 +585,8 @@ class Host:
         events of its turn and command carry its ``job_id``. Jobs are durable records: any
         host sharing the store finds it (`job`, `jobs`).
         Its OpenTelemetry spans are children of the span current here (docs/observability.md).
+        ``request_id``: the caller's key; a retry with the same key returns the job the first
+        attempt stored (its id derives from the key) instead of starting another (API.md section 23).
         """
         engine = self._open()
         state = await self._session(session)
@@ -585,7 +594,9 @@ class Host:
             raise InvalidArgumentError(f"start() takes the typed text as a str, got {show(text)}", argument="text", value=text)
         await engine.refuse_deleted(state, "start a job in")
         assert self._jobs is not None
-        return await self._jobs.start(state.id, text, within=self._telemetry.carried())
+        return await self._jobs.start(
+            state.id, text, within=self._telemetry.carried(), request_id=None if request_id is None else checked_request_id(request_id)
+        )
 
     async def _submit_in_job(self, session_id: SessionId, text: str, job: JobCall) -> Submission:
         engine = self._open()

@@ -37,7 +37,7 @@ from ._job_errors import UnknownJobError
 from ._events import EventHub, JobFinished, JobStarted
 from .._host_made import NoPublicConstructor
 from ._handles import check_list_tags
-from ._ids import new_job_id
+from ._ids import job_id_for, new_job_id
 from ._submission import Submission
 
 __all__ = ["Job", "JobBook", "JobPage", "ended"]
@@ -184,10 +184,24 @@ class JobBook:
         """Whether this host runs the job now."""
         return job_id in self._running
 
-    async def start(self, session_id: SessionId, text: str, *, within: AbstractContextManager[object] | None = None) -> Job:
-        """Start a job; its submission runs inside ``within`` (the caller's tracing context)."""
-        record = JobRecord(id=new_job_id(), session_id=session_id, text=text, status="running", created_at=self._now())
-        await self._log.save_job(record)
+    async def start(
+        self,
+        session_id: SessionId,
+        text: str,
+        *,
+        within: AbstractContextManager[object] | None = None,
+        request_id: str | None = None,
+    ) -> Job:
+        """Start a job; its submission runs inside ``within`` (the caller's tracing context).
+        With ``request_id`` its id derives from the key: a job stored with it is returned."""
+        job_id = new_job_id() if request_id is None else job_id_for(session_id, request_id)
+        if request_id is not None and await self._log.get_job(job_id) is not None:
+            return await self.job(job_id)  # a retry: the first attempt was stored
+        record = JobRecord(id=job_id, session_id=session_id, text=text, status="running", created_at=self._now())
+        with self._events.committing(  # its job_started commits with it (API §23)
+            lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id)
+        ):
+            await self._log.save_job(record)
         job = Job._create(record, None, self)
         self._live[record.id] = job
         scope = self._running[record.id] = anyio.CancelScope()
@@ -195,7 +209,6 @@ class JobBook:
             self._watching = True
             self._task_group.start_soon(self._watch_cancel_requests)
         self._wake.set()
-        self._events.publish(lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id))
         await self._events.written()  # numbered before the caller (and so other hosts) can act on it
         self._task_group.start_soon(self._run, job, record, scope, within or nullcontext())
         return job  # no checkpoint since start_soon: a job cancelled at once never runs its text
@@ -223,15 +236,17 @@ class JobBook:
 
     async def _end(self, job: Job, record: JobRecord, submission: Submission | None) -> None:
         """Write the job's end (durable before anyone sees it end), then end it and say so."""
+        finished = lambda seq, at: JobFinished(  # noqa: E731
+            seq=seq, at=at, job_id=record.id, status=record.status, error_kind=record.error_kind
+        )
+        stored = False
         try:
-            with anyio.CancelScope(shield=True):  # also as the host closes
+            with anyio.CancelScope(shield=True), self._events.committing(finished):  # also as the host closes
                 await self._log.save_job(record)
+            stored = True
         finally:
-            self._events.publish(
-                lambda seq, at: JobFinished(
-                    seq=seq, at=at, job_id=record.id, status=record.status, error_kind=record.error_kind
-                )
-            )
+            if not stored:  # the store was away: written, with its job_finished, once it is back
+                self._events.retry(lambda: self._log.save_job(record), finished)
             try:
                 await self._events.written()  # numbered before a waiter (a client, another host) goes on
             finally:

@@ -126,13 +126,15 @@ class ScopedHost(metaclass=NoPublicConstructor):
         return ScopedTraces._create(self._host.traces, self._scope)
 
     # -- what the user types ---------------------------------------------------------------
-    async def submit(self, session: SessionHandle | SessionId | str, text: str) -> Submission:
+    async def submit(
+        self, session: SessionHandle | SessionId | str, text: str, *, request_id: str | None = None
+    ) -> Submission:
         """`Host.submit` in a session of the scope; a handler it runs acts within the session's tags."""
-        return await self._host.submit(await self._id(session), text)
+        return await self._host.submit(await self._id(session), text, request_id=request_id)
 
-    async def start(self, session: SessionHandle | SessionId | str, text: str) -> Job:
+    async def start(self, session: SessionHandle | SessionId | str, text: str, *, request_id: str | None = None) -> Job:
         """`Host.start` in a session of the scope."""
-        return await self._host.start(await self._id(session), text)
+        return await self._host.start(await self._id(session), text, request_id=request_id)
 
     async def run_command(self, command_id: str) -> Submission:
         """`Host.run_command`: a palette command, whose handler acts within the scope."""

@@ -27,6 +27,7 @@ from modular_sdk import (
     SessionId,
     ToolContext,
     TurnId,
+    TurnStatus,
 )
 from modular_sdk._frozen import FrozenJsonObject, freeze_object, thaw_object
 from modular_sdk._json import parse_json_text, structure, unstructure
@@ -39,8 +40,9 @@ from ..models._protocol import Model, ModelRequest, Reply, ToolCall, ToolResult,
 from ..models._secrets import KeyFilter, scrub_data, scrubber_of
 from ..observability import Telemetry
 from ..stores._protocol import Store
-from ..stores._records import ToolCallRecord
-from ._events import EventHub, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished, TurnStarted
+from ..stores._errors import StoreError
+from ..stores._records import ToolCallRecord, TurnRecord
+from ._events import EventHub, HostEvent, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished, TurnStarted
 from ._ids import new_call_id, new_message_id, new_turn_id
 from ._state import SessionState, TurnState, history_view, text_of
 from ._widget_tags import place_widgets
@@ -134,13 +136,14 @@ class TurnRunner:
         closing: anyio.CancelScope,
         started: list[TurnState],
         job: JobCall | None = None,
+        turn_id: TurnId | None = None,
     ) -> TurnState:
         """Run a turn; call holding the session's queue. ``started`` receives the turn once it
         exists; ``closing`` is the scope the engine's ``close`` cancels. The turn is written
         ``running`` before the model is called and finished once (durable, then shown); a
         completed turn's proposed actions are recorded (``after_turn``) before this returns."""
         turn = TurnState(
-            id=new_turn_id(),
+            id=turn_id or new_turn_id(),
             session_id=session.id,
             ordinal=session.next_ordinal,
             message=message,
@@ -150,11 +153,7 @@ class TurnRunner:
             started_at=self._now(),
             done=anyio.Event(),
         )
-        with anyio.CancelScope(shield=True):
-            await self._store.begin_turn(turn.record())  # durable before the model is called
-        started.append(turn)
-        session.add_turn(turn)
-        self._events.publish(
+        reported: list[Callable[[int, datetime], HostEvent]] = [
             lambda seq, at: TurnStarted(
                 seq=seq,
                 at=at,
@@ -165,13 +164,22 @@ class TurnRunner:
                 message=message,
                 job_id=None if job is None else job.id,
             )
-        )
+        ]
         if isinstance(message, AiNotificationMessage):
-            self._events.publish(
+            reported.append(
                 lambda seq, at: NotificationEvent(
                     seq=seq, at=at, session_id=session.id, turn_id=turn.id, title=message.title, body=message.body
                 )
             )
+        try:
+            with anyio.CancelScope(shield=True), self._events.committing(*reported):  # its events commit with it
+                await self._store.begin_turn(turn.record())  # durable before the model is called
+        except StoreError as exc:
+            if exc.retryable:  # in doubt: it may have been stored; if so it is finished, failed, once
+                await self._settle_in_doubt(session, turn.record())
+            raise
+        started.append(turn)
+        session.add_turn(turn)
         span = self._telemetry.turn(session, turn)  # ended below, once the turn is durable
         try:
             if job is not None:  # inside the try: a store that fails this fails the turn, finished
@@ -197,9 +205,11 @@ class TurnRunner:
             # What is shown is what is durable (API §17): readers see the turn running until
             # its record is written, so nobody forks at a turn a crash could still lose.
             outcome, turn.status = turn.status, "running"
+            stored = False
             try:
-                with anyio.CancelScope(shield=True):
+                with anyio.CancelScope(shield=True), self._events.committing(_turn_finished(turn, outcome)):
                     await self._store.finish_turn(finished)
+                stored = True
             except BaseException:
                 if outcome == "completed":  # not durable: nobody may fork at it
                     outcome, turn.reply = "failed", None
@@ -212,23 +222,33 @@ class TurnRunner:
                     session.last_completed = turn
                 elif turn.failure is None:
                     turn.failure = "model_failed"
-                self._events.publish(
-                    lambda seq, at: TurnFinished(
-                        seq=seq,
-                        at=at,
-                        session_id=session.id,
-                        turn_id=turn.id,
-                        status=turn.status,
-                        reply=turn.reply,
-                        error=turn.error,
-                    )
-                )
+                if not stored:  # the store was away: written (with its one turn_finished) once it is back
+                    failed = attrs.evolve(finished, status=turn.status, reply=turn.reply, error=turn.error)
+                    self._events.retry(lambda: self._store.finish_turn(failed), _turn_finished(turn, turn.status))
                 span.end(turn)
                 assert turn.done is not None
                 turn.done.set()
         if turn.status == "completed" and self._after_turn is not None:
             await self._after_turn(session, turn)  # proposed actions, before the next turn
         return turn
+
+    async def _settle_in_doubt(self, session: SessionState, began: TurnRecord) -> None:
+        """A turn whose begin failed with the store away may have been stored all the same: it is
+        finished as failed (and said so, once) if it was, and nothing happens if it was not.
+        (Several hosts: the link writes it once the store is back; the next turn of the
+        session waits for it, as for any turn running elsewhere.)"""
+        failed = attrs.evolve(began, status="failed", error=_AWAY, finished_at=self._now())
+        finished = _record_finished(failed)
+        if self._events.replay is not None:  # several hosts: the link writes it once the store is back
+            self._events.retry(lambda: self._store.finish_turn(failed), finished)
+            return
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._store.finish_turn(failed)
+        except StoreError:
+            return  # never stored (refused: no such running turn), or the store is still away
+        session.add_turn(TurnState.from_record(failed))  # it holds its ordinal
+        self._events.publish(finished)
 
     async def _run_turn(self, session: SessionState, turn: TurnState, actor: Actor, output_schema: JsonValue) -> None:
         token = running_turns_var.set(running_turns_var.get() | {session.id})
@@ -633,3 +653,20 @@ def _render_output(value: object) -> str:
 
 def _delta(session_id: SessionId, turn_id: TurnId, text: str) -> Callable[[int, datetime], ReplyDelta]:
     return lambda seq, at: ReplyDelta(seq=None, at=at, session_id=session_id, turn_id=turn_id, text=text)
+
+
+def _turn_finished(turn: TurnState, status: TurnStatus) -> Callable[[int, datetime], HostEvent]:
+    """The ``turn_finished`` event of ``turn`` finishing as ``status`` (a snapshot made now)."""
+    reply, error = turn.reply, turn.error
+    return lambda seq, at: TurnFinished(
+        seq=seq, at=at, session_id=turn.session_id, turn_id=turn.id, status=status, reply=reply, error=error
+    )
+
+
+_AWAY = "the store was away when it began; send it again (with the same request_id, it is stored once)"
+
+
+def _record_finished(record: TurnRecord) -> Callable[[int, datetime], HostEvent]:
+    return lambda seq, at: TurnFinished(
+        seq=seq, at=at, session_id=record.session_id, turn_id=record.id, status=record.status, reply=record.reply, error=record.error
+    )

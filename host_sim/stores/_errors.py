@@ -12,11 +12,15 @@ class StoreError(ModularError, RuntimeError):
 
     ``path`` is the store's file (for a `PostgresStore`: its DSN without the password;
     ``None`` for a `MemoryStore`). The message names it and says what to do instead.
+    ``retryable`` is true when the store was away (a server restarting, a lost connection)
+    and the same call may succeed later: retry it, with the same ``request_id=`` for a
+    send, submit or start, so that a first attempt that was in fact stored is not stored twice.
     """
 
-    def __init__(self, message: str, *, path: str | None = None) -> None:
+    def __init__(self, message: str, *, path: str | None = None, retryable: bool = False) -> None:
         super().__init__(message)
         self.path = path
+        self.retryable = retryable
 
 
 class StoreLockedError(StoreError):

@@ -23,6 +23,7 @@ from modular_sdk import AiMessage, AiNotificationMessage, AiPromptMessage, Sessi
 from ._records import LineageArtifact, LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION, Store
+from ._shared import SharedStore
 from ._records import SessionRecord, StoredState, ToolCallRecord, TurnRecord
 
 __all__ = [
@@ -439,13 +440,15 @@ async def recover(store: Store, clock: Callable[[], datetime]) -> None:
     """Make a store sound for a host to open, reading no more than it must.
 
     Marks turns a crash left ``running`` failed (`INTERRUPTED`), found through the store's
-    index of running turns. When the store says its lineage index was not built by this
+    index of running turns (on a `SharedStore`, the hosts' link does it once their host's
+    claim has been gone for a grace period, with their events: it may be reconnecting). When the store says its lineage index was not built by this
     `INDEX_VERSION` (a store from an older host, or one ``fsck`` found stale but could not
     repair), reads every record once, checks it, and rebuilds the index; damage to the
     records themselves cannot be repaired: it raises `StoreError`, listing it.
     """
-    for turn in await store.running_turns():
-        await store.finish_turn(interrupted(turn, clock()))
+    if not isinstance(store, SharedStore):  # several hosts: a live host's link claims them after a grace
+        for turn in await store.running_turns():  # (their host may only be reconnecting, API section 23)
+            await store.finish_turn(interrupted(turn, clock()))
     if await store.index_version() == INDEX_VERSION:
         return
     state = await store.read_all()

@@ -48,15 +48,23 @@ order across hosts; the host holding it first reads the turns other hosts added
 ordinal)`` refuses anything else. A host that dies loses its connections, and with them its
 locks: the next host goes on.
 
-Who is alive: while open, each store holds the advisory lock ``(0x48530002, owner)`` on its
-first connection, and writes ``owner`` into the turns it begins. `running_turns` (what a
-host opening the store fails as interrupted) returns only running turns whose owner holds
-no such lock any more: a turn another live host is running is never failed.
+Who is alive (a lease that survives faults, API.md section 23): while open, each store holds
+the advisory lock ``(0x48530002, owner)`` on a connection of its own, and writes ``owner``
+into the turns and jobs it begins. A server restart or a killed connection takes the lock
+away; `keep_claim` (called by the host's link every half second) takes the same key back on
+a fresh connection. `absent_hosts` names the owners of running work that hold no lock;
+the link declares one dead only after seeing it absent for a grace period, and then
+`claim_dead` fails its turns and interrupts its jobs in one transaction with their event
+rows (the turns are locked ``FOR UPDATE`` and checked again, so two hosts never both claim
+one). `running_turns` (``host-sim fsck``, and a single-writer store's recovery) returns the
+running turns whose owner holds no lock now.
 
-The event log: a host writes the events it publishes as rows of ``events`` (a batch per
-transaction, holding the transaction-level advisory lock ``(0x48530004, 0)`` while it takes
-its seqs, so rows commit in seq order and a reader that read up to N never later finds a row
-below N), then ``NOTIFY host_sim_events``. Each host LISTENs on a connection of its own and
+The event log: a host writes the events it publishes as rows of ``events``, in the
+transaction of the change they report when there is one (a transactional outbox: the task
+stages them, `Staged`, and `_transact` inserts them last), else a batch per transaction;
+either way holding the transaction-level advisory lock ``(0x48530004, 0)`` while it takes
+its seqs and commits, so rows commit in seq order and a reader that read up to N never later
+finds a row below N, then ``NOTIFY host_sim_events``. Each host LISTENs on a connection of its own and
 reads the rows after the last it read when woken, and at least every second: the rows are
 the truth, the NOTIFY a hint. An erasure (`erase`, `delete_session`) takes the same lock and
 erases the text of its turns' event rows in its transaction; a batch written after an
@@ -84,7 +92,8 @@ from modular_sdk import SessionId, TurnId
 from ._records import LineageEdge, SessionNode
 from ._erasure import Erasure, statements
 from ._errors import StoreError
-from ._invariants import ERASED_LABEL
+from ._invariants import ERASED_LABEL, interrupted
+from ._shared import EventRow
 from ._protocol import INDEX_VERSION
 from . import _rows
 from ._postgres_schema import POSTGRES_SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION
@@ -188,6 +197,20 @@ CLAIM_ORPHANED_TURNS: Final = (
     "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
     f"AND l.classid = {_OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = t.owner::bigint::oid"
     f") RETURNING t.seq, {_cols(_rows.TURNS, 't.')}"
+)
+_ABSENT_OWNERS: Final = (  # hosts that left work running and hold no claim now
+    "SELECT DISTINCT o.owner FROM (SELECT owner FROM host_sim.turns WHERE status = 'running' "
+    "UNION SELECT owner FROM host_sim.jobs WHERE status = 'running') o "
+    f"WHERE o.owner IS NOT NULL AND NOT EXISTS ({_OWNER_HELD.format(owner='o.owner')})"
+)
+_DEAD_TURNS: Final = (  # locked: a second host claiming at once waits, then finds them finished
+    f"SELECT {_cols(_rows.TURNS, 't.')} FROM host_sim.turns t WHERE t.status = 'running' AND t.owner = ANY(%s) "
+    f"AND NOT EXISTS ({_OWNER_HELD.format(owner='t.owner')}) ORDER BY t.seq FOR UPDATE"
+)
+_INTERRUPT_DEAD_JOBS: Final = (
+    "UPDATE host_sim.jobs j SET status = 'interrupted', finished_at = %s, error_kind = 'interrupted', "
+    "error = 'the host closed before the job finished', owner = NULL WHERE j.status = 'running' "
+    f"AND j.owner = ANY(%s) AND NOT EXISTS ({_OWNER_HELD.format(owner='j.owner')}) RETURNING j.id"
 )
 SELECT_CHILDREN: Final = (
     f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE parent_session_id = %s ORDER BY seq"
@@ -713,6 +736,84 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, PostgresLocks, PostgresEve
         """
         rows = await self._query(CLAIM_ORPHANED_TURNS, (self._owner,))
         return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
+
+    # -- liveness: a claim that survives faults (API.md section 23) ----------------------
+
+    async def keep_claim(self) -> bool:
+        """Make sure this host's liveness claim (the owner lock) is held; whether it had to be
+        taken again. After a server restart or a killed connection the claim is gone with the
+        connection that held it: a fresh connection takes the same key back, so the turns and
+        jobs this host owns stay its own. Raises a retryable `StoreError` while the server is away."""
+        if self._owner_conn is None:
+            raise self._closed_error()
+        return await anyio.to_thread.run_sync(self._keep_claim)
+
+    def _keep_claim(self) -> bool:
+        conn = self._owner_conn
+        if conn is None:
+            raise self._closed_error()
+        psycopg = self._psycopg
+        if not conn.closed and not conn.broken:
+            try:
+                conn.execute("SELECT 1", ())
+                return False
+            except psycopg.Error:
+                pass
+        fresh = self._connect()  # retryable StoreError while the server is away
+        try:
+            while True:
+                taken = fresh.execute("SELECT pg_try_advisory_lock(%s, %s)", (_OWNER_LOCK, self._owner)).fetchone()[0]
+                if taken:
+                    break
+                # Another store took this key while the server had forgotten this one (a one
+                # in two billion chance): this host goes on under a new key.
+                self._owner = secrets.randbelow(2**31 - 2) + 1
+        except psycopg.Error as exc:
+            close_quietly(fresh)
+            raise self._database_error(exc, "could not take back its liveness claim") from exc
+        if self._owner_conn is None:  # closed meanwhile
+            close_quietly(fresh)
+            raise self._closed_error()
+        old, self._owner_conn = self._owner_conn, fresh
+        close_quietly(old)
+        return True
+
+    async def absent_hosts(self) -> set[str]:
+        """The hosts that left turns or jobs running and hold no claim now (dead, or away for a moment)."""
+        return {f"pg-{int(row[0])}" for row in await self._query(_ABSENT_OWNERS, ())}
+
+    async def claim_dead(
+        self,
+        host_ids: Sequence[str],
+        now: Callable[[], datetime],
+        announce: Callable[[Sequence[TurnRecord], Sequence[str]], Sequence[EventRow]],
+    ) -> tuple[Sequence[TurnRecord], Sequence[str]]:
+        """Fail as interrupted the running turns, and interrupt the running jobs, of the hosts
+        ``host_ids`` whose claim is still gone, with the event rows ``announce`` makes of them,
+        in one transaction. Two hosts claiming at once: the second finds nothing left."""
+        owners = [int(h.removeprefix("pg-")) for h in host_ids if h.startswith("pg-") and h[3:].isdigit()]
+        if not owners:
+            return (), ()
+
+        def run(conn: Any) -> tuple[Sequence[TurnRecord], Sequence[str]]:
+            try:
+                with conn.transaction():
+                    rows = conn.execute(_DEAD_TURNS, (owners,)).fetchall()
+                    at = now()
+                    turns = tuple(interrupted(self._decode(_rows.TURNS, TurnRecord, row), at) for row in rows)
+                    for turn in turns:
+                        params = _rows.TURNS.pick(self._row(_rows.TURNS, turn), (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
+                        conn.execute(_FINISH_TURN, params)
+                    jobs = tuple(str(r[0]) for r in conn.execute(_INTERRUPT_DEAD_JOBS, (at.isoformat(), owners)).fetchall())
+                    events = announce(turns, jobs) if turns or jobs else ()
+                    if events:
+                        self._check_event_rows(events)
+                        self._insert_events(conn, events)
+                    return turns, jobs
+            except self._psycopg.Error as exc:
+                raise self._database_error(exc, "could not fail the turns of a dead host") from exc
+
+        return await self._with_connection(run)
 
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
         return await self._records(_rows.SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))

@@ -20,6 +20,7 @@ from . import _rows
 from ._errors import StoreError
 from ._postgres_sql import Refused, Step, close_quietly, cols, diagnosis
 from ._records import LineageEdge
+from ._shared import EventRow, staged_rows
 
 __all__ = ["PostgresCommit", "redact"]
 
@@ -59,6 +60,8 @@ class PostgresCommit:
 
         @property
         def path(self) -> str: ...
+        def _check_event_rows(self, rows: Sequence[EventRow]) -> None: ...
+        def _insert_events(self, conn: Any, rows: Sequence[EventRow]) -> int: ...
 
     def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
         row = table.row(record)
@@ -107,9 +110,13 @@ class PostgresCommit:
             conn = self._connect()
         try:
             return conn, work(conn)
-        except BaseException:
+        except BaseException as exc:
             if conn.broken or conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
                 close_quietly(conn)
+                if isinstance(exc, StoreError) and exc.retryable:  # the server went away: so did the idle ones
+                    stale, self._idle[:] = list(self._idle), []
+                    for other in stale:
+                        close_quietly(other)
             else:
                 self._idle.append(conn)
             raise
@@ -122,7 +129,14 @@ class PostgresCommit:
             except self._psycopg.Error as exc:
                 raise self._database_error(exc, "cannot be read") from exc
 
-        return await self._with_connection(run)
+        try:
+            return await self._with_connection(run)
+        except StoreError as exc:
+            if not exc.retryable:
+                raise
+            # An idle connection the server ended (a restart, pg_terminate_backend) fails its
+            # first use; a read is tried once more on a fresh one (a write is the caller's to retry).
+            return await self._with_connection(run)
 
     def _traces_present(self) -> bool:
         return True  # made with the store, or given to it when a host opened it
@@ -158,6 +172,13 @@ class PostgresCommit:
         return self._fail(problem, "the row was edited by hand; run 'host-sim fsck --store DSN' on it")
 
     async def _transact(self, steps: list[Step]) -> None:
+        """Run ``steps`` in one transaction, with the event rows the calling task staged for it
+        (`staged`, a transactional outbox): the rows commit with the change or not at all."""
+        events = staged_rows()
+        if events is not None:
+            self._check_event_rows(events.rows)
+        first: list[int] = []
+
         def run(conn: Any) -> None:
             psycopg = self._psycopg
             try:
@@ -169,12 +190,16 @@ class PostgresCommit:
                             raise Refused(f"{step.refusal} ({diagnosis(exc)})") from None
                         if step.expect != "any" and cursor.rowcount < 1:  # changed, or found, no row
                             raise Refused(step.refusal)
+                    if events is not None:
+                        first.append(self._insert_events(conn, events.rows))
             except Refused as refused:
                 raise self._refuse(str(refused)) from None
             except psycopg.Error as exc:
                 raise self._database_error(exc, "could not be written") from exc
 
         await self._with_connection(run)
+        if events is not None and first:
+            events.written(first[0])
 
     def _closed_error(self) -> StoreError:
         return StoreError(
@@ -194,9 +219,12 @@ class PostgresCommit:
         psycopg = self._psycopg
         text = self._scrub(diagnosis(exc))
         if psycopg is not None and isinstance(exc, psycopg.OperationalError):
-            return self._fail(
-                f"{doing}: the connection to the server failed ({text})",
-                "check that the PostgreSQL server is running and reachable; the call can be retried",
+            return StoreError(
+                f"the PostgreSQL store {self.path!r} {doing}: the connection to the server failed ({text}); "
+                "the server is away (restarting, or the connection was lost): the call is retryable once it "
+                "is back (pass the same request_id= to a send, submit or start, so that it is stored once)",
+                path=self.path,
+                retryable=True,
             )
         if psycopg is not None and isinstance(exc, psycopg.errors.InsufficientPrivilege):
             return self._fail(f"{doing}: permission denied ({text})", "grant the role access to schema host_sim")
@@ -250,8 +278,12 @@ class PostgresCommit:
             remedy = "create it first (createdb NAME, or CREATE DATABASE NAME), or pass the DSN of an existing database"
         elif "password" in low or "authentication" in low or ("role" in low and "does not exist" in low):
             remedy = "check the user and password in the DSN (or the server's pg_hba.conf)"
-        elif "timeout" in low or "refused" in low or "no such file" in low or "could not" in low:
-            remedy = "start the PostgreSQL server, or check the host and port in the DSN"
-        else:
-            remedy = "check the DSN and the server's log"
+        else:  # the server is away (stopped, restarting, in recovery, unreachable): try again later
+            remedy = (
+                "start the PostgreSQL server, or check the host and port in the DSN; when the server is "
+                "only restarting, the call is retryable once it is back"
+            )
+            return StoreError(
+                f"cannot connect to the PostgreSQL store {self.path!r}: {text}; {remedy}", path=self.path, retryable=True
+            )
         return StoreError(f"cannot connect to the PostgreSQL store {self.path!r}: {text}; {remedy}", path=self.path)

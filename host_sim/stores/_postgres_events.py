@@ -138,30 +138,43 @@ class PostgresEvents:
         """
         if not rows:
             return
-        values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
-        params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
-        for r in rows:
-            if "\x00" in r.event:
-                raise self._fail(f"cannot store a {r.kind} event holding a NUL character", "remove it where the text enters")
+        self._check_event_rows(rows)
 
         def run(conn: Any) -> None:
             try:
                 with conn.transaction():
-                    conn.execute(LOCK_EVENTS, ())
-                    first = conn.execute(
-                        f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} "
-                        "RETURNING seq",
-                        params,
-                    ).fetchone()[0]
-                    conn.execute(_ERASE_NEW_EVENTS, (first,))  # an erasure never leaves text behind in a row
-                    conn.execute(_ERASE_NEW_COMMAND_EVENTS, (first,))
-                    conn.execute(_ERASE_NEW_QUOTED_EVENTS, (first,))
-                    conn.execute(_ERASE_NEW_ERASED_COMMAND_EVENTS, (first,))
-                    conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
+                    self._insert_events(conn, rows)
             except self._psycopg.Error as exc:
                 raise self._database_error(exc, "could not write events") from exc
 
         await self._with_connection(run)
+
+    def _check_event_rows(self, rows: Sequence[EventRow]) -> None:
+        for r in rows:
+            if "\x00" in r.event:
+                raise self._fail(f"cannot store a {r.kind} event holding a NUL character", "remove it where the text enters")
+
+    def _insert_events(self, conn: Any, rows: Sequence[EventRow]) -> int:
+        """In a worker thread, inside a transaction (the one of the change they report, or
+        their own): insert ``rows`` numbered in commit order and wake the listening hosts; the
+        first row's seq. The lock is taken last, so that it is held only while the rows are
+        numbered and the transaction commits (a NOTIFY serializes commits anyway)."""
+        values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
+        params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
+        # One round trip: the erasure statements find the rows just written through the
+        # sequence's value in this session (the rows' seqs are contiguous: the lock is held).
+        first = f"(currval(pg_get_serial_sequence('host_sim.events', 'seq')) - {len(rows) - 1})"
+        with conn.pipeline():
+            conn.execute(LOCK_EVENTS, ())
+            inserted = conn.execute(
+                f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} RETURNING seq",
+                params,
+            )
+            for statement in (_ERASE_NEW_EVENTS, _ERASE_NEW_COMMAND_EVENTS, _ERASE_NEW_QUOTED_EVENTS, _ERASE_NEW_ERASED_COMMAND_EVENTS):
+                conn.execute(statement.replace("%s", first), ())  # an erasure never leaves text behind in a row
+            conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
+        first_seq = int(inserted.fetchone()[0])
+        return first_seq
 
     async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
         """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""

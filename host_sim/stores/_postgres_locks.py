@@ -55,9 +55,16 @@ class PostgresLocks:
         conn = await self._lock_connection()
         try:
             generation = await self._wait_for_lock(conn, session_id)
-        except BaseException:
-            conn = None  # closed by _wait_for_lock
-            raise
+        except StoreError as exc:  # closed by _wait_for_lock
+            if not exc.retryable:
+                raise
+            # An idle connection the server ended (a restart, pg_terminate_backend): so were
+            # the others; asked again once on a fresh one (the lock was never granted).
+            stale, self._idle_locks[:] = list(self._idle_locks), []
+            for old in stale:
+                await anyio.to_thread.run_sync(close_quietly, old)
+            conn = await self._lock_connection()
+            generation = await self._wait_for_lock(conn, session_id)
         try:
             yield generation
         finally:

@@ -18,7 +18,9 @@ and, when it has it:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from datetime import datetime
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
@@ -29,7 +31,7 @@ from modular_sdk import SessionId
 
 from ._records import TurnRecord
 
-__all__ = ["EventRow", "SharedStore"]
+__all__ = ["EventRow", "SharedStore", "Staged", "staged", "staged_rows"]
 
 
 @attrs.frozen(kw_only=True)
@@ -40,6 +42,40 @@ class EventRow:
     session_id: str | None
     turn_id: str | None
     event: str
+
+
+@attrs.define(kw_only=True)
+class Staged:
+    """Event rows that commit with the next write of the task that staged them (a transactional
+    outbox): the write's transaction inserts them, numbered, or neither commits. ``first_seq``
+    is set once they were written (the rows are numbered ``first_seq``, ``first_seq + 1``...)."""
+
+    rows: Sequence[EventRow]
+    first_seq: int | None = None
+
+    def written(self, first_seq: int) -> None:
+        """The store wrote the rows, numbered from ``first_seq`` (0: settled without them)."""
+        self.first_seq = first_seq
+
+
+_STAGED: ContextVar[Staged | None] = ContextVar("host_sim_staged_events", default=None)
+
+
+@contextlib.contextmanager
+def staged(rows: Sequence[EventRow]) -> Iterator[Staged]:
+    """Stage ``rows`` for the next write transaction this task makes (one only, in the block)."""
+    batch = Staged(rows=tuple(rows))
+    token = _STAGED.set(batch)
+    try:
+        yield batch
+    finally:
+        _STAGED.reset(token)
+
+
+def staged_rows() -> Staged | None:
+    """What a store's write transaction must insert with its change (``None``: nothing, or written already)."""
+    batch = _STAGED.get()
+    return batch if batch is not None and batch.first_seq is None and batch.rows else None
 
 
 @runtime_checkable
@@ -92,14 +128,26 @@ class SharedStore(Protocol):
         """Delete event rows older than the store's retention."""
         ...
 
-    async def running_turns(self) -> Sequence[TurnRecord]:
-        """Running turns whose host is gone, handed to this host to finish."""
-        ...
-
     async def finish_turn(self, record: TurnRecord) -> None:
-        """Replace a running turn by its finished record."""
+        """Replace a running turn (of this host) by its finished record."""
         ...
 
-    async def interrupt_dead_hosts_jobs(self, now: Callable[[], datetime]) -> Sequence[str]:
-        """Mark ``interrupted`` the running jobs whose host is gone; their ids."""
+    async def keep_claim(self) -> bool:
+        """Make sure this host's liveness claim is held (taken again after the server restarted
+        or the connection holding it was lost); whether it had to be taken again."""
+        ...
+
+    async def absent_hosts(self) -> set[str]:
+        """The hosts (their ``host_id``) that left work running (turns, jobs) and hold no claim now."""
+        ...
+
+    async def claim_dead(
+        self,
+        host_ids: Sequence[str],
+        now: Callable[[], datetime],
+        announce: Callable[[Sequence[TurnRecord], Sequence[str]], Sequence[EventRow]],
+    ) -> tuple[Sequence[TurnRecord], Sequence[str]]:
+        """Fail the running turns (as interrupted) and interrupt the running jobs of ``host_ids``
+        whose claim is still gone, in one transaction with the event rows ``announce`` makes of
+        them; returns them. A turn is claimed by one host only, ever."""
         ...

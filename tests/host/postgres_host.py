@@ -11,7 +11,10 @@ one acknowledgement line (JSON: turn id, ordinal, status, prompt) once each send
 on stdin (forever, if nobody writes one: the test kills the process there); it prints the
 acknowledgement once the turn finishes. ``job`` starts a job (``host.start``) whose model
 call never returns, prints ``{"job": ID}``, and prints its status and error kind once it
-ends (another host cancels it). ``hang-job`` is ``hang`` run as a job. ``serve`` runs one JSON command per stdin line
+ends (another host cancels it). ``hang-job`` is ``hang`` run as a job. ``churn`` sends prompts to a session of its own, one after another, while a job of its own
+waits for the line ``release`` on stdin; each send's outcome is one JSON line (an exception:
+its type, message and ``retryable``); it stops on the line ``stop`` and prints how its job
+ended (the database fault tests). ``serve`` runs one JSON command per stdin line
 (``{"op": "run" | "forget" | "delete" | "retract" | "create", ...}``) and prints one JSON answer per
 command; a ``run`` answers with the history its model was given. Each process prints
 ``open`` once its host is open.
@@ -26,7 +29,7 @@ import sys
 import anyio
 import anyio.to_thread
 
-from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel
+from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel, StoreError
 
 
 def ack(**fields: object) -> None:
@@ -83,6 +86,46 @@ async def job(dsn: str, session_id: str) -> None:
         ack(job=started.id, status=started.status, error_kind=submission.error_kind)
 
 
+async def churn(dsn: str, name: str) -> None:
+    release, stop = anyio.Event(), anyio.Event()
+
+    async def respond(request: ModelRequest) -> str:
+        if request.text == "job":
+            await release.wait()
+            return "job done"
+        await anyio.sleep(0.02)
+        return f"reply to {request.text}"
+
+    async def commands() -> None:
+        while line := await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True):
+            if line.strip() == "release":
+                release.set()
+            elif line.strip() == "stop":
+                stop.set()
+                return
+
+    store = PostgresStore(dsn)
+    async with Host(model=ScriptedModel(respond), store=store) as host, anyio.create_task_group() as tg:
+        session = await host.sessions.create()
+        job = await host.start(await host.sessions.create(), "job")
+        ack(open=True, host=store.host_id, session=session.id, job=job.id)
+        tg.start_soon(commands)
+        i = 0
+        while not stop.is_set():
+            try:
+                result = await session.run(f"{name}-{i}")
+                ack(turn=result.turn.id, status=result.turn.status, error=result.turn.error)
+            except Exception as exc:  # reported to the test, which checks what it says
+                ack(exception=type(exc).__name__, retryable=getattr(exc, "retryable", None), message=str(exc))
+                await anyio.sleep(0.1)
+            i += 1
+        try:
+            done = await job.wait()
+            ack(job=job.id, status=job.status, error_kind=done.error_kind, host=store.host_id)
+        except StoreError as exc:
+            ack(exception=type(exc).__name__, retryable=exc.retryable, message=str(exc))
+
+
 async def serve(dsn: str) -> None:
     seen: list[list[object]] = []
 
@@ -119,7 +162,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("dsn")
     parser.add_argument("session_id")
-    parser.add_argument("mode", choices=["write", "hang", "hang-job", "job", "serve"])
+    parser.add_argument("mode", choices=["write", "hang", "hang-job", "job", "serve", "churn"])
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--name", default="host")
@@ -127,6 +170,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.mode == "serve":
         anyio.run(serve, args.dsn, backend=args.backend)
+    elif args.mode == "churn":
+        anyio.run(churn, args.dsn, args.name, backend=args.backend)
     elif args.mode == "write":
         anyio.run(write, args.dsn, args.session_id, args.turns, args.workers, args.name, backend=args.backend)
     elif args.mode == "job":

@@ -40,10 +40,12 @@ class PostgresServer:
     """A running server in its own folder; `stop` ends it and removes the folder.
 
     ``durable=False`` (the tests) turns fsync off: the tests kill hosts, never the server.
+    ``survives_crash=True`` keeps ``synchronous_commit`` on, so that a server crash
+    (``restart("immediate")``) loses no acknowledged commit (an OS crash still would).
     A benchmark keeps the defaults (``durable=True``), so a commit waits for the disk.
     """
 
-    def __init__(self, binaries: Path, *, durable: bool = False) -> None:
+    def __init__(self, binaries: Path, *, durable: bool = False, survives_crash: bool = False) -> None:
         self.binaries = binaries
         self.folder = Path(tempfile.mkdtemp(prefix="host-sim-pg-"))
         self.data = self.folder / "data"
@@ -61,9 +63,37 @@ class PostgresServer:
             "-c max_connections=300",
             "-c shared_buffers=128MB",
         ]
-        if not durable:
+        if survives_crash and not durable:  # a commit is in the WAL (the OS's cache) when acknowledged
+            settings += ["-c fsync=off"]
+        elif not durable:
             settings += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", " ".join(settings), "-w", "-t", "60", "start")
+        self._settings = " ".join(settings)
+        self.start()
+
+    # -- faults (the tests of API.md section 23: hosts outlive their database) -------------
+
+    def start(self) -> None:
+        """Start the server (again, after `halt`), waiting until it accepts connections."""
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", self._settings, "-w", "-t", "60", "start")
+
+    def halt(self, mode: str = "fast") -> None:
+        """Stop the server, keeping its data (``mode``: ``fast`` or ``immediate``, a crash)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
+
+    def restart(self, mode: str = "fast") -> None:
+        """``pg_ctl restart -m MODE``: every connection is ended; back once it accepts them."""
+        self.halt(mode)
+        self.start()
+
+    def terminate_backends(self, dbname: str) -> int:
+        """``pg_terminate_backend`` every connection to ``dbname`` (a killed connection, the
+        server up); how many."""
+        return int(
+            self.psql(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                f"WHERE datname = '{dbname}' AND pid <> pg_backend_pid()) t"
+            )
+        )
 
     def dsn(self, dbname: str = "postgres") -> str:
         """A libpq key/value DSN for ``dbname`` over this server's Unix socket."""
@@ -95,7 +125,7 @@ class PostgresServer:
         return result.stdout.strip()
 
     def stop(self) -> None:
-        """Stop the server (fast shutdown) and delete its folder."""
+        """Stop the server (fast shutdown) and delete its folder (the end of its life)."""
         try:
             if (self.data / "postmaster.pid").exists():
                 self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop")

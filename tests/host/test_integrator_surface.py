@@ -461,8 +461,14 @@ async def test_a_streamed_reply_is_every_delta_of_the_turn_text_before_a_tool_ca
 
 
 @pytest.mark.anyio
-async def test_on_postgresql_a_host_opening_the_store_interrupts_only_jobs_whose_host_is_gone(postgres_dsn: str) -> None:
+async def test_on_postgresql_live_hosts_interrupt_only_jobs_whose_host_is_gone_once_its_claim_stayed_gone(
+    postgres_dsn: str,
+) -> None:
+    """A job whose host holds no claim is interrupted by a live host after the grace period
+    (API.md section 23: the host may only be reconnecting), never at once; a live host's job never."""
     import psycopg
+
+    from host_sim.sessions._across_hosts import DEAD_HOST_GRACE
 
     started = anyio.Event()
 
@@ -483,5 +489,10 @@ async def test_on_postgresql_a_host_opening_the_store_interrupts_only_jobs_whose
             )
         async with Host(store=PostgresStore(postgres_dsn)) as other:  # a second host opens the same database
             statuses = {j.id: j.status for j in (await other.jobs()).jobs}
+            assert statuses == {running.id: "running", "job_dead": "running"}  # not at once: a grace first
+            with anyio.fail_after(DEAD_HOST_GRACE + 10):
+                while statuses["job_dead"] == "running":
+                    await anyio.sleep(0.2)
+                    statuses = {j.id: j.status for j in (await other.jobs()).jobs}
         assert statuses == {running.id: "running", "job_dead": "interrupted"}
     assert running.status == "interrupted"  # its own host closed
