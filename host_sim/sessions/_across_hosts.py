@@ -1,46 +1,30 @@
-"""Several hosts on one store: what the engine does when its store is a `SharedStore`.
+"""Several hosts on one store: the event link between them (`HostsLink`).
 
-A host keeps the sessions it touched in memory (``Engine.sessions``). Another host on the
-same `PostgresStore` may add turns to them; this module is how the engine learns of them
-and how one session's turns stay one at a time across hosts. With a single-writer store
-(`MemoryStore`, `SqliteStore`) every function here does nothing.
-
-When a host sees turns other hosts added to a session it holds:
-
-- ``send`` (and ``submit``, ``run``, ``notify``): always. The turn waits for the session's
-  lock in the database (`across_hosts`), then reads every turn added since, so its ordinal
-  is the next one and the model sees the whole history.
-- ``turns()`` of a session handle, and ``fork()`` at the session's last completed turn:
-  the turns other hosts have *finished* by then (`catch_up`). A turn still running on
-  another host shows once it has finished.
-- Loading a session for the first time (``sessions.get``, ``children``, ``list``): its
-  finished turns.
-
-A turn found ``running`` while this host holds the session's lock was left by a host that
-died (a live host would hold the lock): the store's `running_turns` hands it over, and it
-is failed as interrupted, like a host opening the store does.
-
-Several hosts are one host through one mechanism, designed here once (`HostsLink`):
+What a host keeps of the store, and how fresh each read of it is, is `SessionCache`'s
+(``_cache.py``): it takes a session's lock for a turn and reads what other hosts added and
+erased, catches up with what they finished, and applies their facts. This module is the
+link that feeds it, designed here once:
 
 - the **event log**: every event but ``reply_delta`` is a row of the store, numbered in
   commit order, and written (`EventHub.written`) before the session lock is let go or the
   call that published it returns, so seq order is the order things happened across hosts;
   each host reads every host's rows (woken by NOTIFY, and every second
   anyway) and hands them to its subscribers, and ``subscribe(after=seq)`` reads them back;
-- **coherent caches**: another host's ``turn_finished``, ``turn_erased`` and
-  ``session_deleted`` rows refresh the sessions this host holds before subscribers see
-  them, so reads are stale by about a second at most;
-- the one **synchronous check**, for model calls: the erasure generation, read with the
-  session lock (`erased_elsewhere`), so a forgotten message never reaches a model;
-- **dead hosts**: every host looks for running turns whose host is gone, fails them as
-  interrupted and publishes their ``turn_finished``.
+- **coherent caches**: another host's ``turn_finished``, ``turn_erased``,
+  ``turn_retracted`` and ``session_deleted`` rows are applied to the cache
+  (`SessionCache.apply`) before subscribers see them, so reads are stale by about a second
+  at most;
+- **dead hosts**: every host looks for running turns whose host is gone, has the cache fail
+  them as interrupted (publishing their ``turn_finished``), and marks their jobs interrupted.
+
+With a single-writer store (`MemoryStore`, `SqliteStore`) there is no link.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, get_args
 
@@ -51,136 +35,13 @@ from modular_sdk import ModularError, SerializationError
 from modular_sdk._json import structure, unstructure
 
 from ..stores._errors import StoreError
-from ..stores._invariants import ERASED_LABEL, interrupted
-from ..stores._protocol import Store
-from ..stores._records import TurnRecord
 from ..stores._shared import EventRow, SharedStore
-from ._events import (
-    CommandFinished,
-    HostEvent,
-    JobFinished,
-    NotificationEvent,
-    Replay,
-    ReplyDelta,
-    SessionCreated,
-    SessionDeleted,
-    ToolCalled,
-    ToolFinished,
-    TurnErased,
-    TurnFinished,
-    TurnRetracted,
-    TurnStarted,
-)
-from ._state import SessionState, TurnState, apply_erasure, apply_retraction
+from ._events import EventHub, HostEvent, JobFinished, Replay, ReplyDelta
 
 if TYPE_CHECKING:
-    from ._engine import Engine
+    from ._cache import SessionCache
 
-__all__ = ["HostsLink", "across_hosts", "catch_up", "erased_elsewhere", "event_of", "event_row", "replay_of", "running_elsewhere"]
-
-_DEAD_HOST_GRACE = 30.0  # seconds a dead host's last connection may take to close
-
-
-@contextlib.asynccontextmanager
-async def across_hosts(engine: Engine, session: SessionState) -> AsyncIterator[None]:
-    """Hold ``session``'s lock in a shared store for one turn, caught up first; nothing otherwise.
-
-    Caught up means: the turns other hosts added, and (the one synchronous check for
-    erasure) when the store's erasure generation moved since a session of its fork chain was
-    last read, that session's erasures and deletion, so that the model's history
-    never holds text another host has erased.
-    """
-    store = engine.shared
-    if store is None:
-        yield
-        return
-    async with store.lock_session(session.id) as generation:
-        await erased_elsewhere(engine, session, generation)
-        await catch_up(store, session, engine.now, locked=True, announce=lambda r: engine.events.publish(_finished(r)))
-        try:
-            yield
-        finally:  # the next host to take the lock numbers its events after this turn's
-            await engine.events.written()
-
-
-async def erased_elsewhere(engine: Engine, session: SessionState, generation: int) -> None:
-    """Make ``session`` and its fork chain reflect every erasure and deletion any host committed
-    up to ``generation`` (the store's erasure generation, read once the lock was granted).
-
-    Each session of the chain whose own turns were last read before ``generation`` (when
-    loaded: the host's generation at open; after that: what this function noted on it) has
-    its own turns and deletion read again, and notes ``generation``; nothing is read when
-    every session of the chain is up to date. Noted per session, not per host: another
-    session sent to after an erasure says nothing of this one (an erasure after the
-    generation was read moves it again, so it is never missed).
-    """
-    assert engine.shared is not None
-    store = engine.store
-    current: SessionState | None = session
-    while current is not None:
-        if max(current.erasure_generation, engine.erasure_generation) < generation:
-            for record in await store.get_turns(current.id):
-                if record.erased_at is not None or record.error == ERASED_LABEL:  # erased, or lost a quoted error
-                    apply_erasure(current, record)
-            current.deleted_at = current.deleted_at or await engine.log.deleted_at(current.id)
-            current.erasure_generation = generation
-        current = current.parent
-
-
-async def catch_up(
-    store: SharedStore | None,
-    session: SessionState,
-    now: Callable[[], datetime],
-    *,
-    locked: bool = False,
-    announce: Callable[[TurnRecord], None] = lambda record: None,
-) -> None:
-    """Add to ``session`` the turns other hosts finished since this host last looked (``store``:
-    the engine's `SharedStore`, ``None`` when the store is not shared: nothing to do).
-
-    With ``locked`` (this host holds the session's lock), a ``running`` turn is one a dead
-    host left: it is failed as interrupted first, and ``announce``d (``turn_finished``).
-    """
-    if store is None:
-        return
-    records = await store.turns_since(session.id, session.next_ordinal)
-    waited = 0.0
-    while locked and any(r.status == "running" for r in records):
-        for orphan in await store.running_turns():  # handed to this host: it finishes them
-            failed = interrupted(orphan, now())
-            await store.finish_turn(failed)
-            announce(failed)
-        records = await store.turns_since(session.id, session.next_ordinal)
-        if not any(r.status == "running" for r in records):
-            break
-        # A dead host's connections close one by one: its session lock may be gone a moment
-        # before the server has ended the connection that marks it alive.
-        if waited >= _DEAD_HOST_GRACE:
-            running = next(r for r in records if r.status == "running")
-            raise StoreError(
-                f"turn {running.ordinal} ({running.id!r}) of session {session.id!r} is running on a host "
-                "that is alive but does not hold the session's lock; every host of a shared store must "
-                "run turns through Host (which takes the lock), never write turns to the store directly",
-                path=getattr(store, "path", None),
-            )
-        await anyio.sleep(0.05)
-        waited += 0.05
-    for record in records:
-        if record.ordinal < session.next_ordinal:
-            continue  # another task of this host caught up meanwhile
-        if record.ordinal > session.next_ordinal or record.status == "running":
-            break
-        turn = TurnState.from_record(record)
-        session.add_turn(turn)
-        if turn.status == "completed":
-            session.add_entry(turn)
-            session.last_completed = turn
-
-
-def running_elsewhere(store: SharedStore | None, record: TurnRecord) -> bool:
-    """Whether a turn read from a shared store (``None``: the store is not shared) is still
-    running (on another host): not loaded yet."""
-    return record.status == "running" and store is not None
+__all__ = ["HostsLink", "event_of", "event_row", "replay_of"]
 
 
 # -- one log for events, caches and dead hosts (API.md section 13) ----------------------------
@@ -249,8 +110,10 @@ class HostsLink:
     - Deletes event rows older than the store's retention.
     """
 
-    def __init__(self, engine: Engine, store: SharedStore) -> None:
-        self._engine = engine
+    def __init__(self, store: SharedStore, *, events: EventHub, cache: SessionCache, now: Callable[[], datetime]) -> None:
+        self._events = events
+        self._cache = cache  # what this host keeps of the store: fed every other host's facts
+        self._now = now
         self._store = store
         self._read_up_to = 0
         self._writing = anyio.Lock()  # one batch at a time, so rows keep the order of publishing
@@ -284,7 +147,7 @@ class HostsLink:
         return await self._store.last_event_seq()
 
     async def _write_outbox(self) -> None:
-        hub = self._engine.events
+        hub = self._events
         async with self._writing:
             while batch := hub.take_outbox():
                 try:
@@ -295,7 +158,7 @@ class HostsLink:
                     raise
 
     async def _write(self) -> None:
-        hub = self._engine.events
+        hub = self._events
         while True:
             await hub.outbox_filled()
             for delta in hub.take_deltas():  # best-effort: a delta that cannot be sent is dropped
@@ -326,7 +189,7 @@ class HostsLink:
         except (ValueError, KeyError, TypeError, ModularError):
             return  # best-effort: a payload that is not a delta is dropped
         if isinstance(event, ReplyDelta):
-            self._engine.events.deliver(event)
+            self._events.deliver(event)
 
     async def _catch_up(self) -> None:
         while True:
@@ -339,45 +202,22 @@ class HostsLink:
                     continue  # written by a newer host (a kind this one lacks): not this host's to show
                 if host_id != self._store.host_id:
                     await self._invalidate(event)
-                self._engine.events.deliver(event)
+                self._events.deliver(event)
             if len(rows) < 500:
                 return
 
     async def _invalidate(self, event: HostEvent) -> None:
         """Make what this host holds in memory reflect what another host committed."""
-        engine = self._engine
-        watched = (TurnFinished, TurnErased, TurnRetracted, SessionDeleted)
-        session = engine.sessions.get(event.session_id) if isinstance(event, watched) else None
-        if session is None:
-            return  # not touched by this host: read fresh when it is
-        if isinstance(event, TurnFinished):
-            await catch_up(engine.shared, session, engine.now)
-        elif isinstance(event, TurnErased):
-            record = await engine.store.find_turn(event.turn_id)
-            if record is not None:
-                engine.apply_erasure([record])
-        elif isinstance(event, TurnRetracted):  # what later model calls here see (API §17)
-            record = await engine.store.find_turn(event.turn_id)
-            if record is not None:
-                apply_retraction(session, record)
-        else:
-            session.deleted_at = session.deleted_at or event.at
+        await self._cache.apply(event)
 
     async def _watch(self) -> None:
-        engine = self._engine
         trimmed_at = 0.0
         while True:
             await anyio.sleep(_WATCH)
             try:
-                for orphan in await self._store.running_turns():  # handed to this host: it finishes them
-                    record = interrupted(orphan, engine.now())
-                    await self._store.finish_turn(record)
-                    engine.events.publish(_finished(record))
-                    session = engine.sessions.get(record.session_id)
-                    if session is not None:
-                        await catch_up(engine.shared, session, engine.now)
-                for job_id in await self._store.interrupt_dead_hosts_jobs(engine.now):
-                    engine.events.publish(_job_interrupted(job_id))
+                await self._cache.dead_host_turns()  # handed to this host: it finishes them
+                for job_id in await self._store.interrupt_dead_hosts_jobs(self._now):
+                    self._events.publish(_job_interrupted(job_id))
                 if anyio.current_time() - trimmed_at > _TRIM:
                     trimmed_at = anyio.current_time()
                     await self._store.trim_events()
@@ -387,15 +227,3 @@ class HostsLink:
 
 def _job_interrupted(job_id: str) -> Callable[[int, datetime], JobFinished]:
     return lambda seq, at: JobFinished(seq=seq, at=at, job_id=job_id, status="interrupted", error_kind="interrupted")
-
-
-def _finished(record: TurnRecord) -> Callable[[int, datetime], TurnFinished]:
-    return lambda seq, at: TurnFinished(
-        seq=seq,
-        at=at,
-        session_id=record.session_id,
-        turn_id=record.id,
-        status=record.status,
-        reply=record.reply,
-        error=record.error,
-    )
