@@ -24,6 +24,7 @@ from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
 
 from ..stores._invariants import ERASED_LABEL, erased
 from ..stores._erasure import Erasure
+from ..stores._errors import StoreError
 from ..stores._protocol import LogStore
 from ..stores._shared import SharedStore
 from ._errors import TurnRunningError
@@ -410,15 +411,24 @@ async def _session_plan(store: Store, session_id: SessionId) -> _Plan:
 async def _carry_out(
     store: Store, log: LogStore | None, plan: _Plan, what: str, now: Callable[[], datetime], facts: LineageFacts
 ) -> None:
+    """Refuse while a turn or job runs in what ``plan`` reaches, else erase it.
+
+    On a shared store another host's erasure of the same turns may commit first; the store
+    then refuses this one (a turn is erased once) and `_latecomers` erases what is left."""
     await _refuse_running(log, plan.running, plan.holders, what)
-    await _erase(
-        store, log, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders, deleted=plan.deleted,
-        now=now, facts=facts,
-    )
+    try:
+        await _erase(
+            store, log, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders, deleted=plan.deleted,
+            now=now, facts=facts,
+        )
+    except StoreError:
+        if not isinstance(store, SharedStore):
+            raise
 
 
 LATECOMER_WAIT: Final = 30.0
 """Seconds an erasure on a shared store waits for the turns and jobs that began while it ran."""
+_RETRIES: Final = 3  # erasures refused because another host's erased the same turns first
 
 
 async def _latecomers(
@@ -437,28 +447,35 @@ async def _latecomers(
     it. So the plan is read again after the commit, until it holds nothing new: turns and
     jobs still running in the sessions it reaches are waited for (a turn that takes its lock
     from now on reads the erased history; one that read it before is erased once finished,
-    and its event rows with it), and what finished with the text is erased like the rest.
-    Raises `TurnRunningError` when one still runs after `LATECOMER_WAIT` seconds (what was
-    planned is erased; forget again once it has finished). Nothing to do on a single-host
-    store: there the gate alone orders every turn.
+    and its event rows with it), and what finished with the text is erased like the rest,
+    each time holding the gate again. Raises `TurnRunningError` when one still runs after
+    `LATECOMER_WAIT` seconds (what was planned is erased; forget again once it has
+    finished). Nothing to do on a single-host store: there the gate alone orders every turn.
     """
     if not isinstance(store, SharedStore):
         return
     waited = 0.0
+    refused = 0
     while True:
-        plan = await replan()
-        if plan.running or await _running_job(log, plan.holders) is not None:
-            if waited >= LATECOMER_WAIT:
-                await _refuse_running(log, plan.running, plan.holders, f"{what} (erased; this began during it)")
-            await anyio.sleep(0.05)
-            waited += 0.05
-            continue
-        if plan.done():
-            return
-        await _erase(
-            store, log, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders, deleted=plan.deleted,
-            now=now, facts=facts,
-        )
+        async with facts.erasing():
+            plan = await replan()
+            if not plan.running and await _running_job(log, plan.holders) is None:
+                if plan.done():
+                    return
+                try:
+                    await _erase(
+                        store, log, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders,
+                        deleted=plan.deleted, now=now, facts=facts,
+                    )
+                except StoreError:  # another host erased some of it first: read the plan again
+                    refused += 1
+                    if refused > _RETRIES:
+                        raise
+                continue
+        if waited >= LATECOMER_WAIT:
+            await _refuse_running(log, plan.running, plan.holders, f"{what} (erased; this began during it)")
+        await anyio.sleep(0.05)
+        waited += 0.05
 
 
 async def delete_session(
