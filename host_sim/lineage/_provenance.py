@@ -427,7 +427,7 @@ async def _carry_out(
 
 
 LATECOMER_WAIT: Final = 30.0
-"""Seconds an erasure on a shared store waits for the turns and jobs that began while it ran."""
+"""Seconds an erasure on a shared store waits for a session's lock, or a job's record, while it erases."""
 _RETRIES: Final = 3  # erasures refused because another host's erased the same turns first
 
 
@@ -443,23 +443,41 @@ async def _latecomers(
     this erasure ran (API.md section 23), before the erasure returns.
 
     This host begins no turn while it erases (`LineageFacts.erasing`), but another host may:
-    a turn whose session lock it took before the erasure committed read the history before
-    it. So the plan is read again after the commit, until it holds nothing new: turns and
-    jobs still running in the sessions it reaches are waited for (a turn that takes its lock
-    from now on reads the erased history; one that read it before is erased once finished,
-    and its event rows with it), and what finished with the text is erased like the rest,
-    each time holding the gate again. Raises `TurnRunningError` when one still runs after
-    `LATECOMER_WAIT` seconds (what was planned is erased; forget again once it has
-    finished). Nothing to do on a single-host store: there the gate alone orders every turn.
+    a turn that took its session's lock before the erasure committed read the history before
+    it. So once it has committed, the erasure takes (and lets go) the lock of every session
+    it reaches, in turn: a turn that held one has then finished, its events written, and one
+    that takes it later reads the erasure generation it moved, so its history is erased.
+    Then it reads the plan again and erases what those turns made of the text, and the job
+    records of the jobs that ran them once they are written, holding the gate again; a fork
+    made meanwhile is locked and read the same way. Raises `TurnRunningError` when a lock or
+    a job's record is not there after `LATECOMER_WAIT` seconds (what was planned is erased;
+    forget again once it has finished). Nothing to do on a single-host store: there the gate
+    alone orders every turn.
     """
     if not isinstance(store, SharedStore):
         return
+    locked: set[SessionId] = set()
     waited = 0.0
     refused = 0
     while True:
+        plan = await replan()
+        for session_id in [s for s in plan.holders if s not in locked]:
+            with anyio.move_on_after(LATECOMER_WAIT):
+                async with store.lock_session(session_id):
+                    locked.add(session_id)  # the turns that read the text there have finished
+            if session_id not in locked:
+                raise TurnRunningError(
+                    f"{what}: erased, but session {session_id!r} runs a turn that began meanwhile and has not "
+                    f"finished in {LATECOMER_WAIT:.0f} s; wait for it (or cancel it), then erase again",
+                    session_id=session_id,
+                    running_id=next((t.id for t in plan.running if t.session_id == session_id), session_id),
+                )
         async with facts.erasing():
             plan = await replan()
-            if not plan.running and await _running_job(log, plan.holders) is None:
+            if not set(plan.holders) <= locked:
+                continue  # forked meanwhile: lock it first
+            job = await _writing_job(log, plan)
+            if job is None:
                 if plan.done():
                     return
                 try:
@@ -473,9 +491,33 @@ async def _latecomers(
                         raise
                 continue
         if waited >= LATECOMER_WAIT:
-            await _refuse_running(log, plan.running, plan.holders, f"{what} (erased; this began during it)")
+            raise TurnRunningError(
+                f"{what}: erased, but job {job.id!r} of session {job.session_id!r}, which ran a turn that read "
+                f"the erased text, has not written its record in {LATECOMER_WAIT:.0f} s; wait for it (or cancel "
+                "it), then erase again",
+                session_id=job.session_id,
+                running_id=job.id,
+            )
         await anyio.sleep(0.05)
         waited += 0.05
+
+
+async def _writing_job(log: LogStore | None, plan: _Plan) -> JobRecord | None:
+    """A job still running whose turn is one ``plan`` erases: its record (its result: the
+    turn's reply) is written once it ends, and must be erased then."""
+    if log is None:
+        return None
+    planned = {t.id for t in plan.planned}
+    for session_id in dict.fromkeys(t.session_id for t in plan.planned):
+        before: int | None = None
+        while True:
+            jobs, before = await log.page_jobs(session_id, "running", {}, 500, before)
+            found = next((j for j in jobs if j.turn_id in planned), None)
+            if found is not None or before is None:
+                break
+        if found is not None:
+            return found
+    return None
 
 
 async def delete_session(
