@@ -1,4 +1,7 @@
-"""The engine behind `Host`: session state, sends, forks, spawns and hooks.
+"""The engine behind `Host`: sends, forks, spawns and hooks.
+
+What the host keeps of the store (the sessions, their turns, deletions, other hosts'
+facts) is `SessionCache`'s (``_cache.py``); the engine acts through it.
 
 What one turn does (the model, its tools, its reply) is `TurnRunner`'s (``_turns.py``);
 the engine decides when it runs. Turns of one session run one at a time in arrival order:
@@ -71,7 +74,7 @@ __all__ = ["Engine"]
 
 
 class Engine:
-    """Owns the live sessions and runs everything the handles ask for.
+    """Runs everything the handles ask for, over the sessions its `SessionCache` holds.
 
     Every method that acts takes the ``actor`` it acts for: the `HandlerFrame` a handle
     carries, or ``None`` for the user. Authors, spawn triggers and re-entrancy come from it.
