@@ -70,8 +70,10 @@ class SessionCache(LineageFacts):
     it plans, erases and applies (`erasing`); a turn begins and reads its history holding it
     shared (`reading`), so on one host a turn either began before the erasure (it is then
     running, and the erasure refuses, API §19) or reads the history after it. Other hosts'
-    turns are ordered by the store: the erasure waits for the turns that began while it ran
-    and erases them too (lineage/_provenance.py, ``_latecomers``).
+    turns are ordered by the store's session locks: once committed, the erasure takes and
+    lets go of the lock of each session it reaches (a turn that read the text there has then
+    finished) and erases what those turns made of it before it returns; a turn that takes a
+    lock later reads the moved generation (lineage/_provenance.py, ``_latecomers``).
     """
 
     def __init__(
