@@ -566,6 +566,7 @@ async def forget(
         return _plan_shown(*await _turn_plan(store, turn), erased=False)
     what = f"forgetting turn {turn.id!r}"
     async with facts.erasing():  # planned, erased and told while no turn of this host begins
+        turn = await find_turn(store, turn.id)  # as it is now: another erasure may have run meanwhile
         plan, provenance = await _turn_plan(store, turn)
         await _carry_out(store, log, plan, what, now, facts)
     async def replan() -> _Plan:

@@ -220,8 +220,9 @@ def second_host(postgres_dsn: str) -> Iterator[OtherHost]:
     where=st.sampled_from(["session", "fork"]),
     delay=st.floats(0, 0.02),
 )
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_an_erasure_on_one_host_wins_against_a_turn_another_host_runs_at_the_same_moment(
-    postgres_dsn: str, second_host: OtherHost, erasure: str, where: str, delay: float
+    postgres_dsn: str, second_host: OtherHost, backend: str, erasure: str, where: str, delay: float
 ) -> None:
     """Host A forgets (or deletes) while host B, another process, sends to the session or a new
     fork of it with a model that repeats its history: once A's call returns, no row and no
@@ -271,5 +272,5 @@ def test_an_erasure_on_one_host_wins_against_a_turn_another_host_runs_at_the_sam
             assert marker not in await replayed(here)
         assert postgres_survivors(postgres_dsn, marker) == []
 
-    anyio.run(story, backend="asyncio")
+    anyio.run(story, backend=backend)
 
