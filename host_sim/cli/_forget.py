@@ -24,6 +24,7 @@ from modular_sdk import UnknownTurnError
 
 from ..lineage._as_json import origin_data, plan_data, provenance_data
 from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin, TurnRef, backward, forget, forward
+from ..lineage._facts import NoHost
 from ..lineage._types import LineageEdge
 from ..stores._errors import StoreError, StoreLockedError
 from ..stores._protocol import Store
@@ -94,7 +95,7 @@ def run_forget(args: argparse.Namespace) -> int:
         return 1
 
     async def plan(store: Store) -> ErasurePlan:
-        return await forget(store, args.id, dry_run=not args.yes, now=_utc_now, applied=lambda records: None)
+        return await forget(store, args.id, dry_run=not args.yes, now=_utc_now, facts=NoHost())
 
     try:
         if args.yes:

@@ -9,7 +9,7 @@ goes through to it. A query costs what it returns, never the size of a hub or of
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Final, final
 
@@ -20,6 +20,7 @@ from modular_sdk._rules import show, unstorable_text
 
 from . import _provenance
 from ._errors import LineageEdgeError, TurnRunningError
+from ._facts import LineageFacts, NoHost
 from ._html import DEFAULT_TITLE, render_lineage_html
 from ._provenance import ErasurePlan, Provenance, TurnOrigin
 from ._tree import LineageTree, build_tree
@@ -47,10 +48,6 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-async def _nothing_to_write() -> None:
-    """A graph without a host publishes no events."""
-
-
 @final
 class LineageGraph:
     """How the sessions of a host relate: forks, spawns, and the edges integrators add.
@@ -65,7 +62,7 @@ class LineageGraph:
     ['s-1']
     """
 
-    __slots__ = ("_applied", "_clock", "_log", "_retracted", "_store", "_written")
+    __slots__ = ("_clock", "_facts", "_log", "_store")
 
     def __init__(
         self,
@@ -73,23 +70,17 @@ class LineageGraph:
         *,
         clock: Callable[[], datetime] = _utc_now,
         log: LogStore | None = None,
-        applied: Callable[[Sequence[TurnRecord]], None] | None = None,
-        retracted: Callable[[TurnRecord, bool], None] | None = None,
-        written: Callable[[], Awaitable[None]] | None = None,
+        facts: LineageFacts | None = None,
     ) -> None:
         """Internal: the host builds its graph over its (open) store and log; users get ``host.lineage``.
 
-        ``applied`` is told the records a forget erased, ``retracted`` a retraction (and
-        whether it is the first): the host's live state and its event. ``written`` is awaited
-        before a forget or retraction returns: the events they published get their seq first
-        (several hosts: before the caller, or another host, goes on).
+        ``facts`` is who the graph tells of the erasures and retractions it makes (the
+        host's cache of the store, see `LineageFacts`); none for a graph no host serves.
         """
         self._store = store
         self._clock = clock
         self._log = log
-        self._applied: Callable[[Sequence[TurnRecord]], None] = applied or (lambda records: None)
-        self._retracted: Callable[[TurnRecord, bool], None] = retracted or (lambda record, first: None)
-        self._written: Callable[[], Awaitable[None]] = written or _nothing_to_write
+        self._facts: LineageFacts = NoHost() if facts is None else facts
 
     async def tree(self, root_id: str) -> LineageTree:
         """The session ``root_id`` and every session forked or spawned from it, nested, in
@@ -168,10 +159,8 @@ class LineageGraph:
                 argument="dry_run",
                 value=dry_run,
             )
-        plan = await _provenance.forget(
-            self._store, turn_id, dry_run=dry_run, now=self._now, applied=self._applied, log=self._log
-        )
-        await self._written()
+        plan = await _provenance.forget(self._store, turn_id, dry_run=dry_run, now=self._now, facts=self._facts, log=self._log)
+        await self._facts.written()
         return plan
 
     async def retract(self, turn_id: str, *, reason: str) -> TurnRecord:
@@ -210,8 +199,8 @@ class LineageGraph:
             at = self._now()
             record = await self._store.retract_turn(turn.id, at, reason)
             first = record.retracted_at == at  # else another call retracted it first
-        self._retracted(record, first)
-        await self._written()
+        self._facts.retracted(record, first)
+        await self._facts.written()
         return record
 
     # -- queries -------------------------------------------------------------------------

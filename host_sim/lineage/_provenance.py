@@ -10,10 +10,11 @@ touched: a session's own turns, its children, the edges citing a turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
+import anyio
 import attrs
 
 from modular_sdk import AiNotificationMessage, InvalidArgumentError, SessionId, TurnId, UnknownTurnError
@@ -22,12 +23,16 @@ from modular_sdk._rules import show, unstorable_text
 from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
 
 from ..stores._invariants import ERASED_LABEL, erased
+from ..stores._erasure import Erasure
+from ..stores._errors import StoreError
 from ..stores._protocol import LogStore
+from ..stores._shared import SharedStore
 from ._errors import TurnRunningError
+from ._facts import LineageFacts
 
 if TYPE_CHECKING:
     from ..stores._protocol import Store
-    from ..stores._records import Invocation, TurnRecord
+    from ..stores._records import Invocation, JobRecord, TurnRecord
 
 __all__ = ["ErasurePlan", "Provenance", "TurnOrigin", "TurnRef", "backward", "delete_session", "find_turn", "forget", "forward"]
 
@@ -181,6 +186,17 @@ def _typed(invocation: Invocation) -> str:
     return f"/{invocation.command_id}" + ("" if invocation.argument is None else f" {invocation.argument}")
 
 
+async def _running_job(log: LogStore | None, sessions: Iterable[SessionId]) -> JobRecord | None:
+    """A job of one of ``sessions`` still running (its record is written when it ends), or ``None``."""
+    if log is None:
+        return None
+    for session_id in dict.fromkeys(sessions):
+        jobs, _ = await log.page_jobs(session_id, "running", {}, 1, None)  # served by an index
+        if jobs:
+            return jobs[0]
+    return None
+
+
 async def _refuse_running(
     log: LogStore | None, running: Iterable[TurnRecord], sessions: Iterable[SessionId], what: str
 ) -> None:
@@ -195,17 +211,14 @@ async def _refuse_running(
             session_id=busy.session_id,
             running_id=busy.id,
         )
-    if log is None:
-        return
-    for session_id in dict.fromkeys(sessions):
-        jobs, _ = await log.page_jobs(session_id, "running", {}, 1, None)  # served by an index
-        for job in jobs:
-            raise TurnRunningError(
-                f"job {job.id!r} of session {job.session_id!r} is still running, and {what} reaches that "
-                "session; wait for it (await job.wait()) or cancel it, then erase again",
-                session_id=job.session_id,
-                running_id=job.id,
-            )
+    job = await _running_job(log, sessions)
+    if job is not None:
+        raise TurnRunningError(
+            f"job {job.id!r} of session {job.session_id!r} is still running, and {what} reaches that "
+            "session; wait for it (await job.wait()) or cancel it, then erase again",
+            session_id=job.session_id,
+            running_id=job.id,
+        )
 
 
 _QUOTE_MIN: Final = 8
@@ -271,7 +284,7 @@ async def _erase(
     sessions: Iterable[SessionId] = (),
     deleted: Iterable[SessionId] = (),
     now: Callable[[], datetime],
-    applied: Callable[[Sequence[TurnRecord]], None],
+    facts: LineageFacts,
 ) -> None:
     """The one erasure walk: carry out a plan over every place the store keeps text
     (stores/_erasure.py ``PLACES``) in one store transaction, then tell the host.
@@ -282,9 +295,8 @@ async def _erase(
     The errors that quote that text lose it too (`_quoting`: the ``failed`` turns that saw
     a planned turn, and what quotes it verbatim in the reached ``sessions``); the host is
     told of those turns as well (``applied`` gets them with their error erased and no
-    ``erased_at``).
+    ``erased_at``), and of the erasure (what the host keeps of events goes too).
     """
-    from ..stores._erasure import Erasure
     at = now()
     planned = list(turns)
     failed = list(failed)
@@ -326,20 +338,47 @@ async def _erase(
         found = await store.find_turn(row_id) if table == "turns" and row_id not in erased_ids else None
         if found is not None:
             quoted.append(found)
-    applied((*records, *quoted))
+    facts.erased((*records, *quoted), erasure)
 
 
-async def delete_session(
-    store: Store,
-    log: LogStore | None,
-    session_id: SessionId,
-    *,
-    now: Callable[[], datetime],
-    applied: Callable[[Sequence[TurnRecord]], None],
-) -> None:
-    """Erase a deleted session: the union of its own turns' plans, computed by the same walk
-    as `forget`, every other row of the session (invocations, jobs, actions, outputs) and
-    the artifact labels of the edges integrators gave it, in one transaction. Raises `TurnRunningError` while an affected session runs a turn."""
+@attrs.frozen(kw_only=True)
+class _Plan:
+    """What one erasure reaches, read from the store. Immutable.
+
+    ``planned``: the turns it erases (those erased before included); ``running``: turns
+    still running that would keep the text; ``holders``: the sessions it reaches;
+    ``failed``: later failed turns whose model saw a planned turn; ``deleted``: the
+    sessions it deletes.
+    """
+
+    planned: tuple[TurnRecord, ...]
+    running: tuple[TurnRecord, ...]
+    edges: tuple[LineageEdge, ...]
+    holders: tuple[SessionId, ...]
+    failed: tuple[TurnRecord, ...]
+    deleted: tuple[SessionId, ...] = ()
+
+    def done(self) -> bool:
+        """Whether every text it reaches is erased already (a later failed turn's error included)."""
+        return all(t.erased_at is not None for t in self.planned) and all(
+            t.error in (None, ERASED_LABEL) for t in self.failed
+        )
+
+
+async def _turn_plan(store: Store, turn: TurnRecord) -> tuple[_Plan, Provenance]:
+    running, resting, provenance, failed = await _forward(store, turn)
+    plan = _Plan(
+        planned=(turn, *resting),
+        running=tuple(running),
+        edges=provenance.edges,
+        holders=provenance.sessions,
+        failed=tuple(failed),
+    )
+    return plan, provenance
+
+
+async def _session_plan(store: Store, session_id: SessionId) -> _Plan:
+    """The union of the plans of a session's own turns, and the edges integrators gave it."""
     own = await store.get_turns(session_id)
     planned: dict[TurnId, TurnRecord] = {}
     edges: dict[tuple[SessionId, SessionId], LineageEdge] = {}
@@ -359,11 +398,147 @@ async def delete_session(
         for edge in await store.get_edges([session_id], direction):
             if edge.relation in HOST_RELATIONS and edge.artifact is not None:
                 edges[edge.from_session_id, edge.to_session_id] = edge
-    await _refuse_running(log, running, holders, f"deleting session {session_id!r}")
-    await _erase(
-        store, log, planned.values(), edges.values(), failed=failed.values(), sessions=holders, deleted=(session_id,),
-        now=now, applied=applied,
+    return _Plan(
+        planned=tuple(planned.values()),
+        running=tuple(running),
+        edges=tuple(edges.values()),
+        holders=tuple(holders),
+        failed=tuple(failed.values()),
+        deleted=(session_id,),
     )
+
+
+async def _carry_out(
+    store: Store, log: LogStore | None, plan: _Plan, what: str, now: Callable[[], datetime], facts: LineageFacts
+) -> None:
+    """Refuse while a turn or job runs in what ``plan`` reaches, else erase it.
+
+    On a shared store another host's erasure of the same turns may commit first; the store
+    then refuses this one (a turn is erased once) and `_latecomers` erases what is left."""
+    await _refuse_running(log, plan.running, plan.holders, what)
+    try:
+        await _erase(
+            store, log, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders, deleted=plan.deleted,
+            now=now, facts=facts,
+        )
+    except StoreError:
+        if not isinstance(store, SharedStore):
+            raise
+
+
+LATECOMER_WAIT: Final = 30.0
+"""Seconds an erasure on a shared store waits for a session's lock, or a job's record, while it erases."""
+_RETRIES: Final = 3  # erasures refused because another host's erased the same turns first
+
+
+async def _latecomers(
+    store: Store,
+    log: LogStore | None,
+    replan: Callable[[], Awaitable[_Plan]],
+    what: str,
+    now: Callable[[], datetime],
+    facts: LineageFacts,
+) -> None:
+    """On a store several hosts share, erase what another host's turns made of the text while
+    this erasure ran (API.md section 23), before the erasure returns.
+
+    This host begins no turn while it erases (`LineageFacts.erasing`), but another host may:
+    a turn that took its session's lock before the erasure committed read the history before
+    it. So once it has committed, the erasure takes (and lets go) the lock of every session
+    it reaches, in turn: a turn that held one has then finished, its events written, and one
+    that takes it later reads the erasure generation it moved, so its history is erased.
+    Then it reads the plan again and erases what those turns made of the text, and the job
+    records of the jobs that ran them once they are written, holding the gate again; a fork
+    made meanwhile is locked and read the same way. Raises `TurnRunningError` when a lock or
+    a job's record is not there after `LATECOMER_WAIT` seconds (what was planned is erased;
+    forget again once it has finished). Nothing to do on a single-host store: there the gate
+    alone orders every turn.
+    """
+    if not isinstance(store, SharedStore):
+        return
+    locked: set[SessionId] = set()
+    waited = 0.0
+    refused = 0
+    while True:
+        plan = await replan()
+        for session_id in [s for s in plan.holders if s not in locked]:
+            with anyio.move_on_after(LATECOMER_WAIT):
+                async with store.lock_session(session_id):
+                    locked.add(session_id)  # the turns that read the text there have finished
+            if session_id not in locked:
+                raise TurnRunningError(
+                    f"{what}: erased, but session {session_id!r} runs a turn that began meanwhile and has not "
+                    f"finished in {LATECOMER_WAIT:.0f} s; wait for it (or cancel it), then erase again",
+                    session_id=session_id,
+                    running_id=next((t.id for t in plan.running if t.session_id == session_id), session_id),
+                )
+        async with facts.erasing():
+            plan = await replan()
+            if not set(plan.holders) <= locked:
+                continue  # forked meanwhile: lock it first
+            job = await _writing_job(log, plan)
+            if job is None:
+                if plan.done():
+                    return
+                try:
+                    await _erase(
+                        store, log, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders,
+                        deleted=plan.deleted, now=now, facts=facts,
+                    )
+                except StoreError:  # another host erased some of it first: read the plan again
+                    refused += 1
+                    if refused > _RETRIES:
+                        raise
+                continue
+        if waited >= LATECOMER_WAIT:
+            raise TurnRunningError(
+                f"{what}: erased, but job {job.id!r} of session {job.session_id!r}, which ran a turn that read "
+                f"the erased text, has not written its record in {LATECOMER_WAIT:.0f} s; wait for it (or cancel "
+                "it), then erase again",
+                session_id=job.session_id,
+                running_id=job.id,
+            )
+        await anyio.sleep(0.05)
+        waited += 0.05
+
+
+async def _writing_job(log: LogStore | None, plan: _Plan) -> JobRecord | None:
+    """A job still running whose turn is one ``plan`` erases: its record (its result: the
+    turn's reply) is written once it ends, and must be erased then."""
+    if log is None:
+        return None
+    planned = {t.id for t in plan.planned}
+    for session_id in dict.fromkeys(t.session_id for t in plan.planned):
+        before: int | None = None
+        while True:
+            jobs, before = await log.page_jobs(session_id, "running", {}, 500, before)
+            found = next((j for j in jobs if j.turn_id in planned), None)
+            if found is not None or before is None:
+                break
+        if found is not None:
+            return found
+    return None
+
+
+async def delete_session(
+    store: Store,
+    log: LogStore | None,
+    session_id: SessionId,
+    *,
+    now: Callable[[], datetime],
+    facts: LineageFacts,
+    hide: Callable[[], Awaitable[None]],
+) -> None:
+    """Erase a deleted session: the union of its own turns' plans, computed by the same walk
+    as `forget`, every other row of the session (invocations, jobs, actions, outputs) and
+    the artifact labels of the edges integrators gave it, in one transaction; then ``hide``
+    it (the deletion itself), still holding `LineageFacts.erasing`. Raises
+    `TurnRunningError` while an affected session runs a turn."""
+    what = f"deleting session {session_id!r}"
+    async with facts.erasing():
+        await _carry_out(store, log, await _session_plan(store, session_id), what, now, facts)
+        await hide()
+    await _latecomers(store, log, lambda: _session_plan(store, session_id), what, now, facts)
 
 
 async def forget(
@@ -372,35 +547,42 @@ async def forget(
     *,
     dry_run: bool,
     now: Callable[[], datetime],
-    applied: Callable[[Sequence[TurnRecord]], None],
+    facts: LineageFacts,
     log: LogStore | None = None,
 ) -> ErasurePlan:
     """The erasure plan of a turn; with ``dry_run=False`` also carry it out, in one transaction.
 
-    ``applied`` is told the erased records once they are durable (the host updates what it
-    holds in memory); ``log`` is where invocations and jobs are kept (the store itself when
-    it is a `LogStore`). Raises `TurnRunningError` while a session the plan reaches runs a
-    turn or a job.
+    ``facts`` is told the erased records once they are durable (the host updates what it
+    holds in memory) and holds its gate while the erasure runs; ``log`` is where
+    invocations and jobs are kept (the store itself when it is a `LogStore`). Raises
+    `TurnRunningError` while a session the plan reaches runs a turn or a job.
     """
     if log is None and isinstance(store, LogStore):
         log = store
     if not isinstance(dry_run, bool):
         raise InvalidArgumentError(f"dry_run must be True or False, got {dry_run!r}", argument="dry_run", value=dry_run)
     turn = await find_turn(store, turn_or_message_id)
-    running, resting, provenance, failed = await _forward(store, turn)
-    planned = [turn, *resting]
-    plan = ErasurePlan(
+    if dry_run:
+        return _plan_shown(*await _turn_plan(store, turn), erased=False)
+    what = f"forgetting turn {turn.id!r}"
+    async with facts.erasing():  # planned, erased and told while no turn of this host begins
+        turn = await find_turn(store, turn.id)  # as it is now: another erasure may have run meanwhile
+        plan, provenance = await _turn_plan(store, turn)
+        await _carry_out(store, log, plan, what, now, facts)
+    async def replan() -> _Plan:
+        return (await _turn_plan(store, await find_turn(store, turn.id)))[0]
+
+    await _latecomers(store, log, replan, what, now, facts)
+    shown = _plan_shown(plan, provenance, erased=True)
+    return attrs.evolve(shown, edges=tuple(await store.find_edges("turn", turn.id)))
+
+
+def _plan_shown(plan: _Plan, provenance: Provenance, *, erased: bool) -> ErasurePlan:
+    return ErasurePlan(
         of=provenance.of,
         turns=(provenance.of, *provenance.turns),
         sessions=provenance.sessions,
         spawns=provenance.spawns,
         edges=provenance.edges,
-        erased=not dry_run,
+        erased=erased,
     )
-    if dry_run:
-        return plan
-    await _refuse_running(log, running, provenance.sessions, f"forgetting turn {turn.id!r}")
-    await _erase(
-        store, log, planned, provenance.edges, failed=failed, sessions=provenance.sessions, now=now, applied=applied
-    )
-    return attrs.evolve(plan, edges=tuple(await store.find_edges("turn", turn.id)))

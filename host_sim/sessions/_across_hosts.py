@@ -1,27 +1,9 @@
-"""Several hosts on one store: what the engine does when its store is a `SharedStore`.
+"""Several hosts on one store: the event link between them (`HostsLink`).
 
-A host keeps the sessions it touched in memory (``Engine.sessions``). Another host on the
-same `PostgresStore` may add turns to them; this module is how the engine learns of them
-and how one session's turns stay one at a time across hosts. With a single-writer store
-(`MemoryStore`, `SqliteStore`) every function here does nothing.
-
-When a host sees turns other hosts added to a session it holds:
-
-- ``send`` (and ``submit``, ``run``, ``notify``): always. The turn waits for the session's
-  lock in the database (`across_hosts`), then reads every turn added since, so its ordinal
-  is the next one and the model sees the whole history.
-- ``turns()`` of a session handle, and ``fork()`` at the session's last completed turn:
-  the turns other hosts have *finished* by then (`catch_up`). A turn still running on
-  another host shows once it has finished.
-- Loading a session for the first time (``sessions.get``, ``children``, ``list``): its
-  finished turns.
-
-A turn found ``running`` while this host holds the session's lock belongs to a host that
-lost the lock: it died, or its connection blinked (a server restart). The turn waits for
-it to be finished, by its own host or, once that host is found dead, by a live host's link;
-it is never failed from here.
-
-Several hosts are one host through one mechanism, designed here once (`HostsLink`):
+What a host keeps of the store, and how fresh each read of it is, is `SessionCache`'s
+(``_cache.py``): it takes a session's lock for a turn and reads what other hosts added and
+erased, catches up with what they finished, and applies their facts. This module is the
+link that feeds it, designed here once:
 
 - the **event log**: every event but ``reply_delta`` is a row of the store, numbered in
   commit order, written in the transaction of the change it reports (a transactional
@@ -30,21 +12,23 @@ Several hosts are one host through one mechanism, designed here once (`HostsLink
   across hosts;
   each host reads every host's rows (woken by NOTIFY, and every second
   anyway) and hands them to its subscribers, and ``subscribe(after=seq)`` reads them back;
-- **coherent caches**: another host's ``turn_finished``, ``turn_erased`` and
-  ``session_deleted`` rows refresh the sessions this host holds before subscribers see
-  them, so reads are stale by about a second at most;
-- the one **synchronous check**, for model calls: the erasure generation, read with the
-  session lock (`erased_elsewhere`), so a forgotten message never reaches a model;
+- **coherent caches**: another host's ``turn_finished``, ``turn_erased``,
+  ``turn_retracted`` and ``session_deleted`` rows are applied to the cache
+  (`SessionCache.apply`) before subscribers see them, so reads are stale by about a second
+  at most;
 - **liveness**: each host keeps a claim it takes back by itself after a fault; every host
   looks for work whose host's claim has been gone for a grace period, and fails it as
-  interrupted with its ``turn_finished`` in one transaction (one host claims each turn).
+  interrupted with its ``turn_finished`` in one transaction (one host claims each turn),
+  then has the cache take in what changed.
+
+With a single-writer store (`MemoryStore`, `SqliteStore`) there is no link.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, get_args
 
@@ -52,136 +36,18 @@ import anyio
 import attrs
 
 from modular_sdk import ModularError, SerializationError
-from modular_sdk._json import structure, unstructure
+from modular_sdk._json import structure
 
 from ..stores._errors import StoreError
-from ..stores._invariants import ERASED_LABEL
-from ..stores._protocol import Store
 from ..stores._records import TurnRecord
 from ..stores._shared import EventRow, SharedStore
-from ._events import (
-    event_row as event_row,
-    CommandFinished,
-    HostEvent,
-    JobFinished,
-    NotificationEvent,
-    Replay,
-    ReplyDelta,
-    SessionCreated,
-    SessionDeleted,
-    ToolCalled,
-    ToolFinished,
-    TurnErased,
-    TurnFinished,
-    TurnRetracted,
-    TurnStarted,
-)
-from ._state import SessionState, TurnState, apply_erasure, apply_retraction
+from ._cache import turn_finished
+from ._events import EventHub, HostEvent, JobFinished, Replay, ReplyDelta, event_row
 
 if TYPE_CHECKING:
-    from ._engine import Engine
+    from ._cache import SessionCache
 
-__all__ = ["DEAD_HOST_GRACE", "HostsLink", "across_hosts", "catch_up", "erased_elsewhere", "event_of", "event_row", "replay_of", "running_elsewhere"]
-
-_RUNNING_ELSEWHERE_WAIT = 60.0  # seconds a turn waits for another host's turn that lost the lock
-
-
-@contextlib.asynccontextmanager
-async def across_hosts(engine: Engine, session: SessionState) -> AsyncIterator[None]:
-    """Hold ``session``'s lock in a shared store for one turn, caught up first; nothing otherwise.
-
-    Caught up means: the turns other hosts added, and (the one synchronous check for
-    erasure) when the store's erasure generation moved since a session of its fork chain was
-    last read, that session's erasures and deletion, so that the model's history
-    never holds text another host has erased.
-    """
-    store = engine.shared
-    if store is None:
-        yield
-        return
-    async with store.lock_session(session.id) as generation:
-        await erased_elsewhere(engine, session, generation)
-        await catch_up(store, session, engine.now, locked=True)
-        try:
-            yield
-        finally:  # the next host to take the lock numbers its events after this turn's
-            await engine.events.written()
-
-
-async def erased_elsewhere(engine: Engine, session: SessionState, generation: int) -> None:
-    """Make ``session`` and its fork chain reflect every erasure and deletion any host committed
-    up to ``generation`` (the store's erasure generation, read once the lock was granted).
-
-    Each session of the chain whose own turns were last read before ``generation`` (when
-    loaded: the host's generation at open; after that: what this function noted on it) has
-    its own turns and deletion read again, and notes ``generation``; nothing is read when
-    every session of the chain is up to date. Noted per session, not per host: another
-    session sent to after an erasure says nothing of this one (an erasure after the
-    generation was read moves it again, so it is never missed).
-    """
-    assert engine.shared is not None
-    store = engine.store
-    current: SessionState | None = session
-    while current is not None:
-        if max(current.erasure_generation, engine.erasure_generation) < generation:
-            for record in await store.get_turns(current.id):
-                if record.erased_at is not None or record.error == ERASED_LABEL:  # erased, or lost a quoted error
-                    apply_erasure(current, record)
-            current.deleted_at = current.deleted_at or await engine.log.deleted_at(current.id)
-            current.erasure_generation = generation
-        current = current.parent
-
-
-async def catch_up(
-    store: SharedStore | None,
-    session: SessionState,
-    now: Callable[[], datetime],
-    *,
-    locked: bool = False,
-) -> None:
-    """Add to ``session`` the turns other hosts finished since this host last looked (``store``:
-    the engine's `SharedStore`, ``None`` when the store is not shared: nothing to do).
-
-    With ``locked`` (this host holds the session's lock), a ``running`` turn is one whose
-    host lost the lock (it died, or its connection blinked): it waits until that turn is
-    finished, by its host or, once that host is found dead, by a live host's link.
-    """
-    if store is None:
-        return
-    records = await store.turns_since(session.id, session.next_ordinal)
-    waited = 0.0
-    while locked and any(r.status == "running" for r in records):
-        # Another host's turn that no longer holds the lock: its host died (a live host's
-        # link fails it once its claim has been gone for the grace period, `HostsLink`), or
-        # lost its connection for a moment and finishes it itself. Never failed from here.
-        if waited >= _RUNNING_ELSEWHERE_WAIT:
-            running = next(r for r in records if r.status == "running")
-            raise StoreError(
-                f"turn {running.ordinal} ({running.id!r}) of session {session.id!r} is still running on another "
-                f"host after {_RUNNING_ELSEWHERE_WAIT:.0f} s without holding the session's lock (its connection "
-                "was lost); the call is retryable once that host finishes it or is found dead",
-                path=getattr(store, "path", None),
-                retryable=True,
-            )
-        await anyio.sleep(0.05)
-        waited += 0.05
-        records = await store.turns_since(session.id, session.next_ordinal)
-    for record in records:
-        if record.ordinal < session.next_ordinal:
-            continue  # another task of this host caught up meanwhile
-        if record.ordinal > session.next_ordinal or record.status == "running":
-            break
-        turn = TurnState.from_record(record)
-        session.add_turn(turn)
-        if turn.status == "completed":
-            session.add_entry(turn)
-            session.last_completed = turn
-
-
-def running_elsewhere(store: SharedStore | None, record: TurnRecord) -> bool:
-    """Whether a turn read from a shared store (``None``: the store is not shared) is still
-    running (on another host): not loaded yet."""
-    return record.status == "running" and store is not None
+__all__ = ["DEAD_HOST_GRACE", "HostsLink", "event_of", "event_row", "replay_of"]
 
 
 # -- one log for events, caches and dead hosts (API.md section 13) ----------------------------
@@ -234,8 +100,8 @@ class HostsLink:
       was away for (`EventHub.retry`: a turn's finish, with its one ``turn_finished``).
     - **Reading.** Reads every host's rows after the last it read, woken by NOTIFY or every
       `_POLL` seconds (a NOTIFY is a hint; the rows are the truth), and before handing another
-      host's ``turn_finished``, ``turn_erased`` or ``session_deleted`` to subscribers makes
-      this host's sessions in memory reflect it (stale by at most about a second).
+      host's ``turn_finished``, ``turn_erased`` or ``session_deleted`` to subscribers has the
+      cache reflect it (`SessionCache.apply`: stale by at most about a second).
     - **Liveness, a lease that survives faults.** Every `_KEEP` seconds makes sure this host's
       claim is held (`SharedStore.keep_claim`: taken back by itself after a server restart or
       a killed connection). Every `_WATCH` seconds looks for hosts that left work running and
@@ -248,8 +114,10 @@ class HostsLink:
     - Deletes event rows older than the store's retention.
     """
 
-    def __init__(self, engine: Engine, store: SharedStore) -> None:
-        self._engine = engine
+    def __init__(self, store: SharedStore, *, events: EventHub, cache: SessionCache, now: Callable[[], datetime]) -> None:
+        self._events = events
+        self._cache = cache  # what this host keeps of the store: fed every other host's facts
+        self._now = now
         self._store = store
         self._read_up_to = 0
         self._writing = anyio.Lock()  # one batch at a time, so rows keep the order of publishing
@@ -263,8 +131,8 @@ class HostsLink:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write)
             tg.start_soon(self._read)
-            tg.start_soon(self._keep)
             tg.start_soon(self._watch)
+            tg.start_soon(self._keep)
 
     async def flush(self) -> None:
         """Write what is left in the outbox and hand this host's subscribers the rows they have
@@ -285,7 +153,7 @@ class HostsLink:
         return await self._store.last_event_seq()
 
     async def _write_outbox(self) -> None:
-        hub = self._engine.events
+        hub = self._events
         async with self._writing:
             await hub.write_retries()
             while batch := hub.take_outbox():
@@ -297,7 +165,7 @@ class HostsLink:
                     raise
 
     async def _write(self) -> None:
-        hub = self._engine.events
+        hub = self._events
         while True:
             await hub.outbox_filled()
             for delta in hub.take_deltas():  # best-effort: a delta that cannot be sent is dropped
@@ -328,7 +196,7 @@ class HostsLink:
         except (ValueError, KeyError, TypeError, ModularError):
             return  # best-effort: a payload that is not a delta is dropped
         if isinstance(event, ReplyDelta):
-            self._engine.events.deliver(event)
+            self._events.deliver(event)
 
     async def _catch_up(self) -> None:
         while True:
@@ -341,36 +209,20 @@ class HostsLink:
                     continue  # written by a newer host (a kind this one lacks): not this host's to show
                 if host_id != self._store.host_id:
                     await self._invalidate(event)
-                self._engine.events.deliver(event)
+                self._events.deliver(event)
             if len(rows) < 500:
                 return
 
     async def _invalidate(self, event: HostEvent) -> None:
         """Make what this host holds in memory reflect what another host committed."""
-        engine = self._engine
-        watched = (TurnFinished, TurnErased, TurnRetracted, SessionDeleted)
-        session = engine.sessions.get(event.session_id) if isinstance(event, watched) else None
-        if session is None:
-            return  # not touched by this host: read fresh when it is
-        if isinstance(event, TurnFinished):
-            await catch_up(engine.shared, session, engine.now)
-        elif isinstance(event, TurnErased):
-            record = await engine.store.find_turn(event.turn_id)
-            if record is not None:
-                engine.apply_erasure([record])
-        elif isinstance(event, TurnRetracted):  # what later model calls here see (API §17)
-            record = await engine.store.find_turn(event.turn_id)
-            if record is not None:
-                apply_retraction(session, record)
-        else:
-            session.deleted_at = session.deleted_at or event.at
+        await self._cache.apply(event)
 
     async def _keep(self) -> None:
         """Hold this host's claim: taken back by itself once the server is back."""
         while True:
             with contextlib.suppress(StoreError):  # the server is away: look again soon
                 if await self._store.keep_claim():
-                    self._engine.events.wake_writer()  # back: write what waited
+                    self._events.wake_writer()  # back: write what waited
             await anyio.sleep(_KEEP)
 
     async def _watch(self) -> None:
@@ -388,20 +240,20 @@ class HostsLink:
 
     async def _claim_dead(self) -> None:
         """Fail the work of the hosts whose claim has been seen gone for `DEAD_HOST_GRACE` seconds."""
-        engine = self._engine
         now = anyio.current_time()
         absent = await self._store.absent_hosts() - {self._store.host_id}  # never itself: it is taking its claim back
         self._absent_since = {h: self._absent_since.get(h, now) for h in absent}
         dead = sorted(h for h, since in self._absent_since.items() if now - since >= DEAD_HOST_GRACE)
         if not dead:
             return
-        turns, jobs = await self._store.claim_dead(dead, engine.now, _announce(engine.now))
+        turns, _jobs = await self._store.claim_dead(dead, self._now, _announce(self._now))
         for host in dead:
             self._absent_since.pop(host, None)
-        for session_id in dict.fromkeys(t.session_id for t in turns):
-            session = engine.sessions.get(session_id)
-            if session is not None:
-                await catch_up(engine.shared, session, engine.now)
+        await self._cache.claimed(turns)
+
+
+def _job_interrupted(job_id: str) -> Callable[[int, datetime], JobFinished]:
+    return lambda seq, at: JobFinished(seq=seq, at=at, job_id=job_id, status="interrupted", error_kind="interrupted")
 
 
 def _announce(now: Callable[[], datetime]) -> Callable[[Sequence[TurnRecord], Sequence[str]], Sequence[EventRow]]:
@@ -411,24 +263,8 @@ def _announce(now: Callable[[], datetime]) -> Callable[[Sequence[TurnRecord], Se
     def rows(turns: Sequence[TurnRecord], jobs: Sequence[str]) -> Sequence[EventRow]:
         at = now()
         return [
-            *(event_row(_finished(record)(0, record.finished_at or at)) for record in turns),
+            *(event_row(turn_finished(record)(0, record.finished_at or at)) for record in turns),
             *(event_row(_job_interrupted(job_id)(0, at)) for job_id in jobs),
         ]
 
     return rows
-
-
-def _job_interrupted(job_id: str) -> Callable[[int, datetime], JobFinished]:
-    return lambda seq, at: JobFinished(seq=seq, at=at, job_id=job_id, status="interrupted", error_kind="interrupted")
-
-
-def _finished(record: TurnRecord) -> Callable[[int, datetime], TurnFinished]:
-    return lambda seq, at: TurnFinished(
-        seq=seq,
-        at=at,
-        session_id=record.session_id,
-        turn_id=record.id,
-        status=record.status,
-        reply=record.reply,
-        error=record.error,
-    )

@@ -1,4 +1,7 @@
-"""The engine behind `Host`: session state, sends, forks, spawns and hooks.
+"""The engine behind `Host`: sends, forks, spawns and hooks.
+
+What the host keeps of the store (the sessions, their turns, deletions, other hosts'
+facts) is `SessionCache`'s (``_cache.py``); the engine acts through it.
 
 What one turn does (the model, its tools, its reply) is `TurnRunner`'s (``_turns.py``);
 the engine decides when it runs. Turns of one session run one at a time in arrival order:
@@ -10,7 +13,7 @@ operation is one store transaction, written before the live state changes.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -34,7 +37,6 @@ from modular_sdk import (
     Mod,
     NoConversationError,
     ReentrantTurnError,
-    SessionDeletedError,
     RootLineage,
     SessionId,
     SpawnTrigger,
@@ -43,27 +45,25 @@ from modular_sdk import (
     ToolContext,
     TurnFailedError,
     TurnId,
-    UnknownSessionError,
 )
 from modular_sdk._rules import show
 from modular_sdk._schema import JsonValue
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
 from ..lanes._ext_host import HandlerFailed, call_handler
-from ..lineage._provenance import delete_session, find_turn
+from ..lineage._provenance import delete_session
 from ..lineage._types import LineageEdge, SessionNode
 from ..models._protocol import Model
 from ..observability import Telemetry
 from ..stores._protocol import LogStore, Store
 from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
-from ..stores._records import SessionRecord, TurnRecord
-from ..stores._shared import SharedStore
-from ._across_hosts import across_hosts, catch_up, running_elsewhere
-from ._events import EventHub, SessionCreated, SessionDeleted, TurnErased, TurnRetracted
+from ..stores._records import SessionRecord
+from ._cache import SessionCache
+from ._events import EventHub, SessionCreated
 from ._explain import turn_failed
 from ._ids import checked_request_id, new_session_id, turn_id_for
-from ._state import SessionState, TurnState, apply_erasure, apply_retraction, turn_at
+from ._state import SessionState, TurnState
 from ._tables import ModTables
 from ._turns import JobCall, TurnRunner, running_sessions, running_turns, unstorable
 
@@ -75,7 +75,7 @@ __all__ = ["Engine"]
 
 
 class Engine:
-    """Owns the live sessions and runs everything the handles ask for.
+    """Runs everything the handles ask for, over the sessions its `SessionCache` holds.
 
     Every method that acts takes the ``actor`` it acts for: the `HandlerFrame` a handle
     carries, or ``None`` for the user. Authors, spawn triggers and re-entrancy come from it.
@@ -97,8 +97,8 @@ class Engine:
         log: LogStore,
         events: EventHub,
         max_reply_bytes: int = 1_000_000,
+        cache: SessionCache,
         mcp: McpTools | None = None,
-        erasure_generation: int = 0,
         link_session: Callable[[SessionRecord, SessionNode, LineageEdge | None, str | None], Awaitable[None]] | None = None,
         after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None,
         report_output: Callable[[SessionId, str, str, TurnId | None, int | None], Awaitable[None]] | None = None,
@@ -107,19 +107,14 @@ class Engine:
         self.tables = tables
         self.model = model  # its name is a new session's default model; the turns call it
         self.store = store
-        # Asked once: a runtime Protocol check walks every member of SharedStore (about
-        # 10 us), and forks and sends ask on every call.
-        self.shared: SharedStore | None = store if isinstance(store, SharedStore) else None
         self.graph = graph
         self.clock = clock
         self.handler_timeout = handler_timeout
         self.cwd = cwd
         self.telemetry = telemetry if telemetry is not None else Telemetry()  # OpenTelemetry (API section 15)
-        self.sessions: dict[SessionId, SessionState] = {}
-        self._loading = anyio.Lock()
+        self.cache = cache  # what this host keeps of the store: every read and fact goes through it
         self.events = events
         self.log = log  # the integrator's records: the store itself, or a MemoryLog over it
-        self._erasure_generation = erasure_generation  # see erasure_generation
         self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
         self._idle: anyio.Event | None = None
         self._closed = False
@@ -138,6 +133,7 @@ class Engine:
             model=model,
             store=store,
             events=events,
+            cache=cache,
             telemetry=self.telemetry,
             now=self.now,
             tool_context=lambda session, frame: tool_context(self, session, frame),
@@ -148,13 +144,6 @@ class Engine:
             mcp=mcp,
             after_turn=after_turn,
         )
-
-    @property
-    def erasure_generation(self) -> int:
-        """The erasure generation of a shared store when this host opened (0: none): every
-        session it loads reflects at least the erasures up to it. Each session says how far
-        it was read again since (`SessionState.erasure_generation`, `erased_elsewhere`)."""
-        return self._erasure_generation
 
     async def close(self) -> None:
         """Cancel every turn still running or queued (in whatever task sent it) and wait until
@@ -193,158 +182,36 @@ class Engine:
 
     # -- lookup (lazy: a session is read from the store the first time it is touched) ----
     async def load(self, session_id: object) -> SessionState:
-        """The live state of a session, read from the store (with its fork chain) on first use.
+        """The session (`SessionCache.load`: read from the store on first use)."""
+        return await self.cache.load(session_id)
 
-        Costs one dictionary lookup for a session already touched; otherwise two reads per
-        session of its not-yet-touched ancestry (its record and its own turns).
-        """
-        if not isinstance(session_id, str):
-            raise InvalidArgumentError(
-                f"a session id is a str (a SessionId), got {show(session_id)}; pass session.id",
-                argument="session_id",
-                value=session_id,
-            )
-        state = self.sessions.get(SessionId(session_id))
-        if state is not None:
-            return state
-        if unstorable(session_id) is not None:  # no store holds it (nor could be asked for it)
-            raise UnknownSessionError(
-                f"no session {show(session_id)} in this host or its store (a session id is valid text); "
-                "use an id from host.sessions.create() or a handle's .id",
-                session_id=session_id,
-            )
-        async with self._loading:  # one reader builds a session's state; the rest reuse it
-            return await self._load(SessionId(session_id))
-
-    async def _load(self, session_id: SessionId) -> SessionState:
-        chain: list[SessionRecord] = []  # the session, then ancestors not yet live (iterative)
-        current = session_id
-        while current not in self.sessions:
-            record = await self.store.get_session(current)
-            if record is None:
-                if not chain:
-                    raise UnknownSessionError(
-                        f"no session {session_id!r} in this host or its store; use an id from "
-                        "host.sessions.create() or a handle's .id",
-                        session_id=session_id,
-                    )
-                child = chain[-1]
-                raise _damaged(
-                    self.store,
-                    f"session {child.id!r} is a {child.lineage.kind} of {current!r}, which the store does not hold",
-                )
-            chain.append(record)
-            if record.lineage.kind == "root":
-                break
-            current = record.lineage.parent_session_id
-        for record in reversed(chain):
-            self.sessions[record.id] = await self._materialize(record)
-        return self.sessions[session_id]
-
-    async def _materialize(self, record: SessionRecord) -> SessionState:
-        """A session's live state from its record and own turns; its parent is already live."""
-        lineage = record.lineage
-        parent: SessionState | None = None
-        anchor: TurnState | None = None
-        if lineage.kind != "root":
-            parent = self.sessions[lineage.parent_session_id]
-            if lineage.kind == "fork":
-                anchor = turn_at(parent, lineage.parent_turn_ordinal)
-                if anchor is None:  # forked by another host at a turn this one has not seen yet
-                    await catch_up(self.shared, parent, self.now)
-                    anchor = turn_at(parent, lineage.parent_turn_ordinal)
-                if anchor is None or anchor.status != "completed":
-                    raise _damaged(
-                        self.store,
-                        f"fork {record.id!r} is anchored at turn {lineage.parent_turn_ordinal} of "
-                        f"{parent.id!r}, which is {'missing' if anchor is None else anchor.status}",
-                    )
-        state = SessionState(record=record, parent=parent, anchor=anchor)
-        state.deleted_at = await self.log.deleted_at(record.id)
-        invoked = [i.started_at for i in await self.log.invocations_of(record.id)]
-        state.last_invocation_at = max(invoked, default=None)
-        for turn_record in await self.store.get_turns(record.id):
-            if running_elsewhere(self.shared, turn_record):
-                break  # another host runs it: caught up once it has finished
-            turn = TurnState.from_record(turn_record)
-            if turn.ordinal != state.next_ordinal:
-                raise _damaged(
-                    self.store,
-                    f"session {record.id!r} has turn {turn.ordinal} where turn {state.next_ordinal} belongs",
-                )
-            state.add_turn(turn)
-            if turn.status == "completed":
-                state.add_entry(turn)
-                state.last_completed = turn
-        return state
+    def held(self, session_id: SessionId) -> SessionState | None:
+        """The session if this host holds it already (no read)."""
+        return self.cache.held(session_id)
 
     async def load_turn(self, turn_or_message_id: object) -> tuple[SessionState, TurnState]:
         """A turn (by turn id or message id) and the session that ran it; `UnknownTurnError` otherwise."""
-        record = await find_turn(self.store, turn_or_message_id)
-        session = await self.load(record.session_id)
-        turn = turn_at(session, record.ordinal)
-        if turn is None and record.status != "running":  # another host finished it a moment ago
-            await catch_up(self.shared, session, self.now)
-            turn = turn_at(session, record.ordinal)
-        if turn is None or turn.id != record.id:
-            raise _damaged(self.store, f"turn {record.id!r} is not at ordinal {record.ordinal} of {session.id!r}")
-        return session, turn
+        return await self.cache.load_turn(turn_or_message_id)
 
-    def apply_erasure(self, records: Sequence[TurnRecord]) -> None:
-        """What an erasure (this host's or another's) made true, made true of the live sessions this host holds."""
-        for record in records:
-            session = self.sessions.get(record.session_id)
-            if session is not None:
-                apply_erasure(session, record)
-
-    def erased(self, records: Sequence[TurnRecord]) -> None:
-        """This host erased ``records`` (forget, delete): its live sessions say so, and one
-        ``turn_erased`` event per erased turn says so to subscribers (earlier events stay as
-        they were). A record without ``erased_at`` is a turn that lost only its error (it
-        quoted erased text): no event, it was not erased."""
-        self.apply_erasure(records)
-        for record in records:
-            if record.erased_at is not None:
-                self.events.publish(_turn_erased(record))
-
-    def apply_retraction(self, record: TurnRecord, first: bool) -> None:
-        """A retraction, made true of the live sessions this host holds; ``first``: this call
-        retracted it (publishes ``turn_retracted``), else it was retracted before."""
-        session = self.sessions.get(record.session_id)
-        if session is not None:
-            apply_retraction(session, record)
-        reason = record.retraction_reason or ""
-        if first:
-            self.events.publish(
-                lambda seq, at: TurnRetracted(
-                    seq=seq, at=at, session_id=record.session_id, turn_id=record.id, reason=reason
-                )
-            )
+    async def caught_up(self, session: SessionState) -> None:
+        """What other hosts finished in ``session`` is held (`SessionCache.finished`)."""
+        await self.cache.finished(session)
 
     async def delete(self, state: SessionState) -> None:
         """Delete a session: erase it through the one erasure walk (its own turns as forget
-        does, and all it holds), then hide it (`LogStore`)."""
-        await delete_session(self.store, self.log, state.id, now=self.now, applied=self.erased)
-        at = self.now()
-        await self.log.delete_session(state.id, at)
-        first = state.deleted_at is None
-        state.deleted_at = state.deleted_at or at
-        if first:
-            self.events.publish(lambda seq, at: SessionDeleted(seq=seq, at=at, session_id=state.id))
+        does, and all it holds), then hide it (`LogStore`), holding the erasure gate."""
+
+        async def hide() -> None:
+            at = self.now()
+            await self.log.delete_session(state.id, at)
+            self.cache.deleted(state, at)
+
+        await delete_session(self.store, self.log, state.id, now=self.now, facts=self.cache, hide=hide)
         await self.events.written()  # its turn_erased and session_deleted, before the caller goes on
 
     async def refuse_deleted(self, session: SessionState, what: str) -> None:
-        """Raise `SessionDeletedError` when ``session`` was deleted, on this host or (a shared
-        store: one indexed read) on another."""
-        if session.deleted_at is None and self.shared is not None:
-            session.deleted_at = await self.log.deleted_at(session.id)
-        if session.deleted_at is not None:
-            raise SessionDeletedError(
-                f"cannot {what} session {session.id!r}: it was deleted at {session.deleted_at.isoformat()}; "
-                "its history stays readable (erased), but nothing more can be sent to it, forked or "
-                "spawned from it: create a new session (or fork one of its forks made before the deletion)",
-                session_id=session.id,
-            )
+        """Raise `SessionDeletedError` when ``session`` was deleted, on this host or another."""
+        await self.cache.refuse_deleted(session, what)
 
     async def children(self, state: SessionState) -> list[SessionState]:
         """The forks and spawns of a session, in creation order (read from the store)."""
@@ -427,7 +294,7 @@ class Engine:
             else:
                 await self.store.create_session(record, node, edge)
         # A reader (list, children) may have loaded it from the store meanwhile: keep one state.
-        live = self.sessions.setdefault(record.id, state)
+        live = self.cache.keep(state)
         await self.events.written()  # numbered before the caller (or another host) uses the session
         return live
 
@@ -463,7 +330,7 @@ class Engine:
         edge: LineageEdge | None = None
         delegator = actor.session_id if actor is not None and agent is not None else None
         if delegator is not None:  # an agent a handler started: the host records who delegated
-            parent = self.sessions.get(delegator)
+            parent = self.cache.held(delegator)
             if parent is not None and not checked_tags:
                 record = attrs.evolve(record, tags=parent.record.tags)  # the delegating chat's owner
             edge = LineageEdge(
@@ -483,7 +350,7 @@ class Engine:
         self.check_open(f"fork session {parent.id!r}")
         await self.refuse_deleted(parent, "fork")
         if anchor is None:
-            await catch_up(self.shared, parent, self.now)  # several hosts: the last turn any finished
+            await self.cache.finished(parent)  # several hosts: the last turn any finished
             anchor = parent.last_completed
             if anchor is None:
                 raise NoConversationError(
@@ -642,7 +509,7 @@ class Engine:
             try:
                 async with queue:
                     self.check_open(f"send to session {session.id!r}")  # closed while queued
-                    async with across_hosts(self, session):  # several hosts: their order, their erasures
+                    async with self.cache.for_turn(session):  # several hosts: their order, their erasures
                         if session.deleted_at is not None:  # deleted while this send waited
                             await self.refuse_deleted(session, "send to")
                         try:
@@ -730,16 +597,6 @@ def _check_metadata(metadata: object) -> None:
         )
 
 
-def _damaged(store: Store, problem: str) -> StoreError:
-    path = getattr(store, "path", None)
-    where = "the store" if path is None else f"the store {str(path)!r}"
-    return StoreError(
-        f"{where} is damaged: {problem}; the records themselves are wrong: see every problem "
-        "with 'host-sim fsck --store PATH'",
-        path=None if path is None else str(path),
-    )
-
-
 def _check_tags(tags: object) -> Mapping[str, str]:
     """Tags as given to ``sessions.create``: a mapping of non-empty str keys to str values."""
     if tags is None:
@@ -764,7 +621,3 @@ def _check_tags(tags: object) -> Mapping[str, str]:
                     f"tag {show(key)} holds text that cannot be stored ({problem})", argument="tags", value=tags
                 )
     return dict(tags)
-
-
-def _turn_erased(record: TurnRecord) -> Callable[[int, datetime], TurnErased]:
-    return lambda seq, at: TurnErased(seq=seq, at=at, session_id=record.session_id, turn_id=record.id)

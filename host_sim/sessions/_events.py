@@ -6,7 +6,9 @@ per host, or store-wide on a shared store; ``None`` for the live-only `ReplyDelt
 (the host's clock) and ``host_id`` (the host that published it).
 
 Events are facts: each is made when it is published, a snapshot of what was true then. A
-later change is a new event (`TurnErased`, `SessionDeleted`), never a rewrite of an old one.
+later change is a new event (`TurnErased`, `SessionDeleted`), never a rewrite of an old one,
+with one exception: an erasure leaves no copy of the erased text in the events kept for
+resuming (`EventHub.erase`: copies without the text take their place, API.md section 23).
 
 Publishing never waits and costs the same whatever the number of subscribers: events go
 into one shared ring (the last ``history`` of them kept whether anyone subscribes or not),
@@ -27,14 +29,26 @@ from typing import Literal, TypeAlias, final
 import anyio
 import attrs
 
-from modular_sdk import AiMessage, AiSessionLineage, Author, InvalidArgumentError, SessionId, TurnId, TurnStatus
+from modular_sdk import (
+    AiMessage,
+    AiNotificationMessage,
+    AiPromptMessage,
+    AiSessionLineage,
+    Author,
+    InvalidArgumentError,
+    SessionId,
+    TurnId,
+    TurnStatus,
+)
 from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject
 
 from modular_sdk._json import unstructure
 
+from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
-from ..stores._records import ErrorKind, JobStatus
+from ..stores._invariants import ERASED_LABEL
+from ..stores._records import ErrorKind, JobStatus, TurnRecord
 from ..stores._shared import EventRow, staged
 
 __all__ = [
@@ -281,6 +295,31 @@ Replay = Callable[[int, int], Awaitable[tuple[Sequence[HostEvent], int]]]
 _REPLAY_PAGE = 500
 
 
+def _without_text(event: HostEvent) -> HostEvent:
+    """A copy of an event about an erased turn, without the turn's text (what was, not what was said)."""
+    if isinstance(event, TurnStarted):
+        message = event.message
+        kept: AiMessage = (
+            AiNotificationMessage(title=ERASED_LABEL, body="")
+            if isinstance(message, AiNotificationMessage)
+            else AiPromptMessage(text="")
+        )
+        return attrs.evolve(event, message=kept)
+    if isinstance(event, TurnFinished):
+        return attrs.evolve(event, reply=None if event.reply is None else "", error=None if event.error is None else "")
+    if isinstance(event, ToolCalled):
+        return attrs.evolve(event, input={})
+    if isinstance(event, ToolFinished):
+        return attrs.evolve(event, output=None if event.output is None else "", error=None if event.error is None else "")
+    if isinstance(event, NotificationEvent):
+        return attrs.evolve(event, title="", body="")
+    if isinstance(event, ReplyDelta):
+        return attrs.evolve(event, text="")
+    if isinstance(event, TurnRetracted):
+        return attrs.evolve(event, reason=ERASED_LABEL)
+    return event
+
+
 class EventHub:
     """The host's event ring: publish is O(1) whatever the number of subscribers.
 
@@ -494,6 +533,41 @@ class EventHub:
         if self._waiting:  # wake only a subscriber that waits (an idle one costs nothing)
             wake, self._wake = self._wake, anyio.Event()
             wake.set()
+
+    def erase(self, erasure: Erasure, records: Sequence[TurnRecord]) -> None:
+        """Keep no copy of what ``erasure`` erased in the resume history (API.md section 23).
+
+        The ring's events about an erased turn (``erasure.turn_ids``, and ``records`` with
+        ``erased_at``) are replaced by copies without their text, as a shared store's event
+        rows are (stores/_postgres_events.py): a prompt, a notification, a reply, a tool's
+        input and output, an error, a reply delta, a retraction's reason; so are the
+        ``command_finished`` of the commands it erased and of its deleted sessions, and the
+        errors that quoted it (``erasure.errors``, ``records`` without ``erased_at``).
+        Subscribers that have not read them yet get the copies; positions do not move.
+        """
+        turns = set(erasure.turn_ids) | {r.id for r in records if r.erased_at is not None}
+        quoted = {row for table, row in erasure.errors if table == "turns"} | {r.id for r in records if r.erased_at is None}
+        invocations = {row for table, row in erasure.errors if table == "invocations"}
+        if not (turns or quoted or invocations or erasure.sessions or erasure.commands):
+            return
+
+        def blank(event: HostEvent) -> HostEvent:
+            if isinstance(event, CommandFinished):
+                if (
+                    event.session_id in erasure.sessions
+                    or (event.session_id, event.text) in erasure.commands
+                    or event.invocation_id in invocations
+                ):
+                    return attrs.evolve(event, text="", error=None if event.error is None else "")
+                return event
+            turn_id = getattr(event, "turn_id", None)
+            if turn_id in quoted and isinstance(event, TurnFinished) and turn_id not in turns:
+                return attrs.evolve(event, error=None if event.error is None else ERASED_LABEL)
+            if turn_id not in turns:
+                return event
+            return _without_text(event)
+
+        self._ring = deque(blank(e) for e in self._ring)
 
     def close(self) -> None:
         """The host closed: every stream ends once it has read what is left."""

@@ -44,7 +44,6 @@ from .._host_made import NoPublicConstructor
 from ..lanes._calling import Actor, HandlerFrame
 from ..stores._records import ToolCallRecord
 from ..traces._errors import TraceError, UnknownTraceError
-from ._across_hosts import catch_up
 from ._explain import close_names, turn_failed
 from ._scope import Scope, check_trace, scope_of, session_state, turn_record
 from ._state import SessionState, TurnState, history
@@ -319,7 +318,7 @@ class SessionHandle(metaclass=NoPublicConstructor):
         return [SessionHandle._create(self._engine, c, self._actor) for c in children]
 
     async def turns(self) -> list[AiTurnHandle]:
-        await catch_up(self._engine.shared, self._state, self._engine.now)  # several hosts: what others finished
+        await self._engine.caught_up(self._state)  # several hosts: what others finished
         return [self._turn(t) for t in history(self._state)]
 
     def __eq__(self, other: object) -> bool:

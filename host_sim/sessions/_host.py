@@ -43,10 +43,11 @@ from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
 from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import ActionRecord, ActionStatus, PendingAction
-from ..stores._records import Invocation, JobStatus, TurnRecord
+from ..stores._records import Invocation, JobStatus
 from ._across_hosts import HostsLink, replay_of
 from ._actions import ActionBook
 from ._approvals import Approvals
+from ._cache import SessionCache
 from ._commands import Commands
 from ._completions import Completion, Completions
 from ._engine import Engine, checked_now
@@ -249,34 +250,6 @@ class Host:
             with anyio.CancelScope(shield=True):
                 await self._store.close()
             raise
-        # The graph and the engine tell each other things: the graph (made first) reaches the
-        # engine made next through these two, called only once the host is open.
-        def applied(records: Sequence[TurnRecord]) -> None:
-            engine.erased(records)
-
-        def retracted(record: TurnRecord, first: bool) -> None:
-            engine.apply_retraction(record, first)
-
-        async def numbered() -> None:
-            await engine.events.written()
-
-        graph = LineageGraph(
-            self._store, clock=self._clock, log=log, applied=applied, retracted=retracted, written=numbered
-        )
-        linker = TraceLinker(self._store, lambda: checked_now(self._clock))
-        actions: ActionBook | None = None  # made below, over the engine
-
-        async def after_turn(session: SessionState, turn: TurnState) -> None:
-            assert actions is not None  # the engine runs no turn before the host is open
-            await actions.after_turn(session, turn)
-        mcp = McpTools(
-            tables.mcp_servers,
-            store=self._store,
-            clock=lambda: checked_now(self._clock),
-            timeout=self._handler_timeout,
-            start=self._start_owned,  # servers start on first need, in the host's task group
-            scrub=scrubber_of(self._model),  # what a server answers passes the model's secret filter
-        )
         shared = self._store if isinstance(self._store, SharedStore) else None
         link: HostsLink | None = None  # several hosts: made below, over the engine
 
@@ -298,6 +271,24 @@ class Host:
             settle=None if shared is None else settle,
             write=None if shared is None else written,
         )
+        # What this host keeps of the store: the engine acts through it, the graph reports its
+        # erasures and retractions to it, the event link feeds it other hosts' facts.
+        cache = SessionCache(store=self._store, log=log, events=events, now=lambda: checked_now(self._clock), generation=generation)
+        graph = LineageGraph(self._store, clock=self._clock, log=log, facts=cache)
+        linker = TraceLinker(self._store, lambda: checked_now(self._clock))
+        actions: ActionBook | None = None  # made below, over the engine
+
+        async def after_turn(session: SessionState, turn: TurnState) -> None:
+            assert actions is not None  # the engine runs no turn before the host is open
+            await actions.after_turn(session, turn)
+        mcp = McpTools(
+            tables.mcp_servers,
+            store=self._store,
+            clock=lambda: checked_now(self._clock),
+            timeout=self._handler_timeout,
+            start=self._start_owned,  # servers start on first need, in the host's task group
+            scrub=scrubber_of(self._model),  # what a server answers passes the model's secret filter
+        )
         engine = Engine(
             tables=tables,
             model=self._model,
@@ -313,13 +304,15 @@ class Host:
             max_reply_bytes=self._max_reply_bytes,
             mcp=mcp if mcp.declared else None,
             events=events,
-            erasure_generation=generation,
+            cache=cache,
             link_session=linker.link_session,
             after_turn=after_turn,
             report_output=linker.report_output,
             telemetry=self._telemetry,
         )
-        self._link = link = None if shared is None else HostsLink(engine, shared)
+        self._link = link = (
+            None if shared is None else HostsLink(shared, events=events, cache=cache, now=lambda: checked_now(self._clock))
+        )
         if self._link is not None:
             try:
                 await self._link.start()

@@ -138,7 +138,7 @@ async def session_record(store: Store, scope: Scope, session_id: object) -> Sess
 
 async def session_state(engine: Engine, scope: Scope, session_id: object) -> SessionState:
     """The live state of a session the scope sees; `UnknownSessionError` (as for a missing id) otherwise."""
-    live = engine.sessions.get(SessionId(session_id)) if isinstance(session_id, str) else None
+    live = engine.held(SessionId(session_id)) if isinstance(session_id, str) else None
     if live is not None and scope.admits(live.record.tags):  # tags never change: the cached record decides
         return live
     # a session outside the scope takes the path of a missing id, the store read included: a

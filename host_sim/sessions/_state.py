@@ -182,7 +182,7 @@ class SessionState:
     @property
     def erasure_generation(self) -> int:
         """The erasure generation of a shared store up to which this session's own turns and
-        deletion were read again (`erased_elsewhere`); 0 when never: they are as loaded."""
+        deletion were read again (`SessionCache.for_turn`); 0 when never: they are as loaded."""
         return 0 if self.use is None else self.use.erasure_generation
 
     @erasure_generation.setter

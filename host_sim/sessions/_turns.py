@@ -44,11 +44,12 @@ from ..stores._errors import StoreError
 from ..stores._records import ToolCallRecord, TurnRecord
 from ._events import EventHub, HostEvent, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished, TurnStarted
 from ._ids import new_call_id, new_message_id, new_turn_id
-from ._state import SessionState, TurnState, history_view, text_of
+from ._state import HistoryView, SessionState, TurnState, history_view, text_of
 from ._widget_tags import place_widgets
 
 if TYPE_CHECKING:
     from ..mcp._client import McpTools
+    from ._cache import SessionCache
     from ._tables import ModTables
 
 __all__ = [
@@ -101,10 +102,12 @@ class TurnRunner:
         model_timeout: float | None,
         max_tool_rounds: int,
         max_reply_bytes: int,
+        cache: SessionCache,
         mcp: McpTools | None = None,
         after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None,
     ) -> None:
         self._tables = tables
+        self._cache = cache  # its erasure gate: a turn begins and reads its history holding it
         self._model = model
         self._store = store
         self._events = events
@@ -142,50 +145,57 @@ class TurnRunner:
         exists; ``closing`` is the scope the engine's ``close`` cancels. The turn is written
         ``running`` before the model is called and finished once (durable, then shown); a
         completed turn's proposed actions are recorded (``after_turn``) before this returns."""
-        turn = TurnState(
-            id=turn_id or new_turn_id(),
-            session_id=session.id,
-            ordinal=session.next_ordinal,
-            message=message,
-            message_id=new_message_id(),
-            author=author,
-            runner_id=session.runner_id(),
-            started_at=self._now(),
-            done=anyio.Event(),
-        )
-        reported: list[Callable[[int, datetime], HostEvent]] = [
-            lambda seq, at: TurnStarted(
-                seq=seq,
-                at=at,
+        # Begun and its history read holding the erasure gate shared: an erasure of this host
+        # runs wholly before (this turn reads the history after it) or after (this turn is then
+        # running, and the erasure refuses, API.md sections 19 and 23).
+        async with self._cache.reading():
+            if session.deleted_at is not None:  # deleted by an erasure that held the gate
+                await self._cache.refuse_deleted(session, "send to")
+            turn = TurnState(
+                id=turn_id or new_turn_id(),
                 session_id=session.id,
-                turn_id=turn.id,
-                ordinal=turn.ordinal,
-                author=author,
+                ordinal=session.next_ordinal,
                 message=message,
-                job_id=None if job is None else job.id,
+                message_id=new_message_id(),
+                author=author,
+                runner_id=session.runner_id(),
+                started_at=self._now(),
+                done=anyio.Event(),
             )
-        ]
-        if isinstance(message, AiNotificationMessage):
-            reported.append(
-                lambda seq, at: NotificationEvent(
-                    seq=seq, at=at, session_id=session.id, turn_id=turn.id, title=message.title, body=message.body
+            reported: list[Callable[[int, datetime], HostEvent]] = [
+                lambda seq, at: TurnStarted(
+                    seq=seq,
+                    at=at,
+                    session_id=session.id,
+                    turn_id=turn.id,
+                    ordinal=turn.ordinal,
+                    author=author,
+                    message=message,
+                    job_id=None if job is None else job.id,
                 )
-            )
-        try:
-            with anyio.CancelScope(shield=True), self._events.committing(*reported):  # its events commit with it
-                await self._store.begin_turn(turn.record())  # durable before the model is called
-        except StoreError as exc:
-            if exc.retryable:  # in doubt: it may have been stored; if so it is finished, failed, once
-                await self._settle_in_doubt(session, turn.record())
-            raise
-        started.append(turn)
-        session.add_turn(turn)
+            ]
+            if isinstance(message, AiNotificationMessage):
+                reported.append(
+                    lambda seq, at: NotificationEvent(
+                        seq=seq, at=at, session_id=session.id, turn_id=turn.id, title=message.title, body=message.body
+                    )
+                )
+            try:
+                with anyio.CancelScope(shield=True), self._events.committing(*reported):  # its events commit with it
+                    await self._store.begin_turn(turn.record())  # durable before the model is called
+            except StoreError as exc:
+                if exc.retryable:  # in doubt: it may have been stored; if so it is finished, failed, once
+                    await self._settle_in_doubt(session, turn.record())
+                raise
+            started.append(turn)
+            session.add_turn(turn)
+            seen = history_view(session)  # the completed turns before this one, as of now
         span = self._telemetry.turn(session, turn)  # ended below, once the turn is durable
         try:
             if job is not None:  # inside the try: a store that fails this fails the turn, finished
                 await job.turn_began(turn.id)
             with span.current():
-                await self._run_turn(session, turn, actor, output_schema)
+                await self._run_turn(session, turn, actor, output_schema, seen)
         except BaseException as exc:
             if turn.status == "running":
                 turn.status = "failed"
@@ -250,7 +260,9 @@ class TurnRunner:
         session.add_turn(TurnState.from_record(failed))  # it holds its ordinal
         self._events.publish(finished)
 
-    async def _run_turn(self, session: SessionState, turn: TurnState, actor: Actor, output_schema: JsonValue) -> None:
+    async def _run_turn(
+        self, session: SessionState, turn: TurnState, actor: Actor, output_schema: JsonValue, seen: HistoryView
+    ) -> None:
         token = running_turns_var.set(running_turns_var.get() | {session.id})
         inside = (
             running_sessions(actor) | {session.id},
@@ -264,7 +276,7 @@ class TurnRunner:
                 kind=message.type,
                 text=text_of(message),
                 message=message,
-                history=history_view(session),  # the completed turns before this one
+                history=seen,  # the completed turns before this one (a view: later erasures show)
                 output_schema=output_schema,
                 instructions=self._instructions(session),
                 tools=self._tool_specs if self._mcp is None else (*self._tool_specs, *await self._mcp.specs()),

@@ -15,8 +15,9 @@ ends (another host cancels it). ``hang-job`` is ``hang`` run as a job. ``churn``
 waits for the line ``release`` on stdin; each send's outcome is one JSON line (an exception:
 its type, message and ``retryable``); it stops on the line ``stop`` and prints how its job
 ended (the database fault tests). ``serve`` runs one JSON command per stdin line
-(``{"op": "run" | "forget" | "delete" | "retract" | "create", ...}``) and prints one JSON answer per
-command; a ``run`` answers with the history its model was given. Each process prints
+(``{"op": "run" | "fork-run" | "forget" | "delete" | "retract" | "create", ...}``) and prints one JSON
+answer per command; a ``run`` (``fork-run``: in a new fork of the session) answers with the history its
+model was given, and with ``"echo": true`` its reply repeats that history. Each process prints
 ``open`` once its host is open.
 """
 
@@ -128,9 +129,13 @@ async def churn(dsn: str, name: str) -> None:
 
 async def serve(dsn: str) -> None:
     seen: list[list[object]] = []
+    echo = [False]  # a command's "echo": the reply repeats the history (a turn that read a text keeps it)
 
     async def respond(request: ModelRequest) -> str:
         seen.append([[h.text, h.reply, h.erased] for h in request.history])
+        if echo[0]:
+            await anyio.sleep(0.003)
+            return "seen: " + " | ".join(f"{h.text} => {h.reply}" for h in request.history)
         return f"reply to {request.text}"
 
     async with Host(model=ScriptedModel(respond), store=PostgresStore(dsn)) as host:
@@ -138,6 +143,7 @@ async def serve(dsn: str) -> None:
         while line := await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True):
             command = json.loads(line)
             op = command["op"]
+            echo[0] = bool(command.get("echo", False))
             try:
                 if op == "create":
                     ack(session=(await host.sessions.create()).id)
@@ -145,6 +151,10 @@ async def serve(dsn: str) -> None:
                     session = await host.sessions.get(command["session"])
                     result = await session.run(command["text"])
                     ack(turn=result.turn.id, status=result.turn.status, history=seen[-1])
+                elif op == "fork-run":  # fork at the last completed turn and run there
+                    fork = await (await host.sessions.get(command["session"])).fork()
+                    result = await fork.run(command["text"])
+                    ack(turn=result.turn.id, status=result.turn.status, history=seen[-1], session=fork.id)
                 elif op == "forget":
                     await host.lineage.forget(command["turn"], dry_run=False)
                     ack(done=True)
