@@ -85,6 +85,8 @@ def test_tool_calls_show_as_they_happen_and_in_the_transcript(installed: Install
         "the text has 5 characters",
     ]
     transcript = result.out.split("== transcript of ", 1)[1].splitlines()[1:]
+    assert transcript[1].startswith("    id turn_")  # the id forget and lineage --forward take
+    del transcript[1]
     assert transcript == [
         "#0 [user] How long is hello?",
         """    tool 'count' {"text": "hello"} -> 5 characters""",
@@ -107,6 +109,7 @@ def test_a_later_run_on_the_store_shows_the_tool_calls_an_earlier_run_made(insta
     )  # fmt: skip  # another process: only the store remembers the tool call
     assert later.code == 0, later.out + later.err
     transcript = later.out.split("== transcript of ", 1)[1].splitlines()[1:]
+    del transcript[1]  # the turn's id
     assert transcript[:4] == [
         "#0 [user] How long is hello?",
         """    tool 'count' {"text": "hello"} -> 5 characters""",
