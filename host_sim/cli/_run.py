@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import shlex
 import sys
 import time
 import typing
@@ -26,7 +27,7 @@ from ..sessions._host import Submission
 from ._endings import stops_on_ctrl_c
 from ._model_option import add_model_options, chosen_model
 from ._observe import Notified, Observation, ObservedModel, ToolReturned, describe
-from ._options import add_backend, add_store, add_timeout, open_store
+from ._options import add_backend, add_store, add_timeout, open_store, shown_store
 from ._session_io import format_submission, make_host, misplaced_palette, report_error
 
 __all__ = ["Step", "register", "run", "view_data"]
@@ -156,8 +157,8 @@ async def run(args: argparse.Namespace) -> int:
                     chat = await host.sessions.get(args.session)
                 except UnknownSessionError:
                     print(
-                        f"host-sim run: no session {args.session!r} in the store {store_path!r}; "
-                        f"list its sessions with: host-sim lineage --store {store_path}",
+                        f"host-sim run: no session {args.session!r} in the store {shown_store(store_path or '')!r}; "
+                        f"list its sessions with: host-sim lineage --store {shlex.quote(shown_store(store_path or ''))}",
                         file=sys.stderr,
                     )
                     return 1

@@ -12,7 +12,7 @@ from typing import Final
 
 import attrs
 
-from modular_sdk import AiContributions, Mod, ModMetadata, ToolContext, define_mod, tool
+from modular_sdk import AiContributions, Mod, SessionId, ModMetadata, ToolContext, define_mod, tool
 from modular_sdk._frozen import thaw_object
 
 from ..stores._protocol import Store
@@ -38,6 +38,13 @@ async def lookup(store: Store, key: str) -> dict[str, object]:
         return {"of": key, "error": str(no_traces(store))}
     trace_id = await store.find_trace(key)
     records = None if trace_id is None else await store.get_trace(trace_id)
+    if records is None and trace_id is None and await store.get_session(SessionId(key)) is not None:
+        return {
+            "of": key,
+            "error": f"session {key!r} has no trace: no task started it and it reported no output "
+            "(a trace begins with host.traces.for_task or a tool's ctx.report_output); "
+            "its lineage is in host-sim lineage",
+        }
     if records is None:
         return {
             "of": key,

@@ -3,6 +3,8 @@ turn ids, tools and widgets tried offline, a failing handler's line, stores by U
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 from ._support import FIXTURES, Installed, host_sim, no_traceback
@@ -26,3 +28,43 @@ def test_tab_in_chat_completes_a_commands_argument_from_its_completer(installed:
         terminal.expect("pasta al forno is food")
     finally:
         terminal.close()
+
+
+def _stored_chat(installed: Installed, user_dir: Path) -> tuple[str, str]:
+    """A stored session of one prompt and one command; its id and ``run --transcript``'s output."""
+    result = host_sim(
+        installed, user_dir, "run", AUTHOR, "--store", "chats.sqlite", "-m", "hello", "-m", "/explain paella", "--transcript"
+    )
+    assert result.code == 0, result.out + result.err
+    return result.out.splitlines()[0].removeprefix("session "), result.out
+
+
+def test_every_turn_shows_the_id_that_forget_and_lineage_take(installed: Installed, user_dir: Path) -> None:
+    session, out = _stored_chat(installed, user_dir)
+    transcript = out.split("== transcript of ", 1)[1]
+    turn_ids = re.findall(r"^    id (turn_[0-9a-f]{12})$", transcript, re.MULTILINE)
+    assert len(turn_ids) == 1, transcript  # the prompt's turn (a command is an invocation, not a turn)
+
+    listed = json.loads(host_sim(installed, user_dir, "lineage", "--store", "chats.sqlite", "--json").out)
+    (stored,) = listed["sessions"]
+    assert stored["id"] == session
+    assert stored["turns"] == [{"id": turn_ids[0], "ordinal": 0, "status": "completed"}]
+
+    forward = host_sim(installed, user_dir, "lineage", "--store", "chats.sqlite", "--forward", turn_ids[0])
+    assert forward.code == 0, forward.err  # the id shown is one the commands take
+
+    page = host_sim(installed, user_dir, "lineage", "--store", "chats.sqlite", "--html", "page.html")
+    assert page.code == 0, page.err
+    data = re.search(r'<script type="application/json" id="lineage-data">(.*?)</script>', (user_dir / "page.html").read_text())
+    assert data is not None
+    (row,) = json.loads(data[1])["sessions"]
+    assert [t["id"] for t in row["turns"]] == turn_ids
+
+
+def test_trace_of_a_session_without_a_trace_says_the_session_has_none(installed: Installed, user_dir: Path) -> None:
+    session, _ = _stored_chat(installed, user_dir)
+    result = host_sim(installed, user_dir, "trace", "--store", "chats.sqlite", session)
+    assert result.code == 1
+    assert result.err.startswith(f"host-sim trace: session {session!r} has no trace: no task started it"), result.err
+    unknown = host_sim(installed, user_dir, "trace", "--store", "chats.sqlite", "ses_000000000000")
+    assert "no trace is found by 'ses_000000000000'" in unknown.err  # an id the store does not know, as before
