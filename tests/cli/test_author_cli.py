@@ -68,3 +68,11 @@ def test_trace_of_a_session_without_a_trace_says_the_session_has_none(installed:
     assert result.err.startswith(f"host-sim trace: session {session!r} has no trace: no task started it"), result.err
     unknown = host_sim(installed, user_dir, "trace", "--store", "chats.sqlite", "ses_000000000000")
     assert "no trace is found by 'ses_000000000000'" in unknown.err  # an id the store does not know, as before
+
+
+def test_a_command_that_raises_names_the_mods_file_and_line(installed: Installed, user_dir: Path) -> None:
+    result = host_sim(installed, user_dir, "run", AUTHOR, "--no-store", "-m", "/boom")
+    assert result.code == 1
+    line = next(n for n, text in enumerate(Path(AUTHOR).read_text().splitlines(), 1) if 'table[argument or "b"]' in text)
+    assert f"error: command /boom of mod 'author' failed: KeyError: 'b' (raised at {AUTHOR}:{line})" in result.out
+    no_traceback(result)
