@@ -76,3 +76,50 @@ def test_a_command_that_raises_names_the_mods_file_and_line(installed: Installed
     line = next(n for n, text in enumerate(Path(AUTHOR).read_text().splitlines(), 1) if 'table[argument or "b"]' in text)
     assert f"error: command /boom of mod 'author' failed: KeyError: 'b' (raised at {AUTHOR}:{line})" in result.out
     no_traceback(result)
+
+
+def test_run_calls_a_tool_as_the_host_would_and_prints_its_output(installed: Installed, user_dir: Path) -> None:
+    result = host_sim(installed, user_dir, "run", AUTHOR, "--no-store", "--tool", "note", "--input", '{"text": "hello"}')
+    assert result.code == 0, result.out + result.err
+    assert result.out.splitlines()[1:] == [
+        """> tool note {"text": "hello"}""",
+        """  (tool 'note' {"text": "hello"} -> noted 5 characters)""",
+        "noted 5 characters",
+    ]
+
+
+def test_run_tool_goes_through_the_hosts_hooks_and_input_checks(installed: Installed, user_dir: Path) -> None:
+    result = host_sim(
+        installed, user_dir, "run", AUTHOR, "--no-store",
+        "--tool", "delegate", "--input", '{"text": "x"}',
+        "--tool", "note", "--input", '{"txt": 1}',
+        "--tool", "nope", "--input", "{}",
+    )  # fmt: skip
+    assert result.code == 1
+    errors = [line for line in result.out.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 3, result.out
+    assert "was denied by mod 'author': mods may not spawn sessions in this workspace" in errors[0]  # the hook ran
+    assert errors[1].startswith("error: invalid input for tool 'note': ")
+    assert errors[2] == "error: unknown tool 'nope'; the tools are: 'note', 'delegate'"
+    no_traceback(result)
+
+
+def test_run_renders_a_widget_from_data_structured_strictly(installed: Installed, user_dir: Path) -> None:
+    result = host_sim(
+        installed, user_dir, "run", AUTHOR, "--no-store",
+        "--widget", "score", "--data", '{"home": 2, "away": 1}',
+        "--widget", "score", "--data", '{"home": "2", "away": 1}',
+    )  # fmt: skip
+    assert result.code == 1
+    assert result.out.splitlines()[1:3] == ["> widget score", "2 : 1"]
+    assert "error: the data for widget 'score' of mod 'author' does not fit Score: " in result.out
+    assert "field 'home': expected a JSON integer, got '2' (str)" in result.out  # strict: no "2" -> 2
+
+
+def test_run_tool_and_widget_options_say_what_they_need(installed: Installed, user_dir: Path) -> None:
+    alone = host_sim(installed, user_dir, "run", AUTHOR, "--no-store", "--tool", "note")
+    assert alone.code == 2 and "--tool note needs its input: add --input JSON after it" in alone.err
+    stray = host_sim(installed, user_dir, "run", AUTHOR, "--no-store", "--view", "v", "--input", "{}")
+    assert stray.code == 2 and "--input '{}' must follow a --tool NAME" in stray.err
+    bare = host_sim(installed, user_dir, "run", AUTHOR, "--no-store", "--widget", "score")
+    assert bare.code == 2 and "--widget score needs its data: add --data JSON after it" in bare.err

@@ -42,7 +42,7 @@ def test_view_without_data_and_data_without_view_are_usage_errors(installed: Ins
     bad = host_sim(installed, user_dir, "run", WORKBENCH, "--view", "meter", "--data", "{nope")
     assert bad.code == 2 and "--data '{nope' is not JSON" in bad.err
     nothing = host_sim(installed, user_dir, "run", WORKBENCH)
-    assert nothing.code == 2 and "nothing to do: pass -m TEXT, --palette ID or --view ID --data JSON" in nothing.err
+    assert nothing.code == 2 and "nothing to do: pass -m TEXT, --palette ID, --view ID --data JSON, --tool NAME --input JSON" in nothing.err
 
 
 def test_a_palette_command_sent_with_m_says_how_to_run_it(installed: Installed, user_dir: Path) -> None:
