@@ -105,6 +105,14 @@ class McpTools:
         """Whether any loaded mod declares an MCP server."""
         return bool(self._connections)
 
+    def failures(self) -> dict[str, str]:
+        """Why each declared server that is not connected is not (after `specs` tried them)."""
+        return {
+            server_id: connection.error or f"MCP server {server_id!r} is not connected"
+            for server_id, connection in self._connections.items()
+            if connection.client is None
+        }
+
     # -- connecting -------------------------------------------------------------------------
     async def specs(self) -> tuple[ToolSpec, ...]:
         """The tools of every declared server, as ``{server}.{tool}``; connects what is not connected."""
@@ -139,11 +147,9 @@ class McpTools:
             await ready.wait()
         if waited.cancelled_caught:
             _stop(connection)
-            with anyio.move_on_after(_REAPED_WITHIN):
-                await ended.wait()
             connection.error = (
                 f"MCP server {connection.server.id!r} of mod {connection.mod.id!r} did not answer within "
-                f"{self._timeout:g} s; check that it starts and speaks MCP{connection.said}"
+                f"{self._timeout:g} s; check that it starts and speaks MCP"
             )
         connection.failed_at = None if connection.client is not None else anyio.current_time()
 
