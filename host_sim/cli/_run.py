@@ -16,6 +16,7 @@ import shlex
 import sys
 import time
 import typing
+from pathlib import Path
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, TextIO, TypeVar
 
@@ -30,7 +31,7 @@ from ..sessions._host import Host, Submission
 from ._endings import stops_on_ctrl_c
 from ._model_option import add_model_options, chosen_model
 from ._observe import Notified, Observation, ObservedModel, ToolReturned, describe
-from ._options import add_backend, add_store, add_timeout, open_store, shown_store
+from ._options import add_backend, add_store, add_timeout, is_store_url, open_store, shown_store
 from ._session_io import format_submission, make_host, misplaced_palette, report_error
 
 __all__ = ["Step", "ToolTrial", "register", "run", "view_data"]
@@ -179,7 +180,9 @@ async def run(args: argparse.Namespace) -> int:
             print(f"  (notification: {first})", flush=True)
 
     chat_id = ""
+    needs_chat = bool(args.session or args.transcript) or any(s.kind in ("message", "tool", "widget") for s in steps)
     with open_store(args) as (store, store_path):
+        made = store_path is not None and not is_store_url(store_path) and not Path(store_path).exists()
         trial = ToolTrial(chosen_model(args))
         model = ObservedModel(trial, report)
         async with make_host(args.specs, store=store, timeout=args.timeout, model=model) as host:
@@ -193,10 +196,13 @@ async def run(args: argparse.Namespace) -> int:
                         file=sys.stderr,
                     )
                     return 1
-            else:
+            elif needs_chat:
                 chat = await host.sessions.create()
-            chat_id = chat.id
-            print(f"session {chat.id}")
+            else:  # palette commands and views only: no session to show for them
+                chat = None
+            if chat is not None:
+                chat_id = chat.id
+                print(f"session {chat.id}")
             for step in steps:
                 if step.kind == "message":
                     print(f"> {step.value}", flush=True)
@@ -206,7 +212,7 @@ async def run(args: argparse.Namespace) -> int:
                         failed = True
                         continue
                     text = step.value
-                    submission: Submission = await _with_progress(text, lambda: host.submit(chat, text), sys.stderr)
+                    submission: Submission = await _with_progress(text, lambda: host.submit(chat_id, text), sys.stderr)
                     print(format_submission(submission))
                     failed = failed or submission.error is not None
                 elif step.kind == "palette":
@@ -218,7 +224,7 @@ async def run(args: argparse.Namespace) -> int:
                 elif step.kind == "tool":
                     print(f"> tool {step.value} {step.data}", flush=True)
                     result = await _with_progress(
-                        step.value, lambda: trial.call(host, chat.id, step.value, json.loads(step.data or "{}")), sys.stderr
+                        step.value, lambda: trial.call(host, chat_id, step.value, json.loads(step.data or "{}")), sys.stderr
                     )
                     print(f"error: {result.error}" if result.error is not None else result.output)
                     failed = failed or result.error is not None
@@ -226,7 +232,7 @@ async def run(args: argparse.Namespace) -> int:
                     print(f"> widget {step.value}", flush=True)
                     widget = step.value
                     given = json.loads(step.data or "null")
-                    shown = await _with_progress(widget, lambda: host.render_widget(widget, chat, given), sys.stderr)
+                    shown = await _with_progress(widget, lambda: host.render_widget(widget, chat_id, given), sys.stderr)
                     print(f"error: {shown.error}" if shown.error is not None else shown.text)
                     failed = failed or shown.error is not None
                 else:
@@ -241,9 +247,12 @@ async def run(args: argparse.Namespace) -> int:
                     shown = await _with_progress(view, lambda: host.render_view(view, data), sys.stderr)
                     print(f"error: {shown.error}" if shown.error is not None else shown.text)
                     failed = failed or shown.error is not None
-            if args.transcript:
+            if args.transcript and chat is not None:
                 print(f"\n== transcript of {chat.id} ==")
                 print(await host.transcript(chat))  # tool calls included: they are part of the record
+        if made and chat is None and store_path is not None:  # a store this run made and kept nothing in
+            for leftover in (store_path, f"{store_path}-wal", f"{store_path}-shm"):
+                Path(leftover).unlink(missing_ok=True)
     return 1 if failed else 0
 
 

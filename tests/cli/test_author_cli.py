@@ -123,3 +123,17 @@ def test_run_tool_and_widget_options_say_what_they_need(installed: Installed, us
     assert stray.code == 2 and "--input '{}' must follow a --tool NAME" in stray.err
     bare = host_sim(installed, user_dir, "run", AUTHOR, "--no-store", "--widget", "score")
     assert bare.code == 2 and "--widget score needs its data: add --data JSON after it" in bare.err
+
+
+def test_a_run_of_views_alone_creates_no_session_and_leaves_no_store(installed: Installed, user_dir: Path) -> None:
+    failed = host_sim(installed, user_dir, "run", AUTHOR, "--view", "nope", "--data", "{}")
+    assert failed.code == 1 and "error: unknown view 'nope'" in failed.out
+    assert not failed.out.startswith("session ")
+    explicit = host_sim(installed, user_dir, "run", AUTHOR, "--store", "s.sqlite", "--view", "nope", "--data", "{}")
+    assert explicit.code == 1
+    assert sorted(p.name for p in user_dir.iterdir()) == []  # no .host-sim/, no s.sqlite, no -lock
+
+
+def test_a_checkout_ignores_the_page_the_quick_start_writes() -> None:
+    ignored = (Path(__file__).resolve().parents[2] / ".gitignore").read_text().splitlines()
+    assert "/lineage.html" in ignored  # README: host-sim lineage --html lineage.html in the checkout
