@@ -235,4 +235,4 @@ def test_a_spec_that_does_not_load_fails_the_test_at_its_line_without_the_loader
     out = result.stdout.str()
     assert "ManifestBuildError: cannot load mod 'no_such_mod_file.py': file 'no_such_mod_file.py' not found" in out
     assert "test_bad_spec.py:12: ManifestBuildError" in out  # the test's own line
-    assert "_sandbox.py" not in out and "_spec.py" not in out and "contextlib.py" not in out
+    assert "fold/_sandbox.py" not in out and "fold/_spec.py" not in out and "contextlib.py" not in out
