@@ -21,6 +21,7 @@ from modular_sdk import ManifestBuildError, Mod
 from ..fold import Manifest, build_manifest_async, check_drift, load_mod
 from ..fold._manifest import dump_json
 from ..mcp._client import McpTools
+from ..mcp._extra import McpUnavailableError, require_mcp
 from ..stores._memory import MemoryStore
 from ._endings import stops_on_ctrl_c
 from ._options import add_timeout, seconds
@@ -61,8 +62,11 @@ class CheckResult:
     mod_id: str | None
     problems: tuple[str, ...]
     manifest: Manifest | None = attrs.field(default=None, eq=False)
-    mcp_tools: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    """Each declared MCP server that started: its id and its tools (``server.tool``)."""
+    mcp_tools: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
+    """Each declared MCP server that started: its id and its tools (``server.tool``); ``None``
+    for one not started because the ``mcp`` extra is missing."""
+    notes: tuple[str, ...] = ()
+    """What was not checked, and why (no problem of the mod)."""
 
     @property
     def ok(self) -> bool:
@@ -74,12 +78,20 @@ def _problems(exc: ManifestBuildError) -> tuple[str, ...]:
     return exc.problems or (str(exc),)
 
 
-async def mcp_servers(mod: Mod, *, timeout: float) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], list[str]]:
+async def mcp_servers(mod: Mod, *, timeout: float) -> tuple[tuple[tuple[str, tuple[str, ...] | None], ...], list[str]]:
     """Start each MCP server ``mod`` declares, as a host would, list its tools, stop it:
-    ``(server id, its tools)`` of those that started, and why each other one did not."""
+    ``(server id, its tools)`` of those that started, and why each other one did not.
+
+    Without the ``mcp`` package nothing starts: every server is listed with ``None`` (not
+    started) and the one message says which extra to install; that is no problem of the mod.
+    """
     declared = {server.id: (mod, server) for server in mod.ai.mcp_servers}
     if not declared:
         return (), []
+    try:  # without the extra no host can start them either: said, not a problem of the mod
+        require_mcp(f"starting the MCP servers of mod {mod.id!r}")
+    except McpUnavailableError as missing:
+        return tuple((server_id, None) for server_id in declared), [str(missing)]
     async with anyio.create_task_group() as tg:
 
         def start(run: Callable[[], Coroutine[object, object, None]]) -> None:
@@ -127,7 +139,8 @@ async def check(specs: Sequence[str], *, timeout: float = 10.0, mcp_timeout: flo
             results.append(CheckResult(spec=spec, mod_id=None, problems=_problems(outcome)))
             continue
         problems: list[str] = []
-        started: tuple[tuple[str, tuple[str, ...]], ...] = ()
+        notes: list[str] = []
+        started: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
         try:  # the runtime fold: safe to import here, the sandbox found no I/O
             mod = load_mod(spec)
             check_drift(spec, outcome, mod)
@@ -136,7 +149,10 @@ async def check(specs: Sequence[str], *, timeout: float = 10.0, mcp_timeout: flo
         else:
             if mcp_timeout is not None:
                 started, failed = await mcp_servers(mod, timeout=mcp_timeout)
-                problems.extend(failed)
+                if any(tools is None for _, tools in started):
+                    notes.extend(failed)
+                else:
+                    problems.extend(failed)
         if outcome.id in owners:
             problems.append(
                 f"mod id {outcome.id!r} is also the id of {owners[outcome.id]!r}; one host "
@@ -144,7 +160,9 @@ async def check(specs: Sequence[str], *, timeout: float = 10.0, mcp_timeout: flo
             )
         owners.setdefault(outcome.id, spec)
         results.append(
-            CheckResult(spec=spec, mod_id=outcome.id, problems=tuple(problems), manifest=outcome, mcp_tools=started)
+            CheckResult(
+                spec=spec, mod_id=outcome.id, problems=tuple(problems), manifest=outcome, mcp_tools=started, notes=tuple(notes)
+            )
         )
     return results
 
@@ -172,8 +190,9 @@ def render_text(results: Sequence[CheckResult]) -> str:
             detail = f"{result.mod_id}" + (f" ({_summary(result.manifest)})" if result.manifest else "")
             lines.append(f"ok      {result.spec}: {detail}")
             for server_id, tools in result.mcp_tools:
-                listed = ", ".join(tools) or "no tools"
-                lines.append(f"        mcp server {server_id!r} started: {listed}")
+                if tools is not None:
+                    lines.append(f"        mcp server {server_id!r} started: {', '.join(tools) or 'no tools'}")
+            lines += [f"        (not checked: {note})" for note in result.notes]
         else:
             lines.append(f"FAILED  {result.spec}")
             for problem in result.problems:
@@ -197,7 +216,10 @@ def render_json(results: Sequence[CheckResult]) -> str:
                     "ok": r.ok,
                     "id": r.mod_id,
                     "problems": list(r.problems),
-                    "mcp_servers": [{"id": server_id, "tools": list(tools)} for server_id, tools in r.mcp_tools],
+                    "mcp_servers": [
+                        {"id": server_id, "tools": None if tools is None else list(tools)} for server_id, tools in r.mcp_tools
+                    ],
+                    "notes": list(r.notes),
                 }
                 for r in results
             ],

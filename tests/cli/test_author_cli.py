@@ -137,3 +137,11 @@ def test_a_run_of_views_alone_creates_no_session_and_leaves_no_store(installed: 
 def test_a_checkout_ignores_the_page_the_quick_start_writes() -> None:
     ignored = (Path(__file__).resolve().parents[2] / ".gitignore").read_text().splitlines()
     assert "/lineage.html" in ignored  # README: host-sim lineage --html lineage.html in the checkout
+
+
+def test_check_without_the_mcp_extra_says_the_servers_were_not_started(installed: Installed, user_dir: Path) -> None:
+    """The wheel without extras: no host could start the servers, which is no fault of the mod."""
+    result = host_sim(installed, user_dir, "check", str(FIXTURES / "servers.py"))
+    assert result.code == 0, result.out + result.err
+    assert "(not checked: starting the MCP servers of mod 'servers' needs the 'mcp' package" in result.out
+    assert "pip install 'modular-chat-sdk[mcp]'" in result.out
