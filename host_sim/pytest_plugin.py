@@ -57,6 +57,7 @@ from modular_sdk import (
     Author,
     HostClosedError,
     InvalidArgumentError,
+    ManifestBuildError,
     Mod,
     UnknownSessionError,
 )
@@ -197,8 +198,12 @@ class ModHost:
                     argument="mods",
                     value=given,
                 )
+        __tracebackhide__ = True  # a mod that does not load is the test's failure, not the host's code
         host = Host(mods, **options)
-        entered = await self._stack.enter_async_context(host)
+        try:
+            entered = await self._stack.enter_async_context(host)
+        except ManifestBuildError as refused:  # its message names the spec, the file and the line
+            raise refused.with_traceback(None) from None
         self._hosts.append(entered)
         return entered
 

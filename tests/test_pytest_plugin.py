@@ -208,3 +208,31 @@ async def test_transcript_refuses_a_foreign_session(mod_host: ModHost) -> None:
 async def test_mods_are_separate_arguments(mod_host: ModHost) -> None:
     with pytest.raises(TypeError, match=r"write mod_host\(mod_a, mod_b\)"):
         await mod_host([MOD])  # type: ignore[arg-type]
+
+
+BAD_SPEC_TEST = """
+import pytest
+from host_sim.pytest_plugin import ModHost
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_loads_a_missing_mod(mod_host: ModHost) -> None:
+    await mod_host("no_such_mod_file.py")
+"""
+
+
+def test_a_spec_that_does_not_load_fails_the_test_at_its_line_without_the_loaders_traceback(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_bad_spec=BAD_SPEC_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "ManifestBuildError: cannot load mod 'no_such_mod_file.py': file 'no_such_mod_file.py' not found" in out
+    assert "test_bad_spec.py:12: ManifestBuildError" in out  # the test's own line
+    assert "fold/_sandbox.py" not in out and "fold/_spec.py" not in out and "contextlib.py" not in out

@@ -33,7 +33,7 @@ from ._model_option import add_model_options, chosen_model
 from ._options import add_backend, add_store, add_timeout, open_store
 from ._session_io import format_submission, make_host, misplaced_palette, report_error
 
-__all__ = ["Chat", "complete_slash", "listing", "register"]
+__all__ = ["Chat", "complete_argument", "complete_slash", "listing", "register"]
 
 _DESCRIPTION = """\
 Chat in one session with the mods loaded, on the offline model.
@@ -42,7 +42,8 @@ Type a prompt, or /command argument. A command runs in the background: the promp
 back at once, and its output, and any notification or tool call, prints when it arrives.
 When standard input is not a terminal, its lines run one after another.
 
-  Tab         completes a slash command (after /t: /task)
+  Tab         completes a slash command (after /t: /task), and then the values the
+              command offers for its argument (after /task wri: /task write the tests)
   / or /?     lists the commands; /ta? lists those matching 'ta'
   Ctrl-C      cancels the running commands, or clears the line; twice in a row leaves
   Ctrl-D      leaves (after the running commands finish), as does /quit
@@ -78,6 +79,24 @@ def complete_slash(commands: list[Completion], line: str) -> list[str]:
         return []
     typed = line[1:].lower()
     return [f"/{c.name} " for c in commands if c.name.lower().startswith(typed)]
+
+
+def complete_argument(offered: list[Completion], line: str) -> list[str]:
+    """Tab completions of the argument being typed in ``line`` (``/task write th``).
+
+    ``offered`` is what ``await host.completions(line)`` gave; its argument values that
+    extend what was typed become matches for the word under the cursor (readline replaces
+    only the text after the last space): ``/task write th`` + Tab gives ``the tests``.
+    """
+    name, space, typed = line.partition(" ")
+    if not line.startswith("/") or not space:
+        return []
+    word_start = len(typed) - len(typed.rpartition(" ")[2])
+    return [
+        c.argument[word_start:]
+        for c in offered
+        if c.argument is not None and f"/{c.name}".lower() == name.lower() and c.argument.startswith(typed)
+    ]
 
 
 def listing(host: Host, typed: str) -> str:
@@ -221,6 +240,12 @@ class Chat:
         self._running[self._next] = (text, scope)
         await self._one(host, self._session_id, text, self._next, scope)
 
+    async def argument_values(self, line: str) -> list[Completion]:
+        """What the command typed in ``line`` offers for its argument (runs its completer)."""
+        host = self.host
+        assert host is not None
+        return await host.completions(line)
+
     async def finish(self) -> None:
         """No more lines: `serve` returns once the running ones are done."""
         await self._send.aclose()
@@ -234,7 +259,7 @@ def _line_buffer() -> str:
     return readline.get_line_buffer()
 
 
-def _install_completer(chat: Chat) -> None:
+def _install_completer(chat: Chat, portal: anyio.from_thread.BlockingPortal) -> None:
     try:
         import readline
     except ImportError:  # pragma: no cover - not every platform has it
@@ -245,7 +270,10 @@ def _install_completer(chat: Chat) -> None:
         nonlocal matches
         if state == 0:
             line = readline.get_line_buffer()[: readline.get_endidx()]
-            matches = complete_slash(chat.commands, line)
+            if " " in line:  # past the command's name: its argument values (mod code, on the loop)
+                matches = complete_argument(portal.call(chat.argument_values, line), line)
+            else:
+                matches = complete_slash(chat.commands, line)
         return matches[state] if state < len(matches) else None
 
     readline.set_completer_delims(" ")
@@ -359,7 +387,7 @@ def run_chat(args: argparse.Namespace, read: Callable[[str], str] | None = None)
         if chat.host is None:  # the host did not open: serve's error follows
             return report_error("chat", served.exception() or RuntimeError("the host did not open"))
         if interactive and read is None:
-            _install_completer(chat)
+            _install_completer(chat, portal)
         try:
             try:
                 left_by_ctrl_c = converse(chat, portal, reader, interactive and read is None)

@@ -27,13 +27,13 @@ import attrs
 
 from ..stores._errors import StoreError, StoreLockedError
 from ..stores._invariants import Violation, check, repair as repair_store
-from ..stores._postgres import PostgresStore, redact
+from ..stores._postgres import PostgresStore
 from ..stores._protocol import Store
 from ..stores._records import StoredState
 from ..stores._sqlite import SqliteStore
 from ..stores._traces import TraceStore, check_traces, derive_trace_index
 from ._lineage import DEFAULT_STORE
-from ._options import check_writable, held_store_advice
+from ._options import check_writable, held_store_advice, is_store_url, shown_store
 
 __all__ = ["register", "run_fsck"]
 
@@ -70,13 +70,10 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _is_url(spec: str) -> bool:
-    return spec.startswith(("postgresql://", "postgres://"))
-
 
 def _store(spec: str, repair: bool) -> Store:
     """The store ``--store`` names: a PostgreSQL URL, else a SQLite file."""
-    if _is_url(spec):
+    if is_store_url(spec):
         return PostgresStore(spec, create=False)
     return SqliteStore(spec, create=False, read_only=not repair)
 
@@ -111,9 +108,9 @@ async def _fsck(path: str, repair: bool, clock: Callable[[], datetime]) -> tuple
 
 def run_fsck(args: argparse.Namespace) -> int:
     path: str = args.store
-    shown = redact(path) if _is_url(path) else path
+    shown = shown_store(path)
     try:
-        if args.repair and not _is_url(path):
+        if args.repair and not is_store_url(path):
             check_writable(path)
         found, left = anyio.run(_fsck, path, args.repair, _utc_now)
     except StoreLockedError as exc:

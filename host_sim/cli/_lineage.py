@@ -31,7 +31,7 @@ from ..stores._protocol import Store
 from ..stores._records import SessionRecord, StoredState
 from ..stores._sqlite import SqliteStore
 from ._forget import print_provenance
-from ._options import DEFAULT_STORE, default_store_path
+from ._options import DEFAULT_STORE, default_store_path, is_store_url
 
 __all__ = ["DEFAULT_STORE", "register", "run_lineage", "turn_counts"]
 
@@ -86,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_lineage(args: argparse.Namespace) -> int:
     """Run ``host-sim lineage``; returns the exit code (1 for an unusable store or session)."""
     store_path: str = args.store if args.store is not None else default_store_path()
-    url = _is_url(store_path)
+    url = is_store_url(store_path)
     shown = redact(store_path) if url else store_path
     if not url and not os.path.exists(store_path):
         print(
@@ -130,10 +130,15 @@ def run_lineage(args: argparse.Namespace) -> int:
         return _write_html(args.html, page, len(sessions))
     edges = [e for e in state.edges if e.from_session_id in members and e.to_session_id in members]
     if args.json:
+        own_turns: dict[SessionId, list[dict[str, object]]] = {}  # a fork's inherited turns are its parent's
+        for t in sorted(state.turns, key=lambda t: t.ordinal):
+            if t.session_id in members:
+                own_turns.setdefault(t.session_id, []).append({"id": t.id, "ordinal": t.ordinal, "status": t.status})
         document = {
             "store": shown,
             "sessions": [
-                {**unstructure(record), "turn_count": counts.get(record.id, 0)} for record in sessions
+                {**unstructure(record), "turn_count": counts.get(record.id, 0), "turns": own_turns.get(record.id, [])}
+                for record in sessions
             ],
             "nodes": [unstructure(n) for n in state.nodes if n.session_id in members],
             "edges": [unstructure(e) for e in edges],
@@ -172,13 +177,10 @@ def turn_counts(state: StoredState) -> dict[SessionId, int]:
     return conversation_lengths(state.sessions, state.turns)
 
 
-def _is_url(spec: str) -> bool:
-    return spec.startswith(("postgresql://", "postgres://"))
-
 
 def _store(spec: str) -> Store:
     """The store ``--store`` names, opened to read: a PostgreSQL URL, else a SQLite file."""
-    return PostgresStore(spec, create=False) if _is_url(spec) else SqliteStore(spec, read_only=True)
+    return PostgresStore(spec, create=False) if is_store_url(spec) else SqliteStore(spec, read_only=True)
 
 
 async def _read(spec: str) -> StoredState:

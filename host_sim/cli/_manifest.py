@@ -21,9 +21,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Import the mod in a throwaway sandbox (no host attached), refuse it if its "
         "top level does I/O, and print its manifest as deterministic JSON.",
     )
-    parser.add_argument(
-        "spec", nargs="+", metavar="SPEC", help="path/to/file.py or package.module, optionally with :attr"
-    )
+    parser.add_argument("spec", metavar="SPEC", help="path/to/file.py or package.module, optionally with :attr")
+    # More specs are a mistake worth advice (run() gives it), not argparse's "unrecognized
+    # arguments"; hidden, so the usage shows the one SPEC the command takes.
+    parser.add_argument("more_specs", nargs="*", help=argparse.SUPPRESS)
     parser.add_argument("-o", "--output", metavar="FILE", help="write the JSON to FILE instead of stdout")
     add_timeout(parser, default=10.0, what="the import")
     parser.set_defaults(handler=run, parser=parser)
@@ -31,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print (or write) the manifest; exit 1 with the refusal on stderr, 2 for several specs."""
-    specs: list[str] = args.spec if isinstance(args.spec, list) else [args.spec]
+    specs: list[str] = [args.spec, *args.more_specs]
     if len(specs) != 1:
         parser: argparse.ArgumentParser = args.parser
         parser.error(

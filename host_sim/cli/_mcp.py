@@ -23,10 +23,10 @@ import anyio
 from ..mcp._extra import McpUnavailableError, require_mcp
 from ..mcp._server import StoreReader, lineage_server
 from ..stores._errors import StoreError
-from ..stores._postgres import PostgresStore, redact
+from ..stores._postgres import PostgresStore
 from ..stores._protocol import Store
 from ..stores._sqlite import SqliteStore
-from ._options import DEFAULT_STORE, default_store_path
+from ._options import DEFAULT_STORE, default_store_path, is_store_url, shown_store
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -85,13 +85,10 @@ def _address(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _is_url(spec: str) -> bool:
-    return spec.startswith(("postgresql://", "postgres://"))
-
 
 def _opener(spec: str) -> Store:
     """The store ``--store`` names, to read only: a PostgreSQL URL, else an existing SQLite file."""
-    return PostgresStore(spec, create=False) if _is_url(spec) else SqliteStore(spec, create=False, read_only=True)
+    return PostgresStore(spec, create=False) if is_store_url(spec) else SqliteStore(spec, create=False, read_only=True)
 
 
 async def _check(spec: str) -> None:
@@ -107,8 +104,8 @@ def run_mcp(args: argparse.Namespace) -> int:
     and status 130.
     """
     spec: str = args.store if args.store is not None else default_store_path()
-    shown = redact(spec) if _is_url(spec) else spec
-    if not _is_url(spec) and not os.path.exists(spec):
+    shown = shown_store(spec)
+    if not is_store_url(spec) and not os.path.exists(spec):
         print(
             f"{_PROG}: error: no store at {shown!r}; pass --store PATH of a store a host wrote "
             "(host-sim run, chat and demo write one)",

@@ -1,5 +1,9 @@
 """Options several subcommands share: ``--backend``, ``--timeout``, ``--store``/``--no-store``.
 
+``--store`` names a SQLite file or a PostgreSQL URL in every command that takes it:
+`is_store_url` tells them apart, `shown_store` is what a message may print of it (a URL's
+password redacted), and `open_store` opens either for ``run``, ``chat`` and ``demo``.
+
 Each check runs while argparse parses, so a bad value is a usage error (exit 2) that names
 the value and says what to pass instead, never a traceback from deep inside a run.
 """
@@ -17,6 +21,7 @@ from pathlib import Path
 
 from ..stores._errors import StoreError, StoreLockedError
 from ..stores._memory import MemoryStore
+from ..stores._postgres import PostgresStore, redact
 from ..stores._protocol import Store
 from ..stores._sqlite import SqliteStore
 
@@ -28,8 +33,10 @@ __all__ = [
     "check_writable",
     "default_store_path",
     "held_store_advice",
+    "is_store_url",
     "open_store",
     "seconds",
+    "shown_store",
 ]
 
 DEFAULT_STORE = ".host-sim/store.sqlite"
@@ -89,14 +96,25 @@ def add_timeout(parser: argparse.ArgumentParser, *, default: float, what: str) -
     )
 
 
+def is_store_url(spec: str) -> bool:
+    """Whether ``--store`` names a PostgreSQL database (``postgresql://`` or ``postgres://``), not a file."""
+    return spec.startswith(("postgresql://", "postgres://"))
+
+
+def shown_store(spec: str) -> str:
+    """``spec`` as a message may show it: a URL with its password redacted, a path as it is."""
+    return redact(spec) if is_store_url(spec) else spec
+
+
 def add_store(parser: argparse.ArgumentParser) -> None:
-    """``--store PATH`` and ``--no-store``: where the run keeps its sessions."""
+    """``--store PATH|URL`` and ``--no-store``: where the run keeps its sessions."""
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--store",
-        metavar="PATH",
-        help="keep sessions in this SQLite file (default: $HOST_SIM_STORE, else "
-        f"{DEFAULT_STORE}; its folder must exist, except the default .host-sim/)",
+        metavar="PATH|URL",
+        help="keep sessions in this SQLite file, or the PostgreSQL database of a postgresql://... URL "
+        f"(default: $HOST_SIM_STORE, else {DEFAULT_STORE}; a file's folder must exist, except the "
+        "default .host-sim/)",
     )
     where.add_argument(
         "--no-store",
@@ -107,7 +125,10 @@ def add_store(parser: argparse.ArgumentParser) -> None:
 
 @contextlib.contextmanager
 def open_store(args: argparse.Namespace) -> Iterator[tuple[Store, str | None]]:
-    """The store ``--store``/``--no-store`` ask for, and its path (``None`` in memory).
+    """The store ``--store``/``--no-store`` ask for, and its path or URL (``None`` in memory).
+
+    A ``postgresql://`` URL opens a `PostgresStore` (its tables made when missing, as a
+    host's are), shared with any other host on that database.
 
     Only the default store's folder is created (``.host-sim/``), and only for a run that
     keeps something in it: when the run fails before its store was opened (a mod that
@@ -120,6 +141,9 @@ def open_store(args: argparse.Namespace) -> Iterator[tuple[Store, str | None]]:
         return
     explicit: str | None = args.store
     path = explicit if explicit is not None else default_store_path()
+    if is_store_url(path):
+        yield PostgresStore(path), path
+        return
     check_writable(path, session=getattr(args, "session", None))
     folder = Path(path).parent
     made = explicit is None and path == DEFAULT_STORE and not folder.exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import traceback
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -23,7 +24,7 @@ from modular_sdk import ModularError
 
 from ._threads import run_in_daemon_thread
 
-__all__ = ["HandlerFailed", "call_handler", "describe_exception"]
+__all__ = ["HandlerFailed", "call_handler", "describe_exception", "raised_at"]
 
 T = TypeVar("T")
 
@@ -43,6 +44,35 @@ def describe_exception(exc: BaseException) -> str:
         return str(exc)
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _source_file(fn: Callable[..., object]) -> str | None:
+    """The file a handler's code is in (through partials, decorators and ``__call__``)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    target: object = inspect.unwrap(fn)
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    if code is None:  # a callable object: its __call__
+        call = getattr(type(target), "__call__", None)
+        code = getattr(call, "__code__", None)
+    filename = getattr(code, "co_filename", None)
+    return filename if isinstance(filename, str) else None
+
+
+def raised_at(fn: Callable[..., object], exc: BaseException) -> str | None:
+    """``path:line`` of the innermost frame of ``exc``'s traceback in the handler's own file.
+
+    That is the mod's line that raised, or that called what raised (a library, the host);
+    ``None`` when the traceback never passed through the handler's file.
+    """
+    filename = _source_file(fn)
+    if filename is None:
+        return None
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == filename:
+            found = f"{frame.filename}:{frame.lineno}"
+    return found
 
 
 def _is_async(fn: Callable[..., object]) -> bool:
@@ -90,7 +120,9 @@ async def call_handler(
         except (HandlerFailed, KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # custom BaseException subclasses fail the handler too
-            raise HandlerFailed(f"{what} failed: {describe_exception(exc)}", cause=exc) from exc
+            where = raised_at(fn, exc)
+            at = "" if where is None else f" (raised at {where})"
+            raise HandlerFailed(f"{what} failed: {describe_exception(exc)}{at}", cause=exc) from exc
     raise HandlerFailed(
         f"{what} timed out after {timeout:g}s; make it finish sooner or raise the host's handler_timeout",
         timed_out=True,

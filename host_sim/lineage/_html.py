@@ -65,6 +65,7 @@ def _turn_json(turn: TurnRecord) -> _JsonRow:
     if _erased(turn):
         text = ""
     return {
+        "id": turn.id,
         "o": turn.ordinal,
         "who": describe_author(turn.author),
         "kind": kind,
@@ -282,7 +283,7 @@ main { flex: 1; display: flex; min-height: 0; }
 .tags { display: flex; flex-wrap: wrap; gap: 4px; margin-bottom: 8px; } .tag { background: #eef0f4; border-radius: 3px; padding: 0 5px; white-space: pre-wrap; }
 .t { border-left: 3px solid #2f6fdf; padding: 4px 8px; margin: 6px 0; background: #f7f9fc; white-space: pre-wrap; }
 .t.inherited { opacity: .6; } .t.failed { border-color: #d93025; } .t.erased { border-color: #667; font-style: italic; }
-.t.notification { border-color: #e0a100; } .t .head { font-weight: 600; } .t .reply { margin-top: 3px; color: #223; }
+.t.notification { border-color: #e0a100; } .t .head { font-weight: 600; } .t .head .id { font-weight: 400; color: #667; font-family: monospace; user-select: all; } .t .reply { margin-top: 3px; color: #223; }
 .t .error { color: #b3261e; } .hint { color: #667; }
 """
 
@@ -429,7 +430,11 @@ _SCRIPT = r"""
       const head = document.createElement("div");
       head.className = "head";
       head.textContent = "#" + t.o + " [" + (t.kind === "notification" ? "notification from " : "") + t.who
-        + (owner === s ? "" : ", inherited from " + owner.id) + "]";
+        + (owner === s ? "" : ", inherited from " + owner.id) + "] ";
+      const turnId = document.createElement("span");  // what host-sim forget and lineage --forward take
+      turnId.className = "id";
+      turnId.textContent = t.id;
+      head.appendChild(turnId);
       div.appendChild(head);
       const body = document.createElement("div");
       body.textContent = t.erased ? "(erased)" : t.text;

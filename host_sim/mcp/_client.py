@@ -23,10 +23,11 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import IO, TYPE_CHECKING, Any, Final, final
 
 import anyio
 
@@ -44,7 +45,7 @@ from ._extra import McpUnavailableError, require_mcp
 from ._process import ServerMark
 
 if TYPE_CHECKING:
-    from mcp import Client
+    from mcp import Client, StdioServerParameters
     from mcp.types import CallToolResult, Tool
 
 __all__ = ["MCP_CALL", "McpTools"]
@@ -75,6 +76,8 @@ class _Connection:
         self.scope: anyio.CancelScope | None = None
         self.attempt = 0  # which connection attempt the fields above describe
         self.failed_at: float | None = None  # anyio.current_time() of the last failed attempt
+        self.said = ""  # how the last attempt's stdio server ended: its exit status and last stderr lines
+        self.ended = anyio.Event()  # set when the current attempt's task has ended (its server reaped)
 
 
 @final
@@ -108,6 +111,14 @@ class McpTools:
         """Whether any loaded mod declares an MCP server."""
         return bool(self._connections)
 
+    def failures(self) -> dict[str, str]:
+        """Why each declared server that is not connected is not (after `specs` tried them)."""
+        return {
+            server_id: connection.error or f"MCP server {server_id!r} is not connected"
+            for server_id, connection in self._connections.items()
+            if connection.client is None
+        }
+
     # -- connecting -------------------------------------------------------------------------
     async def specs(self) -> tuple[ToolSpec, ...]:
         """The tools of every declared server, as ``{server}.{tool}``; connects what is not connected."""
@@ -131,9 +142,10 @@ class McpTools:
     async def _connect(self, connection: _Connection) -> None:
         connection.attempt += 1
         connection.ready, connection.error, connection.scope = anyio.Event(), None, None
-        attempt, ready = connection.attempt, connection.ready
+        connection.ended, connection.said = anyio.Event(), ""
+        attempt, ready, ended = connection.attempt, connection.ready, connection.ended
         try:
-            self._start(lambda: self._keep(connection, attempt, ready))
+            self._start(lambda: self._keep(connection, attempt, ready, ended))
         except ModularError as closed:  # the host is closing
             connection.error = str(closed)
             return
@@ -147,7 +159,7 @@ class McpTools:
             )
         connection.failed_at = None if connection.client is not None else anyio.current_time()
 
-    async def _keep(self, connection: _Connection, attempt: int, ready: anyio.Event) -> None:
+    async def _keep(self, connection: _Connection, attempt: int, ready: anyio.Event, ended: anyio.Event) -> None:
         """Hold one server's connection open until the host closes or the server fails.
 
         Writes ``connection`` only while ``attempt`` is its current one: an attempt that ends
@@ -158,21 +170,22 @@ class McpTools:
         def current() -> bool:
             return connection.attempt == attempt
 
-        mark: ServerMark | None = None
-
+        mark: ServerMark | None = None  # what a stdio server starts, ended with it
+        errlog: IO[str] | None = None  # a stdio server's standard error, read when it fails
         try:
             with anyio.CancelScope() as scope:
                 if current():
                     connection.scope = scope
                 require_mcp(f"the MCP server {server.id!r} of mod {connection.mod.id!r}")
-                from mcp import Client, StdioServerParameters
+                from mcp import Client
+                from mcp.client._transport import Transport
+                from mcp.client.stdio import stdio_client
 
-                target: StdioServerParameters | str
+                target: Transport | str
                 if server.command is not None:
                     mark = ServerMark()  # what it starts is ended with it, however it ends (API §24)
-                    target = StdioServerParameters(
-                        command=server.command, args=list(server.args), env={**(server.env or {}), **mark.env}
-                    )
+                    errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+                    target = stdio_client(_reporting_exit(server, mark.env), errlog=errlog)
                 else:
                     assert server.url is not None
                     target = server.url
@@ -189,14 +202,18 @@ class McpTools:
                 connection.error = str(missing)
         except Exception as exc:  # a server that fails to start, list or stay up: only its calls fail
             if current():
-                connection.error = f"MCP server {server.id!r} of mod {connection.mod.id!r} failed: {_describe(exc)}"
+                connection.error = f"MCP server {server.id!r} of mod {connection.mod.id!r} failed: {_describe(exc)}{_said(errlog)}"
         finally:
             if current():
                 connection.client, connection.tools = None, {}
+                connection.said = _said(errlog)  # the process has ended and been reaped by now
+            if errlog is not None:
+                errlog.close()
             ready.set()
             if mark is not None:
                 with anyio.CancelScope(shield=True):
                     await mark.end()
+            ended.set()
 
     # -- calling ----------------------------------------------------------------------------
     def serves(self, tool_name: str) -> bool:
@@ -333,14 +350,64 @@ class McpTools:
         except TimeoutError:
             return None, f"MCP tool {server_id}.{name} did not answer within {self._timeout:g} s"
         except Exception as exc:  # the server died or refused: this call fails, the turn goes on
+            said = ""
             if _broken(exc):  # reconnect at the next need
                 connection.client = None
                 _stop(connection)
-            return None, f"MCP tool {server_id}.{name} failed: {_describe(exc)}"
+                with anyio.move_on_after(_REAPED_WITHIN):  # how it ended, once its process is reaped
+                    await connection.ended.wait()
+                said = connection.said
+            return None, f"MCP tool {server_id}.{name} failed: {_describe(exc)}{said}"
         text = _text_of(answer)
         if answer.is_error:
             return None, f"MCP tool {server_id}.{name} failed: {text}"
         return text, None
+
+
+_EXIT_MARK: Final = "host-sim: the MCP server exited with status "
+_STDERR_LINES: Final = 5
+_STDERR_CHARS: Final = 2_000
+_REAPED_WITHIN: Final = 5.0  # seconds a failed call waits for a dead server's last words
+
+
+def _reporting_exit(server: McpServer, marked: Mapping[str, str]) -> StdioServerParameters:
+    """``server``'s command, run by ``/bin/sh`` so its exit status lands on its standard error.
+
+    The stdio transport keeps the process to itself; a line ``_EXIT_MARK<status>`` after the
+    server's own output is how a failure can say why the server stopped.
+    """
+    from mcp import StdioServerParameters
+
+    assert server.command is not None
+    script = f'"$0" "$@"; s=$?; printf "\\n{_EXIT_MARK}%d\\n" "$s" >&2; exit "$s"'
+    return StdioServerParameters(
+        command="/bin/sh",
+        args=["-c", script, server.command, *server.args],
+        env={**(server.env or {}), **marked},  # the mark: what it starts is found and ended with it
+    )
+
+
+def _said(errlog: IO[str] | None) -> str:
+    """`` (exit status 1; its standard error ended: ...)``: how a stdio server ended, when known."""
+    if errlog is None or errlog.closed:
+        return ""
+    try:
+        errlog.flush()
+        errlog.seek(0, 2)
+        errlog.seek(max(0, errlog.tell() - 64_000))
+        text = errlog.read()
+    except (OSError, ValueError):
+        return ""
+    status = None
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(_EXIT_MARK):
+            status = line.removeprefix(_EXIT_MARK).strip()
+        elif line.strip():
+            lines.append(line.strip())
+    tail = " | ".join(lines[-_STDERR_LINES:])[-_STDERR_CHARS:]
+    parts = ([] if status is None else [f"exit status {status}"]) + ([f"its standard error ended: {tail}"] if tail else [])
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _stop(connection: _Connection) -> None:

@@ -133,6 +133,7 @@ class OtelTelemetry(Telemetry):
         label = record.metadata.label if record.metadata is not None else "session"
         attributes: Attributes = {
             "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": label,  # the span's name is invoke_agent {gen_ai.agent.name}
             "gen_ai.conversation.id": session.id,
             "gen_ai.provider.name": self._provider,
             "gen_ai.request.model": record.model,
@@ -293,6 +294,10 @@ class _TurnSpan(TurnSpan):
         if span.is_recording():
             if turn.status != "completed":
                 _error(span, turn.failure or "model_failed", turn.error if self._capture and turn.erased_at is None else None)
+            usage = turn.usage
+            if usage is not None:  # what every model call of the turn spent
+                span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
             if self._capture and turn.erased_at is None:
                 role = "system" if turn.message.type == "notification" else "user"
                 span.set_attribute("gen_ai.input.messages", json.dumps([_message(role, text_of(turn.message))]))
@@ -395,7 +400,9 @@ class _Chat(ChatCall):
         turn, request = self._turn, self._request
         role = "system" if turn.message.type == "notification" else "user"
         messages: list[dict[str, object]] = [_message(role, text_of(turn.message))]
-        for result in request.tool_results:
+        for result in request.tool_results:  # each call the model made, then its answer: a backend pairs them by id
+            call = {"type": "tool_call", "id": result.call_id, "name": result.name, "arguments": _plain(result.input)}
+            messages.append({"role": "assistant", "parts": [call]})
             messages.append(
                 {"role": "tool", "parts": [{"type": "tool_call_response", "id": result.call_id, "response": result.output or result.error}]}
             )

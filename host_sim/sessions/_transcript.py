@@ -51,7 +51,7 @@ def _short(text: str, limit: int = 200) -> str:
 
 
 def render_transcript(items: Sequence[TurnState | TurnRecord | Invocation], session_id: str | None = None) -> str:
-    """One block per turn (ordinal, the input and its author, its tool calls, the reply, the widgets it placed, a retraction) or command invocation
+    """One block per turn (ordinal, the input and its author, the turn's id on the line after, its tool calls, the reply, the widgets it placed, a retraction) or command invocation
     (what the user typed, the command's output or error), in the order given (``host.log``'s).
 
     Turns run by another session than ``session_id`` (inherited by a fork) say so; an erased
@@ -66,9 +66,10 @@ def render_transcript(items: Sequence[TurnState | TurnRecord | Invocation], sess
         if session_id is not None and turn.session_id != session_id:
             who += f", inherited from {turn.session_id}"
         message = turn.message
+        turn_id = f"    id {turn.id}"  # what forget, lineage --forward/--backward and the MCP tools take
         if turn.erased_at is not None:
             kind = "notification, system event from " if isinstance(message, AiNotificationMessage) else ""
-            blocks.append(f"#{turn.ordinal} [{kind}{who}] (erased)")
+            blocks.append(f"#{turn.ordinal} [{kind}{who}] (erased)\n{turn_id}")
             continue
         if isinstance(message, AiNotificationMessage):
             head = f"#{turn.ordinal} [notification, system event from {who}] {message.title}"
@@ -87,5 +88,5 @@ def render_transcript(items: Sequence[TurnState | TurnRecord | Invocation], sess
         calls = "\n".join(_tool_call_line(call) for call in turn.tool_calls)
         widgets = "\n".join(_widget_line(placed) for placed in turn.widgets)
         retracted = "" if turn.retracted_at is None else f"    RETRACTED: {turn.retraction_reason}"
-        blocks.append("\n".join(part for part in (head, body, calls, tail, widgets, retracted) if part))
+        blocks.append("\n".join(part for part in (head, turn_id, body, calls, tail, widgets, retracted) if part))
     return "\n".join(blocks)

@@ -286,6 +286,8 @@ class TurnRunner:
                 try:
                     with self._telemetry.chat(session, turn, request) as call:
                         reply, usage = await self._ask_model(session, turn, request)
+                        if isinstance(reply, ToolCall) and reply.call_id is None:  # its id from the start, span included
+                            reply = attrs.evolve(reply, call_id=new_call_id())
                         call.replied(reply, usage=usage)
                 except HandlerFailed as failed:
                     turn.status, turn.error = "failed", storable(failed.reason)

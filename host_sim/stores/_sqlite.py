@@ -688,7 +688,25 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals):
         return self._path.with_name(self._path.name + "-lock")
 
     def _take_lock(self) -> None:
+        """Hold ``<path>-lock``: the file at that path, locked, even while a closing host
+        removes it (a lock on a file already unlinked guards nothing: take the new one)."""
         lock_path = self._lock_path()
+        while True:
+            handle = self._lock_once(lock_path)
+            try:
+                same = os.path.samestat(os.fstat(handle.fileno()), os.stat(lock_path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            handle.close()  # the holder removed the file as we locked it: lock the one there now
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._lock_file = handle
+
+    def _lock_once(self, lock_path: Path) -> IO[str]:
         self._lock_made = not lock_path.exists()
         try:
             handle = open(lock_path, "a+", encoding="ascii")  # noqa: SIM115 (held while open)
@@ -709,17 +727,14 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals):
                 path=str(self._path),
                 pid=pid,
             ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        self._lock_file = handle
+        return handle
 
     def _unlock(self, *, refused: bool = False) -> None:
-        """Drop the writer lock; ``refused``: the open failed, so a lock file it made goes too."""
+        """Drop the writer lock and remove its file (nothing is left beside the store after a
+        clean close); ``refused``: the open failed, so only a lock file it made goes."""
         handle, self._lock_file = self._lock_file, None
         if handle is not None:
-            if refused and self._lock_made:  # still held: no other host uses this file
+            if not refused or self._lock_made:  # still held: a host opening it now takes the next file
                 self._lock_path().unlink(missing_ok=True)
             handle.close()  # closing the descriptor drops the flock
 

@@ -12,13 +12,13 @@ from typing import Final
 
 import attrs
 
-from modular_sdk import SessionId, AiContributions, Mod, ModMetadata, ToolContext, define_mod, tool
+from modular_sdk import AiContributions, Mod, SessionId, ModMetadata, ToolContext, define_mod, tool
 from modular_sdk._frozen import thaw_object
 
 from ..stores._protocol import Store
 from ..stores._traces import TraceStore
 from ._service import assemble, no_traces
-from ._visible import Tags, visible_trace
+from ._visible import Tags, admits, visible_trace
 
 __all__ = ["BUILTIN_MOD_ID", "BUILTIN_TOOLS", "LineageLookup", "builtin_mod"]
 
@@ -43,6 +43,16 @@ async def lookup(store: Store, key: str, scope: Tags = None) -> dict[str, object
     if not isinstance(store, TraceStore):
         return {"of": key, "error": str(no_traces(store))}
     records = await visible_trace(store, store, scope, key) if isinstance(key, str) and key else None
+    if records is None and isinstance(key, str) and key:
+        # a session the scope sees (and only one it sees: no oracle) that has no trace says so
+        session = await store.get_session(SessionId(key))
+        if session is not None and admits(scope, session.tags):
+            return {
+                "of": key,
+                "error": f"session {key!r} has no trace: no task started it and it reported no output "
+                "(a trace begins with host.traces.for_task or a tool's ctx.report_output); "
+                "its lineage is in host-sim lineage",
+            }
     if records is None:
         return {
             "of": key,

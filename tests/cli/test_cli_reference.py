@@ -49,7 +49,7 @@ def test_every_option_of_every_help_is_in_its_row_and_documented() -> None:
             command in ("demo", "run", "chat")
         )
         for action in parser._actions:
-            if isinstance(action, argparse._HelpAction):
+            if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
                 continue
             if action.option_strings:
                 flag = max(action.option_strings, key=len)
@@ -57,10 +57,18 @@ def test_every_option_of_every_help_is_in_its_row_and_documented() -> None:
                     missing.append(f"{command}: {flag} is not in its table row")
                 if f"`{flag}" not in text and f"`{min(action.option_strings, key=len)}" not in text:
                     missing.append(f"{command}: {flag} is not explained in its section")
+                if f"{flag} " not in text and f"{flag}`" not in text and f"{flag}]" not in row:
+                    missing.append(f"{command}: its long name {flag} is given nowhere (only {min(action.option_strings, key=len)})")
+                if isinstance(action.metavar, str) and "|" in action.metavar and f"{flag} {action.metavar}".replace("|", "\\|") not in row:
+                    missing.append(f"{command}: {flag} {action.metavar} is not in its table row as --help says")
             else:
                 name = action.metavar if isinstance(action.metavar, str) else action.dest
                 if name not in row:
                     missing.append(f"{command}: argument {name} is not in its table row")
+                several = action.nargs in ("+", "*")
+                if several != (f"{name}..." in row):
+                    shown = f"{name}..." if several else name
+                    missing.append(f"{command}: the row must show {shown}, as --help's usage does")
     assert not missing, "\n".join(missing)
 
 

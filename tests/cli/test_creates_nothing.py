@@ -94,7 +94,7 @@ def test_a_refused_store_leaves_no_lock_file_and_the_file_untouched(installed: I
 def test_read_only_commands_leave_no_wal_or_shm_files(installed: Installed, demo_dir: Path) -> None:
     store = demo_dir / ".host-sim" / "store.sqlite"
     before = listing(demo_dir)
-    assert sorted(before) == [".host-sim", ".host-sim/store.sqlite", ".host-sim/store.sqlite-lock"]
+    assert sorted(before) == [".host-sim", ".host-sim/store.sqlite"]  # no -lock left after a clean close
     turn = a_turn_id(store)
     for command in (
         ["lineage"],
@@ -129,14 +129,14 @@ def test_a_read_only_reader_beside_a_running_host_still_sees_its_writes(tmp_path
                 assert len((await reader.read_all()).sessions) == 1
             finally:
                 await reader.close()
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite", "s.sqlite-lock"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]
         reader = SqliteStore(path, read_only=True)
         await reader.open()
         try:
             assert len((await reader.read_all()).sessions) == 1
         finally:
             await reader.close()
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite", "s.sqlite-lock"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]
 
     anyio.run(main)
 

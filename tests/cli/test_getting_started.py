@@ -49,6 +49,14 @@ def test_the_guide_becomes_a_script_of_every_block() -> None:
     assert "-e '.[dev]'" not in script.split("Working on this repository")[0]  # no checkout needed
 
 
+def test_the_readme_and_the_guide_say_how_to_install_before_the_package_index_has_it() -> None:
+    for page in (ROOT / "README.md", GUIDE):
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        assert "not on the package index yet" in text.lower(), page.name
+        assert "pip wheel --no-deps -w wheels path/to/checkout" in text, page.name  # what the test below builds
+        assert "--find-links" in text and "pip install" in text, page.name
+
+
 def test_getting_started_works_step_by_step_from_the_wheel_in_an_empty_folder(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     built = subprocess.run(

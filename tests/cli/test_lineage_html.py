@@ -119,6 +119,8 @@ def test_the_page_in_chromium(task_page: Path, tmp_path: Path) -> None:
         assert [t.get_attribute("data-ordinal") for t in turns] == ["0", "1", "2"]
         assert ["inherited" in (t.get_attribute("class") or "") for t in turns] == [True, True, False]
         assert "Summarize the completed work" in turns[2].text
+        ids = [t.find_element(By.CSS_SELECTOR, ".head .id").text for t in turns]
+        assert all(re.fullmatch(r"turn_[0-9a-f]{12}", i) for i in ids), ids  # what forget and --forward take
 
         # The root's conversation shows the failed turn with its error.
         browser.find_elements(By.CSS_SELECTOR, "#names .name")[0].click()

@@ -80,7 +80,8 @@ def test_a_usage_error_says_what_is_wrong_first_then_where_the_options_are(insta
     result = host_sim(installed, user_dir, "run", WORKBENCH)
     assert result.code == 2
     assert result.err == (
-        "host-sim run: error: nothing to do: pass -m TEXT, --palette ID or --view ID --data JSON\n"
+        "host-sim run: error: nothing to do: pass -m TEXT, --palette ID, --view ID --data JSON, "
+        "--tool NAME --input JSON or --widget ID --data JSON\n"
         "(all options: host-sim run --help)\n"
     )
     assert "usage:" not in result.err

@@ -42,7 +42,7 @@ def test_view_without_data_and_data_without_view_are_usage_errors(installed: Ins
     bad = host_sim(installed, user_dir, "run", WORKBENCH, "--view", "meter", "--data", "{nope")
     assert bad.code == 2 and "--data '{nope' is not JSON" in bad.err
     nothing = host_sim(installed, user_dir, "run", WORKBENCH)
-    assert nothing.code == 2 and "nothing to do: pass -m TEXT, --palette ID or --view ID --data JSON" in nothing.err
+    assert nothing.code == 2 and "nothing to do: pass -m TEXT, --palette ID, --view ID --data JSON, --tool NAME --input JSON" in nothing.err
 
 
 def test_a_palette_command_sent_with_m_says_how_to_run_it(installed: Installed, user_dir: Path) -> None:
@@ -85,6 +85,8 @@ def test_tool_calls_show_as_they_happen_and_in_the_transcript(installed: Install
         "the text has 5 characters",
     ]
     transcript = result.out.split("== transcript of ", 1)[1].splitlines()[1:]
+    assert transcript[1].startswith("    id turn_")  # the id forget and lineage --forward take
+    del transcript[1]
     assert transcript == [
         "#0 [user] How long is hello?",
         """    tool 'count' {"text": "hello"} -> 5 characters""",
@@ -107,6 +109,7 @@ def test_a_later_run_on_the_store_shows_the_tool_calls_an_earlier_run_made(insta
     )  # fmt: skip  # another process: only the store remembers the tool call
     assert later.code == 0, later.out + later.err
     transcript = later.out.split("== transcript of ", 1)[1].splitlines()[1:]
+    del transcript[1]  # the turn's id
     assert transcript[:4] == [
         "#0 [user] How long is hello?",
         """    tool 'count' {"text": "hello"} -> 5 characters""",

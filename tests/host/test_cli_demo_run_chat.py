@@ -11,6 +11,8 @@ import pytest
 from host_sim._cli import main
 from host_sim.cli._chat import run_chat
 
+from .postgres_server import PostgresServer
+
 ROOT = Path(__file__).resolve().parents[2]
 TASK = str(ROOT / "host_sim" / "examples" / "background_tasks.py")
 
@@ -83,3 +85,20 @@ def test_chat_leaves_at_end_of_input(capsys: pytest.CaptureFixture[str]) -> None
 
     args = argparse.Namespace(specs=[], store=None, no_store=True, timeout=5.0, backend="trio")
     assert run_chat(args, read) == 0
+
+
+def test_run_and_demo_keep_their_sessions_in_a_postgres_store_given_by_url(
+    postgres: PostgresServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--store URL`` takes a PostgreSQL URL as lineage, fsck and mcp do (one option parser)."""
+    postgres_dsn = postgres.url(postgres.database().rpartition("dbname=")[2])
+    assert main(["run", TASK, "--store", postgres_dsn, "-m", "first"]) == 0
+    session = capsys.readouterr().out.splitlines()[0].removeprefix("session ")
+    assert main(["run", TASK, "--store", postgres_dsn, "--session", session, "-m", "second", "--transcript"]) == 0
+    out = capsys.readouterr().out
+    assert "#0 [user] first" in out and "#1 [user] second" in out  # another host read the first turn back
+    assert main(["demo", "--store", postgres_dsn]) == 0
+    capsys.readouterr()
+    assert main(["lineage", "--store", postgres_dsn]) == 0
+    assert session in capsys.readouterr().out
+    assert not Path(".host-sim").exists()  # nothing was made beside the database

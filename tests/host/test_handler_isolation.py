@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import anyio
 import attrs
@@ -119,7 +120,7 @@ async def test_a_command_that_raises_fails_with_a_clear_message_and_the_host_goe
         out = await host.submit(chat, "/explode now")
 
         assert out.kind == "command"
-        assert out.error == "command /explode of mod 'flaky' failed: RuntimeError: exploded on 'now'"
+        assert out.error is not None and out.error.startswith("command /explode of mod 'flaky' failed: RuntimeError: exploded on 'now' (raised at "), out.error  # the mod's line that raised
         assert out.text == out.error
         assert (await host.submit(chat, "/fine again")).text == "fine again"
         assert (await host.submit(chat, "still chatting")).error is None
@@ -133,7 +134,7 @@ async def test_a_command_that_hangs_times_out_with_a_clear_message() -> None:
         out = await host.submit(chat, "/hang")
 
         assert out.error is not None
-        assert out.error.startswith("command /hang of mod 'flaky' timed out after 0.2s")
+        assert out.error is not None and out.error.startswith("command /hang of mod 'flaky' timed out after 0.2s")
         assert "handler_timeout" in out.error
         assert (await host.submit(chat, "/fine")).error is None
 
@@ -155,7 +156,7 @@ async def test_a_palette_command_that_raises_fails_with_a_clear_message() -> Non
     async with Host(mods=[mod]) as host:
         out = await host.run_command("flaky.explode")
 
-        assert out.error == "command 'flaky.explode' of mod 'flaky' failed: ValueError: palette broke"
+        assert out.error is not None and out.error.startswith("command 'flaky.explode' of mod 'flaky' failed: ValueError: palette broke (raised at "), out.error  # the mod's line that raised
 
 
 @pytest.mark.anyio
@@ -164,7 +165,7 @@ async def test_an_unknown_palette_command_lists_close_matches() -> None:
         out = await host.run_command("flaky.explod")
 
         assert out.error is not None
-        assert out.error.startswith("unknown palette command 'flaky.explod'; did you mean 'flaky.explode'?")
+        assert out.error is not None and out.error.startswith("unknown palette command 'flaky.explod'; did you mean 'flaky.explode'?")
 
 
 @pytest.mark.anyio
@@ -236,7 +237,7 @@ async def test_a_tool_that_raises_fails_its_turn_and_the_session_goes_on() -> No
         with pytest.raises(TurnFailedError, match=r"tool 'bad' of mod 'flaky' failed: OSError: disk on fire") as info:
             await chat.run("use bad raise")
 
-        assert info.value.reason == "tool 'bad' of mod 'flaky' failed: OSError: disk on fire"
+        assert info.value.reason is not None and info.value.reason.startswith("tool 'bad' of mod 'flaky' failed: OSError: disk on fire (raised at "), info.value.reason  # the mod's line that raised
         after = await chat.run("next")
         assert after.turn.ordinal == 1
         assert [t.status for t in await chat.turns()] == ["failed", "completed"]
@@ -384,3 +385,44 @@ async def test_a_plain_def_tool_reaches_the_host_with_anyio_from_thread_run() ->
 
         assert out.error is None, out.error
         assert out.text == "done: found research threads"
+
+
+def _dig(table: dict[str, int], key: str) -> int:
+    return table[key]  # the innermost line of this file: where the KeyError is raised
+
+
+async def _raises_inside(argument: str | None, ctx: SlashCommandContext) -> str:
+    return str(_dig({"a": 1}, argument or "b"))
+
+
+def _raises_in_a_library(argument: str | None, ctx: SlashCommandContext) -> str:
+    import json
+
+    return str(json.loads(argument or "{"))  # the mod's own line that called what raised
+
+
+def _line_of(text: str) -> int:
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line and "_line_of" not in line)
+
+
+located = define_mod(
+    id="located",
+    metadata=ModMetadata(display_name="Located", description="Handlers that fail somewhere"),
+    commands=[
+        slash_command(id="inside", description="raises in a helper of its file", run=_raises_inside),
+        slash_command(id="library", description="a library raises", run=_raises_in_a_library),
+    ],
+)
+
+
+@pytest.mark.anyio
+async def test_a_failing_handler_names_the_file_and_line_of_the_mod_where_it_raised() -> None:
+    async with Host(mods=[located]) as host:
+        chat = await host.sessions.create()
+        inside = await host.submit(chat, "/inside")
+        library = await host.submit(chat, "/library")  # a plain def: it ran in a thread
+    assert inside.error == f"command /inside of mod 'located' failed: KeyError: 'b' (raised at {__file__}:{_line_of('return table[key]')})"
+    assert library.error is not None
+    assert library.error.startswith("command /library of mod 'located' failed: JSONDecodeError: ")
+    assert library.error.endswith(f" (raised at {__file__}:{_line_of('json.loads(argument')})")  # not json's own file

@@ -120,6 +120,16 @@ async def test_lineage_lookup_answers_the_traces_json_of_the_builtin_tool(writte
     assert missing["of"] == "nothing-here" and "no trace is found by 'nothing-here'" in missing["error"]
 
 
+async def test_lineage_lookup_of_a_session_with_no_trace_says_the_session_has_none(written: Written) -> None:
+    async with Host(mods=[MOD], store=SqliteStore(written.path)) as host:
+        plain = await host.sessions.create()  # no task, no output: the store knows it, no trace links it
+        async with Client(lineage_mcp_server(host)) as client:
+            result = await client.call_tool("lineage_lookup", {"id": plain.id})
+    answer = json.loads(text_of(result))
+    assert answer["error"].startswith(f"session {plain.id!r} has no trace: no task started it")
+    assert "no commit, output, session" not in answer["error"]  # it is a session the host knows
+
+
 async def test_forward_and_backward_answer_the_hosts_provenance_as_json(written: Written) -> None:
     async with Host(mods=[MOD], store=SqliteStore(written.path)) as host:
         forward = await host.lineage.forward(written.proposed_turn_id)
@@ -135,7 +145,7 @@ async def test_forward_and_backward_answer_the_hosts_provenance_as_json(written:
     assert back["sessions"] == list(backward.sessions)
 
 
-async def test_session_transcript_shows_an_erased_turn_as_erased(written: Written) -> None:
+async def test_session_transcript_shows_an_erased_turn_as_erased_with_its_id(written: Written) -> None:
     async with Host(mods=[MOD], store=SqliteStore(written.path)) as host:
         expected = await host.transcript(written.fork_id)
         async with Client(lineage_mcp_server(host)) as client:
@@ -143,6 +153,7 @@ async def test_session_transcript_shows_an_erased_turn_as_erased(written: Writte
     text = text_of(result)
     assert text == expected
     assert "propose chg-1" in text and "(erased)" in text and SECRET not in text
+    assert f"    id {written.erased_turn_id}" in text  # the ids lineage_forward/backward take, erased ones too
 
 
 async def test_an_unknown_id_fails_only_that_call_naming_the_id(written: Written) -> None:

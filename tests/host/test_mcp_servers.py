@@ -197,13 +197,16 @@ async def test_a_failing_tool_fails_only_its_call_with_the_servers_message(notes
 
 
 async def test_a_server_that_fails_to_start_fails_only_the_call_with_its_message(notes: Path) -> None:
-    broken = notes_mod(notes, command=sys.executable, args=["-c", "import sys; sys.exit(3)"])
+    said = "import sys; print('starting', file=sys.stderr); print('NOTES_TOKEN is not set', file=sys.stderr); sys.exit(3)"
+    broken = notes_mod(notes, command=sys.executable, args=["-c", said])
     async with Host(mods=[broken], model=calls("notes.read_note", {"name": "a"}), handler_timeout=20) as host:
         chat = await host.sessions.create()
         answer = await host.submit(chat, "call")
         listed = await host.submit(chat, "which tools?")
     assert answer.error is None
     assert "MCP server 'notes' of mod 'notes-mod' failed" in answer.text
+    # why: its exit status and its last words, not only 'Connection closed'
+    assert "(exit status 3; its standard error ended: starting | NOTES_TOKEN is not set)" in answer.text
     assert listed.text == "tools: shout"  # the mod's own tool still works
 
 
@@ -294,6 +297,7 @@ async def test_a_server_that_dies_fails_its_call_and_is_started_again_at_the_nex
         [first] = pids(notes)
         read = await host.submit(chat, "read")
         assert crashed.error is None and "MCP tool notes.crash failed" in crashed.text
+        assert "(exit status 7" in crashed.text  # how the server ended
         assert read.text == "output='first note' error=None"
         assert len(pids(notes)) == 2 and gone(first)
 

@@ -3,6 +3,7 @@ in-memory exporter and metric reader, and once over the wire through OTLP/HTTP."
 
 from __future__ import annotations
 
+import json
 import subprocess
 from importlib import metadata
 import sys
@@ -182,6 +183,7 @@ async def test_a_turn_is_an_invoke_agent_span_holding_a_chat_span_per_model_call
     assert turn.name == "invoke_agent Review" and turn.kind == SpanKind.INTERNAL
     assert attributes(turn) == {
         "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "Review",
         "gen_ai.conversation.id": chat.id,
         "gen_ai.provider.name": "host_sim",
         "gen_ai.request.model": "scripted",
@@ -447,6 +449,8 @@ async def test_the_usage_a_model_reports_is_on_its_chat_span_and_in_the_token_me
 
     counts = [(attributes(s)["gen_ai.usage.input_tokens"], attributes(s)["gen_ai.usage.output_tokens"]) for s in otel.named("chat ")]
     assert counts == [(40, 7), (60, 2)]
+    (turn,) = otel.named("invoke_agent")  # the turn's span carries what all its model calls spent
+    assert (attributes(turn)["gen_ai.usage.input_tokens"], attributes(turn)["gen_ai.usage.output_tokens"]) == (100, 9)
     points = {dict(p.attributes or {})["gen_ai.token.type"]: p for p in otel.points("gen_ai.client.token.usage")}
     assert {kind: (p.count, p.sum) for kind, p in points.items()} == {"input": (2, 100), "output": (2, 9)}
     assert dict(points["input"].attributes or {}) == {
@@ -455,6 +459,36 @@ async def test_the_usage_a_model_reports_is_on_its_chat_span_and_in_the_token_me
         "gen_ai.request.model": "scripted",
         "gen_ai.token.type": "input",
     }
+
+
+@pytest.mark.anyio
+async def test_a_tool_call_without_an_id_is_paired_across_spans_by_the_id_the_host_gave_it(
+    otel: Telemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GenAI conventions: the call part in the first chat span's output, the assistant call
+    then the tool response in the next chat span's input, and execute_tool: one id."""
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+
+    def respond(request: ModelRequest) -> str | ToolCall:
+        if not request.tool_results:
+            return ToolCall(name="search", input={"pattern": "parser"})  # no call_id, as many models
+        return f"tool said {request.tool_results[-1].output}"
+
+    async with Host(mods=[mod], model=ScriptedModel(respond), tracer_provider=otel.tracer_provider) as host:
+        chat = await host.sessions.create(metadata=AiSessionDisplayMetadata(label="Researcher"))
+        await host.submit(chat, "search")
+    (run,) = otel.named("execute_tool")
+    call_id = attributes(run)["gen_ai.tool.call.id"]
+    assert isinstance(call_id, str) and call_id.startswith("call_")
+    first, second = otel.named("chat ")
+    (asked,) = json.loads(str(attributes(first)["gen_ai.output.messages"]))
+    assert asked["parts"] == [{"type": "tool_call", "id": call_id, "name": "search", "arguments": {"pattern": "parser"}}]
+    user, assistant, tool = json.loads(str(attributes(second)["gen_ai.input.messages"]))
+    assert user["role"] == "user"
+    assert assistant == {"role": "assistant", "parts": [asked["parts"][0]]}  # the call, before its response
+    assert tool == {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id, "response": "found parser"}]}
+    (turn,) = otel.named("invoke_agent")
+    assert turn.name == "invoke_agent Researcher" and attributes(turn)["gen_ai.agent.name"] == "Researcher"
 
 
 # -- providers ----------------------------------------------------------------------------

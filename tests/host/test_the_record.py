@@ -122,10 +122,11 @@ async def test_tool_calls_are_read_back_after_a_reopen_and_shown_by_the_transcri
 
     lines = transcript.splitlines()
     assert lines[0] == "#0 [user] look these up"
-    assert lines[1] == """    tool 'define' {"word": "apple"} -> apple: a word"""
-    assert lines[2] == """    tool 'thesaurus' {"word": "pear"} -> error: unknown tool 'thesaurus'; the tools are: 'define'"""
-    assert lines[3].startswith("""    tool 'define' {"word": "boom"} -> error: tool 'define' of mod""")
-    assert lines[4].startswith("    FAILED: ")
+    assert lines[1] == f"    id {turn.id}"  # what forget and lineage --forward take
+    assert lines[2] == """    tool 'define' {"word": "apple"} -> apple: a word"""
+    assert lines[3] == """    tool 'thesaurus' {"word": "pear"} -> error: unknown tool 'thesaurus'; the tools are: 'define'"""
+    assert lines[4].startswith("""    tool 'define' {"word": "boom"} -> error: tool 'define' of mod""")
+    assert lines[5].startswith("    FAILED: ")
 
 
 async def test_a_turn_that_called_no_tool_has_no_tool_calls(any_store: StoreFactory) -> None:

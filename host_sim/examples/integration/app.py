@@ -80,6 +80,7 @@ from host_sim import (
     SessionCreated,
     SessionDeleted,
     SessionHandle,
+    PostgresStore,
     SqliteStore,
     Store,
     Submission,
@@ -374,7 +375,8 @@ def create_app(
 
 
 def from_environment() -> Starlette:
-    """The app as ``uvicorn --factory`` starts it: ``$CHAT_STORE`` (default ``chat.sqlite``),
+    """The app as ``uvicorn --factory`` starts it: ``$CHAT_STORE`` (default ``chat.sqlite``; a
+    ``postgresql://`` URL for PostgreSQL),
     ``$OPENAI_MODEL`` and ``$OPENAI_BASE_URL`` (EchoModel when no model is named), and
     ``$OTEL_EXPORTER_OTLP_ENDPOINT`` (spans to that collector; none when it is unset)."""
     path = os.environ.get("CHAT_STORE", "chat.sqlite")
@@ -382,7 +384,13 @@ def from_environment() -> Starlette:
     model: Model | None = None
     if name:
         model = OpenAIModel(name, base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"))
-    return create_app(lambda: SqliteStore(path), model=model, tracer_provider=otlp_tracer_provider())
+    return create_app(lambda: store_named(path), model=model, tracer_provider=otlp_tracer_provider())
+
+
+def store_named(spec: str) -> Store:
+    """``$CHAT_STORE`` as a store: a ``postgresql://`` URL is a `PostgresStore` (several app
+    processes may share it), anything else a SQLite file."""
+    return PostgresStore(spec) if spec.startswith(("postgresql://", "postgres://")) else SqliteStore(spec)
 
 
 def otlp_tracer_provider() -> TracerProvider | None:
