@@ -71,6 +71,11 @@ class Editor:
     def said(self, session_id: str) -> list[str]:
         return [u.content.text for u in self.of(session_id, AgentMessageChunk)]
 
+    def told(self, session_id: str) -> str:
+        """Everything the agent said in a session, as the editor shows it: chunks joined (how a
+        reply is cut into chunks is the stream's, and the key filter's, business)."""
+        return "".join(self.said(session_id))
+
     async def request_permission(
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kwargs: Any
     ) -> RequestPermissionResponse:
@@ -222,9 +227,10 @@ async def test_a_tool_call_is_shown_when_it_starts_and_when_it_returns(fake: Fak
     assert started.title == "lookup" and started.status == "in_progress" and started.raw_input == {"query": "parser"}
     assert finished.tool_call_id == started.tool_call_id and finished.status == "completed"
     assert finished.raw_output == "found 3 results for 'parser'"
-    assert editor.said(session) == ["Found them."]
+    assert editor.told(session) == "".join(["Found them."])
     kinds = [type(u).__name__ for s, u in editor.updates if s == session and not isinstance(u, AvailableCommandsUpdate)]
-    assert kinds == ["ToolCallStart", "ToolCallProgress", "AgentMessageChunk"]
+    chunks = len(editor.said(session))  # "Found " and "them.": the key filter lets words through whole
+    assert kinds == ["ToolCallStart", "ToolCallProgress", *["AgentMessageChunk"] * chunks] and chunks >= 1
 
 
 async def test_a_slash_command_runs_in_the_session_and_a_doubled_slash_is_a_literal_prompt(
@@ -238,7 +244,7 @@ async def test_a_slash_command_runs_in_the_session_and_a_doubled_slash_is_a_lite
         literal = await conn.prompt(session_id=session, prompt=[text_block("//etc/hosts")])
         noisy = await conn.prompt(session_id=session, prompt=[text_block("/noisy")])
     assert shouted.stop_reason == literal.stop_reason == noisy.stop_reason == "end_turn"
-    assert editor.said(session) == ["MAKE IT LOUD!", "That is the hosts file.", "quiet answer"]
+    assert editor.told(session) == "".join(["MAKE IT LOUD!", "That is the hosts file.", "quiet answer"])
     # What the mod printed went to standard error: the protocol on standard output stayed whole.
     assert "debugging output a mod author left in" in (tmp_path / "store.stderr").read_text()
     [asked] = fake.bodies
@@ -356,7 +362,8 @@ async def test_cancel_stops_the_running_turn_and_the_session_takes_the_next_prom
 ) -> None:
     editor = Editor()
     release = threading.Event()
-    hold = streamed_reply("Thinking", " about it", hold_after=2, release=release)
+    # "Thinking " ends in a space: the key filter lets a streamed word through once it has ended
+    hold = streamed_reply("Thinking ", "about it", hold_after=2, release=release)
     fake.answer(hold, streamed_reply("Short answer."))
     try:
         async with agent(editor, fake, tmp_path / "store.sqlite") as conn:
@@ -372,10 +379,10 @@ async def test_cancel_stops_the_running_turn_and_the_session_takes_the_next_prom
                     await editor.first_chunk.wait()
                 await conn.cancel(session_id=session)
             assert answers == ["cancelled"]
-            assert editor.said(session) == ["Thinking"]  # nothing after the cancel
+            assert editor.told(session) == "Thinking "  # nothing after the cancel
             after = await conn.prompt(session_id=session, prompt=[text_block("Quickly then")])
             assert after.stop_reason == "end_turn"
-            assert editor.said(session) == ["Thinking", "Short answer."]
+            assert editor.told(session) == "Thinking Short answer."
     finally:
         release.set()
 
@@ -398,9 +405,9 @@ async def test_fork_at_the_end_or_at_a_named_turn_and_load_replays_each_history(
         await conn.load_session(cwd=str(tmp_path), session_id=at_first)
     asked = [u.content.text for u in editor.of(at_end, UserMessageChunk)]
     assert asked == ["first question", "second question"]
-    assert editor.said(at_end) == ["one", "two"]
+    assert editor.told(at_end) == "".join(["one", "two"])
     assert [u.content.text for u in editor.of(at_first, UserMessageChunk)] == ["first question"]
-    assert editor.said(at_first) == ["one"]
+    assert editor.told(at_first) == "".join(["one"])
     assert editor.of(at_first, UserMessageChunk)[0].field_meta == {TURN: first.field_meta[TURN]}
     # Each fork announces the commands, as every session start does.
     assert editor.of(at_end, AvailableCommandsUpdate) and editor.of(at_first, AvailableCommandsUpdate)
@@ -438,7 +445,7 @@ async def test_another_agent_process_loads_and_lists_the_sessions_the_store_keep
     ]
     [tool] = second.of(session, ToolCallStart)
     assert tool.title == "lookup" and tool.status == "completed" and tool.raw_input == {"query": "tests"}
-    assert second.said(session) == ["All green.", "DONE!"]
+    assert second.told(session) == "".join(["All green.", "DONE!"])
     assert [u.content.text for u in second.of(session, UserMessageChunk)] == ["Are the tests green?", "/shout done"]
 
 
@@ -462,4 +469,4 @@ async def test_bad_requests_are_answered_with_the_hosts_reason_and_the_agent_kee
         with pytest.raises(RequestError, match="unknown command '/shuot'; did you mean '/shout'"):
             await conn.prompt(session_id=session, prompt=[text_block("/shuot hi")])
         answer = await conn.prompt(session_id=session, prompt=[text_block("are you still there?")])
-    assert answer.stop_reason == "end_turn" and editor.said(session) == ["still here"]
+    assert answer.stop_reason == "end_turn" and editor.told(session) == "".join(["still here"])

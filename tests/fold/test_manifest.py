@@ -99,7 +99,7 @@ def test_from_json_refuses_text_that_is_not_json() -> None:
         Manifest.from_json("{")
 
 
-def test_mcp_servers_are_listed_by_id_description_and_transport_never_more() -> None:
+def test_mcp_servers_are_listed_by_id_description_transport_and_declared_trust_never_more() -> None:
     from host_sim.fold._manifest import McpServerEntry
     from modular_sdk import AiContributions, ModMetadata, define_mod, mcp_server
 
@@ -115,8 +115,8 @@ def test_mcp_servers_are_listed_by_id_description_and_transport_never_more() -> 
     )
     manifest = manifest_from_mod(mod)
     assert manifest.mcp_servers == (
-        McpServerEntry(id="files", description="Files", transport="stdio"),
-        McpServerEntry(id="search", description="Search", transport="http"),
+        McpServerEntry(id="files", description="Files", transport="stdio", read_only_tools=(), trust_annotations=False),
+        McpServerEntry(id="search", description="Search", transport="http", read_only_tools=(), trust_annotations=False),
     )
     text = manifest.to_json()
     assert not any(secret in text for secret in ("files-server", "/secret", "t0k", "example.test"))
