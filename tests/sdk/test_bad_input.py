@@ -280,7 +280,7 @@ def test_from_json_reads_every_64_bit_integer_and_finite_float() -> None:
     assert load_json(f"[{2**63 - 1}, {-(2**63)}, 1.7976931348623157e308, -0.0, 5e-324]", "X") == [2**63 - 1, -(2**63), 1.7976931348623157e308, -0.0, 5e-324]
 
 
-@pytest.mark.parametrize("text", [None, 5, ["{}"], object()], ids=repr)
+@pytest.mark.parametrize("text", [None, 5, ["{}"], object()], ids=["None", "5", "a list", "an object"])
 def test_from_json_refuses_what_is_not_text(text: Any) -> None:
     with pytest.raises(SerializationError, match=r"^expected JSON text \(str or bytes\) for RootLineage, got .*; to read data you already parsed, structure it instead$"):
         from_json(text, RootLineage)
