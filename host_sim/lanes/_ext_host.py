@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import traceback
 from collections.abc import Callable
 from typing import TypeVar
@@ -59,14 +60,24 @@ def _source_file(fn: Callable[..., object]) -> str | None:
     return filename if isinstance(filename, str) else None
 
 
+_HOST_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # host_sim/
+_SHIPPED_MODS = os.path.join(_HOST_PACKAGE, "examples") + os.sep  # mods, though shipped with the host
+
+
+def _is_host_file(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return path.startswith(_HOST_PACKAGE) and not path.startswith(_SHIPPED_MODS)
+
+
 def raised_at(fn: Callable[..., object], exc: BaseException) -> str | None:
     """``path:line`` of the innermost frame of ``exc``'s traceback in the handler's own file.
 
     That is the mod's line that raised, or that called what raised (a library, the host);
-    ``None`` when the traceback never passed through the handler's file.
+    ``None`` when the traceback never passed through the handler's file, or when that file is
+    the host's own (a model the host ships, such as `ScriptedModel`, is no mod).
     """
     filename = _source_file(fn)
-    if filename is None:
+    if filename is None or _is_host_file(filename):
         return None
     found = None
     for frame in traceback.extract_tb(exc.__traceback__):
