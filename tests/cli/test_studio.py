@@ -1,0 +1,291 @@
+"""``host-sim studio``: a mod author drives the host from a browser (API.md section 22).
+
+The studio runs as a real subprocess on a real SQLite store; Debian's Chromium, driven by
+Selenium, finds every element by its role and accessible name, as a screen reader would,
+and a person with a keyboard alone can send, pick a completion and fork.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+import sys
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webelement import WebElement
+
+from ._browser import chromium
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MOD = str(FIXTURES / "studio_mod.py")
+T = TypeVar("T")
+
+# The elements each role can be (what the page uses); the name is the computed accessible name.
+_ROLE_SELECTORS = {
+    "button": "button",
+    "textbox": "input[type=text], textarea, input:not([type])",
+    "option": "[role=option]",
+    "listbox": "[role=listbox]",
+    "region": "[role=region], section[aria-label]",
+    "article": "article",
+    "combobox": "select",
+    "alert": "[role=alert]",
+}
+
+
+class Studio:
+    def __init__(self, process: subprocess.Popen[str], url: str, store: Path) -> None:
+        self.process = process
+        self.url = url
+        self.store = store
+        parts = urllib.parse.urlsplit(url)
+        self.netloc = parts.netloc
+        self.token = urllib.parse.parse_qs(parts.query)["token"][0]
+
+    def request(self, method: str, path: str, headers: dict[str, str] | None = None, body: object = None) -> tuple[int, object]:
+        host, port = self.netloc.rsplit(":", 1)
+        connection = http.client.HTTPConnection(host, int(port), timeout=30)
+        payload = None if body is None else json.dumps(body).encode()
+        connection.request(method, path, body=payload, headers=headers or {})
+        response = connection.getresponse()
+        raw = response.read()
+        connection.close()
+        try:
+            return response.status, json.loads(raw)
+        except ValueError:
+            return response.status, raw.decode("utf-8", "replace")
+
+    def api(self, method: str, path: str, body: object = None) -> object:
+        sep = "&" if "?" in path else "?"
+        status, data = self.request(method, f"{path}{sep}token={self.token}", body=body)
+        assert status == 200, data
+        return data
+
+
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
+    folder = tmp_path_factory.mktemp("studio")
+    store = folder / "studio.sqlite"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "host_sim", "studio", MOD, "--store", str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=folder,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline().strip()
+        assert first.startswith("http://127.0.0.1:") and "?token=" in first, (first, process.stderr and process.stderr.read())
+        yield Studio(process, first, store)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as driver:
+        yield driver
+
+
+def wait_for(what: Callable[[], T | None], *, timeout: float = 20.0, why: str = "") -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = what()
+        except Exception:  # noqa: BLE001 - a stale element while the page redraws: look again
+            found = None
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {why or what}")
+        time.sleep(0.1)
+
+
+def by_role(driver: webdriver.Chrome | WebElement, role: str, name: str | None = None, *, exact: bool = True) -> list[WebElement]:
+    found = []
+    for element in driver.find_elements(By.CSS_SELECTOR, _ROLE_SELECTORS[role]):
+        if not element.is_displayed() or element.aria_role != role:
+            continue
+        label = element.accessible_name
+        if name is None or (label == name if exact else name in label):
+            found.append(element)
+    return found
+
+
+def one(driver: webdriver.Chrome | WebElement, role: str, name: str | None = None, *, exact: bool = True) -> WebElement:
+    return wait_for(lambda: (by_role(driver, role, name, exact=exact) or [None])[0], why=f"{role} {name!r}")
+
+
+def open_studio(browser: webdriver.Chrome, studio: Studio) -> None:
+    browser.get(studio.url)
+    wait_for(lambda: browser.execute_script("return document.body.dataset.ready === 'true'"), why="the page to load")
+
+
+def not_pwned(browser: webdriver.Chrome) -> None:
+    assert browser.execute_script("return window.__pwned === undefined"), "hostile text ran as script"
+    assert browser.find_elements(By.CSS_SELECTOR, "main img, aside img, nav img, main script") == []
+
+
+def press(browser: webdriver.Chrome, *keys: str) -> None:
+    browser.switch_to.active_element.send_keys(*keys)
+
+
+def focused_name(browser: webdriver.Chrome) -> str:
+    return str(browser.switch_to.active_element.accessible_name)
+
+
+def tab_to(browser: webdriver.Chrome, name: str, *, back: bool = False) -> None:
+    for _ in range(80):
+        if focused_name(browser) == name:
+            return
+        press(browser, Keys.SHIFT, Keys.TAB) if back else press(browser, Keys.TAB)
+    raise AssertionError(f"Tab never reached {name!r}")
+
+
+def test_a_request_without_the_token_is_refused(studio: Studio) -> None:
+    for path in ("/", "/app.js", "/api/sessions", "/api/events", "/agui"):
+        status, data = studio.request("GET", path)
+        assert status == 403, (path, data)
+    status, _ = studio.request("GET", "/?token=not-the-token")
+    assert status == 403
+    status, _ = studio.request("POST", "/api/sessions", body={})
+    assert status == 403
+    status, _ = studio.request("GET", f"/?token={studio.token}")
+    assert status == 200
+
+
+def test_a_foreign_host_or_origin_is_refused_even_with_the_token(studio: Studio) -> None:
+    status, data = studio.request("GET", f"/api/sessions?token={studio.token}", headers={"Host": "evil.example"})
+    assert status == 403 and "Host" in str(data)
+    status, data = studio.request(
+        "POST", f"/api/sessions?token={studio.token}", headers={"Origin": "http://evil.example"}, body={}
+    )
+    assert status == 403 and "Origin" in str(data)
+    status, _ = studio.request("GET", f"/api/sessions?token={studio.token}", headers={"Origin": f"http://{studio.netloc}"})
+    assert status == 200
+
+
+def test_keyboard_alone_picks_a_completion_sends_and_forks(studio: Studio, browser: webdriver.Chrome) -> None:
+    open_studio(browser, studio)
+    tab_to(browser, "Message")
+    assert browser.switch_to.active_element.aria_role == "textbox"
+    press(browser, "/expl")
+    listbox = one(browser, "listbox", "Completions")
+    option = one(listbox, "option", "/explain TOPIC", exact=False)
+    assert "<img" in option.text  # the mod's hostile description, shown as text
+    press(browser, Keys.ARROW_DOWN, Keys.ENTER)
+    assert browser.switch_to.active_element.get_attribute("value") == "/explain "
+    press(browser, "p")
+    one(browser, "option", "/explain planner")
+    press(browser, Keys.ARROW_DOWN, Keys.ARROW_DOWN, Keys.ENTER)
+    assert browser.switch_to.active_element.get_attribute("value") == "/explain planner"
+    press(browser, Keys.ENTER)  # sends the command through AG-UI
+    live = one(browser, "region", "Last run")
+    wait_for(lambda: "explaining planner" in live.text, why="the command's output")
+    assert "<script>" in live.text
+    not_pwned(browser)
+
+    tab_to(browser, "Message")
+    press(browser, "hello <b>not bold</b>", Keys.ENTER)
+    turn = one(browser, "article", "Turn 0")
+    wait_for(lambda: "completed" in turn.text and "Fork here" in turn.text, why="the completed turn")
+    assert "hello <b>not bold</b>" in turn.text
+    assert turn.find_elements(By.TAG_NAME, "b") == []
+    turn_id = wait_for(lambda: turn.text.split("turn ", 1)[1].split(" ", 1)[0], why="the turn id")
+    before = {s["id"] for s in studio.api("GET", "/api/sessions")["sessions"]}  # type: ignore[index]
+
+    tab_to(browser, "Fork here", back=True)
+    press(browser, Keys.ENTER)
+    sessions = wait_for(
+        lambda: [s for s in studio.api("GET", "/api/sessions")["sessions"] if s["id"] not in before],  # type: ignore[index]
+        why="the fork in the store",
+    )
+    (fork,) = sessions
+    assert fork["kind"] == "fork" and fork["anchor"] == 0
+    data = studio.api("GET", f"/api/sessions/{fork['id']}/turns")
+    assert [t["id"] for t in data["turns"]] == [turn_id]  # type: ignore[index]
+    wait_for(lambda: fork["id"] in browser.find_element(By.ID, "session-title").text, why="the fork to open")
+    tree = one(browser, "button", "(fork at turn 0)", exact=False)
+    assert tree.get_attribute("aria-current") == "true"
+    not_pwned(browser)
+
+
+def _new_turn(studio: Studio, browser: webdriver.Chrome, text: str) -> WebElement:
+    open_studio(browser, studio)
+    one(browser, "button", "New session").click()
+    box = one(browser, "textbox", "Message")
+    wait_for(lambda: browser.switch_to.active_element == box, why="the message box focused")
+    box.send_keys(text, Keys.ENTER)
+    turn = one(browser, "article", "Turn 0")
+    wait_for(lambda: "completed" in turn.text and "Forget…" in turn.text, why="the completed turn")
+    return turn
+
+
+def test_forget_shows_the_plan_and_erases_only_on_the_second_click(studio: Studio, browser: webdriver.Chrome) -> None:
+    turn = _new_turn(studio, browser, "a secret to forget")
+    one(turn, "button", "Forget…").click()
+    plan = one(browser, "region", "Erasure plan")
+    assert "Forgetting erases these turns" in plan.text
+    session_id = browser.find_element(By.ID, "session-title").text.removeprefix("Session ")
+    data = studio.api("GET", f"/api/sessions/{session_id}/turns")
+    assert data["turns"][0]["erased"] is False  # type: ignore[index]
+    assert data["turns"][0]["text"] == "a secret to forget"  # type: ignore[index]
+    one(plan, "button", "Erase").click()
+    wait_for(lambda: "(forgotten)" in one(browser, "article", "Turn 0").text, why="the turn shown forgotten")
+    data = studio.api("GET", f"/api/sessions/{session_id}/turns")
+    assert data["turns"][0]["erased"] is True  # type: ignore[index]
+    assert "a secret to forget" not in json.dumps(data)
+
+
+def test_retract_asks_for_a_reason(studio: Studio, browser: webdriver.Chrome) -> None:
+    turn = _new_turn(studio, browser, "the figures are from 2019")
+    one(turn, "button", "Retract…").click()
+    reason = one(browser, "textbox", "Reason")
+    reason.send_keys("<img src=x onerror=window.__pwned=1> stale")
+    one(browser, "button", "Retract").click()
+    wait_for(lambda: "retracted: <img" in one(browser, "article", "Turn 0").text, why="the retraction shown")
+    not_pwned(browser)
+
+
+def test_provenance_lists_what_rests_on_a_turn(studio: Studio, browser: webdriver.Chrome) -> None:
+    turn = _new_turn(studio, browser, "the root of it")
+    one(turn, "button", "Provenance").click()
+    region = one(browser, "region", "Provenance")
+    assert "Forward (what rests on it)" in region.text and "Backward (what it read)" in region.text
+
+
+def test_a_view_renders_typed_data_and_shows_bad_data_inline(studio: Studio, browser: webdriver.Chrome) -> None:
+    open_studio(browser, studio)
+    data = one(browser, "textbox", "View data (JSON)")
+    render = one(browser, "button", "Render")
+    data.clear()
+    data.send_keys('{"done": "three"}')
+    render.click()
+    alert = browser.find_element(By.ID, "view-error")
+    wait_for(lambda: "does not fit view 'meter'" in alert.text, why="the inline error")
+    data.clear()
+    data.send_keys("{not json")
+    render.click()
+    wait_for(lambda: "not JSON" in alert.text, why="the JSON error")
+    data.clear()
+    data.send_keys('{"done": 3}')
+    render.click()
+    output = browser.find_element(By.ID, "view-output")
+    wait_for(lambda: output.text.startswith("### <img"), why="the rendered view, as text")
+    assert alert.text == ""
+    not_pwned(browser)
