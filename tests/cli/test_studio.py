@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import re
 import subprocess
 import sys
 import time
@@ -26,6 +28,9 @@ from selenium.webdriver.remote.webelement import WebElement
 from ._browser import chromium
 
 FIXTURES = Path(__file__).parent / "fixtures"
+STATIC = Path(__file__).parents[2] / "host_sim" / "studio" / "static"
+IMAGES = Path(__file__).parents[2] / "docs" / "images"
+"""docs/studio.md shows ``studio-*.png``; ``UPDATE_SCREENSHOTS=1`` makes the browser tests write them."""
 MOD = str(FIXTURES / "studio_mod.py")
 T = TypeVar("T")
 
@@ -128,7 +133,11 @@ def by_role(driver: webdriver.Chrome | WebElement, role: str, name: str | None =
 
 
 def one(driver: webdriver.Chrome | WebElement, role: str, name: str | None = None, *, exact: bool = True) -> WebElement:
-    return wait_for(lambda: (by_role(driver, role, name, exact=exact) or [None])[0], why=f"{role} {name!r}")
+    def first() -> WebElement | None:
+        found = by_role(driver, role, name, exact=exact)
+        return found[0] if found else None
+
+    return wait_for(first, why=f"{role} {name!r}")
 
 
 def open_studio(browser: webdriver.Chrome, studio: Studio) -> None:
@@ -157,6 +166,20 @@ def tab_to(browser: webdriver.Chrome, name: str, *, back: bool = False) -> None:
     raise AssertionError(f"Tab never reached {name!r}")
 
 
+def screenshot(browser: webdriver.Chrome, name: str, tmp_path: Path) -> None:
+    target = IMAGES / f"studio-{name}.png" if os.environ.get("UPDATE_SCREENSHOTS") == "1" else tmp_path / f"{name}.png"
+    assert browser.save_screenshot(str(target))
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and target.stat().st_size > 10_000
+
+
+def test_the_page_loads_nothing_from_anywhere_and_never_parses_text_as_markup() -> None:
+    for name in ("index.html", "app.js", "style.css"):
+        text = (STATIC / name).read_text(encoding="utf-8")
+        assert re.findall(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text) == [], name
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+            assert sink not in text, (name, sink)
+
+
 def test_a_request_without_the_token_is_refused(studio: Studio) -> None:
     for path in ("/", "/app.js", "/api/sessions", "/api/events", "/agui"):
         status, data = studio.request("GET", path)
@@ -180,7 +203,7 @@ def test_a_foreign_host_or_origin_is_refused_even_with_the_token(studio: Studio)
     assert status == 200
 
 
-def test_keyboard_alone_picks_a_completion_sends_and_forks(studio: Studio, browser: webdriver.Chrome) -> None:
+def test_keyboard_alone_picks_a_completion_sends_and_forks(studio: Studio, browser: webdriver.Chrome, tmp_path: Path) -> None:
     open_studio(browser, studio)
     tab_to(browser, "Message")
     assert browser.switch_to.active_element.aria_role == "textbox"
@@ -223,6 +246,7 @@ def test_keyboard_alone_picks_a_completion_sends_and_forks(studio: Studio, brows
     tree = one(browser, "button", "(fork at turn 0)", exact=False)
     assert tree.get_attribute("aria-current") == "true"
     not_pwned(browser)
+    screenshot(browser, "chat", tmp_path)
 
 
 def _new_turn(studio: Studio, browser: webdriver.Chrome, text: str) -> WebElement:
@@ -236,7 +260,7 @@ def _new_turn(studio: Studio, browser: webdriver.Chrome, text: str) -> WebElemen
     return turn
 
 
-def test_forget_shows_the_plan_and_erases_only_on_the_second_click(studio: Studio, browser: webdriver.Chrome) -> None:
+def test_forget_shows_the_plan_and_erases_only_on_the_second_click(studio: Studio, browser: webdriver.Chrome, tmp_path: Path) -> None:
     turn = _new_turn(studio, browser, "a secret to forget")
     one(turn, "button", "Forget…").click()
     plan = one(browser, "region", "Erasure plan")
@@ -245,6 +269,7 @@ def test_forget_shows_the_plan_and_erases_only_on_the_second_click(studio: Studi
     data = studio.api("GET", f"/api/sessions/{session_id}/turns")
     assert data["turns"][0]["erased"] is False  # type: ignore[index]
     assert data["turns"][0]["text"] == "a secret to forget"  # type: ignore[index]
+    screenshot(browser, "forget", tmp_path)
     one(plan, "button", "Erase").click()
     wait_for(lambda: "(forgotten)" in one(browser, "article", "Turn 0").text, why="the turn shown forgotten")
     data = studio.api("GET", f"/api/sessions/{session_id}/turns")
@@ -269,7 +294,7 @@ def test_provenance_lists_what_rests_on_a_turn(studio: Studio, browser: webdrive
     assert "Forward (what rests on it)" in region.text and "Backward (what it read)" in region.text
 
 
-def test_a_view_renders_typed_data_and_shows_bad_data_inline(studio: Studio, browser: webdriver.Chrome) -> None:
+def test_a_view_renders_typed_data_and_shows_bad_data_inline(studio: Studio, browser: webdriver.Chrome, tmp_path: Path) -> None:
     open_studio(browser, studio)
     data = one(browser, "textbox", "View data (JSON)")
     render = one(browser, "button", "Render")
@@ -289,3 +314,4 @@ def test_a_view_renders_typed_data_and_shows_bad_data_inline(studio: Studio, bro
     wait_for(lambda: output.text.startswith("### <img"), why="the rendered view, as text")
     assert alert.text == ""
     not_pwned(browser)
+    screenshot(browser, "view", tmp_path)
