@@ -142,7 +142,8 @@ class StudioApp:
             case "GET", ["api", "sessions", session_id, "turns"]:
                 session = await host.sessions.get(session_id)
                 turns = await session.turns()
-                return {"session": _session_data(session), "turns": [_turn_data(t) for t in turns if isinstance(t, TurnHandle)]}
+                shown = [await self._turn_data(session, t) for t in turns if isinstance(t, TurnHandle)]
+                return {"session": _session_data(session), "turns": shown}
             case "GET", ["api", "sessions", session_id, "pending"]:
                 actions = await host.pending_actions(session_id)
                 return {"actions": [{"id": a.id, "type": a.type, "mod_id": a.mod_id, "turn_id": a.turn_id, "payload": dict(a.payload)} for a in actions]}
@@ -174,7 +175,8 @@ class StudioApp:
                 return {"dismissed": action_id}
             case "GET", ["api", "approvals"]:
                 rules = await host.approvals.list()
-                return {"rules": [{"id": r.id, "action_type": r.action_type, "tool": r.tool, "session_id": r.session_id} for r in rules]}
+                standing = [r for r in rules if r.revoked_at is None]  # a revoked rule matches nothing
+                return {"rules": [{"id": r.id, "action_type": r.action_type, "tool": r.tool, "session_id": r.session_id, "by": r.by, "reason": r.reason} for r in standing]}
             case "POST", ["api", "approvals", rule_id, "revoke"]:
                 rule = await host.approvals.revoke(rule_id, by="studio")
                 return {"revoked": rule.id}
@@ -188,6 +190,16 @@ class StudioApp:
                 result = await host.render_view(view_id, typed)
                 return {"text": result.text, "error": result.error}
         raise _Refused(404, f"no such studio route: {method} /{'/'.join(parts)}")
+
+    async def _turn_data(self, session: SessionHandle, turn: TurnHandle) -> dict[str, object]:
+        """A turn as the page shows it, its widgets rendered by their mods' renderers."""
+        data = _turn_data(turn)
+        widgets: list[dict[str, object]] = []
+        for placed in turn.widgets if turn.erased_at is None else ():
+            shown = await self._host.render_widget(placed.widget_id, session, placed.data)
+            widgets.append({"widget_id": placed.widget_id, "text": shown.text, "error": shown.error})
+        data["widgets"] = widgets
+        return data
 
     async def _events(self, receive: Receive, send: Send) -> None:
         """The host's events as SSE: each one's kind and session (the page re-reads what changed)."""
@@ -252,7 +264,6 @@ def _turn_data(turn: TurnHandle) -> dict[str, object]:
         "erased": turn.erased_at is not None,
         "retracted": turn.retraction_reason,
         "tool_calls": [{"tool": c.name, "id": c.call_id, "output": c.output, "error": c.error} for c in turn.tool_calls],
-        "widgets": [w.widget_id for w in turn.widgets],
     }
 
 

@@ -315,3 +315,49 @@ def test_a_view_renders_typed_data_and_shows_bad_data_inline(studio: Studio, bro
     assert alert.text == ""
     not_pwned(browser)
     screenshot(browser, "view", tmp_path)
+
+
+PROPOSE = '<mod-action type="note.save">{"text": "<img src=x onerror=window.__pwned=1>"}</mod-action>'
+PLACE = '<mod-widget type="bar">{"done": 4}</mod-widget>'
+
+
+def test_a_widget_in_a_reply_is_rendered_by_its_mod_as_text(studio: Studio, browser: webdriver.Chrome) -> None:
+    turn = _new_turn(studio, browser, f"show a bar {PLACE}")  # EchoModel's reply repeats the tag
+    figure = wait_for(lambda: turn.find_element(By.CSS_SELECTOR, "figure[aria-label='Widget bar']"), why="the widget")
+    assert "==== <img" in figure.text and "<script>" in figure.text
+    not_pwned(browser)
+
+
+def test_pending_actions_are_confirmed_or_dismissed_with_a_reason(studio: Studio, browser: webdriver.Chrome) -> None:
+    _new_turn(studio, browser, f"please {PROPOSE} and {PROPOSE}")
+    session_id = browser.find_element(By.ID, "session-title").text.removeprefix("Session ")
+    pending = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#pending > li") if len(browser.find_elements(By.CSS_SELECTOR, "#pending > li")) == 2 else None, why="two pending actions")
+    assert "<img src=x" in pending[0].text  # the payload, as text
+    one(pending[0], "textbox", "Reason for note.save").send_keys("looks right")
+    one(pending[0], "button", "Confirm").click()
+    wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#pending > li")) == 1, why="the confirmed action to leave the list")
+    last = browser.find_element(By.CSS_SELECTOR, "#pending > li")
+    one(last, "button", "Dismiss").click()
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#pending > li") == [], why="the dismissed action to leave the list")
+    assert studio.api("GET", f"/api/sessions/{session_id}/pending") == {"actions": []}
+    not_pwned(browser)
+
+
+def test_a_standing_rule_is_listed_and_revoked(studio: Studio, browser: webdriver.Chrome) -> None:
+    _new_turn(studio, browser, f"please {PROPOSE}")
+    session_id = browser.find_element(By.ID, "session-title").text.removeprefix("Session ")
+    (action,) = studio.api("GET", f"/api/sessions/{session_id}/pending")["actions"]  # type: ignore[index]
+    run = {
+        "threadId": session_id, "runId": "allow-always", "state": {}, "messages": [], "tools": [], "context": [],
+        "forwardedProps": {},
+        "resume": [{"interruptId": action["id"], "status": "resolved", "payload": {"approved": True, "always": True}}],
+    }  # fmt: skip
+    status, answer = studio.request("POST", f"/agui?token={studio.token}", headers={"content-type": "application/json"}, body=run)
+    assert status == 200, answer
+    open_studio(browser, studio)
+    revoke = one(browser, "button", "Revoke note.save")
+    rules = studio.api("GET", "/api/approvals")["rules"]  # type: ignore[index]
+    assert [r["action_type"] for r in rules] == ["note.save"]
+    revoke.click()
+    wait_for(lambda: not by_role(browser, "button", "Revoke note.save"), why="the rule to leave the list")
+    assert studio.api("GET", "/api/approvals")["rules"] == []  # type: ignore[index]

@@ -79,7 +79,9 @@ function drawTurn(t) {
   else {
     if (t.text !== null) body.push(el("p", { class: "prompt", text: t.text }));
     for (const call of t.tool_calls) body.push(el("p", { class: "meta", text: `tool call ${call.tool} (${call.id})` }));
-    for (const widget of t.widgets) body.push(el("p", { class: "meta", text: `widget ${widget}` }));
+    for (const w of t.widgets) body.push(el("figure", { "aria-label": `Widget ${w.widget_id}` },
+      el("figcaption", { class: "meta", text: `widget ${w.widget_id}` }),
+      w.error !== null ? el("p", { role: "alert", text: w.error }) : el("pre", { class: "widget", text: w.text })));
     if (t.reply !== null) body.push(el("p", { class: "reply", text: t.reply }));
     if (t.error !== null) body.push(el("p", { role: "alert", text: t.error }));
   }
