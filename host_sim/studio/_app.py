@@ -204,9 +204,10 @@ class StudioApp:
     async def _events(self, receive: Receive, send: Send) -> None:
         """The host's events as SSE: each one's kind and session (the page re-reads what changed)."""
         headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": b": studio\n\n", "more_body": True})
-        async with anyio.create_task_group() as group:
+        # Subscribed before the answer starts: once the page sees the stream open, it misses nothing.
+        async with self._host.subscribe(buffer=10_000) as events, anyio.create_task_group() as group:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b": studio\n\n", "more_body": True})
 
             async def watch() -> None:
                 while (await receive()).get("type") != "http.disconnect":
@@ -214,17 +215,16 @@ class StudioApp:
                 group.cancel_scope.cancel()
 
             group.start_soon(watch)
-            async with self._host.subscribe(buffer=10_000) as events:
-                async for event in events:
-                    item: dict[str, object] = {"kind": event.kind, "session_id": getattr(event, "session_id", None)}
-                    delta = getattr(event, "delta", None)
-                    if event.kind == "reply_delta" and isinstance(delta, str):
-                        item["delta"] = delta
-                        item["turn_id"] = getattr(event, "turn_id", None)
-                    if event.kind == "notification":
-                        item["title"] = getattr(event, "title", None)
-                    line = f"data: {json.dumps(item)}\n\n".encode()
-                    await send({"type": "http.response.body", "body": line, "more_body": True})
+            async for event in events:
+                item: dict[str, object] = {"kind": event.kind, "session_id": getattr(event, "session_id", None)}
+                delta = getattr(event, "delta", None)
+                if event.kind == "reply_delta" and isinstance(delta, str):
+                    item["delta"] = delta
+                    item["turn_id"] = getattr(event, "turn_id", None)
+                if event.kind == "notification":
+                    item["title"] = getattr(event, "title", None)
+                line = f"data: {json.dumps(item)}\n\n".encode()
+                await send({"type": "http.response.body", "body": line, "more_body": True})
             group.cancel_scope.cancel()
 
 

@@ -19,11 +19,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+import anyio
 import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
+
+from host_sim import Host, SqliteStore
+from modular_sdk import AiPromptMessage, AiSessionDisplayMetadata
 
 from ._browser import chromium
 
@@ -33,6 +37,15 @@ IMAGES = Path(__file__).parents[2] / "docs" / "images"
 """docs/studio.md shows ``studio-*.png``; ``UPDATE_SCREENSHOTS=1`` makes the browser tests write them."""
 MOD = str(FIXTURES / "studio_mod.py")
 T = TypeVar("T")
+HOSTILE_LABEL = '<img src=x onerror="window.__pwned = 1"> label </script><script>window.__pwned = 1</script>'
+
+
+async def seed(store: Path) -> None:
+    """A root with a hostile label and prompt, and a fork of it, already in the store."""
+    async with Host(store=SqliteStore(store)) as host:
+        root = await host.sessions.create(metadata=AiSessionDisplayMetadata(label=HOSTILE_LABEL))
+        turn = await root.send(AiPromptMessage(text=f"seeded {HOSTILE_LABEL}"))
+        await turn.fork(metadata=AiSessionDisplayMetadata(label=f"fork of {HOSTILE_LABEL}"))
 
 # The elements each role can be (what the page uses); the name is the computed accessible name.
 _ROLE_SELECTORS = {
@@ -80,6 +93,7 @@ class Studio:
 def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     folder = tmp_path_factory.mktemp("studio")
     store = folder / "studio.sqlite"
+    anyio.run(seed, store)
     process = subprocess.Popen(
         [sys.executable, "-m", "host_sim", "studio", MOD, "--store", str(store)],
         stdout=subprocess.PIPE,
@@ -243,7 +257,7 @@ def test_keyboard_alone_picks_a_completion_sends_and_forks(studio: Studio, brows
     data = studio.api("GET", f"/api/sessions/{fork['id']}/turns")
     assert [t["id"] for t in data["turns"]] == [turn_id]  # type: ignore[index]
     wait_for(lambda: fork["id"] in browser.find_element(By.ID, "session-title").text, why="the fork to open")
-    tree = one(browser, "button", "(fork at turn 0)", exact=False)
+    tree = one(browser, "button", f"{fork['id']} (fork at turn 0)")
     assert tree.get_attribute("aria-current") == "true"
     not_pwned(browser)
     screenshot(browser, "chat", tmp_path)
@@ -361,3 +375,21 @@ def test_a_standing_rule_is_listed_and_revoked(studio: Studio, browser: webdrive
     revoke.click()
     wait_for(lambda: not by_role(browser, "button", "Revoke note.save"), why="the rule to leave the list")
     assert studio.api("GET", "/api/approvals")["rules"] == []  # type: ignore[index]
+
+
+def test_the_tree_draws_forks_at_their_anchor_and_hostile_labels_as_text(studio: Studio, browser: webdriver.Chrome) -> None:
+    open_studio(browser, studio)
+    root = one(browser, "button", HOSTILE_LABEL)
+    fork = one(browser, "button", f"fork of {HOSTILE_LABEL} (fork at turn 0)")
+    assert fork.find_element(By.XPATH, "../../..").find_element(By.XPATH, "./button") == root  # drawn under its parent
+    fork.send_keys(Keys.ENTER)
+    turn = one(browser, "article", "Turn 0")
+    wait_for(lambda: f"seeded {HOSTILE_LABEL}" in turn.text, why="the inherited turn")
+    not_pwned(browser)
+
+
+def test_the_tree_is_live_a_session_made_elsewhere_appears(studio: Studio, browser: webdriver.Chrome) -> None:
+    open_studio(browser, studio)
+    wait_for(lambda: browser.execute_script("return document.body.dataset.live === 'true'"), why="the event stream open")
+    made = studio.api("POST", "/api/sessions", {})
+    one(browser, "button", str(made["id"]))  # type: ignore[index]  # from the host's session_created event

@@ -284,6 +284,7 @@ function fail(error) { say(`error: ${error.message}`); }
 // -- live: the host's events ----------------------------------------------------------------------------------
 function listen() {
   const source = new EventSource("/api/events");
+  source.onopen = () => { document.body.dataset.live = "true"; };
   source.onmessage = (message) => {
     const event = JSON.parse(message.data);
     if (event.kind === "session_created" || event.kind === "session_deleted") loadSessions().catch(fail);
