@@ -50,6 +50,10 @@ _SECURITY_HEADERS: Final = [
     (b"cache-control", b"no-store"),
 ]
 MAX_BODY: Final = 1024 * 1024
+TURN_PAGE: Final = 200
+"""A session's newest turns shown at first; the page asks for more ("Show earlier turns")."""
+MAX_SESSIONS: Final = 10_000
+"""The tree shows the newest this many sessions (and says when there are more)."""
 
 
 class _Refused(Exception):
@@ -135,15 +139,25 @@ class StudioApp:
         host = self._host
         match method, parts:
             case "GET", ["api", "sessions"]:
-                page = await host.sessions.list(limit=500)
-                return {"sessions": [_session_data(s) for s in page.sessions]}
+                listed: list[dict[str, object]] = []
+                cursor: str | None = None
+                while len(listed) < MAX_SESSIONS:  # page by page, newest first
+                    page = await host.sessions.list(limit=1000, after=cursor)
+                    listed.extend(_session_data(s) for s in page.sessions)
+                    cursor = page.next
+                    if cursor is None:
+                        break
+                return {"sessions": listed[:MAX_SESSIONS], "truncated": cursor is not None}
             case "POST", ["api", "sessions"]:
                 return _session_data(await host.sessions.create())
             case "GET", ["api", "sessions", session_id, "turns"]:
                 session = await host.sessions.get(session_id)
                 turns = await session.turns()
-                shown = [await self._turn_data(session, t) for t in turns if isinstance(t, TurnHandle)]
-                return {"session": _session_data(session), "turns": shown}
+                query = parse_qs(_bytes_text(scope.get("query_string", b"")))
+                limit = _count(query.get("limit", [str(TURN_PAGE)])[0], "limit")
+                newest = [t for t in turns if isinstance(t, TurnHandle)][-limit:]  # paged: the newest first
+                shown = [await self._turn_data(session, t) for t in newest]
+                return {"session": _session_data(session), "turns": shown, "total": len(turns)}
             case "GET", ["api", "sessions", session_id, "pending"]:
                 actions = await host.pending_actions(session_id)
                 return {"actions": [{"id": a.id, "type": a.type, "mod_id": a.mod_id, "turn_id": a.turn_id, "payload": dict(a.payload)} for a in actions]}
@@ -265,6 +279,12 @@ def _turn_data(turn: TurnHandle) -> dict[str, object]:
         "retracted": turn.retraction_reason,
         "tool_calls": [{"tool": c.name, "id": c.call_id, "output": c.output, "error": c.error} for c in turn.tool_calls],
     }
+
+
+def _count(text: str, name: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 1_000_000:
+        raise _Refused(400, f"{name} must be a whole number from 1 to 1000000, got {text!r}")
+    return int(text)
 
 
 def _headers(scope: Mapping[str, object]) -> dict[str, str]:

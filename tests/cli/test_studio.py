@@ -46,6 +46,9 @@ async def seed(store: Path) -> None:
         root = await host.sessions.create(metadata=AiSessionDisplayMetadata(label=HOSTILE_LABEL))
         turn = await root.send(AiPromptMessage(text=f"seeded {HOSTILE_LABEL}"))
         await turn.fork(metadata=AiSessionDisplayMetadata(label=f"fork of {HOSTILE_LABEL}"))
+        long = await host.sessions.create(metadata=AiSessionDisplayMetadata(label="long"))
+        for index in range(205):
+            await long.send(AiPromptMessage(text=f"long {index}"))
 
 # The elements each role can be (what the page uses); the name is the computed accessible name.
 _ROLE_SELECTORS = {
@@ -393,3 +396,27 @@ def test_the_tree_is_live_a_session_made_elsewhere_appears(studio: Studio, brows
     wait_for(lambda: browser.execute_script("return document.body.dataset.live === 'true'"), why="the event stream open")
     made = studio.api("POST", "/api/sessions", {})
     one(browser, "button", str(made["id"]))  # type: ignore[index]  # from the host's session_created event
+
+
+def test_a_double_slash_sends_a_literal_slash_and_offers_no_commands(studio: Studio, browser: webdriver.Chrome) -> None:
+    open_studio(browser, studio)
+    one(browser, "button", "New session").click()
+    box = one(browser, "textbox", "Message")
+    wait_for(lambda: browser.switch_to.active_element == box, why="the message box focused")
+    box.send_keys("//explain is not a command")
+    time.sleep(0.5)
+    assert by_role(browser, "listbox", "Completions") == []
+    box.send_keys(Keys.ENTER)
+    turn = one(browser, "article", "Turn 0")
+    wait_for(lambda: "echo: /explain is not a command" in turn.text, why="the prompt's reply")
+
+
+def test_a_long_session_shows_its_newest_turns_and_pages_back(studio: Studio, browser: webdriver.Chrome) -> None:
+    open_studio(browser, studio)
+    one(browser, "button", "long").click()
+    wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#turns article")) == 200, why="the newest 200 turns")
+    assert "long 204" in browser.find_elements(By.CSS_SELECTOR, "#turns article")[-1].text
+    one(browser, "button", "Show earlier turns (5 more)").click()
+    wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#turns article")) == 205, why="every turn")
+    assert "long 0" in browser.find_elements(By.CSS_SELECTOR, "#turns article")[0].text
+    assert by_role(browser, "button", "Show earlier turns", exact=False) == []

@@ -2,7 +2,7 @@
 // Every text that comes from a session, a mod or a model is set with textContent, never as markup.
 
 const $ = (id) => document.getElementById(id);
-const state = { session: null, sessions: [], turns: [], active: -1, options: [], streaming: "" };
+const state = { page: 200, session: null, sessions: [], turns: [], active: -1, options: [], streaming: "" };
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -54,22 +54,34 @@ async function loadSessions() {
     return items;
   };
   $("sessions").replaceChildren(...draw(null, 1));
+  if (data.truncated) $("sessions").append(el("li", { text: `(only the newest ${data.sessions.length} sessions are shown)` }));
 }
 
 async function select(id) {
   state.session = id;
+  state.page = 200;
   state.streaming = "";
   $("live").textContent = "";
-  await Promise.all([loadSessions(), loadTurns(), loadPending()]);
+  const entries = [...document.querySelectorAll("#sessions button[data-session]")];
+  const known = entries.some((b) => b.dataset.session === id);
+  for (const b of entries) if (b.dataset.session === id) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
+  await Promise.all([known ? null : loadSessions(), loadTurns(), loadPending()]);
   $("message").focus();
 }
 
 // -- turns ------------------------------------------------------------------------------------
 async function loadTurns() {
   if (!state.session) return;
-  const data = await api("GET", `/api/sessions/${encodeURIComponent(state.session)}/turns`);
+  const data = await api("GET", `/api/sessions/${encodeURIComponent(state.session)}/turns?limit=${state.page}`);
   $("session-title").textContent = `Session ${data.session.title || data.session.id}`;
-  $("turns").replaceChildren(...data.turns.map(drawTurn));
+  const items = data.turns.map(drawTurn);
+  if (data.total > data.turns.length) {
+    items.unshift(el("li", {}, el("button", { type: "button", text: `Show earlier turns (${data.total - data.turns.length} more)`, on: { click: () => {
+      state.page += 200;
+      loadTurns().catch(fail);
+    } } })));
+  }
+  $("turns").replaceChildren(...items);
 }
 
 function drawTurn(t) {
