@@ -30,6 +30,7 @@ from host_sim import Host, SqliteStore
 from modular_sdk import AiPromptMessage, AiSessionDisplayMetadata
 
 from ._browser import chromium
+from ._support import Installed, host_sim, no_traceback
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STATIC = Path(__file__).parents[2] / "host_sim" / "studio" / "static"
@@ -97,25 +98,24 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     folder = tmp_path_factory.mktemp("studio")
     store = folder / "studio.sqlite"
     anyio.run(seed, store)
-    process = subprocess.Popen(
+    log = folder / "studio.err"
+    with log.open("w") as err, subprocess.Popen(
         [sys.executable, "-m", "host_sim", "studio", MOD, "--store", str(store)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=folder,
-    )
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline().strip()
-        assert first.startswith("http://127.0.0.1:") and "?token=" in first, (first, process.stderr and process.stderr.read())
-        yield Studio(process, first, store)
-    finally:
-        process.terminate()
+        stdout=subprocess.PIPE, stderr=err, text=True, cwd=folder,
+    ) as process:  # fmt: skip
         try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            assert process.stdout is not None
+            first = process.stdout.readline().strip()
+            assert first.startswith("http://127.0.0.1:") and "?token=" in first, (first, log.read_text())
+            yield Studio(process, first, store)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    assert "Traceback" not in log.read_text(), log.read_text()
 
 
 @pytest.fixture(scope="module")
@@ -416,7 +416,23 @@ def test_a_long_session_shows_its_newest_turns_and_pages_back(studio: Studio, br
     one(browser, "button", "long").click()
     wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#turns article")) == 200, why="the newest 200 turns")
     assert "long 204" in browser.find_elements(By.CSS_SELECTOR, "#turns article")[-1].text
-    one(browser, "button", "Show earlier turns (5 more)").click()
+    earlier = "//button[starts-with(normalize-space(), 'Show earlier turns')]"  # 800 turn buttons: no role scan
+    (button,) = browser.find_elements(By.XPATH, earlier)
+    assert button.aria_role == "button" and button.accessible_name == "Show earlier turns (5 more)"
+    button.click()
     wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#turns article")) == 205, why="every turn")
     assert "long 0" in browser.find_elements(By.CSS_SELECTOR, "#turns article")[0].text
-    assert by_role(browser, "button", "Show earlier turns", exact=False) == []
+    assert browser.find_elements(By.XPATH, earlier) == []
+
+
+def test_the_wheel_ships_the_page_and_names_the_extra_when_it_is_missing(installed: Installed, user_dir: Path) -> None:
+    shipped = subprocess.run(
+        [installed.python, "-c", "import importlib.resources as r; s = r.files('host_sim.studio') / 'static'; "
+         "print(sorted(p.name for p in s.iterdir()))"],
+        capture_output=True, text=True, check=True, cwd=user_dir,
+    )  # fmt: skip
+    assert shipped.stdout.strip() == "['app.js', 'index.html', 'style.css']"
+    result = host_sim(installed, user_dir, "studio", "--no-store")  # the wheel without extras: no uvicorn
+    no_traceback(result)
+    assert result.code == 1 and "pip install 'modular-chat-sdk[studio]'" in result.err, result.err
+    assert result.out == ""
