@@ -113,7 +113,8 @@ async def serve(args: argparse.Namespace) -> None:
     async with _store(args) as store:
         async with make_host(args.specs, store=store, timeout=args.timeout, model=chosen_model(args)) as host:
             app = StudioApp(host, token=token, hosts=frozenset(names))
-            config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+            # An open event stream never ends by itself: Ctrl-C waits at most 2 s for it.
+            config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=2)
             server = uvicorn.Server(config)
             print(f"http://{shown}:{port}/?token={token}", flush=True)
             print("host-sim studio: open the URL above in a browser; Ctrl-C stops it", file=sys.stderr, flush=True)

@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -363,7 +364,7 @@ def test_pending_actions_are_confirmed_or_dismissed_with_a_reason(studio: Studio
 def test_a_standing_rule_is_listed_and_revoked(studio: Studio, browser: webdriver.Chrome) -> None:
     _new_turn(studio, browser, f"please {PROPOSE}")
     session_id = browser.find_element(By.ID, "session-title").text.removeprefix("Session ")
-    (action,) = studio.api("GET", f"/api/sessions/{session_id}/pending")["actions"]  # type: ignore[index]
+    (action,) = wait_for(lambda: studio.api("GET", f"/api/sessions/{session_id}/pending")["actions"], why="the pending action")  # type: ignore[index]
     run = {
         "threadId": session_id, "runId": "allow-always", "state": {}, "messages": [], "tools": [], "context": [],
         "forwardedProps": {},
@@ -371,10 +372,10 @@ def test_a_standing_rule_is_listed_and_revoked(studio: Studio, browser: webdrive
     }  # fmt: skip
     status, answer = studio.request("POST", f"/agui?token={studio.token}", headers={"content-type": "application/json"}, body=run)
     assert status == 200, answer
+    rules = wait_for(lambda: studio.api("GET", "/api/approvals")["rules"], why="the standing rule")  # type: ignore[index]
+    assert [r["action_type"] for r in rules] == ["note.save"]
     open_studio(browser, studio)
     revoke = one(browser, "button", "Revoke note.save")
-    rules = studio.api("GET", "/api/approvals")["rules"]  # type: ignore[index]
-    assert [r["action_type"] for r in rules] == ["note.save"]
     revoke.click()
     wait_for(lambda: not by_role(browser, "button", "Revoke note.save"), why="the rule to leave the list")
     assert studio.api("GET", "/api/approvals")["rules"] == []  # type: ignore[index]
@@ -436,3 +437,22 @@ def test_the_wheel_ships_the_page_and_names_the_extra_when_it_is_missing(install
     no_traceback(result)
     assert result.code == 1 and "pip install 'modular-chat-sdk[studio]'" in result.err, result.err
     assert result.out == ""
+
+
+def test_ctrl_c_stops_the_studio_while_a_page_listens_to_its_events(tmp_path: Path) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "host_sim", "studio", "--no-store"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    ) as process:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        parts = urllib.parse.urlsplit(url)
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+        connection.request("GET", f"/api/events?{parts.query}")
+        response = connection.getresponse()
+        assert response.status == 200 and response.getheader("content-type") == "text/event-stream"
+        process.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        process.wait(timeout=20)
+        assert time.monotonic() - started < 10
+        connection.close()
+        process.stdout.close()
