@@ -158,6 +158,16 @@ def one(driver: webdriver.Chrome | WebElement, role: str, name: str | None = Non
     return wait_for(first, why=f"{role} {name!r}")
 
 
+def settled_turn(browser: webdriver.Chrome, done: Callable[[str], bool], why: str) -> WebElement:
+    """The first turn's article once ``done(its text)``; found afresh each look (the list is redrawn as the host reports)."""
+
+    def look() -> WebElement | None:
+        found = by_role(browser, "article", "Turn 0")
+        return found[0] if found and done(found[0].text) else None
+
+    return wait_for(look, why=why)
+
+
 def open_studio(browser: webdriver.Chrome, studio: Studio) -> None:
     browser.get(studio.url)
     wait_for(lambda: browser.execute_script("return document.body.dataset.ready === 'true'"), why="the page to load")
@@ -243,11 +253,11 @@ def test_keyboard_alone_picks_a_completion_sends_and_forks(studio: Studio, brows
 
     tab_to(browser, "Message")
     press(browser, "hello <b>not bold</b>", Keys.ENTER)
-    turn = one(browser, "article", "Turn 0")
-    wait_for(lambda: "completed" in turn.text and "Fork here" in turn.text, why="the completed turn")
-    assert "hello <b>not bold</b>" in turn.text
-    assert turn.find_elements(By.TAG_NAME, "b") == []
-    turn_id = wait_for(lambda: turn.text.split("turn ", 1)[1].split(" ", 1)[0], why="the turn id")
+    turn = settled_turn(browser, lambda text: "completed" in text and "Fork here" in text, "the completed turn")
+    shown = turn.text
+    assert "hello <b>not bold</b>" in shown
+    assert browser.find_elements(By.CSS_SELECTOR, "#turns b") == []
+    turn_id = shown.split("turn ", 1)[1].split(" ", 1)[0]
     before = {s["id"] for s in studio.api("GET", "/api/sessions")["sessions"]}  # type: ignore[index]
 
     tab_to(browser, "Fork here", back=True)
@@ -273,14 +283,13 @@ def _new_turn(studio: Studio, browser: webdriver.Chrome, text: str) -> WebElemen
     box = one(browser, "textbox", "Message")
     wait_for(lambda: browser.switch_to.active_element == box, why="the message box focused")
     box.send_keys(text, Keys.ENTER)
-    turn = one(browser, "article", "Turn 0")
-    wait_for(lambda: "completed" in turn.text and "Forget…" in turn.text, why="the completed turn")
+    turn = settled_turn(browser, lambda text: "completed" in text and "Forget…" in text, "the completed turn")
     return turn
 
 
 def test_forget_shows_the_plan_and_erases_only_on_the_second_click(studio: Studio, browser: webdriver.Chrome, tmp_path: Path) -> None:
-    turn = _new_turn(studio, browser, "a secret to forget")
-    one(turn, "button", "Forget…").click()
+    _new_turn(studio, browser, "a secret to forget")
+    one(one(browser, "article", "Turn 0"), "button", "Forget…").click()
     plan = one(browser, "region", "Erasure plan")
     assert "Forgetting erases these turns" in plan.text
     session_id = browser.find_element(By.ID, "session-title").text.removeprefix("Session ")
@@ -296,8 +305,8 @@ def test_forget_shows_the_plan_and_erases_only_on_the_second_click(studio: Studi
 
 
 def test_retract_asks_for_a_reason(studio: Studio, browser: webdriver.Chrome) -> None:
-    turn = _new_turn(studio, browser, "the figures are from 2019")
-    one(turn, "button", "Retract…").click()
+    _new_turn(studio, browser, "the figures are from 2019")
+    one(one(browser, "article", "Turn 0"), "button", "Retract…").click()
     reason = one(browser, "textbox", "Reason")
     reason.send_keys("<img src=x onerror=window.__pwned=1> stale")
     one(browser, "button", "Retract").click()
@@ -306,8 +315,8 @@ def test_retract_asks_for_a_reason(studio: Studio, browser: webdriver.Chrome) ->
 
 
 def test_provenance_lists_what_rests_on_a_turn(studio: Studio, browser: webdriver.Chrome) -> None:
-    turn = _new_turn(studio, browser, "the root of it")
-    one(turn, "button", "Provenance").click()
+    _new_turn(studio, browser, "the root of it")
+    one(one(browser, "article", "Turn 0"), "button", "Provenance").click()
     region = one(browser, "region", "Provenance")
     assert "Forward (what rests on it)" in region.text and "Backward (what it read)" in region.text
 
@@ -340,8 +349,8 @@ PLACE = '<mod-widget type="bar">{"done": 4}</mod-widget>'
 
 
 def test_a_widget_in_a_reply_is_rendered_by_its_mod_as_text(studio: Studio, browser: webdriver.Chrome) -> None:
-    turn = _new_turn(studio, browser, f"show a bar {PLACE}")  # EchoModel's reply repeats the tag
-    figure = wait_for(lambda: turn.find_element(By.CSS_SELECTOR, "figure[aria-label='Widget bar']"), why="the widget")
+    _new_turn(studio, browser, f"show a bar {PLACE}")  # EchoModel's reply repeats the tag
+    figure = wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "figure[aria-label='Widget bar']"), why="the widget")
     assert "==== <img" in figure.text and "<script>" in figure.text
     not_pwned(browser)
 
@@ -387,8 +396,7 @@ def test_the_tree_draws_forks_at_their_anchor_and_hostile_labels_as_text(studio:
     fork = one(browser, "button", f"fork of {HOSTILE_LABEL} (fork at turn 0)")
     assert fork.find_element(By.XPATH, "../../..").find_element(By.XPATH, "./button") == root  # drawn under its parent
     fork.send_keys(Keys.ENTER)
-    turn = one(browser, "article", "Turn 0")
-    wait_for(lambda: f"seeded {HOSTILE_LABEL}" in turn.text, why="the inherited turn")
+    settled_turn(browser, lambda text: f"seeded {HOSTILE_LABEL}" in text, "the inherited turn")
     not_pwned(browser)
 
 
@@ -408,8 +416,7 @@ def test_a_double_slash_sends_a_literal_slash_and_offers_no_commands(studio: Stu
     time.sleep(0.5)
     assert by_role(browser, "listbox", "Completions") == []
     box.send_keys(Keys.ENTER)
-    turn = one(browser, "article", "Turn 0")
-    wait_for(lambda: "echo: /explain is not a command" in turn.text, why="the prompt's reply")
+    settled_turn(browser, lambda text: "echo: /explain is not a command" in text, "the prompt's reply")
 
 
 def test_a_long_session_shows_its_newest_turns_and_pages_back(studio: Studio, browser: webdriver.Chrome) -> None:
