@@ -273,7 +273,7 @@ async def test_a_hook_that_raises_denies_with_a_clear_message() -> None:
         chat = await host.sessions.create()
         await chat.send(AiPromptMessage(text="hi"))
 
-        with pytest.raises(ActionDeniedError, match=r"denied because before_action hook 'session.fork' of mod 'policy' failed: KeyError: 'policy table' \(a failing hook denies; fix the hook\)") as info:
+        with pytest.raises(ActionDeniedError, match=r"denied because before_action hook 'session.fork' of mod 'policy' failed: KeyError: 'policy table' \(raised at .*test_hooks\.py:\d+\) \(a failing hook denies; fix the hook\)") as info:
             await chat.fork()
 
         assert "KeyError" in info.value.reason
