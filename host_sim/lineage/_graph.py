@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, Final, final, overload
 
 import attrs
 
-from modular_sdk import InvalidArgumentError, SessionId, UnknownSessionError
+from modular_sdk import InvalidArgumentError, RecordId, SessionId, UnknownSessionError
 from modular_sdk._rules import show, unstorable_text
 
 from . import _provenance
 from ._errors import LineageEdgeError, TurnRunningError
 from ._html import DEFAULT_TITLE, render_lineage_html
-from ._provenance import ErasurePlan, Provenance, TurnOrigin
+from ._provenance import ErasurePlan, Provenance, RecordOrigin, TurnOrigin
 from ._tree import LineageTree, build_tree
 from ..stores._invariants import heal_index
 from ._types import (
@@ -128,18 +128,31 @@ class LineageGraph:
     # -- provenance (API.md §8) ----------------------------------------------------------
 
     async def forward(self, turn_id: str) -> Provenance:
-        """What the host made of a turn: the sessions holding it, the turns resting on it, its spawns and edges.
+        """What the host made of a turn: the sessions holding it, the turns resting on it, its
+        spawns and edges, and the memory records resting on it (API.md section 20).
 
-        ``turn_id`` is a turn id or a message id. Raises `modular_sdk.UnknownTurnError` for
-        an id the store does not hold. See `Provenance`.
+        ``turn_id`` is a turn id or a message id, or a memory record id (``mem_...``: the
+        records derived from it, at any depth). Raises `modular_sdk.UnknownTurnError` (or
+        `modular_sdk.UnknownRecordError`) for an id the store does not hold. See `Provenance`.
         """
         return await _provenance.forward(self._store, turn_id)
 
-    async def backward(self, turn_id: str) -> TurnOrigin:
-        """What a turn's reply was read from: the completed turns its model saw, and their fork chain.
+    @overload
+    async def backward(self, turn_id: RecordId) -> RecordOrigin: ...  # type: ignore[overload-overlap]  # a record id is a str
 
-        ``turn_id`` is a turn id or a message id; `modular_sdk.UnknownTurnError` otherwise.
+    @overload
+    async def backward(self, turn_id: str) -> TurnOrigin: ...
+
+    async def backward(self, turn_id: str) -> TurnOrigin | RecordOrigin:
+        """What a turn's reply was read from: the completed turns its model saw, and their fork
+        chain; or, for a memory record id (``mem_...``), the words it was read from (`RecordOrigin`).
+
+        ``turn_id`` is a turn id or a message id; `modular_sdk.UnknownTurnError` otherwise
+        (`modular_sdk.UnknownRecordError` for a record id the host does not hold). Pass
+        ``record.id`` (a `RecordId`) to have the answer typed as a `RecordOrigin`.
         """
+        if _provenance.is_record_id(turn_id):
+            return await _provenance.backward_record(self._store, turn_id)
         return await _provenance.backward(self._store, turn_id)
 
     async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
@@ -154,7 +167,10 @@ class LineageGraph:
         errors, the commands typed where the planned turns were asked (argument, text,
         error), the jobs that ran them, and the actions their replies proposed (which can
         then no longer be confirmed). A `SqliteStore` keeps no copy of the erased text in its
-        files. Forgetting a turn again erases nothing more. Raises
+        files. The memory records resting on the planned turns (`ErasurePlan.records`) lose
+        their text and data in the same transaction. With a record id (``mem_...``) the plan is
+        the record and what was derived from it, never the turns it was read from.
+        Forgetting a turn again erases nothing more. Raises
         `modular_sdk.UnknownTurnError` for an unknown id and `host_sim.TurnRunningError`
         while a session the plan reaches runs a turn or a job (nothing is erased then).
 

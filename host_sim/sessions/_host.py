@@ -16,8 +16,10 @@ import anyio.to_thread
 import attrs
 
 from modular_sdk import (
+    HostAuthor,
     HostClosedError,
     InvalidArgumentError,
+    MemoryAuthor,
     Mod,
     ModularError,
     SessionDeletedError,
@@ -26,6 +28,7 @@ from modular_sdk import (
 from modular_sdk._rules import show
 
 from ..lanes._calling import HandlerFrame
+from ..memory._book import Memory
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..lanes._renderer import ViewResult, render, render_widget
 from ..lineage._graph import LineageGraph
@@ -49,6 +52,7 @@ from ._commands import Commands
 from ._completions import Completion, Completions
 from ._engine import Engine, checked_now
 from ._events import EventHub, EventStream
+from ._memory_events import MemoryEvents
 from ._ids import new_host_id
 from ._integrator import log_of
 from ._scope import Scope
@@ -417,6 +421,17 @@ class Host:
         self._open()
         assert self._sessions is not None
         return self._sessions
+
+    @property
+    def memory(self) -> Memory:
+        """What conversations were read into (API.md section 20): records resting on turns,
+        written by the host (``made_by`` the host); see `Memory`. A `ScopedHost`'s is limited
+        to its scope, a handler's ``ctx.ai.memory`` is stamped with its mod."""
+        return self._memory_for(HostAuthor(), None)
+
+    def _memory_for(self, author: MemoryAuthor, tags: Mapping[str, str] | None) -> Memory:
+        engine = self._open()
+        return Memory._create(engine.store, clock=engine.now, author=author, tags=tags, notices=MemoryEvents(engine.events))
 
     @property
     def lineage(self) -> LineageGraph:

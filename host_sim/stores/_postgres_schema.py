@@ -14,6 +14,7 @@ from ._errors import StoreError
 from ._invariants import ERASED_LABEL
 from ._postgres_sql import diagnosis
 from ._postgres_traces import TRACE_TABLES_SCHEMA
+from ._sql_memory import MEMORY_POSTGRES
 from ._protocol import INDEX_VERSION
 
 __all__ = [
@@ -374,7 +375,7 @@ def prepare(
                     )
                 for statement in statements(
                     SCHEMA + TRACE_TABLES_SCHEMA + JOBS_SCHEMA + ERASURE_RULES + EVENT_LOG + RECORD_SCHEMA
-                    + ERASURE_SCHEMA_19
+                    + ERASURE_SCHEMA_19 + MEMORY_POSTGRES
                 ):
                     conn.execute(statement, ())
                 conn.execute(
@@ -405,6 +406,9 @@ def prepare(
                     conn.execute(statement, ())
             if create and not conn.execute(HAS_RECORD_SCHEMA, ()).fetchone()[0]:
                 for statement in statements(RECORD_SCHEMA):  # a store made before tool calls and decisions were kept
+                    conn.execute(statement, ())
+            if create and conn.execute("SELECT to_regclass('host_sim.memory_records') IS NULL", ()).fetchone()[0]:
+                for statement in statements(MEMORY_POSTGRES):  # a store made before memory records
                     conn.execute(statement, ())
             if create and not conn.execute(HAS_ERASURE_SCHEMA_19, ()).fetchone()[0]:
                 for statement in statements(ERASURE_SCHEMA_19):  # a store made before erasure reached outputs and quoted errors
