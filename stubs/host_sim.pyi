@@ -257,18 +257,19 @@ class EventStream:
 @attrs.frozen(kw_only=True)
 class HistoryEntry:
     """One completed earlier turn as the model sees it."""
-    kind: Literal['prompt', 'notification']
+    kind: Literal['prompt', 'notification', 'summary']
     text: str
     reply: str
     erased: bool = False
     retracted: bool = False
     retraction_reason: str | None = None
+    covers: tuple[int, int] | None = None
 
 
 @final
 class Host:
     """The host simulator: folds mods into lanes and runs their AI sessions."""
-    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, max_event_bytes: int = 1048576, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = (), on_bad_mod: Literal['raise', 'skip'] = 'raise', max_reply_bytes: int = 1000000, event_history: int = 10000, tracer_provider: TracerProvider | None = None, meter_provider: MeterProvider | None = None) -> None: ...
+    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, max_event_bytes: int = 1048576, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = (), on_bad_mod: Literal['raise', 'skip'] = 'raise', max_reply_bytes: int = 1000000, event_history: int = 10000, tracer_provider: TracerProvider | None = None, meter_provider: MeterProvider | None = None, context: ContextPolicy | None = None) -> None: ...
     async def __aenter__(self) -> Host: ...
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None: ...
     @property

@@ -226,6 +226,8 @@ class LineageGraph:
             at = self._now()
             record = await self._store.retract_turn(turn.id, at, reason)
             first = record.retracted_at == at  # else another call retracted it first
+            if first:  # summaries resting on it are compacted again at the next need (API.md section 20)
+                await _provenance.retract_summaries(self._store, turn.id, at)
         self._retracted(record, first)
         await self._written()
         return record

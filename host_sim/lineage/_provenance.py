@@ -223,6 +223,16 @@ async def resting_records(
     return list(found.values())
 
 
+async def retract_summaries(store: Store, turn_id: TurnId, at: datetime) -> None:
+    """Retract the summaries resting on a retracted turn (and those derived from them): the
+    next model call that needs them compacts again, from the turns as they are now."""
+    if not isinstance(store, RecordStore):
+        return
+    for record in await resting_records(store, [turn_id]):
+        if record.kind == "summary" and record.retracted_at is None and record.erased_at is None:
+            await store.retract_record(record.id, at, f"it rests on turn {turn_id!r}, which was retracted")
+
+
 async def _forward_record(store: Store, record: MemoryRecord) -> tuple[Provenance, list[MemoryRecord]]:
     derived = [r for r in await resting_records(store, (), (record.id,)) if r.id != record.id]
     provenance = Provenance(

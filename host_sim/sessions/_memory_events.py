@@ -6,14 +6,14 @@ from typing import final
 
 from modular_sdk import MemoryRecord
 
-from ._events import EventHub, MemoryRecorded, MemoryRetracted
+from ._events import EventHub, MemoryRecorded, MemoryRetracted, SessionCompacted
 
 __all__ = ["MemoryEvents"]
 
 
 @final
 class MemoryEvents:
-    """Publishes ``memory_recorded`` and ``memory_retracted`` on the host's event hub."""
+    """Publishes ``memory_recorded``, ``memory_retracted`` and ``session_compacted`` on the host's event hub."""
 
     __slots__ = ("_events",)
 
@@ -30,4 +30,11 @@ class MemoryEvents:
     def retracted(self, record: MemoryRecord) -> None:
         self._events.publish(
             lambda seq, at: MemoryRetracted(seq=seq, at=at, session_id=record.session_id, record_id=record.id)
+        )
+
+    def compacted(self, record: MemoryRecord, first: int, last: int) -> None:
+        self._events.publish(
+            lambda seq, at: SessionCompacted(
+                seq=seq, at=at, session_id=record.session_id, record_id=record.id, first=first, last=last
+            )
         )
