@@ -57,7 +57,8 @@ async def _run(ops: list[Op], store: Store) -> None:
         history[sessions[0].id] = []
         words_of: dict[str, str] = {}  # turn id -> its word
         records: list[str] = []
-        for index, (what, a, b) in enumerate([("send", 0, 0)] * 4 + ops):
+        start: list[Op] = [("send", 0, 0)] * 4
+        for index, (what, a, b) in enumerate(start + ops):
             session = sessions[a % len(sessions)]
             turns = [t for t in await session.turns() if t.status == "completed"]
             if what == "send":
