@@ -240,7 +240,8 @@ class SqlMemory:
             match = " ".join('"' + term.replace('"', '""') + '"' for term in terms)
             scoped, tag_params = self._scoped(tags, "r.session_id")
             rows = await self._query(
-                f"SELECT r.id FROM memory_fts JOIN memory_records r ON r.rowid = memory_fts.rowid "
+                # CROSS JOIN: the full-text index drives (SQLite keeps the left table outer), never a scan of records
+                f"SELECT r.id FROM memory_fts CROSS JOIN memory_records r ON r.rowid = memory_fts.rowid "
                 f"WHERE memory_fts MATCH ? AND r.erased_at IS NULL AND r.retracted_at IS NULL"
                 f"{scoped} ORDER BY memory_fts.rank LIMIT {int(limit)}",
                 (match, *tag_params),
