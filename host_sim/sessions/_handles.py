@@ -578,7 +578,7 @@ class AiContextImpl(metaclass=NoPublicConstructor):
             clock=engine.now,
             author=author,
             tags=None if self._scope is None else self._scope.tags,
-            notices=MemoryEvents(engine.events),
+            notices=MemoryEvents(engine.events, engine.telemetry),
         )
 
     @property

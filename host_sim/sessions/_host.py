@@ -333,7 +333,7 @@ class Host:
                 store=self._store,
                 model=self._model,
                 clock=lambda: checked_now(self._clock),
-                notices=MemoryEvents(events),
+                notices=MemoryEvents(events, self._telemetry),
             ),
         )
         self._link = link = None if shared is None else HostsLink(engine, shared)
@@ -453,7 +453,7 @@ class Host:
 
     def _memory_for(self, author: MemoryAuthor, tags: Mapping[str, str] | None) -> Memory:
         engine = self._open()
-        return Memory._create(engine.store, clock=engine.now, author=author, tags=tags, notices=MemoryEvents(engine.events))
+        return Memory._create(engine.store, clock=engine.now, author=author, tags=tags, notices=MemoryEvents(engine.events, engine.telemetry))
 
     @property
     def lineage(self) -> LineageGraph:

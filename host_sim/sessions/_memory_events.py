@@ -6,6 +6,7 @@ from typing import final
 
 from modular_sdk import MemoryRecord
 
+from ..observability import Telemetry
 from ._events import EventHub, MemoryRecorded, MemoryRetracted, SessionCompacted
 
 __all__ = ["MemoryEvents"]
@@ -13,14 +14,17 @@ __all__ = ["MemoryEvents"]
 
 @final
 class MemoryEvents:
-    """Publishes ``memory_recorded``, ``memory_retracted`` and ``session_compacted`` on the host's event hub."""
+    """Publishes ``memory_recorded``, ``memory_retracted`` and ``session_compacted`` on the
+    host's event hub, and a ``create_memory`` span for each record made."""
 
-    __slots__ = ("_events",)
+    __slots__ = ("_events", "_telemetry")
 
-    def __init__(self, events: EventHub) -> None:
+    def __init__(self, events: EventHub, telemetry: Telemetry) -> None:
         self._events = events
+        self._telemetry = telemetry
 
     def recorded(self, record: MemoryRecord) -> None:
+        self._telemetry.memory_made(record.id, record.kind, record.session_id)
         self._events.publish(
             lambda seq, at: MemoryRecorded(
                 seq=seq, at=at, session_id=record.session_id, record_id=record.id, record_kind=record.kind

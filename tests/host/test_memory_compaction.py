@@ -131,3 +131,26 @@ async def test_a_context_policy_refuses_a_bad_budget() -> None:
         ContextPolicy(max_tokens=0)
     with pytest.raises(InvalidArgumentError, match="takes a ContextPolicy"):
         Host(context=8000)  # type: ignore[arg-type]
+
+
+async def test_a_record_made_gets_a_create_memory_span_inside_the_turn_that_compacted() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    policy = ContextPolicy(max_tokens=40, keep_recent=1, summarize=joined)
+    async with Host(context=policy, tracer_provider=provider) as h:
+        chat = await h.sessions.create()
+        for i in range(6):
+            await say(chat, f"turn {i} says something")
+        summary = (await h.memory.list(session=chat, kind="summary")).records[0]
+    spans = exporter.get_finished_spans()
+    made = [s for s in spans if s.name == "create_memory summary"]
+    assert made and made[0].attributes is not None
+    assert made[0].attributes["host_sim.memory.id"] == summary.id
+    assert made[0].attributes["gen_ai.operation.name"] == "create_memory"
+    parents = {s.context.span_id: s for s in spans if s.context is not None}
+    assert made[0].parent is not None and parents[made[0].parent.span_id].name.startswith("invoke_agent")
