@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final, final, overload
 
 import attrs
 
-from modular_sdk import InvalidArgumentError, RecordId, SessionId, UnknownSessionError
+from modular_sdk import InvalidArgumentError, MemoryRecord, RecordId, SessionId, UnknownSessionError
 from modular_sdk._rules import show, unstorable_text
 
 from . import _provenance
@@ -24,6 +24,7 @@ from ._html import DEFAULT_TITLE, render_lineage_html
 from ._provenance import ErasurePlan, Provenance, RecordOrigin, TurnOrigin
 from ._tree import LineageTree, build_tree
 from ..stores._invariants import heal_index
+from ..stores._memory_records import RecordStore
 from ._types import (
     HOST_RELATIONS,
     LineageArtifact,
@@ -123,7 +124,8 @@ class LineageGraph:
         else:
             sessions = await _chain_records(self._store, root_id)
             turns = [t for record in sessions for t in await self._store.get_turns(record.id)]
-        return render_lineage_html(sessions, turns, title=DEFAULT_TITLE if title is None else title)
+        records = [r for record in sessions for r in await _records_of(self._store, record.id)]
+        return render_lineage_html(sessions, turns, title=DEFAULT_TITLE if title is None else title, records=records)
 
     # -- provenance (API.md §8) ----------------------------------------------------------
 
@@ -495,6 +497,19 @@ class LineageGraph:
             found += await self._nodes(following)
             frontier = following
         return found
+
+
+async def _records_of(store: Store, session_id: SessionId) -> list[MemoryRecord]:
+    """A session's memory records (retracted ones too), in writing order; none on a store without them."""
+    if not isinstance(store, RecordStore):
+        return []
+    found: list[MemoryRecord] = []
+    after: int | None = None
+    while True:
+        page, after = await store.page_records(session_id, None, {}, True, 1000, after)
+        found += page
+        if after is None:
+            return found
 
 
 async def _chain_records(store: Store, session_id: str) -> list[SessionRecord]:

@@ -294,3 +294,17 @@ async def test_forget_reports_the_erased_records_and_a_deleted_session_erases_it
         kept = await h.memory.record(chat2, "kept text", kind="note", cites=(u1.id,))
         await h.sessions.delete(chat2.id)
         assert (await h.memory.get(kept.id)).text == "(erased)"
+
+
+async def test_the_lineage_page_shows_a_sessions_records_as_data_never_markup() -> None:
+    hostile = "</script><script>alert(1)</script><!-- @DATA@ \u2028"
+    async with Host() as h:
+        chat = await h.sessions.create()
+        t1 = await say(chat, "hello")
+        rec = await h.memory.record(chat, hostile, kind="fact", cites=(t1.id,))
+        page = await h.lineage.html()
+        own = await h.lineage.html(chat.id)
+    for shown in (page, own):
+        assert rec.id in shown and "alert(1)" in shown
+        assert "</script><script>alert" not in shown and "\u2028" not in shown
+        assert shown.count("<script") == page.count("<script")
