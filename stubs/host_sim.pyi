@@ -469,7 +469,7 @@ class TurnRunningError(ModularError, RuntimeError):
 @final
 class LineageGraph:
     """How the sessions of a host relate: forks, spawns, and the edges integrators add."""
-    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now, log: LogStore | None = None, applied: Callable[[Sequence[TurnRecord]], None] | None = None, retracted: Callable[[TurnRecord, bool], None] | None = None, written: Callable[[], Awaitable[None]] | None = None) -> None:
+    def __init__(self, store: Store, *, clock: Callable[[], datetime] = _utc_now, log: LogStore | None = None, applied: Callable[[Sequence[TurnRecord], Sequence[RecordId]], None] | None = None, retracted: Callable[[TurnRecord, bool], None] | None = None, written: Callable[[], Awaitable[None]] | None = None) -> None:
         """Internal: the host builds its graph over its (open) store and log; users get ``host.lineage``."""
     async def tree(self, root_id: str) -> LineageTree:
         """The session ``root_id`` and every session forked or spawned from it, nested, in"""

@@ -94,7 +94,7 @@ def run_forget(args: argparse.Namespace) -> int:
         return 1
 
     async def plan(store: Store) -> ErasurePlan:
-        return await forget(store, args.id, dry_run=not args.yes, now=_utc_now, applied=lambda records: None)
+        return await forget(store, args.id, dry_run=not args.yes, now=_utc_now, applied=lambda records, memory: None)
 
     try:
         if args.yes:

@@ -74,13 +74,13 @@ class LineageGraph:
         *,
         clock: Callable[[], datetime] = _utc_now,
         log: LogStore | None = None,
-        applied: Callable[[Sequence[TurnRecord]], None] | None = None,
+        applied: Callable[[Sequence[TurnRecord], Sequence[RecordId]], None] | None = None,
         retracted: Callable[[TurnRecord, bool], None] | None = None,
         written: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Internal: the host builds its graph over its (open) store and log; users get ``host.lineage``.
 
-        ``applied`` is told the records a forget erased, ``retracted`` a retraction (and
+        ``applied`` is told the records a forget erased (turns, and memory record ids), ``retracted`` a retraction (and
         whether it is the first): the host's live state and its event. ``written`` is awaited
         before a forget or retraction returns: the events they published get their seq first
         (several hosts: before the caller, or another host, goes on).
@@ -88,7 +88,7 @@ class LineageGraph:
         self._store = store
         self._clock = clock
         self._log = log
-        self._applied: Callable[[Sequence[TurnRecord]], None] = applied or (lambda records: None)
+        self._applied: Callable[[Sequence[TurnRecord], Sequence[RecordId]], None] = applied or (lambda records, memory: None)
         self._retracted: Callable[[TurnRecord, bool], None] = retracted or (lambda record, first: None)
         self._written: Callable[[], Awaitable[None]] = written or _nothing_to_write
 

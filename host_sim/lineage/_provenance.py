@@ -425,7 +425,7 @@ async def _erase(
     deleted: Iterable[SessionId] = (),
     memory: Iterable[RecordId] = (),
     now: Callable[[], datetime],
-    applied: Callable[[Sequence[TurnRecord]], None],
+    applied: Callable[[Sequence[TurnRecord], Sequence[RecordId]], None],
 ) -> None:
     """The one erasure walk: carry out a plan over every place the store keeps text
     (stores/_erasure.py ``PLACES``) in one store transaction, then tell the host.
@@ -436,9 +436,10 @@ async def _erase(
     The errors that quote that text lose it too (`_quoting`: the ``failed`` turns that saw
     a planned turn, and what quotes it verbatim in the reached ``sessions``); the host is
     told of those turns as well (``applied`` gets them with their error erased and no
-    ``erased_at``).
+    ``erased_at``), and of the memory records erased (``memory``).
     """
     from ..stores._erasure import Erasure
+    memory = tuple(dict.fromkeys(memory))
     at = now()
     planned = list(turns)
     failed = list(failed)
@@ -481,7 +482,7 @@ async def _erase(
         found = await store.find_turn(row_id) if table == "turns" and row_id not in erased_ids else None
         if found is not None:
             quoted.append(found)
-    applied((*records, *quoted))
+    applied((*records, *quoted), memory)
 
 
 async def delete_session(
@@ -490,7 +491,7 @@ async def delete_session(
     session_id: SessionId,
     *,
     now: Callable[[], datetime],
-    applied: Callable[[Sequence[TurnRecord]], None],
+    applied: Callable[[Sequence[TurnRecord], Sequence[RecordId]], None],
 ) -> None:
     """Erase a deleted session: the union of its own turns' plans, computed by the same walk
     as `forget`, every other row of the session (invocations, jobs, actions, outputs) and
@@ -529,7 +530,7 @@ async def forget(
     *,
     dry_run: bool,
     now: Callable[[], datetime],
-    applied: Callable[[Sequence[TurnRecord]], None],
+    applied: Callable[[Sequence[TurnRecord], Sequence[RecordId]], None],
     log: LogStore | None = None,
 ) -> ErasurePlan:
     """The erasure plan of a turn; with ``dry_run=False`` also carry it out, in one transaction.

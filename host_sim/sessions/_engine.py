@@ -18,6 +18,7 @@ import anyio
 import attrs
 
 from modular_sdk import (
+    RecordId,
     ActionDeniedError,
     ActionEvent,
     Agent,
@@ -300,15 +301,18 @@ class Engine:
             if session is not None:
                 apply_erasure(session, record)
 
-    def erased(self, records: Sequence[TurnRecord]) -> None:
+    def erased(self, records: Sequence[TurnRecord], memory: Sequence[RecordId] = ()) -> None:
         """This host erased ``records`` (forget, delete): its live sessions say so, and one
         ``turn_erased`` event per erased turn says so to subscribers (earlier events stay as
-        they were). A record without ``erased_at`` is a turn that lost only its error (it
+        they were); the first of them names the memory records the erasure erased
+        (``memory``). A record without ``erased_at`` is a turn that lost only its error (it
         quoted erased text): no event, it was not erased."""
         self.apply_erasure(records)
+        named = tuple(memory)
         for record in records:
             if record.erased_at is not None:
-                self.events.publish(_turn_erased(record))
+                self.events.publish(_turn_erased(record, named))
+                named = ()
 
     def apply_retraction(self, record: TurnRecord, first: bool) -> None:
         """A retraction, made true of the live sessions this host holds; ``first``: this call
@@ -735,5 +739,5 @@ def _check_tags(tags: object) -> Mapping[str, str]:
     return dict(tags)
 
 
-def _turn_erased(record: TurnRecord) -> Callable[[int, datetime], TurnErased]:
-    return lambda seq, at: TurnErased(seq=seq, at=at, session_id=record.session_id, turn_id=record.id)
+def _turn_erased(record: TurnRecord, memory: tuple[RecordId, ...] = ()) -> Callable[[int, datetime], TurnErased]:
+    return lambda seq, at: TurnErased(seq=seq, at=at, session_id=record.session_id, turn_id=record.id, records=memory)

@@ -16,6 +16,7 @@ import anyio.to_thread
 import attrs
 
 from modular_sdk import (
+    RecordId,
     HostAuthor,
     HostClosedError,
     InvalidArgumentError,
@@ -262,8 +263,8 @@ class Host:
             raise
         # The graph and the engine tell each other things: the graph (made first) reaches the
         # engine made next through these two, called only once the host is open.
-        def applied(records: Sequence[TurnRecord]) -> None:
-            engine.erased(records)
+        def applied(records: Sequence[TurnRecord], memory: Sequence[RecordId]) -> None:
+            engine.erased(records, memory)
 
         def retracted(record: TurnRecord, first: bool) -> None:
             engine.apply_retraction(record, first)

@@ -286,7 +286,11 @@ async def test_forget_reports_the_erased_records_and_a_deleted_session_erases_it
         rec = await h.memory.record(chat, "Alice lives in Lisbon", kind="state", cites=(t1.id,))
         t2 = await say(chat, "more")
         other = await h.memory.record(chat, "more text", kind="note", cites=(t2.id,))
-        await h.lineage.forget(t1.id, dry_run=False)
+        async with h.subscribe() as events:
+            await h.lineage.forget(t1.id, dry_run=False)
+            erased = [e async for e in _take(events, 1)]
+        assert isinstance(erased[0], TurnErased) and erased[0].turn_id == t1.id
+        assert erased[0].records == (rec.id, other.id)  # the erasure names the records it erased
         assert (await h.memory.get(other.id)).text == "(erased)"  # t2 saw t1: it rests on it
         assert (await h.memory.get(rec.id)).erased_at is not None
         chat2 = await h.sessions.create()
