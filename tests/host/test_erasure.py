@@ -43,6 +43,7 @@ from host_sim import (
 from host_sim.stores import _erasure
 from host_sim.stores._erasure import ERASED_BY_STORE, KEPT, PLACES, STORE_COLUMNS, Place
 from host_sim.stores._invariants import check
+from host_sim.stores._memory_records import RecordStore
 from modular_sdk import (
     ActionContext,
     ActionStateError,
@@ -247,8 +248,9 @@ async def read_outs(host: Host, planted: Planted) -> dict[str, str]:
     out["jobs"] = repr([(j.text, j.status, j.submission) for j in (await host.jobs(limit=10_000)).jobs])
     out["notifications"] = repr([_turn_text(t) for t in await host.notifications(unread_only=False)])
     out["lineage page"] = await host.lineage.html()
-    out["memory"] = repr((await host.memory.list(include_retracted=True, limit=1000)).records)
-    out["memory search"] = repr([await host.memory.search(word) for word in ("fact", "summary", "derived")])
+    if isinstance(store, RecordStore):  # a store of an integrator's own may keep no memory records
+        out["memory"] = repr((await host.memory.list(include_retracted=True, limit=1000)).records)
+        out["memory search"] = repr([await host.memory.search(word) for word in ("fact", "summary", "derived")])
     out["edges"] = repr((await store.read_all()).edges)
     if isinstance(store, TraceStore):
         out["traces"] = repr(await store.read_traces())
