@@ -12,6 +12,11 @@ _quiet_start()  # before the imports below: Ctrl-C while the host-sim command st
 
 from modular_sdk import ToolCallRecord as ToolCallRecord  # noqa: E402
 from modular_sdk import UnknownTurnError as UnknownTurnError
+from modular_sdk import HostAuthor as HostAuthor
+from modular_sdk import MemoryRecord as MemoryRecord
+from modular_sdk import RecordId as RecordId
+from modular_sdk import UnknownRecordError as UnknownRecordError
+from modular_sdk import Window as Window
 from modular_sdk import Usage as Usage
 from modular_sdk import WidgetPlacement as WidgetPlacement
 
@@ -90,6 +95,14 @@ from .lineage._provenance import ErasurePlan as ErasurePlan
 from .lineage._provenance import Provenance as Provenance
 from .lineage._provenance import TurnOrigin as TurnOrigin
 from .lineage._provenance import TurnRef as TurnRef
+from .lineage._provenance import RecordOrigin as RecordOrigin
+from .lineage._provenance import RecordRef as RecordRef
+from .memory._book import Memory as Memory
+from .memory._book import MemoryPage as MemoryPage
+from .memory._policy import ContextPolicy as ContextPolicy
+from .sessions._events import MemoryRecorded as MemoryRecorded
+from .sessions._events import MemoryRetracted as MemoryRetracted
+from .sessions._events import SessionCompacted as SessionCompacted
 from .stores._erasure import Erasure as Erasure
 from .stores._errors import StoreError as StoreError
 from .stores._errors import StoreLockedError as StoreLockedError
@@ -209,6 +222,19 @@ __all__ = [
     "WidgetPlacement",
     "UnknownTurnError",
     "ViewResult",
+    "ContextPolicy",
+    "HostAuthor",
+    "Memory",
+    "MemoryPage",
+    "MemoryRecord",
+    "MemoryRecorded",
+    "MemoryRetracted",
+    "RecordId",
+    "RecordOrigin",
+    "RecordRef",
+    "SessionCompacted",
+    "UnknownRecordError",
+    "Window",
     "build_manifest",
     "build_manifest_async",
     "discover_mods",

@@ -23,7 +23,7 @@ DISTRIBUTION = "modular-chat-sdk"
 """The name this project has on the package index (``pip install modular-chat-sdk``); the
 import packages are ``modular_sdk`` and ``host_sim``. ``modular-sdk`` there is another project."""
 
-SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage", "fsck", "forget", "emit", "trace", "mcp", "acp", "studio")
+SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage", "fsck", "forget", "emit", "trace", "memory", "mcp", "acp", "studio")
 
 
 def _version() -> str:

@@ -24,6 +24,7 @@ from ._errors import SpawnContextError as SpawnContextError
 from ._errors import TurnFailedError as TurnFailedError
 from ._errors import UnknownSessionError as UnknownSessionError
 from ._errors import UnknownTurnError as UnknownTurnError
+from ._errors import UnknownRecordError as UnknownRecordError
 from ._ids import HOST_ACTIONS as HOST_ACTIONS
 from ._ids import AiRunnerId as AiRunnerId
 from ._ids import HostAction as HostAction
@@ -31,6 +32,12 @@ from ._ids import SessionId as SessionId
 from ._ids import TurnId as TurnId
 from ._ids import TurnStatus as TurnStatus
 from ._json import from_json as from_json
+from ._memory import AiMemory as AiMemory
+from ._memory import HostAuthor as HostAuthor
+from ._memory import MemoryAuthor as MemoryAuthor
+from ._memory import MemoryRecord as MemoryRecord
+from ._memory import RecordId as RecordId
+from ._memory import Window as Window
 from ._json import to_json as to_json
 from ._lineage import AiSessionLineage as AiSessionLineage
 from ._lineage import CommandTrigger as CommandTrigger
@@ -100,6 +107,7 @@ __all__ = [
     "AiAgents",
     "AiContext",
     "AiContributions",
+    "AiMemory",
     "AiMessage",
     "AiNotificationMessage",
     "AiPromptMessage",
@@ -122,10 +130,13 @@ __all__ = [
     "EffectContext",
     "ForkLineage",
     "HookDecision",
+    "HostAuthor",
     "HostClosedError",
     "InvalidArgumentError",
     "HostAction",
     "ManifestBuildError",
+    "MemoryAuthor",
+    "MemoryRecord",
     "Mod",
     "ModAuthor",
     "ModDefinitionError",
@@ -133,6 +144,7 @@ __all__ = [
     "ModularError",
     "NoConversationError",
     "PaletteCommand",
+    "RecordId",
     "ReentrantTurnError",
     "ReplyValidationError",
     "RootLineage",
@@ -153,11 +165,13 @@ __all__ = [
     "Usage",
     "WidgetPlacement",
     "TurnStatus",
+    "UnknownRecordError",
     "UnknownSessionError",
     "UnknownTurnError",
     "UserAuthor",
     "View",
     "Widget",
+    "Window",
     "action",
     "agent",
     "before_action",

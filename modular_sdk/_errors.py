@@ -190,6 +190,17 @@ class UnknownTurnError(ModularError, LookupError):
         return str(self.args[0])
 
 
+class UnknownRecordError(ModularError, LookupError):
+    """No memory record has this id in this host; ``id`` is the id asked for (API.md section 20)."""
+
+    def __init__(self, message: str, *, id: str) -> None:
+        super().__init__(message)
+        self.id = id
+
+    def __str__(self) -> str:  # LookupError subclasses would quote the message
+        return str(self.args[0])
+
+
 class SessionDeletedError(ModularError, RuntimeError):
     """The session was deleted (``sessions.delete``, on any host sharing the store): nothing
     more may be sent to it, forked or spawned from it. ``session_id`` is the deleted session.

@@ -46,8 +46,9 @@ from cattrs.preconf.json import JsonConverter, make_converter
 
 from ._actions import Allow, Deny
 from ._errors import SerializationError
-from ._frozen import FrozenJsonObject, JsonArray, freeze_object, thaw, thaw_object
+from ._frozen import FrozenJsonObject, FrozenJsonValue, JsonArray, freeze, freeze_object, thaw, thaw_object
 from ._lineage import CommandTrigger, ForkLineage, RootLineage, SpawnLineage, ToolTrigger
+from ._memory import HostAuthor
 from ._messages import AiNotificationMessage, AiPromptMessage, ModAuthor, UserAuthor
 from ._rules import MAX_DEPTH, check_json_data, show
 
@@ -458,6 +459,7 @@ _KIND_TAGGED: tuple[type, ...] = (
     ToolTrigger,
     UserAuthor,
     ModAuthor,
+    HostAuthor,
     Allow,
     Deny,
 )
@@ -468,6 +470,7 @@ for _cls in (AiPromptMessage, AiNotificationMessage):
 _register_union(RootLineage | SpawnLineage | ForkLineage, "AiSessionLineage")
 _register_union(CommandTrigger | ToolTrigger, "SpawnTrigger")
 _register_union(UserAuthor | ModAuthor, "Author")
+_register_union(UserAuthor | ModAuthor | HostAuthor, "MemoryAuthor")
 _register_union(AiPromptMessage | AiNotificationMessage, "AiMessage")
 _register_union(Allow | Deny, "HookDecision")
 
@@ -480,6 +483,8 @@ converter.register_unstructure_hook_func(lambda tp: tp == FrozenJsonObject, thaw
 converter.register_structure_hook_func(
     lambda tp: tp == FrozenJsonObject, lambda value, _: freeze_object(value)
 )
+converter.register_structure_hook_func(lambda tp: tp == FrozenJsonValue, lambda value, _: freeze(value))
+converter.register_unstructure_hook_func(lambda tp: tp == FrozenJsonValue, thaw)
 
 # Anything a hook raises means "this value does not fit": cattrs' own errors, our
 # SerializationError, and whatever an attrs validator of an input type raises.

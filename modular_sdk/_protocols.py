@@ -15,6 +15,7 @@ from ._ids import AiRunnerId, SessionId, TurnId, TurnStatus
 from ._lineage import AiSessionLineage
 from ._messages import AiMessage, AiSessionDisplayMetadata, Author
 from ._records import ToolCallRecord, Usage, WidgetPlacement
+from ._memory import AiMemory
 
 __all__ = [
     "ActionContext",
@@ -284,13 +285,18 @@ class AiAgents(Protocol):
 
 
 class AiContext(Protocol):
-    """``ctx.ai``: sessions and agents."""
+    """``ctx.ai``: sessions, agents and memory."""
 
     @property
     def sessions(self) -> AiSessions: ...
 
     @property
     def agents(self) -> AiAgents: ...
+
+    @property
+    def memory(self) -> AiMemory:
+        """What this handler remembers (API.md section 20), stamped with its mod and command or tool."""
+        ...
 
 
 class CommandContext(Protocol):

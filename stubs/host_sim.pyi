@@ -271,12 +271,13 @@ class EffectStatus:
 @attrs.frozen(kw_only=True)
 class ErasurePlan:
     """What forgetting a turn removes (``host.lineage.forget``). Immutable."""
-    of: TurnRef
+    of: TurnRef | RecordRef
     turns: tuple[TurnRef, ...]
     sessions: tuple[SessionId, ...]
     spawns: tuple[SessionId, ...]
     edges: tuple[LineageEdge, ...]
     erased: bool
+    records: tuple[RecordRef, ...] = ()
 
 
 ErrorKind: TypeAlias = Literal['unknown_command', 'denied', 'handler_failed', 'timeout', 'model_failed', 'invalid_input', 'interrupted']
@@ -295,23 +296,27 @@ class EventStream:
 @attrs.frozen(kw_only=True)
 class HistoryEntry:
     """One completed earlier turn as the model sees it."""
-    kind: Literal['prompt', 'notification']
+    kind: Literal['prompt', 'notification', 'summary']
     text: str
     reply: str
     erased: bool = False
     retracted: bool = False
     retraction_reason: str | None = None
+    covers: tuple[int, int] | None = None
 
 
 @final
 class Host:
     """The host simulator: folds mods into lanes and runs their AI sessions."""
-    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, max_event_bytes: int = 1048576, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = (), on_bad_mod: Literal['raise', 'skip'] = 'raise', max_reply_bytes: int = 1000000, event_history: int = 10000, tracer_provider: TracerProvider | None = None, meter_provider: MeterProvider | None = None) -> None: ...
+    def __init__(self, mods: Sequence[Mod | str] = (), *, model: Model | None = None, store: Store | None = None, clock: Callable[[], datetime] | None = None, handler_timeout: float | None = 30.0, model_timeout: float | None = 120.0, max_tool_rounds: int = 8, cwd: str | None = None, spool: str | os.PathLike[str] | None = None, max_event_bytes: int = 1048576, commit_resolver: CommitResolver | None = None, builtin_tools: Sequence[str] = (), on_bad_mod: Literal['raise', 'skip'] = 'raise', max_reply_bytes: int = 1000000, event_history: int = 10000, tracer_provider: TracerProvider | None = None, meter_provider: MeterProvider | None = None, context: ContextPolicy | None = None) -> None: ...
     async def __aenter__(self) -> Host: ...
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None: ...
     @property
     def sessions(self) -> AiSessionsImpl:
         """The session catalogue: ``await host.sessions.create()`` / ``get(id)``."""
+    @property
+    def memory(self) -> Memory:
+        """What conversations were read into (API.md section 20): records resting on turns,"""
     @property
     def lineage(self) -> LineageGraph:
         """The lineage graph of every session this host (and its store) has seen."""
@@ -372,7 +377,7 @@ class Host:
         """Every action proposed in ``session`` and what became of it, in the order proposed."""
 
 
-HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | SessionDeleted | TurnErased | Lagged | TurnRetracted
+HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | SessionDeleted | TurnErased | Lagged | TurnRetracted | MemoryRecorded | MemoryRetracted | SessionCompacted
 """Everything ``host.subscribe()`` yields; discriminated by ``kind``."""
 
 @attrs.frozen(kw_only=True)
@@ -513,9 +518,14 @@ class LineageGraph:
     async def html(self, root_id: str | None = None, *, title: str | None = None) -> str:
         """The lineage as one self-contained HTML page, the one ``host-sim lineage --html`` writes."""
     async def forward(self, turn_id: str) -> Provenance:
-        """What the host made of a turn: the sessions holding it, the turns resting on it, its spawns and edges."""
-    async def backward(self, turn_id: str) -> TurnOrigin:
-        """What a turn's reply was read from: the completed turns its model saw, and their fork chain."""
+        """What the host made of a turn: the sessions holding it, the turns resting on it, its"""
+
+    @overload
+    async def backward(self, turn_id: RecordId) -> RecordOrigin: ...
+    @overload
+    async def backward(self, turn_id: str) -> TurnOrigin: ...
+    async def backward(self, turn_id: str) -> TurnOrigin | RecordOrigin:
+        """What a turn's reply was read from: the completed turns its model saw, and their fork"""
     async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
         """What forgetting a turn removes (a dry run, by default), or remove it (``dry_run=False``)."""
     async def retract(self, turn_id: str, *, reason: str) -> TurnRecord:
@@ -601,6 +611,14 @@ class MemoryStore:
         """Replace every node and edge."""
     async def erase(self, erasure: Erasure) -> None:
         """Carry out an erasure over every place that keeps text (``PLACES``), all or nothing."""
+    async def add_record(self, record: MemoryRecord, rests_on: Sequence[TurnId]) -> None: ...
+    async def get_record(self, record_id: str) -> MemoryRecord | None: ...
+    async def rests_on(self, record_id: RecordId) -> Sequence[TurnId]: ...
+    async def records_on_turns(self, turn_ids: Sequence[TurnId]) -> Sequence[MemoryRecord]: ...
+    async def records_derived_from(self, record_ids: Sequence[RecordId]) -> Sequence[MemoryRecord]: ...
+    async def retract_record(self, record_id: RecordId, at: datetime, reason: str) -> MemoryRecord: ...
+    async def page_records(self, session_id: SessionId | None, kind: str | None, tags: Mapping[str, str], include_retracted: bool, limit: int, after: int | None) -> tuple[Sequence[MemoryRecord], int | None]: ...
+    async def search_records(self, query: str, tags: Mapping[str, str], limit: int) -> Sequence[MemoryRecord]: ...
     async def begin_invocation(self, record: Invocation) -> None: ...
     async def finish_invocation(self, record: Invocation) -> None: ...
     async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]: ...
@@ -722,7 +740,7 @@ class OpenAIModel:
 
 
 @final
-class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, PostgresLocks, PostgresEvents, PostgresCommit):
+class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, PostgresEvents, PostgresCommit):
     """A durable store in a PostgreSQL database that several hosts share (one session graph)."""
     def __init__(self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)) -> None: ...
     @property
@@ -806,6 +824,14 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, PostgresLocks, PostgresEve
     @contextlib.asynccontextmanager
     async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
         """Hold session ``session_id``'s turn lock across every host of this database; yields"""
+    async def add_record(self, record: MemoryRecord, rests_on: Sequence[TurnId]) -> None: ...
+    async def get_record(self, record_id: str) -> MemoryRecord | None: ...
+    async def rests_on(self, record_id: RecordId) -> Sequence[TurnId]: ...
+    async def records_on_turns(self, turn_ids: Sequence[TurnId]) -> Sequence[MemoryRecord]: ...
+    async def records_derived_from(self, record_ids: Sequence[RecordId]) -> Sequence[MemoryRecord]: ...
+    async def retract_record(self, record_id: RecordId, at: datetime, reason: str) -> MemoryRecord: ...
+    async def page_records(self, session_id: SessionId | None, kind: str | None, tags: Mapping[str, str], include_retracted: bool, limit: int, after: int | None) -> tuple[Sequence[MemoryRecord], int | None]: ...
+    async def search_records(self, query: str, tags: Mapping[str, str], limit: int) -> Sequence[MemoryRecord]: ...
     async def add_approval_rule(self, rule: ApprovalRuleRecord) -> None: ...
     async def revoke_approval_rule(self, rule_id: str, at: datetime, by: str) -> None: ...
     async def get_approval_rule(self, rule_id: str) -> ApprovalRuleRecord | None: ...
@@ -853,12 +879,13 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, PostgresLocks, PostgresEve
 
 @attrs.frozen(kw_only=True)
 class Provenance:
-    """What the host made of a turn (``host.lineage.forward``). Immutable."""
-    of: TurnRef
+    """What the host made of a turn or a memory record (``host.lineage.forward``). Immutable."""
+    of: TurnRef | RecordRef
     sessions: tuple[SessionId, ...]
     turns: tuple[TurnRef, ...]
     spawns: tuple[SessionId, ...]
     edges: tuple[LineageEdge, ...]
+    records: tuple[RecordRef, ...] = ()
 
 
 @final
@@ -924,6 +951,9 @@ class ScopedHost:
     @property
     def sessions(self) -> AiSessionsImpl:
         """The scope's sessions: ``create`` adds the scope's tags; ``get``, ``turn``, ``list`` and"""
+    @property
+    def memory(self) -> Memory:
+        """`Host.memory` limited to the scope: records of its sessions only (others raise"""
     @property
     def lineage(self) -> ScopedLineage:
         """The lineage graph within the scope: walks stop at its edge (see `ScopedLineage`)."""
@@ -1135,7 +1165,7 @@ class SessionRecord:
 
 
 @final
-class SqliteStore(SqlJobs, SqlTraces, SqlApprovals):
+class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write."""
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None: ...
     @property
@@ -1188,6 +1218,14 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals):
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]: ...
     async def read_all(self) -> StoredState:
         """Every record and index row, in writing order (a check or a repair reads it all)."""
+    async def add_record(self, record: MemoryRecord, rests_on: Sequence[TurnId]) -> None: ...
+    async def get_record(self, record_id: str) -> MemoryRecord | None: ...
+    async def rests_on(self, record_id: RecordId) -> Sequence[TurnId]: ...
+    async def records_on_turns(self, turn_ids: Sequence[TurnId]) -> Sequence[MemoryRecord]: ...
+    async def records_derived_from(self, record_ids: Sequence[RecordId]) -> Sequence[MemoryRecord]: ...
+    async def retract_record(self, record_id: RecordId, at: datetime, reason: str) -> MemoryRecord: ...
+    async def page_records(self, session_id: SessionId | None, kind: str | None, tags: Mapping[str, str], include_retracted: bool, limit: int, after: int | None) -> tuple[Sequence[MemoryRecord], int | None]: ...
+    async def search_records(self, query: str, tags: Mapping[str, str], limit: int) -> Sequence[MemoryRecord]: ...
     async def add_approval_rule(self, rule: ApprovalRuleRecord) -> None: ...
     async def revoke_approval_rule(self, rule_id: str, at: datetime, by: str) -> None: ...
     async def get_approval_rule(self, rule_id: str) -> ApprovalRuleRecord | None: ...
@@ -1294,6 +1332,7 @@ class Erasure:
     commands: frozenset[tuple[SessionId, str]] = frozenset()
     sessions: frozenset[SessionId] = frozenset()
     errors: frozenset[tuple[str, str]] = frozenset()
+    records: frozenset[RecordId] = frozenset()
 
 
 class StoreError(ModularError, RuntimeError):
@@ -1408,6 +1447,7 @@ class TurnErased:
     host_id: str = ''
     session_id: SessionId
     turn_id: TurnId
+    records: tuple[RecordId, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -1564,6 +1604,105 @@ class ViewResult:
     error: str | None = None
 
 
+@attrs.frozen(kw_only=True)
+class ContextPolicy:
+    """How much history a model call may carry (``Host(context=ContextPolicy(...))``). Immutable."""
+    max_tokens: int = attrs.field(validator=_positive)
+    keep_recent: int = attrs.field(default=4, validator=_positive)
+    summarize: Summarize | None = attrs.field(default=None, validator=_summarizer)
+
+
+from modular_sdk import HostAuthor as HostAuthor  # re-exported, one class
+
+
+@final
+class Memory:
+    """What a conversation was read into (API.md section 20): records resting on turns."""
+    def __init__(self, store: Store, *, clock: Callable[[], datetime], author: MemoryAuthor, tags: Mapping[str, str] | None = None, notices: MemoryNotices | None = None) -> None: ...
+    async def record(self, session: object, text: str, *, kind: str, read_from: Window | None = None, cites: Sequence[TurnId | str] = (), derived_from: Sequence[RecordId | str] = (), data: JsonValue = None) -> MemoryRecord:
+        """Make a record of ``session`` (a handle or an id) resting on a window of its"""
+    async def get(self, record_id: str) -> MemoryRecord:
+        """One record as it is now; `UnknownRecordError` for an id the host (or scope) does not hold."""
+    async def list(self, *, session: object = None, kind: str | None = None, tags: Mapping[str, str] | None = None, include_retracted: bool = False, limit: int = 50, after: int | None = None) -> MemoryPage:
+        """Records in writing order (of one session, of one kind, of sessions carrying"""
+    async def search(self, query: str, *, limit: int = 10) -> tuple[MemoryRecord, ...]:
+        """Records whose text holds every word of ``query``, best first, served by the store's"""
+    async def retract(self, record_id: str, *, reason: str) -> MemoryRecord:
+        """Mark a record wrong (seed 001's corrections): it stays, marked, and leaves search,"""
+
+
+@attrs.frozen(kw_only=True)
+class MemoryPage:
+    """One page of ``memory.list``: ``records`` in writing order, and ``next``, the cursor to"""
+    records: tuple[MemoryRecord, ...]
+    next: int | None
+
+
+from modular_sdk import MemoryRecord as MemoryRecord  # re-exported, one class
+
+
+@attrs.frozen(kw_only=True)
+class MemoryRecorded:
+    """A memory record was made (``memory.record``, ``ctx.ai.memory.record``, a compaction):"""
+    kind: Literal['memory_recorded'] = attrs.field(default='memory_recorded', init=False)
+    seq: int
+    at: datetime
+    host_id: str = ''
+    session_id: SessionId
+    record_id: RecordId
+    record_kind: str
+
+
+@attrs.frozen(kw_only=True)
+class MemoryRetracted:
+    """A memory record was found wrong and retracted (``memory.retract``); it stays. Immutable."""
+    kind: Literal['memory_retracted'] = attrs.field(default='memory_retracted', init=False)
+    seq: int
+    at: datetime
+    host_id: str = ''
+    session_id: SessionId
+    record_id: RecordId
+
+
+from modular_sdk import RecordId as RecordId  # re-exported, one class
+
+
+@attrs.frozen(kw_only=True)
+class RecordOrigin:
+    """Where a memory record came from (``host.lineage.backward(record_id)``). Immutable."""
+    of: RecordRef
+    read_from: tuple[TurnRef, ...]
+    passages: tuple[Window, ...]
+    records: tuple[RecordRef, ...]
+
+
+@attrs.frozen(kw_only=True)
+class RecordRef:
+    """Which memory record: its id, the session it was made in, and its kind. Immutable."""
+    record_id: RecordId
+    session_id: SessionId
+    kind: str
+
+
+@attrs.frozen(kw_only=True)
+class SessionCompacted:
+    """The host compacted a session's history before a model call (``Host(context=...)``):"""
+    kind: Literal['session_compacted'] = attrs.field(default='session_compacted', init=False)
+    seq: int
+    at: datetime
+    host_id: str = ''
+    session_id: SessionId
+    record_id: RecordId
+    first: int
+    last: int
+
+
+from modular_sdk import UnknownRecordError as UnknownRecordError  # re-exported, one class
+
+
+from modular_sdk import Window as Window  # re-exported, one class
+
+
 def build_manifest(spec: str, *, timeout: float = 10.0) -> Manifest:
     """Fold ``spec`` at build time: import it in a throwaway sandbox and derive its manifest."""
 
@@ -1613,5 +1752,8 @@ ModelReply: TypeAlias = str | Reply | ToolCall
 Receive: TypeAlias = Callable[[], Awaitable[Mapping[str, object]]]
 
 Send: TypeAlias = Callable[[dict[str, object]], Awaitable[None]]
+
+Summarize = Callable[[Sequence[HistoryEntry]], Awaitable[str]]
+"""``summarize(entries) -> text``: the summary of a window of history entries (an earlier summary first, when there is one)."""
 
 T = TypeVar('T')

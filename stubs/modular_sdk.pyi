@@ -80,11 +80,14 @@ class AiAgents(Protocol):
 
 
 class AiContext(Protocol):
-    """``ctx.ai``: sessions and agents."""
+    """``ctx.ai``: sessions, agents and memory."""
     @property
     def sessions(self) -> AiSessions: ...
     @property
     def agents(self) -> AiAgents: ...
+    @property
+    def memory(self) -> AiMemory:
+        """What this handler remembers (API.md section 20), stamped with its mod and command or tool."""
 
 
 @attrs.frozen(kw_only=True)
@@ -93,6 +96,16 @@ class AiContributions:
     tools: tuple[Tool[Any], ...] = attrs.field(default=(), converter=_tools)
     agents: tuple[Agent, ...] = attrs.field(default=(), converter=_agents)
     mcp_servers: tuple[McpServer, ...] = attrs.field(default=(), converter=_mcp_servers)
+
+
+class AiMemory(Protocol):
+    """``ctx.ai.memory``: what a handler remembers, stamped with its mod and command or tool."""
+    async def record(self, session: object, text: str, *, kind: str, read_from: Window | None = None, cites: Sequence[TurnId | str] = (), derived_from: Sequence[RecordId | str] = (), data: JsonValue = None) -> MemoryRecord:
+        """Make a record resting on a window, cited turns or records of ``session`` (a"""
+    async def get(self, record_id: str) -> MemoryRecord:
+        """One record; `UnknownRecordError` for an id the host does not hold."""
+    async def search(self, query: str, *, limit: int = 10) -> tuple[MemoryRecord, ...]:
+        """Records matching ``query``, best first (erased and retracted ones left out)."""
 
 
 AiMessage: TypeAlias = AiPromptMessage | AiNotificationMessage
@@ -331,6 +344,12 @@ class ForkLineage:
 HookDecision: TypeAlias = Allow | Deny
 """A hook's answer; discriminated by ``kind``."""
 
+@attrs.frozen(kw_only=True)
+class HostAuthor:
+    """The host itself (``host.memory``, a compaction summary), stamped on what it writes. Immutable."""
+    kind: Literal['host'] = attrs.field(default='host', init=False)
+
+
 class HostClosedError(ModularError, RuntimeError):
     """An operation was asked of a host (or a handle of one) that is not open."""
     def __init__(self, message: str, *, state: str = 'closed') -> None: ...
@@ -352,6 +371,27 @@ class ManifestBuildError(ModularError, RuntimeError):
     def __init__(self, message: str, *, spec: str, problems: Sequence[str] = ()) -> None: ...
     spec: str
     problems
+
+
+MemoryAuthor: TypeAlias = UserAuthor | ModAuthor | HostAuthor
+"""Who made a memory record; discriminated by ``kind``."""
+
+@attrs.frozen(kw_only=True)
+class MemoryRecord:
+    """What memory made of a conversation: text (and data) resting on the turns or records"""
+    id: RecordId = attrs.field(validator=text_validator(non_empty=True))
+    session_id: SessionId = attrs.field(validator=text_validator(non_empty=True))
+    kind: str = attrs.field(validator=text_validator(non_empty=True))
+    text: str = attrs.field(validator=text_validator())
+    data: FrozenJsonValue = attrs.field(default=None, converter=_freeze_data)
+    read_from: Window | None = None
+    cites: tuple[TurnId, ...] = ()
+    derived_from: tuple[RecordId, ...] = ()
+    made_by: MemoryAuthor = attrs.field(factory=HostAuthor)
+    created_at: datetime = attrs.field(validator=aware_datetime)
+    retracted_at: datetime | None = None
+    retraction_reason: str | None = attrs.field(default=None, validator=text_validator(optional=True))
+    erased_at: datetime | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -410,6 +450,9 @@ class PaletteCommand(Generic[IdT]):
     title: str
     run: CommandRun
 
+
+RecordId = NewType('RecordId', str)
+"""Stable identifier of a memory record (``mem_...``)."""
 
 class ReentrantTurnError(ModularError, RuntimeError):
     """A handler running inside a turn of a session sent a message to that same session."""
@@ -571,6 +614,12 @@ class WidgetPlacement:
 TurnStatus: TypeAlias = Literal['running', 'completed', 'failed']
 """Where a turn is: still running, completed with a reply, or failed."""
 
+class UnknownRecordError(ModularError, LookupError):
+    """No memory record has this id in this host; ``id`` is the id asked for (API.md section 20)."""
+    def __init__(self, message: str, *, id: str) -> None: ...
+    id: str
+
+
 class UnknownSessionError(ModularError, LookupError):
     """No session has this id; ``session_id`` is the id asked for."""
     def __init__(self, message: str, *, session_id: str) -> None: ...
@@ -605,6 +654,13 @@ class Widget(Generic[InputT]):
     data_type: builtins.type[InputT]
     render: Callable[[InputT], str]
     data_schema: FrozenJsonObject = attrs.field(init=False, eq=False, repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class Window:
+    """A contiguous range of completed turns of a session's history, inherited turns"""
+    first: TurnId = attrs.field(validator=text_validator(non_empty=True, fix='pass a turn id (turn.id)'))
+    last: TurnId = attrs.field(validator=text_validator(non_empty=True, fix='pass a turn id (turn.id)'))
 
 
 def action(*, type: str, description: str, payload_type: type[RecordT], run: Callable[[RecordT, ActionContext], object]) -> Action[RecordT]:
@@ -678,6 +734,8 @@ DataT = TypeVar('DataT')
 FrozenJsonObject: TypeAlias = Mapping[str, FrozenJsonValue]
 """A frozen JSON object: a read-only mapping of frozen JSON values."""
 
+FrozenJsonValue: TypeAlias = Union[None, bool, int, float, str, JsonArray, Mapping[str, 'FrozenJsonValue']]
+
 HookHandle = Callable[[ActionEvent], HookDecision | Awaitable[HookDecision]]
 """``handle(event)`` returning (or awaiting to) `Allow` or `Deny`, nothing else (not a bool)."""
 
@@ -686,6 +744,8 @@ IdT = TypeVar('IdT', bound=str, covariant=True)
 IdT_inv = TypeVar('IdT_inv', bound=str)
 
 InputT = TypeVar('InputT')
+
+JsonValue: TypeAlias = Union[None, bool, int, float, str, list['JsonValue'], dict[str, 'JsonValue']]
 
 RecordT = TypeVar('RecordT', bound=attrs.AttrsInstance)
 """A tool's ``input_type``: an attrs class (mypy refuses a dataclass or a plain class)."""
@@ -701,5 +761,3 @@ T = TypeVar('T')
 TargetT = TypeVar('TargetT', bound=str, covariant=True)
 
 TargetT_inv = TypeVar('TargetT_inv', bound=str)
-
-FrozenJsonValue: TypeAlias = Union[None, bool, int, float, str, JsonArray, Mapping[str, 'FrozenJsonValue']]

@@ -109,6 +109,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "models": frozenset({"lanes"}),
     "lineage": frozenset({"stores"}),
     "traces": frozenset({"stores"}),
+    "memory": frozenset({"stores", "lineage", "models", "lanes"}),
 }
 """For each lower floor, the other folders of host_sim it may import (besides `BOTTOM`)."""
 

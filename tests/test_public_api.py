@@ -45,7 +45,9 @@ ERRORS = {
 TRACES = {"action"}
 # section 16: a mod declares the MCP servers whose tools its sessions may use
 MCP = {"mcp_server"}
-CONTRACT = AUTHORING | SESSIONS | LINEAGE | ERRORS | TRACES | MCP
+# section 20: memory records and the handler-side protocol ``ctx.ai.memory``
+MEMORY = {"MemoryRecord", "Window", "RecordId", "UnknownRecordError", "AiMemory", "HostAuthor", "MemoryAuthor"}
+CONTRACT = AUTHORING | SESSIONS | LINEAGE | ERRORS | TRACES | MCP | MEMORY
 
 # Documented extras: the declaration classes the constructors return, the other handler
 # contexts, the union aliases, the JSON helpers and their error.
@@ -58,17 +60,17 @@ EXTRAS = {
 
 PINNED = [
     "Action", "ActionContext", "ActionDeniedError", "ActionEvent", "ActionStateError", "Agent", "AgentHandle", "AiAgents", "AiContext",
-    "AiContributions", "AiMessage", "AiNotificationMessage", "AiPromptMessage", "AiRunResult",
+    "AiContributions", "AiMemory", "AiMessage", "AiNotificationMessage", "AiPromptMessage", "AiRunResult",
     "AiRunnerId", "AiSessionDisplayMetadata", "AiSessionHandle", "AiSessionLineage",
     "AiSessions", "AiTurnHandle", "Allow", "AnyCommand", "Author", "BeforeActionHook",
     "CommandContext", "CommandTrigger", "CompletionContext", "Deny", "Effect", "EffectContext", "ForkLineage",
-    "HOST_ACTIONS", "HookDecision", "HostAction", "HostClosedError", "InvalidArgumentError",
-    "ManifestBuildError", "McpServer", "Mod", "ModAuthor",
+    "HOST_ACTIONS", "HookDecision", "HostAction", "HostAuthor", "HostClosedError", "InvalidArgumentError",
+    "ManifestBuildError", "McpServer", "MemoryAuthor", "MemoryRecord", "Mod", "ModAuthor",
     "ModDefinitionError", "ModMetadata", "ModularError", "NoConversationError",
-    "PaletteCommand", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
+    "PaletteCommand", "RecordId", "ReentrantTurnError", "ReplyValidationError", "RootLineage",
     "SerializationError", "SessionDeletedError", "SessionId", "SlashCommand", "SlashCommandContext",
     "SpawnContextError", "SpawnLineage", "SpawnTrigger", "Tool", "ToolCallRecord", "ToolContext", "ToolTrigger",
-    "TurnFailedError", "TurnId", "TurnStatus", "UnknownSessionError", "UnknownTurnError", "Usage", "UserAuthor", "View", "Widget", "WidgetPlacement",
+    "TurnFailedError", "TurnId", "TurnStatus", "UnknownRecordError", "UnknownSessionError", "UnknownTurnError", "Usage", "UserAuthor", "View", "Widget", "WidgetPlacement", "Window",
     "action", "agent", "before_action", "command", "define_mod", "effect", "from_json", "mcp_server",
     "slash_command", "to_json", "tool", "view", "widget",
 ]  # fmt: skip
@@ -214,7 +216,7 @@ def test_errors_subclass_modular_error_and_a_builtin(cls: type) -> None:
 
 def test_protocols_are_protocols_and_cannot_be_instantiated() -> None:
     assert {cls.__name__ for cls in PROTOCOLS} == {
-        "ActionContext", "AgentHandle", "AiAgents", "AiContext", "AiSessionHandle", "AiSessions", "AiTurnHandle",
+        "ActionContext", "AgentHandle", "AiAgents", "AiContext", "AiMemory", "AiSessionHandle", "AiSessions", "AiTurnHandle",
         "CommandContext", "CompletionContext", "EffectContext", "SlashCommandContext", "ToolContext",
     }  # fmt: skip
     for cls in PROTOCOLS:
@@ -247,11 +249,15 @@ HOST_CONTRACT = {
     "Provenance", "TurnOrigin", "TurnRef", "ErasurePlan", "UnknownTurnError",  # section 8
     "PostgresStore",  # section 11
     "lineage_mcp_server",  # section 16
+    "Memory", "MemoryRecord", "Window", "RecordOrigin", "RecordRef", "MemoryPage", "ContextPolicy", "UnknownRecordError",  # section 20
     "Trace", "TaskRef", "UnknownTraceError", "TraceError", "PendingAction", "write_event", "TraceStore",  # section 9
     "ScopedHost",  # section 14
 }  # fmt: skip
 # Classes of modular_sdk that host_sim re-exports (the same class, not a copy).
-HOST_REEXPORTS = {"UnknownTurnError", "ToolCallRecord", "Usage", "WidgetPlacement"}
+HOST_REEXPORTS = {
+    "UnknownTurnError", "ToolCallRecord", "Usage", "WidgetPlacement",
+    "HostAuthor", "MemoryRecord", "RecordId", "UnknownRecordError", "Window",
+}  # fmt: skip
 HOST_PINNED = sorted(
     [
         "ActionRecord",
@@ -350,6 +356,19 @@ HOST_PINNED = sorted(
         "UnknownJobError",
         "UnknownTurnError",
         "ViewResult",
+        "ContextPolicy",
+        "HostAuthor",
+        "Memory",
+        "MemoryPage",
+        "MemoryRecord",
+        "MemoryRecorded",
+        "MemoryRetracted",
+        "RecordId",
+        "RecordOrigin",
+        "RecordRef",
+        "SessionCompacted",
+        "UnknownRecordError",
+        "Window",
         "build_manifest",
         "build_manifest_async",
         "discover_mods",

@@ -20,10 +20,10 @@ from typing import TypeVar
 
 import anyio
 
-from modular_sdk import UnknownTurnError
+from modular_sdk import UnknownRecordError, UnknownTurnError
 
 from ..lineage._as_json import origin_data, plan_data, provenance_data
-from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin, TurnRef, backward, forget, forward
+from ..lineage._provenance import ErasurePlan, Provenance, RecordRef, TurnOrigin, TurnRef, backward, forget, forward
 from ..lineage._facts import NoHost
 from ..lineage._types import LineageEdge
 from ..stores._errors import StoreError, StoreLockedError
@@ -101,7 +101,7 @@ def run_forget(args: argparse.Namespace) -> int:
         if args.yes:
             check_writable(path)
         result = _open(path, write=args.yes, use=plan)
-    except UnknownTurnError as exc:
+    except (UnknownTurnError, UnknownRecordError) as exc:
         return _fail(prog, f"{exc} (in {path!r})")
     except StoreLockedError as exc:
         return _fail(prog, held_store_advice(exc))
@@ -111,12 +111,13 @@ def run_forget(args: argparse.Namespace) -> int:
         print(json.dumps(plan_data(result), indent=2))
         return 0
     verb = "erased" if result.erased else "would erase"
-    print(f"forgetting turn {_ref(result.of)} {verb} the text of {len(result.turns)} turn(s):")
+    print(f"forgetting {_ref(result.of)} {verb} the text of {len(result.turns)} turn(s) and {len(result.records)} record(s):")
     for ref in result.turns:
         print(f"  {_ref(ref)}")
     _sessions("sessions holding it", result.sessions)
     _sessions("spawned by its tool calls (not erased: decide about them yourself)", result.spawns)
     _edges(result.edges)
+    _records(result.records)
     if not result.erased:
         print("dry run: nothing was erased; run again with --yes to erase")
     return 0
@@ -134,7 +135,7 @@ def print_provenance(path: str, *, forward_id: str | None, backward_id: str | No
 
     try:
         result = _open(path, write=False, use=ask)
-    except UnknownTurnError as exc:
+    except (UnknownTurnError, UnknownRecordError) as exc:
         return _fail(prog, f"{exc} (in {path!r})")
     except StoreError as exc:
         return _fail(prog, str(exc))
@@ -142,13 +143,14 @@ def print_provenance(path: str, *, forward_id: str | None, backward_id: str | No
         if as_json:
             print(json.dumps(provenance_data(result), indent=2))
             return 0
-        print(f"turn {_ref(result.of)}, forward:")
+        print(f"{'record' if isinstance(result.of, RecordRef) else 'turn'} {_ref(result.of)}, forward:")
         _sessions("sessions holding it", result.sessions)
         print(f"  turns resting on it ({len(result.turns)}):")
         for ref in result.turns:
             print(f"    {_ref(ref)}")
         _sessions("spawned by its tool calls", result.spawns)
         _edges(result.edges)
+        _records(result.records)
         return 0
     if as_json:
         print(json.dumps(origin_data(result), indent=2))
@@ -160,8 +162,16 @@ def print_provenance(path: str, *, forward_id: str | None, backward_id: str | No
     return 0
 
 
-def _ref(ref: TurnRef) -> str:
+def _ref(ref: TurnRef | RecordRef) -> str:
+    if isinstance(ref, RecordRef):
+        return f"{ref.record_id} ({ref.kind}, made in {ref.session_id})"
     return f"{ref.turn_id} ({ref.session_id} #{ref.ordinal})"
+
+
+def _records(records: tuple[RecordRef, ...]) -> None:
+    print(f"  memory records resting on it ({len(records)}):")
+    for ref in records:
+        print(f"    {_ref(ref)}")
 
 
 def _sessions(title: str, ids: tuple[str, ...]) -> None:

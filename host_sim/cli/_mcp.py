@@ -1,7 +1,7 @@
 """``host-sim mcp [--store PATH|URL] [--http HOST:PORT]``: serve a store's lineage over MCP, read-only.
 
-Serves `lineage_mcp_server`'s four read-only tools (``lineage_lookup``,
-``lineage_forward``, ``lineage_backward``, ``session_transcript``) over stdio, or over
+Serves `lineage_mcp_server`'s five read-only tools (``lineage_lookup``,
+``lineage_forward``, ``lineage_backward``, ``session_transcript``, ``memory_search``) over stdio, or over
 streamable HTTP at ``http://HOST:PORT/mcp`` with ``--http``. The store is opened read-only
 for each call and closed after it: nothing is written, no ``-wal``/``-shm`` file is created
 beside a closed SQLite store, and a host may keep writing the store meanwhile (each call

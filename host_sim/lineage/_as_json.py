@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from ._provenance import ErasurePlan, Provenance, TurnOrigin, TurnRef
+from ._provenance import ErasurePlan, Provenance, RecordOrigin, RecordRef, TurnOrigin, TurnRef
 from ._types import LineageEdge
 
-__all__ = ["origin_data", "plan_data", "provenance_data"]
+__all__ = ["origin_data", "plan_data", "provenance_data", "record_origin_data"]
 
 
-def _ref_data(ref: TurnRef) -> dict[str, object]:
+def _ref_data(ref: TurnRef | RecordRef) -> dict[str, object]:
+    if isinstance(ref, RecordRef):
+        return {"session_id": ref.session_id, "record_id": ref.record_id, "kind": ref.kind}
     return {"session_id": ref.session_id, "turn_id": ref.turn_id, "ordinal": ref.ordinal}
 
 
@@ -32,6 +34,17 @@ def provenance_data(p: Provenance) -> dict[str, object]:
         "turns": [_ref_data(r) for r in p.turns],
         "spawns": list(p.spawns),
         "edges": [_edge_data(e) for e in p.edges],
+        "records": [_ref_data(r) for r in p.records],
+    }
+
+
+def record_origin_data(o: RecordOrigin) -> dict[str, object]:
+    """``lineage.backward``'s answer for a memory record as JSON data."""
+    return {
+        "of": _ref_data(o.of),
+        "read_from": [_ref_data(r) for r in o.read_from],
+        "passages": [{"first": w.first, "last": w.last} for w in o.passages],
+        "records": [_ref_data(r) for r in o.records],
     }
 
 
@@ -49,4 +62,5 @@ def plan_data(p: ErasurePlan) -> dict[str, object]:
         "sessions": list(p.sessions),
         "spawns": list(p.spawns),
         "edges": [_edge_data(e) for e in p.edges],
+        "records": [_ref_data(r) for r in p.records],
     }

@@ -13,6 +13,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from modular_sdk import RecordId
+
     from ..stores._erasure import Erasure
     from ..stores._records import TurnRecord
 
@@ -25,7 +27,8 @@ class LineageFacts(Protocol):
 
     ``erasing()`` is held while a forget plans, erases and tells (the host begins no turn
     meanwhile, so a turn that starts during the erasure reads the history after it);
-    ``erased`` gets the records an erasure changed and the erasure itself, once durable;
+    ``erased`` gets the records an erasure changed, the erasure itself and the ids of the
+    memory records it erased (API.md section 20), once durable;
     ``retracted`` a retraction (and whether this call made it); ``written()`` is awaited
     before a forget or retraction returns, so the events they published get their seq first
     (several hosts: before the caller, or another host, goes on).
@@ -33,7 +36,7 @@ class LineageFacts(Protocol):
 
     def erasing(self) -> AbstractAsyncContextManager[None]: ...
 
-    def erased(self, records: Sequence[TurnRecord], erasure: Erasure) -> None: ...
+    def erased(self, records: Sequence[TurnRecord], erasure: Erasure, memory: Sequence[RecordId]) -> None: ...
 
     def retracted(self, record: TurnRecord, first: bool) -> None: ...
 
@@ -47,7 +50,7 @@ class NoHost(LineageFacts):
     async def erasing(self) -> AsyncIterator[None]:
         yield
 
-    def erased(self, records: Sequence[TurnRecord], erasure: Erasure) -> None:
+    def erased(self, records: Sequence[TurnRecord], erasure: Erasure, memory: Sequence[RecordId]) -> None:
         return None
 
     def retracted(self, record: TurnRecord, first: bool) -> None:

@@ -11,20 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, Final, final, overload
 
 import attrs
 
-from modular_sdk import InvalidArgumentError, SessionId, UnknownSessionError
+from modular_sdk import InvalidArgumentError, MemoryRecord, RecordId, SessionId, UnknownSessionError
 from modular_sdk._rules import show, unstorable_text
 
 from . import _provenance
 from ._errors import LineageEdgeError, TurnRunningError
 from ._facts import LineageFacts, NoHost
 from ._html import DEFAULT_TITLE, render_lineage_html
-from ._provenance import ErasurePlan, Provenance, TurnOrigin
+from ._provenance import ErasurePlan, Provenance, RecordOrigin, TurnOrigin
 from ._tree import LineageTree, build_tree
 from ..stores._invariants import heal_index
+from ..stores._memory_records import RecordStore
 from ._types import (
     HOST_RELATIONS,
     LineageArtifact,
@@ -114,23 +115,37 @@ class LineageGraph:
         else:
             sessions = await _chain_records(self._store, root_id)
             turns = [t for record in sessions for t in await self._store.get_turns(record.id)]
-        return render_lineage_html(sessions, turns, title=DEFAULT_TITLE if title is None else title)
+        records = [r for record in sessions for r in await _records_of(self._store, record.id)]
+        return render_lineage_html(sessions, turns, title=DEFAULT_TITLE if title is None else title, records=records)
 
     # -- provenance (API.md §8) ----------------------------------------------------------
 
     async def forward(self, turn_id: str) -> Provenance:
-        """What the host made of a turn: the sessions holding it, the turns resting on it, its spawns and edges.
+        """What the host made of a turn: the sessions holding it, the turns resting on it, its
+        spawns and edges, and the memory records resting on it (API.md section 20).
 
-        ``turn_id`` is a turn id or a message id. Raises `modular_sdk.UnknownTurnError` for
-        an id the store does not hold. See `Provenance`.
+        ``turn_id`` is a turn id or a message id, or a memory record id (``mem_...``: the
+        records derived from it, at any depth). Raises `modular_sdk.UnknownTurnError` (or
+        `modular_sdk.UnknownRecordError`) for an id the store does not hold. See `Provenance`.
         """
         return await _provenance.forward(self._store, turn_id)
 
-    async def backward(self, turn_id: str) -> TurnOrigin:
-        """What a turn's reply was read from: the completed turns its model saw, and their fork chain.
+    @overload
+    async def backward(self, turn_id: RecordId) -> RecordOrigin: ...  # type: ignore[overload-overlap]  # a record id is a str
 
-        ``turn_id`` is a turn id or a message id; `modular_sdk.UnknownTurnError` otherwise.
+    @overload
+    async def backward(self, turn_id: str) -> TurnOrigin: ...
+
+    async def backward(self, turn_id: str) -> TurnOrigin | RecordOrigin:
+        """What a turn's reply was read from: the completed turns its model saw, and their fork
+        chain; or, for a memory record id (``mem_...``), the words it was read from (`RecordOrigin`).
+
+        ``turn_id`` is a turn id or a message id; `modular_sdk.UnknownTurnError` otherwise
+        (`modular_sdk.UnknownRecordError` for a record id the host does not hold). Pass
+        ``record.id`` (a `RecordId`) to have the answer typed as a `RecordOrigin`.
         """
+        if _provenance.is_record_id(turn_id):
+            return await _provenance.backward_record(self._store, turn_id)
         return await _provenance.backward(self._store, turn_id)
 
     async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
@@ -145,7 +160,10 @@ class LineageGraph:
         errors, the commands typed where the planned turns were asked (argument, text,
         error), the jobs that ran them, and the actions their replies proposed (which can
         then no longer be confirmed). A `SqliteStore` keeps no copy of the erased text in its
-        files. Forgetting a turn again erases nothing more. Raises
+        files. The memory records resting on the planned turns (`ErasurePlan.records`) lose
+        their text and data in the same transaction. With a record id (``mem_...``) the plan is
+        the record and what was derived from it, never the turns it was read from.
+        Forgetting a turn again erases nothing more. Raises
         `modular_sdk.UnknownTurnError` for an unknown id and `host_sim.TurnRunningError`
         while a session the plan reaches runs a turn or a job (nothing is erased then).
 
@@ -199,6 +217,8 @@ class LineageGraph:
             at = self._now()
             record = await self._store.retract_turn(turn.id, at, reason)
             first = record.retracted_at == at  # else another call retracted it first
+            if first:  # summaries resting on it are compacted again at the next need (API.md section 20)
+                await _provenance.retract_summaries(self._store, turn.id, at)
         self._facts.retracted(record, first)
         await self._facts.written()
         return record
@@ -466,6 +486,19 @@ class LineageGraph:
             found += await self._nodes(following)
             frontier = following
         return found
+
+
+async def _records_of(store: Store, session_id: SessionId) -> list[MemoryRecord]:
+    """A session's memory records (retracted ones too), in writing order; none on a store without them."""
+    if not isinstance(store, RecordStore):
+        return []
+    found: list[MemoryRecord] = []
+    after: int | None = None
+    while True:
+        page, after = await store.page_records(session_id, None, {}, True, 1000, after)
+        found += page
+        if after is None:
+            return found
 
 
 async def _chain_records(store: Store, session_id: str) -> list[SessionRecord]:

@@ -34,6 +34,7 @@ from modular_sdk import (
     AiPromptMessage,
     CommandTrigger,
     ForkLineage,
+    MemoryRecord,
     RootLineage,
     SessionId,
     SpawnLineage,
@@ -189,8 +190,10 @@ def render_lineage_html(
     turns: Iterable[TurnRecord],
     *,
     title: str = DEFAULT_TITLE,
+    records: Iterable[MemoryRecord] = (),
 ) -> str:
-    """The page: ``sessions`` (in creation order) with their own ``turns``, under ``title``.
+    """The page: ``sessions`` (in creation order) with their own ``turns`` and memory
+    ``records`` (API.md section 20), under ``title``.
 
     The page needs no network, and any text in the records or the title shows as that
     text (see the module docstring).
@@ -198,8 +201,20 @@ def render_lineage_html(
     turns = list(turns)
     rows = layout(sessions, turns)
     counts = conversation_lengths(sessions, turns)
+    made: dict[str, list[dict[str, object]]] = {}
+    for record in records:
+        made.setdefault(record.session_id, []).append(
+            {
+                "id": record.id,
+                "kind": record.kind,
+                "text": record.text,
+                "erased": record.erased_at is not None,
+                "retracted": record.retracted_at is not None,
+            }
+        )
     for row in rows:
         row["count"] = counts[SessionId(str(row["id"]))]
+        row["records"] = made.get(str(row["id"]), [])
     data = json.dumps({"title": title, "sessions": rows}, ensure_ascii=False, separators=(",", ":"))
     shown = html.escape(_SURROGATE.sub("\ufffd", title))  # what shows before the script puts the exact title
     parts = {
@@ -453,6 +468,17 @@ _SCRIPT = r"""
         div.appendChild(document.createTextNode("(running)"));
       }
       pane.appendChild(div);
+    }
+    if (s.records.length) {  // what memory made of this session (API.md section 20), as text
+      const h3 = document.createElement("h3");
+      h3.textContent = "memory (" + s.records.length + ")";
+      pane.appendChild(h3);
+      for (const r of s.records) {
+        const div = document.createElement("div");
+        div.className = "record" + (r.erased ? " erased" : "") + (r.retracted ? " retracted" : "");
+        div.textContent = r.id + " [" + r.kind + (r.retracted ? ", retracted" : "") + "] " + (r.erased ? "(erased)" : r.text);
+        pane.appendChild(div);
+      }
     }
     location.hash = encodeURIComponent(id);
   }

@@ -17,7 +17,17 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import attrs
 
-from modular_sdk import AiNotificationMessage, InvalidArgumentError, SessionId, TurnId, UnknownTurnError
+from modular_sdk import (
+    AiNotificationMessage,
+    InvalidArgumentError,
+    MemoryRecord,
+    RecordId,
+    SessionId,
+    TurnId,
+    UnknownRecordError,
+    UnknownTurnError,
+    Window,
+)
 from modular_sdk._rules import show, unstorable_text
 
 from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
@@ -25,6 +35,7 @@ from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
 from ..stores._invariants import ERASED_LABEL, erased
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
+from ..stores._memory_records import RecordStore
 from ..stores._protocol import LogStore
 from ..stores._shared import SharedStore
 from ._errors import TurnRunningError
@@ -34,7 +45,23 @@ if TYPE_CHECKING:
     from ..stores._protocol import Store
     from ..stores._records import Invocation, JobRecord, TurnRecord
 
-__all__ = ["ErasurePlan", "Provenance", "TurnOrigin", "TurnRef", "backward", "delete_session", "find_turn", "forget", "forward"]
+__all__ = [
+    "ErasurePlan",
+    "Provenance",
+    "RecordOrigin",
+    "RecordRef",
+    "TurnOrigin",
+    "TurnRef",
+    "backward",
+    "backward_record",
+    "delete_session",
+    "find_record",
+    "find_turn",
+    "forget",
+    "forward",
+    "is_record_id",
+    "unknown_record",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -47,21 +74,51 @@ class TurnRef:
 
 
 @attrs.frozen(kw_only=True)
+class RecordRef:
+    """Which memory record: its id, the session it was made in, and its kind. Immutable."""
+
+    record_id: RecordId
+    session_id: SessionId
+    kind: str
+
+
+@attrs.frozen(kw_only=True)
+class RecordOrigin:
+    """Where a memory record came from (``host.lineage.backward(record_id)``). Immutable.
+
+    ``read_from``: the turns of its window and the turns it cites, in history order;
+    ``passages``: its window (none when it rests only on cites or records); ``records``:
+    the records it was derived from.
+    """
+
+    of: RecordRef
+    read_from: tuple[TurnRef, ...]
+    passages: tuple[Window, ...]
+    records: tuple[RecordRef, ...]
+
+
+@attrs.frozen(kw_only=True)
 class Provenance:
-    """What the host made of a turn (``host.lineage.forward``). Immutable.
+    """What the host made of a turn or a memory record (``host.lineage.forward``). Immutable.
+
+    For a record, ``of`` is its `RecordRef`, ``records`` every record derived from it (at
+    any depth) and the other fields are empty.
 
     ``sessions``: every session whose history holds the turn, the one that ran it first, then
     its forks that inherit it, breadth-first (creation order within a level). ``turns``:
     every later completed turn in those sessions whose model saw it, ordered by (session
     order, ordinal). ``spawns``: sessions spawned by a tool call the turn made. ``edges``:
     lineage edges whose artifact cites the turn (every fork anchored at it has one).
+    ``records``: every memory record resting on the turn or on one of ``turns`` (its window
+    holds the turn, it cites it, or it was derived from such a record, at any depth).
     """
 
-    of: TurnRef
+    of: TurnRef | RecordRef
     sessions: tuple[SessionId, ...]
     turns: tuple[TurnRef, ...]
     spawns: tuple[SessionId, ...]
     edges: tuple[LineageEdge, ...]
+    records: tuple[RecordRef, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -86,14 +143,17 @@ class ErasurePlan:
     ``spawns`` and ``edges`` are ``forward(id)``'s. ``erased`` says whether this plan was
     carried out (``dry_run=False``) or only shown. Spawns are listed so the user can decide
     about them: their own turns never saw the forgotten turn and are not erased.
+    ``records`` are ``forward(id).records`` (and, for a record, the record itself first):
+    carrying the plan out makes their text ``"(erased)"`` and their data ``None``.
     """
 
-    of: TurnRef
+    of: TurnRef | RecordRef
     turns: tuple[TurnRef, ...]
     sessions: tuple[SessionId, ...]
     spawns: tuple[SessionId, ...]
     edges: tuple[LineageEdge, ...]
     erased: bool
+    records: tuple[RecordRef, ...] = ()
 
 
 def _ref(turn: TurnRecord) -> TurnRef:
@@ -116,6 +176,90 @@ async def find_turn(store: Store, turn_or_message_id: object) -> TurnRecord:
             id=turn_or_message_id,
         )
     return found
+
+
+def record_ref(record: MemoryRecord) -> RecordRef:
+    """The `RecordRef` of a record."""
+    return RecordRef(record_id=record.id, session_id=record.session_id, kind=record.kind)
+
+
+def is_record_id(value: object) -> bool:
+    """Whether ``value`` names a memory record (``mem_...``) rather than a turn or message."""
+    return isinstance(value, str) and value.startswith("mem_")
+
+
+async def find_record(store: Store, record_id: object) -> MemoryRecord:
+    """The memory record with this id; `UnknownRecordError` otherwise (shaped like a missing turn's)."""
+    if not isinstance(record_id, str) or not record_id or unstorable_text(record_id):
+        raise UnknownRecordError(
+            f"a memory record is named by its id (a non-empty str of valid text), got {show(record_id)}; "
+            "pass record.id",
+            id=show(record_id),
+        )
+    found = await store.get_record(record_id) if isinstance(store, RecordStore) else None
+    if found is None:
+        raise unknown_record(record_id)
+    return found
+
+
+def unknown_record(record_id: str) -> UnknownRecordError:
+    """What the host answers for a record id it does not hold (or a scope does not see)."""
+    return UnknownRecordError(
+        f"no memory record by this id in this host: {record_id!r}; "
+        "pass the id of a memory record of this host's store (record.id)",
+        id=record_id,
+    )
+
+
+async def resting_records(
+    store: Store, turn_ids: Sequence[TurnId], record_ids: Sequence[RecordId] = ()
+) -> list[MemoryRecord]:
+    """Every record resting on these turns or records: those whose window holds one of the
+    turns or that cite one, then, level by level, those derived from what was found (at any
+    depth), each once. Read by index: costs what it returns (the one walk of forward and forget)."""
+    if not isinstance(store, RecordStore):
+        return []
+    found: dict[RecordId, MemoryRecord] = {}
+    level = [*await store.records_on_turns(turn_ids), *await store.records_derived_from(record_ids)]
+    while level:
+        fresh = [r for r in level if r.id not in found]
+        found.update((r.id, r) for r in fresh)
+        level = list(await store.records_derived_from([r.id for r in fresh])) if fresh else []
+    return list(found.values())
+
+
+async def retract_summaries(store: Store, turn_id: TurnId, at: datetime) -> None:
+    """Retract the summaries resting on a retracted turn (and those derived from them): the
+    next model call that needs them compacts again, from the turns as they are now."""
+    if not isinstance(store, RecordStore):
+        return
+    for record in await resting_records(store, [turn_id]):
+        if record.kind == "summary" and record.retracted_at is None and record.erased_at is None:
+            await store.retract_record(record.id, at, f"it rests on turn {turn_id!r}, which was retracted")
+
+
+async def _forward_record(store: Store, record: MemoryRecord) -> tuple[Provenance, list[MemoryRecord]]:
+    derived = [r for r in await resting_records(store, (), (record.id,)) if r.id != record.id]
+    provenance = Provenance(
+        of=record_ref(record), sessions=(), turns=(), spawns=(), edges=(), records=tuple(record_ref(r) for r in derived)
+    )
+    return provenance, derived
+
+
+async def _backward_record(store: Store, record: MemoryRecord) -> RecordOrigin:
+    assert isinstance(store, RecordStore)  # find_record found it
+    refs: dict[TurnId, TurnRef] = {}
+    for turn_id in await store.rests_on(record.id):
+        turn = await store.find_turn(turn_id)
+        if turn is not None:
+            refs[turn.id] = _ref(turn)
+    parents = [await store.get_record(p) for p in record.derived_from]
+    return RecordOrigin(
+        of=record_ref(record),
+        read_from=tuple(sorted(refs.values(), key=lambda ref: ref.ordinal)),
+        passages=() if record.read_from is None else (record.read_from,),
+        records=tuple(record_ref(p) for p in parents if p is not None),
+    )
 
 
 async def _forward(
@@ -146,20 +290,29 @@ async def _forward(
             failed += (t for t in later if t.status not in ("completed", "running") and t.error is not None)
     spawns = tuple(s.id for s in await store.spawned_during(turn.id))
     edges = tuple(await store.find_edges("turn", turn.id))
+    records = await resting_records(store, [turn.id, *(t.id for t in resting)])
     provenance = Provenance(
         of=_ref(turn),
         sessions=tuple(holders),
         turns=tuple(_ref(t) for t in resting),
         spawns=spawns,
         edges=edges,
+        records=tuple(record_ref(r) for r in records),
     )
     return running, resting, provenance, failed
 
 
 async def forward(store: Store, turn_or_message_id: object) -> Provenance:
-    """What the host made of a turn (see `Provenance`)."""
+    """What the host made of a turn or a memory record (see `Provenance`)."""
+    if is_record_id(turn_or_message_id):
+        return (await _forward_record(store, await find_record(store, turn_or_message_id)))[0]
     turn = await find_turn(store, turn_or_message_id)
     return (await _forward(store, turn))[2]
+
+
+async def backward_record(store: Store, record_id: object) -> RecordOrigin:
+    """Where a memory record came from (see `RecordOrigin`)."""
+    return await _backward_record(store, await find_record(store, record_id))
 
 
 async def backward(store: Store, turn_or_message_id: object) -> TurnOrigin:
@@ -283,6 +436,7 @@ async def _erase(
     failed: Iterable[TurnRecord] = (),
     sessions: Iterable[SessionId] = (),
     deleted: Iterable[SessionId] = (),
+    memory: Iterable[RecordId] = (),
     now: Callable[[], datetime],
     facts: LineageFacts,
 ) -> None:
@@ -294,9 +448,11 @@ async def _erase(
     actions their replies proposed, and everything of the ``deleted`` sessions lose theirs.
     The errors that quote that text lose it too (`_quoting`: the ``failed`` turns that saw
     a planned turn, and what quotes it verbatim in the reached ``sessions``); the host is
-    told of those turns as well (``applied`` gets them with their error erased and no
-    ``erased_at``), and of the erasure (what the host keeps of events goes too).
+    told of those turns as well (``facts.erased`` gets them with their error erased and no
+    ``erased_at``), of the memory records erased (``memory``), and of the erasure (what the
+    host keeps of events goes too).
     """
+    memory = tuple(dict.fromkeys(memory))
     at = now()
     planned = list(turns)
     failed = list(failed)
@@ -328,6 +484,7 @@ async def _erase(
         commands=frozenset(commands),
         sessions=frozenset(deleted),
         errors=errors,
+        records=frozenset(memory),
     )
     await store.erase(erasure)
     if log is not None and not isinstance(store, LogStore):  # a log kept apart from the store (MemoryLog)
@@ -338,7 +495,7 @@ async def _erase(
         found = await store.find_turn(row_id) if table == "turns" and row_id not in erased_ids else None
         if found is not None:
             quoted.append(found)
-    facts.erased((*records, *quoted), erasure)
+    facts.erased((*records, *quoted), erasure, memory)
 
 
 @attrs.frozen(kw_only=True)
@@ -348,7 +505,8 @@ class _Plan:
     ``planned``: the turns it erases (those erased before included); ``running``: turns
     still running that would keep the text; ``holders``: the sessions it reaches;
     ``failed``: later failed turns whose model saw a planned turn; ``deleted``: the
-    sessions it deletes.
+    sessions it deletes; ``records``: the memory records resting on what it erases
+    (API.md section 20), erased in the same transaction.
     """
 
     planned: tuple[TurnRecord, ...]
@@ -357,6 +515,7 @@ class _Plan:
     holders: tuple[SessionId, ...]
     failed: tuple[TurnRecord, ...]
     deleted: tuple[SessionId, ...] = ()
+    records: tuple[RecordId, ...] = ()
 
     def done(self) -> bool:
         """Whether every text it reaches is erased already (a later failed turn's error included)."""
@@ -373,6 +532,7 @@ async def _turn_plan(store: Store, turn: TurnRecord) -> tuple[_Plan, Provenance]
         edges=provenance.edges,
         holders=provenance.sessions,
         failed=tuple(failed),
+        records=tuple(r.record_id for r in provenance.records),
     )
     return plan, provenance
 
@@ -385,8 +545,10 @@ async def _session_plan(store: Store, session_id: SessionId) -> _Plan:
     holders: dict[SessionId, None] = {session_id: None}
     running: list[TurnRecord] = []
     failed: dict[TurnId, TurnRecord] = {}
+    records: dict[RecordId, None] = {}
     for turn in own:
         busy, resting, provenance, later_failed = await _forward(store, turn)
+        records.update(dict.fromkeys(r.record_id for r in provenance.records))
         running += busy
         failed.update((t.id, t) for t in later_failed)
         holders.update(dict.fromkeys(provenance.sessions))
@@ -405,6 +567,7 @@ async def _session_plan(store: Store, session_id: SessionId) -> _Plan:
         holders=tuple(holders),
         failed=tuple(failed.values()),
         deleted=(session_id,),
+        records=tuple(records),
     )
 
 
@@ -419,7 +582,7 @@ async def _carry_out(
     try:
         await _erase(
             store, log, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders, deleted=plan.deleted,
-            now=now, facts=facts,
+            memory=plan.records, now=now, facts=facts,
         )
     except StoreError:
         if not isinstance(store, SharedStore):
@@ -483,7 +646,7 @@ async def _latecomers(
                 try:
                     await _erase(
                         store, log, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders,
-                        deleted=plan.deleted, now=now, facts=facts,
+                        deleted=plan.deleted, memory=plan.records, now=now, facts=facts,
                     )
                 except StoreError:  # another host erased some of it first: read the plan again
                     refused += 1
@@ -561,6 +724,14 @@ async def forget(
         log = store
     if not isinstance(dry_run, bool):
         raise InvalidArgumentError(f"dry_run must be True or False, got {dry_run!r}", argument="dry_run", value=dry_run)
+    if is_record_id(turn_or_message_id):  # a record and what rests on it, never the turns it was read from
+        record = await find_record(store, turn_or_message_id)
+        forward_of, _ = await _forward_record(store, record)
+        listed = (record_ref(record), *forward_of.records)
+        if not dry_run:
+            async with facts.erasing():  # erased and told while no turn of this host begins
+                await _erase(store, log, (), (), memory=(r.record_id for r in listed), now=now, facts=facts)
+        return ErasurePlan(of=forward_of.of, turns=(), sessions=(), spawns=(), edges=(), erased=not dry_run, records=listed)
     turn = await find_turn(store, turn_or_message_id)
     if dry_run:
         return _plan_shown(*await _turn_plan(store, turn), erased=False)
@@ -580,9 +751,10 @@ async def forget(
 def _plan_shown(plan: _Plan, provenance: Provenance, *, erased: bool) -> ErasurePlan:
     return ErasurePlan(
         of=provenance.of,
-        turns=(provenance.of, *provenance.turns),
+        turns=(_ref(plan.planned[0]), *provenance.turns),
         sessions=provenance.sessions,
         spawns=provenance.spawns,
         edges=provenance.edges,
         erased=erased,
+        records=provenance.records,
     )

@@ -1,9 +1,10 @@
 """The lineage as a read-only MCP server: ``lineage_mcp_server(host)`` and ``host-sim mcp``.
 
-Four tools, each annotated ``readOnlyHint``: ``lineage_lookup`` (the trace an id leads to,
+Five tools, each annotated ``readOnlyHint``: ``lineage_lookup`` (the trace an id leads to,
 the JSON of the built-in ``lineage_lookup`` tool), ``lineage_forward`` and
-``lineage_backward`` (``host.lineage.forward``/``backward`` as JSON) and
-``session_transcript`` (``host.transcript``). They read and never write: a mounted server
+``lineage_backward`` (``host.lineage.forward``/``backward`` as JSON, the memory records a
+turn became included), ``session_transcript`` (``host.transcript``) and ``memory_search``
+(``host.memory.search``: records ranked by the store's full-text index). They read and never write: a mounted server
 reads through the host it was given; ``host-sim mcp`` opens its store read-only for each
 call. Erased turns show as erased (their text is gone from the store).
 
@@ -16,11 +17,13 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
-from modular_sdk import InvalidArgumentError, ModularError, SessionId, UnknownSessionError
+from modular_sdk import InvalidArgumentError, MemoryRecord, ModularError, SessionId, UnknownSessionError
+from modular_sdk._json import unstructure
 
 from ..lineage._as_json import origin_data, provenance_data
 from ..lineage._provenance import Provenance, TurnOrigin, backward, forward
 from ..sessions._transcript import render_transcript
+from ..stores._memory_records import RecordStore
 from ..stores._protocol import LogStore, Store
 from ..stores._records import Invocation, TurnRecord
 from ..traces._lineage_tool import lookup
@@ -45,12 +48,18 @@ _INSTRUCTIONS: Final = (
 
 
 class LineageReader(Protocol):
-    """What the four tools read: a live host, or a store opened read-only per call."""
+    """What the five tools read: a live host, or a store opened read-only per call."""
 
     async def lookup(self, key: str) -> dict[str, object]: ...
     async def forward(self, turn_id: str) -> Provenance: ...
     async def backward(self, turn_id: str) -> TurnOrigin: ...
     async def transcript(self, session_id: str) -> str: ...
+    async def search(self, query: str, limit: int) -> list[dict[str, object]]: ...
+
+
+def _record_data(record: MemoryRecord) -> dict[str, object]:
+    data: dict[str, object] = unstructure(record)
+    return data
 
 
 def lineage_mcp_server(host: Host) -> MCPServer:
@@ -98,6 +107,9 @@ class _HostReader:
     async def transcript(self, session_id: str) -> str:
         return await self._host.transcript(session_id)
 
+    async def search(self, query: str, limit: int) -> list[dict[str, object]]:
+        return [_record_data(r) for r in await self._host.memory.search(query, limit=limit)]
+
 
 class StoreReader:
     """Reads a store that ``open_store`` makes afresh for each call (read-only), then closes it.
@@ -128,6 +140,14 @@ class StoreReader:
 
     async def transcript(self, session_id: str) -> str:
         return await self._with(lambda store: stored_transcript(store, session_id))
+
+    async def search(self, query: str, limit: int) -> list[dict[str, object]]:
+        async def found(store: Store) -> list[dict[str, object]]:
+            if not isinstance(store, RecordStore):
+                return []
+            return [_record_data(r) for r in await store.search_records(query, {}, max(1, min(limit, 100)))]
+
+        return await self._with(found)
 
 
 async def stored_transcript(store: Store, session_id: str) -> str:
@@ -165,7 +185,7 @@ async def stored_transcript(store: Store, session_id: str) -> str:
 
 
 def lineage_server(reader: LineageReader) -> MCPServer:
-    """The MCP server of the four read-only lineage tools over ``reader``."""
+    """The MCP server of the five read-only lineage tools over ``reader``."""
     require_mcp("the lineage MCP server")
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -198,6 +218,12 @@ def lineage_server(reader: LineageReader) -> MCPServer:
     async def session_transcript(session_id: str) -> str:
         return await answer(lambda: reader.transcript(session_id))
 
+    async def memory_search(query: str) -> str:
+        async def make() -> str:
+            return json.dumps(await reader.search(query, 10), indent=2, ensure_ascii=False)
+
+        return await answer(make)
+
     tools: list[tuple[Callable[[str], Awaitable[str]], str, str]] = [
         (
             lineage_lookup,
@@ -226,6 +252,14 @@ def lineage_server(reader: LineageReader) -> MCPServer:
             "session_transcript",
             "The transcript of a session (a session id): every turn with its author and the "
             "model's reply, and the commands typed in it; erased turns show as erased. Read-only.",
+        ),
+        (
+            memory_search,
+            "memory_search",
+            "Search the memory records conversations were read into (facts, states, summaries) for "
+            "every word of a query: at most 10 records as JSON, best first, with the turns and records "
+            "each rests on (follow them with lineage_backward). Erased and retracted records are "
+            "never found. Read-only.",
         ),
     ]
     for fn, name, description in tools:

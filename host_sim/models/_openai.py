@@ -717,6 +717,10 @@ def chat_completions_body(model: str, request: ModelRequest) -> JsonObject:
         if getattr(entry, "erased", False) is True:  # forgotten (API.md section 8): say so, no silent gap
             messages.append({"role": "system", "content": _ERASED})
             continue
+        if entry.kind == "summary":  # a compacted window (API.md section 20): one system message
+            first, last = entry.covers if entry.covers is not None else (0, 0)
+            messages.append({"role": "system", "content": f"{_SUMMARY} (turns {first} to {last}):\n{entry.text}"})
+            continue
         messages.append(_input_message(entry.kind, entry.text))
         messages.append({"role": "assistant", "content": entry.reply})
         if getattr(entry, "retracted", False) is True:  # found wrong (API.md section 17): say so
@@ -753,6 +757,9 @@ def chat_completions_body(model: str, request: ModelRequest) -> JsonObject:
             "json_schema": {"name": _schema_name(request.output_schema), "schema": request.output_schema, "strict": True},
         }
     return body
+
+
+_SUMMARY: Final = "Summary of the earlier conversation"
 
 
 def _input_message(kind: str, text: str) -> JsonValue:

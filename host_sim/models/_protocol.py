@@ -110,14 +110,19 @@ class HistoryEntry:
     something was erased there rather than leave a silent gap. ``retracted`` is ``True``
     for a turn someone found wrong (``host.lineage.retract``), ``retraction_reason`` says
     why: the turn is still there, and a model adapter should say not to rely on it.
+
+    ``kind="summary"`` stands for a compacted window of earlier turns (``Host(context=...)``,
+    API.md section 20): ``text`` is the summary, ``reply`` empty, ``covers`` the ordinals of
+    the first and last turns it stands for.
     """
 
-    kind: Literal["prompt", "notification"]
+    kind: Literal["prompt", "notification", "summary"]
     text: str
     reply: str
     erased: bool = False
     retracted: bool = False
     retraction_reason: str | None = None
+    covers: tuple[int, int] | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -219,6 +219,21 @@ class OtelTelemetry(Telemetry):
     def carried(self) -> AbstractContextManager[object]:
         return _Attached(otel_context.get_current())
 
+    def memory_made(self, record_id: str, kind: str, session_id: str) -> None:
+        tracer = self._tracer
+        if tracer is None:
+            return
+        context = otel_context.get_current()
+        if _dropped(context):
+            return
+        attributes: Attributes = {
+            "gen_ai.operation.name": "create_memory",
+            "host_sim.memory.id": record_id,
+            "host_sim.memory.kind": kind,
+            "host_sim.session.id": session_id,
+        }
+        tracer.start_span(f"create_memory {kind}", context=context, kind=SpanKind.INTERNAL, attributes=attributes).end()
+
 
 def _dropped(context: otel_context.Context) -> bool:
     """Whether the span current in ``context`` is one its sampler dropped (a turn's): its

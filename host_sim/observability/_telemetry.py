@@ -112,5 +112,9 @@ class Telemetry:
         """The caller's context, captured now, to make current again in a job's task."""
         return _NOTHING
 
+    def memory_made(self, record_id: str, kind: str, session_id: str) -> None:
+        """A memory record was made (API.md section 20): a ``create_memory`` span, a child of
+        the current one (the turn whose tool made it, or the turn that compacted)."""
+
 
 NO_TELEMETRY = Telemetry()

@@ -17,7 +17,7 @@ from datetime import datetime
 
 import anyio
 
-from modular_sdk import InvalidArgumentError, SessionDeletedError, SessionId, UnknownSessionError
+from modular_sdk import InvalidArgumentError, RecordId, SessionDeletedError, SessionId, UnknownSessionError
 from modular_sdk._rules import show, unstorable_text
 
 from ..lineage._facts import LineageFacts
@@ -257,16 +257,19 @@ class SessionCache(LineageFacts):
         async with self._gate.exclusive():
             yield
 
-    def erased(self, records: Sequence[TurnRecord], erasure: Erasure) -> None:
+    def erased(self, records: Sequence[TurnRecord], erasure: Erasure, memory: Sequence[RecordId] = ()) -> None:
         """This host erased ``records`` (forget, delete): the sessions held say so, the resume
         history keeps no copy of the text, and one ``turn_erased`` per erased turn says so
-        (earlier events stay what they were, without the text). A record without
+        (earlier events stay what they were, without the text); the first of them names the
+        memory records the erasure erased (``memory``, API.md section 20). A record without
         ``erased_at`` is a turn that lost only its error (it quoted erased text)."""
         self._apply_erasure(records)
         self._events.erase(erasure, records)
+        named = tuple(memory)
         for record in records:
             if record.erased_at is not None:
-                self._events.publish(_turn_erased(record))
+                self._events.publish(_turn_erased(record, named))
+                named = ()
 
     def retracted(self, record: TurnRecord, first: bool) -> None:
         """A retraction this host made; ``first``: this call retracted it (``turn_retracted``)."""
@@ -456,5 +459,5 @@ def turn_finished(record: TurnRecord) -> Callable[[int, datetime], TurnFinished]
     )
 
 
-def _turn_erased(record: TurnRecord) -> Callable[[int, datetime], TurnErased]:
-    return lambda seq, at: TurnErased(seq=seq, at=at, session_id=record.session_id, turn_id=record.id)
+def _turn_erased(record: TurnRecord, memory: tuple[RecordId, ...] = ()) -> Callable[[int, datetime], TurnErased]:
+    return lambda seq, at: TurnErased(seq=seq, at=at, session_id=record.session_id, turn_id=record.id, records=memory)

@@ -53,6 +53,7 @@ from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..lineage._provenance import delete_session
 from ..lineage._types import LineageEdge, SessionNode
+from ..memory._compaction import Compactor
 from ..models._protocol import Model
 from ..observability import Telemetry
 from ..stores._protocol import LogStore, Store
@@ -103,6 +104,7 @@ class Engine:
         after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None,
         report_output: Callable[[SessionId, str, str, TurnId | None, int | None], Awaitable[None]] | None = None,
         telemetry: Telemetry | None = None,
+        context: Compactor | None = None,
     ) -> None:
         self.tables = tables
         self.model = model  # its name is a new session's default model; the turns call it
@@ -143,6 +145,7 @@ class Engine:
             max_reply_bytes=max_reply_bytes,
             mcp=mcp,
             after_turn=after_turn,
+            context=context,
         )
 
     async def close(self) -> None:

@@ -36,6 +36,7 @@ from modular_sdk import (
     AiSessionLineage,
     Author,
     InvalidArgumentError,
+    RecordId,
     SessionId,
     TurnId,
     TurnStatus,
@@ -59,9 +60,12 @@ __all__ = [
     "JobFinished",
     "JobStarted",
     "Lagged",
+    "MemoryRecorded",
+    "MemoryRetracted",
     "NotificationEvent",
     "Replay",
     "ReplyDelta",
+    "SessionCompacted",
     "SessionCreated",
     "SessionDeleted",
     "ToolCalled",
@@ -242,6 +246,49 @@ class TurnErased:
     host_id: str = ""
     session_id: SessionId
     turn_id: TurnId
+    records: tuple[RecordId, ...] = ()  # the memory records this erasure erased (API.md section 20)
+
+
+@attrs.frozen(kw_only=True)
+class MemoryRecorded:
+    """A memory record was made (``memory.record``, ``ctx.ai.memory.record``, a compaction):
+    its id, session and kind; read the record for its text. Immutable."""
+
+    kind: Literal["memory_recorded"] = attrs.field(default="memory_recorded", init=False)
+    seq: int
+    at: datetime
+    host_id: str = ""
+    session_id: SessionId
+    record_id: RecordId
+    record_kind: str
+
+
+@attrs.frozen(kw_only=True)
+class MemoryRetracted:
+    """A memory record was found wrong and retracted (``memory.retract``); it stays. Immutable."""
+
+    kind: Literal["memory_retracted"] = attrs.field(default="memory_retracted", init=False)
+    seq: int
+    at: datetime
+    host_id: str = ""
+    session_id: SessionId
+    record_id: RecordId
+
+
+@attrs.frozen(kw_only=True)
+class SessionCompacted:
+    """The host compacted a session's history before a model call (``Host(context=...)``):
+    ``record_id`` is the summary, read from turns ``first`` to ``last`` (ordinals) of the
+    session's history; later model calls see it in their place. Immutable."""
+
+    kind: Literal["session_compacted"] = attrs.field(default="session_compacted", init=False)
+    seq: int
+    at: datetime
+    host_id: str = ""
+    session_id: SessionId
+    record_id: RecordId
+    first: int
+    last: int
 
 
 @attrs.frozen(kw_only=True)
@@ -284,6 +331,9 @@ HostEvent: TypeAlias = (
     | TurnErased
     | Lagged
     | TurnRetracted
+    | MemoryRecorded
+    | MemoryRetracted
+    | SessionCompacted
 )
 """Everything ``host.subscribe()`` yields; discriminated by ``kind``."""
 

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 import attrs
 
 from modular_sdk import (
+    HostAuthor,
+    MemoryAuthor,
     InvalidArgumentError,
     ModularError,
     Agent,
@@ -42,6 +44,8 @@ from modular_sdk._rules import show, unstorable_text
 
 from .._host_made import NoPublicConstructor
 from ..lanes._calling import Actor, HandlerFrame
+from ..memory._book import Memory
+from ._memory_events import MemoryEvents
 from ..stores._records import ToolCallRecord
 from ..traces._errors import TraceError, UnknownTraceError
 from ._explain import close_names, turn_failed
@@ -559,11 +563,26 @@ class AiContextImpl(metaclass=NoPublicConstructor):
     creates gets them, and it finds only sessions that carry them.
     """
 
-    __slots__ = ("_agents", "_sessions")
+    __slots__ = ("_actor", "_agents", "_engine", "_scope", "_sessions")
 
     def __init__(self, engine: Engine, actor: Actor, scope: Scope | None = None) -> None:
         self._sessions = AiSessionsImpl._create(engine, actor, scope)
         self._agents = AiAgentsImpl._create(engine, actor, scope)
+        self._engine, self._actor, self._scope = engine, actor, scope
+
+    @property
+    def memory(self) -> Memory:
+        """What this handler remembers (API.md section 20): records stamped with its mod and
+        command or tool, within the tags of the session it runs in."""
+        engine, actor = self._engine, self._actor
+        author: MemoryAuthor = HostAuthor() if actor is None else actor.author
+        return Memory._create(
+            engine.store,
+            clock=engine.now,
+            author=author,
+            tags=None if self._scope is None else self._scope.tags,
+            notices=MemoryEvents(engine.events, engine.telemetry),
+        )
 
     @property
     def sessions(self) -> AiSessionsImpl:

@@ -16,8 +16,11 @@ import anyio.to_thread
 import attrs
 
 from modular_sdk import (
+    RecordId,
+    HostAuthor,
     HostClosedError,
     InvalidArgumentError,
+    MemoryAuthor,
     Mod,
     ModularError,
     SessionDeletedError,
@@ -26,6 +29,9 @@ from modular_sdk import (
 from modular_sdk._rules import show
 
 from ..lanes._calling import HandlerFrame
+from ..memory._book import Memory
+from ..memory._compaction import Compactor
+from ..memory._policy import ContextPolicy
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..lanes._renderer import ViewResult, render, render_widget
 from ..lineage._graph import LineageGraph
@@ -52,6 +58,7 @@ from ._commands import Commands
 from ._completions import Completion, Completions
 from ._engine import Engine, checked_now
 from ._events import EventHub, EventStream
+from ._memory_events import MemoryEvents
 from ._scope_seq import ScopeNumbers
 from ._ids import checked_request_id, new_host_id
 from ._integrator import log_of
@@ -124,6 +131,9 @@ class Host:
     ``tracer_provider`` and ``meter_provider`` (the ``otel`` extra) receive the host's
     OpenTelemetry spans and metrics; left out, the global providers do (when
     opentelemetry-api is installed). See docs/observability.md.
+    ``context`` (a `ContextPolicy`) bounds what a model call carries: a history over its
+    ``max_tokens`` is compacted into a summary record (API.md section 20, docs/memory.md);
+    without it every call carries the whole history.
     """
 
     def __init__(
@@ -146,6 +156,7 @@ class Host:
         event_history: int = 10_000,
         tracer_provider: TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
+        context: ContextPolicy | None = None,
     ) -> None:
         specs, builtin_names = check_host_arguments(
             mods=mods,
@@ -167,6 +178,13 @@ class Host:
             tracer_provider=tracer_provider,
             meter_provider=meter_provider,
         )
+        if context is not None and not isinstance(context, ContextPolicy):
+            raise InvalidArgumentError(
+                f"Host(context=...) takes a ContextPolicy(max_tokens=...) or None, got {show(context)}",
+                argument="context",
+                value=context,
+            )
+        self._context = context
         self._tracer_provider, self._meter_provider = tracer_provider, meter_provider
         self._telemetry = Telemetry()  # what it reports through, chosen when it opens
         self._event_history = event_history
@@ -309,6 +327,15 @@ class Host:
             after_turn=after_turn,
             report_output=linker.report_output,
             telemetry=self._telemetry,
+            context=None
+            if self._context is None
+            else Compactor(
+                self._context,
+                store=self._store,
+                model=self._model,
+                clock=lambda: checked_now(self._clock),
+                notices=MemoryEvents(events, self._telemetry),
+            ),
         )
         self._link = link = (
             None if shared is None else HostsLink(shared, events=events, cache=cache, now=lambda: checked_now(self._clock))
@@ -420,6 +447,17 @@ class Host:
         self._open()
         assert self._sessions is not None
         return self._sessions
+
+    @property
+    def memory(self) -> Memory:
+        """What conversations were read into (API.md section 20): records resting on turns,
+        written by the host (``made_by`` the host); see `Memory`. A `ScopedHost`'s is limited
+        to its scope, a handler's ``ctx.ai.memory`` is stamped with its mod."""
+        return self._memory_for(HostAuthor(), None)
+
+    def _memory_for(self, author: MemoryAuthor, tags: Mapping[str, str] | None) -> Memory:
+        engine = self._open()
+        return Memory._create(engine.store, clock=engine.now, author=author, tags=tags, notices=MemoryEvents(engine.events, engine.telemetry))
 
     @property
     def lineage(self) -> LineageGraph:

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, final
 
 import attrs
 
-from modular_sdk import InvalidArgumentError, SessionId, UnknownSessionError
+from modular_sdk import HostAuthor, InvalidArgumentError, SessionId, UnknownSessionError
 from modular_sdk._rules import show, unstorable_text
 
+from ..memory._book import Memory
 from ..lineage._graph import LineageGraph, _chain_records
 from ..lineage._html import DEFAULT_TITLE, render_lineage_html
 from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin
@@ -60,7 +61,7 @@ def _session_id(session: object) -> object:
 class ScopedHost(metaclass=NoPublicConstructor):
     """The host as one tenant or owner sees it: ``host.scoped({"user": "alice"})``.
 
-    The same surface as `Host` (``sessions``, ``lineage``, ``traces``, ``submit``,
+    The same surface as `Host` (``sessions``, ``lineage``, ``memory``, ``traces``, ``submit``,
     ``start``, ``job``, ``jobs``, ``log``, ``transcript``, ``subscribe``,
     ``notifications``, ``mark_read``, ``pending_actions``, ``confirm``, ``dismiss``,
     ``run_command``, ``completions``), limited to the sessions whose tags include every
@@ -112,6 +113,12 @@ class ScopedHost(metaclass=NoPublicConstructor):
         ``delete`` see only the scope's sessions (an outside id: `UnknownSessionError`)."""
         self._engine()
         return self._sessions
+
+    @property
+    def memory(self) -> Memory:
+        """`Host.memory` limited to the scope: records of its sessions only (others raise
+        what a missing id raises), written in its sessions only (API.md section 20)."""
+        return self._host._memory_for(HostAuthor(), self._scope.tags)
 
     @property
     def lineage(self) -> ScopedLineage:
@@ -461,9 +468,10 @@ class ScopedLineage(metaclass=NoPublicConstructor):
         """`LineageGraph.forward` of a turn of the scope, listing only the scope's part."""
         await turn_record(self._store, self._scope, turn_id)
         found = await self._graph.forward(turn_id)
-        inside = await self._inside([*found.sessions, *found.spawns, *_ends(found.edges)])
+        inside = await self._inside([*found.sessions, *found.spawns, *_ends(found.edges), *(r.session_id for r in found.records)])
         return attrs.evolve(
             found,
+            records=tuple(r for r in found.records if r.session_id in inside),
             sessions=tuple(s for s in found.sessions if s in inside),
             turns=tuple(t for t in found.turns if t.session_id in inside),
             spawns=tuple(s for s in found.spawns if s in inside),
@@ -485,9 +493,12 @@ class ScopedLineage(metaclass=NoPublicConstructor):
         """`LineageGraph.forget` of a turn of the scope; the plan lists only the scope's part."""
         await turn_record(self._store, self._scope, turn_id)
         plan = await self._graph.forget(turn_id, dry_run=dry_run)
-        inside = await self._inside([*plan.sessions, *plan.spawns, *(t.session_id for t in plan.turns), *_ends(plan.edges)])
+        inside = await self._inside(
+            [*plan.sessions, *plan.spawns, *(t.session_id for t in plan.turns), *_ends(plan.edges), *(r.session_id for r in plan.records)]
+        )
         return attrs.evolve(
             plan,
+            records=tuple(r for r in plan.records if r.session_id in inside),
             sessions=tuple(s for s in plan.sessions if s in inside),
             turns=tuple(t for t in plan.turns if t.session_id in inside),
             spawns=tuple(s for s in plan.spawns if s in inside),

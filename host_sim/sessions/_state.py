@@ -30,8 +30,10 @@ __all__ = [
     "SessionUse",
     "TurnState",
     "apply_erasure",
+    "completed_turn_at",
     "entry_of",
     "history",
+    "history_chain",
     "history_view",
     "turn_at",
 ]
@@ -430,3 +432,30 @@ def _refresh_entry(session: SessionState, turn: TurnState) -> None:
         index = turn.completed_before - session.inherited_completed
         if 0 <= index < len(session.entries):
             session.entries[index] = entry_of(turn)
+
+
+def completed_turn_at(session: SessionState, index: int) -> TurnState:
+    """The ``index``-th completed turn of ``session``'s history (entry ``index`` of its
+    `history_view`): one step per fork in the chain and a binary search, never a scan."""
+    current: SessionState | None = session
+    while current is not None and index < current.inherited_completed:
+        current = current.parent
+    assert current is not None and current.own, f"no completed turn {index} in session {session.id!r}"
+    own = current.own
+    at = bisect.bisect_left(own, index, key=lambda t: t.completed_before)
+    while own[at].status != "completed":  # a failed turn shares the count of the completed one after it
+        at += 1
+    return own[at]
+
+
+def history_chain(session: SessionState) -> list[tuple[SessionId, int | None]]:
+    """The sessions whose turns ``session``'s history holds, from it up its fork chain, each
+    with the last ordinal of theirs it holds (``None``: all of them)."""
+    chain: list[tuple[SessionId, int | None]] = [(session.id, None)]
+    cut: int | None = None
+    current = session
+    while current.anchor is not None and current.parent is not None:
+        cut = current.anchor.ordinal if cut is None else min(cut, current.anchor.ordinal)
+        current = current.parent
+        chain.append((current.id, cut))
+    return chain

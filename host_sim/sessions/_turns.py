@@ -11,7 +11,7 @@ recorded before the next turn of the session starts (``after_turn``).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -36,7 +36,8 @@ from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, running_turns_var
 from ..lanes._ext_host import HandlerFailed, call_handler
-from ..models._protocol import Model, ModelRequest, Reply, ToolCall, ToolResult, ToolSpec, Usage, add_usage
+from ..memory._compaction import CompactionError, Compactor
+from ..models._protocol import HistoryEntry, Model, ModelRequest, Reply, ToolCall, ToolResult, ToolSpec, Usage, add_usage
 from ..models._secrets import KeyFilter, scrub_data, scrubber_of
 from ..observability import Telemetry
 from ..stores._protocol import Store
@@ -44,7 +45,7 @@ from ..stores._errors import StoreError
 from ..stores._records import ToolCallRecord, TurnRecord
 from ._events import EventHub, HostEvent, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished, TurnStarted
 from ._ids import new_call_id, new_message_id, new_turn_id
-from ._state import HistoryView, SessionState, TurnState, history_view, text_of
+from ._state import HistoryView, SessionState, TurnState, completed_turn_at, history_chain, history_view, text_of
 from ._widget_tags import place_widgets
 
 if TYPE_CHECKING:
@@ -105,9 +106,11 @@ class TurnRunner:
         cache: SessionCache,
         mcp: McpTools | None = None,
         after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None,
+        context: Compactor | None = None,
     ) -> None:
         self._tables = tables
         self._cache = cache  # its erasure gate: a turn begins and reads its history holding it
+        self._context = context  # Host(context=...): compacts a history over its budget (API.md section 20)
         self._model = model
         self._store = store
         self._events = events
@@ -270,13 +273,18 @@ class TurnRunner:
         )
         try:
             message = turn.message
+            try:
+                history = await self._history(session, message, seen)
+            except CompactionError as failed:
+                turn.status, turn.error, turn.failure = "failed", storable(str(failed)), "model_failed"
+                return
             request = ModelRequest(
                 session_id=session.id,
                 model=session.record.model,
                 kind=message.type,
                 text=text_of(message),
                 message=message,
-                history=seen,  # the completed turns before this one (a view: later erasures show)
+                history=history,  # the completed turns before this one (a summary in place of a compacted window)
                 output_schema=output_schema,
                 instructions=self._instructions(session),
                 tools=self._tool_specs if self._mcp is None else (*self._tool_specs, *await self._mcp.specs()),
@@ -334,6 +342,29 @@ class TurnRunner:
                 return
         finally:
             running_turns_var.reset(token)
+
+    async def _history(self, session: SessionState, message: AiMessage, view: HistoryView) -> Sequence[HistoryEntry]:
+        """What the model is given of the session's earlier turns (``view``: those completed
+        when the turn began, read holding the erasure gate): all of them, or (with a context
+        policy) a summary in place of the oldest, compacting first when over budget."""
+        if self._context is None:
+            return view
+        last = session.last_completed
+        usage = None if last is None else last.usage
+
+        def turn_of(index: int) -> tuple[TurnId, int]:
+            found = completed_turn_at(session, index)
+            return found.id, found.ordinal
+
+        return await self._context.history(
+            session_id=session.id,
+            model_name=session.record.model,
+            chain=history_chain(session),
+            view=view,
+            turn_of=turn_of,
+            prompt=text_of(message),
+            last_input_tokens=None if usage is None else usage.input_tokens,
+        )
 
     async def _ask_model(self, session: SessionState, turn: TurnState, request: ModelRequest) -> tuple[object, Usage | None]:
         """One model call: its answer, and the `Usage` it reported (``None``: none).

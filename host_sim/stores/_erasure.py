@@ -32,6 +32,8 @@ from ._records import LineageEdge, SessionNode
 from ._invariants import ERASED_LABEL
 from ._records import Invocation, JobRecord, TurnRecord
 from ._traces import ActionOutcomeRecord, ProposedActionRecord, TraceOutputRecord
+from ._memory_records import ERASED_TEXT
+from modular_sdk import MemoryRecord, RecordId
 
 __all__ = ["ERASED_BY_STORE", "ERASED_LABEL", "KEPT", "PLACES", "STORE_COLUMNS", "Erasure", "Key", "Place", "erase_record", "erase_rows", "statements"]
 
@@ -43,14 +45,15 @@ ERASED_TOOL_CALLS: Final = "each call's input {}, output None, error ERASED_LABE
 ERASED_WIDGETS: Final = "each placement's data {}"
 """What a forgotten turn's ``widgets`` become (`_invariants.erased_widget`), for a reader of `PLACES`."""
 
-Key: TypeAlias = Literal["record", "turn", "position", "command", "session"]
+Key: TypeAlias = Literal["record", "turn", "position", "command", "session", "memory"]
 """Which rows of a place an `Erasure` reaches.
 
 ``record``: the erasure carries the rows themselves (`Erasure.turns`, `Erasure.edges`);
 ``turn``: rows whose ``turn_id`` is a planned turn's; ``position``: rows whose
 ``(session_id, position)`` is a planned turn's (commands typed where that turn was asked);
 ``command``: command jobs whose ``(session_id, text)`` is what such a command was typed as;
-``session``: rows whose ``session_id`` is a deleted session's.
+``session``: rows whose ``session_id`` is a deleted session's; ``memory``: memory records
+whose ``id`` the plan lists (`Erasure.records`: those resting on a planned turn or record).
 """
 
 
@@ -66,7 +69,7 @@ class Erasure:
     rows that keep their own text but lose their error, which quotes erased text (a later
     failed turn whose model saw a planned turn, a turn, invocation or job of a reached
     session whose error holds a planned turn's text): the fields a place lists as
-    ``quoted``.
+    ``quoted``. ``records``: the memory records the plan lists (API.md section 20).
     """
 
     at: datetime
@@ -77,6 +80,7 @@ class Erasure:
     commands: frozenset[tuple[SessionId, str]] = frozenset()
     sessions: frozenset[SessionId] = frozenset()
     errors: frozenset[tuple[str, str]] = frozenset()
+    records: frozenset[RecordId] = frozenset()
 
 
 @attrs.frozen(kw_only=True)
@@ -192,6 +196,17 @@ PLACES: Final[tuple[Place, ...]] = (
         rows=("session",),
         kept=("id", "action_type", "tool", "session_id", "tags", "created_by", "created_at", "revoked_at", "revoked_by"),
     ),
+    # What memory made of a conversation (API.md section 20): a record's text and data, when
+    # the plan lists it (it rests on a planned turn or record) or its session is deleted; its
+    # kind, ids, what it rests on, who made it and its times stay (lineage stays walkable).
+    Place(
+        table="memory_records",
+        record=MemoryRecord,
+        erased=(("text", ERASED_TEXT), ("data", None), ("retraction_reason", ERASED_LABEL)),
+        rows=("memory", "session"),
+        stamp="erased_at",
+        kept=("id", "session_id", "kind", "read_from", "cites", "derived_from", "made_by", "created_at", "retracted_at"),
+    ),
     # The summary a deleted (agent) session completed with.
     Place(
         table="nodes",
@@ -209,6 +224,7 @@ STORE_COLUMNS: Final[Mapping[str, str]] = {
     "cancel_requested_at": "when a host asked for a job to be cancelled",
     "artifact_type": "an edge's artifact type, copied for its index (PostgreSQL)",
     "artifact_source_id": "an edge's artifact source id, copied for its index (PostgreSQL)",
+    "search": "a memory record's text as a tsvector (PostgreSQL), generated from it: recomputed when the text is erased",
 }
 """Columns a store adds to a place's table beyond its record's fields, none holding text."""
 
@@ -225,6 +241,8 @@ KEPT: Final[Mapping[str, str]] = {
     "trace_commits": "output ids and commit hashes",
     "trace_index": "derived from the trace records' ids",
     "spool_applied": "spool event ids and times",
+    "memory_by_turn": "derived from memory_records: turn and record ids",
+    "memory_by_record": "derived from memory_records: record ids",
 }
 """Every other table a store keeps, and why it holds no text an erasure must remove."""
 
@@ -234,6 +252,12 @@ ERASED_BY_STORE: Final[Mapping[str, str]] = {
     "erasure's own transaction (stores/_postgres.py, _ERASE_EVENTS), and a row written after an "
     "erasure erases itself in its own; so do the errors of turns and commands that quoted erased "
     "text (_ERASE_QUOTED_TURN_EVENTS, _ERASE_NEW_QUOTED_EVENTS)",
+    **{
+        name: "SQLite's full-text index of memory_records.text (FTS5, external content): triggers take an "
+        "erased text out of it, and the erasure's transaction then merges the index ('optimize'), so no "
+        "segment keeps a deleted term (stores/_sql_memory.py)"
+        for name in ("memory_fts", "memory_fts_data", "memory_fts_idx", "memory_fts_docsize", "memory_fts_config")
+    },
 }
 """Tables a store erases itself, in the erasure's transaction, and how."""
 
@@ -250,6 +274,8 @@ def _hits(place: Place, record: object, erasure: Erasure) -> bool:
         if key == "command" and field("kind") == "command" and (field("session_id"), field("text")) in erasure.commands:
             return True
         if key == "session" and field("session_id") in erasure.sessions:
+            return True
+        if key == "memory" and field("id") in erasure.records:
             return True
     return False
 
@@ -346,6 +372,8 @@ def _selections(place: Place, erasure: Erasure, mark: str) -> list[tuple[str, tu
             keyed.append(("turn_id", "", [(t,) for t in sorted(erasure.turn_ids)]))
         elif key == "session":
             keyed.append(("session_id", "", [(s,) for s in sorted(erasure.sessions)]))
+        elif key == "memory":
+            keyed.append(("id", "", [(r,) for r in sorted(erasure.records)]))
         elif key == "position":
             keyed.append(("session_id, position", "", sorted(erasure.positions)))
         elif key == "command":

@@ -10,7 +10,7 @@ from typing import Literal, TypeVar, final
 
 import attrs
 
-from modular_sdk import SessionId, TurnId
+from modular_sdk import MemoryRecord, RecordId, SessionId, TurnId
 
 from ._approvals import ApprovalRuleRecord, MemoryApprovals
 from ._records import LineageEdge, SessionNode
@@ -20,6 +20,7 @@ from ._invariants import erased_call, erased_widget
 from ._protocol import INDEX_VERSION
 from . import _rows
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+from ._memory_records import RecordsKept
 from ._traces import (
     INDEX_ORDER,
     TRACE_INDEX_VERSION,
@@ -89,6 +90,7 @@ class MemoryStore:
         "_turns",
         "_turns_of",
         "_tr",
+        "_mem",
     )
 
     def __init__(self) -> None:
@@ -115,6 +117,7 @@ class MemoryStore:
         self._index_version: int | None = INDEX_VERSION
         self._approvals = MemoryApprovals()  # ApprovalStore: standing approvals (API.md section 21)
         self._tr = _Traces()  # TraceStore: traces, their index, actions, applied spool events
+        self._mem = RecordsKept()  # RecordStore: memory records and their indexes (API.md section 20)
         # Listing indexes: ids in creation order with their positions (1-based, in _all) in a
         # parallel array, so a page is a bisect and a walk (a few bytes per session).
         self._all: list[SessionId] = []
@@ -290,6 +293,7 @@ class MemoryStore:
             "trace_outputs": lambda place: erase_rows(tr.outputs, place, erasure),
             "nodes": lambda place: erase_rows(self._nodes, place, erasure),
             "approval_rules": lambda place: erase_rows(self._approvals.rules, place, erasure),
+            "memory_records": lambda place: erase_rows(self._mem.records, place, erasure),
         }
         for place in PLACES:
             if "record" not in place.rows:
@@ -299,6 +303,79 @@ class MemoryStore:
         for action_id, action in tr.actions.items():
             if action.erased_at is not None:
                 tr.pending_of.get(action.session_id, {}).pop(action_id, None)
+
+    # -- memory records (RecordStore, stores/_memory_records.py) ---------------------------
+
+    async def add_record(self, record: MemoryRecord, rests_on: Sequence[TurnId]) -> None:
+        self._check_open()
+        if record.id in self._mem.records:
+            raise StoreError(f"refused a write: memory record {record.id!r} is already stored; records never change")
+        if record.session_id not in self._sessions:
+            raise StoreError(f"refused a write: memory record {record.id!r} names session {record.session_id!r}, which the store does not hold")
+        self._mem.add(record, rests_on)
+
+    async def get_record(self, record_id: str) -> MemoryRecord | None:
+        self._check_open()
+        return self._mem.records.get(RecordId(record_id))
+
+    async def rests_on(self, record_id: RecordId) -> Sequence[TurnId]:
+        self._check_open()
+        return self._mem.turns_of(record_id)
+
+    async def records_on_turns(self, turn_ids: Sequence[TurnId]) -> Sequence[MemoryRecord]:
+        self._check_open()
+        return self._mem.on_turns(turn_ids)
+
+    async def records_derived_from(self, record_ids: Sequence[RecordId]) -> Sequence[MemoryRecord]:
+        self._check_open()
+        return self._mem.derived(record_ids)
+
+    async def retract_record(self, record_id: RecordId, at: datetime, reason: str) -> MemoryRecord:
+        self._check_open()
+        old = self._mem.records.get(record_id)
+        if old is None:
+            raise StoreError(f"refused a write: no memory record {record_id!r} to retract")
+        if old.retracted_at is not None:
+            return old
+        new = attrs.evolve(old, retracted_at=at, retraction_reason=reason)
+        self._mem.records[record_id] = new
+        return new
+
+    def _tagged(self, tags: Mapping[str, str]) -> Callable[[SessionId], bool]:
+        def ok(session_id: SessionId) -> bool:
+            session = self._sessions.get(session_id)
+            return session is not None and all(session.tags.get(k) == v for k, v in tags.items())
+
+        return ok
+
+    async def page_records(
+        self,
+        session_id: SessionId | None,
+        kind: str | None,
+        tags: Mapping[str, str],
+        include_retracted: bool,
+        limit: int,
+        after: int | None,
+    ) -> tuple[Sequence[MemoryRecord], int | None]:
+        self._check_open()
+        ok, mem = self._tagged(tags), self._mem
+        found: list[MemoryRecord] = []
+        ids = mem.ids if session_id is None else mem.of_session.get(session_id, [])
+        start = 0 if after is None else bisect.bisect_right(ids, after, key=mem.order.__getitem__)
+        for index in range(start, len(ids)):
+            record = mem.records[ids[index]]
+            if kind is not None and record.kind != kind:
+                continue
+            if (record.retracted_at is not None and not include_retracted) or not ok(record.session_id):
+                continue
+            if len(found) == limit:
+                return found, self._mem.order[found[-1].id]
+            found.append(record)
+        return found, None
+
+    async def search_records(self, query: str, tags: Mapping[str, str], limit: int) -> Sequence[MemoryRecord]:
+        self._check_open()
+        return self._mem.search(query, self._tagged(tags), limit)
 
     # -- the integrator's log (LogStore) --------------------------------------------------
 

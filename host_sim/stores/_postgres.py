@@ -116,6 +116,7 @@ from ._postgres_sql import close_quietly
 from ._sql_jobs import SqlJobs
 from ._approvals import SqlApprovals
 from ._sql_traces import SqlTraces
+from ._sql_memory import SqlMemory
 from ._postgres_sql import Step as _Step
 from ._postgres_sql import DIALECT, check
 from ._postgres_sql import cols as _cols
@@ -231,7 +232,7 @@ _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE 
 SELECT_INDEX_VERSION: Final = "SELECT value FROM host_sim.meta WHERE key = 'index_version'"
 
 @final
-class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, PostgresLocks, PostgresEvents, PostgresCommit):
+class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, PostgresEvents, PostgresCommit):
     """A durable store in a PostgreSQL database that several hosts share (one session graph).
 
     ``dsn`` is a libpq connection string (``postgresql://user@host:5432/dbname`` or

@@ -15,6 +15,7 @@ from ._errors import StoreError
 from ._invariants import ERASED_LABEL
 from ._postgres_sql import diagnosis
 from ._postgres_traces import TRACE_TABLES_SCHEMA
+from ._sql_memory import MEMORY_POSTGRES
 from ._protocol import INDEX_VERSION
 
 __all__ = [
@@ -375,7 +376,7 @@ def prepare(
                     )
                 for statement in statements(
                     SCHEMA + TRACE_TABLES_SCHEMA + JOBS_SCHEMA + ERASURE_RULES + EVENT_LOG + RECORD_SCHEMA
-                    + ERASURE_SCHEMA_19 + POSTGRES_APPROVALS
+                    + ERASURE_SCHEMA_19 + POSTGRES_APPROVALS + MEMORY_POSTGRES
                 ):
                     conn.execute(statement, ())
                 conn.execute(
@@ -409,6 +410,9 @@ def prepare(
                     conn.execute(statement, ())
             if create and conn.execute("SELECT to_regclass('host_sim.approval_rules') IS NULL", ()).fetchone()[0]:
                 for statement in statements(POSTGRES_APPROVALS):  # a store made before standing approvals
+                    conn.execute(statement, ())
+            if create and conn.execute("SELECT to_regclass('host_sim.memory_records') IS NULL", ()).fetchone()[0]:
+                for statement in statements(MEMORY_POSTGRES):  # a store made before memory records
                     conn.execute(statement, ())
             if create and not conn.execute(HAS_ERASURE_SCHEMA_19, ()).fetchone()[0]:
                 for statement in statements(ERASURE_SCHEMA_19):  # a store made before erasure reached outputs and quoted errors

@@ -28,6 +28,7 @@ from typing import Final, TypeAlias, TypeVar
 import attrs
 
 from modular_sdk import (
+    MemoryRecord,
     AiMessage,
     AiNotificationMessage,
     AiPromptMessage,
@@ -516,6 +517,9 @@ TRACE_INDEX: Final = Table("trace_index", TraceIndexEntry, ("key", "kind", "trac
 ACTIONS: Final = Table("actions", ProposedActionRecord, ("id",), frozenset({"payload"}))
 ACTION_OUTCOMES: Final = Table("action_outcomes", ActionOutcomeRecord, ("action_id",), frozenset())
 TRACE_TABLES: Final = (TRACES, TRACE_TASKS, TRACE_LINKS, TRACE_OUTPUTS, TRACE_COMMITS, TRACE_INDEX, ACTIONS, ACTION_OUTCOMES)
+MEMORY_RECORDS: Final = Table(
+    "memory_records", MemoryRecord, ("id",), frozenset({"data", "read_from", "cites", "derived_from", "made_by"})
+)
 LOG_TABLES: Final = (INVOCATIONS, JOBS)  # version 3: absent from a store a reader finds older
 assert TURNS.columns == (
     "id", "session_id", "ordinal", "message", "message_id", "author", "runner_id", "status",

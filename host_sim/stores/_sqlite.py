@@ -76,6 +76,7 @@ from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, up
 from ._sql_jobs import SqlJobs
 from ._approvals import SqlApprovals
 from ._sql_traces import SqlTraces
+from ._sql_memory import SqlMemory
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._records import JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 
@@ -120,7 +121,7 @@ _FINISH_TURN: Final = (
 
 
 @final
-class SqliteStore(SqlJobs, SqlTraces, SqlApprovals):
+class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write.
 
     ``path`` (and its folder) is created with its schema when missing, unless
@@ -319,6 +320,9 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals):
             Step(sql, params, "cannot erase the text of a record")
             for sql, params in statements(erasure, tables=self._tables, mark="?", encode=_rows.erased_value)
         ]
+        if (erasure.records or erasure.sessions) and "memory_fts" in self._tables:
+            # The FTS5 triggers took the erased text out; merging drops it from every segment.
+            steps.append(Step("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')", (), "cannot merge the memory index"))
         await self._transact(steps)
         await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
 

@@ -16,6 +16,7 @@ import attrs
 
 from . import _rows
 from ._approvals import SQLITE_APPROVALS
+from ._sql_memory import MEMORY_SQLITE
 from ._errors import StoreError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
@@ -501,6 +502,8 @@ class _Opening:
                 if version == 2:
                     self._execute_script(conn, "BEGIN IMMEDIATE;\n" + UPGRADE_FROM_2 + "COMMIT;")
         self._prepare_traces(conn)
+        if not self._read_only:  # memory records (API.md section 20); a reader of an older store finds none
+            self._execute_script(conn, "BEGIN IMMEDIATE;\n" + MEMORY_SQLITE + "COMMIT;")
         self._prepare_log(conn)
         self._prepare_jobs(conn)
         self._prepare_record(conn)

@@ -37,11 +37,13 @@ from host_sim import (
     TurnHandle,
     TurnRunningError,
     UnknownTraceError,
+    Window,
     write_event,
 )
 from host_sim.stores import _erasure
 from host_sim.stores._erasure import ERASED_BY_STORE, KEPT, PLACES, STORE_COLUMNS, Place
 from host_sim.stores._invariants import check
+from host_sim.stores._memory_records import RecordStore
 from modular_sdk import (
     ActionContext,
     ActionStateError,
@@ -171,6 +173,17 @@ async def plant(host: Host, marker: str, *, outputs: bool, spool: Path | None = 
     quoting_job = await (await host.start(chat, "fail quoting")).wait()
     assert quoting_job.error is not None and marker in quoting_job.error
     assert marker in repr(first.turn.widgets)  # a widget the reply placed: its data
+    # Memory (API.md section 20): a record's text and data (and why it was retracted), a
+    # summary read from turn 0, a record derived from it; the store's full-text index of them.
+    fact = await host.memory.record(
+        chat, f"fact {marker}", kind="fact", cites=(first.turn.id,), data={"note": f"data {marker}"}
+    )
+    summary = await host.memory.record(
+        chat, f"summary {marker}", kind="summary", read_from=Window(first=first.turn.id, last=first.turn.id)
+    )
+    await host.memory.record(chat, f"derived {marker}", kind="note", derived_from=(summary.id,))
+    await host.memory.retract(fact.id, reason=f"moved {marker}")
+    assert len(await host.memory.search(marker)) == 2  # the summary and what was derived from it
     await host.lineage.retract(first.turn.id, reason=f"wrong {marker}")  # a retraction's reason (and its event)
     job = await host.start(chat, f"/echo job {marker}")  # a command run as a job
     assert (await job.wait()).error is None
@@ -235,6 +248,9 @@ async def read_outs(host: Host, planted: Planted) -> dict[str, str]:
     out["jobs"] = repr([(j.text, j.status, j.submission) for j in (await host.jobs(limit=10_000)).jobs])
     out["notifications"] = repr([_turn_text(t) for t in await host.notifications(unread_only=False)])
     out["lineage page"] = await host.lineage.html()
+    if isinstance(store, RecordStore):  # a store of an integrator's own may keep no memory records
+        out["memory"] = repr((await host.memory.list(include_retracted=True, limit=1000)).records)
+        out["memory search"] = repr([await host.memory.search(word) for word in ("fact", "summary", "derived")])
     out["edges"] = repr((await store.read_all()).edges)
     if isinstance(store, TraceStore):
         out["traces"] = repr(await store.read_traces())

@@ -26,7 +26,7 @@ from modular_sdk import AiContributions, HostClosedError, ModMetadata, ToolConte
 pytestmark = pytest.mark.anyio
 
 SECRET = "MARKER-forgotten-7f3e"
-TOOLS = ["lineage_backward", "lineage_forward", "lineage_lookup", "session_transcript"]
+TOOLS = ["lineage_backward", "lineage_forward", "lineage_lookup", "memory_search", "session_transcript"]
 
 
 @attrs.frozen
@@ -60,6 +60,7 @@ class Written:
     proposed_turn_id: str
     later_turn_id: str
     erased_turn_id: str
+    record_id: str
 
 
 async def write_store(path: Path) -> Written:
@@ -69,6 +70,8 @@ async def write_store(path: Path) -> Written:
         chat = await host.sessions.create(trace=trace.id)
         proposed = await host.submit(chat, "propose chg-1")
         later = await host.submit(chat, "write the tests")
+        assert proposed.turn is not None
+        record = await host.memory.record(chat, "the parser proposal chg-1", kind="fact", cites=(proposed.turn.id,))
         fork = await chat.fork()
         await host.traces.record_commit("chg-1", "3f2a9c1")
         secret = await host.submit(fork, f"remember {SECRET}")
@@ -81,6 +84,7 @@ async def write_store(path: Path) -> Written:
             proposed_turn_id=proposed.turn.id,
             later_turn_id=later.turn.id,
             erased_turn_id=secret.turn.id,
+            record_id=record.id,
         )
 
 
@@ -94,7 +98,7 @@ def text_of(result: CallToolResult) -> str:
     return result.content[0].text
 
 
-async def test_the_four_tools_are_listed_and_annotated_read_only(written: Written) -> None:
+async def test_the_five_tools_are_listed_and_annotated_read_only(written: Written) -> None:
     async with Host(mods=[MOD], store=SqliteStore(written.path)) as host:
         async with Client(lineage_mcp_server(host)) as client:
             tools = (await client.list_tools()).tools
@@ -143,6 +147,16 @@ async def test_forward_and_backward_answer_the_hosts_provenance_as_json(written:
     assert written.later_turn_id in [t["turn_id"] for t in fwd["turns"]]
     assert [t["turn_id"] for t in back["read_from"]] == [t.turn_id for t in backward.read_from] == [written.proposed_turn_id]
     assert back["sessions"] == list(backward.sessions)
+    assert [r["record_id"] for r in fwd["records"]] == [r.record_id for r in forward.records] == [written.record_id]
+
+
+async def test_memory_search_answers_the_records_the_stores_full_text_index_finds(written: Written) -> None:
+    async with Host(mods=[MOD], store=SqliteStore(written.path)) as host:
+        async with Client(lineage_mcp_server(host)) as client:
+            found = json.loads(text_of(await client.call_tool("memory_search", {"query": "parser proposal"})))
+            none = json.loads(text_of(await client.call_tool("memory_search", {"query": "nothing here"})))
+    assert [r["id"] for r in found] == [written.record_id] and found[0]["cites"] == [written.proposed_turn_id]
+    assert none == []
 
 
 async def test_session_transcript_shows_an_erased_turn_as_erased_with_its_id(written: Written) -> None:

@@ -32,6 +32,7 @@ from host_sim import (
     Store,
     ToolCall,
     TurnOrigin,
+    TurnRef,
     UnknownTurnError,
 )
 from modular_sdk import (
@@ -158,7 +159,7 @@ async def check_provenance(host: Host, world: World, sessions: list[AiSessionHan
         saw_it = {by_text[t] for t, history in world.histories.items() if text in history and t in by_text}
         resting = {r.turn_id for r in fwd.turns}
         assert resting == {t for t in saw_it if turns[t].status == "completed"}
-        assert fwd.of.turn_id == turn_id and fwd.sessions[0] == turn.session_id
+        assert isinstance(fwd.of, TurnRef) and fwd.of.turn_id == turn_id and fwd.sessions[0] == turn.session_id
         assert {r.session_id for r in fwd.turns} <= set(fwd.sessions)
         assert sorted(fwd.spawns) == sorted(world.spawned_by_text.get(text, []))
         for spawn in fwd.spawns:

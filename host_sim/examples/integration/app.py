@@ -72,8 +72,11 @@ from host_sim import (
     JobStarted,
     Lagged,
     LineageTree,
+    MemoryRecorded,
+    MemoryRetracted,
     Model,
     ScopedHost,
+    SessionCompacted,
     NotificationEvent,
     OpenAIModel,
     ReplyDelta,
@@ -673,11 +676,17 @@ def event_json(event: HostEvent) -> dict[str, JSON]:
         case SessionDeleted():
             data |= {"session_id": event.session_id}
         case TurnErased():
-            data |= {"session_id": event.session_id, "turn_id": event.turn_id}
+            data |= {"session_id": event.session_id, "turn_id": event.turn_id, "records": list(event.records)}
         case Lagged():
             data |= {"missed": event.missed}
         case TurnRetracted():
             data |= {"session_id": event.session_id, "turn_id": event.turn_id, "reason": event.reason}
+        case MemoryRecorded():
+            data |= {"session_id": event.session_id, "record_id": event.record_id, "record_kind": event.record_kind}
+        case MemoryRetracted():
+            data |= {"session_id": event.session_id, "record_id": event.record_id}
+        case SessionCompacted():
+            data |= {"session_id": event.session_id, "record_id": event.record_id, "first": event.first, "last": event.last}
         case _:
             assert_never(event)
     return data
