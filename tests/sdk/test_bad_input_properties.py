@@ -279,6 +279,11 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
     ),
     "Deny": (Deny, {"reason": "not now"}),
     "Usage": (Usage, {"input_tokens": 812, "output_tokens": 64}),
+    "Window": (modular_sdk.Window, {"first": "turn_1", "last": "turn_3"}),
+    "MemoryRecord": (
+        modular_sdk.MemoryRecord,
+        {"id": "mem_1", "session_id": "ses_1", "kind": "fact", "text": "Alice lives in Lisbon", "cites": ("turn_2",), "created_at": NOW},
+    ),
     "WidgetPlacement": (WidgetPlacement, {"widget_id": "progress", "data": {"done": 2, "total": 4}, "index": 0}),
     "ToolCallRecord": (
         ToolCallRecord,
@@ -305,7 +310,7 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., object], dict[str, object]]] = {
     ),
     "AiRunResult": (AiRunResult, {"text": "done", "turn": None}),
 }
-NO_FIELDS = [modular_sdk.UserAuthor, modular_sdk.RootLineage, modular_sdk.Allow]
+NO_FIELDS = [modular_sdk.UserAuthor, modular_sdk.HostAuthor, modular_sdk.RootLineage, modular_sdk.Allow]
 
 
 def test_every_public_constructor_is_covered() -> None:
