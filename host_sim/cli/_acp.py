@@ -24,7 +24,7 @@ from modular_sdk import ModularError
 from ..stores._postgres import PostgresStore
 from ..stores._protocol import Store
 from ._model_option import add_model_options, chosen_model
-from ._options import DEFAULT_STORE, add_timeout, open_store
+from ._options import DEFAULT_STORE, add_timeout, is_store_url, open_store
 from ._session_io import make_host, report_error
 
 __all__ = ["AcpUnavailableError", "NotAPipeError", "register"]
@@ -82,14 +82,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(handler=_main)
 
 
-def _is_url(spec: str | None) -> bool:
-    return spec is not None and spec.startswith(("postgresql://", "postgres://"))
-
-
 @contextlib.asynccontextmanager
 async def _store(args: argparse.Namespace) -> AsyncIterator[Store]:
     spec: str | None = args.store
-    if spec is not None and _is_url(spec):
+    if spec is not None and is_store_url(spec):
         yield PostgresStore(spec)
         return
     with open_store(args) as (store, _path):
