@@ -326,10 +326,10 @@ class SessionHandle(metaclass=NoPublicConstructor):
         return [SessionHandle._create(self._engine, c, self._actor) for c in children]
 
     async def turns(self) -> list[AiTurnHandle]:
-        """The history as handles: a copy of the list this handle keeps, the turns added since
-        its last read appended first, so a read costs a list copy whatever the history's
-        length, not a new handle per turn (readers that poll it would starve writers,
-        docs/performance.md "Writers beside busy readers")."""
+        # A copy of the list of handles this handle keeps, the turns added since its last
+        # read appended first: a read costs a list copy whatever the history's length, not a
+        # new handle per turn (readers polling it starved writers: docs/performance.md,
+        # "Writers beside busy readers").
         state = self._state
         await self._engine.caught_up(state)  # several hosts: what others finished
         handles = self._turn_handles
