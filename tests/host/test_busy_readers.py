@@ -9,6 +9,7 @@ measures the throughput.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -30,7 +31,8 @@ def open_store(kind: str, folder: Path) -> Store:
 
 
 async def python_calls(read: Callable[[], Awaitable[list[AiTurnHandle]]]) -> int:
-    """How many Python functions ``read`` calls (the work it does, counted, not timed)."""
+    """How many Python functions ``read`` calls (the work it does, counted, not timed; no
+    garbage collection meanwhile, whose finalizers would count)."""
     calls = 0
 
     def count(frame: FrameType, event: str, arg: object) -> None:
@@ -38,11 +40,15 @@ async def python_calls(read: Callable[[], Awaitable[list[AiTurnHandle]]]) -> int
         if event == "call":
             calls += 1
 
+    collecting = gc.isenabled()
+    gc.disable()
     sys.setprofile(count)
     try:
         await read()
     finally:
         sys.setprofile(None)
+        if collecting:
+            gc.enable()
     return calls
 
 
