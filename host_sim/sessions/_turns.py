@@ -31,6 +31,7 @@ from modular_sdk import (
 )
 from modular_sdk._frozen import FrozenJsonObject, freeze_object, thaw_object
 from modular_sdk._json import parse_json_text, structure, unstructure
+from modular_sdk._messages import text_of
 from modular_sdk._rules import MAX_DEPTH
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
@@ -45,7 +46,7 @@ from ..stores._errors import StoreError
 from ..stores._records import ToolCallRecord, TurnRecord
 from ._events import EventHub, HostEvent, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished, TurnStarted
 from ._ids import new_call_id, new_message_id, new_turn_id
-from ._state import HistoryView, SessionState, TurnState, completed_turn_at, history_chain, history_view, text_of
+from ._state import HistoryView, SessionState, TurnState, completed_turn_at, history_chain, history_view
 from ._widget_tags import place_widgets
 
 if TYPE_CHECKING:
