@@ -32,7 +32,7 @@ from modular_sdk._rules import show, unstorable_text
 
 from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
 
-from ..stores._invariants import ERASED_LABEL, erased
+from ..stores._records import ERASED_LABEL, erased
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
 from ..stores._memory_records import RecordStore

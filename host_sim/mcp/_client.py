@@ -39,7 +39,8 @@ from ..models._protocol import ToolCall, ToolResult, ToolSpec
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
 from ..stores._approvals import ApprovalStore, confirmed_by, rule_for
-from ..stores._traces import ProposedActionRecord, TraceStore
+from ..stores._trace_records import ProposedActionRecord
+from ..stores._traces import TraceStore
 from ..traces._types import PendingAction
 from ._extra import McpUnavailableError, require_mcp
 from ._process import ServerMark

@@ -31,10 +31,11 @@ from modular_sdk._rules import show, unstorable_text
 
 from .._host_made import NoPublicConstructor
 from ..lanes._ext_host import HandlerFailed, call_handler
-from ..stores._approvals import ApprovalRuleRecord, ApprovalStore, confirmed_by, rule_for
+from ..stores._approvals import ApprovalStore, confirmed_by, rule_for
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
-from ..stores._traces import ActionOutcomeRecord, ProposedActionRecord, TraceStore
+from ..stores._trace_records import ActionOutcomeRecord, ApprovalRuleRecord, ProposedActionRecord
+from ..stores._traces import TraceStore
 from ..traces._service import no_traces
 from ..traces._types import ActionRecord, PendingAction
 from ._events import ToolCalled, ToolFinished

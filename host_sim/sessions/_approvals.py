@@ -24,7 +24,8 @@ from modular_sdk import InvalidArgumentError, ModularError, SessionId
 from modular_sdk._rules import show, unstorable_text
 
 from .._host_made import NoPublicConstructor
-from ..stores._approvals import ApprovalRuleRecord, ApprovalStore
+from ..stores._approvals import ApprovalStore
+from ..stores._trace_records import ApprovalRuleRecord
 from ..stores._errors import StoreError
 from ._scope import Scope, session_state
 

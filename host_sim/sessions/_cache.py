@@ -24,7 +24,7 @@ from ..lineage._facts import LineageFacts
 from ..lineage._provenance import find_turn
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
-from ..stores._invariants import ERASED_LABEL
+from ..stores._records import ERASED_LABEL
 from ..stores._protocol import LogStore, Store
 from ..stores._records import SessionRecord, TurnRecord
 from ..stores._shared import SharedStore

@@ -57,7 +57,7 @@ from ..memory._compaction import Compactor
 from ..models._protocol import Model
 from ..observability import Telemetry
 from ..stores._protocol import LogStore, Store
-from ..stores._invariants import fork_artifact
+from ..stores._records import fork_artifact
 from ..stores._errors import StoreError
 from ..stores._records import SessionRecord
 from ._cache import SessionCache

@@ -48,7 +48,7 @@ from modular_sdk._json import unstructure
 
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
-from ..stores._invariants import ERASED_LABEL
+from ..stores._records import ERASED_LABEL
 from ..stores._records import ErrorKind, JobStatus, TurnRecord
 from ..stores._shared import EventRow, staged
 

@@ -27,11 +27,9 @@ import attrs
 from modular_sdk import SessionId, TurnId
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 
-from ._approvals import ApprovalRuleRecord
 from ._records import LineageEdge, SessionNode
-from ._invariants import ERASED_LABEL
-from ._records import Invocation, JobRecord, TurnRecord
-from ._traces import ActionOutcomeRecord, ProposedActionRecord, TraceOutputRecord
+from ._records import ERASED_LABEL, Invocation, JobRecord, TurnRecord
+from ._trace_records import ActionOutcomeRecord, ApprovalRuleRecord, ProposedActionRecord, TraceOutputRecord
 from ._memory_records import ERASED_TEXT
 from modular_sdk import MemoryRecord, RecordId
 
@@ -40,10 +38,10 @@ __all__ = ["ERASED_BY_STORE", "ERASED_LABEL", "KEPT", "PLACES", "STORE_COLUMNS",
 _EMPTY: Final[FrozenJsonObject] = freeze_object({}, type_name="an erased payload")
 
 ERASED_TOOL_CALLS: Final = "each call's input {}, output None, error ERASED_LABEL"
-"""What a forgotten turn's ``tool_calls`` become (`_invariants.erased_call`), for a reader of `PLACES`."""
+"""What a forgotten turn's ``tool_calls`` become (`_records.erased_call`), for a reader of `PLACES`."""
 
 ERASED_WIDGETS: Final = "each placement's data {}"
-"""What a forgotten turn's ``widgets`` become (`_invariants.erased_widget`), for a reader of `PLACES`."""
+"""What a forgotten turn's ``widgets`` become (`_records.erased_widget`), for a reader of `PLACES`."""
 
 Key: TypeAlias = Literal["record", "turn", "position", "command", "session", "memory"]
 """Which rows of a place an `Erasure` reaches.
@@ -111,7 +109,7 @@ PLACES: Final[tuple[Place, ...]] = (
     # section 17; their ids, tool names and times stay), and why it was retracted (that it
     # was, and when, stays; so does its token usage, counts and no text, API.md section 15),
     # and the data of the widgets its reply placed (their widget ids and indexes stay).
-    # Written as erased records (stores/_invariants.erased and erased_call).
+    # Written as erased records (stores/_records.erased and erased_call).
     Place(
         table="turns",
         record=TurnRecord,

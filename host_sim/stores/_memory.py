@@ -12,20 +12,19 @@ import attrs
 
 from modular_sdk import MemoryRecord, RecordId, SessionId, TurnId
 
-from ._approvals import ApprovalRuleRecord, MemoryApprovals
+from ._approvals import MemoryApprovals
 from ._records import LineageEdge, SessionNode
 from ._erasure import PLACES, Erasure, Place, erase_record, erase_rows
 from ._errors import StoreError
-from ._invariants import erased_call, erased_widget
+from ._records import erased_call, erased_widget
 from ._protocol import INDEX_VERSION
 from . import _rows
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._memory_records import RecordsKept
-from ._traces import (
-    INDEX_ORDER,
-    TRACE_INDEX_VERSION,
-    IndexKind,
+from ._trace_records import (
     ActionOutcomeRecord,
+    ApprovalRuleRecord,
+    IndexKind,
     ProposedActionRecord,
     TraceCommitRecord,
     TraceIndexEntry,
@@ -35,9 +34,8 @@ from ._traces import (
     TraceRecords,
     TraceState,
     TraceTaskRecord,
-    namespace_of,
-    scoped_key,
 )
+from ._traces import INDEX_ORDER, TRACE_INDEX_VERSION, namespace_of, scoped_key
 
 __all__ = ["MemoryStore"]
 

@@ -92,7 +92,7 @@ from modular_sdk import SessionId, TurnId
 from ._records import LineageEdge, SessionNode
 from ._erasure import Erasure, statements
 from ._errors import StoreError
-from ._invariants import ERASED_LABEL, interrupted
+from ._records import ERASED_LABEL, interrupted
 from ._shared import EventRow
 from ._protocol import INDEX_VERSION
 from . import _rows

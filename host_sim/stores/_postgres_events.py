@@ -16,7 +16,7 @@ import anyio
 import anyio.to_thread
 
 from ._errors import StoreError
-from ._invariants import ERASED_LABEL
+from ._records import ERASED_LABEL
 from ._postgres_sql import close_quietly
 from ._shared import EventRow
 

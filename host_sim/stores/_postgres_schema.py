@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from ._approvals import POSTGRES_APPROVALS
 from ._errors import StoreError
-from ._invariants import ERASED_LABEL
+from ._records import ERASED_LABEL
 from ._postgres_sql import diagnosis
 from ._postgres_traces import TRACE_TABLES_SCHEMA
 from ._sql_memory import MEMORY_POSTGRES

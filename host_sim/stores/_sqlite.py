@@ -68,7 +68,7 @@ from modular_sdk._rules import show
 from ._records import LineageEdge, SessionNode
 from ._erasure import Erasure, statements
 from ._errors import StoreError, StoreLockedError
-from ._invariants import ERASED_LABEL
+from ._records import ERASED_LABEL
 from ._protocol import INDEX_VERSION
 from . import _rows
 from . import _sqlite_schema as _schema

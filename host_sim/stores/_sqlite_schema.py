@@ -18,7 +18,7 @@ from . import _rows
 from ._approvals import SQLITE_APPROVALS
 from ._sql_memory import MEMORY_SQLITE
 from ._errors import StoreError
-from ._invariants import ERASED_LABEL
+from ._records import ERASED_LABEL
 from ._protocol import INDEX_VERSION
 
 __all__ = [

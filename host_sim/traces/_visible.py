@@ -21,7 +21,8 @@ from modular_sdk import InvalidArgumentError, SessionId
 from modular_sdk._rules import show, unstorable_text
 
 from ..stores._protocol import Store
-from ..stores._traces import SEPARATOR, TraceRecords, TraceStore, namespace, namespace_of, scoped_key, shown_key
+from ..stores._trace_records import TraceRecords
+from ..stores._traces import SEPARATOR, TraceStore, namespace, namespace_of, scoped_key, shown_key
 
 __all__ = ["Tags", "admits", "check_key", "output_space", "trace_space", "visible_trace"]
 
