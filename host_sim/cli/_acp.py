@@ -1,4 +1,4 @@
-"""``host-sim acp [MOD ...]``: the host as an ACP agent over stdio, for editors (API.md section 21).
+"""``host-sim acp [MOD ...]``: the host as an ACP agent over stdio, for editors (docs/protocols.md).
 
 An editor (Zed and others) starts this command and speaks the Agent Client Protocol with
 it on standard input and output (JSON-RPC, newline-delimited); everything else the command

@@ -1,4 +1,4 @@
-"""OpenTelemetry spans and metrics of the host (API §15, extra ``otel``).
+"""OpenTelemetry spans and metrics of the host (docs/observability.md, extra ``otel``).
 
 `telemetry_for` gives the host what it reports through: a `Telemetry` that reports nothing
 when opentelemetry-api is not installed (nothing of it is imported) or no provider records,

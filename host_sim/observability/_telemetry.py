@@ -169,7 +169,7 @@ class Telemetry:
         return _NOTHING
 
     def memory_made(self, record_id: str, kind: str, session_id: str) -> None:
-        """A memory record was made (API.md section 20): a ``create_memory`` span, a child of
+        """A memory record was made (docs/memory.md): a ``create_memory`` span, a child of
         the current one (the turn whose tool made it, or the turn that compacted)."""
 
 

@@ -198,7 +198,7 @@ class ActionBook:
             self._results.popitem(last=False)
 
     async def _allowed(self, store: TraceStore, record: ProposedActionRecord, errors: list[str]) -> bool:
-        """Whether a standing approval confirmed ``record`` at once (API.md section 21): its
+        """Whether a standing approval confirmed ``record`` at once (docs/protocols.md): its
         decision is recorded now, ``decided_by`` the rule, and it runs once the turn is over."""
         try:
             rule = await rule_for(self._store, record)

@@ -1,4 +1,4 @@
-"""Standing approvals (API.md section 21): "allow always" as a durable, scoped, revocable record.
+"""Standing approvals (docs/protocols.md): "allow always" as a durable, scoped, revocable record.
 
 ``await host.approvals.allow(action_type="task.create", by="alice", reason="...")`` writes an
 `ApprovalRule`. From then on, an action of that type proposed in a session the rule covers

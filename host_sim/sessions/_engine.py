@@ -113,7 +113,7 @@ class Engine:
         self.clock = clock
         self.handler_timeout = handler_timeout
         self.cwd = cwd
-        self.telemetry = telemetry if telemetry is not None else Telemetry()  # OpenTelemetry (API section 15)
+        self.telemetry = telemetry if telemetry is not None else Telemetry()  # OpenTelemetry (docs/observability.md)
         self.cache = cache  # what this host keeps of the store: every read and fact goes through it
         self.events = events
         self.log = log  # the integrator's records: the store itself, or a MemoryLog over it
@@ -129,7 +129,7 @@ class Engine:
         self.report_output = report_output
         # What runs one turn (the model, its tools, its reply): ``send`` calls it holding the
         # session's queue. ``tool_context`` is made by the handles module (the engine never
-        # imports it); ``mcp``: the mods' MCP servers, their tools beside the mods' own (API §16).
+        # imports it); ``mcp``: the mods' MCP servers, their tools beside the mods' own (docs/mcp.md).
         self.turns = TurnRunner(
             tables=tables,
             model=model,
@@ -290,7 +290,7 @@ class Engine:
         created = lambda seq, at: SessionCreated(  # noqa: E731
             seq=seq, at=at, session_id=record.id, lineage=record.lineage, tags=record.tags
         )
-        # A started write always finishes and is seen; its event commits with it (API §23).
+        # A started write always finishes and is seen; its event commits with it (docs/embedding.md).
         with anyio.CancelScope(shield=True), self.events.committing(created):
             if self.link_session is not None:  # traces: the session's trace link in the same transaction
                 await self.link_session(record, node, edge, trace_id)
@@ -468,7 +468,7 @@ class Engine:
     ) -> TurnState:
         """Run one turn of ``session`` driven by ``message``, as ``actor``; returns it finished.
 
-        With ``request_id`` (a caller's key, API.md section 23) the turn's id is derived from
+        With ``request_id`` (a caller's key, docs/embedding.md) the turn's id is derived from
         it: a send with a key this session already stored returns that turn (waiting for it
         when it runs) instead of storing the message again.
 

@@ -111,7 +111,7 @@ class TurnRunner:
     ) -> None:
         self._tables = tables
         self._cache = cache  # its erasure gate: a turn begins and reads its history holding it
-        self._context = context  # Host(context=...): compacts a history over its budget (API.md section 20)
+        self._context = context  # Host(context=...): compacts a history over its budget (docs/memory.md)
         self._model = model
         self._store = store
         self._events = events
@@ -122,9 +122,9 @@ class TurnRunner:
         self._model_timeout = model_timeout
         self._max_tool_rounds = max_tool_rounds
         self._max_reply_bytes = max_reply_bytes
-        self._mcp = mcp  # the mods' MCP servers: their tools beside the mods' own (API section 16)
+        self._mcp = mcp  # the mods' MCP servers: their tools beside the mods' own (docs/mcp.md)
         self._after_turn = after_turn
-        # The one filter every outside text of a turn passes (API §24): what the model answers,
+        # The one filter every outside text of a turn passes (docs/embedding.md): what the model answers,
         # what a tool (a mod's or an MCP server's) gives back, what a failing call says, before
         # any of it reaches the record, an event, a span or the next model call.
         self._scrub = scrubber_of(model)
@@ -151,7 +151,7 @@ class TurnRunner:
         completed turn's proposed actions are recorded (``after_turn``) before this returns."""
         # Begun and its history read holding the erasure gate shared: an erasure of this host
         # runs wholly before (this turn reads the history after it) or after (this turn is then
-        # running, and the erasure refuses, API.md sections 19 and 23).
+        # running, and the erasure refuses, docs/embedding.md).
         async with self._cache.reading():
             if session.deleted_at is not None:  # deleted by an erasure that held the gate
                 await self._cache.refuse_deleted(session, "send to")
@@ -216,7 +216,7 @@ class TurnRunner:
                 turn.status, turn.error = "failed", "did not complete"
             finished_at = self._now()
             finished = attrs.evolve(turn.record(), finished_at=finished_at)
-            # What is shown is what is durable (API §17): readers see the turn running until
+            # What is shown is what is durable (docs/the-record.md): readers see the turn running until
             # its record is written, so nobody forks at a turn a crash could still lose.
             outcome, turn.status = turn.status, "running"
             stored = False
@@ -512,7 +512,7 @@ class TurnRunner:
                     started_at=started_at,
                     finished_at=self._now(),
                 ),
-            )  # kept with the turn's record (API §17)
+            )  # kept with the turn's record (docs/the-record.md)
             done = turn.tool_calls[-1]
             self._events.publish(
                 lambda seq, at: ToolFinished(

@@ -1,4 +1,4 @@
-"""Standing approvals as records (API.md section 21): what a store keeps of "allow always".
+"""Standing approvals as records (docs/protocols.md): what a store keeps of "allow always".
 
 An `ApprovalRuleRecord` is written once when a user (or a protocol front end answering for
 one) allows a kind of action for good, and changes only twice at most: once to be revoked

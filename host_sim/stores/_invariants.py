@@ -358,7 +358,7 @@ async def recover(store: Store, clock: Callable[[], datetime]) -> None:
     records themselves cannot be repaired: it raises `StoreError`, listing it.
     """
     if not isinstance(store, SharedStore):  # several hosts: a live host's link claims them after a grace
-        for turn in await store.running_turns():  # (their host may only be reconnecting, API section 23)
+        for turn in await store.running_turns():  # (their host may only be reconnecting, docs/embedding.md)
             await store.finish_turn(interrupted(turn, clock()))
     if await store.index_version() == INDEX_VERSION:
         return

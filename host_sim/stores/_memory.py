@@ -113,9 +113,9 @@ class MemoryStore:
         self._by_artifact: dict[tuple[str, str], SessionId | list[SessionId]] = {}
         self._edge_order: list[SessionId] = []  # each edge's target, in the order first written
         self._index_version: int | None = INDEX_VERSION
-        self._approvals = MemoryApprovals()  # ApprovalStore: standing approvals (API.md section 21)
+        self._approvals = MemoryApprovals()  # ApprovalStore: standing approvals (docs/protocols.md)
         self._tr = _Traces()  # TraceStore: traces, their index, actions, applied spool events
-        self._mem = RecordsKept()  # RecordStore: memory records and their indexes (API.md section 20)
+        self._mem = RecordsKept()  # RecordStore: memory records and their indexes (docs/memory.md)
         # Listing indexes: ids in creation order with their positions (1-based, in _all) in a
         # parallel array, so a page is a bisect and a walk (a few bytes per session).
         self._all: list[SessionId] = []

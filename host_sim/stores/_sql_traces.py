@@ -1,4 +1,4 @@
-"""The `TraceStore` methods of both SQL stores (API.md section 9, stores/_traces.py), written once.
+"""The `TraceStore` methods of both SQL stores (docs/traces.md, stores/_traces.py), written once.
 
 Traces, their tasks, links and outputs, recorded commits, the derived trace index, proposed
 actions and their one decision, and applied spool events. `SqliteStore` and `PostgresStore`

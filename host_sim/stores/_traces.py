@@ -67,7 +67,7 @@ TRACE_INDEX_VERSION: Final = 1
 
 INDEX_ORDER: Final[tuple[IndexKind, ...]] = ("task", "session", "output", "commit")
 
-# -- the scope is part of the key (API.md §24) ----------------------------------------------
+# -- the scope is part of the key (docs/embedding.md) ----------------------------------------------
 # A task ref, output id or commit that a scope (a tenant) writes is stored under its scope's
 # namespace: ``namespace(tags) + SEPARATOR + key``, so two tenants' ``gh:1`` are two keys
 # (two traces) and one tenant's key never finds, blocks or plants the other's. The unscoped

@@ -1,4 +1,4 @@
-"""`StudioApp`: the studio's ASGI app (API.md section 22): the page, a small JSON API, the host's events.
+"""`StudioApp`: the studio's ASGI app (docs/studio.md): the page, a small JSON API, the host's events.
 
 Every request passes the gate first: its ``Host`` header must name the address the studio
 serves (a DNS-rebinding page's ``Host`` is its own name), an ``Origin`` header, when sent,

@@ -1,4 +1,4 @@
-"""The one scope check of traces (API.md §14, §24): what a scope finds by a key, and nothing else.
+"""The one scope check of traces (docs/embedding.md): what a scope finds by a key, and nothing else.
 
 A scope is given by its tags (``None`` or empty: unscoped, the integrator's host, which
 sees every trace). Every trace read through a scope goes through `visible_trace`:
