@@ -197,7 +197,7 @@ class LineageGraph:
 
         >>> await host.lineage.retract(turn.id, reason="the figures were from 2019")  # doctest: +SKIP
         """
-        if not isinstance(reason, str) or not reason.strip() or "\x00" in reason or _unencodable(reason):
+        if not isinstance(reason, str) or not reason.strip() or "\x00" in reason or unstorable_text(reason) is not None:
             raise InvalidArgumentError(
                 f"retract() takes the reason as non-empty text, got {reason!r}; say why the turn is "
                 "wrong, e.g. retract(turn.id, reason='the figures were from 2019')",
@@ -527,12 +527,3 @@ async def _chain_records(store: Store, session_id: str) -> list[SessionRecord]:
                     following.append(child)
         frontier = following
     return sorted(found.values(), key=lambda record: record.created_at)
-
-
-def _unencodable(text: str) -> bool:
-    """Whether ``text`` holds a lone surrogate (no store can keep it)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False

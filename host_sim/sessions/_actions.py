@@ -442,9 +442,7 @@ def _check_decision(by: object, reason: object) -> None:
         if not isinstance(value, str) or not value.strip():
             problem = "a non-empty str or None"
         else:
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
+            if unstorable_text(value) is not None:
                 problem = "valid Unicode text (it holds a lone surrogate)"
             if "\x00" in value:
                 problem = "text without NUL characters"

@@ -46,7 +46,7 @@ from modular_sdk import (
     TurnFailedError,
     TurnId,
 )
-from modular_sdk._rules import show
+from modular_sdk._rules import show, unstorable_text
 from modular_sdk._schema import JsonValue
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
@@ -66,7 +66,7 @@ from ._explain import turn_failed
 from ._ids import checked_request_id, new_session_id, turn_id_for
 from ._state import SessionState, TurnState
 from ._tables import ModTables
-from ._turns import JobCall, TurnRunner, running_sessions, running_turns, unstorable
+from ._turns import JobCall, TurnRunner, running_sessions, running_turns
 
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
@@ -578,7 +578,7 @@ def _prompt(text: object) -> AiPromptMessage:
 
 
 def _check_text(argument: str, value: object) -> None:
-    if value is not None and (not isinstance(value, str) or not value or unstorable(value) is not None):
+    if value is not None and (not isinstance(value, str) or not value or unstorable_text(value) is not None):
         raise InvalidArgumentError(
             f"{argument} must be a non-empty str of valid text or None, got {show(value)}",
             argument=argument,
@@ -618,9 +618,11 @@ def _check_tags(tags: object) -> Mapping[str, str]:
                 value=tags,
             )
         for text in (key, value):
-            problem = unstorable(text)
+            problem = unstorable_text(text)
             if problem is not None:
                 raise InvalidArgumentError(
-                    f"tag {show(key)} holds text that cannot be stored ({problem})", argument="tags", value=tags
+                    f"the tag {show(key)}: {show(value)} {problem}; tags are text a store can hold",
+                    argument="tags",
+                    value=tags,
                 )
     return dict(tags)

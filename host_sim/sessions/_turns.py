@@ -32,7 +32,7 @@ from modular_sdk import (
 from modular_sdk._frozen import FrozenJsonObject, freeze_object, thaw_object
 from modular_sdk._json import parse_json_text, structure, unstructure
 from modular_sdk._messages import text_of
-from modular_sdk._rules import MAX_DEPTH
+from modular_sdk._rules import MAX_DEPTH, unstorable_text
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, running_turns_var
@@ -62,7 +62,6 @@ __all__ = [
     "running_sessions",
     "running_turns",
     "storable",
-    "unstorable",
 ]
 
 T = TypeVar("T")
@@ -330,13 +329,10 @@ class TurnRunner:
                     turn.status = "failed"
                     turn.error = self._clean(f"the model returned {reply!r}; a model must return reply text or a ToolCall")
                     return
-                problem = unstorable(reply)
+                problem = unstorable_text(reply)
                 if problem is not None:
                     turn.status = "failed"
-                    turn.error = (
-                        f"the model's reply holds text that cannot be stored ({problem}); "
-                        "a reply must be valid Unicode text"
-                    )
+                    turn.error = f"the model's reply {problem}; a reply must be valid Unicode text"
                     return
                 turn.reply, turn.status = reply, "completed"
                 turn.widgets, turn.widget_errors = place_widgets(reply, self._tables.widgets)  # kept with the record
@@ -642,15 +638,6 @@ def running_sessions(actor: Actor) -> frozenset[SessionId]:
 def running_turns(actor: Actor) -> frozenset[TurnId]:
     """The turns ``actor`` (a handler) runs inside: none for the user."""
     return frozenset() if actor is None else actor.running_turns
-
-
-def unstorable(text: str) -> str | None:
-    """Why ``text`` cannot be written to a store (a lone surrogate), or ``None``."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"{exc.reason} at position {exc.start}"
-    return None
 
 
 def storable(text: str) -> str:
