@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -16,21 +15,12 @@ from typing import NoReturn, cast
 
 from ._startup import interrupted_while_starting
 from .cli._endings import early_ending, path_failure, quiet_stdout, say_interrupted, say_path_failure
+from .cli._version import DISTRIBUTION as DISTRIBUTION  # where the tests read it
+from .cli._version import version
 
 __all__ = ["main"]
 
-DISTRIBUTION = "modular-chat-sdk"
-"""The name this project has on the package index (``pip install modular-chat-sdk``); the
-import packages are ``modular_sdk`` and ``host_sim``. ``modular-sdk`` there is another project."""
-
 SUBCOMMANDS = ("demo", "run", "chat", "manifest", "check", "lineage", "fsck", "forget", "emit", "trace", "memory", "mcp", "acp", "studio")
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:  # run from a checkout without installing
-        return "(not installed)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="host-sim",
         description="Run modular_sdk mods in the host simulator.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     # Every subparser is a _Parser too (argparse makes them of the parent's class).
     sub = cast(
         "argparse._SubParsersAction[argparse.ArgumentParser]",

@@ -191,7 +191,7 @@ class UnknownTurnError(ModularError, LookupError):
 
 
 class UnknownRecordError(ModularError, LookupError):
-    """No memory record has this id in this host; ``id`` is the id asked for (API.md section 20)."""
+    """No memory record has this id in this host; ``id`` is the id asked for (docs/memory.md)."""
 
     def __init__(self, message: str, *, id: str) -> None:
         super().__init__(message)

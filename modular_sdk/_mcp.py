@@ -1,4 +1,4 @@
-"""`mcp_server`: a mod declares an MCP server whose tools its sessions may use (API section 16).
+"""`mcp_server`: a mod declares an MCP server whose tools its sessions may use (docs/mcp.md).
 
 Data only, like every declaration: nothing starts at import or build. The host connects
 when a session first needs tools (a stdio subprocess for ``command``, streamable HTTP for

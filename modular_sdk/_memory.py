@@ -1,4 +1,4 @@
-"""Memory records (API.md section 20, seed 001): what a conversation was read into.
+"""Memory records (docs/memory.md, seed 001): what a conversation was read into.
 
 A record rests on the words it was read from: a `Window` of completed turns, cited turns,
 or other records. Defined here with the handler-side protocol (``ctx.ai.memory``) that
@@ -57,7 +57,7 @@ class Window:
 @attrs.frozen(kw_only=True)
 class MemoryRecord:
     """What memory made of a conversation: text (and data) resting on the turns or records
-    it was read from, stamped with who made it (API.md section 20). Immutable.
+    it was read from, stamped with who made it (docs/memory.md). Immutable.
 
     ``read_from``: the window of turns it was read from; ``cites``: turns it names;
     ``derived_from``: records it was made from. It never changes, except that a retraction

@@ -56,6 +56,13 @@ AiMessage: TypeAlias = AiPromptMessage | AiNotificationMessage
 """What drives a turn; discriminated by ``type``."""
 
 
+def text_of(message: AiMessage) -> str:
+    """The text a model is given for a message: a prompt verbatim; a notification's title and body."""
+    if isinstance(message, AiNotificationMessage):
+        return f"{message.title}\n\n{message.body}" if message.body else message.title
+    return message.text
+
+
 @attrs.frozen(kw_only=True)
 class UserAuthor:
     """The person at the keyboard: the stamp outside any mod handler. Immutable."""

@@ -295,7 +295,7 @@ class AiContext(Protocol):
 
     @property
     def memory(self) -> AiMemory:
-        """What this handler remembers (API.md section 20), stamped with its mod and command or tool."""
+        """What this handler remembers (docs/memory.md), stamped with its mod and command or tool."""
         ...
 
 

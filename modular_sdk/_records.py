@@ -1,5 +1,5 @@
 """What a turn did, as the host's record keeps it: its tool calls and the widgets its reply
-placed (API.md section 17), and the tokens its model calls used (section 15).
+placed (docs/the-record.md), and the tokens its model calls used (section 15).
 
 Defined here, with the handle protocols that return it, and re-exported by ``host_sim``
 (one class).
@@ -24,7 +24,7 @@ def _frozen_input(value: object) -> FrozenJsonObject:
 
 @attrs.frozen(kw_only=True)
 class ToolCallRecord:
-    """One tool call a turn made, as the record keeps it (API.md section 17). Immutable.
+    """One tool call a turn made, as the record keeps it (docs/the-record.md). Immutable.
 
     ``input`` is what the model passed, ``output`` what the tool returned (its text, as the
     model saw it) and ``error`` why it failed (``output`` is then ``None``). Written with
@@ -76,7 +76,7 @@ def _frozen_data(value: object) -> FrozenJsonObject:
 
 @attrs.frozen(kw_only=True)
 class WidgetPlacement:
-    """A widget a model placed in its reply, as the turn's record keeps it (API.md section 17). Immutable.
+    """A widget a model placed in its reply, as the turn's record keeps it (docs/the-record.md). Immutable.
 
     A reply places one with ``<mod-widget type="ID">{json}</mod-widget>``; the host keeps
     each tag that names a loaded widget and whose JSON fits the widget's ``data_type``

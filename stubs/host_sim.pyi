@@ -5,7 +5,7 @@
 
 @attrs.frozen(kw_only=True)
 class ActionRecord:
-    """An action a model proposed and what became of it (API.md section 17). Immutable."""
+    """An action a model proposed and what became of it (docs/the-record.md). Immutable."""
     id: str
     type: str
     payload: FrozenJsonObject
@@ -529,7 +529,7 @@ class LineageGraph:
     async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
         """What forgetting a turn removes (a dry run, by default), or remove it (``dry_run=False``)."""
     async def retract(self, turn_id: str, *, reason: str) -> TurnRecord:
-        """Mark a turn wrong without erasing it (seed 001, corrections; API.md section 17)."""
+        """Mark a turn wrong without erasing it (seed 001, corrections; docs/the-record.md)."""
     async def node(self, session_id: str) -> SessionNode:
         """The node of one session (with its metrics once `complete_session` ran)."""
     async def ancestors(self, session_id: str, max_depth: int = 10) -> list[SessionNode]:
@@ -1505,13 +1505,13 @@ class TurnHandle:
         """Why it was retracted (the first reason given); ``None`` if it was not."""
     @property
     def tool_calls(self) -> tuple[ToolCallRecord, ...]:
-        """The tool calls the turn made, in the order made (API.md section 17)."""
+        """The tool calls the turn made, in the order made (docs/the-record.md)."""
     @property
     def usage(self) -> Usage | None:
-        """The tokens the turn's model calls used, added up (API.md section 15)."""
+        """The tokens the turn's model calls used, added up (docs/observability.md)."""
     @property
     def widgets(self) -> tuple[WidgetPlacement, ...]:
-        """The widgets the reply placed (API.md section 17), in reply order."""
+        """The widgets the reply placed (docs/the-record.md), in reply order."""
     async def fork(self, *, metadata: AiSessionDisplayMetadata | None = None) -> SessionHandle:
         """A new session whose history is exactly turns ``0..ordinal``."""
 
@@ -1617,7 +1617,7 @@ from modular_sdk import HostAuthor as HostAuthor  # re-exported, one class
 
 @final
 class Memory:
-    """What a conversation was read into (API.md section 20): records resting on turns."""
+    """What a conversation was read into (docs/memory.md): records resting on turns."""
     def __init__(self, store: Store, *, clock: Callable[[], datetime], author: MemoryAuthor, tags: Mapping[str, str] | None = None, notices: MemoryNotices | None = None) -> None: ...
     async def record(self, session: object, text: str, *, kind: str, read_from: Window | None = None, cites: Sequence[TurnId | str] = (), derived_from: Sequence[RecordId | str] = (), data: JsonValue = None) -> MemoryRecord:
         """Make a record of ``session`` (a handle or an id) resting on a window of its"""

@@ -87,7 +87,7 @@ class AiContext(Protocol):
     def agents(self) -> AiAgents: ...
     @property
     def memory(self) -> AiMemory:
-        """What this handler remembers (API.md section 20), stamped with its mod and command or tool."""
+        """What this handler remembers (docs/memory.md), stamped with its mod and command or tool."""
 
 
 @attrs.frozen(kw_only=True)
@@ -547,7 +547,7 @@ class Tool(Generic[InputT]):
 
 @attrs.frozen(kw_only=True)
 class ToolCallRecord:
-    """One tool call a turn made, as the record keeps it (API.md section 17). Immutable."""
+    """One tool call a turn made, as the record keeps it (docs/the-record.md). Immutable."""
     call_id: str = attrs.field(validator=text_validator(non_empty=True))
     name: str = attrs.field(validator=text_validator(non_empty=True))
     input: FrozenJsonObject = attrs.field(converter=_frozen_input)
@@ -605,7 +605,7 @@ class Usage:
 
 @attrs.frozen(kw_only=True)
 class WidgetPlacement:
-    """A widget a model placed in its reply, as the turn's record keeps it (API.md section 17). Immutable."""
+    """A widget a model placed in its reply, as the turn's record keeps it (docs/the-record.md). Immutable."""
     widget_id: str = attrs.field(validator=text_validator(non_empty=True))
     data: FrozenJsonObject = attrs.field(converter=_frozen_data)
     index: int = attrs.field(validator=non_negative_int)
@@ -615,7 +615,7 @@ TurnStatus: TypeAlias = Literal['running', 'completed', 'failed']
 """Where a turn is: still running, completed with a reply, or failed."""
 
 class UnknownRecordError(ModularError, LookupError):
-    """No memory record has this id in this host; ``id`` is the id asked for (API.md section 20)."""
+    """No memory record has this id in this host; ``id`` is the id asked for (docs/memory.md)."""
     def __init__(self, message: str, *, id: str) -> None: ...
     id: str
 

@@ -1,7 +1,11 @@
-"""Modules import each other without circles: host_sim's at run time (type-only imports
-aside), modular_sdk's at all, type-only imports included. And host_sim is built in floors:
-records at the bottom, stores on them, lineage and traces on stores, sessions above; a
-folder imports only the floors below it (type-only imports too)."""
+"""Modules import each other without circles, type-only imports included, in host_sim
+and in modular_sdk (which imports nothing of host_sim). And host_sim is built in floors:
+records at the bottom, stores on them, lineage and traces on stores, sessions above, the
+front ends (CLI, studio, protocols) on top; every folder and top-level module of host_sim
+has a floor, and imports only the floors below it (type-only imports too).
+
+Where the code still breaks a rule, the exception is named here with why (`KNOWN_CIRCLES`,
+`KNOWN_UPWARD`), and a test fails when it is gone, so the list only shrinks."""
 
 from __future__ import annotations
 
@@ -64,66 +68,156 @@ def graph(root: Path = ROOT, *, type_only: bool = False) -> dict[str, set[str]]:
     }
 
 
-def cycles_of(root: Path, *, type_only: bool = False) -> list[str]:
+def circles_of(root: Path, *, type_only: bool = False) -> set[frozenset[str]]:
+    """The circles of ``root``'s modules: each a set of modules that all reach each other
+    through imports (a strongly connected component of two or more). A package's
+    ``__init__`` only re-exports, so no path runs through it."""
     edges = graph(root, type_only=type_only)
     packages = {name for name in edges if (root / Path(*name.split(".")[1:]) / "__init__.py").exists()}
-    cycles: list[str] = []
-    for start in edges:
-        if start in packages:
+    modules = sorted(set(edges) - packages)
+    targets = {name: sorted(t for t in edges[name] if t in edges and t not in packages) for name in modules}
+    # Tarjan's algorithm, iteratively (a deep chain must not hit the recursion limit).
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: set[frozenset[str]] = set()
+    for start in modules:
+        if start in index:
             continue
-        # Depth-first, iteratively, through modules only (a package's __init__ re-exports).
-        stack = [(start, [start])]
-        seen: set[str] = set()
-        while stack:
-            current, path = stack.pop()
-            for nxt in edges.get(current, ()):
-                if nxt in packages:
-                    continue
-                if nxt == start:
-                    cycles.append(" -> ".join([*path, start]))
-                elif nxt not in seen:
-                    seen.add(nxt)
-                    stack.append((nxt, [*path, nxt]))
-    return cycles
+        work = [(start, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            if i < len(targets[node]):
+                work.append((node, i + 1))
+                nxt = targets[node][i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.add(frozenset(component))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return found
 
 
-def test_no_module_of_host_sim_imports_one_that_imports_it_back() -> None:
-    assert cycles_of(ROOT) == []
+KNOWN_CIRCLES: dict[frozenset[str], str] = {
+    frozenset({"host_sim.sessions._host", "host_sim.sessions._scoped"}): (
+        "ScopedHost is typed over Host (a type-only import) until it takes the open core "
+        "that Host is built on, with the scope as a parameter (docs/embedding.md)"
+    ),
+}
+"""Circles the code still has, and why; each one is a debt, and this list only shrinks."""
+
+
+def test_no_module_of_host_sim_imports_one_that_imports_it_back_even_for_types() -> None:
+    found = circles_of(ROOT, type_only=True)
+    assert sorted(map(sorted, found - KNOWN_CIRCLES.keys())) == []
+    assert sorted(map(sorted, KNOWN_CIRCLES.keys() - found)) == [], "a known circle is gone: take it off KNOWN_CIRCLES"
 
 
 def test_no_module_of_modular_sdk_imports_one_that_imports_it_back_even_for_types() -> None:
-    assert cycles_of(SDK_ROOT, type_only=True) == []
+    assert circles_of(SDK_ROOT, type_only=True) == set()
+
+
+def test_modular_sdk_imports_nothing_of_host_sim_even_for_types() -> None:
+    wrong = sorted(
+        f"{module_name(path, SDK_ROOT)} imports {target}"
+        for path in SDK_ROOT.rglob("*.py")
+        for target in imports_of(path, SDK_ROOT, type_only=True)
+        if target == "host_sim" or target.startswith("host_sim.")
+    )
+    assert wrong == []
 
 
 # -- floors --------------------------------------------------------------------------------
 
 BOTTOM: dict[str, str] = {
-    "host_sim.stores._records": "what a store keeps: sessions, turns, jobs, lineage nodes and edges",
+    "host_sim.stores._records": "what a store keeps: sessions, turns, jobs, lineage nodes and edges, and records made from them",
+    "host_sim.stores._trace_records": "what a store keeps of traces, proposed actions, their outcomes and approval rules",
     "host_sim._host_made": "the metaclass of classes only the host instantiates",
 }
 """Modules every floor builds on; they import nothing of host_sim."""
 
+_SESSIONS_AND_BELOW = frozenset(
+    {"stores", "lanes", "fold", "models", "lineage", "traces", "memory", "observability", "mcp", "sessions"}
+)
+
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "stores": frozenset(),
     "lanes": frozenset(),
+    "fold": frozenset(),
+    "_startup": frozenset(),
     "models": frozenset({"lanes"}),
     "lineage": frozenset({"stores"}),
     "traces": frozenset({"stores"}),
     "memory": frozenset({"stores", "lineage", "models", "lanes"}),
+    "observability": frozenset({"stores", "models", "lanes"}),
+    "mcp": frozenset({"stores", "lineage", "traces", "models", "lanes"}),
+    "sessions": _SESSIONS_AND_BELOW - {"sessions"},
+    "pytest_plugin": _SESSIONS_AND_BELOW,
+    "acp": _SESSIONS_AND_BELOW,
+    "agui": _SESSIONS_AND_BELOW,
+    "studio": _SESSIONS_AND_BELOW | {"agui"},
+    "host_sim": _SESSIONS_AND_BELOW | {"agui", "_startup"},
+    "examples": frozenset({"host_sim"}),
+    "cli": _SESSIONS_AND_BELOW | {"acp", "agui", "studio", "examples", "host_sim"},
+    "_cli": frozenset({"cli", "_startup"}),
+    "__main__": frozenset({"_cli"}),
 }
-"""For each lower floor, the other folders of host_sim it may import (besides `BOTTOM`)."""
+"""For each folder of host_sim (``host_sim`` itself: the package's public door, its
+``__init__``; a top-level module: its name), the other floors it may import (besides
+`BOTTOM`)."""
+
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
+    ("host_sim.mcp._server", "host_sim.sessions._host"): (
+        "the lineage MCP server serves an open Host, and lives in mcp/ beside the client that sessions use"
+    ),
+    ("host_sim.mcp._server", "host_sim.sessions._transcript"): "the same server renders a session's transcript",
+}
+"""Imports that still run up a floor, and why; each one is a debt, and this list only shrinks."""
 
 
 @functools.cache
 def floors_graph() -> dict[str, frozenset[str]]:
-    """host_sim's imports, type-only ones included (read once for the floor tests)."""
-    return {name: frozenset(targets) for name, targets in graph(type_only=True).items()}
+    """host_sim's imports, type-only ones included (read once for the floor tests); the
+    package's own ``__init__`` with the modules it re-exports from."""
+    edges = {name: frozenset(targets) for name, targets in graph(type_only=True).items()}
+    door = imports_of(ROOT / "__init__.py", type_only=True)
+    edges["host_sim"] = frozenset(t for t in door if t in edges and t != "host_sim")
+    return edges
 
 
 def floor(module: str) -> str:
     """The folder of host_sim a module belongs to (``host_sim`` itself for the package)."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
+
+
+def upward_imports() -> set[tuple[str, str]]:
+    """Every import from one floor to another that its `MAY_IMPORT` does not allow."""
+    return {
+        (module, target)
+        for module, targets in floors_graph().items()
+        if module not in BOTTOM
+        for target in targets
+        if target not in BOTTOM and floor(target) != floor(module) and floor(target) not in MAY_IMPORT[floor(module)]
+    }
 
 
 @pytest.mark.parametrize("module", sorted(BOTTOM))
@@ -133,17 +227,35 @@ def test_a_bottom_module_imports_nothing_of_host_sim(module: str) -> None:
 
 @pytest.mark.parametrize("folder", sorted(MAY_IMPORT))
 def test_a_floor_imports_only_the_floors_below_it(folder: str) -> None:
-    allowed = MAY_IMPORT[folder] | {folder}
     wrong = sorted(
-        f"{module} imports {target}"
-        for module, targets in floors_graph().items()
-        if floor(module) == folder
-        for target in targets
-        if target not in BOTTOM and floor(target) not in allowed
+        f"{module} imports {target}" for module, target in upward_imports() - KNOWN_UPWARD.keys() if floor(module) == folder
     )
     assert wrong == []
 
 
+def test_a_known_upward_import_that_is_gone_leaves_the_list() -> None:
+    assert sorted(KNOWN_UPWARD.keys() - upward_imports()) == []
+
+
+def test_every_folder_and_module_of_host_sim_has_a_floor() -> None:
+    floors = {floor(module) for module in floors_graph() if module not in BOTTOM}
+    assert sorted(floors - MAY_IMPORT.keys()) == []
+    assert sorted(MAY_IMPORT.keys() - floors) == []
+
+
+def test_the_floors_are_one_way() -> None:
+    """No floor may import, through the floors it may import, itself: the rule is an order."""
+    for start in MAY_IMPORT:
+        reached: set[str] = set()
+        todo = list(MAY_IMPORT[start])
+        while todo:
+            current = todo.pop()
+            assert current != start, f"floor {start!r} may import itself through {current!r}"
+            if current not in reached:
+                reached.add(current)
+                todo.extend(MAY_IMPORT.get(current, ()))
+
+
 def test_the_floors_are_folders_that_exist() -> None:
-    assert all((ROOT / folder / "__init__.py").exists() for folder in MAY_IMPORT)
+    assert all((ROOT / folder / "__init__.py").exists() or (ROOT / f"{folder}.py").exists() or folder == "host_sim" for folder in MAY_IMPORT)
     assert all(module in floors_graph() for module in BOTTOM)

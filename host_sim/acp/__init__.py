@@ -1,4 +1,4 @@
-"""ACP, the Agent Client Protocol (API.md section 21, extra ``acp``): an editor (Zed and
+"""ACP, the Agent Client Protocol (docs/protocols.md, extra ``acp``): an editor (Zed and
 others) drives the host over stdio with ``host-sim acp``.
 
 ``_agent`` imports the ``acp`` package at import time; only ``host-sim acp`` imports it,

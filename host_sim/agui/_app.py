@@ -1,4 +1,4 @@
-"""`agui_app`: the host as an AG-UI agent, an ASGI app any ASGI server runs (API.md section 21).
+"""`agui_app`: the host as an AG-UI agent, an ASGI app any ASGI server runs (docs/protocols.md).
 
 Plain ASGI (no framework): ``POST {path}`` with a ``RunAgentInput`` answers an SSE stream of
 AG-UI events (``text/event-stream``, the protocol's own encoder); a body that is not one

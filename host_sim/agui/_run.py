@@ -1,4 +1,4 @@
-"""One AG-UI run (API.md section 21): a ``RunAgentInput`` in, the host's work out as AG-UI events.
+"""One AG-UI run (docs/protocols.md): a ``RunAgentInput`` in, the host's work out as AG-UI events.
 
 Imported by `AguiApp` at its first request, so ``import host_sim`` never imports
 ``ag_ui`` (the extra ``agui``). The mapping, in the order a run goes:

@@ -1,4 +1,4 @@
-"""``host-sim acp [MOD ...]``: the host as an ACP agent over stdio, for editors (API.md section 21).
+"""``host-sim acp [MOD ...]``: the host as an ACP agent over stdio, for editors (docs/protocols.md).
 
 An editor (Zed and others) starts this command and speaks the Agent Client Protocol with
 it on standard input and output (JSON-RPC, newline-delimited); everything else the command
@@ -144,7 +144,7 @@ async def serve(args: argparse.Namespace) -> None:
     from acp import run_agent, stdio_streams
     from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 
-    from .._cli import _version
+    from ._version import version
     from ..acp._agent import HostAgent
 
     with _stdout_kept_for_the_protocol() as protocol_out:
@@ -156,7 +156,7 @@ async def serve(args: argparse.Namespace) -> None:
                     # An action a standing approval ran tells its result within a handler's
                     # time and a model call's: the prompt waits that long for it at most.
                     settle = args.timeout + MODEL_TIMEOUT
-                    agent = HostAgent(host, tasks=tasks, version=_version(), settle=settle)
+                    agent = HostAgent(host, tasks=tasks, version=version(), settle=settle)
                     await run_agent(agent, writer, reader, use_unstable_protocol=True)
                     tasks.cancel_scope.cancel()
 

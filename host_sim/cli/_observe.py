@@ -2,8 +2,8 @@
 
 `ObservedModel` wraps the host's model and reports each step of a turn to a callback: a
 notification delivered to a session, a tool call the model asked for, and what the tool
-gave back. Transcripts need none of it: tool calls are part of the turn records (API.md
-section 17), shown by ``host.transcript``.
+gave back. Transcripts need none of it: tool calls are part of the turn records (docs/the-record.md),
+shown by ``host.transcript``.
 """
 
 from __future__ import annotations

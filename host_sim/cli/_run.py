@@ -10,12 +10,10 @@ for the chat).
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import shlex
 import sys
 import time
-import typing
 from pathlib import Path
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, TextIO, TypeVar
@@ -23,11 +21,11 @@ from typing import Literal, TextIO, TypeVar
 import anyio
 import attrs
 
-from modular_sdk import Mod, SerializationError, UnknownSessionError
-from modular_sdk._json import structure
+from modular_sdk import SerializationError, UnknownSessionError
 
 from ..models._protocol import Model, ModelReply, ModelRequest, ToolCall, ToolResult
 from ..sessions._host import Host, Submission
+from ..sessions._view_data import view_data
 from ._endings import stops_on_ctrl_c
 from ._model_option import add_model_options, chosen_model
 from ._observe import Notified, Observation, ObservedModel, ToolReturned, describe
@@ -302,34 +300,6 @@ class ToolTrial:
 
     def __repr__(self) -> str:
         return f"ToolTrial({self._inner!r})"
-
-
-def view_data(mods: Sequence[Mod], view_id: str, data: object) -> object:
-    """``data`` (parsed JSON) as the view's ``render`` takes it.
-
-    When ``render``'s parameter is annotated with an attrs class (``def progress_bar(data:
-    Progress)``), the JSON is structured into it with the SDK's converter, so ``--data
-    '{"done": 3, "total": 4}'`` renders as ``Progress(done=3, total=4)`` would; otherwise
-    (no annotation, ``object``, ``dict``, a list ...) the render gets the JSON as parsed.
-    Raises `SerializationError` naming the field when the JSON does not fit the class.
-    """
-    for mod in mods:
-        for declared in mod.views:
-            if declared.id == view_id:
-                wanted = _data_type(declared.render)
-                return structure(data, wanted) if wanted is not None else data
-    return data  # an unknown view: render_view says so, listing the views
-
-
-def _data_type(render: Callable[..., object]) -> type | None:
-    """The attrs class ``render``'s one parameter is annotated with, if it is one."""
-    try:
-        (parameter, *_) = inspect.signature(render).parameters.values()
-        hints = typing.get_type_hints(render)
-    except (ValueError, TypeError, NameError):  # no signature, or an annotation that does not resolve
-        return None
-    wanted = hints.get(parameter.name)
-    return wanted if isinstance(wanted, type) and attrs.has(wanted) else None
 
 
 def _main(args: argparse.Namespace) -> int:

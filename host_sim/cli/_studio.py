@@ -1,4 +1,4 @@
-"""``host-sim studio [MOD ...]``: the host in a browser, for mod authors (API.md section 22).
+"""``host-sim studio [MOD ...]``: the host in a browser, for mod authors (docs/studio.md).
 
 Serves `host_sim.studio._app.StudioApp` with uvicorn on loopback (the extra ``studio``) and
 prints its URL, with a fresh random access token, as the first line of standard output.

@@ -147,7 +147,7 @@ class McpServerEntry:
     id: str
     description: str
     transport: Literal["stdio", "http"]
-    read_only_tools: tuple[str, ...] = ()  # absent from manifests made before API §24: none
+    read_only_tools: tuple[str, ...] = ()  # absent from manifests made before read-only tools were kept: none
     trust_annotations: bool = False
 
 

@@ -28,7 +28,7 @@ class LineageFacts(Protocol):
     ``erasing()`` is held while a forget plans, erases and tells (the host begins no turn
     meanwhile, so a turn that starts during the erasure reads the history after it);
     ``erased`` gets the records an erasure changed, the erasure itself and the ids of the
-    memory records it erased (API.md section 20), once durable;
+    memory records it erased (docs/memory.md), once durable;
     ``retracted`` a retraction (and whether this call made it); ``written()`` is awaited
     before a forget or retraction returns, so the events they published get their seq first
     (several hosts: before the caller, or another host, goes on).

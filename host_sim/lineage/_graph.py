@@ -118,11 +118,11 @@ class LineageGraph:
         records = [r for record in sessions for r in await _records_of(self._store, record.id)]
         return render_lineage_html(sessions, turns, title=DEFAULT_TITLE if title is None else title, records=records)
 
-    # -- provenance (API.md §8) ----------------------------------------------------------
+    # -- provenance (docs/lineage.md) ----------------------------------------------------------
 
     async def forward(self, turn_id: str) -> Provenance:
         """What the host made of a turn: the sessions holding it, the turns resting on it, its
-        spawns and edges, and the memory records resting on it (API.md section 20).
+        spawns and edges, and the memory records resting on it (docs/memory.md).
 
         ``turn_id`` is a turn id or a message id, or a memory record id (``mem_...``: the
         records derived from it, at any depth). Raises `modular_sdk.UnknownTurnError` (or
@@ -182,7 +182,7 @@ class LineageGraph:
         return plan
 
     async def retract(self, turn_id: str, *, reason: str) -> TurnRecord:
-        """Mark a turn wrong without erasing it (seed 001, corrections; API.md section 17).
+        """Mark a turn wrong without erasing it (seed 001, corrections; docs/the-record.md).
 
         The turn stays in every history, text and all; it gets ``retracted_at`` and
         ``retraction_reason``, later model calls see it as `HistoryEntry.retracted` with the
@@ -197,7 +197,7 @@ class LineageGraph:
 
         >>> await host.lineage.retract(turn.id, reason="the figures were from 2019")  # doctest: +SKIP
         """
-        if not isinstance(reason, str) or not reason.strip() or "\x00" in reason or _unencodable(reason):
+        if not isinstance(reason, str) or not reason.strip() or "\x00" in reason or unstorable_text(reason) is not None:
             raise InvalidArgumentError(
                 f"retract() takes the reason as non-empty text, got {reason!r}; say why the turn is "
                 "wrong, e.g. retract(turn.id, reason='the figures were from 2019')",
@@ -217,7 +217,7 @@ class LineageGraph:
             at = self._now()
             record = await self._store.retract_turn(turn.id, at, reason)
             first = record.retracted_at == at  # else another call retracted it first
-            if first:  # summaries resting on it are compacted again at the next need (API.md section 20)
+            if first:  # summaries resting on it are compacted again at the next need (docs/memory.md)
                 await _provenance.retract_summaries(self._store, turn.id, at)
         self._facts.retracted(record, first)
         await self._facts.written()
@@ -356,7 +356,7 @@ class LineageGraph:
     async def complete_session(self, session_id: str, metrics: SessionMetrics | None = None) -> SessionNode:
         """Stamp a session completed now (host clock) with its aggregate metrics.
 
-        Without ``metrics`` they are computed from the record (API.md section 15), over
+        Without ``metrics`` they are computed from the record (docs/observability.md), over
         the turns the session ran itself (not those a fork inherited): ``tool_calls``
         counts their tool calls, ``token_usage`` adds up their ``usage`` (input and output
         tokens; a turn whose model reported none counts 0), ``duration_ms`` runs from the
@@ -448,7 +448,7 @@ class LineageGraph:
 
     async def _lost_in_edges(self, session_ids: list[SessionId], edges: list[LineageEdge]) -> list[LineageEdge]:
         """The fork's or spawn's edge of each of ``session_ids`` that has no incoming edge,
-        rebuilt from its record when its row was lost (derived data heals: API.md section 17).
+        rebuilt from its record when its row was lost (derived data heals: docs/the-record.md).
         One read by key per session without incoming edges (a root's costs only that)."""
         have = {e.to_session_id for e in edges}
         healed: list[LineageEdge] = []
@@ -527,12 +527,3 @@ async def _chain_records(store: Store, session_id: str) -> list[SessionRecord]:
                     following.append(child)
         frontier = following
     return sorted(found.values(), key=lambda record: record.created_at)
-
-
-def _unencodable(text: str) -> bool:
-    """Whether ``text`` holds a lone surrogate (no store can keep it)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False

@@ -193,7 +193,7 @@ def render_lineage_html(
     records: Iterable[MemoryRecord] = (),
 ) -> str:
     """The page: ``sessions`` (in creation order) with their own ``turns`` and memory
-    ``records`` (API.md section 20), under ``title``.
+    ``records`` (docs/memory.md), under ``title``.
 
     The page needs no network, and any text in the records or the title shows as that
     text (see the module docstring).
@@ -469,7 +469,7 @@ _SCRIPT = r"""
       }
       pane.appendChild(div);
     }
-    if (s.records.length) {  // what memory made of this session (API.md section 20), as text
+    if (s.records.length) {  // what memory made of this session (docs/memory.md), as text
       const h3 = document.createElement("h3");
       h3.textContent = "memory (" + s.records.length + ")";
       pane.appendChild(h3);

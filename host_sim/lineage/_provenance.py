@@ -32,7 +32,7 @@ from modular_sdk._rules import show, unstorable_text
 
 from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
 
-from ..stores._invariants import ERASED_LABEL, erased
+from ..stores._records import ERASED_LABEL, erased
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
 from ..stores._memory_records import RecordStore
@@ -506,7 +506,7 @@ class _Plan:
     still running that would keep the text; ``holders``: the sessions it reaches;
     ``failed``: later failed turns whose model saw a planned turn; ``deleted``: the
     sessions it deletes; ``records``: the memory records resting on what it erases
-    (API.md section 20), erased in the same transaction.
+    (docs/memory.md), erased in the same transaction.
     """
 
     planned: tuple[TurnRecord, ...]
@@ -603,7 +603,7 @@ async def _latecomers(
     facts: LineageFacts,
 ) -> None:
     """On a store several hosts share, erase what another host's turns made of the text while
-    this erasure ran (API.md section 23), before the erasure returns.
+    this erasure ran (docs/embedding.md), before the erasure returns.
 
     This host begins no turn while it erases (`LineageFacts.erasing`), but another host may:
     a turn that took its session's lock before the erasure committed read the history before

@@ -1,4 +1,4 @@
-"""Mods use MCP servers' tools (API.md section 16, Consume).
+"""Mods use MCP servers' tools (docs/mcp.md, Consume).
 
 `McpTools` is the host's side of every ``mcp_server(...)`` the loaded mods declare. Nothing
 starts when the host opens: the first model call that offers tools connects every declared
@@ -39,7 +39,8 @@ from ..models._protocol import ToolCall, ToolResult, ToolSpec
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
 from ..stores._approvals import ApprovalStore, confirmed_by, rule_for
-from ..stores._traces import ProposedActionRecord, TraceStore
+from ..stores._trace_records import ProposedActionRecord
+from ..stores._traces import TraceStore
 from ..traces._types import PendingAction
 from ._extra import McpUnavailableError, require_mcp
 from ._process import ServerMark
@@ -183,7 +184,7 @@ class McpTools:
 
                 target: Transport | str
                 if server.command is not None:
-                    mark = ServerMark()  # what it starts is ended with it, however it ends (API §24)
+                    mark = ServerMark()  # what it starts is ended with it, however it ends (docs/embedding.md)
                     errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
                     target = stdio_client(_reporting_exit(server, mark.env), errlog=errlog)
                 else:
@@ -271,7 +272,7 @@ class McpTools:
         )
         try:
             await store.propose_actions([record])
-            rule = await rule_for(store, record)  # a standing approval (API.md section 21) confirms it at once
+            rule = await rule_for(store, record)  # a standing approval (docs/protocols.md) confirms it at once
             if rule is not None and isinstance(store, ApprovalStore):
                 try:
                     await store.decide_by_rule(confirmed_by(record, rule, self._clock()), rule.id)
@@ -433,7 +434,7 @@ async def _list_tools(client: Client) -> dict[str, Tool]:
 def _trusted(server: McpServer, listed: Tool) -> bool:
     """Whether ``listed`` runs without the user's confirmation: the mod's declaration says it
     only reads (``read_only_tools``), or the mod trusts the server's annotations
-    (``trust_annotations=True``) and the server annotates it ``readOnlyHint`` (API §24)."""
+    (``trust_annotations=True``) and the server annotates it ``readOnlyHint`` (docs/embedding.md)."""
     if listed.name in server.read_only_tools:
         return True
     return server.trust_annotations and listed.annotations is not None and listed.annotations.read_only_hint is True

@@ -1,4 +1,4 @@
-"""A stdio MCP server leaves nothing behind (API.md section 24).
+"""A stdio MCP server leaves nothing behind (docs/embedding.md).
 
 The ``mcp`` package starts a stdio server in a new session (its own process group) and, when
 the connection closes, ends that group only if the server is still running: a server that

@@ -66,7 +66,7 @@ def lineage_mcp_server(host: Host) -> MCPServer:
     """The read-only lineage of ``host`` as an MCP server, for an application to mount.
 
     Tools (each annotated ``readOnlyHint``): ``lineage_lookup`` ``{"id"}`` answers the trace
-    any id leads to as JSON (the built-in ``lineage_lookup`` tool's answer, API section 9);
+    any id leads to as JSON (the built-in ``lineage_lookup`` tool's answer, docs/traces.md);
     ``lineage_forward`` and ``lineage_backward`` ``{"turn_id"}`` answer
     ``host.lineage.forward``/``backward`` as JSON; ``session_transcript`` ``{"session_id"}``
     answers ``host.transcript``. They write nothing; erased turns show as erased. Serve it

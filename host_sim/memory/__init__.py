@@ -1,4 +1,4 @@
-"""Memory (API.md section 20, seed 001): what a conversation was read into, and compaction.
+"""Memory (docs/memory.md, seed 001): what a conversation was read into, and compaction.
 
 Layering: ``memory`` builds on ``stores`` (the records and their indexes, `RecordStore`),
 ``lineage`` (finding turns and records, the one walk forward and forget share) and

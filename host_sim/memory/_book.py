@@ -1,4 +1,4 @@
-"""`Memory`: ``host.memory``, a `ScopedHost`'s, and a handler's ``ctx.ai.memory`` (API.md section 20).
+"""`Memory`: ``host.memory``, a `ScopedHost`'s, and a handler's ``ctx.ai.memory`` (docs/memory.md).
 
 One surface, parameterised by who writes (the host, or a mod with its command or tool) and
 the tags it acts within (a scope sees only records of sessions carrying its tags, and
@@ -61,7 +61,7 @@ class MemoryNotices(Protocol):
     """What memory tells the host (its events), passed in by the host."""
 
     def recording(self, record: MemoryRecord) -> AbstractContextManager[None]:
-        """The block writes ``record``: its ``memory_recorded`` commits with that write (API.md section 23)."""
+        """The block writes ``record``: its ``memory_recorded`` commits with that write (docs/embedding.md)."""
         ...
 
     def retracted(self, record: MemoryRecord) -> None:
@@ -126,7 +126,7 @@ async def turns_between(
 
 @final
 class Memory(metaclass=NoPublicConstructor):
-    """What a conversation was read into (API.md section 20): records resting on turns.
+    """What a conversation was read into (docs/memory.md): records resting on turns.
 
     Obtain it as ``host.memory`` (the host writes), ``host.scoped(tags).memory`` (limited
     to sessions carrying those tags) or a handler's ``ctx.ai.memory`` (stamped with the mod

@@ -1,4 +1,4 @@
-"""Compaction (API.md section 20): a summary record read from a window of turns, shown to
+"""Compaction (docs/memory.md): a summary record read from a window of turns, shown to
 later model calls in place of that window.
 
 The host asks `Compactor.history` for what a model call is given. It picks the newest

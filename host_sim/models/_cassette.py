@@ -69,7 +69,7 @@ def _entry(entry: HistoryEntry) -> JsonObject:
     if getattr(entry, "retracted", False) is True:  # the model reads it: a retracted turn is another request
         data["retracted"] = True
         data["retraction_reason"] = entry.retraction_reason
-    if entry.covers is not None:  # a summary (API.md section 20): which turns it stands for
+    if entry.covers is not None:  # a summary (docs/memory.md): which turns it stands for
         data["covers"] = [entry.covers[0], entry.covers[1]]
     return data
 

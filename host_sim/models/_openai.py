@@ -295,7 +295,7 @@ class OpenAIModel:
         headers = {"Content-Type": "application/json", "Accept": accept, "User-Agent": "host-sim"}
         if self._api_key is not None:
             headers["Authorization"] = f"Bearer {self._api_key.value}"
-        inject_trace_headers(headers)  # traceparent of the current span (API §15), when tracing is in use
+        inject_trace_headers(headers)  # traceparent of the current span (docs/observability.md), when tracing is in use
         return headers
 
     def _unreachable(self, exc: Exception) -> str:
@@ -405,7 +405,7 @@ class OpenAIModel:
         """``text`` with every copy of the API key replaced by ``<api key>``, however it is
         encoded (JSON escapes, percent-encoding any number of times, HTML references,
         invisible characters between its characters, base64); ``text`` itself when it holds
-        none. The host applies it to every text that reaches a sink (API §24)."""
+        none. The host applies it to every text that reaches a sink (docs/embedding.md)."""
         return text if self._api_key is None else self._api_key.scrubber.text(text)
 
     def _scrub(self, text: str) -> str:
@@ -714,16 +714,16 @@ def chat_completions_body(model: str, request: ModelRequest) -> JsonObject:
     if request.instructions:
         messages.append({"role": "system", "content": request.instructions})
     for entry in request.history:
-        if getattr(entry, "erased", False) is True:  # forgotten (API.md section 8): say so, no silent gap
+        if getattr(entry, "erased", False) is True:  # forgotten (docs/lineage.md): say so, no silent gap
             messages.append({"role": "system", "content": _ERASED})
             continue
-        if entry.kind == "summary":  # a compacted window (API.md section 20): one system message
+        if entry.kind == "summary":  # a compacted window (docs/memory.md): one system message
             first, last = entry.covers if entry.covers is not None else (0, 0)
             messages.append({"role": "system", "content": f"{_SUMMARY} (turns {first} to {last}):\n{entry.text}"})
             continue
         messages.append(_input_message(entry.kind, entry.text))
         messages.append({"role": "assistant", "content": entry.reply})
-        if getattr(entry, "retracted", False) is True:  # found wrong (API.md section 17): say so
+        if getattr(entry, "retracted", False) is True:  # found wrong (docs/the-record.md): say so
             messages.append({"role": "system", "content": f"{_RETRACTED} Why: {entry.retraction_reason}"})
     messages.append(_input_message(request.kind, request.text))
     for result in request.tool_results:

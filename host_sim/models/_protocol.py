@@ -112,7 +112,7 @@ class HistoryEntry:
     why: the turn is still there, and a model adapter should say not to rely on it.
 
     ``kind="summary"`` stands for a compacted window of earlier turns (``Host(context=...)``,
-    API.md section 20): ``text`` is the summary, ``reply`` empty, ``covers`` the ordinals of
+    docs/memory.md): ``text`` is the summary, ``reply`` empty, ``covers`` the ordinals of
     the first and last turns it stands for.
     """
 

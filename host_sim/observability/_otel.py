@@ -26,12 +26,12 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, Statu
 from opentelemetry.util.types import AttributeValue
 
 from modular_sdk._frozen import thaw_object
+from modular_sdk._messages import text_of
 
 from ..lanes._ext_host import HandlerFailed
 from ..models._cassette import RecordingModel
 from ..models._openai import OpenAIModel
 from ..models._protocol import ToolCall
-from ..sessions._state import text_of
 from ._telemetry import CAPTURE_CONTENT_ENV, ChatCall, CommandRun, Telemetry, ToolRun, TurnSpan
 
 if TYPE_CHECKING:
@@ -42,8 +42,7 @@ if TYPE_CHECKING:
     from modular_sdk._frozen import FrozenJsonObject
 
     from ..models._protocol import Model, ModelRequest, ToolResult
-    from ..sessions._state import SessionState, TurnState
-    from ..sessions._submission import Submission
+    from ._telemetry import CommandOutcome, SessionView, TurnView
 
 __all__ = ["OtelTelemetry"]
 
@@ -126,7 +125,7 @@ class OtelTelemetry(Telemetry):
         return cls(tracer, meter, provider_name(model), capture)
 
     # -- turns ----------------------------------------------------------------------------
-    def turn(self, session: SessionState, turn: TurnState) -> TurnSpan:
+    def turn(self, session: SessionView, turn: TurnView) -> TurnSpan:
         if self._tracer is None:
             return super().turn(session, turn)
         record, author = session.record, turn.author
@@ -157,7 +156,7 @@ class OtelTelemetry(Telemetry):
             self._turn_spans.put(turn.id, context)
         return _TurnSpan(span, self._capture)
 
-    def chat(self, session: SessionState, turn: TurnState, request: ModelRequest) -> AbstractContextManager[ChatCall]:
+    def chat(self, session: SessionView, turn: TurnView, request: ModelRequest) -> AbstractContextManager[ChatCall]:
         tracer = self._tracer
         if tracer is not None:
             context = otel_context.get_current()  # read once: the parent, the drop check, the new current
@@ -167,7 +166,7 @@ class OtelTelemetry(Telemetry):
             return super().chat(session, turn, request)
         return _Chat(self, turn, request, self._model(request.model), None, None)
 
-    def tool(self, turn: TurnState, call_id: str, name: str, arguments: FrozenJsonObject) -> AbstractContextManager[ToolRun]:
+    def tool(self, turn: TurnView, call_id: str, name: str, arguments: FrozenJsonObject) -> AbstractContextManager[ToolRun]:
         tracer = self._tracer
         if tracer is None:
             return super().tool(turn, call_id, name, arguments)
@@ -304,7 +303,7 @@ class _TurnSpan(TurnSpan):
     def current(self) -> AbstractContextManager[object]:
         return _Attached(trace.set_span_in_context(self._span))  # current, not ended on exit
 
-    def end(self, turn: TurnState) -> None:
+    def end(self, turn: TurnView) -> None:
         span = self._span
         if span.is_recording():
             if turn.status != "completed":
@@ -342,7 +341,7 @@ class _Chat(ChatCall):
     def __init__(
         self,
         owner: OtelTelemetry,
-        turn: TurnState,
+        turn: TurnView,
         request: ModelRequest,
         model: _ModelAttributes,
         tracer: trace.Tracer | None,
@@ -450,7 +449,7 @@ class _Tool(ToolRun):
         tracer: trace.Tracer,
         context: otel_context.Context,
         capture: bool,
-        turn: TurnState,
+        turn: TurnView,
         call_id: str,
         name: str,
         arguments: FrozenJsonObject,
@@ -510,14 +509,14 @@ class _Command(CommandRun):
         self._span = span
         self._capture = capture
         self._argument = argument
-        self._submission: Submission | None = None
+        self._submission: CommandOutcome | None = None
         self._token: Token[otel_context.Context] | None = None
 
     def __enter__(self) -> CommandRun:
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
         return self
 
-    def finished(self, submission: Submission) -> None:
+    def finished(self, submission: CommandOutcome) -> None:
         self._submission = submission
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

@@ -4,33 +4,89 @@ This module imports nothing of opentelemetry. Its classes report nothing: they a
 host runs with when the ``otel`` extra is absent or no provider records, and cost a call
 that returns at once. ``_setup.telemetry_for`` picks, when a host opens, between them and
 the instrumentation of ``_otel`` (imported only then).
+
+What it reads of a session, a turn and a command's outcome is declared here, read-only, as
+`SessionView`, `TurnView` and `CommandOutcome`: the package imports nothing of the sessions
+that call it (trio's ``Instrument`` is the model), so the arrow runs one way, sessions to
+observability.
 """
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
-    from modular_sdk import Usage
+    from modular_sdk import AiMessage, Author, TurnStatus, Usage
     from modular_sdk._frozen import FrozenJsonObject
 
     from ..models._protocol import ModelRequest, ToolResult
-    from ..sessions._state import SessionState, TurnState
-    from ..sessions._submission import Submission
+    from ..stores._records import ErrorKind, SessionRecord
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
     "ChatCall",
+    "CommandOutcome",
     "CommandRun",
+    "SessionView",
     "Telemetry",
     "ToolRun",
     "TurnSpan",
+    "TurnView",
     "NO_TELEMETRY",
 ]
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """Set to ``true`` to record prompts, replies and tool input and output on spans."""
+
+
+class SessionView(Protocol):
+    """What telemetry reads of a session (the host's live session state)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def record(self) -> SessionRecord: ...
+
+
+class TurnView(Protocol):
+    """What telemetry reads of a turn, as it runs and when it ends (the host's live turn
+    state). Its text is read only while ``erased_at`` is ``None``."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def ordinal(self) -> int: ...
+    @property
+    def message(self) -> AiMessage: ...
+    @property
+    def author(self) -> Author: ...
+    @property
+    def status(self) -> TurnStatus: ...
+    @property
+    def reply(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def failure(self) -> ErrorKind | None: ...
+    @property
+    def usage(self) -> Usage | None: ...
+    @property
+    def erased_at(self) -> datetime | None: ...
+
+
+class CommandOutcome(Protocol):
+    """What telemetry reads of how a command ended (what ``host.run_command`` gives back)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def error_kind(self) -> ErrorKind | None: ...
 
 
 class ChatCall:
@@ -56,7 +112,7 @@ class CommandRun:
 
     __slots__ = ()
 
-    def finished(self, submission: Submission) -> None:
+    def finished(self, submission: CommandOutcome) -> None:
         """The command ended with ``submission``."""
 
 
@@ -70,7 +126,7 @@ class TurnSpan:
         """Make the turn's span the current one inside the ``with`` block."""
         return _NOTHING
 
-    def end(self, turn: TurnState) -> None:
+    def end(self, turn: TurnView) -> None:
         """End the span with the turn's outcome (read now: erased text is never read)."""
 
 
@@ -86,15 +142,15 @@ class Telemetry:
 
     __slots__ = ()
 
-    def turn(self, session: SessionState, turn: TurnState) -> TurnSpan:
+    def turn(self, session: SessionView, turn: TurnView) -> TurnSpan:
         """Start the span of ``turn`` (running now) of ``session``."""
         return _NO_TURN
 
-    def chat(self, session: SessionState, turn: TurnState, request: ModelRequest) -> AbstractContextManager[ChatCall]:
+    def chat(self, session: SessionView, turn: TurnView, request: ModelRequest) -> AbstractContextManager[ChatCall]:
         """Around one model call of ``turn``."""
         return _NO_CHAT
 
-    def tool(self, turn: TurnState, call_id: str, name: str, arguments: FrozenJsonObject) -> AbstractContextManager[ToolRun]:
+    def tool(self, turn: TurnView, call_id: str, name: str, arguments: FrozenJsonObject) -> AbstractContextManager[ToolRun]:
         """Around one tool call of ``turn`` (a mod's tool or an MCP server's)."""
         return _NO_TOOL
 
@@ -113,7 +169,7 @@ class Telemetry:
         return _NOTHING
 
     def memory_made(self, record_id: str, kind: str, session_id: str) -> None:
-        """A memory record was made (API.md section 20): a ``create_memory`` span, a child of
+        """A memory record was made (docs/memory.md): a ``create_memory`` span, a child of
         the current one (the turn whose tool made it, or the turn that compacted)."""
 
 

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["DEAD_HOST_GRACE", "HostsLink", "event_of", "event_row", "replay_of"]
 
 
-# -- one log for events, caches and dead hosts (API.md section 13) ----------------------------
+# -- one log for events, caches and dead hosts (docs/embedding.md) ----------------------------
 
 _EVENT_CLASSES: dict[str, type[HostEvent]] = {  # every kind of the union (kinds added later included)
     attrs.fields(cls).kind.default: cls for cls in get_args(HostEvent)

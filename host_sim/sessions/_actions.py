@@ -31,10 +31,11 @@ from modular_sdk._rules import show, unstorable_text
 
 from .._host_made import NoPublicConstructor
 from ..lanes._ext_host import HandlerFailed, call_handler
-from ..stores._approvals import ApprovalRuleRecord, ApprovalStore, confirmed_by, rule_for
+from ..stores._approvals import ApprovalStore, confirmed_by, rule_for
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
-from ..stores._traces import ActionOutcomeRecord, ProposedActionRecord, TraceStore
+from ..stores._trace_records import ActionOutcomeRecord, ApprovalRuleRecord, ProposedActionRecord
+from ..stores._traces import TraceStore
 from ..traces._service import no_traces
 from ..traces._types import ActionRecord, PendingAction
 from ._events import ToolCalled, ToolFinished
@@ -197,7 +198,7 @@ class ActionBook:
             self._results.popitem(last=False)
 
     async def _allowed(self, store: TraceStore, record: ProposedActionRecord, errors: list[str]) -> bool:
-        """Whether a standing approval confirmed ``record`` at once (API.md section 21): its
+        """Whether a standing approval confirmed ``record`` at once (docs/protocols.md): its
         decision is recorded now, ``decided_by`` the rule, and it runs once the turn is over."""
         try:
             rule = await rule_for(self._store, record)
@@ -441,9 +442,7 @@ def _check_decision(by: object, reason: object) -> None:
         if not isinstance(value, str) or not value.strip():
             problem = "a non-empty str or None"
         else:
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
+            if unstorable_text(value) is not None:
                 problem = "valid Unicode text (it holds a lone surrogate)"
             if "\x00" in value:
                 problem = "text without NUL characters"

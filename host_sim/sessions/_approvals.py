@@ -1,4 +1,4 @@
-"""Standing approvals (API.md section 21): "allow always" as a durable, scoped, revocable record.
+"""Standing approvals (docs/protocols.md): "allow always" as a durable, scoped, revocable record.
 
 ``await host.approvals.allow(action_type="task.create", by="alice", reason="...")`` writes an
 `ApprovalRule`. From then on, an action of that type proposed in a session the rule covers
@@ -24,7 +24,8 @@ from modular_sdk import InvalidArgumentError, ModularError, SessionId
 from modular_sdk._rules import show, unstorable_text
 
 from .._host_made import NoPublicConstructor
-from ..stores._approvals import ApprovalRuleRecord, ApprovalStore
+from ..stores._approvals import ApprovalStore
+from ..stores._trace_records import ApprovalRuleRecord
 from ..stores._errors import StoreError
 from ._scope import Scope, session_state
 

@@ -24,7 +24,7 @@ from ..lineage._facts import LineageFacts
 from ..lineage._provenance import find_turn
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
-from ..stores._invariants import ERASED_LABEL
+from ..stores._records import ERASED_LABEL
 from ..stores._protocol import LogStore, Store
 from ..stores._records import SessionRecord, TurnRecord
 from ..stores._shared import SharedStore
@@ -43,7 +43,7 @@ class SessionCache(LineageFacts):
     deletion) and the erasure generation of a shared store they reflect, decides per read
     how fresh the answer must be, and applies every fact, whoever made it.
 
-    How fresh each read is, and what it costs (API.md sections 13, 19 and 23):
+    How fresh each read is, and what it costs (docs/embedding.md):
 
     ==============================  =====================  ==========================================
     read                            how fresh              which query
@@ -69,7 +69,7 @@ class SessionCache(LineageFacts):
     An erasure (``lineage.forget``, ``sessions.delete``) holds the gate exclusively while
     it plans, erases and applies (`erasing`); a turn begins and reads its history holding it
     shared (`reading`), so on one host a turn either began before the erasure (it is then
-    running, and the erasure refuses, API §19) or reads the history after it. Other hosts'
+    running, and the erasure refuses, docs/embedding.md) or reads the history after it. Other hosts'
     turns are ordered by the store's session locks: once committed, the erasure takes and
     lets go of the lock of each session it reaches (a turn that read the text there has then
     finished) and erases what those turns made of it before it returns; a turn that takes a
@@ -261,7 +261,7 @@ class SessionCache(LineageFacts):
         """This host erased ``records`` (forget, delete): the sessions held say so, the resume
         history keeps no copy of the text, and one ``turn_erased`` per erased turn says so
         (earlier events stay what they were, without the text); the first of them names the
-        memory records the erasure erased (``memory``, API.md section 20). A record without
+        memory records the erasure erased (``memory``, docs/memory.md). A record without
         ``erased_at`` is a turn that lost only its error (it quoted erased text)."""
         self._apply_erasure(records)
         self._events.erase(erasure, records)
@@ -306,7 +306,7 @@ class SessionCache(LineageFacts):
             record = await self.store.find_turn(event.turn_id)
             if record is not None:
                 self._apply_erasure([record])
-        elif isinstance(event, TurnRetracted):  # what later model calls here see (API §17)
+        elif isinstance(event, TurnRetracted):  # what later model calls here see (docs/the-record.md)
             record = await self.store.find_turn(event.turn_id)
             if record is not None:
                 apply_retraction(session, record)

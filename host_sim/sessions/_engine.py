@@ -46,7 +46,7 @@ from modular_sdk import (
     TurnFailedError,
     TurnId,
 )
-from modular_sdk._rules import show
+from modular_sdk._rules import show, unstorable_text
 from modular_sdk._schema import JsonValue
 
 from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
@@ -57,7 +57,7 @@ from ..memory._compaction import Compactor
 from ..models._protocol import Model
 from ..observability import Telemetry
 from ..stores._protocol import LogStore, Store
-from ..stores._invariants import fork_artifact
+from ..stores._records import fork_artifact
 from ..stores._errors import StoreError
 from ..stores._records import SessionRecord
 from ._cache import SessionCache
@@ -66,7 +66,7 @@ from ._explain import turn_failed
 from ._ids import checked_request_id, new_session_id, turn_id_for
 from ._state import SessionState, TurnState
 from ._tables import ModTables
-from ._turns import JobCall, TurnRunner, running_sessions, running_turns, unstorable
+from ._turns import JobCall, TurnRunner, running_sessions, running_turns
 
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
@@ -113,7 +113,7 @@ class Engine:
         self.clock = clock
         self.handler_timeout = handler_timeout
         self.cwd = cwd
-        self.telemetry = telemetry if telemetry is not None else Telemetry()  # OpenTelemetry (API section 15)
+        self.telemetry = telemetry if telemetry is not None else Telemetry()  # OpenTelemetry (docs/observability.md)
         self.cache = cache  # what this host keeps of the store: every read and fact goes through it
         self.events = events
         self.log = log  # the integrator's records: the store itself, or a MemoryLog over it
@@ -129,7 +129,7 @@ class Engine:
         self.report_output = report_output
         # What runs one turn (the model, its tools, its reply): ``send`` calls it holding the
         # session's queue. ``tool_context`` is made by the handles module (the engine never
-        # imports it); ``mcp``: the mods' MCP servers, their tools beside the mods' own (API §16).
+        # imports it); ``mcp``: the mods' MCP servers, their tools beside the mods' own (docs/mcp.md).
         self.turns = TurnRunner(
             tables=tables,
             model=model,
@@ -290,7 +290,7 @@ class Engine:
         created = lambda seq, at: SessionCreated(  # noqa: E731
             seq=seq, at=at, session_id=record.id, lineage=record.lineage, tags=record.tags
         )
-        # A started write always finishes and is seen; its event commits with it (API §23).
+        # A started write always finishes and is seen; its event commits with it (docs/embedding.md).
         with anyio.CancelScope(shield=True), self.events.committing(created):
             if self.link_session is not None:  # traces: the session's trace link in the same transaction
                 await self.link_session(record, node, edge, trace_id)
@@ -468,7 +468,7 @@ class Engine:
     ) -> TurnState:
         """Run one turn of ``session`` driven by ``message``, as ``actor``; returns it finished.
 
-        With ``request_id`` (a caller's key, API.md section 23) the turn's id is derived from
+        With ``request_id`` (a caller's key, docs/embedding.md) the turn's id is derived from
         it: a send with a key this session already stored returns that turn (waiting for it
         when it runs) instead of storing the message again.
 
@@ -578,7 +578,7 @@ def _prompt(text: object) -> AiPromptMessage:
 
 
 def _check_text(argument: str, value: object) -> None:
-    if value is not None and (not isinstance(value, str) or not value or unstorable(value) is not None):
+    if value is not None and (not isinstance(value, str) or not value or unstorable_text(value) is not None):
         raise InvalidArgumentError(
             f"{argument} must be a non-empty str of valid text or None, got {show(value)}",
             argument=argument,
@@ -618,9 +618,11 @@ def _check_tags(tags: object) -> Mapping[str, str]:
                 value=tags,
             )
         for text in (key, value):
-            problem = unstorable(text)
+            problem = unstorable_text(text)
             if problem is not None:
                 raise InvalidArgumentError(
-                    f"tag {show(key)} holds text that cannot be stored ({problem})", argument="tags", value=tags
+                    f"the tag {show(key)}: {show(value)} {problem}; tags are text a store can hold",
+                    argument="tags",
+                    value=tags,
                 )
     return dict(tags)

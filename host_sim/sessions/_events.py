@@ -8,7 +8,7 @@ per host, or store-wide on a shared store; ``None`` for the live-only `ReplyDelt
 Events are facts: each is made when it is published, a snapshot of what was true then. A
 later change is a new event (`TurnErased`, `SessionDeleted`), never a rewrite of an old one,
 with one exception: an erasure leaves no copy of the erased text in the events kept for
-resuming (`EventHub.erase`: copies without the text take their place, API.md section 23).
+resuming (`EventHub.erase`: copies without the text take their place, docs/embedding.md).
 
 Publishing never waits and costs the same whatever the number of subscribers: events go
 into one shared ring (the last ``history`` of them kept whether anyone subscribes or not),
@@ -48,7 +48,7 @@ from modular_sdk._json import unstructure
 
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
-from ..stores._invariants import ERASED_LABEL
+from ..stores._records import ERASED_LABEL
 from ..stores._records import ErrorKind, JobStatus, TurnRecord
 from ..stores._shared import EventRow, staged
 
@@ -246,7 +246,7 @@ class TurnErased:
     host_id: str = ""
     session_id: SessionId
     turn_id: TurnId
-    records: tuple[RecordId, ...] = ()  # the memory records this erasure erased (API.md section 20)
+    records: tuple[RecordId, ...] = ()  # the memory records this erasure erased (docs/memory.md)
 
 
 @attrs.frozen(kw_only=True)
@@ -305,7 +305,7 @@ class Lagged:
 @attrs.frozen(kw_only=True)
 class TurnRetracted:
     """A turn was found wrong and retracted (``host.lineage.retract``), ``reason`` saying why;
-    the turn stays (API.md section 17). Immutable."""
+    the turn stays (docs/the-record.md). Immutable."""
 
     kind: Literal["turn_retracted"] = attrs.field(default="turn_retracted", init=False)
     seq: int
@@ -477,7 +477,7 @@ class EventHub:
     @contextmanager
     def committing(self, *makes: Callable[[int, datetime], HostEvent]) -> Iterator[None]:
         """Publish the events ``makes`` make with the store write made in the block (a
-        transactional outbox, API.md section 23).
+        transactional outbox, docs/embedding.md).
 
         On a shared store their rows are staged for that write's transaction: they commit with
         the change they report, numbered, or neither does (the block raises; nothing is
@@ -529,7 +529,7 @@ class EventHub:
         another host may act on what they report (take the session lock this host released,
         or serve the client this host just answered) and number its own events first. Await
         this before releasing a session's lock or returning to a caller, so that seq order
-        is the order things happened across hosts, as on one host (API.md sections 12, 13).
+        is the order things happened across hosts, as on one host (docs/embedding.md).
         Nothing to do with one host per store; best-effort when the store is unreachable
         (the events stay in the outbox, in order, for the writer).
         """
@@ -585,7 +585,7 @@ class EventHub:
             wake.set()
 
     def erase(self, erasure: Erasure, records: Sequence[TurnRecord]) -> None:
-        """Keep no copy of what ``erasure`` erased in the resume history (API.md section 23).
+        """Keep no copy of what ``erasure`` erased in the resume history (docs/embedding.md).
 
         The ring's events about an erased turn (``erasure.turn_ids``, and ``records`` with
         ``erased_at``) are replaced by copies without their text, as a shared store's event

@@ -155,7 +155,7 @@ class TurnHandle(metaclass=NoPublicConstructor):
 
     @property
     def tool_calls(self) -> tuple[ToolCallRecord, ...]:
-        """The tool calls the turn made, in the order made (API.md section 17).
+        """The tool calls the turn made, in the order made (docs/the-record.md).
 
         Durable with the turn: read back after a reopen. A forgotten turn keeps its calls'
         ids, tool names and times; their inputs, outputs and errors are erased.
@@ -164,7 +164,7 @@ class TurnHandle(metaclass=NoPublicConstructor):
 
     @property
     def usage(self) -> Usage | None:
-        """The tokens the turn's model calls used, added up (API.md section 15).
+        """The tokens the turn's model calls used, added up (docs/observability.md).
 
         ``None`` when no call reported usage (a model that returns plain text). Durable
         with the turn, and kept when it is forgotten (counts are not text).
@@ -173,7 +173,7 @@ class TurnHandle(metaclass=NoPublicConstructor):
 
     @property
     def widgets(self) -> tuple[WidgetPlacement, ...]:
-        """The widgets the reply placed (API.md section 17), in reply order.
+        """The widgets the reply placed (docs/the-record.md), in reply order.
 
         Each ``<mod-widget type="ID">{json}</mod-widget>`` tag of a completed reply that
         names a loaded widget and whose JSON fits its ``data_type``; the others were
@@ -274,7 +274,7 @@ class SessionHandle(metaclass=NoPublicConstructor):
 
         ``request_id``: the caller's key for this request; a retry with the same key (after a
         retryable `StoreError`) returns the turn the first attempt stored instead of storing
-        the message twice (API.md section 23)."""
+        the message twice (docs/embedding.md)."""
 
         turn = await self._engine.send(self._state, message, self._actor, request_id=request_id)
         if turn.status != "completed":
@@ -418,7 +418,7 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
     def __init__(self, engine: Engine, actor: Actor, scope: Scope | None = None) -> None:
         self._engine = engine
         self._actor = actor
-        self._scope = scope  # None: every session; else only those the scope sees (API.md §14)
+        self._scope = scope  # None: every session; else only those the scope sees (docs/embedding.md)
 
     async def _state(self, session_id: str) -> SessionState:
         if self._scope is None:
@@ -575,7 +575,7 @@ class AiAgentsImpl(metaclass=NoPublicConstructor):
 class AiContextImpl(metaclass=NoPublicConstructor):
     """``ctx.ai``: sessions and agents. Obtain it from a handler's context.
 
-    A handler running in a tagged session acts within those tags (API.md §14): what it
+    A handler running in a tagged session acts within those tags (docs/embedding.md): what it
     creates gets them, and it finds only sessions that carry them.
     """
 
@@ -588,7 +588,7 @@ class AiContextImpl(metaclass=NoPublicConstructor):
 
     @property
     def memory(self) -> Memory:
-        """What this handler remembers (API.md section 20): records stamped with its mod and
+        """What this handler remembers (docs/memory.md): records stamped with its mod and
         command or tool, within the tags of the session it runs in."""
         engine, actor = self._engine, self._actor
         author: MemoryAuthor = HostAuthor() if actor is None else actor.author

@@ -21,7 +21,7 @@ def new_turn_id() -> TurnId:
 
 def turn_id_for(session_id: str, request_id: str) -> TurnId:
     """The id of the turn a send with ``request_id`` makes in session ``session_id``: the same for
-    every retry, so the store's key on turn ids keeps one turn per request (API.md section 23)."""
+    every retry, so the store's key on turn ids keeps one turn per request (docs/embedding.md)."""
     return TurnId(f"turn_{_digest(session_id, request_id)}")
 
 

@@ -1,4 +1,4 @@
-"""Where a host keeps the integrator's records (API.md section 12): its store when that is
+"""Where a host keeps the integrator's records (docs/embedding.md): its store when that is
 a `LogStore` (every store of host_sim), else `MemoryLog`, this host's memory. Jobs
 themselves are in _jobs.py."""
 

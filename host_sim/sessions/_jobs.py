@@ -1,4 +1,4 @@
-"""Host-owned jobs (API.md sections 12 and 13): started by one host, found, paged and
+"""Host-owned jobs (docs/embedding.md): started by one host, found, paged and
 cancelled from any host sharing its store.
 
 ``host.start`` makes a `Job`: its submission runs in the host's own task group, so the
@@ -198,7 +198,7 @@ class JobBook:
         if request_id is not None and await self._log.get_job(job_id) is not None:
             return await self.job(job_id)  # a retry: the first attempt was stored
         record = JobRecord(id=job_id, session_id=session_id, text=text, status="running", created_at=self._now())
-        with self._events.committing(  # its job_started commits with it (API §23)
+        with self._events.committing(  # its job_started commits with it (docs/embedding.md)
             lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id)
         ):
             await self._log.save_job(record)

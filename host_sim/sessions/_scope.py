@@ -1,4 +1,4 @@
-"""The one rule of scopes (API.md §14): which sessions a scope sees, and how it answers for the rest.
+"""The one rule of scopes (docs/embedding.md): which sessions a scope sees, and how it answers for the rest.
 
 A `Scope` is a set of tags; it sees a session whose tags include every one of them. Every
 scoped read decides visibility here, by the session record's tags (fixed at creation), and
@@ -142,7 +142,7 @@ async def session_state(engine: Engine, scope: Scope, session_id: object) -> Ses
     if live is not None and scope.admits(live.record.tags):  # tags never change: the cached record decides
         return live
     # a session outside the scope takes the path of a missing id, the store read included: a
-    # cache answer that a missing id cannot have would time its existence (API.md §24)
+    # cache answer that a missing id cannot have would time its existence (docs/embedding.md)
     record = await session_record(engine.store, scope, session_id)
     return await engine.load(record.id)
 

@@ -1,4 +1,4 @@
-"""Per-scope event numbering (API.md §24): ``seq`` as a scope sees it counts only its events.
+"""Per-scope event numbering (docs/embedding.md): ``seq`` as a scope sees it counts only its events.
 
 The host numbers its events in one sequence (``seq``); a scoped subscriber that saw those
 numbers would read another tenant's activity in the gaps. `ScopeNumbers` is fed every

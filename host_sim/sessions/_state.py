@@ -18,7 +18,8 @@ from typing import overload
 import anyio
 import attrs
 
-from modular_sdk import AiMessage, AiNotificationMessage, AiRunnerId, Author, SessionId, TurnId, TurnStatus, Usage, WidgetPlacement
+from modular_sdk import AiMessage, AiRunnerId, Author, SessionId, TurnId, TurnStatus, Usage, WidgetPlacement
+from modular_sdk._messages import text_of
 
 from ..lineage._types import LineageArtifact
 from ..models._protocol import HistoryEntry
@@ -381,13 +382,6 @@ class HistoryView(Sequence[HistoryEntry]):
 
     def __repr__(self) -> str:
         return f"HistoryView({list(self)!r})"
-
-
-def text_of(message: AiMessage) -> str:
-    """The text a model is given for a message: a prompt verbatim; a notification's title and body."""
-    if isinstance(message, AiNotificationMessage):
-        return f"{message.title}\n\n{message.body}" if message.body else message.title
-    return message.text
 
 
 def entry_of(turn: TurnState) -> HistoryEntry:

@@ -31,7 +31,8 @@ from modular_sdk import (
 )
 from modular_sdk._frozen import FrozenJsonObject, freeze_object, thaw_object
 from modular_sdk._json import parse_json_text, structure, unstructure
-from modular_sdk._rules import MAX_DEPTH
+from modular_sdk._messages import text_of
+from modular_sdk._rules import MAX_DEPTH, unstorable_text
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
 from ..lanes._calling import Actor, HandlerFrame, running_turns_var
@@ -45,7 +46,7 @@ from ..stores._errors import StoreError
 from ..stores._records import ToolCallRecord, TurnRecord
 from ._events import EventHub, HostEvent, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished, TurnStarted
 from ._ids import new_call_id, new_message_id, new_turn_id
-from ._state import HistoryView, SessionState, TurnState, completed_turn_at, history_chain, history_view, text_of
+from ._state import HistoryView, SessionState, TurnState, completed_turn_at, history_chain, history_view
 from ._widget_tags import place_widgets
 
 if TYPE_CHECKING:
@@ -61,7 +62,6 @@ __all__ = [
     "running_sessions",
     "running_turns",
     "storable",
-    "unstorable",
 ]
 
 T = TypeVar("T")
@@ -110,7 +110,7 @@ class TurnRunner:
     ) -> None:
         self._tables = tables
         self._cache = cache  # its erasure gate: a turn begins and reads its history holding it
-        self._context = context  # Host(context=...): compacts a history over its budget (API.md section 20)
+        self._context = context  # Host(context=...): compacts a history over its budget (docs/memory.md)
         self._model = model
         self._store = store
         self._events = events
@@ -121,9 +121,9 @@ class TurnRunner:
         self._model_timeout = model_timeout
         self._max_tool_rounds = max_tool_rounds
         self._max_reply_bytes = max_reply_bytes
-        self._mcp = mcp  # the mods' MCP servers: their tools beside the mods' own (API section 16)
+        self._mcp = mcp  # the mods' MCP servers: their tools beside the mods' own (docs/mcp.md)
         self._after_turn = after_turn
-        # The one filter every outside text of a turn passes (API §24): what the model answers,
+        # The one filter every outside text of a turn passes (docs/embedding.md): what the model answers,
         # what a tool (a mod's or an MCP server's) gives back, what a failing call says, before
         # any of it reaches the record, an event, a span or the next model call.
         self._scrub = scrubber_of(model)
@@ -150,7 +150,7 @@ class TurnRunner:
         completed turn's proposed actions are recorded (``after_turn``) before this returns."""
         # Begun and its history read holding the erasure gate shared: an erasure of this host
         # runs wholly before (this turn reads the history after it) or after (this turn is then
-        # running, and the erasure refuses, API.md sections 19 and 23).
+        # running, and the erasure refuses, docs/embedding.md).
         async with self._cache.reading():
             if session.deleted_at is not None:  # deleted by an erasure that held the gate
                 await self._cache.refuse_deleted(session, "send to")
@@ -215,7 +215,7 @@ class TurnRunner:
                 turn.status, turn.error = "failed", "did not complete"
             finished_at = self._now()
             finished = attrs.evolve(turn.record(), finished_at=finished_at)
-            # What is shown is what is durable (API §17): readers see the turn running until
+            # What is shown is what is durable (docs/the-record.md): readers see the turn running until
             # its record is written, so nobody forks at a turn a crash could still lose.
             outcome, turn.status = turn.status, "running"
             stored = False
@@ -329,13 +329,10 @@ class TurnRunner:
                     turn.status = "failed"
                     turn.error = self._clean(f"the model returned {reply!r}; a model must return reply text or a ToolCall")
                     return
-                problem = unstorable(reply)
+                problem = unstorable_text(reply)
                 if problem is not None:
                     turn.status = "failed"
-                    turn.error = (
-                        f"the model's reply holds text that cannot be stored ({problem}); "
-                        "a reply must be valid Unicode text"
-                    )
+                    turn.error = f"the model's reply {problem}; a reply must be valid Unicode text"
                     return
                 turn.reply, turn.status = reply, "completed"
                 turn.widgets, turn.widget_errors = place_widgets(reply, self._tables.widgets)  # kept with the record
@@ -511,7 +508,7 @@ class TurnRunner:
                     started_at=started_at,
                     finished_at=self._now(),
                 ),
-            )  # kept with the turn's record (API §17)
+            )  # kept with the turn's record (docs/the-record.md)
             done = turn.tool_calls[-1]
             self._events.publish(
                 lambda seq, at: ToolFinished(
@@ -641,15 +638,6 @@ def running_sessions(actor: Actor) -> frozenset[SessionId]:
 def running_turns(actor: Actor) -> frozenset[TurnId]:
     """The turns ``actor`` (a handler) runs inside: none for the user."""
     return frozenset() if actor is None else actor.running_turns
-
-
-def unstorable(text: str) -> str | None:
-    """Why ``text`` cannot be written to a store (a lone surrogate), or ``None``."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"{exc.reason} at position {exc.start}"
-    return None
 
 
 def storable(text: str) -> str:

@@ -1,4 +1,4 @@
-"""Widgets a reply places: ``<mod-widget type="ID">{json}</mod-widget>`` (API.md section 17).
+"""Widgets a reply places: ``<mod-widget type="ID">{json}</mod-widget>`` (docs/the-record.md).
 
 When a turn completes, the engine reads its reply for widget tags, the way replies are read
 for ``<mod-action>`` tags (traces/_actions.py): with `scan_tags`, in time linear in the

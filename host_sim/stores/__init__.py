@@ -1,4 +1,9 @@
-"""Where a host keeps sessions, turns and lineage: `MemoryStore`, `SqliteStore`, `PostgresStore`."""
+"""Where a host keeps sessions, turns and lineage: `MemoryStore`, `SqliteStore`, `PostgresStore`.
+
+One way down: ``_records`` and ``_trace_records`` (what a store keeps, and the records made
+from records) import nothing of host_sim; every other module here builds on them, and the
+package imports no other folder of host_sim (tests/test_import_cycles.py holds it to that).
+"""
 
 from ._errors import StoreError as StoreError
 from ._errors import StoreLockedError as StoreLockedError

@@ -1,4 +1,4 @@
-"""Standing approvals as records (API.md section 21): what a store keeps of "allow always".
+"""Standing approvals as records (docs/protocols.md): what a store keeps of "allow always".
 
 An `ApprovalRuleRecord` is written once when a user (or a protocol front end answering for
 one) allows a kind of action for good, and changes only twice at most: once to be revoked
@@ -11,20 +11,17 @@ by ``SQLITE_APPROVALS`` and ``POSTGRES_APPROVALS`` when a writer opens the store
 
 from __future__ import annotations
 
-import types
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, Final, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
-from modular_sdk import SessionId
-
 from . import _rows
 from ._errors import StoreError
-from ._invariants import ERASED_LABEL
+from ._records import ERASED_LABEL
 from ._sql import Dialect, Step
-from ._traces import ActionOutcomeRecord, ProposedActionRecord
+from ._trace_records import ActionOutcomeRecord, ApprovalRuleRecord, ProposedActionRecord
 
 if TYPE_CHECKING:
     from ._protocol import Store
@@ -33,7 +30,6 @@ __all__ = [
     "APPROVAL_RULES",
     "POSTGRES_APPROVALS",
     "SQLITE_APPROVALS",
-    "ApprovalRuleRecord",
     "ApprovalStore",
     "SqlApprovals",
     "confirmed_by",
@@ -42,34 +38,6 @@ __all__ = [
 ]
 
 _R = TypeVar("_R")
-
-
-def _frozen_tags(value: Mapping[str, str]) -> Mapping[str, str]:
-    return value if isinstance(value, types.MappingProxyType) else types.MappingProxyType(dict(value))
-
-
-@attrs.frozen(kw_only=True)
-class ApprovalRuleRecord:
-    """A standing approval as stored. Immutable.
-
-    It matches a pending action of type ``action_type`` (and, for ``mcp.call``, of the MCP
-    tool ``tool`` as ``"server.tool"``), proposed in session ``session_id`` when set, in a
-    session whose tags include every one of ``tags`` (a scope's rule carries the scope's
-    tags). ``created_by`` is who allowed it, ``reason`` why; ``revoked_at``/``revoked_by``
-    once revoked (it then matches nothing).
-    """
-
-    id: str
-    action_type: str
-    tool: str | None
-    session_id: SessionId | None
-    tags: Mapping[str, str] = attrs.field(converter=_frozen_tags, hash=False)
-    created_by: str
-    reason: str | None
-    created_at: datetime
-    revoked_at: datetime | None = None
-    revoked_by: str | None = None
-
 
 APPROVAL_RULES: Final = _rows.Table("approval_rules", ApprovalRuleRecord, ("id",), frozenset({"tags"}))
 

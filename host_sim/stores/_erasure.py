@@ -27,11 +27,9 @@ import attrs
 from modular_sdk import SessionId, TurnId
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 
-from ._approvals import ApprovalRuleRecord
 from ._records import LineageEdge, SessionNode
-from ._invariants import ERASED_LABEL
-from ._records import Invocation, JobRecord, TurnRecord
-from ._traces import ActionOutcomeRecord, ProposedActionRecord, TraceOutputRecord
+from ._records import ERASED_LABEL, Invocation, JobRecord, TurnRecord
+from ._trace_records import ActionOutcomeRecord, ApprovalRuleRecord, ProposedActionRecord, TraceOutputRecord
 from ._memory_records import ERASED_TEXT
 from modular_sdk import MemoryRecord, RecordId
 
@@ -40,10 +38,10 @@ __all__ = ["ERASED_BY_STORE", "ERASED_LABEL", "KEPT", "PLACES", "STORE_COLUMNS",
 _EMPTY: Final[FrozenJsonObject] = freeze_object({}, type_name="an erased payload")
 
 ERASED_TOOL_CALLS: Final = "each call's input {}, output None, error ERASED_LABEL"
-"""What a forgotten turn's ``tool_calls`` become (`_invariants.erased_call`), for a reader of `PLACES`."""
+"""What a forgotten turn's ``tool_calls`` become (`_records.erased_call`), for a reader of `PLACES`."""
 
 ERASED_WIDGETS: Final = "each placement's data {}"
-"""What a forgotten turn's ``widgets`` become (`_invariants.erased_widget`), for a reader of `PLACES`."""
+"""What a forgotten turn's ``widgets`` become (`_records.erased_widget`), for a reader of `PLACES`."""
 
 Key: TypeAlias = Literal["record", "turn", "position", "command", "session", "memory"]
 """Which rows of a place an `Erasure` reaches.
@@ -69,7 +67,7 @@ class Erasure:
     rows that keep their own text but lose their error, which quotes erased text (a later
     failed turn whose model saw a planned turn, a turn, invocation or job of a reached
     session whose error holds a planned turn's text): the fields a place lists as
-    ``quoted``. ``records``: the memory records the plan lists (API.md section 20).
+    ``quoted``. ``records``: the memory records the plan lists (docs/memory.md).
     """
 
     at: datetime
@@ -107,11 +105,11 @@ class Place:
 
 PLACES: Final[tuple[Place, ...]] = (
     # A turn's prompt (or notification title and body), its reply, its error (a model's
-    # error may quote the prompt) and its tool calls' inputs, outputs and errors (API.md
-    # section 17; their ids, tool names and times stay), and why it was retracted (that it
-    # was, and when, stays; so does its token usage, counts and no text, API.md section 15),
+    # error may quote the prompt) and its tool calls' inputs, outputs and errors
+    # (docs/the-record.md; their ids, tool names and times stay), and why it was retracted (that it
+    # was, and when, stays; so does its token usage, counts and no text, docs/observability.md),
     # and the data of the widgets its reply placed (their widget ids and indexes stay).
-    # Written as erased records (stores/_invariants.erased and erased_call).
+    # Written as erased records (stores/_records.erased and erased_call).
     Place(
         table="turns",
         record=TurnRecord,
@@ -168,7 +166,7 @@ PLACES: Final[tuple[Place, ...]] = (
         stamp="erased_at",
         kept=("id", "type", "mod_id", "session_id", "turn_id", "created_at"),
     ),
-    # Why the user confirmed or dismissed such an action (API.md section 17); who decided is
+    # Why the user confirmed or dismissed such an action (docs/the-record.md); who decided is
     # the integrator's name for a user (as tags are), kept for the audit.
     Place(
         table="action_outcomes",
@@ -187,7 +185,7 @@ PLACES: Final[tuple[Place, ...]] = (
         rows=("turn", "position", "session"),
         kept=("output_id", "trace_id", "session_id", "created_at", "turn_id", "position"),  # an output id is how commits find it
     ),
-    # Why a user allowed a kind of action for good in a deleted session (API.md section 21);
+    # Why a user allowed a kind of action for good in a deleted session (docs/protocols.md);
     # who allowed it, the match and when (ids, the integrator's tags, times) stay for the audit.
     Place(
         table="approval_rules",
@@ -196,7 +194,7 @@ PLACES: Final[tuple[Place, ...]] = (
         rows=("session",),
         kept=("id", "action_type", "tool", "session_id", "tags", "created_by", "created_at", "revoked_at", "revoked_by"),
     ),
-    # What memory made of a conversation (API.md section 20): a record's text and data, when
+    # What memory made of a conversation (docs/memory.md): a record's text and data, when
     # the plan lists it (it rests on a planned turn or record) or its session is deleted; its
     # kind, ids, what it rests on, who made it and its times stay (lineage stays walkable).
     Place(
@@ -247,7 +245,7 @@ KEPT: Final[Mapping[str, str]] = {
 """Every other table a store keeps, and why it holds no text an erasure must remove."""
 
 ERASED_BY_STORE: Final[Mapping[str, str]] = {
-    "events": "the event log (PostgreSQL, API.md section 13): an event row is JSON of any kind, so the "
+    "events": "the event log (PostgreSQL, docs/embedding.md): an event row is JSON of any kind, so the "
     "store erases the rows of erased turns, of erased commands and of deleted sessions in the "
     "erasure's own transaction (stores/_postgres.py, _ERASE_EVENTS), and a row written after an "
     "erasure erases itself in its own; so do the errors of turns and commands that quoted erased "

@@ -14,122 +14,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Final, Literal
+from typing import Final
 
-import attrs
+from modular_sdk import SessionId
 
-from modular_sdk import AiMessage, AiNotificationMessage, AiPromptMessage, SessionId, WidgetPlacement
-
-from ._records import LineageArtifact, LineageEdge, SessionNode
+from ._records import LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION, Store
 from ._shared import SharedStore
-from ._records import SessionRecord, StoredState, ToolCallRecord, TurnRecord
+from ._records import SessionRecord, StoredState, TurnRecord, ViolationCode, fork_artifact, interrupted
+
+# The record algebra (erased, interrupted, Violation ...) lives in ``_records``, the bottom
+# floor; these names stay importable from here for the tests that read them here.
+from ._records import ERASED_LABEL, INTERRUPTED, Violation, erased
 
 __all__ = [
     "ERASED_LABEL",
     "INTERRUPTED",
     "Violation",
-    "ViolationCode",
     "check",
     "derive_index",
     "erased",
-    "erased_call",
-    "fork_artifact",
     "heal_index",
-    "interrupted",
     "recover",
     "repair",
 ]
 
-INTERRUPTED: Final = "interrupted: the host stopped before it completed"
-"""The error of a turn a crash (or a killed process) left ``running``."""
-
 _STRUCTURAL: Final = frozenset({"branched_from", "spawned_by"})
-
-ViolationCode = Literal[
-    "unknown-parent",
-    "depth",
-    "anchor-missing",
-    "anchor-not-completed",
-    "anchor-mismatch",
-    "orphan-turn",
-    "ordinals",
-    "turn-running",
-    "index-stale",
-    "trace-orphan",  # a trace record naming a trace, session or output the store lacks (stores/_traces.py)
-]
-"""What an invariant violation is about; every code but ``index-stale`` and ``turn-running``
-is damage to authoritative records that no repair can undo."""
-
-
-@attrs.frozen(kw_only=True)
-class Violation:
-    """One broken invariant of a store. Immutable.
-
-    ``subject`` is the session or turn id it is about, ``message`` says what is wrong,
-    ``repairable`` whether ``host-sim fsck --repair`` (or opening a host) fixes it.
-    """
-
-    code: ViolationCode
-    subject: str
-    message: str
-    repairable: bool
-
-    def to_data(self) -> dict[str, str | bool]:
-        """The violation as JSON data (what ``host-sim fsck --json`` prints)."""
-        return {"code": self.code, "subject": self.subject, "message": self.message, "repairable": self.repairable}
-
-
-ERASED_LABEL: Final = "(erased)"
-"""The label of an artifact whose turn was forgotten."""
-
-
-def fork_artifact(turn_id: str, ordinal: int, *, erased: bool = False) -> LineageArtifact:
-    """The artifact a ``branched_from`` edge carries: the anchor turn it forked at."""
-    return LineageArtifact(type="turn", source_id=turn_id, label=ERASED_LABEL if erased else f"turn {ordinal}")
-
-
-def erased(turn: TurnRecord, at: datetime) -> TurnRecord:
-    """``turn`` forgotten at ``at``: its message text, reply and error text gone (a failed
-    turn's error reads `ERASED_LABEL`: a model's error may quote the prompt), and its tool
-    calls' inputs, outputs and errors (`erased_call`), its widgets' data (`erased_widget`) and why
-    it was retracted; everything else kept."""
-    message: AiMessage = (
-        AiNotificationMessage(title=ERASED_LABEL, body="")
-        if isinstance(turn.message, AiNotificationMessage)
-        else AiPromptMessage(text="")
-    )
-    error = None if turn.error is None else ERASED_LABEL
-    calls = tuple(erased_call(call) for call in turn.tool_calls)
-    reason = None if turn.retraction_reason is None else ERASED_LABEL
-    widgets = tuple(erased_widget(placed) for placed in turn.widgets)
-    return attrs.evolve(
-        turn,
-        message=message,
-        reply=None,
-        error=error,
-        erased_at=at,
-        tool_calls=calls,
-        retraction_reason=reason,
-        widgets=widgets,
-    )
-
-
-def erased_call(call: ToolCallRecord) -> ToolCallRecord:
-    """A tool call of a forgotten turn: its input, output and error text gone; its id, tool name and times kept."""
-    error = None if call.error is None else ERASED_LABEL
-    return attrs.evolve(call, input={}, output=None, error=error)
-
-
-def erased_widget(placed: WidgetPlacement) -> WidgetPlacement:
-    """A widget a forgotten turn placed: its data gone (the reply wrote it); its widget id and index kept."""
-    return attrs.evolve(placed, data={})
-
-
-def interrupted(turn: TurnRecord, at: datetime) -> TurnRecord:
-    """``turn`` (left ``running`` by a crash) finished as failed at ``at``."""
-    return attrs.evolve(turn, status="failed", error=INTERRUPTED, reply=None, finished_at=at)
 
 
 class _Records:
@@ -447,7 +358,7 @@ async def recover(store: Store, clock: Callable[[], datetime]) -> None:
     records themselves cannot be repaired: it raises `StoreError`, listing it.
     """
     if not isinstance(store, SharedStore):  # several hosts: a live host's link claims them after a grace
-        for turn in await store.running_turns():  # (their host may only be reconnecting, API section 23)
+        for turn in await store.running_turns():  # (their host may only be reconnecting, docs/embedding.md)
             await store.finish_turn(interrupted(turn, clock()))
     if await store.index_version() == INDEX_VERSION:
         return

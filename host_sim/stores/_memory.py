@@ -12,20 +12,19 @@ import attrs
 
 from modular_sdk import MemoryRecord, RecordId, SessionId, TurnId
 
-from ._approvals import ApprovalRuleRecord, MemoryApprovals
+from ._approvals import MemoryApprovals
 from ._records import LineageEdge, SessionNode
 from ._erasure import PLACES, Erasure, Place, erase_record, erase_rows
 from ._errors import StoreError
-from ._invariants import erased_call, erased_widget
+from ._records import erased_call, erased_widget
 from ._protocol import INDEX_VERSION
 from . import _rows
 from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._memory_records import RecordsKept
-from ._traces import (
-    INDEX_ORDER,
-    TRACE_INDEX_VERSION,
-    IndexKind,
+from ._trace_records import (
     ActionOutcomeRecord,
+    ApprovalRuleRecord,
+    IndexKind,
     ProposedActionRecord,
     TraceCommitRecord,
     TraceIndexEntry,
@@ -35,9 +34,8 @@ from ._traces import (
     TraceRecords,
     TraceState,
     TraceTaskRecord,
-    namespace_of,
-    scoped_key,
 )
+from ._traces import INDEX_ORDER, TRACE_INDEX_VERSION, namespace_of, scoped_key
 
 __all__ = ["MemoryStore"]
 
@@ -115,9 +113,9 @@ class MemoryStore:
         self._by_artifact: dict[tuple[str, str], SessionId | list[SessionId]] = {}
         self._edge_order: list[SessionId] = []  # each edge's target, in the order first written
         self._index_version: int | None = INDEX_VERSION
-        self._approvals = MemoryApprovals()  # ApprovalStore: standing approvals (API.md section 21)
+        self._approvals = MemoryApprovals()  # ApprovalStore: standing approvals (docs/protocols.md)
         self._tr = _Traces()  # TraceStore: traces, their index, actions, applied spool events
-        self._mem = RecordsKept()  # RecordStore: memory records and their indexes (API.md section 20)
+        self._mem = RecordsKept()  # RecordStore: memory records and their indexes (docs/memory.md)
         # Listing indexes: ids in creation order with their positions (1-based, in _all) in a
         # parallel array, so a page is a bisect and a walk (a few bytes per session).
         self._all: list[SessionId] = []

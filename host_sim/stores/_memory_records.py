@@ -1,4 +1,4 @@
-"""`RecordStore`: what a store offers to keep memory records (API.md section 20), and the
+"""`RecordStore`: what a store offers to keep memory records (docs/memory.md), and the
 in-memory keeping of them that `MemoryStore` uses.
 
 Records are authoritative and written once. Two indexes are derived from them and written

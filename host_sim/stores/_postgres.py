@@ -9,23 +9,9 @@ methods) and ``_sql_jobs.py`` (the job and invocation methods both write alike),
 once for both SQL dialects (``_sql.py``), and ``_rows.py`` (the tables,
 the checks made before each write and the rows each write needs).
 
-Layout (PostgreSQL schema ``host_sim``, schema version 1)::
-
-    meta(key PRIMARY KEY, value)         application = 'host-sim', schema_version = '1', index_version
-    sessions(seq, id PRIMARY KEY, lineage, metadata, model, cwd, runner_id, created_at,
-             agent_id, trigger_turn_id, parent_session_id)
-                                         -- never updated, deleted or truncated (triggers refuse)
-    turns(seq, id PRIMARY KEY, session_id, ordinal, message, message_id, author, runner_id,
-          status, reply, error, started_at, finished_at, erased_at, owner, tool_calls,
-          retracted_at, retraction_reason, usage, widgets)
-          UNIQUE (session_id, ordinal)   -- a finished turn changes only once, to be forgotten;
-                                         -- it is never deleted (triggers refuse)
-    nodes(seq, session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics)
-    edges(seq, from_session_id, to_session_id, relation, created_at, artifact,
-          artifact_type, artifact_source_id, PRIMARY KEY (from_session_id, to_session_id))
-    events(seq PRIMARY KEY, host_id, kind, session_id, turn_id, written, event)
-                                         -- every host's events (API.md section 13); added to
-                                         -- older stores when opened
+The tables, their columns, indexes and triggers are the statements of
+``_postgres_schema.py`` (drawn nowhere else, so nothing drifts from them); what a store
+keeps and guarantees is docs/embedding.md, "What a store guarantees".
 
 Columns hold what `SqliteStore` holds, byte for byte: JSON columns are the one converter's
 JSON as ``text``, times ISO 8601 with their offset. ``seq`` (an identity column) keeps the
@@ -48,7 +34,7 @@ order across hosts; the host holding it first reads the turns other hosts added
 ordinal)`` refuses anything else. A host that dies loses its connections, and with them its
 locks: the next host goes on.
 
-Who is alive (a lease that survives faults, API.md section 23): while open, each store holds
+Who is alive (a lease that survives faults, docs/embedding.md): while open, each store holds
 the advisory lock ``(0x48530002, owner)`` on a connection of its own, and writes ``owner``
 into the turns and jobs it begins. A server restart or a killed connection takes the lock
 away; `keep_claim` (called by the host's link every half second) takes the same key back on
@@ -92,7 +78,7 @@ from modular_sdk import SessionId, TurnId
 from ._records import LineageEdge, SessionNode
 from ._erasure import Erasure, statements
 from ._errors import StoreError
-from ._invariants import ERASED_LABEL, interrupted
+from ._records import ERASED_LABEL, interrupted
 from ._shared import EventRow
 from ._protocol import INDEX_VERSION
 from . import _rows
@@ -738,7 +724,7 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         rows = await self._query(CLAIM_ORPHANED_TURNS, (self._owner,))
         return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
 
-    # -- liveness: a claim that survives faults (API.md section 23) ----------------------
+    # -- liveness: a claim that survives faults (docs/embedding.md) ----------------------
 
     async def keep_claim(self) -> bool:
         """Make sure this host's liveness claim (the owner lock) is held; whether it had to be

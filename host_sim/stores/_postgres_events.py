@@ -1,4 +1,4 @@
-"""The event log of hosts sharing a `PostgresStore` (API.md section 13), inherited by
+"""The event log of hosts sharing a `PostgresStore` (docs/embedding.md), inherited by
 `PostgresStore` (see its module docstring, "The event log"): rows of ``host_sim.events``
 written in seq order, a NOTIFY that wakes the other hosts, reply_delta payloads sent
 best-effort, retention; and the statements with which an erasure takes the text of its
@@ -16,7 +16,7 @@ import anyio
 import anyio.to_thread
 
 from ._errors import StoreError
-from ._invariants import ERASED_LABEL
+from ._records import ERASED_LABEL
 from ._postgres_sql import close_quietly
 from ._shared import EventRow
 
@@ -122,7 +122,7 @@ class PostgresEvents:
         async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]: ...
         async def _with_connection(self, work: Callable[[Any], _R]) -> _R: ...
 
-    # -- the event log (API.md section 13) ------------------------------------------------
+    # -- the event log (docs/embedding.md) ------------------------------------------------
 
     @property
     def host_id(self) -> str:

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from ._approvals import POSTGRES_APPROVALS
 from ._errors import StoreError
-from ._invariants import ERASED_LABEL
+from ._records import ERASED_LABEL
 from ._postgres_sql import diagnosis
 from ._postgres_traces import TRACE_TABLES_SCHEMA
 from ._sql_memory import MEMORY_POSTGRES
@@ -170,7 +170,7 @@ CREATE TABLE host_sim.reads (turn_id text PRIMARY KEY, read_at text NOT NULL);
 CREATE INDEX turns_notifications ON host_sim.turns (seq) WHERE message LIKE '{"type":"notification"%%';
 """
 
-# Jobs from any host (API.md section 13): found by id, paged newest first by session, status
+# Jobs from any host (docs/embedding.md): found by id, paged newest first by session, status
 # or its session's tags (job_tags, copied from session_tags when the job starts), cancelled
 # through cancel_requested_at, which the host running the job polls for by key. Run when a
 # host opens a store made before them (IF NOT EXISTS; job_tags filled in).
@@ -216,10 +216,10 @@ CREATE OR REPLACE TRIGGER trace_outputs_never_change BEFORE UPDATE ON host_sim.t
         AND NEW.session_id = OLD.session_id AND NEW.created_at = OLD.created_at AND NEW.seq = OLD.seq))
     EXECUTE FUNCTION host_sim.refuse('a trace output never changes (except to be erased)');
 """
-# The record, complete (API.md section 17): a turn's tool calls, written with its finished
+# The record, complete (docs/the-record.md): a turn's tool calls, written with its finished
 # record (JSON; NULL in rows written before). Made with a new store, and when a host opens
 # a store made before it.
-# A turn's token usage (API.md section 15; JSON, NULL when no model call reported any) is
+# A turn's token usage (docs/observability.md; JSON, NULL when no model call reported any) is
 # written with its finished record and never changes afterwards, not even by forget.
 # Decisions are records too: who decided about an action and why, with the action's session
 # and turn (the erasure walk finds the reason, text, with them); a decision changes once
@@ -262,7 +262,7 @@ CREATE OR REPLACE TRIGGER action_outcomes_never_change BEFORE UPDATE ON host_sim
         AND (NEW.reason IS NOT DISTINCT FROM OLD.reason OR NEW.reason = '{ERASED_LABEL}')))
     EXECUTE FUNCTION host_sim.refuse('a decision about an action never changes (except to lose its reason, erased)');
 """
-# Erasure is total (API.md section 19): a trace output keeps the turn whose tool reported it
+# Erasure is total (docs/embedding.md): a trace output keeps the turn whose tool reported it
 # and the session position where the command that reported it was typed, so that forgetting
 # that turn erases it; it changes once more only to lose its kind. A finished turn may also
 # lose only its error, which quoted erased text (a later failed turn whose model saw a
@@ -344,7 +344,7 @@ CREATE INDEX IF NOT EXISTS events_by_turn ON host_sim.events (turn_id) WHERE tur
 CREATE INDEX IF NOT EXISTS events_by_session ON host_sim.events (session_id) WHERE session_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_by_time ON host_sim.events (written);
 """
-"""The event log (API.md section 13), added to stores of schema version 1 when opened."""
+"""The event log (docs/embedding.md), added to stores of schema version 1 when opened."""
 
 
 def prepare(

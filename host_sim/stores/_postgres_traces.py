@@ -1,18 +1,9 @@
 """The trace tables of a `PostgresStore` (``TRACE_TABLES_SCHEMA``): traces, actions and spool ids.
 
 Their reads and writes are `_sql_traces.SqlTraces`, written once for both SQL stores. The
-tables mirror `SqliteStore`'s (stores/_traces.py describes the records), in schema
-``host_sim``, each with a ``seq`` identity column that keeps writing order::
-
-    traces(seq, id PRIMARY KEY, origin, created_at)
-    trace_tasks(seq, trace_id PRIMARY KEY, ref UNIQUE, snapshot, captured_at)
-    trace_links(seq, session_id PRIMARY KEY, trace_id, created_at)      -- by (trace_id, seq)
-    trace_outputs(seq, output_id PRIMARY KEY, trace_id, session_id, kind, created_at)
-    trace_commits(seq, output_id PRIMARY KEY, commit_hash, recorded_at)
-    trace_index(seq, kind, key, trace_id, PRIMARY KEY (key, kind, trace_id))  -- derived
-    actions(seq, id PRIMARY KEY, type, payload, mod_id, session_id, turn_id, created_at, erased_at)
-    action_outcomes(seq, action_id PRIMARY KEY, state, decided_at, decided_by, reason, session_id, turn_id)
-    spool_applied(seq, event_id PRIMARY KEY, applied_at)
+tables mirror `SqliteStore`'s (stores/_trace_records.py describes the records), in schema
+``host_sim``, each with a ``seq`` identity column that keeps writing order; the statements
+below are their only drawing (``trace_index`` is derived).
 
 Records never change and are never deleted (triggers refuse), except to be erased (an
 action's payload, an output's kind: `PostgresStore.erase`, rules in _postgres.py); only the derived

@@ -164,7 +164,7 @@ class Store(Protocol):
 
 @runtime_checkable
 class LogStore(Protocol):
-    """What a store keeps for an integrator beside sessions and turns (API.md section 12).
+    """What a store keeps for an integrator beside sessions and turns (docs/embedding.md).
 
     Command invocations, host-owned jobs, notification read state, deletions, and listing
     sessions by tag, newest first, a page at a time (served by an index: a page costs what

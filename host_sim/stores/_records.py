@@ -7,6 +7,11 @@ traces all build on it (`host_sim.lineage` re-exports the lineage records).
 Session records are written once and never change. A turn record is written when the
 turn starts (status ``running``, no ``finished_at``) and replaced once when it finishes;
 so is an invocation. A job record is written when the job starts and when it ends.
+
+Records made from records live here too, so every store and the erasure walk share them
+from below: a turn forgotten (`erased`, its text replaced by `ERASED_LABEL`) or left
+running by a crash (`interrupted`), a fork's anchor artifact (`fork_artifact`), and a
+`Violation` that the invariant checker (``_invariants.check``) reports.
 """
 
 from __future__ import annotations
@@ -14,13 +19,15 @@ from __future__ import annotations
 import types
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal, TypeAlias, TypeVar, get_args
+from typing import Any, Final, Literal, TypeAlias, TypeVar, get_args
 
 import attrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 
 from modular_sdk import (
     AiMessage,
+    AiNotificationMessage,
+    AiPromptMessage,
     AiRunnerId,
     AiSessionDisplayMetadata,
     AiSessionLineage,
@@ -37,7 +44,9 @@ from modular_sdk._json import _json_object_only, converter
 from modular_sdk._lineage import aware_datetime, non_negative_int
 
 __all__ = [
+    "ERASED_LABEL",
     "HOST_RELATIONS",
+    "INTERRUPTED",
     "NATIVE_ARTIFACT_TYPES",
     "ErrorKind",
     "Invocation",
@@ -52,6 +61,13 @@ __all__ = [
     "StoredState",
     "ToolCallRecord",
     "TurnRecord",
+    "Violation",
+    "ViolationCode",
+    "erased",
+    "erased_call",
+    "erased_widget",
+    "fork_artifact",
+    "interrupted",
 ]
 
 # -- the lineage graph's records --------------------------------------------------------
@@ -298,3 +314,93 @@ class JobRecord:
     error: str | None = None
     error_kind: ErrorKind | None = None
     turn_id: TurnId | None = None
+
+
+# -- records made from records, and what a check finds -----------------------------------
+
+INTERRUPTED: Final = "interrupted: the host stopped before it completed"
+"""The error of a turn a crash (or a killed process) left ``running``."""
+
+ViolationCode = Literal[
+    "unknown-parent",
+    "depth",
+    "anchor-missing",
+    "anchor-not-completed",
+    "anchor-mismatch",
+    "orphan-turn",
+    "ordinals",
+    "turn-running",
+    "index-stale",
+    "trace-orphan",  # a trace record naming a trace, session or output the store lacks (stores/_traces.py)
+]
+"""What an invariant violation is about; every code but ``index-stale`` and ``turn-running``
+is damage to authoritative records that no repair can undo."""
+
+
+@attrs.frozen(kw_only=True)
+class Violation:
+    """One broken invariant of a store. Immutable.
+
+    ``subject`` is the session or turn id it is about, ``message`` says what is wrong,
+    ``repairable`` whether ``host-sim fsck --repair`` (or opening a host) fixes it.
+    """
+
+    code: ViolationCode
+    subject: str
+    message: str
+    repairable: bool
+
+    def to_data(self) -> dict[str, str | bool]:
+        """The violation as JSON data (what ``host-sim fsck --json`` prints)."""
+        return {"code": self.code, "subject": self.subject, "message": self.message, "repairable": self.repairable}
+
+
+ERASED_LABEL: Final = "(erased)"
+"""The label of an artifact whose turn was forgotten."""
+
+
+def fork_artifact(turn_id: str, ordinal: int, *, erased: bool = False) -> LineageArtifact:
+    """The artifact a ``branched_from`` edge carries: the anchor turn it forked at."""
+    return LineageArtifact(type="turn", source_id=turn_id, label=ERASED_LABEL if erased else f"turn {ordinal}")
+
+
+def erased(turn: TurnRecord, at: datetime) -> TurnRecord:
+    """``turn`` forgotten at ``at``: its message text, reply and error text gone (a failed
+    turn's error reads `ERASED_LABEL`: a model's error may quote the prompt), and its tool
+    calls' inputs, outputs and errors (`erased_call`), its widgets' data (`erased_widget`) and why
+    it was retracted; everything else kept."""
+    message: AiMessage = (
+        AiNotificationMessage(title=ERASED_LABEL, body="")
+        if isinstance(turn.message, AiNotificationMessage)
+        else AiPromptMessage(text="")
+    )
+    error = None if turn.error is None else ERASED_LABEL
+    calls = tuple(erased_call(call) for call in turn.tool_calls)
+    reason = None if turn.retraction_reason is None else ERASED_LABEL
+    widgets = tuple(erased_widget(placed) for placed in turn.widgets)
+    return attrs.evolve(
+        turn,
+        message=message,
+        reply=None,
+        error=error,
+        erased_at=at,
+        tool_calls=calls,
+        retraction_reason=reason,
+        widgets=widgets,
+    )
+
+
+def erased_call(call: ToolCallRecord) -> ToolCallRecord:
+    """A tool call of a forgotten turn: its input, output and error text gone; its id, tool name and times kept."""
+    error = None if call.error is None else ERASED_LABEL
+    return attrs.evolve(call, input={}, output=None, error=error)
+
+
+def erased_widget(placed: WidgetPlacement) -> WidgetPlacement:
+    """A widget a forgotten turn placed: its data gone (the reply wrote it); its widget id and index kept."""
+    return attrs.evolve(placed, data={})
+
+
+def interrupted(turn: TurnRecord, at: datetime) -> TurnRecord:
+    """``turn`` (left ``running`` by a crash) finished as failed at ``at``."""
+    return attrs.evolve(turn, status="failed", error=INTERRUPTED, reply=None, finished_at=at)

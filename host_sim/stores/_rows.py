@@ -45,7 +45,7 @@ from modular_sdk._json import structure, unstructure
 
 from ._errors import StoreError
 from ._records import Invocation, JobRecord, LineageEdge, SessionNode, SessionRecord, TurnRecord
-from ._traces import (
+from ._trace_records import (
     ActionOutcomeRecord,
     ProposedActionRecord,
     TraceCommitRecord,

@@ -1,4 +1,4 @@
-"""The `LogStore` and job methods both SQL stores write alike (API.md sections 11-13), written once.
+"""The `LogStore` and job methods both SQL stores write alike (docs/embedding.md), written once.
 
 An invocation begun and finished, a store's invocations of a session, a job read by id or
 all of them, a job's turn noted and its cancel asked for. `SqliteStore` and `PostgresStore`

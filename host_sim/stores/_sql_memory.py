@@ -1,13 +1,7 @@
-"""The `RecordStore` methods of both SQL stores (API.md section 20, stores/_memory_records.py), written once,
-and the memory tables of each database.
-
-Tables (SQLite; PostgreSQL's in schema ``host_sim`` with a ``seq`` identity column for
-writing order)::
-
-    memory_records(id PRIMARY KEY, session_id, kind, text, data, read_from, cites, derived_from,
-                   made_by, created_at, retracted_at, retraction_reason, erased_at)
-    memory_by_turn(turn_id, record_id, PRIMARY KEY (turn_id, record_id))        -- derived
-    memory_by_record(parent_id, record_id, PRIMARY KEY (parent_id, record_id))  -- derived
+"""The `RecordStore` methods of both SQL stores (stores/_memory_records.py; docs/memory.md),
+written once, and the memory tables of each database: the statements below are their only
+drawing (PostgreSQL's in schema ``host_sim``, with a ``seq`` identity column for writing
+order; ``memory_by_turn`` and ``memory_by_record`` are derived).
 
 Full-text search is the database's own index: SQLite an FTS5 table over ``text`` (external
 content, kept by triggers; an erasure merges it so no segment keeps a deleted term),

@@ -1,4 +1,4 @@
-"""The `TraceStore` methods of both SQL stores (API.md section 9, stores/_traces.py), written once.
+"""The `TraceStore` methods of both SQL stores (docs/traces.md, stores/_traces.py), written once.
 
 Traces, their tasks, links and outputs, recorded commits, the derived trace index, proposed
 actions and their one decision, and applied spool events. `SqliteStore` and `PostgresStore`
@@ -20,8 +20,7 @@ from . import _rows
 from ._errors import StoreError
 from ._records import LineageEdge, SessionNode, SessionRecord
 from ._sql import Dialect, Step
-from ._traces import (
-    TRACE_INDEX_VERSION,
+from ._trace_records import (
     ActionOutcomeRecord,
     ProposedActionRecord,
     TraceCommitRecord,
@@ -32,9 +31,8 @@ from ._traces import (
     TraceRecords,
     TraceState,
     TraceTaskRecord,
-    namespace_of,
-    scoped_key,
 )
+from ._traces import TRACE_INDEX_VERSION, namespace_of, scoped_key
 
 __all__ = ["SqlTraces"]
 

@@ -8,19 +8,9 @@ invocation methods both write alike, written once for both SQL dialects,
 ``_sql.py``) and ``_rows.py`` (the tables, the checks made before each write and the
 rows each write needs).
 
-Layout (schema version 3)::
-
-    meta(key PRIMARY KEY, value)             application = 'host-sim', schema_version = '3',
-                                             index_version (see `INDEX_VERSION`)
-    sessions(id PRIMARY KEY, lineage JSON, metadata JSON, model, cwd, runner_id,
-             created_at, agent_id)           -- never updated nor deleted (triggers refuse)
-    turns(id PRIMARY KEY, session_id, ordinal, message JSON, message_id, author JSON,
-          runner_id, status, reply, error, started_at, finished_at, erased_at,
-          tool_calls JSON, retracted_at, retraction_reason, usage JSON, widgets JSON)
-          UNIQUE (session_id, ordinal)       -- a finished turn is never updated (trigger)
-    nodes(session_id PRIMARY KEY, created_at, summary, agent_id, completed_at, metrics JSON)
-    edges(from_session_id, to_session_id, relation, created_at, artifact JSON,
-          PRIMARY KEY (from_session_id, to_session_id))
+The tables, their columns, indexes and triggers are the statements of ``_sqlite_schema.py``
+(drawn nowhere else, so nothing drifts from them); what a store keeps and guarantees is
+docs/embedding.md, "What a store guarantees".
 
 Every read is by key and served by an index: sessions by id and by parent, turns by
 session and ordinal, by message id and (running ones) by status, edges by either end and
@@ -68,7 +58,7 @@ from modular_sdk._rules import show
 from ._records import LineageEdge, SessionNode
 from ._erasure import Erasure, statements
 from ._errors import StoreError, StoreLockedError
-from ._invariants import ERASED_LABEL
+from ._records import ERASED_LABEL
 from ._protocol import INDEX_VERSION
 from . import _rows
 from . import _sqlite_schema as _schema

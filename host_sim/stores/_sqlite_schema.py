@@ -18,7 +18,7 @@ from . import _rows
 from ._approvals import SQLITE_APPROVALS
 from ._sql_memory import MEMORY_SQLITE
 from ._errors import StoreError
-from ._invariants import ERASED_LABEL
+from ._records import ERASED_LABEL
 from ._protocol import INDEX_VERSION
 
 __all__ = [
@@ -102,7 +102,7 @@ BEGIN SELECT RAISE(ABORT, 'a session record is never deleted'); END;
 
 _COLUMNS_3: Final = "ALTER TABLE sessions ADD COLUMN trigger_turn_id TEXT;\nALTER TABLE turns ADD COLUMN erased_at TEXT;\n"
 
-# Version 3, the integrator's log (API.md section 12): tags fixed at creation (and their
+# Version 3, the integrator's log (docs/embedding.md): tags fixed at creation (and their
 # index, derived: position is the session's rowid, so a page is a range of one index),
 # deletions, command invocations, jobs, notification read state.
 LOG_3: Final = """
@@ -150,7 +150,7 @@ CREATE TABLE IF NOT EXISTS reads (turn_id TEXT PRIMARY KEY, read_at TEXT NOT NUL
 CREATE INDEX IF NOT EXISTS turns_notifications ON turns (session_id, ordinal) WHERE json_extract(message, '$.type') = 'notification';
 """
 
-# Jobs from any host (API.md section 13): a job is found by id, paged newest first by
+# Jobs from any host (docs/embedding.md): a job is found by id, paged newest first by
 # session, status or its session's tags (job_tags: position is the job's rowid, copied from
 # session_tags when the job starts), and cancelled through a request its host polls for.
 # Run by a writer opening a store made before them (IF NOT EXISTS; job_tags filled in).
@@ -167,7 +167,7 @@ INSERT OR IGNORE INTO job_tags (key, value, position, job_id)
     SELECT t.key, t.value, j.rowid, j.id FROM jobs j JOIN session_tags t ON t.session_id = j.session_id;
 """
 
-# Traces (API.md section 9, stores/_traces.py): append-only records that triggers keep
+# Traces (docs/traces.md, stores/_traces.py): append-only records that triggers keep
 # unchanged, the derived trace index, proposed actions and their one outcome, and applied
 # spool event ids. IF NOT EXISTS: a writer also runs this when it opens a version-3 store
 # made before traces (readers do without the tables).
@@ -247,19 +247,19 @@ CREATE INDEX IF NOT EXISTS jobs_by_session ON jobs (session_id);
 CREATE INDEX IF NOT EXISTS actions_by_turn ON actions (turn_id);
 """
 
-# The record, complete (API.md section 17): a turn's tool calls, written with its finished
+# The record, complete (docs/the-record.md): a turn's tool calls, written with its finished
 # record (JSON, NULL in rows written before). Run by a writer opening a store without it.
 RECORD_17: Final = "ALTER TABLE turns ADD COLUMN tool_calls TEXT;\n"
 
-# Retraction (API.md section 17): a finished turn changes once to be forgotten (as before; its
+# Retraction (docs/the-record.md): a finished turn changes once to be forgotten (as before; its
 # retraction stays as it is, its reason is erased) or once to be retracted (nothing else
-# changes). A turn's token usage (API.md section 15, JSON, NULL when no model call reported
+# changes). A turn's token usage (docs/observability.md, JSON, NULL when no model call reported
 # any) is written with its finished record and never changes afterwards, not even when the
 # turn is forgotten (counts are not text). Run by a writer whose turns rule does not name
 # usage (after any older rule).
 RETRACTION_COLUMNS_17: Final = "ALTER TABLE turns ADD COLUMN retracted_at TEXT;\nALTER TABLE turns ADD COLUMN retraction_reason TEXT;\n"
 USAGE_COLUMN_15: Final = "ALTER TABLE turns ADD COLUMN usage TEXT;\n"
-# The widgets a reply placed (API.md section 17; JSON, NULL in rows written before): written
+# The widgets a reply placed (docs/the-record.md; JSON, NULL in rows written before): written
 # with the finished record, erased (their data) with the turn, unchanged by a retraction.
 WIDGETS_COLUMN_17: Final = "ALTER TABLE turns ADD COLUMN widgets TEXT;\n"
 RETRACTION_17: Final = """
@@ -282,7 +282,7 @@ WHEN OLD.status != 'running' AND NOT (
 BEGIN SELECT RAISE(ABORT, 'a finished turn never changes (except once to be forgotten, once to be retracted)'); END;
 """
 
-# Decisions are records (API.md section 17): who decided about an action and why, with the
+# Decisions are records (docs/the-record.md): who decided about an action and why, with the
 # action's session and turn (so the erasure walk finds the reason, text, with them). A
 # decision changes once more only to lose its reason. Run by a writer whose store lacks it.
 DECISIONS_17: Final = f"""
@@ -302,7 +302,7 @@ WHEN NOT (
 BEGIN SELECT RAISE(ABORT, 'a decision about an action never changes (except to lose its reason, erased)'); END;
 """
 
-# Erasure is total (API.md section 19): a trace output keeps the turn whose tool reported it
+# Erasure is total (docs/embedding.md): a trace output keeps the turn whose tool reported it
 # and the session position where the command that reported it was typed, so that forgetting
 # that turn erases it; it changes once more only to lose its kind. A finished turn may also
 # lose only its error, which quoted erased text (a later failed turn whose model saw a
@@ -502,7 +502,7 @@ class _Opening:
                 if version == 2:
                     self._execute_script(conn, "BEGIN IMMEDIATE;\n" + UPGRADE_FROM_2 + "COMMIT;")
         self._prepare_traces(conn)
-        if not self._read_only:  # memory records (API.md section 20); a reader of an older store finds none
+        if not self._read_only:  # memory records (docs/memory.md); a reader of an older store finds none
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + MEMORY_SQLITE + "COMMIT;")
         self._prepare_log(conn)
         self._prepare_jobs(conn)
@@ -602,7 +602,7 @@ class _Opening:
 
     def _prepare_record(self, conn: sqlite3.Connection) -> None:
         """Give a writer's store made before tool calls, retraction, decisions, usage and widgets
-        were part of the record (API.md sections 15, 17) their columns and rules (`RECORD_17`,
+        were part of the record (docs/the-record.md, docs/observability.md) their columns and rules (`RECORD_17`,
         `RETRACTION_17`, `USAGE_COLUMN_15`, `WIDGETS_COLUMN_17`, `DECISIONS_17`), and trace
         outputs where they were reported and turns that lose a quoted error (`ERASURE_19`); a
         reader reads them as absent (no calls, not retracted, no usage, no widgets, no one who
@@ -636,7 +636,7 @@ class _Opening:
             self._execute_script(conn, "BEGIN IMMEDIATE;\n" + added + ERASURE_19 + "COMMIT;")
 
     def _prepare_approvals(self, conn: sqlite3.Connection) -> None:
-        """Give a writer's store the table of standing approvals (API.md section 21) when it
+        """Give a writer's store the table of standing approvals (docs/protocols.md) when it
         lacks it; a reader reads a store without it as holding no rule."""
         if self._read_only:
             return

@@ -22,16 +22,24 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
-
-import attrs
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from modular_sdk import SessionId, TurnId
-from modular_sdk._frozen import FrozenJsonObject
 
 from ._records import LineageEdge, SessionNode
-from ._invariants import Violation
-from ._records import SessionRecord
+from ._records import SessionRecord, Violation
+from ._trace_records import (
+    IndexKind,
+    TraceIndexEntry,
+    TraceLinkRecord,
+    TraceOutputRecord,
+    TraceRecords,
+    TraceState,
+)
+
+# The trace records live in ``_trace_records``, below every store module; these names stay
+# importable from here for the tests that read them here.
+from ._trace_records import ActionOutcomeRecord, ProposedActionRecord, TraceCommitRecord, TraceRecord, TraceTaskRecord
 
 if TYPE_CHECKING:
     from ._erasure import Erasure
@@ -41,14 +49,8 @@ __all__ = [
     "TRACE_INDEX_VERSION",
     "ActionOutcomeRecord",
     "ProposedActionRecord",
-    "IndexKind",
     "TraceCommitRecord",
-    "TraceIndexEntry",
-    "TraceLinkRecord",
-    "TraceOutputRecord",
     "TraceRecord",
-    "TraceRecords",
-    "TraceState",
     "TraceStore",
     "TraceTaskRecord",
     "check_traces",
@@ -63,12 +65,9 @@ __all__ = [
 TRACE_INDEX_VERSION: Final = 1
 """How the trace index is derived from the trace records; another (or none) makes a host rebuild it."""
 
-IndexKind = Literal["task", "session", "output", "commit"]
-"""What an index key is; `TraceStore.find_trace` tries them in this order."""
-
 INDEX_ORDER: Final[tuple[IndexKind, ...]] = ("task", "session", "output", "commit")
 
-# -- the scope is part of the key (API.md §24) ----------------------------------------------
+# -- the scope is part of the key (docs/embedding.md) ----------------------------------------------
 # A task ref, output id or commit that a scope (a tenant) writes is stored under its scope's
 # namespace: ``namespace(tags) + SEPARATOR + key``, so two tenants' ``gh:1`` are two keys
 # (two traces) and one tenant's key never finds, blocks or plants the other's. The unscoped
@@ -102,131 +101,6 @@ def namespace_of(stored: str) -> str:
 def shown_key(stored: str) -> str:
     """A stored key as its writer gave it (without its namespace)."""
     return stored.partition(SEPARATOR)[2] if SEPARATOR in stored else stored
-
-
-@attrs.frozen(kw_only=True)
-class TraceRecord:
-    """A trace as created: its id, its origin (never changes) and when. Immutable."""
-
-    id: str
-    origin: Literal["task", "chat"]
-    created_at: datetime
-
-
-@attrs.frozen(kw_only=True)
-class TraceTaskRecord:
-    """The task a trace got (at creation, or once later by ``attach_task``). Immutable."""
-
-    trace_id: str
-    ref: str
-    snapshot: FrozenJsonObject
-    captured_at: datetime
-
-
-@attrs.frozen(kw_only=True)
-class TraceLinkRecord:
-    """A session working on a trace; a session is in at most one trace. Immutable."""
-
-    session_id: SessionId
-    trace_id: str
-    created_at: datetime
-
-
-@attrs.frozen(kw_only=True)
-class TraceOutputRecord:
-    """An output a session reported (``ctx.report_output``, a spool event). Immutable.
-
-    ``turn_id``: the turn whose tool reported it; ``position``: the session's next ordinal
-    when the slash command that reported it ran (where it was typed). ``None`` for an
-    output reported otherwise (a spool event) or written before they were kept. They are
-    what lets ``forget`` reach the output (stores/_erasure.py).
-    """
-
-    output_id: str
-    trace_id: str
-    session_id: SessionId
-    kind: str
-    created_at: datetime
-    turn_id: TurnId | None = None
-    position: int | None = None
-
-
-@attrs.frozen(kw_only=True)
-class TraceCommitRecord:
-    """The first commit hash recorded for an output; never overwritten. Immutable."""
-
-    output_id: str
-    commit_hash: str
-    recorded_at: datetime
-
-
-@attrs.frozen(kw_only=True)
-class TraceIndexEntry:
-    """One row of the derived index: ``key`` (of ``kind``) leads to ``trace_id``. Immutable."""
-
-    kind: IndexKind
-    key: str
-    trace_id: str
-
-
-@attrs.frozen(kw_only=True)
-class ProposedActionRecord:
-    """An action a model proposed, as recorded (its payload as JSON). Immutable.
-
-    It changes once more only if its turn is forgotten or its session deleted: its payload
-    goes (``{}``) and ``erased_at`` is set; an erased action is never confirmed.
-    """
-
-    id: str
-    type: str
-    payload: FrozenJsonObject
-    mod_id: str
-    session_id: SessionId
-    turn_id: TurnId
-    created_at: datetime
-    erased_at: datetime | None = None
-
-
-@attrs.frozen(kw_only=True)
-class ActionOutcomeRecord:
-    """What the user decided about a proposed action, once: who (``decided_by``, the
-    integrator's name for them) and why (``reason``, text). Immutable.
-
-    ``session_id`` and ``turn_id`` are the action's, copied so the erasure walk finds the
-    decision with it (``None`` in decisions stored before they were kept). It changes once
-    more only to be erased: its ``reason`` becomes ``"(erased)"``.
-    """
-
-    action_id: str
-    state: Literal["confirmed", "dismissed"]
-    decided_at: datetime
-    decided_by: str | None = None
-    reason: str | None = None
-    session_id: SessionId | None = None
-    turn_id: TurnId | None = None
-
-
-@attrs.frozen(kw_only=True)
-class TraceRecords:
-    """Every record of one trace: what ``host.traces`` assembles a `Trace` from. Immutable."""
-
-    trace: TraceRecord
-    task: TraceTaskRecord | None
-    links: tuple[TraceLinkRecord, ...]
-    outputs: tuple[TraceOutputRecord, ...]
-    commits: tuple[TraceCommitRecord, ...]
-
-
-@attrs.frozen(kw_only=True)
-class TraceState:
-    """Every trace record and index row of a store (for checks and repair). Immutable."""
-
-    traces: tuple[TraceRecord, ...] = ()
-    tasks: tuple[TraceTaskRecord, ...] = ()
-    links: tuple[TraceLinkRecord, ...] = ()
-    outputs: tuple[TraceOutputRecord, ...] = ()
-    commits: tuple[TraceCommitRecord, ...] = ()
-    index: tuple[TraceIndexEntry, ...] = ()
 
 
 @runtime_checkable

@@ -1,4 +1,4 @@
-"""The studio (API.md section 22, extra ``studio``): ``host-sim studio`` serves the host to a browser.
+"""The studio (docs/studio.md, extra ``studio``): ``host-sim studio`` serves the host to a browser.
 
 The page (``static/``: plain HTML, CSS and an ES module, no build step, nothing fetched from
 the network) talks to `StudioApp`, an ASGI app in the host's process; runs go through the

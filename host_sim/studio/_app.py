@@ -1,4 +1,4 @@
-"""`StudioApp`: the studio's ASGI app (API.md section 22): the page, a small JSON API, the host's events.
+"""`StudioApp`: the studio's ASGI app (docs/studio.md): the page, a small JSON API, the host's events.
 
 Every request passes the gate first: its ``Host`` header must name the address the studio
 serves (a DNS-rebinding page's ``Host`` is its own name), an ``Origin`` header, when sent,
@@ -27,10 +27,10 @@ import anyio
 from modular_sdk import ForkLineage, ModularError, SpawnLineage, UserAuthor
 
 from ..agui._app import AguiApp, agui_app
-from ..cli._run import view_data
 from ..lineage._as_json import origin_data, plan_data, provenance_data
 from ..sessions._handles import SessionHandle, TurnHandle
 from ..sessions._host import Host
+from ..sessions._view_data import view_data
 
 __all__ = ["StudioApp"]
 

@@ -1,2 +1,2 @@
-"""Traces (API.md section 9): task -> session -> output -> commit, linked by the host;
+"""Traces (docs/traces.md): task -> session -> output -> commit, linked by the host;
 the event spool; agents' proposed actions; the read-only lineage lookup tool."""

@@ -92,7 +92,7 @@ def builtin_mod(names: tuple[str, ...], store: Callable[[], Store]) -> Mod:
     if "lineage" in names:
 
         async def lineage_lookup(query: LineageLookup, ctx: ToolContext) -> dict[str, object]:
-            # the session the model runs in decides what it sees: its tags are its scope (§24)
+            # the session the model runs in decides what it sees: its tags are its scope (docs/embedding.md)
             kept = store()
             record = await kept.get_session(SessionId(ctx.session.id))
             return await lookup(kept, query.id, None if record is None else record.tags)

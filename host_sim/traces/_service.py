@@ -24,14 +24,8 @@ from .._host_made import NoPublicConstructor
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
 from ..stores._records import SessionRecord
-from ..stores._traces import (
-    TraceCommitRecord,
-    TraceRecord,
-    TraceRecords,
-    TraceStore,
-    TraceTaskRecord,
-)
-from ..stores._traces import namespace, scoped_key, shown_key
+from ..stores._trace_records import TraceCommitRecord, TraceRecord, TraceRecords, TraceTaskRecord
+from ..stores._traces import TraceStore, namespace, scoped_key, shown_key
 from ._errors import TraceError, UnknownTraceError
 from ._types import TaskRef, Trace, TraceLink, TraceOutput, TraceTask
 from ._visible import admits, check_key, output_space, visible_trace

@@ -145,7 +145,7 @@ ActionStatus: TypeAlias = Literal["pending", "confirmed", "dismissed"]
 
 @attrs.frozen(kw_only=True)
 class ActionRecord:
-    """An action a model proposed and what became of it (API.md section 17). Immutable.
+    """An action a model proposed and what became of it (docs/the-record.md). Immutable.
 
     The `PendingAction` fields, plus ``status`` and, once decided, who decided
     (``decided_by``, as passed to ``host.confirm`` or ``host.dismiss``), when

@@ -1,4 +1,4 @@
-"""The one scope check of traces (API.md §14, §24): what a scope finds by a key, and nothing else.
+"""The one scope check of traces (docs/embedding.md): what a scope finds by a key, and nothing else.
 
 A scope is given by its tags (``None`` or empty: unscoped, the integrator's host, which
 sees every trace). Every trace read through a scope goes through `visible_trace`:
@@ -21,7 +21,8 @@ from modular_sdk import InvalidArgumentError, SessionId
 from modular_sdk._rules import show, unstorable_text
 
 from ..stores._protocol import Store
-from ..stores._traces import SEPARATOR, TraceRecords, TraceStore, namespace, namespace_of, scoped_key, shown_key
+from ..stores._trace_records import TraceRecords
+from ..stores._traces import SEPARATOR, TraceStore, namespace, namespace_of, scoped_key, shown_key
 
 __all__ = ["Tags", "admits", "check_key", "output_space", "trace_space", "visible_trace"]
 
