@@ -21,12 +21,15 @@ import argparse
 import json
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Literal
+from urllib.parse import quote
 
 import anyio
 import attrs
@@ -286,6 +289,18 @@ def read_store(path: Path) -> StoredState:
     return anyio.run(_read_only, path)
 
 
+def holds_a_store(path: Path) -> bool:
+    """Whether a writer got as far as making the store: a writer killed while it opened the
+    very first time leaves no file, or an SQLite file with no table (the schema is made in one
+    transaction), and nothing acknowledged, so there is nothing to read back yet."""
+    if not path.exists():
+        return False
+    uri = f"file:{quote(str(path.absolute()))}?mode=ro"
+    with closing(sqlite3.connect(uri, uri=True)) as conn:
+        tables: int = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+    return tables > 0
+
+
 def compare(acked: Acknowledged, state: StoredState) -> tuple[list[str], list[str], list[str]]:
     """(lost, torn, ids of turns in flight) of ``state`` against what was acknowledged.
 
@@ -438,11 +453,13 @@ def run_crashes(
             failures.append(writer.failure)
         for ack in writer.acks:
             acked.add(ack)
-        if store.exists():
+        if holds_a_store(store):
             run_lost, run_torn, running = compare(acked, read_store(store))
             lost += [f"kill {run + 1}: {m}" for m in run_lost]
             torn += [f"kill {run + 1}: {m}" for m in run_torn]
             interrupted.update(running)
+        elif acked.operations:
+            lost.append(f"kill {run + 1}: {acked.operations} operations were acknowledged, yet the file holds no store")
         if progress is not None:
             progress(run + 1, report(run + 1))
     return report(kills)

@@ -7,6 +7,8 @@ store's one invariant checker. ``benchmarks/crash.py`` runs the same harness for
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from .crash_writer import (
     AckedTurn,
     Acknowledged,
     compare,
+    holds_a_store,
     run_crashes,
     violations_after_recovery,
 )
@@ -115,3 +118,18 @@ def test_acknowledgement_lines_round_trip() -> None:
     )
     assert Ack.parse(ack.line()) == ack
     assert "\n" not in ack.line()
+
+
+def test_the_harness_reads_a_file_left_by_a_writer_killed_in_its_first_open_as_no_store_yet(tmp_path: Path) -> None:
+    # What a writer killed between creating the file and committing the schema leaves: an
+    # SQLite file in WAL mode with no table. Nothing was acknowledged, so nothing is read back.
+    left = tmp_path / "killed-while-opening.sqlite"
+    with closing(sqlite3.connect(left)) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+    made = tmp_path / "made.sqlite"
+    with closing(sqlite3.connect(made)) as conn:
+        conn.execute("CREATE TABLE meta (key TEXT, value TEXT)")
+
+    assert not holds_a_store(tmp_path / "never-made.sqlite")
+    assert not holds_a_store(left)
+    assert holds_a_store(made)

@@ -229,7 +229,7 @@ def test_text_without_the_key_is_left_exactly_as_it_was() -> None:
 def test_a_hostile_text_is_read_in_a_bounded_number_of_passes() -> None:
     """Deep chains (``%2525...``, ``&amp;amp;...``), many ampersands, a megabyte of
     backslashes: each layer is no longer than the one before and there are at most 16, so
-    these end (figures: benchmarks/secrets.py)."""
+    these end (figures: benchmarks/secret_filter.py)."""
     scrubber = KeyScrubber(KEY)
     hostile = ["%" + "25" * 400_000 + "41", "&" + "amp;" * 250_000 + "sol;", "&#" * 500_000, "\\" * 1_000_000, "&ampamp" * 150_000]
     for text in hostile:

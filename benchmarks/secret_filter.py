@@ -8,7 +8,7 @@ characters, and the ratio of the largest size's figure to the smallest's must st
 hostile shapes (``%2525...`` chains, ``&amp;amp;...`` chains, runs of ``&#``, backslashes,
 near-copies of the key).
 
-    python benchmarks/secrets.py [--sizes 10000,100000,1000000]
+    python benchmarks/secret_filter.py [--sizes 10000,100000,1000000]
 """
 
 from __future__ import annotations
