@@ -179,3 +179,27 @@ async def test_a_client_that_goes_away_during_a_long_run_ends_its_stream_and_the
             model.release.set()
             done = await job.wait()
         assert done.error is None and done.text == "first second"
+
+
+async def test_closing_the_host_ends_a_run_that_waits_for_its_model() -> None:
+    model = Lingering(pause=0)  # two words, then it waits for a release that never comes
+    answer: list[dict[str, Any]] = []
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            async with Host(model=model) as host:
+                app = agui_app(host)
+                run = {"threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "user", "content": "hi"}]}
+
+
+                async def post() -> None:
+                    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://chat") as client:
+                        answer.extend(events_of((await client.post("/", json=run)).text))
+
+                async with host.subscribe() as events:  # before the run: its words cannot pass unseen
+                    group.start_soon(post)
+                    async for event in events:
+                        if event.kind == "reply_delta" and event.text == "second":
+                            break  # the run is under way; now the host closes under it
+    kinds = [e["type"] for e in answer]
+    assert kinds[0] == "RUN_STARTED" and kinds[-1] in ("RUN_ERROR", "RUN_FINISHED"), kinds
+    assert "".join(e["delta"] for e in answer if e["type"] == "TEXT_MESSAGE_CONTENT") == "first second"
