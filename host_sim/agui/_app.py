@@ -4,7 +4,8 @@ Plain ASGI (no framework): ``POST {path}`` with a ``RunAgentInput`` answers an S
 AG-UI events (``text/event-stream``, the protocol's own encoder); a body that is not one
 answers 422 with a JSON error; another method 405, another path 404. The lifespan protocol
 is answered (the host's own lifetime is the caller's). A client that goes away ends its
-stream; the run itself is a host-owned job and finishes. The mapping is `_run`'s, imported
+stream (noticed from ``WATCH_AFTER`` into the run, at the latest with the next event after
+it: a shorter run just finishes); the run itself is a host-owned job and finishes. The mapping is `_run`'s, imported
 with ``ag_ui`` at the first request: ``import host_sim`` imports neither.
 """
 
@@ -32,6 +33,7 @@ Receive: TypeAlias = Callable[[], Awaitable[Mapping[str, object]]]
 Send: TypeAlias = Callable[[dict[str, object]], Awaitable[None]]
 
 MAX_BODY: Final = 16 * 1024 * 1024  # a RunAgentInput carries the conversation: generous, not unbounded
+WATCH_AFTER: Final = 0.2  # seconds a run streams before the app watches for the client going away
 
 
 class AguiUnavailableError(ModularError, ImportError):
@@ -120,23 +122,33 @@ class AguiApp(metaclass=NoPublicConstructor):
             (b"x-accel-buffering", b"no"),
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        async with anyio.create_task_group() as group:
-
-            async def watch() -> None:  # the client went away: stop streaming (the job goes on)
-                while (await receive()).get("type") != "http.disconnect":
-                    pass
-                group.cancel_scope.cancel()
-
-            group.start_soon(watch)
-            events = run_events(self._view, run, runs)
-            try:
-                async for event in events:
-                    await send({"type": "http.response.body", "body": encode(event), "more_body": True})
+        events = run_events(self._view, run, runs)
+        try:
+            # A short run streams without a watcher: a task per run costs more than the run
+            # adds to the host's own turn; its job is host-owned and ends by itself anyway.
+            since = anyio.current_time()
+            async for batch in events:
+                await send({"type": "http.response.body", "body": encode(batch), "more_body": True})
+                if anyio.current_time() - since >= WATCH_AFTER:
+                    break
+            else:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await events.aclose()
-            group.cancel_scope.cancel()
+                return
+            async with anyio.create_task_group() as group:  # a long run: stop when the client goes away
+
+                async def watch() -> None:  # (the job goes on)
+                    while (await receive()).get("type") != "http.disconnect":
+                        pass
+                    group.cancel_scope.cancel()
+
+                group.start_soon(watch)
+                async for batch in events:
+                    await send({"type": "http.response.body", "body": encode(batch), "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await events.aclose()
 
     def __repr__(self) -> str:
         return f"<AguiApp {self._path!r} over {self._view!r}>"

@@ -77,7 +77,6 @@ from ..sessions._events import (
     CommandFinished,
     HostEvent,
     JobFinished,
-    Lagged,
     ReplyDelta,
     SessionCreated,
     ToolCalled,
@@ -410,8 +409,9 @@ class _Stream:
         return [], False
 
 
-async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGenerator[BaseEvent]:
-    """The AG-UI events of one run, ``RUN_STARTED`` to ``RUN_FINISHED`` or ``RUN_ERROR``."""
+async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGenerator[list[BaseEvent]]:
+    """The AG-UI events of one run, ``RUN_STARTED`` to ``RUN_FINISHED`` or ``RUN_ERROR``, in batches:
+    each batch is what the host's events so far gave (the app sends a batch at once)."""
     users = [m for m in run.messages if isinstance(m, UserMessage)]
     typed = _text_of(users[-1]) if users else None
     try:
@@ -423,60 +423,78 @@ async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGener
         if run.resume:
             answered = await _answer(view, session, run.resume)
         if not branch.fresh or typed is None:
-            yield RunStartedEvent(thread_id=thread, run_id=run.run_id, parent_run_id=branch.parent_run, metadata=metadata)
-            for action_id, text in answered:
-                if text:
-                    yield TextMessageStartEvent(message_id=f"{action_id}.result", role="assistant")
-                    yield TextMessageContentEvent(message_id=f"{action_id}.result", delta=text)
-                    yield TextMessageEndEvent(message_id=f"{action_id}.result")
-            yield RunFinishedEvent(thread_id=thread, run_id=run.run_id, result={"sessionId": session.id, "turnId": None})
+            yield [
+                RunStartedEvent(thread_id=thread, run_id=run.run_id, parent_run_id=branch.parent_run, metadata=metadata),
+                *_results(answered),
+                RunFinishedEvent(thread_id=thread, run_id=run.run_id, result={"sessionId": session.id, "turnId": None}),
+            ]
             return
         host = view if isinstance(view, Host) else view._host
         async with Router.of(host).watch(session.id) as host_events:
             job = await view.start(session, typed)
             metadata = {"host_sim": {"sessionId": session.id, "jobId": job.id}}
-            yield RunStartedEvent(thread_id=thread, run_id=run.run_id, parent_run_id=branch.parent_run, metadata=metadata)
-            for action_id, text in answered:
-                if text:
-                    yield TextMessageStartEvent(message_id=f"{action_id}.result", role="assistant")
-                    yield TextMessageContentEvent(message_id=f"{action_id}.result", delta=text)
-                    yield TextMessageEndEvent(message_id=f"{action_id}.result")
+            yield [
+                RunStartedEvent(thread_id=thread, run_id=run.run_id, parent_run_id=branch.parent_run, metadata=metadata),
+                *_results(answered),
+            ]
             stream = _Stream(session.id, job)
-            async for event in host_events:
-                if isinstance(event, Lagged):  # events were lost: what the job gave is read below
+            ended = False
+            while not ended:
+                batch = await host_events.batch()
+                if not batch:  # the host closed
                     break
-                out, ended = stream.events(event)
-                for each in out:
-                    yield each
-                if ended:
-                    break
-                for finished in stream.finished:
-                    for placed in await _widgets(view, finished):
-                        yield placed
-                stream.finished.clear()
+                stream.erased.update(e.turn_id for e in batch if isinstance(e, TurnErased))
+                out: list[BaseEvent] = []  # (a turn erased later in the batch sends none of its text)
+                for event in batch:
+                    given, ended = stream.events(event)
+                    out += given
+                    if ended:
+                        break
+                    for finished in stream.finished:
+                        out += await _widgets(view, finished)
+                    stream.finished.clear()
+                if out:
+                    yield out
         submission = await job.wait()
         turn_id = None if submission.turn is None else submission.turn.id
         for turn in stream.turns:
             runs.made(turn, run.run_id)
         if submission.error is not None:
-            yield RunErrorEvent(message=submission.error, code=submission.error_kind)
+            yield [RunErrorEvent(message=submission.error, code=submission.error_kind)]
             return
+        last: list[BaseEvent] = []
         if not stream.sent_text and submission.text and turn_id not in stream.erased:
             message_id = turn_id or job.id
-            yield TextMessageStartEvent(message_id=message_id, role="assistant")
-            yield TextMessageContentEvent(message_id=message_id, delta=submission.text)
-            yield TextMessageEndEvent(message_id=message_id)
+            last += [
+                TextMessageStartEvent(message_id=message_id, role="assistant"),
+                TextMessageContentEvent(message_id=message_id, delta=submission.text),
+                TextMessageEndEvent(message_id=message_id),
+            ]
         result = {"sessionId": session.id, "turnId": turn_id, "jobId": job.id, "kind": submission.kind}
         waiting = submission.actions  # what the turn proposed that waits (a standing approval's are not)
         if waiting:
             outcome = RunFinishedInterruptOutcome(interrupts=[_interrupt(a) for a in waiting])
-            yield RunFinishedEvent(thread_id=thread, run_id=run.run_id, result=result, outcome=outcome)
+            last.append(RunFinishedEvent(thread_id=thread, run_id=run.run_id, result=result, outcome=outcome))
         else:
-            yield RunFinishedEvent(thread_id=thread, run_id=run.run_id, result=result)
+            last.append(RunFinishedEvent(thread_id=thread, run_id=run.run_id, result=result))
+        yield last
     except RunError as failed:
-        yield RunErrorEvent(message=failed.message, code=failed.code)
+        yield [RunErrorEvent(message=failed.message, code=failed.code)]
     except ModularError as failed:
-        yield RunErrorEvent(message=str(failed), code=type(failed).__name__)
+        yield [RunErrorEvent(message=str(failed), code=type(failed).__name__)]
+
+
+def _results(answered: Sequence[tuple[str, str]]) -> list[BaseEvent]:
+    """What the actions a resume confirmed gave, each as a text message."""
+    out: list[BaseEvent] = []
+    for action_id, text in answered:
+        if text:
+            out += [
+                TextMessageStartEvent(message_id=f"{action_id}.result", role="assistant"),
+                TextMessageContentEvent(message_id=f"{action_id}.result", delta=text),
+                TextMessageEndEvent(message_id=f"{action_id}.result"),
+            ]
+    return out
 
 
 async def _widgets(view: View, turn_id: str) -> list[BaseEvent]:
@@ -515,8 +533,10 @@ def _interrupt(action: PendingAction) -> Interrupt:
     )
 
 
-def encode(event: BaseEvent, encoder: EventEncoder | None = None) -> bytes:
-    return (encoder or _ENCODER).encode(event).encode("utf-8")
+def encode(events: Sequence[BaseEvent], encoder: EventEncoder | None = None) -> bytes:
+    """The SSE bytes of ``events``, each encoded by the protocol's encoder."""
+    coder = encoder or _ENCODER
+    return "".join(coder.encode(event) for event in events).encode("utf-8")
 
 
 _ENCODER: Final = EventEncoder()

@@ -24,7 +24,7 @@ from modular_sdk import ModularError
 from ..stores._postgres import PostgresStore
 from ..stores._protocol import Store
 from ._model_option import add_model_options, chosen_model
-from ._options import DEFAULT_STORE, add_timeout, is_store_url, open_store
+from ._options import SERVED_STORE_HELP, add_store, add_timeout, is_store_url, open_store
 from ._session_io import make_host, report_error
 
 __all__ = ["AcpUnavailableError", "NotAPipeError", "register"]
@@ -65,18 +65,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "specs", nargs="*", metavar="MOD", help="mod spec: path/to/file.py or package.module, optionally :attr"
     )
     add_model_options(parser)
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--store",
-        metavar="PATH|URL",
-        default=None,
-        help="keep sessions in this SQLite file, or a postgresql://... URL of a PostgresStore "
-        f"(default: $HOST_SIM_STORE, else {DEFAULT_STORE})",
-    )
-    where.add_argument(
-        "--no-store",
-        action="store_true",
-        help="keep sessions in memory only (gone when the editor stops the agent)",
+    add_store(
+        parser,
+        store_help=SERVED_STORE_HELP,
+        no_store_help="keep sessions in memory only (gone when the editor stops the agent)",
     )
     add_timeout(parser, default=30.0, what="each mod handler")
     parser.set_defaults(handler=_main)

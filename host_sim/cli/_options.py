@@ -27,6 +27,8 @@ from ..stores._sqlite import SqliteStore
 
 __all__ = [
     "DEFAULT_STORE",
+    "SERVED_STORE_HELP",
+    "STORE_HELP",
     "add_backend",
     "add_store",
     "add_timeout",
@@ -106,21 +108,34 @@ def shown_store(spec: str) -> str:
     return redact(spec) if is_store_url(spec) else spec
 
 
-def add_store(parser: argparse.ArgumentParser) -> None:
-    """``--store PATH|URL`` and ``--no-store``: where the run keeps its sessions."""
+STORE_HELP = (
+    "keep sessions in this SQLite file, or the PostgreSQL database of a postgresql://... URL "
+    f"(default: $HOST_SIM_STORE, else {DEFAULT_STORE}; a file's folder must exist, except the "
+    "default .host-sim/)"
+)
+"""``--store``'s help in the commands that run and end (``run``, ``chat``, ``demo``)."""
+
+SERVED_STORE_HELP = (
+    "keep sessions in this SQLite file, or a postgresql://... URL of a PostgresStore "
+    f"(default: $HOST_SIM_STORE, else {DEFAULT_STORE})"
+)
+"""``--store``'s help in the commands that serve the host to a client (``acp``, ``studio``)."""
+
+
+def add_store(
+    parser: argparse.ArgumentParser,
+    *,
+    store_help: str = STORE_HELP,
+    no_store_help: str = "keep sessions in memory only (host-sim lineage will not see them)",
+) -> None:
+    """``--store PATH|URL`` and ``--no-store``: where the run keeps its sessions.
+
+    ``store_help`` and ``no_store_help`` say it the way the command needs (a served host's
+    memory is gone when its client stops it).
+    """
     where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--store",
-        metavar="PATH|URL",
-        help="keep sessions in this SQLite file, or the PostgreSQL database of a postgresql://... URL "
-        f"(default: $HOST_SIM_STORE, else {DEFAULT_STORE}; a file's folder must exist, except the "
-        "default .host-sim/)",
-    )
-    where.add_argument(
-        "--no-store",
-        action="store_true",
-        help="keep sessions in memory only (host-sim lineage will not see them)",
-    )
+    where.add_argument("--store", metavar="PATH|URL", default=None, help=store_help)
+    where.add_argument("--no-store", action="store_true", help=no_store_help)
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ from modular_sdk import ModularError
 from ..stores._postgres import PostgresStore
 from ..stores._protocol import Store
 from ._model_option import add_model_options, chosen_model
-from ._options import DEFAULT_STORE, add_timeout, open_store
+from ._options import SERVED_STORE_HELP, add_store, add_timeout, open_store
 from ._session_io import make_host, report_error
 
 __all__ = ["StudioUnavailableError", "register"]
@@ -56,15 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "specs", nargs="*", metavar="MOD", help="mod spec: path/to/file.py or package.module, optionally :attr"
     )
     add_model_options(parser)
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--store",
-        metavar="PATH|URL",
-        default=None,
-        help="keep sessions in this SQLite file, or a postgresql://... URL of a PostgresStore "
-        f"(default: $HOST_SIM_STORE, else {DEFAULT_STORE})",
-    )
-    where.add_argument("--no-store", action="store_true", help="keep sessions in memory only (gone when it stops)")
+    add_store(parser, store_help=SERVED_STORE_HELP, no_store_help="keep sessions in memory only (gone when it stops)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: 0, a free one)")
     add_timeout(parser, default=30.0, what="each mod handler")

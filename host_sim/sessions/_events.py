@@ -389,6 +389,7 @@ class EventHub:
         "_end",
         "_history",
         "_last_seq",
+        "_listeners",
         "_observe",
         "_outbox",
         "_outbox_ready",
@@ -418,6 +419,7 @@ class EventHub:
     ) -> None:
         self._clock = clock
         self._observe = observe  # sees every event the ring receives, in order (per-scope numbering)
+        self._listeners: tuple[Callable[[HostEvent | None], None], ...] = ()
         self._history = history
         self.host_id = host_id
         self.replay = replay
@@ -574,6 +576,8 @@ class EventHub:
         """Put a numbered event in the ring and wake the subscribers that wait."""
         if self._observe is not None:
             self._observe(event)
+        for listener in self._listeners:
+            listener(event)
         self._ring.append(event)
         self._end += 1
         if event.seq is not None:
@@ -623,6 +627,25 @@ class EventHub:
         """The host closed: every stream ends once it has read what is left."""
         self._closed = True
         self._wake.set()
+        for listener in self._listeners:
+            listener(None)
+
+    def listen(self, listener: Callable[[HostEvent | None], None]) -> Callable[[], None]:
+        """Call ``listener`` with each event as the ring receives it, in order, and with ``None``
+        when the hub closes (at once if it is closed), until the returned function is called.
+
+        For an in-process reader that routes events without a task of its own (the AG-UI
+        app's router): no buffer, no wake-up per event. It runs inside `deliver`, so it must
+        be quick and must not raise.
+        """
+        self._listeners = (*self._listeners, listener)
+        if self._closed:
+            listener(None)
+
+        def stop() -> None:
+            self._listeners = tuple(each for each in self._listeners if each is not listener)
+
+        return stop
 
     @asynccontextmanager
     async def subscribe(self, buffer: int, after: int | None = None) -> AsyncIterator[EventStream]:

@@ -7,6 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -92,14 +93,21 @@ async def new_session(client: httpx.AsyncClient, user: str, label: str | None = 
     return session_id
 
 
-async def say(client: httpx.AsyncClient, user: str, session_id: str, text: str) -> dict[str, object]:
-    """Say it over AG-UI (POST /agui, the session as the thread), then read the run's job."""
-    run = {"threadId": session_id, "runId": f"run-{text}", "messages": [{"id": "m", "role": "user", "content": text}]}
+async def agui_run(client: httpx.AsyncClient, user: str, thread: str, *texts: str) -> list[dict[str, Any]]:
+    """POST /agui a run whose user messages are ``texts`` (the last is the input); its AG-UI events."""
+    messages = [{"id": f"m{n}", "role": "user", "content": text} for n, text in enumerate(texts)]
+    run = {"threadId": thread, "runId": f"run-{texts[-1]}", "messages": messages}
     answer = await client.post("/agui", headers=as_(user), json=run)
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/event-stream"), answer.text
-    events = [json.loads(line[6:]) for line in answer.text.splitlines() if line.startswith("data: ")]
-    assert events[0]["type"] == "RUN_STARTED" and events[0]["threadId"] == session_id, events
-    assert events[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR"), events
+    events: list[dict[str, Any]] = [json.loads(line[6:]) for line in answer.text.splitlines() if line.startswith("data: ")]
+    assert events[0]["type"] == "RUN_STARTED" and events[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR"), events
+    return events
+
+
+async def say(client: httpx.AsyncClient, user: str, session_id: str, text: str) -> dict[str, object]:
+    """Say it over AG-UI (POST /agui, the session as the thread), then read the run's job."""
+    events = await agui_run(client, user, session_id, text)
+    assert events[0]["threadId"] == session_id, events
     job_id = events[0]["metadata"]["host_sim"]["jobId"]
     done = await client.get(f"/jobs/{job_id}", headers=as_(user), params={"wait": 10})
     assert done.status_code == 200, done.text
@@ -156,20 +164,23 @@ async def test_two_users_chat_stream_run_a_task_fork_list_delete_and_find_it_all
         assert (await client.post(f"/inbox/{inbox[0]['id']}/read", headers=as_("alice"))).status_code == 204
         assert (await client.get("/inbox", headers=as_("alice"))).json() == {"notifications": []}
 
-        # fork at the first turn, before the task: the fork's history is that turn alone
+        # alice edits her later message in the chat UI: AG-UI runs it in a fork at the turn before it
         await say(client, "alice", first, "and then?")
-        forked = await client.post(f"/sessions/{first}/fork", headers=as_("alice"), json={"ordinal": 0})
-        assert forked.status_code == 201, forked.text
-        fork = forked.json()
-        assert fork["lineage"] == {"kind": "fork", "parent": first, "ordinal": 0} and fork["tags"] == {"user": "alice"}
-        again = await say(client, "alice", fork["id"], "try another way")
-        assert again["status"] == "finished"
-        log = (await client.get(f"/sessions/{fork['id']}", headers=as_("alice"))).json()["log"]
-        assert [(e["ordinal"], e["message"]["text"]) for e in log] == [(0, "hello"), (1, "try another way")]
+        edited = await agui_run(client, "alice", first, "hello", "try another way")
+        started, finished = edited[0], edited[-1]
+        fork_id = started["threadId"]
+        assert fork_id != first and finished["type"] == "RUN_FINISHED" and finished["result"]["sessionId"] == fork_id
+        fork = (await client.get(f"/sessions/{fork_id}", headers=as_("alice"))).json()
+        anchor = fork["lineage"]["ordinal"]
+        assert fork["lineage"]["kind"] == "fork" and fork["lineage"]["parent"] == first and fork["tags"] == {"user": "alice"}
+        log = fork["log"]
+        assert [e["message"]["text"] for e in log if e["type"] == "turn" and e["author"]["kind"] == "user"] == ["hello", "try another way"]
+        assert log[-1]["reply"] == "you said: try another way" and log[-1]["ordinal"] == anchor + 1
+        assert (await client.get(f"/sessions/{first}", headers=as_("bob"))).status_code == 404  # bob cannot see it
 
         tree = (await client.get(f"/sessions/{first}/tree", headers=as_("alice"))).json()
         kids = [(c["kind"], c["label"], c["anchor_ordinal"]) for c in tree["children"]]
-        assert tree["label"] == "Parser" and sorted(kids, key=str) == [("fork", "Task", 0), ("fork", None, 0)]
+        assert tree["label"] == "Parser" and sorted(kids, key=str) == [("fork", "Task", 0), ("fork", None, anchor)]
 
         # listing by owner, a page at a time; another user's session is not there for alice
         page = (await client.get("/sessions", headers=as_("alice"), params={"limit": 2, "roots_only": "true"})).json()
@@ -183,7 +194,7 @@ async def test_two_users_chat_stream_run_a_task_fork_list_delete_and_find_it_all
             cursor = page["next"]
             if cursor is None:
                 break
-        assert len(everything) == len(set(everything)) >= 5 and fork["id"] in everything and bobs not in everything
+        assert len(everything) == len(set(everything)) >= 5 and fork_id in everything and bobs not in everything
         assert (await client.get(f"/sessions/{first}", headers=as_("bob"))).status_code == 404
 
         # delete: gone from the list and answered 410; its content is erased
@@ -244,8 +255,8 @@ async def test_failures_answer_with_a_status_and_a_message_naming_the_value(tmp_
         assert limit.status_code == 422 and limit.json()["error"] == "limit must be an integer from 1 to 200, got 'lots'"
         cursor = await client.get("/sessions", headers=as_("alice"), params={"after": "nonsense"})
         assert cursor.status_code == 422 and cursor.json()["argument"] == "after"
-        fork = await client.post(f"/sessions/{chat}/fork", headers=as_("alice"), json={"ordinal": 0})
-        assert fork.status_code == 422 and "of the session's 0 turns" in fork.json()["error"]
+        not_a_run = await client.post("/agui", headers=as_("alice"), json={"threadId": chat})
+        assert not_a_run.status_code == 422 and "RunAgentInput" in not_a_run.json()["error"]
         unknown = await say(client, "alice", chat, "/nosuch thing")
         submission = unknown["submission"]
         assert isinstance(submission, dict)

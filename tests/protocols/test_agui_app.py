@@ -6,11 +6,15 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
+from typing import Any
 
+import anyio
 import httpx
 import pytest
 
-from host_sim import Host, agui_app
+from host_sim import Host, ModelRequest, ToolCall, agui_app
+from host_sim.agui._app import WATCH_AFTER
 from modular_sdk import InvalidArgumentError
 
 pytestmark = pytest.mark.anyio
@@ -76,3 +80,126 @@ async def test_a_client_that_holds_only_its_newest_message_continues_the_thread(
         assert sessions[0] == sessions[1]
         (session,) = (await host.sessions.list(tags={"agui_thread": "t"})).sessions
         assert [t.message.text for t in await session.turns() if t.message.type == "prompt"] == ["one", "two"]
+
+
+class Echoing:
+    """A streaming model: the prompt back, word by word, the scheduler let go between words."""
+
+    name = "echoing"
+
+    async def respond(self, request: ModelRequest) -> str | ToolCall:
+        return f"you said {request.text}"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall]:
+        for word in ["you ", "said ", request.text]:
+            await anyio.sleep(0)
+            yield word
+
+
+def events_of(body: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+
+
+async def test_fifty_runs_at_once_each_stream_their_own_reply_and_a_later_run_still_streams() -> None:
+    async with Host(model=Echoing()) as host:
+        app = agui_app(host)
+        answers: dict[int, list[dict[str, Any]]] = {}
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://chat") as client:
+
+            async def one(n: int) -> None:
+                run = {"threadId": f"t{n}", "runId": f"r{n}", "messages": [{"id": "m", "role": "user", "content": f"n{n}"}]}
+                answers[n] = events_of((await client.post("/", json=run)).text)
+
+            async with anyio.create_task_group() as group:
+                for n in range(50):
+                    group.start_soon(one, n)
+            await one(50)  # every run before it has let go of the host's events: a new one is routed afresh
+        for n, events in answers.items():
+            kinds = [e["type"] for e in events]
+            assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED", (n, kinds)
+            assert kinds[1:-1] == ["TEXT_MESSAGE_START", *["TEXT_MESSAGE_CONTENT"] * 3, "TEXT_MESSAGE_END"], (n, kinds)
+            text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+            assert text == f"you said n{n}", (n, text)  # its own reply, none of another run's words
+
+
+class Lingering:
+    """A streaming model that says one word, another after ``pause`` seconds, then waits for ``release``."""
+
+    name = "lingering"
+
+    def __init__(self, pause: float) -> None:
+        self.pause = pause
+        self.release = anyio.Event()
+
+    async def respond(self, request: ModelRequest) -> str | ToolCall:
+        return "first second"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall]:
+        yield "first "
+        await anyio.sleep(self.pause)
+        yield "second"
+        await self.release.wait()
+
+
+async def test_a_client_that_goes_away_during_a_long_run_ends_its_stream_and_the_job_goes_on() -> None:
+    model = Lingering(pause=WATCH_AFTER * 1.5)  # the second word comes after the app starts watching its client
+    async with Host(model=model) as host:
+        app = agui_app(host)
+        chat = await host.sessions.create()
+        body = json.dumps({"threadId": chat.id, "runId": "r", "messages": [{"id": "m", "role": "user", "content": "hi"}]})
+        gone = anyio.Event()
+        sent: list[bytes] = []
+        second = anyio.Event()
+        requested = False
+
+        async def receive() -> dict[str, object]:
+            nonlocal requested
+            if not requested:
+                requested = True
+                return {"type": "http.request", "body": body.encode(), "more_body": False}
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, object]) -> None:
+            chunk = message.get("body", b"")
+            if isinstance(chunk, bytes) and chunk:
+                sent.append(chunk)
+                if b'"second"' in chunk:
+                    second.set()
+
+        scope = {"type": "http", "method": "POST", "path": "/", "root_path": "", "headers": []}
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(app, scope, receive, send)
+                await second.wait()
+                gone.set()  # the browser tab closes while the model still works
+            # the app returned: its stream ended without the run's end, and the job still runs
+            (job,) = (await host.jobs(session=chat.id)).jobs
+            assert job.status == "running" and b"RUN_FINISHED" not in b"".join(sent)
+            model.release.set()
+            done = await job.wait()
+        assert done.error is None and done.text == "first second"
+
+
+async def test_closing_the_host_ends_a_run_that_waits_for_its_model() -> None:
+    model = Lingering(pause=0)  # two words, then it waits for a release that never comes
+    answer: list[dict[str, Any]] = []
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            async with Host(model=model) as host:
+                app = agui_app(host)
+                run = {"threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "user", "content": "hi"}]}
+
+
+                async def post() -> None:
+                    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://chat") as client:
+                        answer.extend(events_of((await client.post("/", json=run)).text))
+
+                async with host.subscribe() as events:  # before the run: its words cannot pass unseen
+                    group.start_soon(post)
+                    async for event in events:
+                        if event.kind == "reply_delta" and event.text == "second":
+                            break  # the run is under way; now the host closes under it
+    kinds = [e["type"] for e in answer]
+    assert kinds[0] == "RUN_STARTED" and kinds[-1] in ("RUN_ERROR", "RUN_FINISHED"), kinds
+    assert "".join(e["delta"] for e in answer if e["type"] == "TEXT_MESSAGE_CONTENT") == "first second"

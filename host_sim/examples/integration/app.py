@@ -18,14 +18,15 @@ checks no ownership.
                                             (``threadId``: a session id, or a new thread) answers
                                             the run as AG-UI events (`host_sim.agui_app` over
                                             the user's view): what a CopilotKit or
-                                            ``@ag-ui/client`` front end sends
+                                            ``@ag-ui/client`` front end sends. An edited
+                                            earlier message runs in a fork at the turn before
+                                            it (``RUN_STARTED.threadId``: the fork), so the
+                                            app has no fork route of its own
 ``POST /sessions/{id}/messages``            ``{"text": "..."}``, a prompt or a ``/command``,
                                             run as a host-owned job nobody watches; 202 with
-                                            the job
+                                            the job (AG-UI has no run without a stream)
 ``GET /jobs/{id}?wait=SECONDS``             a job, once it ended with what it gave
 ``DELETE /jobs/{id}``                       cancel a job, on whichever process runs it; 202
-``POST /sessions/{id}/fork``                ``{"ordinal": n}``: a new session whose history
-                                            is turns ``0..n``; 201
 ``GET /sessions/{id}/tree``                 the session, its forks and spawns, nested
 ``GET /inbox?unread_only=false``            the user's notifications, oldest first
 ``POST /inbox/{turn_id}/read``              mark one read; 204
@@ -199,21 +200,6 @@ class ChatBackend:
         await self.view(request).sessions.delete(session.id)
         return Response(status_code=204)
 
-    async def fork(self, request: Request) -> Response:
-        session = await self.owned(request, request.path_params["session_id"])
-        body = await body_of(request)
-        ordinal = body.get("ordinal")
-        turns = await session.turns()
-        if isinstance(ordinal, bool) or not isinstance(ordinal, int) or not 0 <= ordinal < len(turns):
-            raise HTTPException(
-                422, f"ordinal must be the number of one of the session's {len(turns)} turns (0 to {len(turns) - 1}), got {ordinal!r}"
-            )
-        turn = turns[ordinal]
-        if turn.status != "completed":
-            raise HTTPException(409, f"turn {ordinal} is {turn.status}; a fork continues from a completed turn")
-        fork = await turn.fork()
-        return JSONResponse(session_json(await self.view(request).sessions.get(fork.id)), status_code=201)
-
     async def tree(self, request: Request) -> Response:
         session = await self.owned(request, request.path_params["session_id"])
         return JSONResponse(tree_json(await self.view(request).lineage.tree(session.id)))
@@ -360,7 +346,6 @@ def create_app(
         Route("/sessions/{session_id}", backend.get_session, methods=["GET"]),
         Route("/sessions/{session_id}", backend.delete_session, methods=["DELETE"]),
         Route("/sessions/{session_id}/messages", backend.post_message, methods=["POST"]),
-        Route("/sessions/{session_id}/fork", backend.fork, methods=["POST"]),
         Route("/sessions/{session_id}/tree", backend.tree, methods=["GET"]),
         Route("/jobs/{job_id}", backend.get_job, methods=["GET"]),
         Route("/jobs/{job_id}", backend.cancel_job, methods=["DELETE"]),
