@@ -14,17 +14,15 @@ import importlib.util
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import TextIO
 
 import anyio
 
 from modular_sdk import ModularError
 
-from ..stores._postgres import PostgresStore
-from ..stores._protocol import Store
 from ._model_option import add_model_options, chosen_model
-from ._options import SERVED_STORE_HELP, add_store, add_timeout, is_store_url, open_store
+from ._options import SERVED_STORE_HELP, add_store, add_timeout, open_store
 from ._session_io import make_host, report_error
 
 __all__ = ["AcpUnavailableError", "NotAPipeError", "register"]
@@ -72,16 +70,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_timeout(parser, default=30.0, what="each mod handler")
     parser.set_defaults(handler=_main)
-
-
-@contextlib.asynccontextmanager
-async def _store(args: argparse.Namespace) -> AsyncIterator[Store]:
-    spec: str | None = args.store
-    if spec is not None and is_store_url(spec):
-        yield PostgresStore(spec)
-        return
-    with open_store(args) as (store, _path):
-        yield store
 
 
 def require_acp() -> None:
@@ -142,7 +130,7 @@ async def serve(args: argparse.Namespace) -> None:
     with _stdout_kept_for_the_protocol() as protocol_out:
         with contextlib.redirect_stdout(protocol_out):  # what the SDK connects its writer to
             reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
-        async with _store(args) as store:
+        with open_store(args) as (store, _path):
             async with make_host(args.specs, store=store, timeout=args.timeout, model=chosen_model(args)) as host:
                 async with anyio.create_task_group() as tasks:
                     # An action a standing approval ran tells its result within a handler's

@@ -8,19 +8,15 @@ The server runs on asyncio, in this process, on the host it opened: one source o
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
 import secrets
 import socket
 import sys
-from collections.abc import AsyncIterator
 
 import anyio
 
 from modular_sdk import ModularError
 
-from ..stores._postgres import PostgresStore
-from ..stores._protocol import Store
 from ._model_option import add_model_options, chosen_model
 from ._options import SERVED_STORE_HELP, add_store, add_timeout, open_store
 from ._session_io import make_host, report_error
@@ -72,16 +68,6 @@ def _require() -> None:
             )
 
 
-@contextlib.asynccontextmanager
-async def _store(args: argparse.Namespace) -> AsyncIterator[Store]:
-    spec: str | None = args.store
-    if spec is not None and spec.startswith(("postgresql://", "postgres://")):
-        yield PostgresStore(spec)
-        return
-    with open_store(args) as (store, _path):
-        yield store
-
-
 async def serve(args: argparse.Namespace) -> None:
     """Open the host, bind, print the URL, serve until cancelled."""
     import uvicorn
@@ -102,7 +88,7 @@ async def serve(args: argparse.Namespace) -> None:
     if args.host in ("127.0.0.1", "::1", "localhost"):
         names |= {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}
     token = secrets.token_urlsafe(24)
-    async with _store(args) as store:
+    with open_store(args) as (store, _path):
         async with make_host(args.specs, store=store, timeout=args.timeout, model=chosen_model(args)) as host:
             app = StudioApp(host, token=token, hosts=frozenset(names))
             # An open event stream never ends by itself: Ctrl-C waits at most 2 s for it.
