@@ -293,3 +293,30 @@ def test_memory_events_say_exactly_which_records_were_erased_or_retracted(backen
 def test_the_same_holds_on_a_sqlite_store(tmp_path_factory: pytest.TempPathFactory, ops: list[Op]) -> None:
     folder = tmp_path_factory.mktemp("reach")
     anyio.run(_run, ops, SqliteStore(folder / "store.sqlite"))
+
+
+async def test_another_host_on_the_same_database_hears_a_record_forgotten_and_a_summary_retracted(postgres_dsn: str) -> None:
+    from host_sim import PostgresStore
+
+    policy = ContextPolicy(max_tokens=60, keep_recent=1, summarize=joined)
+    async with (
+        Host(store=PostgresStore(postgres_dsn), model=ScriptedModel(lambda request: "ok"), context=policy) as a,
+        Host(store=PostgresStore(postgres_dsn)) as b,
+    ):
+        chat = await a.sessions.create()
+        turns = [await say(chat, f"message {i} with some words") for i in range(6)]
+        summaries = (await a.memory.list(session=chat, kind="summary")).records
+        assert summaries
+        fact = await a.memory.record(chat, "a fact", kind="fact", cites=(turns[-1].id,))
+        async with b.subscribe() as events:
+            await a.lineage.forget(fact.id, dry_run=False)
+            await a.lineage.retract(turns[0].id, reason="it was wrong")
+            heard: list[tuple[str, str]] = []
+            with anyio.fail_after(20):
+                async for event in events:
+                    if isinstance(event, (MemoryErased, MemoryRetracted)):
+                        heard.append((event.kind, event.record_id))
+                        assert event.host_id != ""
+                    if len(heard) == 1 + len(summaries):
+                        break
+        assert heard == [("memory_erased", fact.id), *(("memory_retracted", s.id) for s in summaries)]
