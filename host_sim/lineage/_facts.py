@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from modular_sdk import RecordId
+    from modular_sdk import MemoryRecord, RecordId
 
     from ..stores._erasure import Erasure
     from ..stores._records import TurnRecord
@@ -29,7 +29,9 @@ class LineageFacts(Protocol):
     meanwhile, so a turn that starts during the erasure reads the history after it);
     ``erased`` gets the records an erasure changed, the erasure itself and the ids of the
     memory records it erased (docs/memory.md), once durable;
-    ``retracted`` a retraction (and whether this call made it); ``written()`` is awaited
+    ``retracted`` a retraction (and whether this call made it) with the memory records it
+    retracted in turn (the summaries resting on the turn); ``forgotten`` the memory records an
+    erasure erased that no erased turn names (a record forgotten by its own id); ``written()`` is awaited
     before a forget or retraction returns, so the events they published get their seq first
     (several hosts: before the caller, or another host, goes on).
     """
@@ -38,7 +40,9 @@ class LineageFacts(Protocol):
 
     def erased(self, records: Sequence[TurnRecord], erasure: Erasure, memory: Sequence[RecordId]) -> None: ...
 
-    def retracted(self, record: TurnRecord, first: bool) -> None: ...
+    def retracted(self, record: TurnRecord, first: bool, memory: Sequence[MemoryRecord] = ()) -> None: ...
+
+    def forgotten(self, memory: Sequence[MemoryRecord]) -> None: ...
 
     async def written(self) -> None: ...
 
@@ -53,7 +57,10 @@ class NoHost(LineageFacts):
     def erased(self, records: Sequence[TurnRecord], erasure: Erasure, memory: Sequence[RecordId]) -> None:
         return None
 
-    def retracted(self, record: TurnRecord, first: bool) -> None:
+    def retracted(self, record: TurnRecord, first: bool, memory: Sequence[MemoryRecord] = ()) -> None:
+        return None
+
+    def forgotten(self, memory: Sequence[MemoryRecord]) -> None:
         return None
 
     async def written(self) -> None:
