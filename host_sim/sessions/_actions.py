@@ -35,7 +35,7 @@ from ..stores._approvals import ApprovalRuleRecord, ApprovalStore, confirmed_by,
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
 from ..stores._traces import ActionOutcomeRecord, ProposedActionRecord, TraceStore
-from ..traces._service import no_traces
+from ..traces._service import no_traces, unknown_action
 from ..traces._types import ActionRecord, PendingAction
 from ._events import ToolCalled, ToolFinished
 from ._handles import AiContextImpl, SessionHandle
@@ -372,12 +372,7 @@ class ActionBook:
             )
         found = await store.get_action(action_id)
         if found is None:
-            raise ActionStateError(
-                f"no action {action_id!r} was proposed in this host's store; use an id from "
-                "Submission.actions or host.pending_actions(session)",
-                action_id=action_id,
-                state="unknown",
-            )
+            raise unknown_action(action_id)
         record, outcome = found
         if record.erased_at is not None:
             raise ActionStateError(

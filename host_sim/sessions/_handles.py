@@ -47,7 +47,8 @@ from ..lanes._calling import Actor, HandlerFrame
 from ..memory._book import Memory
 from ._memory_events import MemoryEvents
 from ..stores._records import ToolCallRecord
-from ..traces._errors import TraceError, UnknownTraceError
+from ..traces._errors import TraceError
+from ..traces._service import unknown_trace
 from ._explain import close_names, turn_failed
 from ._scope import Scope, check_trace, scope_of, session_state, turn_record
 from ._state import SessionState, TurnState, history
@@ -717,10 +718,7 @@ def _trace_arg(trace: object, actor: Actor) -> str | None:
             value=trace,
         )
     if unstorable_text(trace):  # an id no store could hold is an unknown id, never an encoding error
-        raise UnknownTraceError(
-            f"no trace {trace!r} in this host's store; pass trace= a Trace.id from host.traces (for_task or find)",
-            id=trace,
-        )
+        raise unknown_trace(trace)
     return trace
 
 

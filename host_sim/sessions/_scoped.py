@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, final
 
 import attrs
 
-from modular_sdk import HostAuthor, InvalidArgumentError, SessionId, UnknownSessionError
+from modular_sdk import HostAuthor, InvalidArgumentError, SessionId
 from modular_sdk._rules import show, unstorable_text
 
 from ..memory._book import Memory
-from ..lineage._graph import LineageGraph, _chain_records
+from ..lineage._graph import LineageGraph, _chain_records, unknown_session_named
 from ..lineage._html import DEFAULT_TITLE, render_lineage_html
 from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin
 from ..lineage._tree import LineageTree
@@ -430,11 +430,7 @@ class ScopedLineage(metaclass=NoPublicConstructor):
                 unknown = unstorable_text(session_id)  # no store holds it (nor can be asked for it)
                 record = None if unknown else await self._store.get_session(SessionId(session_id))
                 if record is None or not self._scope.admits(record.tags):
-                    raise UnknownSessionError(  # LineageGraph's own words for a missing id
-                        f"{role} {session_id!r} names no session of this host; "
-                        "use the id of a session the host created (session.id)",
-                        session_id=session_id,
-                    )
+                    raise unknown_session_named(role, session_id)
         return await self._graph.add_edge(from_id, to_id, relation, artifact)
 
     async def html(self, root_id: str | None = None, *, title: str | None = None) -> str:
