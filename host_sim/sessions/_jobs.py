@@ -33,7 +33,7 @@ from modular_sdk._rules import show, unstorable_text
 from ..stores._errors import StoreError
 from ..stores._protocol import LogStore
 from ..stores._records import ErrorKind, JobRecord, JobStatus
-from ._job_errors import UnknownJobError, unknown_job
+from ._job_errors import unknown_job
 from ._events import EventHub, JobFinished, JobStarted
 from .._host_made import NoPublicConstructor
 from ._handles import check_list_tags
