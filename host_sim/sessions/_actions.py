@@ -37,7 +37,7 @@ from ..stores._protocol import Store
 from ..stores._traces import ActionOutcomeRecord, ProposedActionRecord, TraceStore
 from ..traces._service import no_traces, unknown_action
 from ..traces._types import ActionRecord, PendingAction
-from ._events import ToolCalled, ToolFinished
+from ._events import EventHub, ToolCalled, ToolFinished
 from ._handles import AiContextImpl, SessionHandle
 from ._ids import new_call_id
 from ._reply_tags import TagObject, read_tag_objects
@@ -139,6 +139,7 @@ class ActionBook:
         self,
         *,
         engine: Engine,
+        events: EventHub,
         mods: Sequence[Mod],
         store: Store,
         clock: Callable[[], datetime],
@@ -147,6 +148,7 @@ class ActionBook:
         start: Callable[[Callable[[], Coroutine[object, object, None]]], None] | None = None,
     ) -> None:
         self._engine = engine
+        self._events = events  # what a confirmed mcp.call publishes
         self._start = start  # runs what a standing approval confirmed, in the host's task group
         self._mcp = mcp  # confirms 'mcp.call' actions (a writing MCP tool the model called)
         self._store = store
@@ -312,7 +314,7 @@ class ActionBook:
         name = f"{payload.get('server')}.{payload.get('tool')}"
         arguments = payload.get("input")
         call_id = new_call_id()
-        engine.events.publish(
+        self._events.publish(
             lambda seq, at: ToolCalled(
                 seq=seq,
                 at=at,
@@ -324,7 +326,7 @@ class ActionBook:
             )
         )
         text, error = await mcp.confirmed(record)
-        engine.events.publish(
+        self._events.publish(
             lambda seq, at: ToolFinished(
                 seq=seq,
                 at=at,

@@ -36,6 +36,7 @@ from ._submission import Submission
 from ._transcript import render_transcript
 
 if TYPE_CHECKING:
+    from ..stores._protocol import LogStore
     from ._engine import Engine
 
 __all__ = ["HostCore"]
@@ -55,6 +56,7 @@ class HostCore:
         actions: ActionBook,
         commands: Commands,
         jobs: JobBook,
+        log: LogStore,
         traces: Traces | None,
         numbers: ScopeNumbers,
         declared: Callable[[], frozenset[str]],
@@ -70,6 +72,7 @@ class HostCore:
         self._actions = actions
         self._commands = commands
         self._jobs = jobs
+        self._log = log  # read marks, invocations, notifications
         self._traces = traces
         self._declared = declared  # the actions the mods declare (what a rule may allow)
         self._now = now
@@ -180,7 +183,7 @@ class HostCore:
 
     async def _interleaved(self, state: SessionState) -> list[TurnState | Invocation]:
         """A session's turns (inherited ones included) and invocations, in the order they started."""
-        invocations = sorted(await self.engine.log.invocations_of(state.id), key=lambda i: i.position)
+        invocations = sorted(await self._log.invocations_of(state.id), key=lambda i: i.position)
         out: list[TurnState | Invocation] = []
         index = 0
         for turn in history(state):
@@ -232,7 +235,7 @@ class HostCore:
             )
         session_id = None if session is None else (await self.state(session, scope)).id
         handles: list[TurnHandle] = []
-        for record in await engine.log.notification_turns(session_id, unread_only, checked):
+        for record in await self._log.notification_turns(session_id, unread_only, checked):
             state, turn = await engine.load_turn(record.id)
             handles.append(TurnHandle._create(engine, state, turn, None))
         return handles
@@ -242,7 +245,7 @@ class HostCore:
         if scope is not None:
             await turn_record(engine.store, scope, turn_id)
         _, turn = await engine.load_turn(turn_id)
-        await engine.log.mark_read(turn.id, engine.now())
+        await self._log.mark_read(turn.id, engine.now())
 
     # -- actions -------------------------------------------------------------------------------
     async def pending_actions(self, session: SessionHandle | SessionId | str, scope: Scope | None) -> list[PendingAction]:

@@ -727,7 +727,7 @@ async def _report_output(session: SessionHandle, frame: HandlerFrame, kind: str,
     command's session position), so that forgetting that turn erases it."""
     engine = session._engine
     engine.check_open(f"report output {show(output_id)}")
-    if engine.report_output is None:
+    if not engine.links_outputs:
         raise TraceError(
             "this engine links no outputs (it was not made by a Host); call report_output in a "
             "handler a Host runs"

@@ -315,9 +315,8 @@ class Host:
             mcp=mcp if mcp.declared else None,
             events=events,
             cache=cache,
-            link_session=linker.link_session,
+            linker=linker,
             after_turn=after_turn,
-            report_output=linker.report_output,
             telemetry=self._telemetry,
             context=None
             if self._context is None
@@ -341,11 +340,11 @@ class Host:
                 raise
         self._engine = engine
         actions = ActionBook(
-            engine=engine, mods=tables.mods, store=self._store, clock=lambda: checked_now(self._clock), handler_timeout=self._handler_timeout,
+            engine=engine, events=events, mods=tables.mods, store=self._store, clock=lambda: checked_now(self._clock), handler_timeout=self._handler_timeout,
             mcp=mcp if mcp.declared else None, start=self._start_owned,
         )
         self._commands = commands = Commands(
-            engine=engine, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
+            engine=engine, tables=tables, log=log, events=events, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
         )
         traces = (
             Traces._create(self._store, lambda: checked_now(self._clock), self._commit_resolver, self._store)
@@ -365,6 +364,7 @@ class Host:
             actions=actions,
             commands=commands,
             jobs=jobs,
+            log=log,
             traces=traces,
             numbers=numbers,
             declared=lambda: frozenset(actions.declared),
