@@ -73,7 +73,19 @@ if TYPE_CHECKING:
     from ..traces._service import TraceLinker
     from ..mcp._client import McpTools
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "Limits"]
+
+
+@attrs.frozen(kw_only=True)
+class Limits:
+    """What the host bounds, as given to it (``Host(handler_timeout=..., model_timeout=...,
+    max_tool_rounds=..., max_reply_bytes=...)``): seconds for a handler and a model call
+    (``None``: no limit), tool rounds in one turn, UTF-8 bytes of one reply. Immutable."""
+
+    handler_timeout: float | None
+    model_timeout: float | None
+    max_tool_rounds: int
+    max_reply_bytes: int
 
 
 class Engine:
@@ -91,14 +103,11 @@ class Engine:
         store: Store,
         graph: LineageGraph,
         clock: Callable[[], datetime],
-        handler_timeout: float | None,
-        model_timeout: float | None,
-        max_tool_rounds: int,
+        limits: Limits,
         cwd: str,
         tool_context: Callable[[Engine, SessionState, HandlerFrame], ToolContext],
         log: LogStore,
         events: EventHub,
-        max_reply_bytes: int = 1_000_000,
         cache: SessionCache,
         mcp: McpTools | None = None,
         linker: TraceLinker | None = None,
@@ -111,7 +120,7 @@ class Engine:
         self.store = store
         self.graph = graph
         self.clock = clock
-        self.handler_timeout = handler_timeout
+        self.handler_timeout = limits.handler_timeout
         self.cwd = cwd
         self.telemetry = telemetry if telemetry is not None else Telemetry()  # OpenTelemetry (API section 15)
         self.cache = cache  # what this host keeps of the store: every read and fact goes through it
@@ -137,10 +146,10 @@ class Engine:
             telemetry=self.telemetry,
             now=self.now,
             tool_context=lambda session, frame: tool_context(self, session, frame),
-            handler_timeout=handler_timeout,
-            model_timeout=model_timeout,
-            max_tool_rounds=max_tool_rounds,
-            max_reply_bytes=max_reply_bytes,
+            handler_timeout=limits.handler_timeout,
+            model_timeout=limits.model_timeout,
+            max_tool_rounds=limits.max_tool_rounds,
+            max_reply_bytes=limits.max_reply_bytes,
             mcp=mcp,
             after_turn=after_turn,
             context=context,

@@ -56,7 +56,7 @@ from ._cache import SessionCache
 from ._commands import Commands
 from ._core import HostCore
 from ._completions import Completion, Completions
-from ._engine import Engine, checked_now
+from ._engine import Engine, Limits, checked_now
 from ._events import EventHub, EventStream
 from ._memory_events import MemoryEvents
 from ._scope_seq import ScopeNumbers
@@ -305,13 +305,15 @@ class Host:
             store=self._store,
             graph=graph,
             clock=self._clock,
-            handler_timeout=self._handler_timeout,
-            model_timeout=self._model_timeout,
-            max_tool_rounds=self._max_tool_rounds,
+            limits=Limits(
+                handler_timeout=self._handler_timeout,
+                model_timeout=self._model_timeout,
+                max_tool_rounds=self._max_tool_rounds,
+                max_reply_bytes=self._max_reply_bytes,
+            ),
             cwd=self._cwd,
             tool_context=tool_context,
             log=log,
-            max_reply_bytes=self._max_reply_bytes,
             mcp=mcp if mcp.declared else None,
             events=events,
             cache=cache,
