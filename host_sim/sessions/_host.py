@@ -49,7 +49,7 @@ from ..traces._service import CommitResolver, TraceLinker, Traces, require_trace
 from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import ActionRecord, ActionStatus, PendingAction
 from ..stores._records import Invocation, JobStatus
-from ._across_hosts import HostsLink, replay_of
+from ._across_hosts import HostsLink, Outbox, replay_of
 from ._actions import ActionBook
 from ._approvals import Approvals
 from ._cache import SessionCache
@@ -249,11 +249,11 @@ class Host:
         await self._store.open()
         log = log_of(self._store)
         try:
-            await recover(self._store, lambda: checked_now(self._clock))
+            await recover(self._store, self._now)
             if isinstance(self._store, TraceStore):
                 await recover_traces(self._store)  # the trace index, when missing or stale
             if not isinstance(self._store, SharedStore):  # several hosts: the link does it, after a grace
-                await log.interrupt_jobs(lambda: checked_now(self._clock))  # jobs a crash left running
+                await log.interrupt_jobs(self._now)  # jobs a crash left running
             # What this host loads from now on is at least this fresh (several hosts).
             generation = await self._store.erasure_generation() if isinstance(self._store, SharedStore) else 0
         except BaseException:
@@ -261,31 +261,21 @@ class Host:
                 await self._store.close()
             raise
         shared = self._store if isinstance(self._store, SharedStore) else None
-        link: HostsLink | None = None  # several hosts: made below, over the engine
-
-        async def settle() -> int:
-            assert link is not None  # a subscriber comes once the host is open
-            return await link.settle()
-
-        async def written() -> None:
-            if link is not None:  # events published before the link exists are written once it runs
-                await link.written()
-
+        outbox = None if shared is None else Outbox(shared)  # several hosts: writes the events' rows
         numbers = ScopeNumbers(self._event_history)
         events = EventHub(
-            lambda: checked_now(self._clock),
+            self._now,
             observe=numbers.saw,
             history=self._event_history,
             host_id=new_host_id() if shared is None else shared.host_id,
             replay=None if shared is None else replay_of(shared),
-            settle=None if shared is None else settle,
-            write=None if shared is None else written,
+            writer=outbox,
         )
         # What this host keeps of the store: the engine acts through it, the graph reports its
         # erasures and retractions to it, the event link feeds it other hosts' facts.
-        cache = SessionCache(store=self._store, log=log, events=events, now=lambda: checked_now(self._clock), generation=generation)
+        cache = SessionCache(store=self._store, log=log, events=events, now=self._now, generation=generation)
         graph = LineageGraph(self._store, clock=self._clock, log=log, facts=cache)
-        linker = TraceLinker(self._store, lambda: checked_now(self._clock))
+        linker = TraceLinker(self._store, self._now)
         actions: ActionBook | None = None  # made below, over the engine
 
         async def after_turn(session: SessionState, turn: TurnState) -> None:
@@ -294,7 +284,7 @@ class Host:
         mcp = McpTools(
             tables.mcp_servers,
             store=self._store,
-            clock=lambda: checked_now(self._clock),
+            clock=self._now,
             timeout=self._handler_timeout,
             start=self._start_owned,  # servers start on first need, in the host's task group
             scrub=scrubber_of(self._model),  # what a server answers passes the model's secret filter
@@ -326,12 +316,14 @@ class Host:
                 self._context,
                 store=self._store,
                 model=self._model,
-                clock=lambda: checked_now(self._clock),
+                clock=self._now,
                 notices=MemoryEvents(events, self._telemetry),
             ),
         )
-        self._link = link = (
-            None if shared is None else HostsLink(shared, events=events, cache=cache, now=lambda: checked_now(self._clock))
+        self._link = (
+            None
+            if shared is None or outbox is None
+            else HostsLink(shared, events=events, outbox=outbox, cache=cache, now=self._now)
         )
         if self._link is not None:
             try:
@@ -342,20 +334,20 @@ class Host:
                 raise
         self._engine = engine
         actions = ActionBook(
-            engine=engine, events=events, mods=tables.mods, store=self._store, clock=lambda: checked_now(self._clock), handler_timeout=self._handler_timeout,
+            engine=engine, events=events, mods=tables.mods, store=self._store, clock=self._now, handler_timeout=self._handler_timeout,
             mcp=mcp if mcp.declared else None, start=self._start_owned,
         )
         self._commands = commands = Commands(
             engine=engine, tables=tables, log=log, events=events, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
         )
         traces = (
-            Traces._create(self._store, lambda: checked_now(self._clock), self._commit_resolver, self._store)
+            Traces._create(self._store, self._now, self._commit_resolver, self._store)
             if isinstance(self._store, TraceStore)
             else None
         )
         if self._spool is not None:
             self._spool_consumer = SpoolConsumer(
-                self._spool, self._store, linker, lambda: checked_now(self._clock), max_event_bytes=self._max_event_bytes
+                self._spool, self._store, linker, self._now, max_event_bytes=self._max_event_bytes
             )
         task_group = await self._exits.enter_async_context(anyio.create_task_group())
         self._task_group = task_group
@@ -370,7 +362,7 @@ class Host:
             traces=traces,
             numbers=numbers,
             declared=lambda: frozenset(actions.declared),
-            now=lambda: checked_now(self._clock),
+            now=self._now,
             completions=self.completions,
             owner=self,
         )
@@ -410,6 +402,10 @@ class Host:
                     self._engine.events.close()  # subscribers read what is left, then stop
                 await self._store.close()
         return None
+
+    def _now(self) -> datetime:
+        """The host clock's time, checked (timezone-aware): what every part of the host is given as ``now``."""
+        return checked_now(self._clock)
 
     def _start_owned(self, run: Callable[[], Coroutine[object, object, None]]) -> None:
         """Run ``run()`` in the host's task group (cancelled when the host closes)."""
