@@ -1,9 +1,11 @@
 """`ScopedHost`: the host's whole surface for one tenant or owner (API.md §14).
 
 ``host.scoped({"user": "alice"})`` is what an integrator serving many users hands each
-request. Every method decides visibility through `_scope` (one check per kind of id, by
-the session record's tags) before it delegates to the host, and reads its lists through
-the stores' tag index with the scope's tags added, so a scoped page costs what it returns.
+request. It is a second door onto the open host's `HostCore`, the one `Host` uses: each
+method is the core's, asked with this view's scope (the core decides visibility through
+`_scope`, one check per kind of id, by the session record's tags, and reads its lists
+through the stores' tag index with the scope's tags added, so a scoped page costs what it
+returns). The lineage, traces and event views below narrow what they wrap.
 """
 
 from __future__ import annotations
@@ -46,11 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["ScopedEventStream", "ScopedHost", "ScopedLineage", "ScopedTraces"]
 
 
-def _session_id(session: object) -> object:
-    """The id a handle or id names (checked where it is read)."""
-    return session.id if isinstance(session, SessionHandle) else session
-
-
 @final
 class ScopedHost(metaclass=NoPublicConstructor):
     """The host as one tenant or owner sees it: ``host.scoped({"user": "alice"})``.
@@ -62,7 +59,7 @@ class ScopedHost(metaclass=NoPublicConstructor):
     one of ``tags``. Sessions it creates get those tags. An id outside the scope raises
     exactly what an id that does not exist raises (same error type, same message), so a
     caller cannot learn that it exists. Make one per request; it is cheap (it holds the
-    host and the tags).
+    open host's core and the tags).
 
     Obtain one from ``host.scoped(tags)`` or ``view.scoped(more)``.
     """
