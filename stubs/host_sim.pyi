@@ -942,7 +942,7 @@ class ScopedEventStream:
 @final
 class ScopedHost:
     """The host as one tenant or owner sees it: ``host.scoped({"user": "alice"})``."""
-    def __init__(self, host: Host, scope: Scope) -> None: ...
+    def __init__(self, core: HostCore, scope: Scope) -> None: ...
     @property
     def tags(self) -> Mapping[str, str]:
         """The scope: a session is visible when its tags include every one of these. Read-only."""

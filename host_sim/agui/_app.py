@@ -21,7 +21,7 @@ from modular_sdk import InvalidArgumentError, ModularError
 from modular_sdk._rules import show
 
 from .._host_made import NoPublicConstructor
-from ..sessions._host import Host
+from ..sessions._host import Host, host_of
 from ..sessions._scoped import ScopedHost
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class AguiApp(metaclass=NoPublicConstructor):
             await _answer(send, 422, {"error": str(bad)})
             return
         view = self._view
-        runs = RunIds.of(view if isinstance(view, Host) else view._host)
+        runs = RunIds.of(host_of(view))
         await self._stream(run, runs, receive, send)
 
     async def _stream(self, run: object, runs: RunIds, receive: Receive, send: Send) -> None:

@@ -86,7 +86,7 @@ from ..sessions._events import (
     TurnStarted,
 )
 from ..sessions._handles import SessionHandle
-from ..sessions._host import Host
+from ..sessions._host import Host, host_of
 from ..sessions._jobs import Job
 from ..sessions._scoped import ScopedHost
 from ..traces._types import ActionRecord, PendingAction
@@ -429,7 +429,7 @@ async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGener
                 RunFinishedEvent(thread_id=thread, run_id=run.run_id, result={"sessionId": session.id, "turnId": None}),
             ]
             return
-        host = view if isinstance(view, Host) else view._host
+        host = host_of(view)
         async with Router.of(host).watch(session.id) as host_events:
             job = await view.start(session, typed)
             metadata = {"host_sim": {"sessionId": session.id, "jobId": job.id}}

@@ -40,7 +40,16 @@ if TYPE_CHECKING:
     from ..stores._protocol import LogStore, Store
     from ..stores._records import SessionRecord, TurnRecord
 
-__all__ = ["LineageGraph"]
+__all__ = ["LineageGraph", "unknown_session_named"]
+
+
+def unknown_session_named(role: str, session_id: str) -> UnknownSessionError:
+    """What a lineage method answers for an argument ``role`` naming a session the host does
+    not hold (or a scope does not see)."""
+    return UnknownSessionError(
+        f"{role} {session_id!r} names no session of this host; use the id of a session the host created (session.id)",
+        session_id=session_id,
+    )
 
 _HOST_ONLY: Final = frozenset({"branched_from", "spawned_by"})
 
@@ -423,11 +432,7 @@ class LineageGraph:
             return found[0]
         record = None if unknown else await self._store.get_session(SessionId(session_id))
         if record is None:
-            raise UnknownSessionError(
-                f"{role} {session_id!r} names no session of this host; "
-                "use the id of a session the host created (session.id)",
-                session_id=session_id,
-            )
+            raise unknown_session_named(role, session_id)
         return await heal_index(self._store, record)  # its derived rows were lost: rebuilt
 
     async def _nodes(self, session_ids: list[SessionId]) -> list[SessionNode]:

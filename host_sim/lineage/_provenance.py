@@ -25,6 +25,7 @@ from modular_sdk import (
     SessionId,
     TurnId,
     UnknownRecordError,
+    UnknownSessionError,
     UnknownTurnError,
     Window,
 )
@@ -61,6 +62,8 @@ __all__ = [
     "forward",
     "is_record_id",
     "unknown_record",
+    "unknown_session",
+    "unknown_turn",
 ]
 
 
@@ -170,12 +173,26 @@ async def find_turn(store: Store, turn_or_message_id: object) -> TurnRecord:
         )
     found = await store.find_turn(turn_or_message_id)
     if found is None:
-        raise UnknownTurnError(
-            f"no turn or message by this id in this host: {turn_or_message_id!r}; "
-            "pass the id or message_id of a turn of this host's store",
-            id=turn_or_message_id,
-        )
+        raise unknown_turn(turn_or_message_id)
     return found
+
+
+def unknown_turn(turn_or_message_id: str) -> UnknownTurnError:
+    """What the host answers for a turn or message id it does not hold (or a scope does not see)."""
+    return UnknownTurnError(
+        f"no turn or message by this id in this host: {turn_or_message_id!r}; "
+        "pass the id or message_id of a turn of this host's store",
+        id=turn_or_message_id,
+    )
+
+
+def unknown_session(session_id: str) -> UnknownSessionError:
+    """What the host answers for a session id it does not hold (or a scope does not see)."""
+    return UnknownSessionError(
+        f"no session {session_id!r} in this host or its store; use an id from "
+        "host.sessions.create() or a handle's .id",
+        session_id=session_id,
+    )
 
 
 def record_ref(record: MemoryRecord) -> RecordRef:

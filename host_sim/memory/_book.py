@@ -26,14 +26,13 @@ from modular_sdk import (
     RecordId,
     SessionId,
     TurnId,
-    UnknownSessionError,
     Window,
 )
 from modular_sdk._frozen import JsonValue
 from modular_sdk._rules import show, unstorable_text
 
 from .._host_made import NoPublicConstructor
-from ..lineage._provenance import find_record, unknown_record
+from ..lineage._provenance import find_record, unknown_record, unknown_session
 from ..stores._errors import StoreError
 from ..stores._memory_records import RecordStore
 from ..stores._protocol import Store
@@ -169,11 +168,7 @@ class Memory(metaclass=NoPublicConstructor):
         session_id = _session_id(session)
         record = await self._store.get_session(SessionId(session_id)) if not unstorable_text(session_id) else None
         if not self._sees(record):
-            raise UnknownSessionError(
-                f"no session {session_id!r} in this host or its store; use an id from "
-                "host.sessions.create() or a handle's .id",
-                session_id=session_id,
-            )
+            raise unknown_session(session_id)
         assert record is not None
         return record
 

@@ -30,7 +30,7 @@ import contextlib
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, final, get_args
 
 import anyio
 import attrs
@@ -47,7 +47,7 @@ from ._events import EventHub, HostEvent, JobFinished, Replay, ReplyDelta, event
 if TYPE_CHECKING:
     from ._cache import SessionCache
 
-__all__ = ["DEAD_HOST_GRACE", "HostsLink", "event_of", "event_row", "replay_of"]
+__all__ = ["DEAD_HOST_GRACE", "HostsLink", "Outbox", "event_of", "event_row", "replay_of"]
 
 
 # -- one log for events, caches and dead hosts (docs/embedding.md) ----------------------------
@@ -91,6 +91,43 @@ def replay_of(store: SharedStore) -> Replay:
     return replay
 
 
+@final
+class Outbox:
+    """Writes an `EventHub`'s outbox to the shared store, one batch at a time so rows keep the
+    order of publishing: what the hub asks before a caller goes on or a subscriber starts
+    (`OutboxWriter`), and what `HostsLink`'s writer task runs. Made before the hub, which
+    passes itself with each request."""
+
+    __slots__ = ("_store", "_writing")
+
+    def __init__(self, store: SharedStore) -> None:
+        self._store = store
+        self._writing = anyio.Lock()
+
+    async def write(self, hub: EventHub) -> None:
+        """Write what ``hub`` has yet to write; `StoreError` (the events kept, in order) when the store is away."""
+        async with self._writing:
+            await hub.write_retries()
+            while batch := hub.take_outbox():
+                try:
+                    with anyio.CancelScope(shield=True):  # a started write finishes
+                        await self._store.append_events([event_row(e) for e in batch])
+                except StoreError:
+                    hub.put_back(batch)  # kept, in order, for the next try
+                    raise
+
+    async def written(self, hub: EventHub) -> None:
+        """Write the outbox now, after any batch being written (`EventHub.written`); when the
+        store is unreachable the writer keeps the events and tries again."""
+        with contextlib.suppress(StoreError):
+            await self.write(hub)
+
+    async def settle(self, hub: EventHub) -> int:
+        """Write the outbox now; the newest seq (where a new subscriber starts)."""
+        await self.write(hub)
+        return await self._store.last_event_seq()
+
+
 class HostsLink:
     """This host among the hosts of a shared store: one mechanism, run in the host's task group.
 
@@ -114,13 +151,15 @@ class HostsLink:
     - Deletes event rows older than the store's retention.
     """
 
-    def __init__(self, store: SharedStore, *, events: EventHub, cache: SessionCache, now: Callable[[], datetime]) -> None:
+    def __init__(
+        self, store: SharedStore, *, events: EventHub, outbox: Outbox, cache: SessionCache, now: Callable[[], datetime]
+    ) -> None:
         self._events = events
+        self._outbox = outbox  # what writes the hub's outbox (the hub asks it too)
         self._cache = cache  # what this host keeps of the store: fed every other host's facts
         self._now = now
         self._store = store
         self._read_up_to = 0
-        self._writing = anyio.Lock()  # one batch at a time, so rows keep the order of publishing
         self._absent_since: dict[str, float] = {}  # host -> when this host first saw its claim gone
 
     async def start(self) -> None:
@@ -141,28 +180,8 @@ class HostsLink:
             await self._write_outbox()
             await self._catch_up()
 
-    async def written(self) -> None:
-        """Write the outbox now, after any batch being written (`EventHub.written`); when the
-        store is unreachable the writer keeps the events and tries again."""
-        with contextlib.suppress(StoreError):
-            await self._write_outbox()
-
-    async def settle(self) -> int:
-        """Write the outbox now; the newest seq (where a new subscriber starts)."""
-        await self._write_outbox()
-        return await self._store.last_event_seq()
-
     async def _write_outbox(self) -> None:
-        hub = self._events
-        async with self._writing:
-            await hub.write_retries()
-            while batch := hub.take_outbox():
-                try:
-                    with anyio.CancelScope(shield=True):  # a started write finishes
-                        await self._store.append_events([event_row(e) for e in batch])
-                except StoreError:
-                    hub.put_back(batch)  # kept, in order, for the next try
-                    raise
+        await self._outbox.write(self._events)
 
     async def _write(self) -> None:
         hub = self._events

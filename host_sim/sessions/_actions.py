@@ -36,9 +36,9 @@ from ..stores._errors import StoreError
 from ..stores._protocol import Store
 from ..stores._trace_records import ActionOutcomeRecord, ApprovalRuleRecord, ProposedActionRecord
 from ..stores._traces import TraceStore
-from ..traces._service import no_traces
+from ..traces._service import no_traces, unknown_action
 from ..traces._types import ActionRecord, PendingAction
-from ._events import ToolCalled, ToolFinished
+from ._events import EventHub, ToolCalled, ToolFinished
 from ._handles import AiContextImpl, SessionHandle
 from ._ids import new_call_id
 from ._reply_tags import TagObject, read_tag_objects
@@ -140,6 +140,7 @@ class ActionBook:
         self,
         *,
         engine: Engine,
+        events: EventHub,
         mods: Sequence[Mod],
         store: Store,
         clock: Callable[[], datetime],
@@ -148,6 +149,7 @@ class ActionBook:
         start: Callable[[Callable[[], Coroutine[object, object, None]]], None] | None = None,
     ) -> None:
         self._engine = engine
+        self._events = events  # what a confirmed mcp.call publishes
         self._start = start  # runs what a standing approval confirmed, in the host's task group
         self._mcp = mcp  # confirms 'mcp.call' actions (a writing MCP tool the model called)
         self._store = store
@@ -313,7 +315,7 @@ class ActionBook:
         name = f"{payload.get('server')}.{payload.get('tool')}"
         arguments = payload.get("input")
         call_id = new_call_id()
-        engine.events.publish(
+        self._events.publish(
             lambda seq, at: ToolCalled(
                 seq=seq,
                 at=at,
@@ -325,7 +327,7 @@ class ActionBook:
             )
         )
         text, error = await mcp.confirmed(record)
-        engine.events.publish(
+        self._events.publish(
             lambda seq, at: ToolFinished(
                 seq=seq,
                 at=at,
@@ -373,12 +375,7 @@ class ActionBook:
             )
         found = await store.get_action(action_id)
         if found is None:
-            raise ActionStateError(
-                f"no action {action_id!r} was proposed in this host's store; use an id from "
-                "Submission.actions or host.pending_actions(session)",
-                action_id=action_id,
-                state="unknown",
-            )
+            raise unknown_action(action_id)
         record, outcome = found
         if record.erased_at is not None:
             raise ActionStateError(

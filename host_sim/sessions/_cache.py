@@ -21,7 +21,7 @@ from modular_sdk import InvalidArgumentError, MemoryRecord, RecordId, SessionDel
 from modular_sdk._rules import show, unstorable_text
 
 from ..lineage._facts import LineageFacts
-from ..lineage._provenance import find_turn
+from ..lineage._provenance import find_turn, unknown_session
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
 from ..stores._records import ERASED_LABEL
@@ -139,11 +139,7 @@ class SessionCache(LineageFacts):
             record = await self.store.get_session(current)
             if record is None:
                 if not chain:
-                    raise UnknownSessionError(
-                        f"no session {session_id!r} in this host or its store; use an id from "
-                        "host.sessions.create() or a handle's .id",
-                        session_id=session_id,
-                    )
+                    raise unknown_session(session_id)
                 child = chain[-1]
                 raise damaged(
                     self.store,

@@ -36,7 +36,10 @@ from ._submission import Submission
 from ._turns import JobCall
 
 if TYPE_CHECKING:
+    from ..stores._protocol import LogStore
     from ._engine import Engine
+    from ._events import EventHub
+    from ._tables import ModTables
 
 __all__ = ["Commands"]
 
@@ -46,8 +49,21 @@ class Commands:
     ``actions`` (what a prompt's reply proposed goes into its `Submission`), its
     ``telemetry`` (a span per command) and ``handler_timeout`` (``Host(handler_timeout=...)``)."""
 
-    def __init__(self, *, engine: Engine, actions: ActionBook, telemetry: Telemetry, handler_timeout: float | None) -> None:
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        tables: ModTables,
+        log: LogStore,
+        events: EventHub,
+        actions: ActionBook,
+        telemetry: Telemetry,
+        handler_timeout: float | None,
+    ) -> None:
         self._engine = engine
+        self._tables = tables  # the mods' slash and palette commands
+        self._log = log  # the command invocations' records
+        self._events = events
         self._actions = actions
         self._telemetry = telemetry
         self._handler_timeout = handler_timeout
@@ -89,13 +105,12 @@ class Commands:
         return self._proposed(submitted, turn.id)
 
     async def _slash(self, state: SessionState, text: str, job_id: str | None) -> Submission:
-        engine = self._engine
         body = text[1:]
         name, sep, rest = body.partition(" ")
         argument = rest if sep else None
-        entry = engine.tables.slash.get(name)
+        entry = self._tables.slash.get(name)
         if entry is None:
-            known = sorted(engine.tables.slash)
+            known = sorted(self._tables.slash)
             if not name:
                 message = "type a command name after '/'"
             else:
@@ -104,7 +119,7 @@ class Commands:
             if close:
                 message += "; did you mean " + " or ".join(f"'/{c}'" for c in close) + "?"
             message += f" (commands: {', '.join('/' + c for c in known) or 'none loaded'})"
-            if name in engine.tables.palette:
+            if name in self._tables.palette:
                 message += f"; {name!r} is a palette command: run it with host.run_command({name!r})"
             return Submission(kind="command", text=message, error=message, error_kind="unknown_command")
         mod, declared = entry
@@ -119,7 +134,6 @@ class Commands:
         )
     async def palette(self, command_id: str, scope: Scope | None) -> Submission:
         """`Host.run_command`; its handler's ``ctx.ai`` acts within ``scope`` (``None``: every session)."""
-        engine = self._engine
         if not isinstance(command_id, str):
             raise InvalidArgumentError(
                 f"run_command() takes a palette command id (a str, like 'open'), got {show(command_id)} "
@@ -127,9 +141,9 @@ class Commands:
                 argument="command_id",
                 value=command_id,
             )
-        entry = engine.tables.palette.get(command_id)
+        entry = self._tables.palette.get(command_id)
         if entry is None:
-            known = sorted(engine.tables.palette)
+            known = sorted(self._tables.palette)
             close = close_names(command_id, known)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             message = f"unknown palette command {command_id!r}{hint} (commands: {', '.join(map(repr, known)) or 'none loaded'})"
@@ -162,7 +176,7 @@ class Commands:
         )
         with engine.tracked():  # the host waits for this command's record before closing its store
             with anyio.CancelScope(shield=True):  # a started write always finishes
-                await engine.log.begin_invocation(invocation)
+                await self._log.begin_invocation(invocation)
             if state is not None:
                 state.last_invocation_at = invocation.started_at
             submission = Submission(kind="command", text="", error="cancelled before it finished", error_kind="handler_failed")
@@ -183,8 +197,8 @@ class Commands:
                     error_kind=submission.error_kind,
                 )
                 with anyio.CancelScope(shield=True):
-                    await engine.log.finish_invocation(done)
-                engine.events.publish(
+                    await self._log.finish_invocation(done)
+                self._events.publish(
                     lambda seq, at: CommandFinished(
                         seq=seq,
                         at=at,
@@ -196,7 +210,7 @@ class Commands:
                         job_id=job_id,
                     )
                 )
-                await engine.events.written()  # numbered before the caller (or another host) goes on
+                await self._events.written()  # numbered before the caller (or another host) goes on
             return submission
 
     async def _run_command(
@@ -239,7 +253,6 @@ class Commands:
 
     def completions(self, text: str) -> Completions:
         """`Host.completions`: the slash commands matching ``text``, best first."""
-        engine = self._engine
         if not isinstance(text, str):
             raise InvalidArgumentError(
                 f"completions() takes the typed text as a str (like '/ta'), got {show(text)}",
@@ -249,7 +262,7 @@ class Commands:
         query = text[1:] if text.startswith("/") else text
         query = query.split(" ", 1)[0].lower()
         ranked: list[tuple[tuple[int, float, str], Completion]] = []
-        for name, (mod, declared) in engine.tables.slash.items():
+        for name, (mod, declared) in self._tables.slash.items():
             rank = _rank(query, name)
             if rank is None:
                 continue
@@ -270,7 +283,7 @@ class Commands:
     def _argument_values(self, text: str) -> Callable[[], Awaitable[list[Completion]]] | None:
         """What awaiting the completions of ``text`` adds: ``/name prefix`` of a command with a completer."""
         name, space, prefix = text[1:].partition(" ") if text.startswith("/") else ("", "", "")
-        entry = self._engine.tables.slash.get(name) if space else None
+        entry = self._tables.slash.get(name) if space else None
         if entry is None or entry[1].complete is None:
             return None
         mod, declared = entry

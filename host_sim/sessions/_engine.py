@@ -70,9 +70,22 @@ from ._turns import JobCall, TurnRunner, running_sessions, running_turns
 
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
+    from ..traces._service import TraceLinker
     from ..mcp._client import McpTools
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "Limits"]
+
+
+@attrs.frozen(kw_only=True)
+class Limits:
+    """What the host bounds, as given to it (``Host(handler_timeout=..., model_timeout=...,
+    max_tool_rounds=..., max_reply_bytes=...)``): seconds for a handler and a model call
+    (``None``: no limit), tool rounds in one turn, UTF-8 bytes of one reply. Immutable."""
+
+    handler_timeout: float | None
+    model_timeout: float | None
+    max_tool_rounds: int
+    max_reply_bytes: int
 
 
 class Engine:
@@ -90,19 +103,15 @@ class Engine:
         store: Store,
         graph: LineageGraph,
         clock: Callable[[], datetime],
-        handler_timeout: float | None,
-        model_timeout: float | None,
-        max_tool_rounds: int,
+        limits: Limits,
         cwd: str,
         tool_context: Callable[[Engine, SessionState, HandlerFrame], ToolContext],
         log: LogStore,
         events: EventHub,
-        max_reply_bytes: int = 1_000_000,
         cache: SessionCache,
         mcp: McpTools | None = None,
-        link_session: Callable[[SessionRecord, SessionNode, LineageEdge | None, str | None], Awaitable[None]] | None = None,
+        linker: TraceLinker | None = None,
         after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None,
-        report_output: Callable[[SessionId, str, str, TurnId | None, int | None], Awaitable[None]] | None = None,
         telemetry: Telemetry | None = None,
         context: Compactor | None = None,
     ) -> None:
@@ -111,7 +120,7 @@ class Engine:
         self.store = store
         self.graph = graph
         self.clock = clock
-        self.handler_timeout = handler_timeout
+        self.handler_timeout = limits.handler_timeout
         self.cwd = cwd
         self.telemetry = telemetry if telemetry is not None else Telemetry()  # OpenTelemetry (docs/observability.md)
         self.cache = cache  # what this host keeps of the store: every read and fact goes through it
@@ -120,13 +129,11 @@ class Engine:
         self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
         self._idle: anyio.Event | None = None
         self._closed = False
-        # Traces (host_sim/traces), passed by the host. ``link_session`` writes a new session
-        # and its trace link in one transaction (a fork or spawn joins its parent's trace);
-        # ``after_turn`` records what a completed turn's reply proposed (mod actions);
-        # ``report_output`` is what ``ctx.report_output`` calls (session, kind, output id, and
-        # the turn and session position of the handler's frame).
-        self.link_session = link_session
-        self.report_output = report_output
+        # Traces (host_sim/traces), passed by the host: the linker writes a new session and
+        # its trace link in one transaction (a fork or spawn joins its parent's trace) and
+        # links what ``ctx.report_output`` reports; ``after_turn`` records what a completed
+        # turn's reply proposed (mod actions).
+        self._linker = linker
         # What runs one turn (the model, its tools, its reply): ``send`` calls it holding the
         # session's queue. ``tool_context`` is made by the handles module (the engine never
         # imports it); ``mcp``: the mods' MCP servers, their tools beside the mods' own (docs/mcp.md).
@@ -139,10 +146,10 @@ class Engine:
             telemetry=self.telemetry,
             now=self.now,
             tool_context=lambda session, frame: tool_context(self, session, frame),
-            handler_timeout=handler_timeout,
-            model_timeout=model_timeout,
-            max_tool_rounds=max_tool_rounds,
-            max_reply_bytes=max_reply_bytes,
+            handler_timeout=limits.handler_timeout,
+            model_timeout=limits.model_timeout,
+            max_tool_rounds=limits.max_tool_rounds,
+            max_reply_bytes=limits.max_reply_bytes,
             mcp=mcp,
             after_turn=after_turn,
             context=context,
@@ -178,6 +185,18 @@ class Engine:
                 f"cannot {what}: its host is closed; use handles of an open Host "
                 "(inside 'async with Host(...) as host:')"
             )
+
+    @property
+    def links_outputs(self) -> bool:
+        """Whether ``report_output`` links outputs to traces (an engine a Host made)."""
+        return self._linker is not None
+
+    async def report_output(
+        self, session_id: SessionId, kind: str, output_id: str, turn_id: TurnId | None, position: int | None
+    ) -> None:
+        """Link an output a handler reported to its session's trace (`TraceLinker.report_output`)."""
+        assert self._linker is not None, "check links_outputs first"
+        await self._linker.report_output(session_id, kind, output_id, turn_id, position)
 
     # -- time ---------------------------------------------------------------------------
     def now(self) -> datetime:
@@ -292,8 +311,8 @@ class Engine:
         )
         # A started write always finishes and is seen; its event commits with it (docs/embedding.md).
         with anyio.CancelScope(shield=True), self.events.committing(created):
-            if self.link_session is not None:  # traces: the session's trace link in the same transaction
-                await self.link_session(record, node, edge, trace_id)
+            if self._linker is not None:  # traces: the session's trace link in the same transaction
+                await self._linker.link_session(record, node, edge, trace_id)
             else:
                 await self.store.create_session(record, node, edge)
         # A reader (list, children) may have loaded it from the store meanwhile: keep one state.

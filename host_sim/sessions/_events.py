@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
-from typing import Literal, TypeAlias, final
+from typing import Literal, Protocol, TypeAlias, final
 
 import anyio
 import attrs
@@ -63,6 +63,7 @@ __all__ = [
     "MemoryErased",
     "MemoryRecorded",
     "MemoryRetracted",
+    "OutboxWriter",
     "NotificationEvent",
     "Replay",
     "ReplyDelta",
@@ -388,6 +389,16 @@ def _without_text(event: HostEvent) -> HostEvent:
     return event
 
 
+class OutboxWriter(Protocol):
+    """What writes a shared store's `EventHub` outbox (`HostsLink`'s `Outbox`): the hub asks it
+    to, passing itself, before a caller goes on (``written``) and before a subscriber starts
+    (``settle``, which answers the newest seq)."""
+
+    async def written(self, hub: EventHub) -> None: ...
+
+    async def settle(self, hub: EventHub) -> int: ...
+
+
 class EventHub:
     """The host's event ring: publish is O(1) whatever the number of subscribers.
 
@@ -413,12 +424,11 @@ class EventHub:
         "_outbox_ready",
         "_ring",
         "_seq",
-        "_settle",
         "_size",
         "_subscribers",
         "_waiting",
         "_wake",
-        "_write",
+        "_writer",
         "_retries",
         "host_id",
         "replay",
@@ -431,8 +441,7 @@ class EventHub:
         history: int = 10_000,
         host_id: str = "",
         replay: Replay | None = None,
-        settle: Callable[[], Awaitable[int]] | None = None,
-        write: Callable[[], Awaitable[None]] | None = None,
+        writer: OutboxWriter | None = None,
         observe: Callable[[HostEvent], None] | None = None,
     ) -> None:
         self._clock = clock
@@ -441,8 +450,7 @@ class EventHub:
         self._history = history
         self.host_id = host_id
         self.replay = replay
-        self._settle = settle  # shared store: write the outbox, the newest seq
-        self._write = write  # shared store: write the outbox (the events published so far get their seq)
+        self._writer = writer  # shared store: what writes the outbox (the events published so far get their seq)
         self._ring: deque[HostEvent] = deque()
         self._end = 0  # the position after the newest event in the ring (events ever appended)
         self._seq = 0  # the seq of the last event this host numbered (one host per store)
@@ -553,9 +561,9 @@ class EventHub:
         Nothing to do with one host per store; best-effort when the store is unreachable
         (the events stay in the outbox, in order, for the writer).
         """
-        if self._write is not None:
+        if self._writer is not None:
             with anyio.CancelScope(shield=True):  # what it reports happened: a cancelled caller still waits for it
-                await self._write()
+                await self._writer.written(self)
 
     # -- the outbox, drained by the shared store's writer (HostsLink) -------------------
 
@@ -681,8 +689,8 @@ class EventHub:
                 value=after,
             )
         stream = EventStream(self, buffer)
-        if after is None and self._settle is not None:  # start after what this host published so far
-            after = await self._settle()
+        if after is None and self._writer is not None:  # start after what this host published so far
+            after = await self._writer.settle(self)
         if after is not None:
             stream._resume(after)
         self._subscribers.add(stream)

@@ -47,7 +47,8 @@ from ..lanes._calling import Actor, HandlerFrame
 from ..memory._book import Memory
 from ._memory_events import MemoryEvents
 from ..stores._records import ToolCallRecord
-from ..traces._errors import TraceError, UnknownTraceError
+from ..traces._errors import TraceError
+from ..traces._service import unknown_trace
 from ._explain import close_names, turn_failed
 from ._scope import Scope, check_trace, scope_of, session_state, turn_record
 from ._state import SessionState, TurnState, turn_at
@@ -733,10 +734,7 @@ def _trace_arg(trace: object, actor: Actor) -> str | None:
             value=trace,
         )
     if unstorable_text(trace):  # an id no store could hold is an unknown id, never an encoding error
-        raise UnknownTraceError(
-            f"no trace {trace!r} in this host's store; pass trace= a Trace.id from host.traces (for_task or find)",
-            id=trace,
-        )
+        raise unknown_trace(trace)
     return trace
 
 
@@ -745,7 +743,7 @@ async def _report_output(session: SessionHandle, frame: HandlerFrame, kind: str,
     command's session position), so that forgetting that turn erases it."""
     engine = session._engine
     engine.check_open(f"report output {show(output_id)}")
-    if engine.report_output is None:
+    if not engine.links_outputs:
         raise TraceError(
             "this engine links no outputs (it was not made by a Host); call report_output in a "
             "handler a Host runs"

@@ -20,7 +20,6 @@ from modular_sdk import (
     HostAuthor,
     HostClosedError,
     InvalidArgumentError,
-    MemoryAuthor,
     Mod,
     ModularError,
     SessionDeletedError,
@@ -50,17 +49,18 @@ from ..traces._service import CommitResolver, TraceLinker, Traces, require_trace
 from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import ActionRecord, ActionStatus, PendingAction
 from ..stores._records import Invocation, JobStatus
-from ._across_hosts import HostsLink, replay_of
+from ._across_hosts import HostsLink, Outbox, replay_of
 from ._actions import ActionBook
 from ._approvals import Approvals
 from ._cache import SessionCache
 from ._commands import Commands
+from ._core import HostCore
 from ._completions import Completion, Completions
-from ._engine import Engine, checked_now
+from ._engine import Engine, Limits, checked_now
 from ._events import EventHub, EventStream
 from ._memory_events import MemoryEvents
 from ._scope_seq import ScopeNumbers
-from ._ids import checked_request_id, new_host_id
+from ._ids import new_host_id
 from ._integrator import log_of
 from ._scope import Scope
 from ._scoped import ScopedHost
@@ -71,20 +71,18 @@ from ._handles import (
     EffectContextImpl,
     SessionHandle,
     TurnHandle,
-    check_list_tags,
     tool_context,
 )
-from ._state import SessionState, TurnState, history
+from ._state import SessionState, TurnState
 from ._tables import ModTables
 from ._submission import Submission
-from ._transcript import render_transcript
 from ._turns import JobCall
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["Completion", "EffectStatus", "Host", "Submission", "ViewResult"]
+__all__ = ["Completion", "EffectStatus", "Host", "Submission", "ViewResult", "host_of"]
 
 
 @attrs.frozen(kw_only=True)
@@ -206,20 +204,14 @@ class Host:
         self._max_event_bytes = max_event_bytes
         self._commit_resolver = commit_resolver
         self._builtin_tools = builtin_names
-        self._traces: Traces | None = None
-        self._actions: ActionBook | None = None
-        self._approvals: Approvals | None = None
         self._spool_consumer: SpoolConsumer | None = None
         self._engine: Engine | None = None
-        self._lineage: LineageGraph | None = None
-        self._sessions: AiSessionsImpl | None = None
+        self._core: HostCore | None = None  # what opening builds: the surface Host and ScopedHost share
         self._task_group: anyio.abc.TaskGroup | None = None
         self._exits = AsyncExitStack()  # what __aenter__ entered (the task group), closed by __aexit__
         self._effects: dict[tuple[str, str], EffectStatus] = {}
-        self._jobs: JobBook | None = None
         self._commands: Commands | None = None
         self._link: HostsLink | None = None
-        self._scope_numbers = ScopeNumbers(event_history)  # per-scope event numbering (remade on open)
         self._state: Literal["new", "open", "closed"] = "new"
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -257,11 +249,11 @@ class Host:
         await self._store.open()
         log = log_of(self._store)
         try:
-            await recover(self._store, lambda: checked_now(self._clock))
+            await recover(self._store, self._now)
             if isinstance(self._store, TraceStore):
                 await recover_traces(self._store)  # the trace index, when missing or stale
             if not isinstance(self._store, SharedStore):  # several hosts: the link does it, after a grace
-                await log.interrupt_jobs(lambda: checked_now(self._clock))  # jobs a crash left running
+                await log.interrupt_jobs(self._now)  # jobs a crash left running
             # What this host loads from now on is at least this fresh (several hosts).
             generation = await self._store.erasure_generation() if isinstance(self._store, SharedStore) else 0
         except BaseException:
@@ -269,31 +261,21 @@ class Host:
                 await self._store.close()
             raise
         shared = self._store if isinstance(self._store, SharedStore) else None
-        link: HostsLink | None = None  # several hosts: made below, over the engine
-
-        async def settle() -> int:
-            assert link is not None  # a subscriber comes once the host is open
-            return await link.settle()
-
-        async def written() -> None:
-            if link is not None:  # events published before the link exists are written once it runs
-                await link.written()
-
-        self._scope_numbers = numbers = ScopeNumbers(self._event_history)
+        outbox = None if shared is None else Outbox(shared)  # several hosts: writes the events' rows
+        numbers = ScopeNumbers(self._event_history)
         events = EventHub(
-            lambda: checked_now(self._clock),
+            self._now,
             observe=numbers.saw,
             history=self._event_history,
             host_id=new_host_id() if shared is None else shared.host_id,
             replay=None if shared is None else replay_of(shared),
-            settle=None if shared is None else settle,
-            write=None if shared is None else written,
+            writer=outbox,
         )
         # What this host keeps of the store: the engine acts through it, the graph reports its
         # erasures and retractions to it, the event link feeds it other hosts' facts.
-        cache = SessionCache(store=self._store, log=log, events=events, now=lambda: checked_now(self._clock), generation=generation)
+        cache = SessionCache(store=self._store, log=log, events=events, now=self._now, generation=generation)
         graph = LineageGraph(self._store, clock=self._clock, log=log, facts=cache)
-        linker = TraceLinker(self._store, lambda: checked_now(self._clock))
+        linker = TraceLinker(self._store, self._now)
         actions: ActionBook | None = None  # made below, over the engine
 
         async def after_turn(session: SessionState, turn: TurnState) -> None:
@@ -302,7 +284,7 @@ class Host:
         mcp = McpTools(
             tables.mcp_servers,
             store=self._store,
-            clock=lambda: checked_now(self._clock),
+            clock=self._now,
             timeout=self._handler_timeout,
             start=self._start_owned,  # servers start on first need, in the host's task group
             scrub=scrubber_of(self._model),  # what a server answers passes the model's secret filter
@@ -313,19 +295,20 @@ class Host:
             store=self._store,
             graph=graph,
             clock=self._clock,
-            handler_timeout=self._handler_timeout,
-            model_timeout=self._model_timeout,
-            max_tool_rounds=self._max_tool_rounds,
+            limits=Limits(
+                handler_timeout=self._handler_timeout,
+                model_timeout=self._model_timeout,
+                max_tool_rounds=self._max_tool_rounds,
+                max_reply_bytes=self._max_reply_bytes,
+            ),
             cwd=self._cwd,
             tool_context=tool_context,
             log=log,
-            max_reply_bytes=self._max_reply_bytes,
             mcp=mcp if mcp.declared else None,
             events=events,
             cache=cache,
-            link_session=linker.link_session,
+            linker=linker,
             after_turn=after_turn,
-            report_output=linker.report_output,
             telemetry=self._telemetry,
             context=None
             if self._context is None
@@ -333,12 +316,14 @@ class Host:
                 self._context,
                 store=self._store,
                 model=self._model,
-                clock=lambda: checked_now(self._clock),
+                clock=self._now,
                 notices=MemoryEvents(events, self._telemetry),
             ),
         )
-        self._link = link = (
-            None if shared is None else HostsLink(shared, events=events, cache=cache, now=lambda: checked_now(self._clock))
+        self._link = (
+            None
+            if shared is None or outbox is None
+            else HostsLink(shared, events=events, outbox=outbox, cache=cache, now=self._now)
         )
         if self._link is not None:
             try:
@@ -347,26 +332,39 @@ class Host:
                 with anyio.CancelScope(shield=True):
                     await self._store.close()
                 raise
-        self._engine, self._lineage = engine, graph
-        self._actions = actions = ActionBook(
-            engine=engine, mods=tables.mods, store=self._store, clock=lambda: checked_now(self._clock), handler_timeout=self._handler_timeout,
+        self._engine = engine
+        actions = ActionBook(
+            engine=engine, events=events, mods=tables.mods, store=self._store, clock=self._now, handler_timeout=self._handler_timeout,
             mcp=mcp if mcp.declared else None, start=self._start_owned,
         )
-        self._approvals = Approvals._create(engine, lambda: frozenset(actions.declared), lambda: checked_now(self._clock), None)
-        self._commands = Commands(
-            engine=engine, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
+        self._commands = commands = Commands(
+            engine=engine, tables=tables, log=log, events=events, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
         )
-        if isinstance(self._store, TraceStore):
-            self._traces = Traces._create(self._store, lambda: checked_now(self._clock), self._commit_resolver, self._store)
+        traces = (
+            Traces._create(self._store, self._now, self._commit_resolver, self._store)
+            if isinstance(self._store, TraceStore)
+            else None
+        )
         if self._spool is not None:
             self._spool_consumer = SpoolConsumer(
-                self._spool, self._store, linker, lambda: checked_now(self._clock), max_event_bytes=self._max_event_bytes
+                self._spool, self._store, linker, self._now, max_event_bytes=self._max_event_bytes
             )
-        self._sessions = AiSessionsImpl._create(engine, None)
         task_group = await self._exits.enter_async_context(anyio.create_task_group())
         self._task_group = task_group
-        self._jobs = JobBook(
-            log=log, events=engine.events, now=engine.now, task_group=task_group, submit=self._submit_in_job
+        jobs = JobBook(log=log, events=events, now=engine.now, task_group=task_group, submit=self._submit_in_job)
+        self._core = HostCore(
+            engine=engine,
+            graph=graph,
+            actions=actions,
+            commands=commands,
+            jobs=jobs,
+            log=log,
+            traces=traces,
+            numbers=numbers,
+            declared=lambda: frozenset(actions.declared),
+            now=self._now,
+            completions=self.completions,
+            owner=self,
         )
         if self._spool_consumer is not None:  # the host owns the spool's consumer task
             task_group.start_soon(self._spool_consumer.run)
@@ -386,6 +384,8 @@ class Host:
         tb: TracebackType | None,
     ) -> bool | None:
         self._state = "closed"
+        if self._core is not None:
+            self._core.close()
         try:
             if self._task_group is not None:
                 # The body's exception is not the effects' business: close the task group
@@ -402,6 +402,10 @@ class Host:
                     self._engine.events.close()  # subscribers read what is left, then stop
                 await self._store.close()
         return None
+
+    def _now(self) -> datetime:
+        """The host clock's time, checked (timezone-aware): what every part of the host is given as ``now``."""
+        return checked_now(self._clock)
 
     def _start_owned(self, run: Callable[[], Coroutine[object, object, None]]) -> None:
         """Run ``run()`` in the host's task group (cancelled when the host closes)."""
@@ -440,31 +444,29 @@ class Host:
         assert self._commands is not None
         return self._commands
 
+    def _opened(self) -> HostCore:
+        """The open host's surface (`HostCore`); `HostClosedError` otherwise."""
+        self._open()
+        assert self._core is not None
+        return self._core
+
     # -- public surface -----------------------------------------------------------------
     @property
     def sessions(self) -> AiSessionsImpl:
         """The session catalogue: ``await host.sessions.create()`` / ``get(id)``."""
-        self._open()
-        assert self._sessions is not None
-        return self._sessions
+        return self._opened().sessions(None)
 
     @property
     def memory(self) -> Memory:
         """What conversations were read into (API.md section 20): records resting on turns,
         written by the host (``made_by`` the host); see `Memory`. A `ScopedHost`'s is limited
         to its scope, a handler's ``ctx.ai.memory`` is stamped with its mod."""
-        return self._memory_for(HostAuthor(), None)
-
-    def _memory_for(self, author: MemoryAuthor, tags: Mapping[str, str] | None) -> Memory:
-        engine = self._open()
-        return Memory._create(engine.store, clock=engine.now, author=author, tags=tags, notices=MemoryEvents(engine.events, engine.telemetry))
+        return self._opened().memory(HostAuthor(), None)
 
     @property
     def lineage(self) -> LineageGraph:
         """The lineage graph of every session this host (and its store) has seen."""
-        self._open()
-        assert self._lineage is not None
-        return self._lineage
+        return self._opened().graph
 
     @property
     def mods(self) -> tuple[Mod, ...]:
@@ -492,17 +494,7 @@ class Host:
         return list(self._effects.values())
 
     async def _session(self, session: SessionHandle | SessionId | str) -> SessionState:
-        engine = self._open()
-        if isinstance(session, SessionHandle):
-            return await engine.load(session.id)
-        if not isinstance(session, str):
-            raise InvalidArgumentError(
-                f"expected a session handle or id, got {show(session)}; pass a handle from "
-                "host.sessions or its .id",
-                argument="session",
-                value=session,
-            )
-        return await engine.load(session)
+        return await self._opened().state(session, None)
 
     async def submit(
         self, session: SessionHandle | SessionId | str, text: str, *, request_id: str | None = None
@@ -514,16 +506,14 @@ class Host:
         ``request_id``: the caller's key; a retry of a prompt with the same key returns the
         turn the first attempt stored instead of storing it twice (API.md section 23).
         """
-        if request_id is not None:
-            checked_request_id(request_id)
-        return await self._commands_open().submit(await self._session(session), text, None, request_id)
+        return await self._opened().submit(session, text, request_id, None)
 
     async def run_command(self, command_id: str) -> Submission:
         """Run a palette command (no session) and report like `submit`.
 
         Raises `InvalidArgumentError` when ``command_id`` is not a str.
         """
-        return await self._palette(command_id, None)
+        return await self._opened().run_command(command_id, None)
 
     def scoped(self, tags: Mapping[str, str]) -> ScopedHost:
         """The host as one tenant or owner sees it (API.md §14): ``host.scoped({"user": "alice"})``.
@@ -533,12 +523,7 @@ class Host:
         what an id that does not exist raises. Make one per request of a multi-user server.
         Raises `InvalidArgumentError` unless ``tags`` is a non-empty mapping of str to str.
         """
-        self._open()
-        return ScopedHost._create(self, Scope.of(tags))
-
-    async def _palette(self, command_id: str, scope: Scope | None) -> Submission:
-        """`run_command`; its handler's ``ctx.ai`` acts within ``scope`` (``None``: every session)."""
-        return await self._commands_open().palette(command_id, scope)
+        return ScopedHost._create(self._opened(), Scope.of(tags))
 
     def completions(self, text: str) -> Completions:
         """Slash-command typeahead for what the user typed so far (``"/ta"``), best first.
@@ -582,9 +567,7 @@ class Host:
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """The session's history as text: its turns (authors and notifications marked) and the
         commands typed in it with their output, in `log` order."""
-        engine = self._open()
-        state = await self._session(session)
-        return render_transcript(await _interleaved(engine, state), state.id)
+        return await self._opened().transcript(session, None)
 
 
     # -- the integrator's surface (API.md section 12) --------------------------------------
@@ -619,15 +602,7 @@ class Host:
         ``request_id``: the caller's key; a retry with the same key returns the job the first
         attempt stored (its id derives from the key) instead of starting another (API.md section 23).
         """
-        engine = self._open()
-        state = await self._session(session)
-        if not isinstance(text, str):
-            raise InvalidArgumentError(f"start() takes the typed text as a str, got {show(text)}", argument="text", value=text)
-        await engine.refuse_deleted(state, "start a job in")
-        assert self._jobs is not None
-        return await self._jobs.start(
-            state.id, text, within=self._telemetry.carried(), request_id=None if request_id is None else checked_request_id(request_id)
-        )
+        return await self._opened().start(session, text, request_id, None)
 
     async def _submit_in_job(self, session_id: SessionId, text: str, job: JobCall) -> Submission:
         engine = self._open()
@@ -641,15 +616,11 @@ class Host:
 
         Raises `UnknownJobError` naming the id when the store holds no such job.
         """
-        self._open()
-        assert self._jobs is not None
-        return await self._jobs.job(job_id)
+        return await self._opened().job(job_id, None)
 
     async def cancel_job(self, job_id: str) -> None:
         """Cancel a job on whichever host runs it (`Job.cancel`); `UnknownJobError` for an unknown id."""
-        self._open()
-        assert self._jobs is not None
-        await self._jobs.cancel(job_id)
+        await self._opened().cancel_job(job_id, None)
 
     async def jobs(
         self,
@@ -665,19 +636,11 @@ class Host:
         ``limit``, continuing after the cursor ``after`` (a page's ``next``). Served by an
         index: a page costs what it returns. Raises `InvalidArgumentError` naming a bad
         argument (`UnknownSessionError` for an unknown session)."""
-        self._open()
-        assert self._jobs is not None
-        session_id = None if session is None else (await self._session(session)).id
-        return await self._jobs.page(session_id, status, tags, limit, after)
+        return await self._opened().jobs(session, status, tags, limit, after, None)
 
     async def log(self, session: SessionHandle | SessionId | str) -> list[TurnHandle | Invocation]:
         """The session's turns (inherited ones included) and command invocations, in the order they started."""
-        engine = self._open()
-        state = await self._session(session)
-        return [
-            item if isinstance(item, Invocation) else TurnHandle._create(engine, state, item, None)
-            for item in await _interleaved(engine, state)
-        ]
+        return await self._opened().log(session, None)
 
     async def notifications(
         self,
@@ -690,24 +653,11 @@ class Host:
         are left out unless ``unread_only=False``; with ``tags``, only those of sessions whose
         tags include every one of them (``tags={"user": "alice"}``: Alice's inbox). Read state
         is durable (`mark_read`). Raises `InvalidArgumentError` naming a bad argument."""
-        engine = self._open()
-        checked = check_list_tags(tags)
-        if not isinstance(unread_only, bool):
-            raise InvalidArgumentError(
-                f"unread_only must be True or False, got {unread_only!r}", argument="unread_only", value=unread_only
-            )
-        session_id = None if session is None else (await self._session(session)).id
-        handles: list[TurnHandle] = []
-        for record in await engine.log.notification_turns(session_id, unread_only, checked):
-            state, turn = await engine.load_turn(record.id)
-            handles.append(TurnHandle._create(engine, state, turn, None))
-        return handles
+        return await self._opened().notifications(session, unread_only, tags, None)
 
     async def mark_read(self, turn_id: str) -> None:
         """Remember that the user read this notification (a turn id or message id)."""
-        engine = self._open()
-        _, turn = await engine.load_turn(turn_id)
-        await engine.log.mark_read(turn.id, engine.now())
+        await self._opened().mark_read(turn_id, None)
 
 
     # -- traces and actions (API.md section 9) ------------------------------------------
@@ -716,11 +666,7 @@ class Host:
         """Traces: task -> session -> output -> commit (``for_task``, ``find``, ``attach_task``,
         ``record_commit``). Every store of host_sim keeps traces; raises `TraceError` for a
         store of your own that does not implement `TraceStore`."""
-        self._open()
-        if self._traces is None:
-            require_traces(self._store)
-        assert self._traces is not None
-        return self._traces
+        return self._opened().traces()
 
     @property
     def approvals(self) -> Approvals:
@@ -729,15 +675,11 @@ class Host:
         An action a live rule matches is confirmed the moment it is proposed, ``decided_by``
         the rule's id (see `Approvals`). Durable on every store; erased with their sessions.
         """
-        self._open()
-        assert self._approvals is not None
-        return self._approvals
+        return self._opened().approvals(None)
 
     async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
         """The actions models proposed in ``session`` that wait for the user, in the order proposed."""
-        self._open()
-        assert self._actions is not None
-        return await self._actions.pending((await self._session(session)).id)
+        return await self._opened().pending_actions(session, None)
 
     async def confirm(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> Submission:
         """Run a pending action once, as the user: its ``run(payload, ctx)``.
@@ -752,18 +694,13 @@ class Host:
         before, or one whose mod is not loaded, and `modular_sdk.InvalidArgumentError` for a
         ``by`` or ``reason`` that is not text.
         """
-        self._open()
-        assert self._actions is not None
-        text, error = await self._actions.confirm(action_id, by, reason)
-        return Submission(kind="command", text=text, error=error)
+        return await self._opened().confirm(action_id, by, reason, None)
 
     async def dismiss(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> None:
         """Drop a pending action: it never runs. ``by`` and ``reason`` are kept as for `confirm`.
         Raises `modular_sdk.ActionStateError` for an unknown action or one confirmed or
         dismissed before."""
-        self._open()
-        assert self._actions is not None
-        await self._actions.dismiss(action_id, by, reason)
+        await self._opened().dismiss(action_id, by, reason, None)
 
     async def actions(
         self, session: SessionHandle | SessionId | str, *, status: ActionStatus | None = None
@@ -775,20 +712,13 @@ class Host:
         ``"dismissed"``). Durable on every store; erased with the turn that proposed an
         action, or its session (payload and reason go, who and when stay).
         """
-        self._open()
-        assert self._actions is not None
-        return await self._actions.decisions((await self._session(session)).id, status)
+        return await self._opened().actions(session, status, None)
 
 
-async def _interleaved(engine: Engine, state: SessionState) -> list[TurnState | Invocation]:
-    """A session's turns (inherited ones included) and invocations, in the order they started."""
-    invocations = sorted(await engine.log.invocations_of(state.id), key=lambda i: i.position)
-    out: list[TurnState | Invocation] = []
-    index = 0
-    for turn in history(state):
-        while index < len(invocations) and invocations[index].position <= turn.ordinal:
-            out.append(invocations[index])
-            index += 1
-        out.append(turn)
-    out += invocations[index:]
-    return out
+def host_of(view: Host | ScopedHost) -> Host:
+    """The `Host` a view was made from (``view`` itself for a host)."""
+    if isinstance(view, Host):
+        return view
+    owner = view._core.owner
+    assert isinstance(owner, Host)
+    return owner

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from modular_sdk import ModularError
 
-__all__ = ["UnknownJobError"]
+__all__ = ["UnknownJobError", "unknown_job"]
 
 
 class UnknownJobError(ModularError, LookupError):
@@ -16,3 +16,12 @@ class UnknownJobError(ModularError, LookupError):
 
     def __str__(self) -> str:  # LookupError subclasses would quote the message
         return str(self.args[0])
+
+
+def unknown_job(job_id: str) -> UnknownJobError:
+    """What the host answers for a job id it does not hold (or a scope does not see)."""
+    return UnknownJobError(
+        f"no job {job_id!r} is in this host's store; pass the id of a Job that host.start "
+        "returned (host.jobs() lists them)",
+        id=job_id,
+    )

@@ -33,7 +33,7 @@ from modular_sdk._rules import show, unstorable_text
 from ..stores._errors import StoreError
 from ..stores._protocol import LogStore
 from ..stores._records import ErrorKind, JobRecord, JobStatus
-from ._job_errors import UnknownJobError
+from ._job_errors import unknown_job
 from ._events import EventHub, JobFinished, JobStarted
 from .._host_made import NoPublicConstructor
 from ._handles import check_list_tags
@@ -262,11 +262,7 @@ class JobBook:
         # an id no store could hold (a lone surrogate) is an unknown id, never an encoding error
         record = None if unstorable_text(job_id) else await self._log.get_job(job_id)
         if record is None:
-            raise UnknownJobError(
-                f"no job {job_id!r} is in this host's store; pass the id of a Job that host.start "
-                "returned (host.jobs() lists them)",
-                id=job_id,
-            )
+            raise unknown_job(job_id)
         return record
 
     async def job(self, job_id: str) -> Job:

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, final
 
 import attrs
 
-from modular_sdk import ActionStateError, InvalidArgumentError, SessionId, UnknownSessionError, UnknownTurnError
+from modular_sdk import InvalidArgumentError, SessionId
 
 from modular_sdk._rules import show, unstorable_text
 
-from ..lineage._provenance import find_record, find_turn, unknown_record
+from ..lineage._provenance import find_record, find_turn, unknown_record, unknown_session, unknown_turn
+from ..traces._service import unknown_action, unknown_trace
 from ..traces._visible import admits
+from ._job_errors import unknown_job
 
 if TYPE_CHECKING:
     from ..stores._protocol import LogStore, Store
@@ -114,15 +116,6 @@ def scope_of(session: SessionState) -> Scope | None:
 # -- visibility: one check per kind of id, each answering "outside" as "missing" ----------
 
 
-def no_session(session_id: str) -> UnknownSessionError:
-    """What the host answers for a session id it does not hold (or a scope does not see)."""
-    return UnknownSessionError(
-        f"no session {session_id!r} in this host or its store; use an id from "
-        "host.sessions.create() or a handle's .id",
-        session_id=session_id,
-    )
-
-
 async def session_record(store: Store, scope: Scope, session_id: object) -> SessionRecord:
     """The record of a session the scope sees (one read by key); `UnknownSessionError` otherwise."""
     if not isinstance(session_id, str):
@@ -134,7 +127,7 @@ async def session_record(store: Store, scope: Scope, session_id: object) -> Sess
     # an id no store could hold (a lone surrogate) is an unknown id, never an encoding error
     record = None if unstorable_text(session_id) else await store.get_session(SessionId(session_id))
     if record is None or not scope.admits(record.tags):
-        raise no_session(session_id)
+        raise unknown_session(session_id)
     return record
 
 
@@ -155,11 +148,7 @@ async def turn_record(store: Store, scope: Scope, turn_id: object) -> TurnRecord
     session = await store.get_session(record.session_id)
     if session is None or not scope.admits(session.tags):
         assert isinstance(turn_id, str)
-        raise UnknownTurnError(  # the very message find_turn gives for a missing id
-            f"no turn or message by this id in this host: {turn_id!r}; "
-            "pass the id or message_id of a turn of this host's store",
-            id=turn_id,
-        )
+        raise unknown_turn(turn_id)
     return record
 
 
@@ -178,16 +167,10 @@ async def job_record(log: LogStore, store: Store, scope: Scope, job_id: object) 
         raise InvalidArgumentError(
             f"a job id is a str (Job.id, like 'job_3f2a9c1e0b4d'), got {show(job_id)}", argument="job_id", value=job_id
         )
-    from ._job_errors import UnknownJobError
-
     record = None if unstorable_text(job_id) else await log.get_job(job_id)
     session = None if record is None else await store.get_session(record.session_id)
     if record is None or session is None or not scope.admits(session.tags):
-        raise UnknownJobError(
-            f"no job {job_id!r} is in this host's store; pass the id of a Job that host.start "
-            "returned (host.jobs() lists them)",
-            id=job_id,
-        )
+        raise unknown_job(job_id)
     return record
 
 
@@ -201,19 +184,13 @@ async def check_action(store: Store, traces: TraceStore, scope: Scope, action_id
         return
     session = await store.get_session(found[0].session_id)
     if session is None or not scope.admits(session.tags):
-        raise ActionStateError(
-            f"no action {action_id!r} was proposed in this host's store; use an id from "
-            "Submission.actions or host.pending_actions(session)",
-            action_id=action_id,
-            state="unknown",
-        )
+        raise unknown_action(action_id)
 
 
 async def check_trace(store: Store, scope: Scope, trace_id: object) -> None:
     """Refuse ``sessions.create(trace=...)`` of a trace the scope does not see exactly as a
     trace that does not exist (the one scope check of traces: `traces._visible`)."""
     from ..stores._traces import TraceStore
-    from ..traces._errors import UnknownTraceError
     from ..traces._visible import visible_trace
 
     if not isinstance(trace_id, str) or not trace_id or unstorable_text(trace_id) or not isinstance(store, TraceStore):
@@ -222,8 +199,4 @@ async def check_trace(store: Store, scope: Scope, trace_id: object) -> None:
         return  # missing: the unscoped check answers it
     seen = await visible_trace(store, store, scope.tags, trace_id)
     if seen is None or seen.trace.id != trace_id:
-        raise UnknownTraceError(
-            f"no trace {trace_id!r} in this host's store; pass trace= a Trace.id from host.traces "
-            "(for_task or find)",
-            id=trace_id,
-        )
+        raise unknown_trace(trace_id)

@@ -1,9 +1,11 @@
 """`ScopedHost`: the host's whole surface for one tenant or owner (API.md §14).
 
 ``host.scoped({"user": "alice"})`` is what an integrator serving many users hands each
-request. Every method decides visibility through `_scope` (one check per kind of id, by
-the session record's tags) before it delegates to the host, and reads its lists through
-the stores' tag index with the scope's tags added, so a scoped page costs what it returns.
+request. It is a second door onto the open host's `HostCore`, the one `Host` uses: each
+method is the core's, asked with this view's scope (the core decides visibility through
+`_scope`, one check per kind of id, by the session record's tags, and reads its lists
+through the stores' tag index with the scope's tags added, so a scoped page costs what it
+returns). The lineage, traces and event views below narrow what they wrap.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from typing import TYPE_CHECKING, final, overload
 
 import attrs
 
-from modular_sdk import HostAuthor, InvalidArgumentError, RecordId, SessionId, UnknownSessionError
+from modular_sdk import HostAuthor, InvalidArgumentError, RecordId, SessionId
 from modular_sdk._rules import show, unstorable_text
 
 from ..memory._book import Memory
-from ..lineage._graph import LineageGraph, _chain_records
+from ..lineage._graph import LineageGraph, _chain_records, unknown_session_named
 from ..lineage._html import DEFAULT_TITLE, render_lineage_html
 from ..lineage._provenance import ErasurePlan, Provenance, RecordOrigin, TurnOrigin, is_record_id
 from ..lineage._tree import LineageTree
@@ -27,35 +29,23 @@ from ..stores._records import Invocation, JobStatus
 from ..traces._errors import UnknownTraceError
 from ..traces._service import Traces
 from ..traces._types import ActionRecord, ActionStatus, PendingAction, TaskRef, Trace
+from ._completions import Completion
 from ._events import EventStream, HostEvent, Lagged
 from ._scope_seq import ScopeNumbers
 from .._host_made import NoPublicConstructor
 from ._approvals import Approvals
 from ._handles import AiSessionsImpl, SessionHandle, TurnHandle
 from ._jobs import Job, JobPage
-from ._scope import (
-    Scope,
-    check_action,
-    job_record,
-    memory_record,
-    session_record,
-    session_state,
-    turn_record,
-)
+from ._scope import Scope, memory_record, session_record, turn_record
 from ._submission import Submission
 
 if TYPE_CHECKING:
     from ..stores._protocol import LogStore, Store
     from ..stores._records import SessionRecord
+    from ._core import HostCore
     from ._engine import Engine
-    from ._host import Completion, Host
 
 __all__ = ["ScopedEventStream", "ScopedHost", "ScopedLineage", "ScopedTraces"]
-
-
-def _session_id(session: object) -> object:
-    """The id a handle or id names (checked where it is read)."""
-    return session.id if isinstance(session, SessionHandle) else session
 
 
 @final
@@ -69,19 +59,19 @@ class ScopedHost(metaclass=NoPublicConstructor):
     one of ``tags``. Sessions it creates get those tags. An id outside the scope raises
     exactly what an id that does not exist raises (same error type, same message), so a
     caller cannot learn that it exists. Make one per request; it is cheap (it holds the
-    host and the tags).
+    open host's core and the tags).
 
     Obtain one from ``host.scoped(tags)`` or ``view.scoped(more)``.
     """
 
-    __slots__ = ("_host", "_lineage", "_scope", "_sessions")
+    __slots__ = ("_core", "_lineage", "_scope", "_sessions")
 
-    def __init__(self, host: Host, scope: Scope) -> None:
-        engine = host._open()
-        self._host = host
+    def __init__(self, core: HostCore, scope: Scope) -> None:
+        engine = core.opened()
+        self._core = core  # the host's surface, each method asked with this scope
         self._scope = scope
-        self._sessions = AiSessionsImpl._create(engine, None, scope)
-        self._lineage = ScopedLineage._create(host.lineage, engine.store, engine.log, scope)
+        self._sessions = core.sessions(scope)
+        self._lineage = ScopedLineage._create(core.graph, engine.store, engine.log, scope)
 
     @property
     def tags(self) -> Mapping[str, str]:
@@ -91,87 +81,68 @@ class ScopedHost(metaclass=NoPublicConstructor):
     def scoped(self, tags: Mapping[str, str]) -> ScopedHost:
         """A view narrower still: this scope's tags plus ``tags``. Raises `InvalidArgumentError`
         when ``tags`` would change one of this scope's values."""
-        return ScopedHost._create(self._host, self._scope.narrowed(tags))
-
-    def _engine(self) -> Engine:
-        return self._host._open()
-
-    async def _id(self, session: SessionHandle | SessionId | str) -> SessionId:
-        """The id of a session this scope sees; `UnknownSessionError` as for a missing one."""
-        session_id = _session_id(session)
-        if not isinstance(session_id, str):
-            raise InvalidArgumentError(
-                f"expected a session handle or id, got {show(session)}; pass a handle from host.sessions or its .id",
-                argument="session",
-                value=session,
-            )
-        return (await session_state(self._engine(), self._scope, session_id)).id
+        return ScopedHost._create(self._core, self._scope.narrowed(tags))
 
     # -- sessions, lineage, traces ---------------------------------------------------------
     @property
     def sessions(self) -> AiSessionsImpl:
         """The scope's sessions: ``create`` adds the scope's tags; ``get``, ``turn``, ``list`` and
         ``delete`` see only the scope's sessions (an outside id: `UnknownSessionError`)."""
-        self._engine()
+        self._core.opened()
         return self._sessions
 
     @property
     def memory(self) -> Memory:
         """`Host.memory` limited to the scope: records of its sessions only (others raise
         what a missing id raises), written in its sessions only (API.md section 20)."""
-        return self._host._memory_for(HostAuthor(), self._scope.tags)
+        return self._core.memory(HostAuthor(), self._scope)
 
     @property
     def lineage(self) -> ScopedLineage:
         """The lineage graph within the scope: walks stop at its edge (see `ScopedLineage`)."""
-        self._engine()
+        self._core.opened()
         return self._lineage
 
     @property
     def traces(self) -> ScopedTraces:
         """Traces as the scope sees them (see `ScopedTraces`)."""
-        self._engine()
-        return ScopedTraces._create(self._host.traces, self._scope)
+        return ScopedTraces._create(self._core.traces(), self._scope)
 
     # -- what the user types ---------------------------------------------------------------
     async def submit(
         self, session: SessionHandle | SessionId | str, text: str, *, request_id: str | None = None
     ) -> Submission:
         """`Host.submit` in a session of the scope; a handler it runs acts within the session's tags."""
-        return await self._host.submit(await self._id(session), text, request_id=request_id)
+        return await self._core.submit(session, text, request_id, self._scope)
 
     async def start(self, session: SessionHandle | SessionId | str, text: str, *, request_id: str | None = None) -> Job:
         """`Host.start` in a session of the scope."""
-        return await self._host.start(await self._id(session), text, request_id=request_id)
+        return await self._core.start(session, text, request_id, self._scope)
 
     async def run_command(self, command_id: str) -> Submission:
         """`Host.run_command`: a palette command, whose handler acts within the scope."""
-        return await self._host._palette(command_id, self._scope)
+        return await self._core.run_command(command_id, self._scope)
 
     def completions(self, text: str) -> list[Completion]:
         """`Host.completions` (slash-command typeahead: the mods' commands, no tenant data)."""
-        return self._host.completions(text)
+        return self._core.completions(text)
 
     # -- reading -----------------------------------------------------------------------------
     async def log(self, session: SessionHandle | SessionId | str) -> list[TurnHandle | Invocation]:
         """`Host.log` of a session of the scope."""
-        return await self._host.log(await self._id(session))
+        return await self._core.log(session, self._scope)
 
     async def transcript(self, session: SessionHandle | SessionId | str) -> str:
         """`Host.transcript` of a session of the scope."""
-        return await self._host.transcript(await self._id(session))
+        return await self._core.transcript(session, self._scope)
 
     async def job(self, job_id: str) -> Job:
         """A job of a session of the scope; `UnknownJobError` (as for a missing id) otherwise."""
-        engine = self._engine()
-        await job_record(engine.log, engine.store, self._scope, job_id)
-        return await self._host.job(job_id)
+        return await self._core.job(job_id, self._scope)
 
     async def cancel_job(self, job_id: str) -> None:
         """Cancel a job of the scope (`Host.cancel_job`); `UnknownJobError` otherwise."""
-        engine = self._engine()
-        await job_record(engine.log, engine.store, self._scope, job_id)
-        await self._host.cancel_job(job_id)
+        await self._core.cancel_job(job_id, self._scope)
 
     async def jobs(
         self,
@@ -183,10 +154,7 @@ class ScopedHost(metaclass=NoPublicConstructor):
         after: str | None = None,
     ) -> JobPage:
         """`Host.jobs` limited to the scope's sessions, served by the tag index."""
-        session_id = None if session is None else await self._id(session)
-        return await self._host.jobs(
-            session=session_id, status=status, tags=self._scope.merged(tags), limit=limit, after=after
-        )
+        return await self._core.jobs(session, status, tags, limit, after, self._scope)
 
     async def notifications(
         self,
@@ -196,51 +164,39 @@ class ScopedHost(metaclass=NoPublicConstructor):
         tags: Mapping[str, str] | None = None,
     ) -> list[TurnHandle]:
         """`Host.notifications`: the scope's inbox, served by the tag index."""
-        session_id = None if session is None else await self._id(session)
-        return await self._host.notifications(session=session_id, unread_only=unread_only, tags=self._scope.merged(tags))
+        return await self._core.notifications(session, unread_only, tags, self._scope)
 
     async def mark_read(self, turn_id: str) -> None:
         """`Host.mark_read` of a notification of the scope; `UnknownTurnError` otherwise."""
-        await turn_record(self._engine().store, self._scope, turn_id)
-        await self._host.mark_read(turn_id)
+        await self._core.mark_read(turn_id, self._scope)
 
     # -- actions -----------------------------------------------------------------------------
     async def pending_actions(self, session: SessionHandle | SessionId | str) -> list[PendingAction]:
         """`Host.pending_actions` of a session of the scope."""
-        return await self._host.pending_actions(await self._id(session))
+        return await self._core.pending_actions(session, self._scope)
 
     async def actions(
         self, session: SessionHandle | SessionId | str, *, status: ActionStatus | None = None
     ) -> list[ActionRecord]:
         """`Host.actions` of a session of the scope: what became of each action proposed in it."""
-        return await self._host.actions(await self._id(session), status=status)
+        return await self._core.actions(session, status, self._scope)
 
     async def confirm(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> Submission:
         """`Host.confirm` of an action proposed in the scope; `ActionStateError` (as for an
         action never proposed) otherwise. ``by`` defaults to the scope's ``user`` tag."""
-        engine = self._engine()
-        await check_action(engine.store, self._host.traces._store, self._scope, action_id, "confirm")
-        return await self._host.confirm(action_id, by=self._decider(by), reason=reason)
+        return await self._core.confirm(action_id, by, reason, self._scope)
 
     async def dismiss(self, action_id: str, *, by: str | None = None, reason: str | None = None) -> None:
         """`Host.dismiss` of an action proposed in the scope; `ActionStateError` otherwise.
         ``by`` defaults to the scope's ``user`` tag."""
-        engine = self._engine()
-        await check_action(engine.store, self._host.traces._store, self._scope, action_id, "dismiss")
-        await self._host.dismiss(action_id, by=self._decider(by), reason=reason)
+        await self._core.dismiss(action_id, by, reason, self._scope)
 
     @property
     def approvals(self) -> Approvals:
         """`Host.approvals` within the scope: a rule it allows carries the scope's tags (so it
         matches only the scope's sessions); ``list``, ``get`` and ``revoke`` see only the
         scope's rules (another's id: `UnknownApprovalRuleError`, as for a missing one)."""
-        engine = self._engine()
-        host = self._host.approvals
-        return Approvals._create(engine, host._declared, host._clock, self._scope)
-
-    def _decider(self, by: str | None) -> str | None:
-        """Who decided: ``by``, else the user this view is scoped to (if it is one user's)."""
-        return self._scope.tags.get("user") if by is None else by
+        return self._core.approvals(self._scope)
 
     # -- events --------------------------------------------------------------------------------
     def subscribe(
@@ -259,8 +215,8 @@ class ScopedHost(metaclass=NoPublicConstructor):
 
     @asynccontextmanager
     async def _subscribe(self, buffer: int, after: int | None) -> AsyncIterator[ScopedEventStream]:
-        engine = self._engine()
-        numbers = self._host._scope_numbers
+        engine = self._core.opened()
+        numbers = self._core.numbers
         if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
             resume: int | None = after  # the hub names what is wrong with it
         elif after is None:
@@ -432,11 +388,7 @@ class ScopedLineage(metaclass=NoPublicConstructor):
                 unknown = unstorable_text(session_id)  # no store holds it (nor can be asked for it)
                 record = None if unknown else await self._store.get_session(SessionId(session_id))
                 if record is None or not self._scope.admits(record.tags):
-                    raise UnknownSessionError(  # LineageGraph's own words for a missing id
-                        f"{role} {session_id!r} names no session of this host; "
-                        "use the id of a session the host created (session.id)",
-                        session_id=session_id,
-                    )
+                    raise unknown_session_named(role, session_id)
         return await self._graph.add_edge(from_id, to_id, relation, artifact)
 
     async def html(self, root_id: str | None = None, *, title: str | None = None) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Final, final
 
-from modular_sdk import InvalidArgumentError, ModDefinitionError, SerializationError, SessionId, TurnId
+from modular_sdk import ActionStateError, InvalidArgumentError, ModDefinitionError, SerializationError, SessionId, TurnId
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 from modular_sdk._rules import show, unstorable_text
 
@@ -30,7 +30,16 @@ from ._errors import TraceError, UnknownTraceError
 from ._types import TaskRef, Trace, TraceLink, TraceOutput, TraceTask
 from ._visible import admits, check_key, output_space, visible_trace
 
-__all__ = ["CommitResolver", "TraceLinker", "Traces", "new_trace_id", "no_traces", "require_traces"]
+__all__ = [
+    "CommitResolver",
+    "TraceLinker",
+    "Traces",
+    "new_trace_id",
+    "no_traces",
+    "require_traces",
+    "unknown_action",
+    "unknown_trace",
+]
 
 CommitResolver = Callable[[TraceOutput], "str | None | Awaitable[str | None]"]
 """``Host(commit_resolver=fn)``: ``fn(output)`` (plain or async) answers the commit that landed
@@ -174,6 +183,24 @@ def no_output(output_id: str) -> UnknownTraceError:
 
 def no_trace_id(trace_id: str) -> UnknownTraceError:
     return UnknownTraceError(f"no trace {trace_id!r} in this host's store; use a Trace.id from host.traces", id=trace_id)
+
+
+def unknown_trace(trace_id: str) -> UnknownTraceError:
+    """What ``sessions.create(trace=...)`` answers for a trace id the store does not hold (or a scope does not see)."""
+    return UnknownTraceError(
+        f"no trace {trace_id!r} in this host's store; pass trace= a Trace.id from host.traces (for_task or find)",
+        id=trace_id,
+    )
+
+
+def unknown_action(action_id: str) -> ActionStateError:
+    """What the host answers for an action id never proposed in its store (or proposed outside a scope)."""
+    return ActionStateError(
+        f"no action {action_id!r} was proposed in this host's store; use an id from "
+        "Submission.actions or host.pending_actions(session)",
+        action_id=action_id,
+        state="unknown",
+    )
 
 
 @final
@@ -385,11 +412,7 @@ class TraceLinker:
             await store.create_session(record, node, edge)
             return
         if trace_id is not None and await store.get_trace(trace_id) is None:
-            raise UnknownTraceError(
-                f"no trace {trace_id!r} in this host's store; pass trace= a Trace.id from host.traces "
-                "(for_task or find)",
-                id=trace_id,
-            )
+            raise unknown_trace(trace_id)
         await store.create_linked_session(record, node, edge, trace_id)
 
     async def report_output(
