@@ -116,12 +116,7 @@ def circles_of(root: Path, *, type_only: bool = False) -> set[frozenset[str]]:
     return found
 
 
-KNOWN_CIRCLES: dict[frozenset[str], str] = {
-    frozenset({"host_sim.sessions._host", "host_sim.sessions._scoped"}): (
-        "ScopedHost is typed over Host (a type-only import) until it takes the open core "
-        "that Host is built on, with the scope as a parameter (docs/embedding.md)"
-    ),
-}
+KNOWN_CIRCLES: dict[frozenset[str], str] = {}
 """Circles the code still has, and why; each one is a debt, and this list only shrinks."""
 
 
