@@ -2,7 +2,7 @@
 // Every text that comes from a session, a mod or a model is set with textContent, never as markup.
 
 const $ = (id) => document.getElementById(id);
-const state = { page: 200, session: null, sessions: [], turns: [], active: -1, options: [], streaming: "" };
+const state = { pending: null, page: 200, session: null, sessions: [], turns: [], active: -1, options: [], streaming: "" };
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -190,21 +190,29 @@ async function retract(t, panel) {
 }
 
 // -- pending actions and standing rules --------------------------------------------------------------------
-let pendingBusy = null, pendingAgain = false;
-function loadPending() {  // every session's waiting actions; one request at a time, once more if asked meanwhile
-  if (pendingBusy) { pendingAgain = true; return pendingBusy; }
-  pendingBusy = readPending().finally(() => {
-    pendingBusy = null;
-    if (pendingAgain) { pendingAgain = false; loadPending().catch(fail); }
-  });
-  return pendingBusy;
+// state.pending: session id -> its waiting actions. Read whole once, then a session at a time as the host reports.
+async function loadPending() {
+  const data = await api("GET", "/api/pending");
+  state.pending = new Map();
+  for (const a of data.actions) {
+    if (!state.pending.has(a.session_id)) state.pending.set(a.session_id, []);
+    state.pending.get(a.session_id).push(a);
+  }
+  drawPending();
+  document.body.dataset.pending = "loaded";
 }
 
-async function readPending() {
-  const data = await api("GET", "/api/pending");
-  $("pending").replaceChildren(...data.actions.map((a) => {
+async function loadSessionPending(session) {
+  const data = await api("GET", `/api/sessions/${encodeURIComponent(session)}/pending`);
+  if (!state.pending) return;
+  if (data.actions.length) state.pending.set(session, data.actions); else state.pending.delete(session);
+  drawPending();
+}
+
+function drawPending() {
+  $("pending").replaceChildren(...[...state.pending.values()].flat().map((a) => {
     const reason = el("input", { type: "text", "aria-label": `Reason for ${a.type}` });
-    const done = async () => { await Promise.all([loadPending(), loadTurns(), loadRules()]); $("pending-h").focus(); };
+    const done = async () => { await Promise.all([loadSessionPending(a.session_id), loadTurns(), loadRules()]); $("pending-h").focus(); };
     const decide = (verb) => async () => {
       try {
         await api("POST", `/api/actions/${encodeURIComponent(a.id)}/${verb}`, { reason: reason.value });
@@ -339,7 +347,7 @@ async function send(event) {
       for (const line of frame.split("\n")) if (line.startsWith("data:")) agui(JSON.parse(line.slice(5)));
     }
   }
-  await Promise.all([loadTurns(), loadPending()]);
+  await Promise.all([loadTurns(), loadSessionPending(state.session)]);
 }
 
 function agui(event) {
@@ -359,7 +367,8 @@ function listen() {
   source.onmessage = (message) => {
     const event = JSON.parse(message.data);
     if (event.kind === "session_created" || event.kind === "session_deleted") loadSessions().catch(fail);
-    if (event.kind === "turn_finished" || event.kind === "command_finished") loadPending().catch(fail);
+    if (event.session_id && ["turn_finished", "command_finished", "turn_erased"].includes(event.kind)) loadSessionPending(event.session_id).catch(fail);
+    if (event.kind === "session_deleted" && state.pending && state.pending.delete(event.session_id)) drawPending();
     if (event.kind === "notification") $("notifications").prepend(el("li", { text: `${event.title ?? ""} (${event.session_id})` }));
     if (event.session_id && event.session_id === state.session) {
       if (["turn_finished", "turn_erased", "turn_retracted", "notification", "command_finished"].includes(event.kind)) loadTurns().catch(fail);
