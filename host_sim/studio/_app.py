@@ -30,8 +30,8 @@ from ..agui._app import AguiApp, agui_app
 from ..cli._run import view_data
 from ..lineage._as_json import origin_data, plan_data, provenance_data, record_origin_data
 from ..sessions._handles import SessionHandle, TurnHandle
-from ..traces._types import PendingAction
 from ..sessions._host import Host
+from ..traces._types import PendingAction
 
 __all__ = ["StudioApp"]
 
