@@ -4,6 +4,11 @@
    page having drawn the session tree (``document.body.dataset.ready``). Target: < 1 s.
 2. **Selecting a long session** of T turns (default 10,000; paged: the newest 200 are drawn):
    from the click on its tree entry to its turns drawn. Target: < 300 ms.
+3. **Every session's pending actions**: from ``driver.get(url)`` to the list drawn (read once
+   after the first paint, then a session at a time as turns finish), and ``GET /api/pending``
+   alone. It asks each session in turn (no store-wide query), so its cost grows with N.
+   No target; printed so a store-wide query can be judged against it. The selection is
+   timed after the list is drawn (the studio is not also reading it).
 
 Debian's Chromium (headless) through Selenium, the studio as a real subprocess on a SQLite
 store seeded before it starts.
@@ -19,11 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # not benchmarks/ itself: its secrets.py would hide the standard library's
 
 from host_sim import Host, SqliteStore  # noqa: E402
 from modular_sdk import AiPromptMessage, AiSessionDisplayMetadata  # noqa: E402
@@ -59,6 +65,7 @@ def main() -> None:
             url = process.stdout.readline().strip()
             paints: list[float] = []
             selects: list[float] = []
+            listed: list[float] = []
             with chromium(Path(folder) / "profile") as browser:
                 for _ in range(args.rounds):
                     begin = time.perf_counter()
@@ -68,18 +75,30 @@ def main() -> None:
                     paints.append(time.perf_counter() - begin)
                     shown = browser.execute_script("return document.querySelectorAll('#sessions button').length")
                     assert shown == args.sessions, shown
+                    while not browser.execute_script("return document.body.dataset.pending === 'loaded'"):
+                        time.sleep(0.005)  # every session's pending actions listed (read after the paint)
+                    listed.append(time.perf_counter() - begin)
                     browser.execute_script("document.getElementById('turns').replaceChildren()")
                     begin = time.perf_counter()
                     browser.execute_script(f"document.querySelector('[data-session=\"{long_id}\"]').click()")
                     while not browser.execute_script("return document.querySelectorAll('#turns article').length > 0"):
                         time.sleep(0.005)
                     selects.append(time.perf_counter() - begin)
+            pendings: list[float] = []
+            for _ in range(args.rounds):
+                begin = time.perf_counter()
+                with urllib.request.urlopen(url.replace("/?", "/api/pending?"), timeout=60) as answer:
+                    answer.read()
+                pendings.append(time.perf_counter() - begin)
         finally:
             process.terminate()
             process.wait(timeout=15)
     paint, select = statistics.median(paints), statistics.median(selects)
     print(f"first paint, {args.sessions} sessions: median {paint * 1000:.0f} ms (target < 1000 ms; ratio {paint / 1.0:.2f})")
     print(f"select a {args.turns}-turn session: median {select * 1000:.0f} ms (target < 300 ms; ratio {select / 0.3:.2f})")
+    pending = statistics.median(pendings)
+    print(f"every session's pending actions listed, {args.sessions} sessions: median {statistics.median(listed) * 1000:.0f} ms after the page was asked for")
+    print(f"every session's pending actions, {args.sessions} sessions: median {pending * 1000:.0f} ms ({pending / args.sessions * 1e6:.0f} us a session)")
 
 
 if __name__ == "__main__":

@@ -24,13 +24,14 @@ from urllib.parse import parse_qs
 
 import anyio
 
-from modular_sdk import ForkLineage, ModularError, SpawnLineage, UserAuthor
+from modular_sdk import ForkLineage, MemoryRecord, ModularError, SpawnLineage, UserAuthor
 
 from ..agui._app import AguiApp, agui_app
-from ..lineage._as_json import origin_data, plan_data, provenance_data
+from ..lineage._as_json import origin_data, plan_data, provenance_data, record_origin_data
 from ..sessions._handles import SessionHandle, TurnHandle
 from ..sessions._host import Host
 from ..sessions._view_data import view_data
+from ..traces._types import PendingAction
 
 __all__ = ["StudioApp"]
 
@@ -159,8 +160,26 @@ class StudioApp:
                 shown = [await self._turn_data(session, t) for t in newest]
                 return {"session": _session_data(session), "turns": shown, "total": len(turns)}
             case "GET", ["api", "sessions", session_id, "pending"]:
-                actions = await host.pending_actions(session_id)
-                return {"actions": [{"id": a.id, "type": a.type, "mod_id": a.mod_id, "turn_id": a.turn_id, "payload": dict(a.payload)} for a in actions]}
+                session = await host.sessions.get(session_id)
+                return {"actions": [_action_data(session, a) for a in await host.pending_actions(session)]}
+            case "GET", ["api", "pending"]:
+                waiting: list[dict[str, object]] = []
+                cursor = None
+                while True:  # every session of the store, a page at a time (there is no store-wide query)
+                    page = await host.sessions.list(limit=1000, after=cursor)
+                    for session in page.sessions:
+                        waiting.extend(_action_data(session, a) for a in await host.pending_actions(session))
+                    cursor = page.next
+                    if cursor is None:
+                        return {"actions": waiting}
+            case "GET", ["api", "sessions", session_id, "records"]:
+                book = await host.memory.list(session=session_id, include_retracted=True, limit=200)
+                return {"records": [_record_data(r) for r in book.records], "more": book.next is not None}
+            case "GET", ["api", "records", record_id, "provenance"]:
+                remembered = await host.memory.get(record_id)
+                ahead = await host.lineage.forward(remembered.id)
+                origin = await host.lineage.backward(remembered.id)
+                return {"record": _record_data(remembered), "forward": provenance_data(ahead), "backward": record_origin_data(origin)}
             case "GET", ["api", "completions"]:
                 text = parse_qs(_bytes_text(scope.get("query_string", b""))).get("text", [""])[0]
                 found = await host.completions(text)
@@ -257,6 +276,22 @@ def _session_data(session: SessionHandle) -> dict[str, object]:
     elif isinstance(lineage, SpawnLineage):
         data["parent"] = lineage.parent_session_id
     return data
+
+
+def _action_data(session: SessionHandle, action: PendingAction) -> dict[str, object]:
+    label = session.metadata.label if session.metadata is not None else None
+    return {
+        "id": action.id, "type": action.type, "mod_id": action.mod_id, "turn_id": action.turn_id,
+        "payload": dict(action.payload), "session_id": session.id, "session": label or session.id,
+    }  # fmt: skip
+
+
+def _record_data(record: MemoryRecord) -> dict[str, object]:
+    return {
+        "id": record.id, "session_id": record.session_id, "kind": record.kind, "text": record.text,
+        "created_at": record.created_at.isoformat(), "retracted": record.retraction_reason,
+        "erased": record.erased_at is not None,
+    }  # fmt: skip
 
 
 def _turn_data(turn: TurnHandle) -> dict[str, object]:

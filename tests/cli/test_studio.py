@@ -48,6 +48,8 @@ async def seed(store: Path) -> None:
         root = await host.sessions.create(metadata=AiSessionDisplayMetadata(label=HOSTILE_LABEL))
         turn = await root.send(AiPromptMessage(text=f"seeded {HOSTILE_LABEL}"))
         await turn.fork(metadata=AiSessionDisplayMetadata(label=f"fork of {HOSTILE_LABEL}"))
+        fact = await host.memory.record(root, f"Alice lives in {HOSTILE_LABEL}", kind="fact", cites=(turn.id,))
+        await host.memory.record(root, "a summary of what Alice said", kind="summary", derived_from=(fact.id,))
         long = await host.sessions.create(metadata=AiSessionDisplayMetadata(label="long"))
         for index in range(205):
             await long.send(AiPromptMessage(text=f"long {index}"))
@@ -61,6 +63,7 @@ _ROLE_SELECTORS = {
     "region": "[role=region], section[aria-label]",
     "article": "article",
     "combobox": "select",
+    "heading": "h2, h3",
     "alert": "[role=alert]",
 }
 
@@ -463,3 +466,111 @@ def test_ctrl_c_stops_the_studio_while_a_page_listens_to_its_events(tmp_path: Pa
         assert time.monotonic() - started < 10
         connection.close()
         process.stdout.close()
+
+
+def focus_is_visible(browser: webdriver.Chrome) -> bool:
+    """The focused element draws the page's focus ring (``:focus-visible``), not nothing."""
+    return bool(browser.execute_script(
+        "const e = document.activeElement; const s = getComputedStyle(e);"
+        "return e.matches(':focus-visible') && s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2;"
+    ))  # fmt: skip
+
+
+def test_keyboard_alone_forgets_a_turn_after_seeing_its_plan_and_can_keep_it(studio: Studio, browser: webdriver.Chrome) -> None:
+    _new_turn(studio, browser, "a secret typed by keyboard")
+    session_id = browser.find_element(By.ID, "session-title").text.removeprefix("Session ")
+    tab_to(browser, "Forget…", back=True)
+    assert focus_is_visible(browser)
+    press(browser, Keys.ENTER)
+    one(browser, "region", "Erasure plan")
+    wait_for(lambda: focused_name(browser) == "Erase", why="focus on the Erase button")
+    assert focus_is_visible(browser)
+    tab_to(browser, "Keep it")
+    press(browser, Keys.ENTER)  # the second step declined: nothing erased, focus back where it was
+    wait_for(lambda: not by_role(browser, "region", "Erasure plan"), why="the plan closed")
+    assert focused_name(browser) == "Forget…"
+    assert studio.api("GET", f"/api/sessions/{session_id}/turns")["turns"][0]["erased"] is False  # type: ignore[index]
+    press(browser, Keys.ENTER)
+    wait_for(lambda: focused_name(browser) == "Erase", why="focus on the Erase button again")
+    press(browser, Keys.SPACE)
+    wait_for(lambda: "(forgotten)" in one(browser, "article", "Turn 0").text, why="the turn shown forgotten")
+    data = studio.api("GET", f"/api/sessions/{session_id}/turns")
+    assert data["turns"][0]["erased"] is True and "a secret typed" not in json.dumps(data)  # type: ignore[index]
+    assert focused_name(browser) == "Message"
+
+
+def test_keyboard_alone_renders_a_view_and_reads_its_inline_error(studio: Studio, browser: webdriver.Chrome) -> None:
+    open_studio(browser, studio)
+    tab_to(browser, "View")
+    assert browser.switch_to.active_element.aria_role == "combobox" and focus_is_visible(browser)
+    press(browser, Keys.ARROW_DOWN)  # the only view stays chosen
+    tab_to(browser, "View data (JSON)")
+    press(browser, Keys.CONTROL, "a")
+    press(browser, '{"done": "three"}')
+    tab_to(browser, "Render")
+    assert focus_is_visible(browser)
+    press(browser, Keys.ENTER)
+    alert = browser.find_element(By.ID, "view-error")
+    wait_for(lambda: "does not fit view 'meter'" in alert.text, why="the inline error")
+    tab_to(browser, "View data (JSON)", back=True)
+    press(browser, Keys.CONTROL, "a")
+    press(browser, '{"done": 2}')
+    tab_to(browser, "Render")
+    press(browser, Keys.SPACE)
+    output = browser.find_element(By.ID, "view-output")
+    wait_for(lambda: output.text.startswith("## <img"), why="the rendered view")
+    assert alert.text == ""
+    not_pwned(browser)
+
+
+def _pending_items(browser: webdriver.Chrome) -> list[WebElement]:
+    return browser.find_elements(By.CSS_SELECTOR, "#pending > li")
+
+
+def test_every_sessions_pending_actions_are_listed_and_one_is_allowed_always(studio: Studio, browser: webdriver.Chrome) -> None:
+    _new_turn(studio, browser, f"first {PROPOSE}")
+    first = browser.find_element(By.ID, "session-title").text.removeprefix("Session ")
+    _new_turn(studio, browser, f"second {PROPOSE}")
+    second = browser.find_element(By.ID, "session-title").text.removeprefix("Session ")
+    one(browser, "button", "New session").click()  # a third session is selected: both still wait in the list
+    wait_for(lambda: first not in browser.find_element(By.ID, "session-title").text and second not in browser.find_element(By.ID, "session-title").text, why="a fresh session")
+    items = wait_for(lambda: _pending_items(browser) if len(_pending_items(browser)) == 2 else None, why="both sessions' actions")
+    named = {item.accessible_name: item for item in items}  # the newest session's first, as the tree
+    assert sorted(named) == sorted([f"Action note.save in {first}", f"Action note.save in {second}"])
+    one(named[f"Action note.save in {first}"], "textbox", "Reason for note.save").send_keys("notes are fine")
+    one(named[f"Action note.save in {first}"], "button", "Allow always").click()
+    revoke = one(browser, "button", "Revoke note.save")  # the standing rule, listed at once
+    wait_for(lambda: len(_pending_items(browser)) == 1, why="the allowed action to leave the list")
+    assert studio.api("GET", f"/api/sessions/{first}/pending") == {"actions": []}
+    (rule,) = studio.api("GET", "/api/approvals")["rules"]  # type: ignore[index]
+    assert rule["action_type"] == "note.save" and rule["reason"] == "notes are fine"
+    assert len(studio.api("GET", f"/api/sessions/{second}/pending")["actions"]) == 1  # type: ignore[index]  # a rule decides only new ones
+    revoke.click()
+    wait_for(lambda: not by_role(browser, "button", "Revoke note.save"), why="the rule revoked")
+    one(_pending_items(browser)[0], "button", "Dismiss").click()
+    wait_for(lambda: _pending_items(browser) == [], why="the list empty")
+    not_pwned(browser)
+
+
+def test_provenance_shows_the_memory_records_on_a_turn_and_walks_a_record_back(studio: Studio, browser: webdriver.Chrome) -> None:
+    open_studio(browser, studio)
+    one(browser, "button", HOSTILE_LABEL).click()
+    turn = settled_turn(browser, lambda text: "seeded" in text, "the seeded turn")
+    turn_id = turn.text.split("turn ", 1)[1].split(" ", 1)[0]
+    listed = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#records button") if len(browser.find_elements(By.CSS_SELECTOR, "#records button")) == 2 else None, why="the session's records")
+    assert [b.text.rsplit(" ", 1)[1] for b in listed] == ["(fact)", "(summary)"]
+    fact_id = listed[0].text.split(" ")[1]
+    summary_id = listed[1].text.split(" ")[1]
+    one(turn, "button", "Provenance").click()
+    region = one(browser, "region", "Provenance")
+    one(region, "button", f"Record {summary_id} (summary)")  # it rests on the turn through the fact
+    one(region, "button", f"Record {fact_id} (fact)").send_keys(Keys.ENTER)
+    record = one(browser, "region", f"Record {fact_id}")
+    assert browser.switch_to.active_element == record
+    assert f"Alice lives in {HOSTILE_LABEL}" in record.text and f"turn {turn_id}" in record.text
+    one(record, "button", f"Record {summary_id} (summary)").click()  # what rests on the fact
+    summary = one(browser, "region", f"Record {summary_id}")
+    assert "a summary of what Alice said" in summary.text
+    one(summary, "button", f"Record {fact_id} (fact)").click()  # and back to what it was derived from
+    one(browser, "region", f"Record {fact_id}")
+    not_pwned(browser)

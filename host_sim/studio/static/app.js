@@ -2,7 +2,7 @@
 // Every text that comes from a session, a mod or a model is set with textContent, never as markup.
 
 const $ = (id) => document.getElementById(id);
-const state = { page: 200, session: null, sessions: [], turns: [], active: -1, options: [], streaming: "" };
+const state = { pending: null, page: 200, session: null, sessions: [], turns: [], active: -1, options: [], streaming: "" };
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -65,7 +65,7 @@ async function select(id) {
   const entries = [...document.querySelectorAll("#sessions button[data-session]")];
   const known = entries.some((b) => b.dataset.session === id);
   for (const b of entries) if (b.dataset.session === id) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
-  await Promise.all([known ? null : loadSessions(), loadTurns(), loadPending()]);
+  await Promise.all([known ? null : loadSessions(), loadTurns(), loadRecords()]);
   $("message").focus();
 }
 
@@ -101,7 +101,7 @@ function drawTurn(t) {
   const article = el("article", { "aria-label": `Turn ${t.ordinal}` }, meta, ...body);
   if (t.status === "completed") {
     const panel = el("div", { class: "panel" });
-    const button = (name, fn) => el("button", { type: "button", text: name, on: { click: () => fn(t, panel).catch(fail) } });
+    const button = (name, fn) => { const b = el("button", { type: "button", text: name, on: { click: () => fn(t, panel, b).catch(fail) } }); return b; };
     article.append(el("div", { class: "actions" },
       button("Fork here", forkHere), button("Provenance", provenance), button("Forget…", forget), button("Retract…", retract)), panel);
   }
@@ -126,21 +126,54 @@ async function provenance(t, panel) {
     lines("Forward (what rests on it)", [
       ...f.turns.map((r) => `turn ${r.turn_id} in session ${r.session_id} (#${r.ordinal})`),
       ...f.sessions.map((s) => `session ${s}`),
-    ])));
+    ]),
+    recordButtons("Memory records resting on it", f.records)));
 }
 
-async function forget(t, panel) {
+// -- memory records (section 20): a session's records, and a record walked back to its words --------------
+function recordButton(id, kind) {
+  return el("li", {}, el("button", { type: "button", text: `Record ${id} (${kind})`, on: { click: () => showRecord(id).catch(fail) } }));
+}
+
+function recordButtons(title, refs) {
+  return el("section", {}, el("h3", { text: title }), el("ul", {}, ...refs.map((r) => recordButton(r.record_id, r.kind))));
+}
+
+async function loadRecords() {
+  if (!state.session) return;
+  const data = await api("GET", `/api/sessions/${encodeURIComponent(state.session)}/records`);
+  $("records").replaceChildren(...data.records.map((r) => recordButton(r.id, r.kind)));
+}
+
+async function showRecord(id) {
+  const data = await api("GET", `/api/records/${encodeURIComponent(id)}/provenance`);
+  const r = data.record, b = data.backward;
+  const state_ = r.erased ? "(erased)" : r.retracted !== null ? `retracted: ${r.retracted}` : "";
+  const region = el("div", { role: "region", "aria-label": `Record ${r.id}`, tabindex: "-1" },
+    el("h3", { text: `Record ${r.id} (${r.kind}) in session ${r.session_id}` }),
+    el("p", { class: "prompt", text: r.text }), state_ ? el("p", { class: "retracted", text: state_ }) : null,
+    lines("Read from (its words)", b.read_from.map((t) => `turn ${t.turn_id} in session ${t.session_id} (#${t.ordinal})`)),
+    recordButtons("Derived from", b.records),
+    recordButtons("Resting on it", data.forward.records));
+  $("details").replaceChildren(region);
+  region.focus();
+}
+
+async function forget(t, panel, opener) {
   const plan = await api("POST", `/api/turns/${encodeURIComponent(t.id)}/forget`, { erase: false });
+  const cancel = el("button", { type: "button", text: "Keep it", on: { click: () => { panel.replaceChildren(); opener.focus(); } } });
   const erase = el("button", { type: "button", text: "Erase", on: { click: async () => {
     try {
       await api("POST", `/api/turns/${encodeURIComponent(t.id)}/forget`, { erase: true });
       say(`forgot turn ${t.id}`);
-      await loadTurns();
+      await Promise.all([loadTurns(), loadRecords()]);
+      $("message").focus();
     } catch (error) { fail(error); }
   } } });
   panel.replaceChildren(el("div", { role: "region", "aria-label": "Erasure plan" },
     lines("Forgetting erases these turns", plan.turns.map((r) => `turn ${r.turn_id} in session ${r.session_id} (#${r.ordinal})`)),
-    lines("in these sessions", plan.sessions), lines("and these spawns", plan.spawns), erase));
+    lines("in these sessions", plan.sessions), lines("and these spawns", plan.spawns),
+    lines("and these memory records", plan.records.map((r) => `record ${r.record_id} (${r.kind})`)), erase, cancel));
   erase.focus();
 }
 
@@ -157,22 +190,56 @@ async function retract(t, panel) {
 }
 
 // -- pending actions and standing rules --------------------------------------------------------------------
+// state.pending: session id -> its waiting actions. Read whole once, then a session at a time as the host reports.
 async function loadPending() {
-  if (!state.session) return;
-  const data = await api("GET", `/api/sessions/${encodeURIComponent(state.session)}/pending`);
-  $("pending").replaceChildren(...data.actions.map((a) => {
+  const data = await api("GET", "/api/pending");
+  state.pending = new Map();
+  for (const a of data.actions) {
+    if (!state.pending.has(a.session_id)) state.pending.set(a.session_id, []);
+    state.pending.get(a.session_id).push(a);
+  }
+  drawPending();
+  document.body.dataset.pending = "loaded";
+}
+
+async function loadSessionPending(session) {
+  const data = await api("GET", `/api/sessions/${encodeURIComponent(session)}/pending`);
+  if (!state.pending) return;
+  if (data.actions.length) state.pending.set(session, data.actions); else state.pending.delete(session);
+  drawPending();
+}
+
+function drawPending() {
+  $("pending").replaceChildren(...[...state.pending.values()].flat().map((a) => {
     const reason = el("input", { type: "text", "aria-label": `Reason for ${a.type}` });
+    const done = async () => { await Promise.all([loadSessionPending(a.session_id), loadTurns(), loadRules()]); $("pending-h").focus(); };
     const decide = (verb) => async () => {
       try {
         await api("POST", `/api/actions/${encodeURIComponent(a.id)}/${verb}`, { reason: reason.value });
-        await Promise.all([loadPending(), loadTurns()]);
+        await done();
       } catch (error) { fail(error); }
     };
-    return el("li", { "aria-label": `Action ${a.type}` },
-      el("p", { text: `${a.type} from ${a.mod_id}` }), el("pre", { text: JSON.stringify(a.payload, null, 2) }), reason,
+    const always = async () => {  // the AG-UI app answers the interrupt: confirm, and allow this kind for good
+      try {
+        await resume(a.session_id, { interruptId: a.id, status: "resolved", payload: { approved: true, always: true, reason: reason.value || null } });
+        await done();
+      } catch (error) { fail(error); }
+    };
+    return el("li", { "aria-label": `Action ${a.type} in ${a.session}` },
+      el("p", { text: `${a.type} from ${a.mod_id} in session ${a.session}` }), el("pre", { text: JSON.stringify(a.payload, null, 2) }), reason,
       el("button", { type: "button", text: "Confirm", on: { click: decide("confirm") } }),
+      el("button", { type: "button", text: "Allow always", "aria-description": `confirm, and allow every ${a.type} from now on`, on: { click: always } }),
       el("button", { type: "button", text: "Dismiss", on: { click: decide("dismiss") } }));
   }));
+}
+
+async function resume(session, answer) {
+  const run = { threadId: session, runId: `studio-${Date.now()}`, state: {}, tools: [], context: [], forwardedProps: {}, messages: [], resume: [answer] };
+  const response = await fetch("/agui", { method: "POST", headers: { "content-type": "application/json", accept: "text/event-stream" }, body: JSON.stringify(run), credentials: "same-origin" });
+  const text = await response.text();
+  if (!response.ok) throw new Error(JSON.parse(text).error);
+  const failed = text.split("\n").filter((l) => l.startsWith("data:")).map((l) => JSON.parse(l.slice(5))).find((e) => e.type === "RUN_ERROR");
+  if (failed) throw new Error(failed.message);
 }
 
 async function loadRules() {
@@ -280,7 +347,7 @@ async function send(event) {
       for (const line of frame.split("\n")) if (line.startsWith("data:")) agui(JSON.parse(line.slice(5)));
     }
   }
-  await Promise.all([loadTurns(), loadPending()]);
+  await Promise.all([loadTurns(), loadSessionPending(state.session)]);
 }
 
 function agui(event) {
@@ -300,10 +367,12 @@ function listen() {
   source.onmessage = (message) => {
     const event = JSON.parse(message.data);
     if (event.kind === "session_created" || event.kind === "session_deleted") loadSessions().catch(fail);
+    if (event.session_id && ["turn_finished", "command_finished", "turn_erased"].includes(event.kind)) loadSessionPending(event.session_id).catch(fail);
+    if (event.kind === "session_deleted" && state.pending && state.pending.delete(event.session_id)) drawPending();
     if (event.kind === "notification") $("notifications").prepend(el("li", { text: `${event.title ?? ""} (${event.session_id})` }));
     if (event.session_id && event.session_id === state.session) {
       if (["turn_finished", "turn_erased", "turn_retracted", "notification", "command_finished"].includes(event.kind)) loadTurns().catch(fail);
-      if (event.kind === "turn_finished" || event.kind === "command_finished") loadPending().catch(fail);
+      if (event.kind === "turn_finished" || event.kind === "memory_recorded" || event.kind === "turn_erased") loadRecords().catch(fail);
     }
   };
 }
@@ -314,4 +383,4 @@ $("message").addEventListener("keydown", onKey);
 $("new-session").addEventListener("click", async () => { try { const s = await api("POST", "/api/sessions", {}); await select(s.id); } catch (error) { fail(error); } });
 $("render-view").addEventListener("click", () => renderView().catch(fail));
 if (new URLSearchParams(location.search).has("token")) history.replaceState(null, "", "/");
-Promise.all([loadSessions(), loadRules(), loadViews()]).then(() => { listen(); document.body.dataset.ready = "true"; }).catch(fail);
+Promise.all([loadSessions(), loadRules(), loadViews()]).then(() => { listen(); document.body.dataset.ready = "true"; return loadPending(); }).catch(fail);
