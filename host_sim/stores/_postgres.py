@@ -529,12 +529,12 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         job whose host is gone is ever marked interrupted by another."""
         updates = ", ".join(f"{c} = excluded.{c}" for c in (*_rows.JOBS.columns, "owner") if c != "id")
         owner = self._owner if record.status == "running" else None
+        insert = f"INSERT INTO host_sim.jobs ({_cols(_rows.JOBS)}, owner) VALUES ({_marks(len(_rows.JOBS.columns) + 1)})"
         steps = [
-            _Step(
-                f"INSERT INTO host_sim.jobs ({_cols(_rows.JOBS)}, owner) VALUES ({_marks(len(_rows.JOBS.columns) + 1)}) "
-                f"ON CONFLICT (id) DO UPDATE SET {updates}",
+            _Step(  # a start inserts (its id taken: refused, atomically); an end replaces
+                insert if record.status == "running" else f"{insert} ON CONFLICT (id) DO UPDATE SET {updates}",
                 (*self._row(_rows.JOBS, record), owner),
-                f"cannot write job {record.id!r}",
+                _rows.job_taken(record.id) if record.status == "running" else f"cannot write job {record.id!r}",
             )
         ]
         if record.status == "running":  # it starts: index it by its session's tags
