@@ -738,6 +738,14 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         rows = await self._query(CLAIM_ORPHANED_TURNS, (self._owner,))
         return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
 
+    async def dead_turns(self, host_ids: Sequence[str]) -> Sequence[TurnRecord]:
+        """The running turns of the hosts ``host_ids`` whose claim is still gone (a read: nothing
+        is claimed; ``host-sim fsck`` names them, `claim_dead` fails them)."""
+        owners = [int(h.removeprefix("pg-")) for h in host_ids if h.startswith("pg-") and h[3:].isdigit()]
+        if not owners:
+            return ()
+        return await self._records(_rows.TURNS, TurnRecord, _DEAD_TURNS.removesuffix(" FOR UPDATE"), (owners,))
+
     # -- liveness: a claim that survives faults (API.md section 23) ----------------------
 
     async def keep_claim(self) -> bool:
