@@ -739,8 +739,9 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
 
     async def dead_turns(self, host_ids: Sequence[str]) -> Sequence[TurnRecord]:
-        """The running turns of the hosts ``host_ids`` whose claim is still gone (a read: nothing
-        is claimed; ``host-sim fsck`` names them, `claim_dead` fails them)."""
+        """The running turns of the hosts ``host_ids`` whose claim is still gone, read only.
+
+        Nothing is claimed: ``host-sim fsck`` names them, `claim_dead` fails them."""
         owners = [int(h.removeprefix("pg-")) for h in host_ids if h.startswith("pg-") and h[3:].isdigit()]
         if not owners:
             return ()
