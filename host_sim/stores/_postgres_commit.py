@@ -179,41 +179,19 @@ class PostgresCommit:
             self._check_event_rows(events.rows)
         first: list[int] = []
 
-        def pipelined(conn: Any) -> None:
-            # Two round trips: BEGIN, the steps and the event rows in one pipeline; their
-            # results checked (a step that changed or found no row is refused: rolled back);
-            # then COMMIT. A statement that fails aborts the rest of the pipeline.
-            with conn.pipeline() as pipeline, conn.transaction():
-                cursors = [conn.execute(step.sql, step.params) for step in steps]
-                seq = None if events is None else self._insert_events(conn, events.rows)  # syncs
-                if events is None:
-                    pipeline.sync()
-                for step, cursor in zip(steps, cursors, strict=True):
-                    if step.expect != "any" and cursor.rowcount < 1:  # changed, or found, no row
-                        raise Refused(step.refusal)
-            if seq is not None:
-                first.append(seq)
-
-        def stepwise(conn: Any) -> None:  # a round trip per statement: names the step refused
-            psycopg = self._psycopg
-            with conn.transaction():
-                for step in steps:
-                    try:
-                        cursor = conn.execute(step.sql, step.params)
-                    except (psycopg.IntegrityError, psycopg.errors.RaiseException) as exc:
-                        raise Refused(f"{step.refusal} ({diagnosis(exc)})") from None
-                    if step.expect != "any" and cursor.rowcount < 1:  # changed, or found, no row
-                        raise Refused(step.refusal)
-                if events is not None:
-                    first.append(self._insert_events(conn, events.rows))
-
         def run(conn: Any) -> None:
             psycopg = self._psycopg
             try:
-                try:
-                    pipelined(conn)
-                except (psycopg.IntegrityError, psycopg.errors.RaiseException):
-                    stepwise(conn)  # rolled back as a whole: run again, saying which step is refused
+                with conn.transaction():
+                    for step in steps:
+                        try:
+                            cursor = conn.execute(step.sql, step.params)
+                        except (psycopg.IntegrityError, psycopg.errors.RaiseException) as exc:
+                            raise Refused(f"{step.refusal} ({diagnosis(exc)})") from None
+                        if step.expect != "any" and cursor.rowcount < 1:  # changed, or found, no row
+                            raise Refused(step.refusal)
+                    if events is not None:
+                        first.append(self._insert_events(conn, events.rows))
             except Refused as refused:
                 raise self._refuse(str(refused)) from None
             except psycopg.Error as exc:
