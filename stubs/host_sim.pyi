@@ -791,6 +791,8 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
     async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]: ...
     async def running_turns(self) -> Sequence[TurnRecord]:
         """Turns left running by a host that is gone (its connection closed or was lost), handed to this host."""
+    async def dead_turns(self, host_ids: Sequence[str]) -> Sequence[TurnRecord]:
+        """The running turns of the hosts ``host_ids`` whose claim is still gone, read only."""
     async def keep_claim(self) -> bool:
         """Make sure this host's liveness claim (the owner lock) is held; whether it had to be"""
     async def absent_hosts(self) -> set[str]:

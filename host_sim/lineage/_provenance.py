@@ -514,16 +514,17 @@ async def _erase(
             found_record = await store.get_record(record_id)
             if found_record is not None and found_record.erased_at is None:
                 fresh.append(found_record)
-    await store.erase(erasure)
-    if log is not None and not isinstance(store, LogStore):  # a log kept apart from the store (MemoryLog)
-        await log.erase(erasure)
-    erased_ids = {t.id for t in records}
-    quoted: list[TurnRecord] = []
-    for table, row_id in sorted(errors):
-        found = await store.find_turn(row_id) if table == "turns" and row_id not in erased_ids else None
-        if found is not None:
-            quoted.append(found)
-    facts.erased((*records, *quoted), erasure, memory)
+    with facts.erasure(records, memory):  # its turn_erased events commit with it (docs/embedding.md)
+        await store.erase(erasure)
+        if log is not None and not isinstance(store, LogStore):  # a log kept apart from the store (MemoryLog)
+            await log.erase(erasure)
+        erased_ids = {t.id for t in records}
+        quoted: list[TurnRecord] = []
+        for table, row_id in sorted(errors):
+            found = await store.find_turn(row_id) if table == "turns" and row_id not in erased_ids else None
+            if found is not None:
+                quoted.append(found)
+        facts.erased((*records, *quoted), erasure, memory)
     if fresh and not records:  # no turn_erased names them (a record forgotten alone, or resting on erased turns)
         facts.forgotten(fresh)
 

@@ -515,12 +515,12 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         job whose host is gone is ever marked interrupted by another."""
         updates = ", ".join(f"{c} = excluded.{c}" for c in (*_rows.JOBS.columns, "owner") if c != "id")
         owner = self._owner if record.status == "running" else None
+        insert = f"INSERT INTO host_sim.jobs ({_cols(_rows.JOBS)}, owner) VALUES ({_marks(len(_rows.JOBS.columns) + 1)})"
         steps = [
-            _Step(
-                f"INSERT INTO host_sim.jobs ({_cols(_rows.JOBS)}, owner) VALUES ({_marks(len(_rows.JOBS.columns) + 1)}) "
-                f"ON CONFLICT (id) DO UPDATE SET {updates}",
+            _Step(  # a start inserts (its id taken: refused, atomically); an end replaces
+                insert if record.status == "running" else f"{insert} ON CONFLICT (id) DO UPDATE SET {updates}",
                 (*self._row(_rows.JOBS, record), owner),
-                f"cannot write job {record.id!r}",
+                _rows.job_taken(record.id) if record.status == "running" else f"cannot write job {record.id!r}",
             )
         ]
         if record.status == "running":  # it starts: index it by its session's tags
@@ -723,6 +723,15 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         """
         rows = await self._query(CLAIM_ORPHANED_TURNS, (self._owner,))
         return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
+
+    async def dead_turns(self, host_ids: Sequence[str]) -> Sequence[TurnRecord]:
+        """The running turns of the hosts ``host_ids`` whose claim is still gone, read only.
+
+        Nothing is claimed: ``host-sim fsck`` names them, `claim_dead` fails them."""
+        owners = [int(h.removeprefix("pg-")) for h in host_ids if h.startswith("pg-") and h[3:].isdigit()]
+        if not owners:
+            return ()
+        return await self._records(_rows.TURNS, TurnRecord, _DEAD_TURNS.removesuffix(" FOR UPDATE"), (owners,))
 
     # -- liveness: a claim that survives faults (docs/embedding.md) ----------------------
 

@@ -320,7 +320,10 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
     # (invocations, get_job, list_jobs, job_turn_began, request_job_cancel: SqlJobs)
 
     async def save_job(self, record: JobRecord) -> None:
-        steps = [Step(upsert(_rows.JOBS), _rows.JOBS.row(record), f"cannot write job {record.id!r}")]
+        if record.status == "running":  # a start inserts (its id taken: refused, atomically)
+            steps = [Step(insert(_rows.JOBS), _rows.JOBS.row(record), _rows.job_taken(record.id))]
+        else:  # an end replaces
+            steps = [Step(upsert(_rows.JOBS), _rows.JOBS.row(record), f"cannot write job {record.id!r}")]
         if record.status == "running":  # it starts: index it by its session's tags
             steps.append(Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
         await self._transact(steps)
