@@ -111,7 +111,7 @@ class SqlApprovals:
 
     __slots__ = ()
 
-    _dialect: ClassVar[Dialect]
+    _dialect: Dialect
 
     if TYPE_CHECKING:  # supplied by the store
 

@@ -78,14 +78,10 @@ asyncio). psycopg is imported when a store is opened, never before.
 
 from __future__ import annotations
 
-import secrets
-import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal, TypeVar, final
-
-import anyio
-import anyio.to_thread
 
 from modular_sdk import SessionId, TurnId
 
@@ -97,7 +93,6 @@ from ._shared import EventRow
 from ._protocol import INDEX_VERSION
 from . import _rows
 from ._postgres_schema import POSTGRES_SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION
-from ._postgres_schema import prepare
 from ._postgres_events import (
     ERASE_COMMAND_EVENTS,
     ERASE_COMMAND_EVENTS_OF,
@@ -105,14 +100,11 @@ from ._postgres_events import (
     ERASE_QUOTED_COMMAND_EVENTS,
     ERASE_QUOTED_TURN_EVENTS,
     LOCK_EVENTS,
-    PostgresEvents,
-    close_listener,
 )
 from ._postgres_locks import SELECT_ERASURE_GENERATION as SELECT_ERASURE_GENERATION
-from ._postgres_commit import PostgresCommit
+from ._postgres_commit import OWNER_LOCK, PostgresDriver
 from ._postgres_commit import redact as redact
-from ._postgres_locks import PostgresLocks
-from ._postgres_sql import close_quietly
+from ._sql_store import SqlStore
 from ._sql_jobs import SqlJobs
 from ._approvals import SqlApprovals
 from ._sql_traces import SqlTraces
@@ -125,7 +117,6 @@ from ._records import JobRecord, JobStatus, SessionRecord, StoredState, TurnReco
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
 
-_OWNER_LOCK: Final = 0x48530002  # advisory lock class: a live store (its owner key)
 
 _R = TypeVar("_R")
 
@@ -190,13 +181,13 @@ SELECT_TURN_BY_MESSAGE: Final = (
 _OWNER_HELD: Final = (  # the owner lock of host {owner} is held: that host is alive
     "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
     "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
-    f"AND l.classid = {_OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = {{owner}}::bigint::oid"
+    f"AND l.classid = {OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = {{owner}}::bigint::oid"
 )
 CLAIM_ORPHANED_TURNS: Final = (
     "UPDATE host_sim.turns t SET owner = %s WHERE t.status = 'running' AND NOT EXISTS ("
     "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
     "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
-    f"AND l.classid = {_OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = t.owner::bigint::oid"
+    f"AND l.classid = {OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = t.owner::bigint::oid"
     f") RETURNING t.seq, {_cols(_rows.TURNS, 't.')}"
 )
 _ABSENT_OWNERS: Final = (  # hosts that left work running and hold no claim now
@@ -232,7 +223,7 @@ _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE 
 SELECT_INDEX_VERSION: Final = "SELECT value FROM host_sim.meta WHERE key = 'index_version'"
 
 @final
-class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, PostgresEvents, PostgresCommit):
+class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
     """A durable store in a PostgreSQL database that several hosts share (one session graph).
 
     ``dsn`` is a libpq connection string (``postgresql://user@host:5432/dbname`` or
@@ -255,23 +246,9 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
     >>> async with Host(store=PostgresStore("postgresql://app@db/chats")) as host: ...  # doctest: +SKIP
     """
 
-    __slots__ = (
-        "_connections",
-        "_create",
-        "_dsn",
-        "_event_retention",
-        "_listener",
-        "_listening",
-        "_idle",
-        "_idle_locks",
-        "_lock",
-        "_owner",
-        "_owner_conn",
-        "_psycopg",
-        "_slots",
-    )
+    __slots__ = ()
 
-    _dialect = DIALECT
+    _driver: PostgresDriver
 
     def __init__(
         self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)
@@ -292,61 +269,17 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
                 "timedelta(hours=24) (how long event rows are kept for subscribe(after=...))",
                 path=redact(dsn),
             )
-        self._event_retention = event_retention
-        self._listener: Any = None
-        self._listening = threading.Lock()  # held by the thread waiting on the listener
-        self._dsn = dsn
-        self._create = create
-        self._connections = connections
-        self._psycopg: Any = None
-        self._lock: anyio.Lock | None = None
-        self._slots: anyio.Semaphore | None = None
-        self._idle: list[Any] = []
-        self._idle_locks: list[Any] = []
-        self._owner_conn: Any = None
-        self._owner = 0
+        driver = PostgresDriver(dsn, create=create, connections=connections, event_retention=event_retention)
+        super().__init__(DIALECT, driver)
 
     def __repr__(self) -> str:
-        state = "open" if self._owner_conn is not None else "closed"
+        state = "open" if self._driver.is_open else "closed"
         return f"<PostgresStore {self.path!r} ({state})>"
 
     @property
     def path(self) -> str:
         """The DSN without its password: what messages and `StoreError.path` name."""
-        return redact(self._dsn)
-
-    # -- lifecycle -----------------------------------------------------------------------
-
-    async def open(self) -> None:
-        """Connect, check (or create) the schema and announce this host as live; reads no records.
-
-        Opening an open store does nothing. Raises `StoreError` naming the DSN (see the
-        class docstring).
-        """
-        if self._lock is None:
-            self._lock = anyio.Lock()
-        async with self._lock:
-            if self._owner_conn is None:
-                conn, owner = await anyio.to_thread.run_sync(self._connect_owner)
-                self._owner_conn, self._owner = conn, owner
-                self._slots = anyio.Semaphore(self._connections)
-
-    async def close(self) -> None:
-        """Close every connection (this host's locks go with them). Idempotent; may be opened again."""
-        lock = self._lock
-        if lock is None:
-            return
-        with anyio.CancelScope(shield=True):
-            async with lock:
-                conns = [self._owner_conn, *self._idle, *self._idle_locks]
-                self._owner_conn, self._idle, self._idle_locks = None, [], []
-                listener, self._listener = self._listener, None
-                if listener is not None:  # woken (a NOTIFY), then closed once no thread waits on it
-                    await anyio.to_thread.run_sync(close_listener, listener, self._listening, conns[0])
-                self._lock = self._slots = None
-                for conn in conns:
-                    if conn is not None:  # this host's locks go first, so other hosts see it gone at once
-                        await anyio.to_thread.run_sync(close_quietly, conn, True)
+        return self._driver.path
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -366,7 +299,7 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         ]
         if edge is not None:
             steps.append(
-                _Step(_UPSERT_EDGE, self._edge_row(edge), f"cannot write the edge into session {record.id!r}")
+                _Step(_UPSERT_EDGE, self._driver.edge_row(edge), f"cannot write the edge into session {record.id!r}")
             )
         steps += [
             _Step(
@@ -382,7 +315,7 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
     async def begin_turn(self, record: TurnRecord) -> None:
         """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
         _rows.check_begin_turn(record, self._refuse)
-        row = (*self._row(_rows.TURNS, record), self._owner)
+        row = (*self._row(_rows.TURNS, record), self._driver.owner)
         await self._transact(
             [
                 check(_rows.session_of_turn(record)),
@@ -433,7 +366,7 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
         return [
             *(check(need) for need in _rows.ends_stored(edge)),
-            _Step(_UPSERT_EDGE, self._edge_row(edge), f"cannot write the edge {pair}"),
+            _Step(_UPSERT_EDGE, self._driver.edge_row(edge), f"cannot write the edge {pair}"),
         ]
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
@@ -457,7 +390,7 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
             _Step("DELETE FROM host_sim.edges", (), ""),
         ]
         steps += [_Step(_UPSERT_NODE, self._row(_rows.NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
-        steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot write an edge") for e in edges]
+        steps += [_Step(_UPSERT_EDGE, self._driver.edge_row(e), "cannot write an edge") for e in edges]
         steps += [
             _Step("DELETE FROM host_sim.session_tags", (), ""),
             _Step(
@@ -528,7 +461,7 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         """Write a job; a running one is owned by this host (like its turns), so that only a
         job whose host is gone is ever marked interrupted by another."""
         updates = ", ".join(f"{c} = excluded.{c}" for c in (*_rows.JOBS.columns, "owner") if c != "id")
-        owner = self._owner if record.status == "running" else None
+        owner = self._driver.owner if record.status == "running" else None
         steps = [
             _Step(
                 f"INSERT INTO host_sim.jobs ({_cols(_rows.JOBS)}, owner) VALUES ({_marks(len(_rows.JOBS.columns) + 1)}) "
@@ -651,7 +584,7 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
             params += (key, value)
         if unread_only:
             sql += " AND id NOT IN (SELECT turn_id FROM host_sim.reads)"
-        return await self._records(_rows.TURNS, TurnRecord, sql + " ORDER BY seq", params)
+        return await self._select(_rows.TURNS, TurnRecord, sql + " ORDER BY seq", params)
 
     async def page_sessions(
         self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
@@ -708,24 +641,24 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         return int(raw) if isinstance(raw, str) and raw.isdigit() else None
 
     async def get_session(self, session_id: SessionId) -> SessionRecord | None:
-        found = await self._records(_rows.SESSIONS, SessionRecord, SELECT_SESSION, (session_id,))
+        found = await self._select(_rows.SESSIONS, SessionRecord, SELECT_SESSION, (session_id,))
         return found[0] if found else None
 
     async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
-        return await self._records(_rows.TURNS, TurnRecord, SELECT_TURNS, (session_id,))
+        return await self._select(_rows.TURNS, TurnRecord, SELECT_TURNS, (session_id,))
 
     async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
         """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
-        return await self._records(_rows.TURNS, TurnRecord, SELECT_TURNS_SINCE, (session_id, ordinal))
+        return await self._select(_rows.TURNS, TurnRecord, SELECT_TURNS_SINCE, (session_id, ordinal))
 
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
-        found = await self._records(_rows.TURNS, TurnRecord, SELECT_TURN, (turn_or_message_id,))
+        found = await self._select(_rows.TURNS, TurnRecord, SELECT_TURN, (turn_or_message_id,))
         if not found:
-            found = await self._records(_rows.TURNS, TurnRecord, SELECT_TURN_BY_MESSAGE, (turn_or_message_id,))
+            found = await self._select(_rows.TURNS, TurnRecord, SELECT_TURN_BY_MESSAGE, (turn_or_message_id,))
         return found[0] if found else None
 
     async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
-        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_SPAWNED_DURING, (turn_id,))
+        return await self._select(_rows.SESSIONS, SessionRecord, SELECT_SPAWNED_DURING, (turn_id,))
 
     async def running_turns(self) -> Sequence[TurnRecord]:
         """Turns left running by a host that is gone (its connection closed or was lost), handed to this host.
@@ -735,49 +668,15 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         statement claims them, so two hosts never both get one): finish them (a host
         fails them as interrupted), or they are handed on again once this host is gone.
         """
-        rows = await self._query(CLAIM_ORPHANED_TURNS, (self._owner,))
+        rows = await self._query(CLAIM_ORPHANED_TURNS, (self._driver.owner,))
         return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
 
     # -- liveness: a claim that survives faults (API.md section 23) ----------------------
 
     async def keep_claim(self) -> bool:
         """Make sure this host's liveness claim (the owner lock) is held; whether it had to be
-        taken again. After a server restart or a killed connection the claim is gone with the
-        connection that held it: a fresh connection takes the same key back, so the turns and
-        jobs this host owns stay its own. Raises a retryable `StoreError` while the server is away."""
-        if self._owner_conn is None:
-            raise self._closed_error()
-        return await anyio.to_thread.run_sync(self._keep_claim)
-
-    def _keep_claim(self) -> bool:
-        conn = self._owner_conn
-        if conn is None:
-            raise self._closed_error()
-        psycopg = self._psycopg
-        if not conn.closed and not conn.broken:
-            try:
-                conn.execute("SELECT 1", ())
-                return False
-            except psycopg.Error:
-                pass
-        fresh = self._connect()  # retryable StoreError while the server is away
-        try:
-            while True:
-                taken = fresh.execute("SELECT pg_try_advisory_lock(%s, %s)", (_OWNER_LOCK, self._owner)).fetchone()[0]
-                if taken:
-                    break
-                # Another store took this key while the server had forgotten this one (a one
-                # in two billion chance): this host goes on under a new key.
-                self._owner = secrets.randbelow(2**31 - 2) + 1
-        except psycopg.Error as exc:
-            close_quietly(fresh)
-            raise self._database_error(exc, "could not take back its liveness claim") from exc
-        if self._owner_conn is None:  # closed meanwhile
-            close_quietly(fresh)
-            raise self._closed_error()
-        old, self._owner_conn = self._owner_conn, fresh
-        close_quietly(old)
-        return True
+        taken again (see `PostgresDriver.keep_claim`)."""
+        return await self._driver.keep_claim()
 
     async def absent_hosts(self) -> set[str]:
         """The hosts that left turns or jobs running and hold no claim now (dead, or away for a moment)."""
@@ -808,24 +707,24 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
                     jobs = tuple(str(r[0]) for r in conn.execute(_INTERRUPT_DEAD_JOBS, (at.isoformat(), owners)).fetchall())
                     events = announce(turns, jobs) if turns or jobs else ()
                     if events:
-                        self._check_event_rows(events)
-                        self._insert_events(conn, events)
+                        self._driver.check_event_rows(events)
+                        self._driver.insert_events(conn, events)
                     return turns, jobs
-            except self._psycopg.Error as exc:
-                raise self._database_error(exc, "could not fail the turns of a dead host") from exc
+            except self._driver.psycopg.Error as exc:
+                raise self._driver.database_error(exc, "could not fail the turns of a dead host") from exc
 
-        return await self._with_connection(run)
+        return await self._driver.with_connection(run)
 
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
-        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))
+        return await self._select(_rows.SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))
 
     async def list_sessions(self) -> Sequence[SessionRecord]:
-        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_ALL_SESSIONS, ())
+        return await self._select(_rows.SESSIONS, SessionRecord, SELECT_ALL_SESSIONS, ())
 
     async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
         found = {
             n.session_id: n
-            for n in await self._records(_rows.NODES, SessionNode, SELECT_NODES, (list(dict.fromkeys(session_ids)),))
+            for n in await self._select(_rows.NODES, SessionNode, SELECT_NODES, (list(dict.fromkeys(session_ids)),))
         }
         return tuple(found[s] for s in session_ids if s in found)
 
@@ -834,53 +733,49 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
     ) -> Sequence[LineageEdge]:
         sql = SELECT_EDGES_OUT if direction == "out" else SELECT_EDGES_IN
         by_session: dict[str, list[LineageEdge]] = {}
-        for edge in await self._records(_rows.EDGES, LineageEdge, sql, (list(dict.fromkeys(session_ids)),)):
+        for edge in await self._select(_rows.EDGES, LineageEdge, sql, (list(dict.fromkeys(session_ids)),)):
             key = edge.from_session_id if direction == "out" else edge.to_session_id
             by_session.setdefault(key, []).append(edge)
         return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
 
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
-        return await self._records(_rows.EDGES, LineageEdge, SELECT_EDGES_BY_ARTIFACT, (artifact_type, source_id))
+        return await self._select(_rows.EDGES, LineageEdge, SELECT_EDGES_BY_ARTIFACT, (artifact_type, source_id))
 
-    async def read_all(self) -> StoredState:
-        """Every record and index row, in writing order, from one consistent snapshot."""
+    # -- several hosts: the driver's lock_session and event log (`_shared.SharedStore`) ---
 
-        def read(conn: Any) -> StoredState:
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
-                return StoredState(
-                    sessions=self._decode_all(conn, _rows.SESSIONS, SessionRecord),
-                    turns=self._decode_all(conn, _rows.TURNS, TurnRecord),
-                    nodes=self._decode_all(conn, _rows.NODES, SessionNode),
-                    edges=self._decode_all(conn, _rows.EDGES, LineageEdge),
-                )
+    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[int]:
+        """Hold session ``session_id``'s turn lock across every host of this database (`PostgresLocks`)."""
+        return self._driver.lock_session(session_id)
 
-        return await self._with_connection(read)
+    @property
+    def host_id(self) -> str:
+        """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
+        return self._driver.host_id
 
-    # -- several hosts: lock_session (PostgresLocks), the event log (PostgresEvents) ----------
+    async def append_events(self, rows: Sequence[EventRow]) -> None:
+        """Write event rows (in order) in one transaction and wake every listening host."""
+        await self._driver.append_events(rows)
 
-    # -- connections and transactions: PostgresCommit; opening ------------------------------
+    async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
+        """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
+        return await self._driver.events_after(seq, limit)
 
-    def _connect_owner(self) -> tuple[Any, int]:
-        """In a worker thread: the first connection, the schema checked or created, and this store's owner key."""
-        conn = self._connect()
-        try:
-            self._prepare(conn)
-            while True:  # a key no live store holds
-                owner = secrets.randbelow(2**31 - 2) + 1
-                if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_OWNER_LOCK, owner)).fetchone()[0]:
-                    return conn, owner
-        except BaseException:
-            close_quietly(conn)
-            raise
+    async def trimmed_events(self) -> int:
+        """The newest seq retention deleted (0: none)."""
+        return await self._driver.trimmed_events()
 
-    def _prepare(self, conn: Any) -> None:
-        """In a worker thread: check the schema of the database, or create it (see `_postgres_schema.prepare`)."""
-        prepare(
-            conn,
-            create=self._create,
-            psycopg=self._psycopg,
-            fail=self._fail,
-            database_error=self._database_error,
-            scrub=self._scrub,
-        )
+    async def last_event_seq(self) -> int:
+        """The newest event row's seq (0: none): where a host that opens starts reading."""
+        return await self._driver.last_event_seq()
+
+    async def wait_for_events(self, timeout: float) -> list[str]:
+        """Wait until a host wrote event rows or ``timeout`` seconds passed; the reply_delta payloads meanwhile."""
+        return await self._driver.wait_for_events(timeout)
+
+    async def send_delta(self, payload: str) -> None:
+        """Hand a reply_delta to the other hosts' listeners (best-effort)."""
+        await self._driver.send_delta(payload)
+
+    async def trim_events(self) -> int:
+        """Delete event rows older than ``event_retention``; returns how many."""
+        return await self._driver.trim_events()

@@ -7,13 +7,19 @@ transactions; the rest is written once.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, TypeVar
 
 import attrs
 
+from . import _rows
+from ._errors import StoreError
+from ._records import StoredState
 from ._rows import Need
 
-__all__ = ["Dialect", "Step"]
+__all__ = ["Dialect", "Driver", "Step"]
+
+_R = TypeVar("_R")
 
 
 @attrs.frozen
@@ -70,3 +76,58 @@ class Dialect:
         where = f"{need.column} = {self.mark}" + (f" AND {need.condition}" if need.condition else "")
         exists = f"{'NOT ' if need.absent else ''}EXISTS (SELECT 1 FROM {self.table(need.table)} WHERE {where})"
         return Step(f"SELECT 1 WHERE {exists}", (need.value,), need.refusal, "row")
+
+
+class Driver(Protocol):
+    """What the SQL store engine (`_sql_store.SqlStore`) needs of a database connection: the
+    driver below it (sqlite3's `_sqlite_driver.SqliteDriver`, psycopg's
+    `_postgres_commit.PostgresDriver`). It runs statements and says what failed; what to
+    write, and in which words, is the engine's and the `Dialect`'s."""
+
+    async def open(self) -> None:
+        """Connect and check (or make) the schema; opening an open driver does nothing."""
+        ...
+
+    async def close(self) -> None:
+        """Let go of every connection; everything acknowledged is durable. Idempotent."""
+        ...
+
+    async def query(self, sql: str, params: tuple[object, ...]) -> Sequence[Sequence[Any]]:
+        """The rows of one read."""
+        ...
+
+    async def transact(self, steps: list[Step]) -> None:
+        """Run ``steps`` in one transaction: all of them, or (raising) none."""
+        ...
+
+    async def read_all(self) -> StoredState:
+        """Every record and index row, in writing order, from one consistent snapshot."""
+        ...
+
+    def columns(self, table: _rows.Table, alias: str = "") -> str:
+        """The select list of ``table`` (each column prefixed by ``alias``)."""
+        ...
+
+    def row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
+        """The row ``record`` is written as (refused when the database cannot hold it)."""
+        ...
+
+    def decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
+        """The record a row read holds (a damaged row raises)."""
+        ...
+
+    def refuse(self, problem: str) -> StoreError:
+        """A write the store refuses."""
+        ...
+
+    def fail(self, problem: str, remedy: str) -> StoreError:
+        """Any other failure, naming the store."""
+        ...
+
+    def lacks(self, column: str) -> bool:
+        """Whether the database lacks ``table.column`` (an older schema a reader opened)."""
+        ...
+
+    def has_table(self, table: str) -> bool:
+        """Whether the database has the table ``table``."""
+        ...

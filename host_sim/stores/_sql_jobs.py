@@ -33,7 +33,7 @@ class SqlJobs:
 
     __slots__ = ()
 
-    _dialect: ClassVar[Dialect]
+    _dialect: Dialect
 
     if TYPE_CHECKING:  # supplied by the store
 

@@ -92,7 +92,7 @@ class SqlMemory:
 
     __slots__ = ()
 
-    _dialect: ClassVar[Dialect]
+    _dialect: Dialect
 
     if TYPE_CHECKING:  # supplied by the store
 

@@ -50,7 +50,7 @@ class SqlTraces:
 
     __slots__ = ()
 
-    _dialect: ClassVar[Dialect]
+    _dialect: Dialect
 
     if TYPE_CHECKING:  # supplied by the store
 
