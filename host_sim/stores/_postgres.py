@@ -81,14 +81,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
-from typing import Any, Final, Literal, TypeVar, final
+from typing import Any, Final, TypeVar, final
 
-from modular_sdk import SessionId, TurnId
+from modular_sdk import SessionId
 
 from ._records import LineageEdge, SessionNode
-from ._erasure import Erasure, statements
+from ._erasure import Erasure
 from ._errors import StoreError
-from ._invariants import ERASED_LABEL, interrupted
+from ._invariants import interrupted
 from ._shared import EventRow
 from ._protocol import INDEX_VERSION
 from . import _rows
@@ -104,7 +104,7 @@ from ._postgres_events import (
 from ._postgres_locks import SELECT_ERASURE_GENERATION as SELECT_ERASURE_GENERATION
 from ._postgres_commit import OWNER_LOCK, PostgresDriver
 from ._postgres_commit import redact as redact
-from ._sql_store import SqlStore
+from ._sql_store import Reads, SqlStore
 from ._sql_jobs import SqlJobs
 from ._approvals import SqlApprovals
 from ._sql_traces import SqlTraces
@@ -113,7 +113,7 @@ from ._postgres_sql import Step as _Step
 from ._postgres_sql import DIALECT, check
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
-from ._records import JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+from ._records import JobRecord, JobStatus, SessionRecord, TurnRecord
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
 
@@ -130,35 +130,8 @@ _JOB_TAGS: Final = (
 _NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
 
 
-_INSERT_SESSION: Final = (
-    f"INSERT INTO host_sim.sessions ({_cols(_rows.SESSIONS)}, parent_session_id) VALUES ({_marks(len(_rows.SESSIONS.columns) + 1)})"
-)
-_INSERT_TURN: Final = f"INSERT INTO host_sim.turns ({_cols(_rows.TURNS)}, owner) VALUES ({_marks(len(_rows.TURNS.columns) + 1)})"
-_NODE_UPDATES: Final = ", ".join(f"{c} = excluded.{c}" for c in _rows.NODES.columns if c != "session_id")
-_UPSERT_NODE: Final = (
-    f"INSERT INTO host_sim.nodes ({_cols(_rows.NODES)}) VALUES ({_marks(len(_rows.NODES.columns))}) "
-    f"ON CONFLICT (session_id) DO UPDATE SET {_NODE_UPDATES}"
-)
-_EDGE_COLUMNS: Final = f"{_cols(_rows.EDGES)}, artifact_type, artifact_source_id"
-_EDGE_UPDATES: Final = ", ".join(
-    f"{c} = excluded.{c}"
-    for c in (*_rows.EDGES.columns, "artifact_type", "artifact_source_id")
-    if c not in ("from_session_id", "to_session_id")
-)
-_UPSERT_EDGE: Final = (
-    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) VALUES ({_marks(len(_rows.EDGES.columns) + 2)}) "
-    f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
-)
-_TURN_KEY: Final = " AND ".join(f"{c} = %s" for c in _rows.TURN_KEY)
-_FINISH_TURN: Final = (
-    f"UPDATE host_sim.turns SET {', '.join(f'{c} = %s' for c in _rows.TURN_FINISHED)}, owner = NULL "
-    f"WHERE {_TURN_KEY} AND status = 'running'"
-)
-_ERASE_TURN: Final = (
-    f"UPDATE host_sim.turns SET {', '.join(f'{c} = %s' for c in _rows.TURN_ERASED)}, "
-    "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE %s END "
-    f"WHERE {_TURN_KEY} AND status <> 'running' AND erased_at IS NULL"
-)
+_UPSERT_NODE: Final = DIALECT.upsert(_rows.NODES)
+_UPSERT_EDGE: Final = DIALECT.upsert(_rows.EDGES)
 _BUMP_ERASURE_GENERATION: Final = (  # in the transaction of every erasure and deletion
     "INSERT INTO host_sim.meta (key, value) VALUES ('erasure_generation', '1') "
     "ON CONFLICT (key) DO UPDATE SET value = (host_sim.meta.value::bigint + 1)::text"
@@ -168,16 +141,20 @@ _SET_INDEX_VERSION: Final = (
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
 
-# Reads (each served by an index; see tests/host/test_postgres_store.py, which EXPLAINs them).
-SELECT_SESSION: Final = f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE id = %s"
-SELECT_TURNS: Final = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE session_id = %s ORDER BY ordinal"
-SELECT_TURNS_SINCE: Final = (
-    f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE session_id = %s AND ordinal >= %s ORDER BY ordinal"
-)
-SELECT_TURN: Final = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE id = %s"
-SELECT_TURN_BY_MESSAGE: Final = (
-    f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE message_id = %s ORDER BY seq LIMIT 1"
-)
+# Reads (each served by an index; see tests/host/test_postgres_store.py, which EXPLAINs them):
+# those the engine makes (`_sql_store.Reads`, spelled for PostgreSQL), and PostgreSQL's own.
+_READS: Final = Reads.of(DIALECT)
+SELECT_SESSION: Final = DIALECT.select(_rows.SESSIONS, _READS.session)
+SELECT_TURNS: Final = DIALECT.select(_rows.TURNS, _READS.turns)
+SELECT_TURNS_SINCE: Final = DIALECT.select(_rows.TURNS, _READS.turns_since)
+SELECT_TURN: Final = DIALECT.select(_rows.TURNS, _READS.turn)
+SELECT_TURN_BY_MESSAGE: Final = DIALECT.select(_rows.TURNS, _READS.turn_by_message)
+SELECT_SPAWNED_DURING: Final = DIALECT.select(_rows.SESSIONS, _READS.spawned_during)
+SELECT_ALL_SESSIONS: Final = DIALECT.select(_rows.SESSIONS, _READS.all_sessions)
+SELECT_NODES: Final = DIALECT.select(_rows.NODES, f"WHERE {DIALECT.any_of('session_id', ())[0]}")
+SELECT_EDGES_OUT: Final = DIALECT.select(_rows.EDGES, f"WHERE {DIALECT.any_of('from_session_id', ())[0]} ORDER BY seq")
+SELECT_EDGES_IN: Final = DIALECT.select(_rows.EDGES, f"WHERE {DIALECT.any_of('to_session_id', ())[0]} ORDER BY seq")
+SELECT_INDEX_VERSION: Final = _READS.index_version
 _OWNER_HELD: Final = (  # the owner lock of host {owner} is held: that host is alive
     "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
     "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
@@ -207,20 +184,10 @@ _INTERRUPT_DEAD_JOBS: Final = (
 SELECT_CHILDREN: Final = (
     f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE parent_session_id = %s ORDER BY seq"
 )
-SELECT_SPAWNED_DURING: Final = (
-    f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE trigger_turn_id = %s ORDER BY seq"
-)
-SELECT_ALL_SESSIONS: Final = f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions ORDER BY seq"
-SELECT_NODES: Final = f"SELECT {_cols(_rows.NODES)} FROM host_sim.nodes WHERE session_id = ANY(%s)"
-SELECT_EDGES_OUT: Final = (
-    f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE from_session_id = ANY(%s) ORDER BY seq"
-)
-SELECT_EDGES_IN: Final = f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE to_session_id = ANY(%s) ORDER BY seq"
 SELECT_EDGES_BY_ARTIFACT: Final = (
     f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE artifact_type = %s AND artifact_source_id = %s ORDER BY seq"
 )
 _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'host_sim'"
-SELECT_INDEX_VERSION: Final = "SELECT value FROM host_sim.meta WHERE key = 'index_version'"
 
 @final
 class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
@@ -283,92 +250,6 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
 
     # -- writes ---------------------------------------------------------------------------
 
-    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
-        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
-        await self._transact(self._session_steps(record, node, edge))
-
-    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[_Step]:
-        parent = None if record.lineage.kind == "root" else record.lineage.parent_session_id
-        steps = [
-            _Step(
-                _INSERT_SESSION,
-                (*self._row(_rows.SESSIONS, record), parent),
-                _rows.session_taken(record.id),
-            ),
-            _Step(_UPSERT_NODE, self._row(_rows.NODES, node), f"cannot write the node of session {record.id!r}"),
-        ]
-        if edge is not None:
-            steps.append(
-                _Step(_UPSERT_EDGE, self._driver.edge_row(edge), f"cannot write the edge into session {record.id!r}")
-            )
-        steps += [
-            _Step(
-                "INSERT INTO host_sim.session_tags (key, value, seq, session_id) "
-                "SELECT %s, %s, seq, id FROM host_sim.sessions WHERE id = %s",
-                (key, value, record.id),
-                f"cannot index tag {key!r} of session {record.id!r}",
-            )
-            for key, value in record.tags.items()
-        ]
-        return steps
-
-    async def begin_turn(self, record: TurnRecord) -> None:
-        """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
-        _rows.check_begin_turn(record, self._refuse)
-        row = (*self._row(_rows.TURNS, record), self._driver.owner)
-        await self._transact(
-            [
-                check(_rows.session_of_turn(record)),
-                _Step(_INSERT_TURN, row, _rows.turn_taken(record)),
-            ]
-        )
-
-    async def finish_turn(self, record: TurnRecord) -> None:
-        """Replace a running turn by its finished record; refuses any turn that is not running."""
-        _rows.check_finish_turn(record, self._refuse)
-        params = _rows.TURNS.pick(self._row(_rows.TURNS, record), (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
-        await self._transact([_Step(_FINISH_TURN, params, _rows.turn_not_running(record.id), "change")])
-
-    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
-        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
-        before keeps its first reason)."""
-        await self._transact(
-            [
-                check(_rows.finished_turn_stored(turn_id)),
-                _Step(
-                    "UPDATE host_sim.turns SET retracted_at = %s, retraction_reason = %s "
-                    "WHERE id = %s AND status <> 'running' AND retracted_at IS NULL",
-                    (at.isoformat(), reason, turn_id),
-                    f"cannot retract turn {turn_id!r}",
-                ),
-            ]
-        )
-        found = await self.find_turn(turn_id)
-        if found is None:
-            raise self._fail(f"lost turn {turn_id!r} while retracting it", "run host-sim fsck on the store")
-        return found
-
-    async def save_node(self, node: SessionNode) -> None:
-        """Replace the node of a stored session."""
-        await self._transact(
-            [
-                check(_rows.session_stored(node.session_id, "a node belongs to a stored session")),
-                _Step(_UPSERT_NODE, self._row(_rows.NODES, node), f"cannot write the node of session {node.session_id!r}"),
-            ]
-        )
-
-    async def save_edge(self, edge: LineageEdge) -> None:
-        """Write a lineage edge between two stored sessions (same pair: replaced)."""
-        await self._transact(self._edge_steps(edge))
-
-    def _edge_steps(self, edge: LineageEdge) -> list[_Step]:
-        """Write ``edge`` once both its sessions are found stored."""
-        pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
-        return [
-            *(check(need) for need in _rows.ends_stored(edge)),
-            _Step(_UPSERT_EDGE, self._driver.edge_row(edge), f"cannot write the edge {pair}"),
-        ]
-
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge and record `INDEX_VERSION`, in one transaction.
 
@@ -389,8 +270,8 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
             _Step("DELETE FROM host_sim.nodes", (), ""),
             _Step("DELETE FROM host_sim.edges", (), ""),
         ]
-        steps += [_Step(_UPSERT_NODE, self._row(_rows.NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
-        steps += [_Step(_UPSERT_EDGE, self._driver.edge_row(e), "cannot write an edge") for e in edges]
+        steps += [_Step(_UPSERT_NODE, self._full_row(_rows.NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [_Step(_UPSERT_EDGE, self._full_row(_rows.EDGES, e), "cannot write an edge") for e in edges]
         steps += [
             _Step("DELETE FROM host_sim.session_tags", (), ""),
             _Step(
@@ -415,31 +296,12 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
         tables rewrites their files without it (docs/embedding.md, "Several hosts:
         PostgresStore", Limits).
         """
-        steps: list[_Step] = [_Step(LOCK_EVENTS, (), "cannot lock the event log")]
-        for turn in erasure.turns:
-            _rows.check_erase_turn(turn, self._refuse)
-            row = self._row(_rows.TURNS, turn)
-            steps.append(
-                _Step(
-                    _ERASE_TURN,
-                    (*_rows.TURNS.pick(row, _rows.TURN_ERASED), ERASED_LABEL, *_rows.TURNS.pick(row, _rows.TURN_KEY)),
-                    _rows.turn_not_erasable(turn.id),
-                    "change",
-                )
-            )
+        def events_of(turn: TurnRecord, row: tuple[object, ...]) -> list[_Step]:
             (message,) = _rows.TURNS.pick(row, ("message",))
-            steps.append(_Step(ERASE_EVENTS, (message, turn.id), f"cannot erase the events of turn {turn.id!r}"))
-        steps += [step for e in erasure.edges for step in self._edge_steps(e)]
-        steps += [
-            check(_rows.no_running_turn(turn_id))
-            for table, turn_id in sorted(erasure.errors)
-            if table == "turns"
-        ]
+            return [_Step(ERASE_EVENTS, (message, turn.id), f"cannot erase the events of turn {turn.id!r}")]
+
         tables = [str(name) for (name,) in await self._query(_SELECT_TABLES, ())]
-        steps += [
-            _Step(sql, params, "cannot erase the text of a record")
-            for sql, params in statements(erasure, tables=tables, mark="%s", prefix="host_sim.", encode=_rows.erased_value)
-        ]
+        steps = [_Step(LOCK_EVENTS, (), "cannot lock the event log"), *self._erasure_steps(erasure, tables, events_of)]
         touched = sorted({session for session, _ in erasure.positions} | set(erasure.sessions))
         steps.append(_Step(ERASE_COMMAND_EVENTS_OF, (touched,), "cannot erase the events of erased commands"))
         quoted = {table: sorted(i for t, i in erasure.errors if t == table) for table in ("turns", "invocations")}
@@ -559,18 +421,6 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
         )
         return tuple(str(r[0]) for r in rows)
 
-    async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
-        await self._transact(
-            [
-                check(_rows.turn_stored(turn_id, "mark a stored notification read")),
-                _Step(
-                    "INSERT INTO host_sim.reads (turn_id, read_at) VALUES (%s, %s) ON CONFLICT (turn_id) DO NOTHING",
-                    (turn_id, at.isoformat()),
-                    f"cannot mark turn {turn_id!r} read",
-                ),
-            ]
-        )
-
     async def notification_turns(
         self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
     ) -> Sequence[TurnRecord]:
@@ -634,32 +484,6 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
             )
         return when
 
-    async def index_version(self) -> int | None:
-        """The `INDEX_VERSION` the index was built with, or ``None``."""
-        rows = await self._query(SELECT_INDEX_VERSION, ())
-        raw = rows[0][0] if rows else None
-        return int(raw) if isinstance(raw, str) and raw.isdigit() else None
-
-    async def get_session(self, session_id: SessionId) -> SessionRecord | None:
-        found = await self._select(_rows.SESSIONS, SessionRecord, SELECT_SESSION, (session_id,))
-        return found[0] if found else None
-
-    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
-        return await self._select(_rows.TURNS, TurnRecord, SELECT_TURNS, (session_id,))
-
-    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
-        """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
-        return await self._select(_rows.TURNS, TurnRecord, SELECT_TURNS_SINCE, (session_id, ordinal))
-
-    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
-        found = await self._select(_rows.TURNS, TurnRecord, SELECT_TURN, (turn_or_message_id,))
-        if not found:
-            found = await self._select(_rows.TURNS, TurnRecord, SELECT_TURN_BY_MESSAGE, (turn_or_message_id,))
-        return found[0] if found else None
-
-    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
-        return await self._select(_rows.SESSIONS, SessionRecord, SELECT_SPAWNED_DURING, (turn_id,))
-
     async def running_turns(self) -> Sequence[TurnRecord]:
         """Turns left running by a host that is gone (its connection closed or was lost), handed to this host.
 
@@ -694,6 +518,7 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
         owners = [int(h.removeprefix("pg-")) for h in host_ids if h.startswith("pg-") and h[3:].isdigit()]
         if not owners:
             return (), ()
+        finish = self._finish_turn_sql()
 
         def run(conn: Any) -> tuple[Sequence[TurnRecord], Sequence[str]]:
             try:
@@ -703,7 +528,7 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
                     turns = tuple(interrupted(self._decode(_rows.TURNS, TurnRecord, row), at) for row in rows)
                     for turn in turns:
                         params = _rows.TURNS.pick(self._row(_rows.TURNS, turn), (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
-                        conn.execute(_FINISH_TURN, params)
+                        conn.execute(finish, params)
                     jobs = tuple(str(r[0]) for r in conn.execute(_INTERRUPT_DEAD_JOBS, (at.isoformat(), owners)).fetchall())
                     events = announce(turns, jobs) if turns or jobs else ()
                     if events:
@@ -717,26 +542,6 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
 
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
         return await self._select(_rows.SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))
-
-    async def list_sessions(self) -> Sequence[SessionRecord]:
-        return await self._select(_rows.SESSIONS, SessionRecord, SELECT_ALL_SESSIONS, ())
-
-    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
-        found = {
-            n.session_id: n
-            for n in await self._select(_rows.NODES, SessionNode, SELECT_NODES, (list(dict.fromkeys(session_ids)),))
-        }
-        return tuple(found[s] for s in session_ids if s in found)
-
-    async def get_edges(
-        self, session_ids: Sequence[SessionId], direction: Literal["out", "in"]
-    ) -> Sequence[LineageEdge]:
-        sql = SELECT_EDGES_OUT if direction == "out" else SELECT_EDGES_IN
-        by_session: dict[str, list[LineageEdge]] = {}
-        for edge in await self._select(_rows.EDGES, LineageEdge, sql, (list(dict.fromkeys(session_ids)),)):
-            key = edge.from_session_id if direction == "out" else edge.to_session_id
-            by_session.setdefault(key, []).append(edge)
-        return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
 
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
         return await self._select(_rows.EDGES, LineageEdge, SELECT_EDGES_BY_ARTIFACT, (artifact_type, source_id))

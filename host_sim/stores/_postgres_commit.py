@@ -100,7 +100,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         return self._owner_conn is not None
 
     @property
-    def owner(self) -> int:
+    def owner(self) -> int | None:
         """This open store's owner key (the liveness claim it holds, written into the work it runs)."""
         return self._owner
 
@@ -228,14 +228,6 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                     path=self.path,
                 )
         return row
-
-    def edge_row(self, edge: LineageEdge) -> tuple[object, ...]:
-        artifact = edge.artifact
-        return (
-            *self.row(_rows.EDGES, edge),
-            None if artifact is None else artifact.type,
-            None if artifact is None else artifact.source_id,
-        )
 
     async def with_connection(self, work: Callable[[Any], _R]) -> _R:
         slots = self._slots

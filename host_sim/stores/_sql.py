@@ -7,7 +7,7 @@ transactions; the rest is written once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar
 
 import attrs
@@ -15,7 +15,7 @@ import attrs
 from . import _rows
 from ._errors import StoreError
 from ._records import StoredState
-from ._rows import Need
+from ._rows import Need, Table
 
 __all__ = ["Dialect", "Driver", "Step"]
 
@@ -40,13 +40,48 @@ class Dialect:
     ``mark``: a parameter (``?``, ``%s``); ``schema``: what a table's name is prefixed with
     (``host_sim.``); ``order``: the column that keeps writing order (``rowid``, ``seq``);
     ``or_ignore``: whether ``INSERT OR IGNORE`` ignores a conflict (SQLite), else
-    ``ON CONFLICT (...) DO NOTHING`` (PostgreSQL).
+    ``ON CONFLICT (...) DO NOTHING`` (PostgreSQL); ``tag_position``: the column of a tag
+    row that holds its session's ``order`` (``position``, ``seq``); ``extra_columns``: the
+    columns a table has beyond its record's, by table (PostgreSQL copies fields out of
+    the JSON so that a B-tree index serves each read, and names the host running a turn
+    or job: ``owner``); ``several_writers``: hosts write the database at once (rebuilding
+    the index locks its tables and refuses when sessions appeared meanwhile);
+    ``any_of``: how a column is matched against a list (``IN (?, ...)``, ``= ANY(%s)``).
     """
 
     mark: str
     schema: str
     order: str
     or_ignore: bool
+    tag_position: str
+    extra_columns: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    several_writers: bool = False
+    array_parameters: bool = False
+
+    def select(self, table: Table, where: str, columns: str | None = None) -> str:
+        """The statement that reads ``columns`` (default: all of the record's) of the rows of ``table`` that ``where`` picks."""
+        listed = ", ".join(table.columns) if columns is None else columns
+        return f"SELECT {listed} FROM {self.table(table.name)} {where}".rstrip()
+
+    def extra(self, table: Table) -> tuple[str, ...]:
+        """The columns ``table`` has beyond its record's fields (written after them)."""
+        return self.extra_columns.get(table.name, ())
+
+    def insert(self, table: Table) -> str:
+        """The statement that writes a new row of ``table`` (its extra columns last)."""
+        columns = (*table.columns, *self.extra(table))
+        return f"INSERT INTO {self.table(table.name)} ({', '.join(columns)}) VALUES ({self.marks(len(columns))})"
+
+    def upsert(self, table: Table) -> str:
+        """The statement that writes a row of ``table``, replacing the one of the same key."""
+        updates = ", ".join(f"{c} = excluded.{c}" for c in (*table.columns, *self.extra(table)) if c not in table.key)
+        return f"{self.insert(table)} ON CONFLICT ({', '.join(table.key)}) DO UPDATE SET {updates}"
+
+    def any_of(self, column: str, values: Sequence[object]) -> tuple[str, tuple[object, ...]]:
+        """``column`` matched against ``values`` (a list parameter where the database has them)."""
+        if self.array_parameters:
+            return f"{column} = ANY({self.mark})", (list(values),)
+        return f"{column} IN ({self.marks(len(values))})", tuple(values)
 
     def table(self, name: str) -> str:
         """The table ``name`` as a statement names it."""
@@ -122,6 +157,12 @@ class Driver(Protocol):
 
     def fail(self, problem: str, remedy: str) -> StoreError:
         """Any other failure, naming the store."""
+        ...
+
+    @property
+    def owner(self) -> int | None:
+        """The key written into the running turns and jobs this host begins (``owner``), or
+        ``None`` where one host writes the database."""
         ...
 
     def lacks(self, column: str) -> bool:

@@ -14,27 +14,65 @@ one place where a statement meets the driver.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+import attrs
+
+from modular_sdk import SessionId, TurnId
 
 from . import _rows
+from ._erasure import Erasure, statements
 from ._errors import StoreError
-from ._records import StoredState
+from ._invariants import ERASED_LABEL
+from ._protocol import INDEX_VERSION
+from ._records import LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
 from ._sql import Dialect, Driver, Step
 
-__all__ = ["SqlStore"]
+__all__ = ["Reads", "SqlStore"]
 
 _R = TypeVar("_R")
+
+
+@attrs.frozen
+class Reads:
+    """What picks the rows of each read the engine makes by key, in one dialect's spelling
+    (each served by an index: tests/host/test_postgres_store.py EXPLAINs PostgreSQL's)."""
+
+    session: str
+    turns: str
+    turns_since: str
+    turn: str
+    turn_by_message: str
+    spawned_during: str
+    all_sessions: str
+    index_version: str
+
+    @classmethod
+    def of(cls, d: Dialect) -> Reads:
+        m, order = d.mark, d.order
+        return cls(
+            session=f"WHERE id = {m}",
+            turns=f"WHERE session_id = {m} ORDER BY ordinal",
+            turns_since=f"WHERE session_id = {m} AND ordinal >= {m} ORDER BY ordinal",
+            turn=f"WHERE id = {m}",
+            turn_by_message=f"WHERE message_id = {m} ORDER BY {order} LIMIT 1",
+            spawned_during=f"WHERE trigger_turn_id = {m} ORDER BY {order}",
+            all_sessions=f"ORDER BY {order}",
+            index_version=f"SELECT value FROM {d.table('meta')} WHERE key = 'index_version'",
+        )
 
 
 class SqlStore:
     """The engine both SQL stores are built on (see the module docstring): a `Dialect` and a `Driver`."""
 
-    __slots__ = ("_dialect", "_driver")
+    __slots__ = ("_dialect", "_driver", "_reads")
 
     def __init__(self, dialect: Dialect, driver: Driver) -> None:
         self._dialect = dialect
         self._driver = driver
+        self._reads = Reads.of(dialect)
 
     async def open(self) -> None:
         """Open the store (connect, check or create its schema); reads no records. Opening an open store does nothing."""
@@ -47,6 +85,214 @@ class SqlStore:
     async def read_all(self) -> StoredState:
         """Every record and index row, in writing order, from one consistent snapshot."""
         return await self._driver.read_all()
+
+    # -- writes (`Store`) ------------------------------------------------------------------
+
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
+        await self._transact(self._session_steps(record, node, edge))
+
+    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[Step]:
+        """The statements that write a session, its node, its edge and its tag rows."""
+        d = self._dialect
+        steps = [
+            Step(d.insert(_rows.SESSIONS), self._full_row(_rows.SESSIONS, record), _rows.session_taken(record.id)),
+            Step(d.upsert(_rows.NODES), self._full_row(_rows.NODES, node), f"cannot write the node of session {record.id!r}"),
+        ]
+        if edge is not None:
+            steps.append(
+                Step(d.upsert(_rows.EDGES), self._full_row(_rows.EDGES, edge), f"cannot write the edge into session {record.id!r}")
+            )
+        tag = (
+            f"INSERT INTO {d.table('session_tags')} (key, value, {d.tag_position}, session_id) "
+            f"SELECT {d.mark}, {d.mark}, {d.order}, id FROM {d.table('sessions')} WHERE id = {d.mark}"
+        )
+        steps += [
+            Step(tag, (key, value, record.id), f"cannot index tag {key!r} of session {record.id!r}")
+            for key, value in record.tags.items()
+        ]
+        return steps
+
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Write a turn that starts (status ``running``, owned by this host where several write); refuses a taken id or ordinal."""
+        _rows.check_begin_turn(record, self._refuse)
+        d = self._dialect
+        await self._transact(
+            [
+                d.check(_rows.session_of_turn(record)),
+                Step(d.insert(_rows.TURNS), self._full_row(_rows.TURNS, record), _rows.turn_taken(record)),
+            ]
+        )
+
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record; refuses any turn that is not running."""
+        _rows.check_finish_turn(record, self._refuse)
+        params = _rows.TURNS.pick(self._row(_rows.TURNS, record), (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
+        await self._transact([Step(self._finish_turn_sql(), params, _rows.turn_not_running(record.id), "change")])
+
+    def _finish_turn_sql(self) -> str:
+        """The statement that finishes a running turn (params: `TURN_FINISHED`, then `TURN_KEY`)."""
+        d = self._dialect
+        sets = [f"{c} = {d.mark}" for c in _rows.TURN_FINISHED] + [f"{c} = NULL" for c in d.extra(_rows.TURNS)]
+        key = " AND ".join(f"{c} = {d.mark}" for c in _rows.TURN_KEY)
+        return f"UPDATE {d.table('turns')} SET {', '.join(sets)} WHERE {key} AND status = 'running'"
+
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
+        before keeps its first reason)."""
+        d, m = self._dialect, self._dialect.mark
+        await self._transact(
+            [
+                d.check(_rows.finished_turn_stored(turn_id)),
+                Step(
+                    f"UPDATE {d.table('turns')} SET retracted_at = {m}, retraction_reason = {m} "
+                    f"WHERE id = {m} AND status <> 'running' AND retracted_at IS NULL",
+                    (at.isoformat(), reason, turn_id),
+                    f"cannot retract turn {turn_id!r}",
+                ),
+            ]
+        )
+        found = await self._records_where(_rows.TURNS, TurnRecord, f"WHERE id = {m}", (turn_id,))
+        if not found:
+            raise self._fail(f"lost turn {turn_id!r} while retracting it", "run host-sim fsck on the store")
+        return found[0]
+
+    async def save_node(self, node: SessionNode) -> None:
+        """Replace the node of a stored session."""
+        d = self._dialect
+        await self._transact(
+            [
+                d.check(_rows.session_stored(node.session_id, "a node belongs to a stored session")),
+                Step(d.upsert(_rows.NODES), self._full_row(_rows.NODES, node), f"cannot write the node of session {node.session_id!r}"),
+            ]
+        )
+
+    async def save_edge(self, edge: LineageEdge) -> None:
+        """Write a lineage edge between two stored sessions (same pair: replaced)."""
+        await self._transact(self._edge_steps(edge))
+
+    def _edge_steps(self, edge: LineageEdge) -> list[Step]:
+        """Write ``edge`` once both its sessions are found stored."""
+        d = self._dialect
+        pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
+        return [
+            *(d.check(need) for need in _rows.ends_stored(edge)),
+            Step(d.upsert(_rows.EDGES), self._full_row(_rows.EDGES, edge), f"cannot write the edge {pair}"),
+        ]
+
+    def _erasure_steps(
+        self,
+        erasure: Erasure,
+        tables: Iterable[str],
+        with_turn: Callable[[TurnRecord, tuple[object, ...]], Sequence[Step]] = lambda turn, row: (),
+    ) -> list[Step]:
+        """The statements every SQL store carries an erasure out with, over the places among
+        ``tables`` (the tables the database has): its turns forgotten (each followed by
+        ``with_turn`` of it and its erased row: what else the database keeps of it), its
+        edges rewritten, no turn it quotes still running, the text of every keyed place erased."""
+        d = self._dialect
+        key = " AND ".join(f"{c} = {d.mark}" for c in _rows.TURN_KEY)
+        erase_turn = (
+            f"UPDATE {d.table('turns')} SET {', '.join(f'{c} = {d.mark}' for c in _rows.TURN_ERASED)}, "
+            f"retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE {d.mark} END "
+            f"WHERE {key} AND status <> 'running' AND erased_at IS NULL"
+        )
+        steps: list[Step] = []
+        for turn in erasure.turns:
+            _rows.check_erase_turn(turn, self._refuse)
+            row = self._row(_rows.TURNS, turn)
+            steps.append(
+                Step(
+                    erase_turn,
+                    (*_rows.TURNS.pick(row, _rows.TURN_ERASED), ERASED_LABEL, *_rows.TURNS.pick(row, _rows.TURN_KEY)),
+                    _rows.turn_not_erasable(turn.id),
+                    "change",
+                )
+            )
+            steps += with_turn(turn, row)
+        steps += [step for e in erasure.edges for step in self._edge_steps(e)]
+        steps += [d.check(_rows.no_running_turn(turn_id)) for table, turn_id in sorted(erasure.errors) if table == "turns"]
+        steps += [
+            Step(sql, params, "cannot erase the text of a record")
+            for sql, params in statements(
+                erasure, tables=tables, mark=d.mark, prefix=d.schema, encode=_rows.erased_value
+            )
+        ]
+        return steps
+
+    async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
+        d = self._dialect
+        await self._transact(
+            [
+                d.check(_rows.turn_stored(turn_id, "mark a stored notification read")),
+                Step(
+                    d.insert_ignoring("reads", "turn_id, read_at", f"VALUES ({d.marks(2)})", "turn_id"),
+                    (turn_id, at.isoformat()),
+                    f"cannot mark turn {turn_id!r} read",
+                ),
+            ]
+        )
+
+    # -- reads (`Store`) -------------------------------------------------------------------
+
+    async def index_version(self) -> int | None:
+        """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
+        rows = await self._query(self._reads.index_version, ())
+        raw = rows[0][0] if rows else None
+        return int(raw) if isinstance(raw, str) and raw.isdigit() else None
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None:
+        found = await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.session, (session_id,))
+        return found[0] if found else None
+
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
+        return await self._records_where(_rows.TURNS, TurnRecord, self._reads.turns, (session_id,))
+
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
+        """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
+        return await self._records_where(_rows.TURNS, TurnRecord, self._reads.turns_since, (session_id, ordinal))
+
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
+        found = await self._records_where(_rows.TURNS, TurnRecord, self._reads.turn, (turn_or_message_id,))
+        if not found:
+            found = await self._records_where(_rows.TURNS, TurnRecord, self._reads.turn_by_message, (turn_or_message_id,))
+        return found[0] if found else None
+
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
+        if self._lacks("sessions.trigger_turn_id"):
+            return ()  # a store older than the column: no spawn recorded its turn
+        return await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.spawned_during, (turn_id,))
+
+    async def list_sessions(self) -> Sequence[SessionRecord]:
+        return await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.all_sessions, ())
+
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
+        found: dict[str, SessionNode] = {}
+        for chunk in self._chunks(session_ids):
+            where, params = self._dialect.any_of("session_id", chunk)
+            for node in await self._records_where(_rows.NODES, SessionNode, f"WHERE {where}", params):
+                found[node.session_id] = node
+        return tuple(found[s] for s in session_ids if s in found)
+
+    async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal["out", "in"]) -> Sequence[LineageEdge]:
+        column = "from_session_id" if direction == "out" else "to_session_id"
+        by_session: dict[str, list[LineageEdge]] = {}
+        for chunk in self._chunks(session_ids):
+            where, params = self._dialect.any_of(column, chunk)
+            for edge in await self._records_where(
+                _rows.EDGES, LineageEdge, f"WHERE {where} ORDER BY {self._dialect.order}", params
+            ):
+                key = edge.from_session_id if direction == "out" else edge.to_session_id
+                by_session.setdefault(key, []).append(edge)
+        return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
+
+    def _chunks(self, ids: Sequence[SessionId], size: int = 500) -> list[Sequence[SessionId]]:
+        """Ids without repeats, in groups small enough for one ``IN (...)`` (SQLite limits
+        bound parameters); one group where the ids go as one list parameter."""
+        unique = list(dict.fromkeys(ids))
+        if self._dialect.array_parameters:
+            return [unique]
+        return [unique[i : i + size] for i in range(0, len(unique), size)]
 
     # -- where a statement meets the driver --------------------------------------------
 
@@ -65,11 +311,25 @@ class SqlStore:
         self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
     ) -> tuple[_R, ...]:
         """The records of ``table`` that ``where`` (and what follows it: order, limit) picks."""
-        sql = f"SELECT {self._driver.columns(table)} FROM {self._dialect.table(table.name)} {where}"
+        sql = self._dialect.select(table, where, self._driver.columns(table))
         return await self._select(table, record, sql, params)
 
     def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
         return self._driver.row(table, record)
+
+    def _full_row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
+        """The row of ``record`` with the values of the table's extra columns (`Dialect.extra`) after it."""
+        return (*self._row(table, record), *(self._extra_value(c, record) for c in self._dialect.extra(table)))
+
+    def _extra_value(self, column: str, record: object) -> object:
+        if column == "owner":  # the host running a turn or job
+            return self._driver.owner if getattr(record, "status", None) == "running" else None
+        if isinstance(record, SessionRecord) and column == "parent_session_id":
+            return None if record.lineage.kind == "root" else record.lineage.parent_session_id
+        if isinstance(record, LineageEdge) and column in ("artifact_type", "artifact_source_id"):
+            artifact = record.artifact
+            return None if artifact is None else artifact.type if column == "artifact_type" else artifact.source_id
+        raise AssertionError(f"no value for the extra column {column!r} of {type(record).__name__}")
 
     def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
         return self._driver.decode(table, record, row)

@@ -49,29 +49,21 @@ call at a time, so the store works the same under asyncio and trio.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Final, Literal, TypeVar, final
-from urllib.parse import quote
+from typing import Final, TypeVar, final
 
-import anyio
-import anyio.to_thread
 import attrs
 
-from modular_sdk import InvalidArgumentError, SerializationError, SessionId, TurnId
+from modular_sdk import InvalidArgumentError, SerializationError, SessionId
 from modular_sdk._rules import show
 
 from ._records import LineageEdge, SessionNode
-from ._erasure import Erasure, statements
-from ._errors import StoreError, StoreLockedError
-from ._invariants import ERASED_LABEL
+from ._erasure import Erasure
 from ._protocol import INDEX_VERSION
 from . import _rows
-from . import _sqlite_schema as _schema
 from ._sqlite_commit import DIALECT, Step, check, insert, upsert
 from ._sqlite_driver import SqliteDriver
 from ._sql_store import SqlStore
@@ -80,7 +72,7 @@ from ._approvals import SqlApprovals
 from ._sql_traces import SqlTraces
 from ._sql_memory import SqlMemory
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
-from ._records import JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+from ._records import JobRecord, JobStatus, SessionRecord, TurnRecord
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
@@ -91,35 +83,18 @@ _JOB_TAGS: Final = (
     "FROM jobs j JOIN session_tags t ON t.session_id = j.session_id WHERE j.id = ?"
 )
 
-_RETRACT_TURN: Final = (
-    "UPDATE turns SET retracted_at = ?, retraction_reason = ? "
-    "WHERE id = ? AND status != 'running' AND retracted_at IS NULL"
-)
 
 
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
 
-_TAG_ROW: Final = (
-    "INSERT INTO session_tags (session_id, key, value, position) "
-    "VALUES (?, ?, ?, (SELECT rowid FROM sessions WHERE id = ?))"
-)
 _REBUILD_TAGS: Final = (
     "INSERT INTO session_tags (session_id, key, value, position) "
     "SELECT s.id, j.key, j.value, s.rowid FROM sessions s, json_each(s.tags) j WHERE s.tags IS NOT NULL"
 )
 _LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
-_TURN_KEY: Final = " AND ".join(f"{c} = ?" for c in _rows.TURN_KEY)
-_ERASE_TURN: Final = (
-    f"UPDATE turns SET {', '.join(f'{c} = ?' for c in _rows.TURN_ERASED)}, "
-    "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE ? END "
-    f"WHERE {_TURN_KEY} AND status != 'running' AND erased_at IS NULL"
-)
 
-_FINISH_TURN: Final = (
-    f"UPDATE turns SET {', '.join(f'{c} = ?' for c in _rows.TURN_FINISHED)} WHERE {_TURN_KEY} AND status = 'running'"
-)
 
 
 @final
@@ -167,74 +142,6 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
     ) -> tuple[_R, ...]:
         return await self._records_where(table, record, where, params)
 
-    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
-        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
-        await self._transact(self._session_steps(record, node, edge))
-
-    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[Step]:
-        """The statements that write a session, its node and its edge (and what joins them)."""
-        steps = [
-            Step(insert(_rows.SESSIONS), _rows.SESSIONS.row(record), _rows.session_taken(record.id)),
-            Step(upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {record.id!r}"),
-        ]
-        if edge is not None:
-            steps.append(Step(upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
-        steps += [
-            Step(_TAG_ROW, (record.id, key, value, record.id), f"cannot index tag {key!r} of session {record.id!r}")
-            for key, value in record.tags.items()
-        ]
-        return steps
-
-    async def begin_turn(self, record: TurnRecord) -> None:
-        """Write a turn that starts (status ``running``); refuses a taken id or ordinal."""
-        _rows.check_begin_turn(record, self._refuse)
-        await self._transact(
-            [
-                check(_rows.session_of_turn(record)),
-                Step(insert(_rows.TURNS), _rows.TURNS.row(record), _rows.turn_taken(record)),
-            ]
-        )
-
-    async def finish_turn(self, record: TurnRecord) -> None:
-        """Replace a running turn by its finished record; refuses any turn that is not running."""
-        _rows.check_finish_turn(record, self._refuse)
-        row = _rows.TURNS.row(record)
-        params = _rows.TURNS.pick(row, (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
-        await self._transact([Step(_FINISH_TURN, params, _rows.turn_not_running(record.id), "change")])
-
-    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
-        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
-        before keeps its first reason)."""
-        await self._transact(
-            [
-                check(_rows.finished_turn_stored(turn_id)),
-                Step(_RETRACT_TURN, (at.isoformat(), reason, turn_id), f"cannot retract turn {turn_id!r}"),
-            ]
-        )
-        (record,) = await self._records(_rows.TURNS, TurnRecord, "WHERE id = ?", (turn_id,))
-        return record
-
-    async def save_node(self, node: SessionNode) -> None:
-        """Replace the node of a stored session."""
-        await self._transact(
-            [
-                check(_rows.session_stored(node.session_id, "a node belongs to a stored session")),
-                Step(upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
-            ]
-        )
-
-    async def save_edge(self, edge: LineageEdge) -> None:
-        """Write a lineage edge between two stored sessions (same pair: replaced)."""
-        await self._transact(self._edge_steps(edge))
-
-    @staticmethod
-    def _edge_steps(edge: LineageEdge) -> list[Step]:
-        """Write ``edge`` once both its sessions are found stored."""
-        return [
-            *(check(need) for need in _rows.ends_stored(edge)),
-            Step(upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge {edge.from_session_id!r} -> {edge.to_session_id!r}"),
-        ]
-
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
         steps = [Step("DELETE FROM nodes", (), ""), Step("DELETE FROM edges", (), "")]
@@ -249,28 +156,7 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
 
         The places are ``PLACES``; then the WAL is checkpointed so no erased text is left in
         it (free pages are zeroed: ``secure_delete`` is on)."""
-        steps: list[Step] = []
-        for turn in erasure.turns:
-            _rows.check_erase_turn(turn, self._refuse)
-            row = _rows.TURNS.row(turn)
-            steps.append(
-                Step(
-                    _ERASE_TURN,
-                    (*_rows.TURNS.pick(row, _rows.TURN_ERASED), ERASED_LABEL, *_rows.TURNS.pick(row, _rows.TURN_KEY)),
-                    _rows.turn_not_erasable(turn.id),
-                    "change",
-                )
-            )
-        steps += [step for e in erasure.edges for step in self._edge_steps(e)]
-        steps += [
-            check(_rows.no_running_turn(turn_id))
-            for table, turn_id in sorted(erasure.errors)
-            if table == "turns"
-        ]
-        steps += [
-            Step(sql, params, "cannot erase the text of a record")
-            for sql, params in statements(erasure, tables=self._driver.tables, mark="?", encode=_rows.erased_value)
-        ]
+        steps = self._erasure_steps(erasure, self._driver.tables)
         if (erasure.records or erasure.sessions) and "memory_fts" in self._driver.tables:
             # The FTS5 triggers took the erased text out; merging drops it from every segment.
             steps.append(Step("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')", (), "cannot merge the memory index"))
@@ -364,14 +250,6 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
             )
         return len(running)
 
-    async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
-        await self._transact(
-            [
-                check(_rows.turn_stored(turn_id, "mark a stored notification read")),
-                Step("INSERT OR IGNORE INTO reads (turn_id, read_at) VALUES (?, ?)", (turn_id, at.isoformat()), ""),
-            ]
-        )
-
     async def notification_turns(
         self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
     ) -> Sequence[TurnRecord]:
@@ -442,41 +320,6 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
 
     # -- reads ----------------------------------------------------------------------------
 
-    async def index_version(self) -> int | None:
-        """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
-        rows = await self._query("SELECT value FROM meta WHERE key = 'index_version'", ())
-        if not rows:
-            return None
-        raw = rows[0][0]
-        return int(raw) if isinstance(raw, str) and raw.isdigit() else None
-
-    async def get_session(self, session_id: SessionId) -> SessionRecord | None:
-        found = await self._records(_rows.SESSIONS, SessionRecord, "WHERE id = ?", (session_id,))
-        return found[0] if found else None
-
-    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
-        return await self._records(_rows.TURNS, TurnRecord, "WHERE session_id = ? ORDER BY ordinal", (session_id,))
-
-    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
-        return await self._records(
-            _rows.TURNS, TurnRecord, "WHERE session_id = ? AND ordinal >= ? ORDER BY ordinal", (session_id, ordinal)
-        )
-
-    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
-        found = await self._records(_rows.TURNS, TurnRecord, "WHERE id = ?", (turn_or_message_id,))
-        if not found:
-            found = await self._records(
-                _rows.TURNS, TurnRecord, "WHERE message_id = ? ORDER BY rowid LIMIT 1", (turn_or_message_id,)
-            )
-        return found[0] if found else None
-
-    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
-        if self._lacks("sessions.trigger_turn_id"):
-            return ()  # a store older than the column: no spawn recorded its turn
-        return await self._records(
-            _rows.SESSIONS, SessionRecord, "WHERE trigger_turn_id = ? ORDER BY rowid", (turn_id,)
-        )
-
     async def running_turns(self) -> Sequence[TurnRecord]:
         return await self._records(_rows.TURNS, TurnRecord, "WHERE status = 'running' ORDER BY rowid", ())
 
@@ -488,31 +331,6 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
             (session_id,),
         )
 
-    async def list_sessions(self) -> Sequence[SessionRecord]:
-        return await self._records(_rows.SESSIONS, SessionRecord, "ORDER BY rowid", ())
-
-    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
-        found: dict[str, SessionNode] = {}
-        for chunk in _chunks(session_ids):
-            marks = ", ".join("?" for _ in chunk)
-            for node in await self._records(_rows.NODES, SessionNode, f"WHERE session_id IN ({marks})", tuple(chunk)):
-                found[node.session_id] = node
-        return tuple(found[s] for s in session_ids if s in found)
-
-    async def get_edges(
-        self, session_ids: Sequence[SessionId], direction: Literal["out", "in"]
-    ) -> Sequence[LineageEdge]:
-        column = "from_session_id" if direction == "out" else "to_session_id"
-        by_session: dict[str, list[LineageEdge]] = {}
-        for chunk in _chunks(session_ids):
-            marks = ", ".join("?" for _ in chunk)
-            for edge in await self._records(
-                _rows.EDGES, LineageEdge, f"WHERE {column} IN ({marks}) ORDER BY rowid", tuple(chunk)
-            ):
-                key = edge.from_session_id if direction == "out" else edge.to_session_id
-                by_session.setdefault(key, []).append(edge)
-        return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
-
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
         return await self._records(
             _rows.EDGES,
@@ -521,12 +339,6 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
             "AND json_extract(artifact, '$.source_id') = ? ORDER BY rowid",
             (artifact_type, source_id),
         )
-
-def _chunks(ids: Sequence[SessionId], size: int = 500) -> list[Sequence[SessionId]]:
-    """Ids in groups small enough for one ``IN (...)`` (SQLite limits bound parameters)."""
-    unique = list(dict.fromkeys(ids))
-    return [unique[i : i + size] for i in range(0, len(unique), size)]
-
 
 def _store_path(path: object) -> Path:
     """``SqliteStore``'s path checked at the door: text (or os.PathLike of text), no NUL."""

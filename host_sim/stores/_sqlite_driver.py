@@ -80,6 +80,10 @@ class SqliteDriver:
         return self._read_only
 
     @property
+    def owner(self) -> None:
+        return None  # one writer: the running work is this host's
+
+    @property
     def tables(self) -> frozenset[str]:
         """Every table the file has (an erasure reaches those)."""
         return self._tables
