@@ -1,13 +1,14 @@
 """`PostgresStore`: one session graph in a PostgreSQL database, shared by several hosts.
 
-This module holds the store: its connections, writes and reads. Beside it:
-``_postgres_schema.py`` (the schema and `prepare`), ``_postgres_locks.py`` (`lock_session`),
-``_postgres_events.py`` (the event log), ``_postgres_commit.py`` (connections and
-transactions), ``_postgres_traces.py`` (the trace tables), ``_postgres_sql.py`` (what they
-all build SQL with); shared with `SqliteStore`: ``_sql_traces.py`` (the `TraceStore`
-methods) and ``_sql_jobs.py`` (the job and invocation methods both write alike), written
-once for both SQL dialects (``_sql.py``), and ``_rows.py`` (the tables,
-the checks made before each write and the rows each write needs).
+The store is the SQL store engine (``_sql_store.py``, shared with `SqliteStore`) built
+with PostgreSQL's dialect (``_postgres_sql.DIALECT``, ``_sql.py``) and driver
+(``_postgres_commit.PostgresDriver``: connections, transactions, the liveness claim,
+`lock_session` of ``_postgres_locks.py`` and the event log of ``_postgres_events.py``;
+``_postgres_schema.py`` and ``_postgres_traces.py`` make the schema). This module holds
+what only several hosts on PostgreSQL do: claiming a dead host's work, the event log's
+share of an erasure or deletion, and the reads served by PostgreSQL's copied columns.
+``_rows.py`` holds the tables, the checks made before each write and the rows each
+write needs.
 
 Layout (PostgreSQL schema ``host_sim``, schema version 1)::
 
@@ -105,15 +106,11 @@ from ._postgres_locks import SELECT_ERASURE_GENERATION as SELECT_ERASURE_GENERAT
 from ._postgres_commit import OWNER_LOCK, PostgresDriver
 from ._postgres_commit import redact as redact
 from ._sql_store import Reads, SqlStore
-from ._sql_jobs import SqlJobs
-from ._approvals import SqlApprovals
-from ._sql_traces import SqlTraces
-from ._sql_memory import SqlMemory
 from ._postgres_sql import Step as _Step
 from ._postgres_sql import DIALECT, check
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
-from ._records import JobRecord, JobStatus, SessionRecord, TurnRecord
+from ._records import JobRecord, SessionRecord, TurnRecord
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
 
@@ -190,7 +187,7 @@ SELECT_EDGES_BY_ARTIFACT: Final = (
 _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'host_sim'"
 
 @final
-class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
+class PostgresStore(SqlStore):
     """A durable store in a PostgreSQL database that several hosts share (one session graph).
 
     ``dsn`` is a libpq connection string (``postgresql://user@host:5432/dbname`` or
@@ -336,74 +333,6 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
             steps.append(_Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
         await self._transact(steps)
 
-    async def page_jobs(
-        self,
-        session_id: SessionId | None,
-        status: JobStatus | None,
-        tags: Mapping[str, str],
-        limit: int,
-        before: int | None,
-    ) -> tuple[Sequence[JobRecord], int | None]:
-        where = ""
-        params: tuple[object, ...] = ()
-        if session_id is not None:
-            where += " AND j.session_id = %s"
-            params += (session_id,)
-        if status is not None:
-            where += " AND j.status = %s"
-            params += (status,)
-        return await self._tag_page(
-            _rows.JOBS, JobRecord, "host_sim.jobs j", "host_sim.job_tags", "j.seq = t.seq", where, params, tags, limit, before
-        )
-
-    async def _tag_page(
-        self,
-        table: _rows.Table,
-        record: type[_R],
-        source: str,
-        tag_table: str,
-        join: str,
-        where: str,
-        where_params: tuple[object, ...],
-        tags: Mapping[str, str],
-        limit: int,
-        before: int | None,
-    ) -> tuple[Sequence[_R], int | None]:
-        """A page of ``source`` (``"host_sim.jobs j"``: its alias qualifies ``where``), newest
-        first, older than ``before``: through the tag index ``tag_table`` when ``tags`` are given
-        (its rows ``t`` joined by ``join``; a page costs what it returns), else by the table's seq."""
-        bound = (1 << 62) if before is None else before
-        alias = source.rsplit(" ", 1)[1]
-        columns = _cols(table, f"{alias}.")
-        pairs = list(tags.items())
-        if pairs:
-            (key, value), rest = pairs[0], pairs[1:]
-            also = "".join(
-                f" AND EXISTS (SELECT 1 FROM {tag_table} o WHERE o.key = %s AND o.value = %s AND o.seq = t.seq)"
-                for _ in rest
-            )
-            sql = (
-                f"SELECT {columns}, t.seq FROM {tag_table} t JOIN {source} ON {join} "
-                f"WHERE t.key = %s AND t.value = %s AND t.seq < %s{also}{where} ORDER BY t.seq DESC LIMIT %s"
-            )
-            params = (key, value, bound, *(x for pair in rest for x in pair), *where_params, limit + 1)
-        else:
-            sql = f"SELECT {columns}, {alias}.seq FROM {source} WHERE {alias}.seq < %s{where} ORDER BY {alias}.seq DESC LIMIT %s"
-            params = (bound, *where_params, limit + 1)
-        rows = await self._query(sql, params)
-        records = [self._decode(table, record, row[:-1]) for row in rows[:limit]]
-        last = rows[limit - 1][-1] if len(rows) > limit else None
-        return tuple(records), int(last) if last is not None else None
-
-    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
-        if not job_ids:
-            return ()
-        rows = await self._query(
-            "SELECT id FROM host_sim.jobs WHERE id = ANY(%s) AND status = 'running' AND cancel_requested_at IS NOT NULL",
-            (list(job_ids),),
-        )
-        return tuple(str(r[0]) for r in rows)
-
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any
         more); a job a live host runs is left alone, as its running turns are."""
@@ -441,10 +370,8 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, SqlStore):
     ) -> tuple[Sequence[SessionRecord], int | None]:
         roots = " AND s.parent_session_id IS NULL" if roots_only else ""
         live = " AND s.id NOT IN (SELECT session_id FROM host_sim.deletions)"
-        return await self._tag_page(
-            _rows.SESSIONS, SessionRecord, "host_sim.sessions s", "host_sim.session_tags", "s.id = t.session_id",
-            roots + live, (), tags, limit, before,
-        )  # fmt: skip
+        join = "s.id = t.session_id"
+        return await self._page(_rows.SESSIONS, SessionRecord, "s", "session_tags", join, roots + live, (), tags, limit, before)
 
     async def delete_session(self, session_id: SessionId, at: datetime) -> None:
         stamp = at.isoformat()

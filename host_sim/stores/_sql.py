@@ -115,7 +115,7 @@ class Dialect:
 
 class Driver(Protocol):
     """What the SQL store engine (`_sql_store.SqlStore`) needs of a database connection: the
-    driver below it (sqlite3's `_sqlite_driver.SqliteDriver`, psycopg's
+    driver below it (sqlite3's `_sqlite.SqliteDriver`, psycopg's
     `_postgres_commit.PostgresDriver`). It runs statements and says what failed; what to
     write, and in which words, is the engine's and the `Dialect`'s."""
 
@@ -127,7 +127,7 @@ class Driver(Protocol):
         """Let go of every connection; everything acknowledged is durable. Idempotent."""
         ...
 
-    async def query(self, sql: str, params: tuple[object, ...]) -> Sequence[Sequence[Any]]:
+    async def query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         """The rows of one read."""
         ...
 

@@ -9,14 +9,16 @@ engine built with its dialect and driver, plus what only its database can do (Po
 several hosts, `_shared.SharedStore`).
 
 Every read goes through `SqlStore._query` and every write through `SqlStore._transact`:
-one place where a statement meets the driver.
+one place where a statement meets the driver. The engine's methods are grouped by family
+(`_sql_jobs`, `_sql_traces`, `_approvals`, `_sql_memory`): parts of this one class, not of
+the public stores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import attrs
 
@@ -27,12 +29,39 @@ from ._erasure import Erasure, statements
 from ._errors import StoreError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
-from ._records import LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
+from ._records import JobRecord, JobStatus, LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
+from ._approvals import SqlApprovals
 from ._sql import Dialect, Driver, Step
+from ._sql_jobs import SqlJobs
+from ._sql_memory import SqlMemory
+from ._sql_traces import SqlTraces
 
 __all__ = ["Reads", "SqlStore"]
 
 _R = TypeVar("_R")
+
+
+def _parent(record: object) -> object:
+    lineage = record.lineage if isinstance(record, SessionRecord) else None
+    return None if lineage is None or lineage.kind == "root" else lineage.parent_session_id
+
+
+def _artifact_type(record: object) -> object:
+    artifact = record.artifact if isinstance(record, LineageEdge) else None
+    return None if artifact is None else artifact.type
+
+
+def _artifact_source(record: object) -> object:
+    artifact = record.artifact if isinstance(record, LineageEdge) else None
+    return None if artifact is None else artifact.source_id
+
+
+_COPIED: Final[Mapping[str, Callable[[object], object]]] = {
+    "parent_session_id": _parent,
+    "artifact_type": _artifact_type,
+    "artifact_source_id": _artifact_source,
+}
+"""The values of the columns a dialect copies out of a record's JSON (`Dialect.extra_columns`)."""
 
 
 @attrs.frozen
@@ -64,8 +93,12 @@ class Reads:
         )
 
 
-class SqlStore:
-    """The engine both SQL stores are built on (see the module docstring): a `Dialect` and a `Driver`."""
+class SqlStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
+    """The engine both SQL stores are built on (see the module docstring): a `Dialect` and a
+    `Driver`. Its methods are grouped by what they keep: sessions, turns and lineage here,
+    jobs (`SqlJobs`), traces and actions (`SqlTraces`), approval rules (`SqlApprovals`) and
+    memory records (`SqlMemory`) in modules of their own, each reaching the database only
+    through this class's `_query` and `_transact`."""
 
     __slots__ = ("_dialect", "_driver", "_reads")
 
@@ -286,6 +319,76 @@ class SqlStore:
                 by_session.setdefault(key, []).append(edge)
         return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
 
+    async def page_jobs(
+        self,
+        session_id: SessionId | None,
+        status: JobStatus | None,
+        tags: Mapping[str, str],
+        limit: int,
+        before: int | None,
+    ) -> tuple[Sequence[JobRecord], int | None]:
+        if self._lacks("jobs.id"):
+            return (), None
+        d = self._dialect
+        where = ""
+        params: tuple[object, ...] = ()
+        if session_id is not None:
+            where += f" AND j.session_id = {d.mark}"
+            params += (session_id,)
+        if status is not None:
+            where += f" AND j.status = {d.mark}"
+            params += (status,)
+        join = f"j.{d.order} = t.{d.tag_position}"
+        return await self._page(_rows.JOBS, JobRecord, "j", "job_tags", join, where, params, tags, limit, before)
+
+    async def _page(
+        self,
+        table: _rows.Table,
+        record: type[_R],
+        alias: str,
+        tag_table: str,
+        join: str,
+        where: str,
+        where_params: tuple[object, ...],
+        tags: Mapping[str, str],
+        limit: int,
+        before: int | None,
+    ) -> tuple[Sequence[_R], int | None]:
+        """A page of ``table`` (as ``alias``, which qualifies ``where``), newest first, older
+        than ``before``: through the tag index ``tag_table`` when ``tags`` are given (its rows
+        ``t`` joined by ``join``; a page costs what it returns), else in writing order (a
+        reader of a SQLite store made before ``tag_table`` filters by the sessions' tags)."""
+        d, m = self._dialect, self._dialect.mark
+        bound = (1 << 62) if before is None else before
+        columns = self._driver.columns(table, f"{alias}.")
+        source, tagged, position = f"{d.table(table.name)} {alias}", d.table(tag_table), d.tag_position
+        pairs = list(tags.items())
+        if pairs and self._driver.has_table(tag_table):
+            (key, value), rest = pairs[0], pairs[1:]
+            also = "".join(
+                f" AND EXISTS (SELECT 1 FROM {tagged} o WHERE o.key = {m} AND o.value = {m} AND o.{position} = t.{position})"
+                for _ in rest
+            )
+            sql = (
+                f"SELECT {columns}, t.{position} FROM {tagged} t JOIN {source} ON {join} "
+                f"WHERE t.key = {m} AND t.value = {m} AND t.{position} < {m}{also}{where} "
+                f"ORDER BY t.{position} DESC LIMIT {m}"
+            )
+            params = (key, value, bound, *(x for pair in rest for x in pair), *where_params, limit + 1)
+        else:
+            also = "".join(
+                f" AND EXISTS (SELECT 1 FROM {d.table('session_tags')} o "
+                f"WHERE o.session_id = {alias}.session_id AND o.key = {m} AND o.value = {m})"
+                for _ in pairs
+            )
+            order = f"{alias}.{d.order}"
+            sql = f"SELECT {columns}, {order} FROM {source} WHERE {order} < {m}{where}{also} ORDER BY {order} DESC LIMIT {m}"
+            params = (bound, *where_params, *(x for pair in pairs for x in pair), limit + 1)
+        rows = await self._query(sql, params)
+        records = [self._decode(table, record, row[:-1]) for row in rows[:limit]]
+        last = rows[limit - 1][-1] if len(rows) > limit else None
+        return tuple(records), None if last is None else int(last)
+
     def _chunks(self, ids: Sequence[SessionId], size: int = 500) -> list[Sequence[SessionId]]:
         """Ids without repeats, in groups small enough for one ``IN (...)`` (SQLite limits
         bound parameters); one group where the ids go as one list parameter."""
@@ -296,7 +399,7 @@ class SqlStore:
 
     # -- where a statement meets the driver --------------------------------------------
 
-    async def _query(self, sql: str, params: tuple[object, ...]) -> Sequence[Sequence[Any]]:
+    async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         return await self._driver.query(sql, params)
 
     async def _transact(self, steps: list[Step]) -> None:
@@ -324,12 +427,7 @@ class SqlStore:
     def _extra_value(self, column: str, record: object) -> object:
         if column == "owner":  # the host running a turn or job
             return self._driver.owner if getattr(record, "status", None) == "running" else None
-        if isinstance(record, SessionRecord) and column == "parent_session_id":
-            return None if record.lineage.kind == "root" else record.lineage.parent_session_id
-        if isinstance(record, LineageEdge) and column in ("artifact_type", "artifact_source_id"):
-            artifact = record.artifact
-            return None if artifact is None else artifact.type if column == "artifact_type" else artifact.source_id
-        raise AssertionError(f"no value for the extra column {column!r} of {type(record).__name__}")
+        return _COPIED[column](record)
 
     def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
         return self._driver.decode(table, record, row)
