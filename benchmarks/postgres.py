@@ -51,8 +51,11 @@ from pathlib import Path
 import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
+# benchmarks/ (this script's folder, sys.path[0]) holds secrets.py, which would shadow the
+# standard library's secrets module that host_sim imports: keep it, but last.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks"]
 sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.append(str(ROOT / "benchmarks"))
 
 from host.postgres_server import MISSING, PostgresServer, find_binaries  # noqa: E402
 
@@ -291,9 +294,13 @@ def _next_xid(dsn: str) -> int:
     return int(row[0])
 
 
-async def write_transactions(dsn: str, count: int = 100) -> tuple[float, float]:
-    """(write transactions per turn, per fork), counted as the transaction ids the server assigned."""
+async def write_transactions(dsn: str, count: int = 100) -> tuple[float, float, float]:
+    """(write transactions per turn, per fork, per ``sessions.delete`` of a session of one
+    turn), counted as the transaction ids the server assigned."""
     async with Host(store=PostgresStore(dsn)) as host:
+        doomed = [await host.sessions.create() for _ in range(count)]
+        for session in doomed:
+            await session.run("to be deleted")
         chat = await host.sessions.create()
         for i in range(5):  # warm the pool
             await chat.run(f"warm {i}")
@@ -306,8 +313,12 @@ async def write_transactions(dsn: str, count: int = 100) -> tuple[float, float]:
         for _ in range(count):
             await anchor.fork()
         after = await anyio.to_thread.run_sync(_next_xid, dsn)
+        for session in doomed:
+            await host.sessions.delete(session.id)
+        await anyio.sleep(0.5)  # an event the delete left to the writer is written by now
+        deleted = await anyio.to_thread.run_sync(_next_xid, dsn)
     # each _next_xid is a read: it assigns no id
-    return (middle - before) / count, (after - middle) / count
+    return (middle - before) / count, (after - middle) / count, (deleted - after) / count
 
 
 async def host_turns_and_fork(dsn: str, n: int, turns: int) -> tuple[float, float]:
@@ -379,9 +390,10 @@ def main() -> int:
     distinct_rate: dict[int, float] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="host-sim-bench-") as tmp:
-            per_turn, per_fork = anyio.run(write_transactions, server.database("xacts"))
+            per_turn, per_fork, per_delete = anyio.run(write_transactions, server.database("xacts"))
             rows.append(("write transactions per turn / per fork (server-assigned transaction ids; target 2 / 1)", f"{per_turn:.2f} / {per_fork:.2f}", "-"))
-            print(f"  write transactions: {per_turn:.2f} per turn, {per_fork:.2f} per fork", flush=True)
+            rows.append(("write transactions per `sessions.delete` of a session of one turn", f"{per_delete:.2f}", "-"))
+            print(f"  write transactions: {per_turn:.2f} per turn, {per_fork:.2f} per fork, {per_delete:.2f} per delete", flush=True)
             for n in (10, 1_000):
                 host_ms = anyio.run(host_turns_and_fork, server.database("turns"), n, 100)
                 lg_ms = langgraph_turns_and_fork(server.database("langgraph"), n, 100)

@@ -750,8 +750,6 @@ class PostgresStore(SqlStore):
         """Replace every node and edge and record `INDEX_VERSION`, in one transaction."""
     async def erase(self, erasure: Erasure) -> None:
         """Carry out an erasure over every place that keeps text, in one transaction."""
-    async def save_job(self, record: JobRecord) -> None:
-        """Write a job; a running one is owned by this host (like its turns), so that only a"""
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any"""
     async def interrupt_dead_hosts_jobs(self, now: Callable[[], datetime]) -> Sequence[str]:
@@ -764,6 +762,8 @@ class PostgresStore(SqlStore):
     async def deleted_at(self, session_id: SessionId) -> datetime | None: ...
     async def running_turns(self) -> Sequence[TurnRecord]:
         """Turns left running by a host that is gone (its connection closed or was lost), handed to this host."""
+    async def dead_turns(self, host_ids: Sequence[str]) -> Sequence[TurnRecord]:
+        """The running turns of the hosts ``host_ids`` whose claim is still gone, read only."""
     async def keep_claim(self) -> bool:
         """Make sure this host's liveness claim (the owner lock) is held; whether it had to be"""
     async def absent_hosts(self) -> set[str]:
@@ -873,6 +873,8 @@ class PostgresStore(SqlStore):
     async def list_sessions(self) -> Sequence[SessionRecord]: ...
     async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]: ...
     async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal['out', 'in']) -> Sequence[LineageEdge]: ...
+    async def save_job(self, record: JobRecord) -> None:
+        """Write a job record: a start (``running``) inserts it, refused when its id is taken"""
     async def page_jobs(self, session_id: SessionId | None, status: JobStatus | None, tags: Mapping[str, str], limit: int, before: int | None) -> tuple[Sequence[JobRecord], int | None]: ...
 
 
@@ -1177,7 +1179,6 @@ class SqliteStore(SqlStore):
         """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
     async def erase(self, erasure: Erasure) -> None:
         """Carry out an erasure over every place that keeps text, in one transaction."""
-    async def save_job(self, record: JobRecord) -> None: ...
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int: ...
     async def notification_turns(self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]) -> Sequence[TurnRecord]: ...
     async def page_sessions(self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None) -> tuple[Sequence[SessionRecord], int | None]: ...
@@ -1268,6 +1269,8 @@ class SqliteStore(SqlStore):
     async def list_sessions(self) -> Sequence[SessionRecord]: ...
     async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]: ...
     async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal['out', 'in']) -> Sequence[LineageEdge]: ...
+    async def save_job(self, record: JobRecord) -> None:
+        """Write a job record: a start (``running``) inserts it, refused when its id is taken"""
     async def page_jobs(self, session_id: SessionId | None, status: JobStatus | None, tags: Mapping[str, str], limit: int, before: int | None) -> tuple[Sequence[JobRecord], int | None]: ...
 
 

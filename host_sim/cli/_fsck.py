@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 import anyio
 import attrs
 
+from ..sessions._across_hosts import announce_claimed, dead_hosts
 from ..stores._errors import StoreError, StoreLockedError
 from ..stores._invariants import Violation, check, repair as repair_store
 from ..stores._postgres import PostgresStore
@@ -78,11 +79,12 @@ def _store(spec: str, repair: bool) -> Store:
     return SqliteStore(spec, create=False, read_only=not repair)
 
 
-async def _checked(store: Store) -> tuple[StoredState, list[Violation]]:
-    """The store's records and their violations; on a shared store, turns live hosts run are left out."""
+async def _checked(store: Store, dead: list[str]) -> tuple[StoredState, list[Violation]]:
+    """The store's records and their violations; on a shared store, only the running turns
+    of the ``dead`` hosts count (those of live hosts, or of hosts only reconnecting, are theirs)."""
     state = await store.read_all()
     if isinstance(store, PostgresStore):
-        gone = {t.id for t in await store.running_turns()}  # only turns whose host is gone
+        gone = {t.id for t in await store.dead_turns(dead)}
         state = attrs.evolve(state, turns=tuple(t for t in state.turns if t.status != "running" or t.id in gone))
     found = check(state)
     if isinstance(store, TraceStore):  # traces: their records and their derived index
@@ -95,13 +97,18 @@ async def _fsck(path: str, repair: bool, clock: Callable[[], datetime]) -> tuple
     store = _store(path, repair)
     try:
         await store.open()
-        state, found = await _checked(store)
+        # Dead by the hosts' own rule (`Absences`: claim seen gone for DEAD_HOST_GRACE seconds)
+        dead = await dead_hosts(store) if isinstance(store, PostgresStore) else []
+        state, found = await _checked(store, dead)
         if not repair or not found or any(not v.repairable for v in found):
             return found, found
+        if isinstance(store, PostgresStore):  # failed as a live host's link would: once, with their events
+            await store.claim_dead(dead, clock, announce_claimed(clock))
+            state = (await _checked(store, dead))[0]
         await repair_store(store, state, clock)
         if isinstance(store, TraceStore):
             await store.rebuild_trace_index(derive_trace_index(await store.read_traces()))
-        return found, (await _checked(store))[1]
+        return found, (await _checked(store, dead))[1]
     finally:
         await store.close()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -27,6 +27,9 @@ class LineageFacts(Protocol):
 
     ``erasing()`` is held while a forget plans, erases and tells (the host begins no turn
     meanwhile, so a turn that starts during the erasure reads the history after it);
+    ``erasure(records, memory)`` is held around the store write that erases ``records`` (and
+    the memory records ``memory``) and the telling: what reports it (``turn_erased``) commits
+    in that write's transaction (API.md section 23);
     ``erased`` gets the records an erasure changed, the erasure itself and the ids of the
     memory records it erased (API.md section 20), once durable;
     ``retracted`` a retraction (and whether this call made it); ``written()`` is awaited
@@ -35,6 +38,8 @@ class LineageFacts(Protocol):
     """
 
     def erasing(self) -> AbstractAsyncContextManager[None]: ...
+
+    def erasure(self, records: Sequence[TurnRecord], memory: Sequence[RecordId]) -> AbstractContextManager[None]: ...
 
     def erased(self, records: Sequence[TurnRecord], erasure: Erasure, memory: Sequence[RecordId]) -> None: ...
 
@@ -49,6 +54,9 @@ class NoHost(LineageFacts):
     @contextlib.asynccontextmanager
     async def erasing(self) -> AsyncIterator[None]:
         yield
+
+    def erasure(self, records: Sequence[TurnRecord], memory: Sequence[RecordId]) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
     def erased(self, records: Sequence[TurnRecord], erasure: Erasure, memory: Sequence[RecordId]) -> None:
         return None

@@ -486,16 +486,17 @@ async def _erase(
         errors=errors,
         records=frozenset(memory),
     )
-    await store.erase(erasure)
-    if log is not None and not isinstance(store, LogStore):  # a log kept apart from the store (MemoryLog)
-        await log.erase(erasure)
-    erased_ids = {t.id for t in records}
-    quoted: list[TurnRecord] = []
-    for table, row_id in sorted(errors):
-        found = await store.find_turn(row_id) if table == "turns" and row_id not in erased_ids else None
-        if found is not None:
-            quoted.append(found)
-    facts.erased((*records, *quoted), erasure, memory)
+    with facts.erasure(records, memory):  # its turn_erased events commit with it (API.md section 23)
+        await store.erase(erasure)
+        if log is not None and not isinstance(store, LogStore):  # a log kept apart from the store (MemoryLog)
+            await log.erase(erasure)
+        erased_ids = {t.id for t in records}
+        quoted: list[TurnRecord] = []
+        for table, row_id in sorted(errors):
+            found = await store.find_turn(row_id) if table == "turns" and row_id not in erased_ids else None
+            if found is not None:
+                quoted.append(found)
+        facts.erased((*records, *quoted), erasure, memory)
 
 
 @attrs.frozen(kw_only=True)

@@ -47,7 +47,7 @@ from ._events import EventHub, HostEvent, JobFinished, Replay, ReplyDelta, event
 if TYPE_CHECKING:
     from ._cache import SessionCache
 
-__all__ = ["DEAD_HOST_GRACE", "HostsLink", "event_of", "event_row", "replay_of"]
+__all__ = ["DEAD_HOST_GRACE", "Absences", "HostsLink", "announce_claimed", "dead_hosts", "event_of", "event_row", "replay_of"]
 
 
 # -- one log for events, caches and dead hosts (API.md section 13) ----------------------------
@@ -121,7 +121,7 @@ class HostsLink:
         self._store = store
         self._read_up_to = 0
         self._writing = anyio.Lock()  # one batch at a time, so rows keep the order of publishing
-        self._absent_since: dict[str, float] = {}  # host -> when this host first saw its claim gone
+        self._absences = Absences()  # hosts seen without their claim, and since when
 
     async def start(self) -> None:
         """Where this host starts reading: the newest row when it opens."""
@@ -235,28 +235,61 @@ class HostsLink:
                     trimmed_at = anyio.current_time()
                     await self._store.trim_events()
             except StoreError:
-                self._absent_since.clear()  # what this host did not see does not count as gone
+                self._absences.clear()  # what this host did not see does not count as gone
                 continue
 
     async def _claim_dead(self) -> None:
         """Fail the work of the hosts whose claim has been seen gone for `DEAD_HOST_GRACE` seconds."""
-        now = anyio.current_time()
         absent = await self._store.absent_hosts() - {self._store.host_id}  # never itself: it is taking its claim back
-        self._absent_since = {h: self._absent_since.get(h, now) for h in absent}
-        dead = sorted(h for h, since in self._absent_since.items() if now - since >= DEAD_HOST_GRACE)
+        dead = self._absences.dead(absent, anyio.current_time())
         if not dead:
             return
-        turns, _jobs = await self._store.claim_dead(dead, self._now, _announce(self._now))
-        for host in dead:
-            self._absent_since.pop(host, None)
+        turns, _jobs = await self._store.claim_dead(dead, self._now, announce_claimed(self._now))
+        self._absences.clear(dead)
         await self._cache.claimed(turns)
+
+
+class Absences:
+    """When a host is dead, the one rule (`HostsLink` and ``host-sim fsck`` both follow it): its
+    claim was seen gone on every look for `DEAD_HOST_GRACE` seconds on end. A look that
+    failed counts for nothing (`clear`), so a live host whose connection blinked, or that
+    lived through an outage, takes its claim back first."""
+
+    def __init__(self) -> None:
+        self._since: dict[str, float] = {}  # host -> when its claim was first seen gone
+
+    def dead(self, absent: set[str], now: float) -> list[str]:
+        """A look at ``now`` (seconds, `anyio.current_time`) found ``absent`` without their
+        claim: those seen so for `DEAD_HOST_GRACE` seconds on end (a host seen back starts over)."""
+        self._since = {h: self._since.get(h, now) for h in absent}
+        return sorted(h for h, since in self._since.items() if now - since >= DEAD_HOST_GRACE)
+
+    def clear(self, hosts: Sequence[str] | None = None) -> None:
+        """Forget ``hosts`` (claimed), or every host (a look failed: nothing was seen)."""
+        for host in list(self._since) if hosts is None else hosts:
+            self._since.pop(host, None)
+
+
+async def dead_hosts(store: SharedStore) -> list[str]:
+    """The hosts dead by `Absences`' rule, looking every `_WATCH` seconds until each host seen
+    without its claim is dead or back: at once when none is, else after `DEAD_HOST_GRACE`
+    seconds (at most three times that while hosts keep coming and going)."""
+    absences = Absences()
+    began = anyio.current_time()
+    while True:
+        now = anyio.current_time()
+        absent = await store.absent_hosts() - {store.host_id}
+        dead = absences.dead(absent, now)
+        if set(dead) == absent or now - began >= 3 * DEAD_HOST_GRACE:
+            return dead
+        await anyio.sleep(_WATCH)
 
 
 def _job_interrupted(job_id: str) -> Callable[[int, datetime], JobFinished]:
     return lambda seq, at: JobFinished(seq=seq, at=at, job_id=job_id, status="interrupted", error_kind="interrupted")
 
 
-def _announce(now: Callable[[], datetime]) -> Callable[[Sequence[TurnRecord], Sequence[str]], Sequence[EventRow]]:
+def announce_claimed(now: Callable[[], datetime]) -> Callable[[Sequence[TurnRecord], Sequence[str]], Sequence[EventRow]]:
     """The ``turn_finished`` and ``job_finished`` rows of a dead host's turns and jobs (in the
     claim's transaction: whoever claims them says so, once)."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 
 import anyio
@@ -257,19 +258,27 @@ class SessionCache(LineageFacts):
         async with self._gate.exclusive():
             yield
 
-    def erased(self, records: Sequence[TurnRecord], erasure: Erasure, memory: Sequence[RecordId] = ()) -> None:
-        """This host erased ``records`` (forget, delete): the sessions held say so, the resume
-        history keeps no copy of the text, and one ``turn_erased`` per erased turn says so
-        (earlier events stay what they were, without the text); the first of them names the
-        memory records the erasure erased (``memory``, API.md section 20). A record without
-        ``erased_at`` is a turn that lost only its error (it quoted erased text)."""
-        self._apply_erasure(records)
-        self._events.erase(erasure, records)
+    def erasure(self, records: Sequence[TurnRecord], memory: Sequence[RecordId] = ()) -> AbstractContextManager[None]:
+        """Held around the write that erases ``records`` (forget, delete) and `erased`: one
+        ``turn_erased`` per erased turn commits in that write's transaction (earlier events stay
+        what they were, without the text); the first of them names the memory records the
+        erasure erased (``memory``, API.md section 20). With one host per store they are
+        published as the block ends, after `erased` (no subscriber sees one before the resume
+        history lost the text)."""
         named = tuple(memory)
+        makes = []
         for record in records:
             if record.erased_at is not None:
-                self._events.publish(_turn_erased(record, named))
+                makes.append(_turn_erased(record, named))
                 named = ()
+        return self._events.committing(*makes)
+
+    def erased(self, records: Sequence[TurnRecord], erasure: Erasure, memory: Sequence[RecordId] = ()) -> None:
+        """This host erased ``records`` (forget, delete; inside `erasure`): the sessions held say
+        so and the resume history keeps no copy of the text. A record without ``erased_at`` is
+        a turn that lost only its error (it quoted erased text)."""
+        self._apply_erasure(records)
+        self._events.erase(erasure, records)
 
     def retracted(self, record: TurnRecord, first: bool) -> None:
         """A retraction this host made; ``first``: this call retracted it (``turn_retracted``)."""
@@ -286,11 +295,19 @@ class SessionCache(LineageFacts):
         """The events published so far get their seq before the caller goes on."""
         await self._events.written()
 
+    def deleting(self, session: SessionState) -> AbstractContextManager[None]:
+        """Held around the write that deletes ``session`` on this host: its ``session_deleted``
+        commits in that write's transaction (a transactional outbox: no extra transaction), or
+        is not published when the write raises; none when the session was deleted already."""
+        if session.deleted_at is not None:
+            return contextlib.nullcontext()
+        return self._events.committing(lambda seq, at: SessionDeleted(seq=seq, at=at, session_id=session.id))
+
     def deleted(self, session: SessionState, at: datetime) -> None:
-        """This host deleted ``session`` at ``at`` (its erasure already applied): ``session_deleted``."""
+        """This host deleted ``session`` at ``at`` (its erasure already applied; its
+        ``session_deleted`` went with the write, `deleting`)."""
         if session.deleted_at is None:
             session.deleted_at = at
-            self._events.publish(lambda seq, at: SessionDeleted(seq=seq, at=at, session_id=session.id))
 
     async def apply(self, event: HostEvent) -> None:
         """Make what this host holds reflect another host's committed fact (its event row)."""

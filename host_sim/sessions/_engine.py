@@ -206,7 +206,8 @@ class Engine:
 
         async def hide() -> None:
             at = self.now()
-            await self.log.delete_session(state.id, at)
+            with self.cache.deleting(state):  # its session_deleted commits with the deletion (API §23)
+                await self.log.delete_session(state.id, at)
             self.cache.deleted(state, at)
 
         await delete_session(self.store, self.log, state.id, now=self.now, facts=self.cache, hide=hide)

@@ -12,7 +12,9 @@ import attrs
 from modular_sdk import SessionId, TurnId
 
 from ..stores._erasure import PLACES, Erasure, erase_rows
+from ..stores._errors import StoreError
 from ..stores._protocol import LogStore, Store
+from ..stores._rows import job_taken
 from ..stores._records import Invocation, JobRecord, JobStatus, SessionRecord, TurnRecord
 
 __all__ = ["MemoryLog", "log_of"]
@@ -40,6 +42,8 @@ class MemoryLog:
         return tuple(i for i in self._invocations.values() if i.session_id == session_id)
 
     async def save_job(self, record: JobRecord) -> None:
+        if record.status == "running" and record.id in self._jobs:  # a job starts once
+            raise StoreError(job_taken(record.id))
         self._jobs[record.id] = record
 
     async def list_jobs(self) -> Sequence[JobRecord]:

@@ -198,10 +198,15 @@ class JobBook:
         if request_id is not None and await self._log.get_job(job_id) is not None:
             return await self.job(job_id)  # a retry: the first attempt was stored
         record = JobRecord(id=job_id, session_id=session_id, text=text, status="running", created_at=self._now())
-        with self._events.committing(  # its job_started commits with it (API §23)
-            lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id)
-        ):
-            await self._log.save_job(record)
+        try:
+            with self._events.committing(  # its job_started commits with it (API §23)
+                lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id)
+            ):
+                await self._log.save_job(record)  # refused when its id is taken: check and write are one step
+        except StoreError as exc:
+            if not exc.retryable and request_id is not None and await self._log.get_job(job_id) is not None:
+                return await self.job(job_id)  # the same request, started meanwhile (here, or by another host)
+            raise
         job = Job._create(record, None, self)
         self._live[record.id] = job
         scope = self._running[record.id] = anyio.CancelScope()

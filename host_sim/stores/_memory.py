@@ -402,6 +402,8 @@ class MemoryStore:
     async def save_job(self, record: JobRecord) -> None:
         self._check_open()
         before = self._jobs.get(record.id)
+        if before is not None and record.status == "running":  # a job starts once
+            raise StoreError(_rows.job_taken(record.id))
         if before is None:
             self._job_order.append(record.id)
             position = self._job_position[record.id] = len(self._job_order)

@@ -109,19 +109,13 @@ from ._sql_store import Reads, SqlStore
 from ._postgres_sql import Step as _Step
 from ._postgres_sql import DIALECT, check
 from ._postgres_sql import cols as _cols
-from ._postgres_sql import marks as _marks
-from ._records import JobRecord, SessionRecord, TurnRecord
+from ._records import SessionRecord, TurnRecord
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
 
 
 _R = TypeVar("_R")
 
-_JOB_TAGS: Final = (
-    "INSERT INTO host_sim.job_tags (key, value, seq, job_id) SELECT t.key, t.value, j.seq, j.id "
-    "FROM host_sim.jobs j JOIN host_sim.session_tags t ON t.session_id = j.session_id WHERE j.id = %s "
-    "ON CONFLICT DO NOTHING"
-)
 
 
 _NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
@@ -316,23 +310,6 @@ class PostgresStore(SqlStore):
     # -- the integrator's log (LogStore) --------------------------------------------------
     # (invocations, get_job, list_jobs, job_turn_began, request_job_cancel: SqlJobs)
 
-    async def save_job(self, record: JobRecord) -> None:
-        """Write a job; a running one is owned by this host (like its turns), so that only a
-        job whose host is gone is ever marked interrupted by another."""
-        updates = ", ".join(f"{c} = excluded.{c}" for c in (*_rows.JOBS.columns, "owner") if c != "id")
-        owner = self._driver.owner if record.status == "running" else None
-        steps = [
-            _Step(
-                f"INSERT INTO host_sim.jobs ({_cols(_rows.JOBS)}, owner) VALUES ({_marks(len(_rows.JOBS.columns) + 1)}) "
-                f"ON CONFLICT (id) DO UPDATE SET {updates}",
-                (*self._row(_rows.JOBS, record), owner),
-                f"cannot write job {record.id!r}",
-            )
-        ]
-        if record.status == "running":  # it starts: index it by its session's tags
-            steps.append(_Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
-        await self._transact(steps)
-
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any
         more); a job a live host runs is left alone, as its running turns are."""
@@ -421,6 +398,15 @@ class PostgresStore(SqlStore):
         """
         rows = await self._query(CLAIM_ORPHANED_TURNS, (self._driver.owner,))
         return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
+
+    async def dead_turns(self, host_ids: Sequence[str]) -> Sequence[TurnRecord]:
+        """The running turns of the hosts ``host_ids`` whose claim is still gone, read only.
+
+        Nothing is claimed: ``host-sim fsck`` names them, `claim_dead` fails them."""
+        owners = [int(h.removeprefix("pg-")) for h in host_ids if h.startswith("pg-") and h[3:].isdigit()]
+        if not owners:
+            return ()
+        return await self._select(_rows.TURNS, TurnRecord, _DEAD_TURNS.removesuffix(" FOR UPDATE"), (owners,))
 
     # -- liveness: a claim that survives faults (API.md section 23) ----------------------
 

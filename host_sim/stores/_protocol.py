@@ -186,7 +186,9 @@ class LogStore(Protocol):
         ...
 
     async def save_job(self, record: JobRecord) -> None:
-        """Write a job record (a running job, then its end: same id replaced)."""
+        """Write a job record: a running one starts the job, refused (`StoreError`) when a job
+        with its id is stored already, in the same atomic write (a start's request id keys its
+        job: two starts with one key store one job); its end then replaces it (same id)."""
         ...
 
     async def list_jobs(self) -> Sequence[JobRecord]:

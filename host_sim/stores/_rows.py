@@ -184,6 +184,10 @@ def invocation_taken(invocation_id: str) -> str:
     return f"invocation {invocation_id!r} is already stored; an invocation begins once"
 
 
+def job_taken(job_id: str) -> str:
+    return f"job {job_id!r} is already stored; a job starts once (a start with its request_id returns it)"
+
+
 def invocation_not_started(invocation_id: str) -> str:
     return f"invocation {invocation_id!r} is not a started invocation of this store; it finishes once"
 

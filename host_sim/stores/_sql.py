@@ -92,10 +92,11 @@ class Dialect:
         return ", ".join(self.mark for _ in range(n))
 
     def insert_ignoring(self, table: str, columns: str, rest: str, key: str) -> str:
-        """``INSERT INTO table (columns) rest`` that ignores a row whose ``key`` is taken."""
+        """``INSERT INTO table (columns) rest`` that ignores a row whose ``key`` is taken (``""``: any conflict)."""
         if self.or_ignore:
             return f"INSERT OR IGNORE INTO {self.table(table)} ({columns}) {rest}"
-        return f"INSERT INTO {self.table(table)} ({columns}) {rest} ON CONFLICT ({key}) DO NOTHING"
+        target = f" ({key})" if key else ""
+        return f"INSERT INTO {self.table(table)} ({columns}) {rest} ON CONFLICT{target} DO NOTHING"
 
     def set_meta(self, key: str) -> str:
         """The statement that sets meta ``key`` (a constant) to one parameter."""

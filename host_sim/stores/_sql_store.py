@@ -319,6 +319,32 @@ class SqlStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
                 by_session.setdefault(key, []).append(edge)
         return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
 
+    async def save_job(self, record: JobRecord) -> None:
+        """Write a job record: a start (``running``) inserts it, refused when its id is taken
+        (in the same atomic write: a start's request id keys its job), and indexes it by its
+        session's tags; its end replaces it. Where several hosts write, a running job is
+        owned by this host (like its turns), so that only a job whose host is gone is ever
+        marked interrupted by another."""
+        d = self._dialect
+        row = self._full_row(_rows.JOBS, record)
+        if record.status != "running":
+            await self._transact([Step(d.upsert(_rows.JOBS), row, f"cannot write job {record.id!r}")])
+            return
+        position = d.tag_position
+        tags = d.insert_ignoring(
+            "job_tags",
+            f"key, value, {position}, job_id",
+            f"SELECT t.key, t.value, j.{d.order}, j.id FROM {d.table('jobs')} j "
+            f"JOIN {d.table('session_tags')} t ON t.session_id = j.session_id WHERE j.id = {d.mark}",
+            "",
+        )
+        await self._transact(
+            [
+                Step(d.insert(_rows.JOBS), row, _rows.job_taken(record.id)),
+                Step(tags, (record.id,), f"cannot index job {record.id!r}"),
+            ]
+        )
+
     async def page_jobs(
         self,
         session_id: SessionId | None,

@@ -81,10 +81,6 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 _R = TypeVar("_R")
 
-_JOB_TAGS: Final = (
-    "INSERT OR IGNORE INTO job_tags (key, value, position, job_id) SELECT t.key, t.value, j.rowid, j.id "
-    "FROM jobs j JOIN session_tags t ON t.session_id = j.session_id WHERE j.id = ?"
-)
 
 
 
@@ -168,12 +164,6 @@ class SqliteStore(SqlStore):
 
     # -- the integrator's log (LogStore) --------------------------------------------------
     # (invocations, get_job, list_jobs, job_turn_began, request_job_cancel: SqlJobs)
-
-    async def save_job(self, record: JobRecord) -> None:
-        steps = [Step(upsert(_rows.JOBS), _rows.JOBS.row(record), f"cannot write job {record.id!r}")]
-        if record.status == "running":  # it starts: index it by its session's tags
-            steps.append(Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
-        await self._transact(steps)
 
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         running = await self._records(_rows.JOBS, JobRecord, "WHERE status = 'running' ORDER BY rowid", ())

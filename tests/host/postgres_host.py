@@ -15,9 +15,10 @@ ends (another host cancels it). ``hang-job`` is ``hang`` run as a job. ``churn``
 waits for the line ``release`` on stdin; each send's outcome is one JSON line (an exception:
 its type, message and ``retryable``); it stops on the line ``stop`` and prints how its job
 ended (the database fault tests). ``serve`` runs one JSON command per stdin line
-(``{"op": "run" | "fork-run" | "forget" | "delete" | "retract" | "create", ...}``) and prints one JSON
+(``{"op": "run" | "fork-run" | "forget" | "delete" | "retract" | "create" | "keyed", ...}``) and prints one JSON
 answer per command; a ``run`` (``fork-run``: in a new fork of the session) answers with the history its
-model was given, and with ``"echo": true`` its reply repeats that history. Each process prints
+model was given, and with ``"echo": true`` its reply repeats that history; ``keyed`` runs ``count``
+concurrent ``start``s (waited for) or ``send``s of ``text`` with request id ``key`` and answers with their ids. Each process prints
 ``open`` once its host is open.
 """
 
@@ -31,6 +32,7 @@ import anyio
 import anyio.to_thread
 
 from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel, StoreError
+from modular_sdk import AiPromptMessage
 
 
 def ack(**fields: object) -> None:
@@ -164,6 +166,22 @@ async def serve(dsn: str) -> None:
                 elif op == "retract":
                     await host.lineage.retract(command["turn"], reason=command["reason"])
                     ack(done=True)
+                elif op == "keyed":  # "count" concurrent starts (or sends) of one text with one request id
+                    ids: list[str] = []
+
+                    async def keyed(session_id: str = command["session"], text: str = command["text"]) -> None:
+                        if command["what"] == "start":
+                            job = await host.start(session_id, text, request_id=command["key"])
+                            await job.wait()
+                            ids.append(job.id)
+                        else:
+                            session = await host.sessions.get(session_id)
+                            ids.append((await session.send(AiPromptMessage(text=text), request_id=command["key"])).id)
+
+                    async with anyio.create_task_group() as tg:
+                        for _ in range(command["count"]):
+                            tg.start_soon(keyed)
+                    ack(ids=ids)
             except Exception as exc:  # reported to the test, which checks the type
                 ack(error=type(exc).__name__, message=str(exc))
 

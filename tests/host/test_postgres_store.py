@@ -24,7 +24,8 @@ import attrs
 import psycopg
 import pytest
 
-from host_sim import Host, PostgresStore, Store, StoredState, StoreError
+from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel, Store, StoredState, StoreError
+from host_sim.sessions._across_hosts import DEAD_HOST_GRACE
 from host_sim._cli import main as host_sim_main
 from host_sim.lineage import SessionNode
 from host_sim.stores import SessionRecord, TurnRecord
@@ -515,3 +516,63 @@ def test_fsck_checks_a_postgres_store_by_url_and_repair_fails_only_dead_hosts_tu
     capsys.readouterr()
     assert host_sim_main(["fsck", "--store", postgres.url("nosuchdb")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_fsck_leaves_the_running_turn_of_a_live_host_whose_claim_blinked_to_that_host(
+    postgres: PostgresServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator runs ``host-sim fsck`` just as a live host's connection was killed: fsck
+    follows the hosts' own rule (a host is dead once its claim was seen gone for
+    DEAD_HOST_GRACE seconds on end), so the host, which takes its claim back within a
+    second, keeps its turn, and neither fsck nor another host fails or claims it."""
+    dsn = postgres.database()
+    url = postgres.url(dsn.rsplit("dbname=", 1)[1])
+    entered, release = anyio.Event(), anyio.Event()
+
+    async def respond(request: ModelRequest) -> str:
+        entered.set()
+        await release.wait()
+        return f"done: {request.text}"
+
+    async def blink_while_fsck_runs() -> None:
+        store = PostgresStore(dsn)
+        async with Host(store=PostgresStore(dsn)), Host(model=ScriptedModel(respond), store=store) as live:
+            chat = await live.sessions.create()
+            async with anyio.create_task_group() as tg:
+                finished: list[str] = []
+
+                async def run() -> None:
+                    finished.append((await chat.run("long answer")).turn.status)
+
+                tg.start_soon(run)
+                await entered.wait()
+                taking_back = PostgresStore.keep_claim
+
+                async def reconnecting(self: PostgresStore) -> bool:
+                    return False  # its claim is not taken back until the test says so
+
+                monkeypatch.setattr(PostgresStore, "keep_claim", reconnecting)
+                owner = int(store.host_id.removeprefix("pg-"))
+                killed = postgres.psql(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' "
+                    f"AND classid = {_postgres._OWNER_LOCK} AND objsubid = 2 AND objid = {owner}"
+                )
+                assert killed == "1"  # the claim is gone: the host is live, its connection blinked
+                capsys.readouterr()
+                async with anyio.create_task_group() as checking:
+                    code: list[int] = []
+
+                    async def fsck() -> None:
+                        code.append(await anyio.to_thread.run_sync(host_sim_main, ["fsck", "--store", url]))
+
+                    checking.start_soon(fsck)
+                    await anyio.sleep(1.5)  # fsck is looking; the host reconnects
+                    monkeypatch.setattr(PostgresStore, "keep_claim", taking_back)
+                assert code == [0], capsys.readouterr().out
+                assert "turn-running" not in capsys.readouterr().out
+                await anyio.sleep(DEAD_HOST_GRACE + 1.5)  # the other host's link looked too
+                release.set()
+            assert finished == ["completed"]
+            assert [t.status for t in await chat.turns()] == ["completed"]
+
+    anyio.run(blink_while_fsck_runs)
