@@ -114,6 +114,8 @@ from ._records import SessionRecord, TurnRecord
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
 
 
+_OWNER_LOCK: Final = OWNER_LOCK  # advisory lock class: a live store (its owner key; the driver takes it)
+
 _R = TypeVar("_R")
 
 
@@ -149,13 +151,13 @@ SELECT_INDEX_VERSION: Final = _READS.index_version
 _OWNER_HELD: Final = (  # the owner lock of host {owner} is held: that host is alive
     "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
     "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
-    f"AND l.classid = {OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = {{owner}}::bigint::oid"
+    f"AND l.classid = {_OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = {{owner}}::bigint::oid"
 )
 CLAIM_ORPHANED_TURNS: Final = (
     "UPDATE host_sim.turns t SET owner = %s WHERE t.status = 'running' AND NOT EXISTS ("
     "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
     "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
-    f"AND l.classid = {OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = t.owner::bigint::oid"
+    f"AND l.classid = {_OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = t.owner::bigint::oid"
     f") RETURNING t.seq, {_cols(_rows.TURNS, 't.')}"
 )
 _ABSENT_OWNERS: Final = (  # hosts that left work running and hold no claim now
