@@ -102,6 +102,7 @@ from .memory._book import MemoryPage as MemoryPage
 from .memory._policy import ContextPolicy as ContextPolicy
 from .sessions._events import MemoryRecorded as MemoryRecorded
 from .sessions._events import MemoryRetracted as MemoryRetracted
+from .sessions._events import MemoryErased as MemoryErased
 from .sessions._events import SessionCompacted as SessionCompacted
 from .stores._erasure import Erasure as Erasure
 from .stores._errors import StoreError as StoreError
@@ -229,6 +230,7 @@ __all__ = [
     "MemoryRecord",
     "MemoryRecorded",
     "MemoryRetracted",
+    "MemoryErased",
     "RecordId",
     "RecordOrigin",
     "RecordRef",

@@ -377,7 +377,7 @@ class Host:
         """Every action proposed in ``session`` and what became of it, in the order proposed."""
 
 
-HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | SessionDeleted | TurnErased | Lagged | TurnRetracted | MemoryRecorded | MemoryRetracted | SessionCompacted
+HostEvent: TypeAlias = SessionCreated | TurnStarted | ReplyDelta | ToolCalled | ToolFinished | TurnFinished | CommandFinished | JobStarted | JobFinished | NotificationEvent | SessionDeleted | TurnErased | Lagged | TurnRetracted | MemoryRecorded | MemoryRetracted | MemoryErased | SessionCompacted
 """Everything ``host.subscribe()`` yields; discriminated by ``kind``."""
 
 @attrs.frozen(kw_only=True)
@@ -1021,11 +1021,16 @@ class ScopedLineage:
     async def complete_session(self, session_id: str, metrics: SessionMetrics | None = None) -> SessionNode:
         """`LineageGraph.complete_session` of a session of the scope (computed from its record without ``metrics``)."""
     async def forward(self, turn_id: str) -> Provenance:
-        """`LineageGraph.forward` of a turn of the scope, listing only the scope's part."""
-    async def backward(self, turn_id: str) -> TurnOrigin:
-        """`LineageGraph.backward` of a turn of the scope, listing only the scope's part."""
+        """`LineageGraph.forward` of a turn or memory record of the scope, listing only the scope's part."""
+
+    @overload
+    async def backward(self, turn_id: RecordId) -> RecordOrigin: ...
+    @overload
+    async def backward(self, turn_id: str) -> TurnOrigin: ...
+    async def backward(self, turn_id: str) -> TurnOrigin | RecordOrigin:
+        """`LineageGraph.backward` of a turn or memory record of the scope, listing only the scope's part."""
     async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
-        """`LineageGraph.forget` of a turn of the scope; the plan lists only the scope's part."""
+        """`LineageGraph.forget` of a turn or memory record of the scope; the plan lists only the scope's part."""
 
 
 @final
@@ -1660,6 +1665,17 @@ class MemoryRecorded:
 class MemoryRetracted:
     """A memory record was found wrong and retracted (``memory.retract``); it stays. Immutable."""
     kind: Literal['memory_retracted'] = attrs.field(default='memory_retracted', init=False)
+    seq: int
+    at: datetime
+    host_id: str = ''
+    session_id: SessionId
+    record_id: RecordId
+
+
+@attrs.frozen(kw_only=True)
+class MemoryErased:
+    """A memory record was erased and no ``turn_erased`` names it: forgotten by its own id"""
+    kind: Literal['memory_erased'] = attrs.field(default='memory_erased', init=False)
     seq: int
     at: datetime
     host_id: str = ''

@@ -363,6 +363,7 @@ HOST_PINNED = sorted(
         "MemoryRecord",
         "MemoryRecorded",
         "MemoryRetracted",
+        "MemoryErased",
         "RecordId",
         "RecordOrigin",
         "RecordRef",

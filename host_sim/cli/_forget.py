@@ -22,8 +22,20 @@ import anyio
 
 from modular_sdk import UnknownRecordError, UnknownTurnError
 
-from ..lineage._as_json import origin_data, plan_data, provenance_data
-from ..lineage._provenance import ErasurePlan, Provenance, RecordRef, TurnOrigin, TurnRef, backward, forget, forward
+from ..lineage._as_json import origin_data, plan_data, provenance_data, record_origin_data
+from ..lineage._provenance import (
+    ErasurePlan,
+    Provenance,
+    RecordOrigin,
+    RecordRef,
+    TurnOrigin,
+    TurnRef,
+    backward,
+    backward_record,
+    forget,
+    forward,
+    is_record_id,
+)
 from ..lineage._facts import NoHost
 from ..lineage._types import LineageEdge
 from ..stores._errors import StoreError, StoreLockedError
@@ -127,10 +139,12 @@ def print_provenance(path: str, *, forward_id: str | None, backward_id: str | No
     """``host-sim lineage --forward ID`` / ``--backward ID``; returns the exit code."""
     prog = "host-sim lineage"
 
-    async def ask(store: Store) -> Provenance | TurnOrigin:
+    async def ask(store: Store) -> Provenance | TurnOrigin | RecordOrigin:
         if forward_id is not None:
             return await forward(store, forward_id)
         assert backward_id is not None
+        if is_record_id(backward_id):  # a memory record: the words it was read from
+            return await backward_record(store, backward_id)
         return await backward(store, backward_id)
 
     try:
@@ -151,6 +165,19 @@ def print_provenance(path: str, *, forward_id: str | None, backward_id: str | No
         _sessions("spawned by its tool calls", result.spawns)
         _edges(result.edges)
         _records(result.records)
+        return 0
+    if isinstance(result, RecordOrigin):
+        if as_json:
+            print(json.dumps(record_origin_data(result), indent=2))
+            return 0
+        print(f"record {_ref(result.of)}, backward: read from {len(result.read_from)} turn(s)")
+        for ref in result.read_from:
+            print(f"    {_ref(ref)}")
+        windows = ", ".join(f"{w.first}..{w.last}" for w in result.passages)
+        print(f"  passages ({len(result.passages)}): {windows or '-'}")
+        print(f"  derived from records ({len(result.records)}):")
+        for parent in result.records:
+            print(f"    {_ref(parent)}")
         return 0
     if as_json:
         print(json.dumps(origin_data(result), indent=2))

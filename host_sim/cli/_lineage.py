@@ -73,12 +73,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--forward",
         metavar="ID",
         help="what the host made of a turn (id or message id): the sessions holding it, the "
-        "later turns whose model saw it, the spawns of its tool calls, the edges citing it",
+        "later turns whose model saw it, the spawns of its tool calls, the edges citing it, the "
+        "memory records resting on it; or of a memory record (mem_...): the records derived from it",
     )
     turn.add_argument(
         "--backward",
         metavar="ID",
-        help="what a turn's reply was read from: the turns its model saw, and their fork chain",
+        help="what a turn's reply was read from: the turns its model saw, and their fork chain; "
+        "or, for a memory record (mem_...), the turns and records it was read from",
     )
     parser.set_defaults(handler=run_lineage)
 

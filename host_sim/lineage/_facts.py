@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from modular_sdk import RecordId
+    from modular_sdk import MemoryRecord, RecordId
 
     from ..stores._erasure import Erasure
     from ..stores._records import TurnRecord
@@ -32,7 +32,9 @@ class LineageFacts(Protocol):
     in that write's transaction (API.md section 23);
     ``erased`` gets the records an erasure changed, the erasure itself and the ids of the
     memory records it erased (API.md section 20), once durable;
-    ``retracted`` a retraction (and whether this call made it); ``written()`` is awaited
+    ``retracted`` a retraction (and whether this call made it) with the memory records it
+    retracted in turn (the summaries resting on the turn); ``forgotten`` the memory records an
+    erasure erased that no erased turn names (a record forgotten by its own id); ``written()`` is awaited
     before a forget or retraction returns, so the events they published get their seq first
     (several hosts: before the caller, or another host, goes on).
     """
@@ -43,7 +45,9 @@ class LineageFacts(Protocol):
 
     def erased(self, records: Sequence[TurnRecord], erasure: Erasure, memory: Sequence[RecordId]) -> None: ...
 
-    def retracted(self, record: TurnRecord, first: bool) -> None: ...
+    def retracted(self, record: TurnRecord, first: bool, memory: Sequence[MemoryRecord] = ()) -> None: ...
+
+    def forgotten(self, memory: Sequence[MemoryRecord]) -> None: ...
 
     async def written(self) -> None: ...
 
@@ -61,7 +65,10 @@ class NoHost(LineageFacts):
     def erased(self, records: Sequence[TurnRecord], erasure: Erasure, memory: Sequence[RecordId]) -> None:
         return None
 
-    def retracted(self, record: TurnRecord, first: bool) -> None:
+    def retracted(self, record: TurnRecord, first: bool, memory: Sequence[MemoryRecord] = ()) -> None:
+        return None
+
+    def forgotten(self, memory: Sequence[MemoryRecord]) -> None:
         return None
 
     async def written(self) -> None:

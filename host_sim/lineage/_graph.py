@@ -213,13 +213,14 @@ class LineageGraph:
                 running_id=turn.id,
             )
         record, first = turn, False
+        summaries: list[MemoryRecord] = []
         if turn.retracted_at is None:
             at = self._now()
             record = await self._store.retract_turn(turn.id, at, reason)
             first = record.retracted_at == at  # else another call retracted it first
             if first:  # summaries resting on it are compacted again at the next need (API.md section 20)
-                await _provenance.retract_summaries(self._store, turn.id, at)
-        self._facts.retracted(record, first)
+                summaries = await _provenance.retract_summaries(self._store, turn.id, at)
+        self._facts.retracted(record, first, summaries)  # turn_retracted, then memory_retracted for each summary
         await self._facts.written()
         return record
 

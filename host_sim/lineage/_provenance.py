@@ -228,14 +228,19 @@ async def resting_records(
     return list(found.values())
 
 
-async def retract_summaries(store: Store, turn_id: TurnId, at: datetime) -> None:
+async def retract_summaries(store: Store, turn_id: TurnId, at: datetime) -> list[MemoryRecord]:
     """Retract the summaries resting on a retracted turn (and those derived from them): the
-    next model call that needs them compacts again, from the turns as they are now."""
+    next model call that needs them compacts again, from the turns as they are now. Returns
+    the records this call retracted (not those another call retracted first)."""
     if not isinstance(store, RecordStore):
-        return
+        return []
+    retracted: list[MemoryRecord] = []
     for record in await resting_records(store, [turn_id]):
         if record.kind == "summary" and record.retracted_at is None and record.erased_at is None:
-            await store.retract_record(record.id, at, f"it rests on turn {turn_id!r}, which was retracted")
+            done = await store.retract_record(record.id, at, f"it rests on turn {turn_id!r}, which was retracted")
+            if done.retracted_at == at:
+                retracted.append(done)
+    return retracted
 
 
 async def _forward_record(store: Store, record: MemoryRecord) -> tuple[Provenance, list[MemoryRecord]]:
@@ -486,6 +491,12 @@ async def _erase(
         errors=errors,
         records=frozenset(memory),
     )
+    fresh: list[MemoryRecord] = []  # the records this erasure erases (not erased before), one read by key each
+    if memory and isinstance(store, RecordStore):
+        for record_id in memory:
+            found_record = await store.get_record(record_id)
+            if found_record is not None and found_record.erased_at is None:
+                fresh.append(found_record)
     with facts.erasure(records, memory):  # its turn_erased events commit with it (API.md section 23)
         await store.erase(erasure)
         if log is not None and not isinstance(store, LogStore):  # a log kept apart from the store (MemoryLog)
@@ -497,6 +508,8 @@ async def _erase(
             if found is not None:
                 quoted.append(found)
         facts.erased((*records, *quoted), erasure, memory)
+    if fresh and not records:  # no turn_erased names them (a record forgotten alone, or resting on erased turns)
+        facts.forgotten(fresh)
 
 
 @attrs.frozen(kw_only=True)

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 from modular_sdk import InvalidArgumentError, MemoryRecord, ModularError, SessionId, UnknownSessionError
 from modular_sdk._json import unstructure
 
-from ..lineage._as_json import origin_data, provenance_data
-from ..lineage._provenance import Provenance, TurnOrigin, backward, forward
+from ..lineage._as_json import origin_data, provenance_data, record_origin_data
+from ..lineage._provenance import Provenance, RecordOrigin, TurnOrigin, backward, backward_record, forward, is_record_id
 from ..sessions._transcript import render_transcript
 from ..stores._memory_records import RecordStore
 from ..stores._protocol import LogStore, Store
@@ -52,7 +52,7 @@ class LineageReader(Protocol):
 
     async def lookup(self, key: str) -> dict[str, object]: ...
     async def forward(self, turn_id: str) -> Provenance: ...
-    async def backward(self, turn_id: str) -> TurnOrigin: ...
+    async def backward(self, turn_id: str) -> TurnOrigin | RecordOrigin: ...
     async def transcript(self, session_id: str) -> str: ...
     async def search(self, query: str, limit: int) -> list[dict[str, object]]: ...
 
@@ -101,8 +101,8 @@ class _HostReader:
     async def forward(self, turn_id: str) -> Provenance:
         return await self._host.lineage.forward(turn_id)
 
-    async def backward(self, turn_id: str) -> TurnOrigin:
-        return await self._host.lineage.backward(turn_id)
+    async def backward(self, turn_id: str) -> TurnOrigin | RecordOrigin:
+        return await self._host.lineage.backward(turn_id)  # a record id (mem_...) answers its RecordOrigin
 
     async def transcript(self, session_id: str) -> str:
         return await self._host.transcript(session_id)
@@ -135,7 +135,9 @@ class StoreReader:
     async def forward(self, turn_id: str) -> Provenance:
         return await self._with(lambda store: forward(store, turn_id))
 
-    async def backward(self, turn_id: str) -> TurnOrigin:
+    async def backward(self, turn_id: str) -> TurnOrigin | RecordOrigin:
+        if is_record_id(turn_id):  # a memory record: the words it was read from
+            return await self._with(lambda store: backward_record(store, turn_id))
         return await self._with(lambda store: backward(store, turn_id))
 
     async def transcript(self, session_id: str) -> str:
@@ -211,7 +213,9 @@ def lineage_server(reader: LineageReader) -> MCPServer:
 
     async def lineage_backward(turn_id: str) -> str:
         async def make() -> str:
-            return json.dumps(origin_data(await reader.backward(turn_id)), indent=2, ensure_ascii=False)
+            found = await reader.backward(turn_id)
+            data = record_origin_data(found) if isinstance(found, RecordOrigin) else origin_data(found)
+            return json.dumps(data, indent=2, ensure_ascii=False)
 
         return await answer(make)
 
@@ -245,7 +249,8 @@ def lineage_server(reader: LineageReader) -> MCPServer:
             lineage_backward,
             "lineage_backward",
             "What a turn's reply was read from (a turn id or message id), as JSON: the completed "
-            "turns its model saw, in order, and the fork chain that carried them. Read-only.",
+            "turns its model saw, in order, and the fork chain that carried them; or, for a memory "
+            "record id (mem_...), the turns and records it was read from. Read-only.",
         ),
         (
             session_transcript,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Final, Protocol
@@ -30,7 +30,7 @@ from ..stores._protocol import Store
 from ._book import new_record_id
 from ._policy import CHARS_PER_TOKEN, ContextPolicy
 
-__all__ = ["SUMMARY_INSTRUCTION", "CompactionError", "CompactionNotices", "Compactor"]
+__all__ = ["SUMMARY_INSTRUCTION", "CompactionError", "CompactionNotices", "Compactor", "SummaryCall"]
 
 SUMMARY_INSTRUCTION: Final = (
     "Summarize the conversation so far (an earlier summary included) in a few sentences: keep every fact, "
@@ -42,7 +42,23 @@ _ENTRY_OVERHEAD: Final = 4  # tokens a message costs beyond its text (roles, sep
 
 
 class CompactionError(ModularError, RuntimeError):
-    """A summary could not be made (the summarizer failed or returned no text); the turn that needed it fails."""
+    """A summary could not be made (the summarizer failed, hung past ``model_timeout`` or
+    returned no text); the turn that needed it fails. ``timed_out``: it hung."""
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+SummaryCall = Callable[[ModelRequest | None, Callable[[], Awaitable[object]]], Awaitable[object]]
+"""How the turn that needs a summary runs the summarizer: ``call(request, run)`` awaits
+``run()`` under the turn's limits (``model_timeout``), inside a chat span when ``request`` is
+the default summarizer's model call (``None``: a ``summarize=`` function); it raises
+`CompactionError` when ``run`` fails or hangs."""
+
+
+async def _unbounded(request: ModelRequest | None, run: Callable[[], Awaitable[object]]) -> object:
+    return await run()
 
 
 class CompactionNotices(Protocol):
@@ -145,13 +161,15 @@ class Compactor:
         turn_of: Callable[[int], tuple[TurnId, int]],
         prompt: str,
         last_input_tokens: int | None = None,
+        call: SummaryCall = _unbounded,
     ) -> Sequence[HistoryEntry]:
         """What the model is given for a call of session ``session_id`` (see the module docstring).
 
         ``view``: the completed turns of its history as entries; ``turn_of(i)``: the id and
         ordinal of entry ``i``; ``chain``: the sessions whose turns the history holds, each
         with the last ordinal it holds (``None``: all); ``last_input_tokens``: what the
-        model's server reported for the session's last call (the best measure there is).
+        model's server reported for the session's last call (the best measure there is);
+        ``call``: how the summarizer is run (see `SummaryCall`).
         """
         if not isinstance(self._store, RecordStore):
             return view
@@ -184,7 +202,7 @@ class Compactor:
         if end <= start:
             return view if head is None else (head, *view[start:])
         window = [view[i] for i in range(start, end)]
-        text = await self._summarize(session_id, model_name, [*(() if head is None else (head,)), *window])
+        text = await self._summarize(session_id, model_name, [*(() if head is None else (head,)), *window], call)
         first_id, first_ordinal = turn_of(start)
         last_id, last_ordinal = turn_of(end - 1)
         covered = (first_ordinal if head is None or head.covers is None else head.covers[0], last_ordinal)
@@ -204,23 +222,35 @@ class Compactor:
         self._summaries.setdefault(session_id, []).append(record)
         return (HistoryEntry(kind="summary", text=text, reply="", covers=covered), *view[end:])
 
-    async def _summarize(self, session_id: SessionId, model_name: str, entries: Sequence[HistoryEntry]) -> str:
+    async def _summarize(
+        self, session_id: SessionId, model_name: str, entries: Sequence[HistoryEntry], call: SummaryCall
+    ) -> str:
         try:
             summarize = self._policy.summarize
             if summarize is not None:
-                text: object = await summarize(tuple(entries))
+                given = tuple(entries)
+
+                async def run_summarize() -> object:
+                    return await summarize(given)
+
+                text: object = await call(None, run_summarize)
             else:
-                reply = await self._model.respond(
-                    ModelRequest(
-                        session_id=session_id,
-                        model=model_name,
-                        kind="prompt",
-                        text=SUMMARY_INSTRUCTION,
-                        message=AiPromptMessage(text=SUMMARY_INSTRUCTION),
-                        history=tuple(entries),
-                    )
+                request = ModelRequest(
+                    session_id=session_id,
+                    model=model_name,
+                    kind="prompt",
+                    text=SUMMARY_INSTRUCTION,
+                    message=AiPromptMessage(text=SUMMARY_INSTRUCTION),
+                    history=tuple(entries),
                 )
+
+                async def run_model() -> object:
+                    return await self._model.respond(request)
+
+                reply = await call(request, run_model)
                 text = reply.text if isinstance(reply, Reply) else reply
+        except CompactionError:
+            raise
         except ModularError as exc:
             raise CompactionError(f"the history could not be compacted: the summarizer failed ({exc})") from exc
         except Exception as exc:  # a summarizer is outside code: its failure fails this turn only

@@ -18,7 +18,7 @@ from datetime import datetime
 
 import anyio
 
-from modular_sdk import InvalidArgumentError, RecordId, SessionDeletedError, SessionId, UnknownSessionError
+from modular_sdk import InvalidArgumentError, MemoryRecord, RecordId, SessionDeletedError, SessionId, UnknownSessionError
 from modular_sdk._rules import show, unstorable_text
 
 from ..lineage._facts import LineageFacts
@@ -29,7 +29,7 @@ from ..stores._invariants import ERASED_LABEL
 from ..stores._protocol import LogStore, Store
 from ..stores._records import SessionRecord, TurnRecord
 from ..stores._shared import SharedStore
-from ._events import EventHub, HostEvent, SessionDeleted, TurnErased, TurnFinished, TurnRetracted
+from ._events import EventHub, HostEvent, MemoryErased, MemoryRetracted, SessionDeleted, TurnErased, TurnFinished, TurnRetracted
 from ._state import SessionState, TurnState, apply_erasure, apply_retraction, turn_at
 
 __all__ = ["SessionCache", "damaged", "turn_finished"]
@@ -280,8 +280,9 @@ class SessionCache(LineageFacts):
         self._apply_erasure(records)
         self._events.erase(erasure, records)
 
-    def retracted(self, record: TurnRecord, first: bool) -> None:
-        """A retraction this host made; ``first``: this call retracted it (``turn_retracted``)."""
+    def retracted(self, record: TurnRecord, first: bool, memory: Sequence[MemoryRecord] = ()) -> None:
+        """A retraction this host made; ``first``: this call retracted it (``turn_retracted``),
+        then one ``memory_retracted`` per record ``memory`` names (retracted with it)."""
         session = self._sessions.get(record.session_id)
         if session is not None:
             apply_retraction(session, record)
@@ -290,6 +291,13 @@ class SessionCache(LineageFacts):
             self._events.publish(
                 lambda seq, at: TurnRetracted(seq=seq, at=at, session_id=record.session_id, turn_id=record.id, reason=reason)
             )
+        for made in memory:
+            self._events.publish(_record_event(MemoryRetracted, made))
+
+    def forgotten(self, memory: Sequence[MemoryRecord]) -> None:
+        """Memory records this host erased by forgetting a record: one ``memory_erased`` each."""
+        for made in memory:
+            self._events.publish(_record_event(MemoryErased, made))
 
     async def written(self) -> None:
         """The events published so far get their seq before the caller goes on."""
@@ -474,6 +482,12 @@ def turn_finished(record: TurnRecord) -> Callable[[int, datetime], TurnFinished]
         reply=record.reply,
         error=record.error,
     )
+
+
+def _record_event(
+    event: type[MemoryRetracted] | type[MemoryErased], record: MemoryRecord
+) -> Callable[[int, datetime], HostEvent]:
+    return lambda seq, at: event(seq=seq, at=at, session_id=record.session_id, record_id=record.id)
 
 
 def _turn_erased(record: TurnRecord, memory: tuple[RecordId, ...] = ()) -> Callable[[int, datetime], TurnErased]:

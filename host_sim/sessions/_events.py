@@ -60,6 +60,7 @@ __all__ = [
     "JobFinished",
     "JobStarted",
     "Lagged",
+    "MemoryErased",
     "MemoryRecorded",
     "MemoryRetracted",
     "NotificationEvent",
@@ -276,6 +277,22 @@ class MemoryRetracted:
 
 
 @attrs.frozen(kw_only=True)
+class MemoryErased:
+    """A memory record was erased and no ``turn_erased`` names it: forgotten by its own id
+    (``lineage.forget(record_id, dry_run=False)``: the record and each record derived from
+    it), or resting only on turns erased before. Its text and data are gone, its ids and
+    times stay. A record erased with a turn it rests on is named by that turn's
+    ``turn_erased`` instead. Immutable."""
+
+    kind: Literal["memory_erased"] = attrs.field(default="memory_erased", init=False)
+    seq: int
+    at: datetime
+    host_id: str = ""
+    session_id: SessionId
+    record_id: RecordId
+
+
+@attrs.frozen(kw_only=True)
 class SessionCompacted:
     """The host compacted a session's history before a model call (``Host(context=...)``):
     ``record_id`` is the summary, read from turns ``first`` to ``last`` (ordinals) of the
@@ -333,6 +350,7 @@ HostEvent: TypeAlias = (
     | TurnRetracted
     | MemoryRecorded
     | MemoryRetracted
+    | MemoryErased
     | SessionCompacted
 )
 """Everything ``host.subscribe()`` yields; discriminated by ``kind``."""

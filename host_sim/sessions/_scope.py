@@ -18,11 +18,13 @@ from modular_sdk import ActionStateError, InvalidArgumentError, SessionId, Unkno
 
 from modular_sdk._rules import show, unstorable_text
 
-from ..lineage._provenance import find_turn
+from ..lineage._provenance import find_record, find_turn, unknown_record
 from ..traces._visible import admits
 
 if TYPE_CHECKING:
     from ..stores._protocol import LogStore, Store
+    from modular_sdk import MemoryRecord
+
     from ..stores._records import JobRecord, SessionRecord, TurnRecord
     from ..stores._traces import TraceStore
     from ._engine import Engine
@@ -158,6 +160,15 @@ async def turn_record(store: Store, scope: Scope, turn_id: object) -> TurnRecord
             "pass the id or message_id of a turn of this host's store",
             id=turn_id,
         )
+    return record
+
+
+async def memory_record(store: Store, scope: Scope, record_id: object) -> MemoryRecord:
+    """A memory record of a session the scope sees (one read by key each); `UnknownRecordError` otherwise."""
+    record = await find_record(store, record_id)  # a missing id raises here
+    session = await store.get_session(record.session_id)
+    if session is None or not scope.admits(session.tags):
+        raise unknown_record(record.id)  # the very error find_record gives for a missing id
     return record
 
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, final, overload
 
 import attrs
 
-from modular_sdk import HostAuthor, InvalidArgumentError, SessionId, UnknownSessionError
+from modular_sdk import HostAuthor, InvalidArgumentError, RecordId, SessionId, UnknownSessionError
 from modular_sdk._rules import show, unstorable_text
 
 from ..memory._book import Memory
 from ..lineage._graph import LineageGraph, _chain_records
 from ..lineage._html import DEFAULT_TITLE, render_lineage_html
-from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin
+from ..lineage._provenance import ErasurePlan, Provenance, RecordOrigin, TurnOrigin, is_record_id
 from ..lineage._tree import LineageTree
 from ..lineage._types import LineageArtifact, LineageChain, LineageEdge, LineageRelation, SessionMetrics, SessionNode
 from ..stores._records import Invocation, JobStatus
@@ -37,6 +37,7 @@ from ._scope import (
     Scope,
     check_action,
     job_record,
+    memory_record,
     session_record,
     session_state,
     turn_record,
@@ -335,8 +336,9 @@ class ScopedLineage(metaclass=NoPublicConstructor):
     """`LineageGraph` within a scope: ``view.lineage``.
 
     Every method takes the same arguments as `LineageGraph`'s. A session id outside the
-    scope raises `modular_sdk.UnknownSessionError` and a turn id outside it
-    `modular_sdk.UnknownTurnError`, exactly as ids that do not exist. Walks (``ancestors``,
+    scope raises `modular_sdk.UnknownSessionError`, a turn id outside it
+    `modular_sdk.UnknownTurnError` and a memory record id (``mem_...``) outside it
+    `modular_sdk.UnknownRecordError`, exactly as ids that do not exist. Walks (``ancestors``,
     ``descendants``, ``chain``, ``tree``) never step onto a session outside the scope;
     ``forward``, ``backward`` and ``forget`` plans list only the scope's sessions, turns
     and edges (``forget(dry_run=False)`` still erases every copy of the forgotten text,
@@ -464,9 +466,17 @@ class ScopedLineage(metaclass=NoPublicConstructor):
         """`LineageGraph.complete_session` of a session of the scope (computed from its record without ``metrics``)."""
         return await self._graph.complete_session(await self._check(session_id), metrics)
 
+    async def _visible(self, turn_id: str) -> None:
+        """A turn, message or memory record id of the scope; as missing (`UnknownTurnError`,
+        `UnknownRecordError`) otherwise."""
+        if is_record_id(turn_id):
+            await memory_record(self._store, self._scope, turn_id)
+        else:
+            await turn_record(self._store, self._scope, turn_id)
+
     async def forward(self, turn_id: str) -> Provenance:
-        """`LineageGraph.forward` of a turn of the scope, listing only the scope's part."""
-        await turn_record(self._store, self._scope, turn_id)
+        """`LineageGraph.forward` of a turn or memory record of the scope, listing only the scope's part."""
+        await self._visible(turn_id)
         found = await self._graph.forward(turn_id)
         inside = await self._inside([*found.sessions, *found.spawns, *_ends(found.edges), *(r.session_id for r in found.records)])
         return attrs.evolve(
@@ -478,9 +488,23 @@ class ScopedLineage(metaclass=NoPublicConstructor):
             edges=tuple(e for e in found.edges if e.from_session_id in inside and e.to_session_id in inside),
         )
 
-    async def backward(self, turn_id: str) -> TurnOrigin:
-        """`LineageGraph.backward` of a turn of the scope, listing only the scope's part."""
-        await turn_record(self._store, self._scope, turn_id)
+    @overload
+    async def backward(self, turn_id: RecordId) -> RecordOrigin: ...  # type: ignore[overload-overlap]  # a record id is a str
+
+    @overload
+    async def backward(self, turn_id: str) -> TurnOrigin: ...
+
+    async def backward(self, turn_id: str) -> TurnOrigin | RecordOrigin:
+        """`LineageGraph.backward` of a turn or memory record of the scope, listing only the scope's part."""
+        await self._visible(turn_id)
+        if is_record_id(turn_id):
+            origin = await self._graph.backward(RecordId(turn_id))
+            inside = await self._inside([*(t.session_id for t in origin.read_from), *(r.session_id for r in origin.records)])
+            return attrs.evolve(
+                origin,
+                read_from=tuple(t for t in origin.read_from if t.session_id in inside),
+                records=tuple(r for r in origin.records if r.session_id in inside),
+            )
         found = await self._graph.backward(turn_id)
         inside = await self._inside(found.sessions)
         return attrs.evolve(
@@ -490,8 +514,8 @@ class ScopedLineage(metaclass=NoPublicConstructor):
         )
 
     async def forget(self, turn_id: str, *, dry_run: bool = True) -> ErasurePlan:
-        """`LineageGraph.forget` of a turn of the scope; the plan lists only the scope's part."""
-        await turn_record(self._store, self._scope, turn_id)
+        """`LineageGraph.forget` of a turn or memory record of the scope; the plan lists only the scope's part."""
+        await self._visible(turn_id)
         plan = await self._graph.forget(turn_id, dry_run=dry_run)
         inside = await self._inside(
             [*plan.sessions, *plan.spawns, *(t.session_id for t in plan.turns), *_ends(plan.edges), *(r.session_id for r in plan.records)]

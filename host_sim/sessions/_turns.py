@@ -274,9 +274,10 @@ class TurnRunner:
         try:
             message = turn.message
             try:
-                history = await self._history(session, message, seen)
+                history = await self._history(session, turn, message, seen)
             except CompactionError as failed:
-                turn.status, turn.error, turn.failure = "failed", storable(str(failed)), "model_failed"
+                turn.status, turn.error = "failed", self._clean(str(failed))
+                turn.failure = "timeout" if failed.timed_out else "model_failed"
                 return
             request = ModelRequest(
                 session_id=session.id,
@@ -343,12 +344,35 @@ class TurnRunner:
         finally:
             running_turns_var.reset(token)
 
-    async def _history(self, session: SessionState, message: AiMessage, view: HistoryView) -> Sequence[HistoryEntry]:
+    async def _history(
+        self, session: SessionState, turn: TurnState, message: AiMessage, view: HistoryView
+    ) -> Sequence[HistoryEntry]:
         """What the model is given of the session's earlier turns (``view``: those completed
         when the turn began, read holding the erasure gate): all of them, or (with a context
-        policy) a summary in place of the oldest, compacting first when over budget."""
+        policy) a summary in place of the oldest, compacting first when over budget. The
+        summarizer runs like the turn's model calls: bounded by ``model_timeout``, and the
+        default one (a call of the session's model) inside its own chat span."""
         if self._context is None:
             return view
+
+        async def call(request: ModelRequest | None, run: Callable[[], Awaitable[object]]) -> object:
+            what = "the context policy's summarize" if request is None else f"model {self._model.name!r} (summarizing)"
+            try:
+                if request is None:
+                    return await self._outside(what, run, (), self._model_timeout)
+                with self._telemetry.chat(session, turn, request) as span:
+                    answer = await self._outside(what, run, (), self._model_timeout)
+                    span.replied(answer.text if isinstance(answer, Reply) else answer, usage=answer.usage if isinstance(answer, Reply) else None)
+                    return answer
+            except HandlerFailed as failed:
+                if failed.timed_out:
+                    raise CompactionError(
+                        f"the history could not be compacted: {what} gave no summary within the host's "
+                        f"model_timeout ({self._model_timeout:g}s); make it answer sooner or raise Host(model_timeout=...)",
+                        timed_out=True,
+                    ) from None
+                raise CompactionError(f"the history could not be compacted: {failed.reason}") from None
+
         last = session.last_completed
         usage = None if last is None else last.usage
 
@@ -364,6 +388,7 @@ class TurnRunner:
             turn_of=turn_of,
             prompt=text_of(message),
             last_input_tokens=None if usage is None else usage.input_tokens,
+            call=call,
         )
 
     async def _ask_model(self, session: SessionState, turn: TurnState, request: ModelRequest) -> tuple[object, Usage | None]:

@@ -15,7 +15,7 @@ from ._errors import StoreError
 from ._invariants import ERASED_LABEL
 from ._postgres_sql import diagnosis
 from ._postgres_traces import TRACE_TABLES_SCHEMA
-from ._sql_memory import MEMORY_POSTGRES
+from ._sql_memory import HAS_MEMORY_RULES_POSTGRES, MEMORY_POSTGRES, MEMORY_RULES_POSTGRES
 from ._protocol import INDEX_VERSION
 
 __all__ = [
@@ -376,7 +376,7 @@ def prepare(
                     )
                 for statement in statements(
                     SCHEMA + TRACE_TABLES_SCHEMA + JOBS_SCHEMA + ERASURE_RULES + EVENT_LOG + RECORD_SCHEMA
-                    + ERASURE_SCHEMA_19 + POSTGRES_APPROVALS + MEMORY_POSTGRES
+                    + ERASURE_SCHEMA_19 + POSTGRES_APPROVALS + MEMORY_POSTGRES + MEMORY_RULES_POSTGRES
                 ):
                     conn.execute(statement, ())
                 conn.execute(
@@ -413,6 +413,9 @@ def prepare(
                     conn.execute(statement, ())
             if create and conn.execute("SELECT to_regclass('host_sim.memory_records') IS NULL", ()).fetchone()[0]:
                 for statement in statements(MEMORY_POSTGRES):  # a store made before memory records
+                    conn.execute(statement, ())
+            if create and not conn.execute(HAS_MEMORY_RULES_POSTGRES, ()).fetchone()[0]:
+                for statement in statements(MEMORY_RULES_POSTGRES):  # a store made before records were guarded
                     conn.execute(statement, ())
             if create and not conn.execute(HAS_ERASURE_SCHEMA_19, ()).fetchone()[0]:
                 for statement in statements(ERASURE_SCHEMA_19):  # a store made before erasure reached outputs and quoted errors

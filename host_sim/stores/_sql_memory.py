@@ -12,7 +12,8 @@ writing order)::
 Full-text search is the database's own index: SQLite an FTS5 table over ``text`` (external
 content, kept by triggers; an erasure merges it so no segment keeps a deleted term),
 PostgreSQL a generated ``tsvector`` column with a GIN index. A record never changes except
-by retraction (once) and erasure; a trigger refuses any other change and every delete.
+by retraction (once) and erasure; a trigger refuses any other change and every delete
+(on both databases: ``MEMORY_RULES_POSTGRES`` is PostgreSQL's).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ._errors import StoreError
 from ._memory_records import query_terms
 from ._sql import Dialect, Step
 
-__all__ = ["MEMORY_POSTGRES", "MEMORY_SQLITE", "SqlMemory"]
+__all__ = ["HAS_MEMORY_RULES_POSTGRES", "MEMORY_POSTGRES", "MEMORY_RULES_POSTGRES", "MEMORY_SQLITE", "SqlMemory"]
 
 _R = TypeVar("_R")
 
@@ -85,6 +86,35 @@ CREATE TABLE IF NOT EXISTS host_sim.memory_by_record (
 );
 """
 """The memory tables of a `PostgresStore` (made when a host opens the database)."""
+
+MEMORY_RULES_POSTGRES: Final = """
+CREATE OR REPLACE TRIGGER memory_records_never_change BEFORE UPDATE ON host_sim.memory_records FOR EACH ROW
+    WHEN (NEW.seq IS DISTINCT FROM OLD.seq OR NEW.id IS DISTINCT FROM OLD.id
+        OR NEW.session_id IS DISTINCT FROM OLD.session_id OR NEW.kind IS DISTINCT FROM OLD.kind
+        OR NEW.read_from IS DISTINCT FROM OLD.read_from OR NEW.cites IS DISTINCT FROM OLD.cites
+        OR NEW.derived_from IS DISTINCT FROM OLD.derived_from OR NEW.made_by IS DISTINCT FROM OLD.made_by
+        OR NEW.created_at IS DISTINCT FROM OLD.created_at
+        OR (OLD.retracted_at IS NOT NULL AND NEW.retracted_at IS DISTINCT FROM OLD.retracted_at)
+        OR (NEW.retraction_reason IS DISTINCT FROM OLD.retraction_reason
+            AND NOT (OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL)
+            AND NOT (OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL))
+        OR (OLD.erased_at IS NOT NULL AND (NEW.erased_at IS DISTINCT FROM OLD.erased_at
+            OR NEW.text IS DISTINCT FROM OLD.text OR NEW.data IS DISTINCT FROM OLD.data))
+        OR (NEW.erased_at IS NULL AND (NEW.text IS DISTINCT FROM OLD.text OR NEW.data IS DISTINCT FROM OLD.data)))
+    EXECUTE FUNCTION host_sim.refuse('a memory record never changes, except by its retraction and erasure');
+CREATE OR REPLACE TRIGGER memory_records_are_kept BEFORE DELETE ON host_sim.memory_records FOR EACH ROW
+    EXECUTE FUNCTION host_sim.refuse('a memory record is never deleted');
+CREATE OR REPLACE TRIGGER memory_records_are_never_truncated BEFORE TRUNCATE ON host_sim.memory_records
+    FOR EACH STATEMENT EXECUTE FUNCTION host_sim.refuse('memory records are never deleted');
+"""
+"""SQLite's ``memory_records_never_change`` and ``memory_records_are_kept`` for PostgreSQL: a
+record changes only by its retraction (once) and its erasure (once), and is never deleted."""
+
+HAS_MEMORY_RULES_POSTGRES: Final = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'host_sim' "
+    "AND t.tgname = 'memory_records_never_change')"
+)
 
 
 class SqlMemory:

@@ -201,7 +201,9 @@ async def test_host_sim_mcp_over_stdio_answers_and_writes_nothing(written: Writt
         trace = json.loads(text_of(await client.call_tool("lineage_lookup", {"id": "chg-1"})))
         transcript = text_of(await client.call_tool("session_transcript", {"session_id": written.fork_id}))
         forward = json.loads(text_of(await client.call_tool("lineage_forward", {"turn_id": written.proposed_turn_id})))
+        origin = json.loads(text_of(await client.call_tool("lineage_backward", {"turn_id": written.record_id})))
     assert sorted(t.name for t in tools) == TOOLS
+    assert [t["turn_id"] for t in origin["read_from"]] == [written.proposed_turn_id]  # a record, read from the store alone
     assert all(t.annotations is not None and t.annotations.read_only_hint for t in tools)
     assert trace["task"]["ref"] == "github:42"
     assert "(erased)" in transcript and SECRET not in transcript
@@ -338,3 +340,14 @@ async def test_host_sim_mcp_serves_a_postgres_store_by_its_url(postgres_dsn: str
     assert [t["ordinal"] for t in forward["turns"]] == [1]
     assert lookup["of"] == chat.id and lookup["task"]["ref"] == "github:7"
     assert [s["session_id"] for s in lookup["sessions"]] == [chat.id]
+
+
+async def test_lineage_backward_walks_a_memory_record_back_to_the_turns_it_was_read_from(written: Written) -> None:
+    async with Host(mods=[MOD], store=SqliteStore(written.path)) as host:
+        async with Client(lineage_mcp_server(host)) as client:
+            back = json.loads(text_of(await client.call_tool("lineage_backward", {"turn_id": written.record_id})))
+            missing = await client.call_tool("lineage_backward", {"turn_id": "mem_0000000000000000"})
+    assert back["of"]["record_id"] == written.record_id
+    assert [t["turn_id"] for t in back["read_from"]] == [written.proposed_turn_id]
+    assert back["passages"] == [] and back["records"] == []
+    assert missing.is_error and "no memory record by this id" in text_of(missing)

@@ -62,7 +62,7 @@ CALLS: dict[str, Call] = {
     "lineage.chain": lambda host, view, chat, x: view.lineage.chain(x),  # type: ignore[arg-type]
     "lineage.tree": lambda host, view, chat, x: view.lineage.tree(x),  # type: ignore[arg-type]
     "lineage.forward": lambda host, view, chat, x: view.lineage.forward(x),  # type: ignore[arg-type]
-    "lineage.backward": lambda host, view, chat, x: view.lineage.backward(x),  # type: ignore[arg-type]
+    "lineage.backward": lambda host, view, chat, x: view.lineage.backward(x),  # type: ignore[call-overload]
     "lineage.forget": lambda host, view, chat, x: view.lineage.forget(x),  # type: ignore[arg-type]
     "lineage.add_edge(to_id=)": lambda host, view, chat, x: view.lineage.add_edge(chat, x, "continued_from"),  # type: ignore[arg-type]
     "lineage.find_by_artifact": lambda host, view, chat, x: view.lineage.find_by_artifact(x, x),  # type: ignore[arg-type]

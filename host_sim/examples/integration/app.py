@@ -72,6 +72,7 @@ from host_sim import (
     JobStarted,
     Lagged,
     LineageTree,
+    MemoryErased,
     MemoryRecorded,
     MemoryRetracted,
     Model,
@@ -683,7 +684,7 @@ def event_json(event: HostEvent) -> dict[str, JSON]:
             data |= {"session_id": event.session_id, "turn_id": event.turn_id, "reason": event.reason}
         case MemoryRecorded():
             data |= {"session_id": event.session_id, "record_id": event.record_id, "record_kind": event.record_kind}
-        case MemoryRetracted():
+        case MemoryRetracted() | MemoryErased():
             data |= {"session_id": event.session_id, "record_id": event.record_id}
         case SessionCompacted():
             data |= {"session_id": event.session_id, "record_id": event.record_id, "first": event.first, "last": event.last}
