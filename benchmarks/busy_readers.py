@@ -4,17 +4,24 @@ clients that never lets its event loop idle).
 
 Each row is the number of ``session.send`` calls that completed (each one committed: a
 durable write) in --seconds, on one store and backend. The ratio is sends with 4 readers
-over sends with none.
+over sends with none; reads/send is how many reads the four readers made per send (how
+many passes of theirs a send waited through: about 4 when a send takes one turn of the
+loop, hundreds when it waits on a commit thread). --switch-interval sets
+``sys.setswitchinterval`` (how long a thread waits for the GIL before asking the thread
+holding it to let go; CPython's default is 0.005 s) to isolate what the commit thread
+waits for.
 
     target: ratio >= 0.5 on every store and backend
 
     python benchmarks/busy_readers.py [--seconds 3] [--stores memory,sqlite] [--backends asyncio,trio]
+                                      [--switch-interval 0.005]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,16 +34,20 @@ from modular_sdk import AiPromptMessage
 TARGET = 0.5
 
 
-async def sends(store: Store, readers: int, seconds: float) -> int:
-    """Sends completed in ``seconds`` while ``readers`` tasks poll the session's turns."""
+async def sends(store: Store, readers: int, seconds: float) -> tuple[int, int]:
+    """Sends completed in ``seconds`` while ``readers`` tasks poll the session's turns, and
+    the reads they made."""
     done = 0
+    reads = 0
     async with Host(store=store) as host:
         chat = await host.sessions.create()
         deadline = time.monotonic() + seconds
 
         async def read() -> None:
+            nonlocal reads
             while time.monotonic() < deadline:
                 await chat.turns()
+                reads += 1
                 await anyio.sleep(0)
 
         async def write() -> None:
@@ -49,10 +60,10 @@ async def sends(store: Store, readers: int, seconds: float) -> int:
             for _ in range(readers):
                 tg.start_soon(read)
             tg.start_soon(write)
-    return done
+    return done, reads
 
 
-def measure(kind: str, backend: str, readers: int, seconds: float) -> int:
+def measure(kind: str, backend: str, readers: int, seconds: float) -> tuple[int, int]:
     with tempfile.TemporaryDirectory() as folder:
         store: Store = MemoryStore() if kind == "memory" else SqliteStore(Path(folder) / "bench.sqlite")
         return anyio.run(sends, store, readers, seconds, backend=backend)
@@ -63,17 +74,24 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--stores", default="memory,sqlite")
     parser.add_argument("--backends", default="asyncio,trio" if importlib.util.find_spec("trio") else "asyncio")
+    parser.add_argument("--switch-interval", type=float, default=None, help="sys.setswitchinterval, in seconds")
     args = parser.parse_args()
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     failed = False
-    print(f"{'store':8} {'backend':8} {'0 readers':>10} {'4 readers':>10} {'ratio':>7}  target >= {TARGET}")
+    print(f"switch interval {sys.getswitchinterval() * 1000:g} ms")
+    print(
+        f"{'store':8} {'backend':8} {'0 readers':>10} {'4 readers':>10} {'reads/send':>11} {'ratio':>7}  target >= {TARGET}"
+    )
     for kind in args.stores.split(","):
         for backend in args.backends.split(","):
-            alone = measure(kind, backend, 0, args.seconds)
-            busy = measure(kind, backend, 4, args.seconds)
+            alone, _ = measure(kind, backend, 0, args.seconds)
+            busy, reads = measure(kind, backend, 4, args.seconds)
             ratio = busy / alone if alone else 0.0
+            per_send = reads / busy if busy else float(reads)
             verdict = "PASS" if ratio >= TARGET else "FAIL"
             failed = failed or ratio < TARGET
-            print(f"{kind:8} {backend:8} {alone:>10,} {busy:>10,} {ratio:>7.2f}  {verdict}", flush=True)
+            print(f"{kind:8} {backend:8} {alone:>10,} {busy:>10,} {per_send:>11.1f} {ratio:>7.2f}  {verdict}", flush=True)
     raise SystemExit(1 if failed else 0)
 
 

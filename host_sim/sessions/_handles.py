@@ -50,7 +50,7 @@ from ..stores._records import ToolCallRecord
 from ..traces._errors import TraceError, UnknownTraceError
 from ._explain import close_names, turn_failed
 from ._scope import Scope, check_trace, scope_of, session_state, turn_record
-from ._state import SessionState, TurnState, history
+from ._state import SessionState, TurnState, turn_at
 from ._turns import output_schema, parse_reply
 
 if TYPE_CHECKING:
@@ -212,12 +212,16 @@ class SessionHandle(metaclass=NoPublicConstructor):
     handle's ``fork``, ``spawn``, ``parent`` and ``children``.
     """
 
-    __slots__ = ("_actor", "_engine", "_state")
+    __slots__ = ("_actor", "_engine", "_state", "_turn_handles")
 
     def __init__(self, engine: Engine, state: SessionState, actor: Actor) -> None:
         self._engine = engine
         self._state = state
         self._actor = actor
+        # The handles `turns` made, one per ordinal from 0: a history only grows (a turn is
+        # appended, then changed in place, never replaced), so a read makes handles for the
+        # new turns only. Made on first use: most handles never read their turns.
+        self._turn_handles: list[TurnHandle] | None = None
 
     @property
     def id(self) -> SessionId:
@@ -322,8 +326,20 @@ class SessionHandle(metaclass=NoPublicConstructor):
         return [SessionHandle._create(self._engine, c, self._actor) for c in children]
 
     async def turns(self) -> list[AiTurnHandle]:
-        await self._engine.caught_up(self._state)  # several hosts: what others finished
-        return [self._turn(t) for t in history(self._state)]
+        # A copy of the list of handles this handle keeps, the turns added since its last
+        # read appended first: a read costs a list copy whatever the history's length, not a
+        # new handle per turn (readers polling it starved writers: docs/performance.md,
+        # "Writers beside busy readers").
+        state = self._state
+        await self._engine.caught_up(state)  # several hosts: what others finished
+        handles = self._turn_handles
+        if handles is None:
+            handles = self._turn_handles = []
+        for ordinal in range(len(handles), state.next_ordinal):
+            turn = turn_at(state, ordinal)
+            assert turn is not None, f"session {state.id!r} holds no turn {ordinal} below its next ordinal"
+            handles.append(self._turn(turn))
+        return list(handles)
 
     def __eq__(self, other: object) -> bool:
         """Handles of the same session are equal, whoever they act as."""
