@@ -740,55 +740,26 @@ class OpenAIModel:
 
 
 @final
-class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, PostgresEvents, PostgresCommit):
+class PostgresStore(SqlStore):
     """A durable store in a PostgreSQL database that several hosts share (one session graph)."""
     def __init__(self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)) -> None: ...
     @property
     def path(self) -> str:
         """The DSN without its password: what messages and `StoreError.path` name."""
-    async def open(self) -> None:
-        """Connect, check (or create) the schema and announce this host as live; reads no records."""
-    async def close(self) -> None:
-        """Close every connection (this host's locks go with them). Idempotent; may be opened again."""
-    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
-        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
-    async def begin_turn(self, record: TurnRecord) -> None:
-        """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
-    async def finish_turn(self, record: TurnRecord) -> None:
-        """Replace a running turn by its finished record; refuses any turn that is not running."""
-    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
-        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted"""
-    async def save_node(self, node: SessionNode) -> None:
-        """Replace the node of a stored session."""
-    async def save_edge(self, edge: LineageEdge) -> None:
-        """Write a lineage edge between two stored sessions (same pair: replaced)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge and record `INDEX_VERSION`, in one transaction."""
     async def erase(self, erasure: Erasure) -> None:
         """Carry out an erasure over every place that keeps text, in one transaction."""
-    async def save_job(self, record: JobRecord) -> None:
-        """Write a job; a running one is owned by this host (like its turns), so that only a"""
-    async def page_jobs(self, session_id: SessionId | None, status: JobStatus | None, tags: Mapping[str, str], limit: int, before: int | None) -> tuple[Sequence[JobRecord], int | None]: ...
-    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]: ...
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any"""
     async def interrupt_dead_hosts_jobs(self, now: Callable[[], datetime]) -> Sequence[str]:
         """`interrupt_jobs`, returning the ids of the jobs it marked (a live host announces them)."""
-    async def mark_read(self, turn_id: TurnId, at: datetime) -> None: ...
     async def notification_turns(self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]) -> Sequence[TurnRecord]: ...
     async def page_sessions(self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None) -> tuple[Sequence[SessionRecord], int | None]: ...
     async def delete_session(self, session_id: SessionId, at: datetime) -> None: ...
     async def erasure_generation(self) -> int:
         """The counter every `erase` and `delete_session` bumps in its transaction (0: none yet)."""
     async def deleted_at(self, session_id: SessionId) -> datetime | None: ...
-    async def index_version(self) -> int | None:
-        """The `INDEX_VERSION` the index was built with, or ``None``."""
-    async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
-    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
-    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
-        """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
-    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None: ...
-    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]: ...
     async def running_turns(self) -> Sequence[TurnRecord]:
         """Turns left running by a host that is gone (its connection closed or was lost), handed to this host."""
     async def dead_turns(self, host_ids: Sequence[str]) -> Sequence[TurnRecord]:
@@ -800,12 +771,9 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
     async def claim_dead(self, host_ids: Sequence[str], now: Callable[[], datetime], announce: Callable[[Sequence[TurnRecord], Sequence[str]], Sequence[EventRow]]) -> tuple[Sequence[TurnRecord], Sequence[str]]:
         """Fail as interrupted the running turns, and interrupt the running jobs, of the hosts"""
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]: ...
-    async def list_sessions(self) -> Sequence[SessionRecord]: ...
-    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]: ...
-    async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal['out', 'in']) -> Sequence[LineageEdge]: ...
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]: ...
-    async def read_all(self) -> StoredState:
-        """Every record and index row, in writing order, from one consistent snapshot."""
+    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[int]:
+        """Hold session ``session_id``'s turn lock across every host of this database (`PostgresLocks`)."""
     @property
     def host_id(self) -> str:
         """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
@@ -818,14 +786,11 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
     async def last_event_seq(self) -> int:
         """The newest event row's seq (0: none): where a host that opens starts reading."""
     async def wait_for_events(self, timeout: float) -> list[str]:
-        """Wait until a host wrote event rows (a NOTIFY) or ``timeout`` seconds passed; returns"""
+        """Wait until a host wrote event rows or ``timeout`` seconds passed; the reply_delta payloads meanwhile."""
     async def send_delta(self, payload: str) -> None:
-        """Hand a reply_delta to the other hosts' listeners (best-effort: dropped when too large)."""
+        """Hand a reply_delta to the other hosts' listeners (best-effort)."""
     async def trim_events(self) -> int:
         """Delete event rows older than ``event_retention``; returns how many."""
-    @contextlib.asynccontextmanager
-    async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
-        """Hold session ``session_id``'s turn lock across every host of this database; yields"""
     async def add_record(self, record: MemoryRecord, rests_on: Sequence[TurnId]) -> None: ...
     async def get_record(self, record_id: str) -> MemoryRecord | None: ...
     async def rests_on(self, record_id: RecordId) -> Sequence[TurnId]: ...
@@ -877,6 +842,40 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
     async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None: ...
     async def request_job_cancel(self, job_id: str, at: datetime) -> None:
         """Ask the host running this job to cancel it: it polls `cancel_requests` for its own jobs."""
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]: ...
+    async def open(self) -> None:
+        """Open the store (connect, check or create its schema); reads no records. Opening an open store does nothing."""
+    async def close(self) -> None:
+        """Close the store; everything acknowledged is durable. Idempotent; it may be opened again."""
+    async def read_all(self) -> StoredState:
+        """Every record and index row, in writing order, from one consistent snapshot."""
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Write a turn that starts (status ``running``, owned by this host where several write); refuses a taken id or ordinal."""
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record; refuses any turn that is not running."""
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted"""
+    async def save_node(self, node: SessionNode) -> None:
+        """Replace the node of a stored session."""
+    async def save_edge(self, edge: LineageEdge) -> None:
+        """Write a lineage edge between two stored sessions (same pair: replaced)."""
+    async def mark_read(self, turn_id: TurnId, at: datetime) -> None: ...
+    async def index_version(self) -> int | None:
+        """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
+        """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None: ...
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]: ...
+    async def list_sessions(self) -> Sequence[SessionRecord]: ...
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]: ...
+    async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal['out', 'in']) -> Sequence[LineageEdge]: ...
+    async def save_job(self, record: JobRecord) -> None:
+        """Write a job record: a start (``running``) inserts it, refused when its id is taken"""
+    async def page_jobs(self, session_id: SessionId | None, status: JobStatus | None, tags: Mapping[str, str], limit: int, before: int | None) -> tuple[Sequence[JobRecord], int | None]: ...
 
 
 @attrs.frozen(kw_only=True)
@@ -1172,7 +1171,7 @@ class SessionRecord:
 
 
 @final
-class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
+class SqliteStore(SqlStore):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write."""
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None: ...
     @property
@@ -1181,50 +1180,18 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
     @property
     def read_only(self) -> bool:
         """Whether this store only reads (and takes no lock)."""
-    async def open(self) -> None:
-        """Open (or create) the file, checking that it is a host-sim store; reads no records."""
-    async def close(self) -> None:
-        """Close the connection and release the file; everything acknowledged is on disk. Idempotent."""
-    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
-        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
-    async def begin_turn(self, record: TurnRecord) -> None:
-        """Write a turn that starts (status ``running``); refuses a taken id or ordinal."""
-    async def finish_turn(self, record: TurnRecord) -> None:
-        """Replace a running turn by its finished record; refuses any turn that is not running."""
-    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
-        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted"""
-    async def save_node(self, node: SessionNode) -> None:
-        """Replace the node of a stored session."""
-    async def save_edge(self, edge: LineageEdge) -> None:
-        """Write a lineage edge between two stored sessions (same pair: replaced)."""
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
     async def erase(self, erasure: Erasure) -> None:
         """Carry out an erasure over every place that keeps text, in one transaction."""
-    async def save_job(self, record: JobRecord) -> None: ...
-    async def page_jobs(self, session_id: SessionId | None, status: JobStatus | None, tags: Mapping[str, str], limit: int, before: int | None) -> tuple[Sequence[JobRecord], int | None]: ...
-    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]: ...
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int: ...
-    async def mark_read(self, turn_id: TurnId, at: datetime) -> None: ...
     async def notification_turns(self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]) -> Sequence[TurnRecord]: ...
     async def page_sessions(self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None) -> tuple[Sequence[SessionRecord], int | None]: ...
     async def delete_session(self, session_id: SessionId, at: datetime) -> None: ...
     async def deleted_at(self, session_id: SessionId) -> datetime | None: ...
-    async def index_version(self) -> int | None:
-        """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
-    async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
-    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
-    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]: ...
-    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None: ...
-    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]: ...
     async def running_turns(self) -> Sequence[TurnRecord]: ...
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]: ...
-    async def list_sessions(self) -> Sequence[SessionRecord]: ...
-    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]: ...
-    async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal['out', 'in']) -> Sequence[LineageEdge]: ...
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]: ...
-    async def read_all(self) -> StoredState:
-        """Every record and index row, in writing order (a check or a repair reads it all)."""
     async def add_record(self, record: MemoryRecord, rests_on: Sequence[TurnId]) -> None: ...
     async def get_record(self, record_id: str) -> MemoryRecord | None: ...
     async def rests_on(self, record_id: RecordId) -> Sequence[TurnId]: ...
@@ -1276,6 +1243,40 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
     async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None: ...
     async def request_job_cancel(self, job_id: str, at: datetime) -> None:
         """Ask the host running this job to cancel it: it polls `cancel_requests` for its own jobs."""
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]: ...
+    async def open(self) -> None:
+        """Open the store (connect, check or create its schema); reads no records. Opening an open store does nothing."""
+    async def close(self) -> None:
+        """Close the store; everything acknowledged is durable. Idempotent; it may be opened again."""
+    async def read_all(self) -> StoredState:
+        """Every record and index row, in writing order, from one consistent snapshot."""
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Write a turn that starts (status ``running``, owned by this host where several write); refuses a taken id or ordinal."""
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record; refuses any turn that is not running."""
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted"""
+    async def save_node(self, node: SessionNode) -> None:
+        """Replace the node of a stored session."""
+    async def save_edge(self, edge: LineageEdge) -> None:
+        """Write a lineage edge between two stored sessions (same pair: replaced)."""
+    async def mark_read(self, turn_id: TurnId, at: datetime) -> None: ...
+    async def index_version(self) -> int | None:
+        """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None: ...
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]: ...
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
+        """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None: ...
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]: ...
+    async def list_sessions(self) -> Sequence[SessionRecord]: ...
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]: ...
+    async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal['out', 'in']) -> Sequence[LineageEdge]: ...
+    async def save_job(self, record: JobRecord) -> None:
+        """Write a job record: a start (``running``) inserts it, refused when its id is taken"""
+    async def page_jobs(self, session_id: SessionId | None, status: JobStatus | None, tags: Mapping[str, str], limit: int, before: int | None) -> tuple[Sequence[JobRecord], int | None]: ...
 
 
 class Store(Protocol):

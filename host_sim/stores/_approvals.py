@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar, Final, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
@@ -75,13 +75,13 @@ class ApprovalStore(Protocol):
 
 
 class SqlApprovals:
-    """The `ApprovalStore` methods of `SqliteStore` and `PostgresStore`."""
+    """The `ApprovalStore` methods of the SQL store engine, `_sql_store.SqlStore`."""
 
     __slots__ = ()
 
-    _dialect: ClassVar[Dialect]
+    _dialect: Dialect
 
-    if TYPE_CHECKING:  # supplied by the store
+    if TYPE_CHECKING:  # supplied by SqlStore (`_sql_store`), the engine this is part of
 
         def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]: ...
         async def _transact(self, steps: list[Step]) -> None: ...

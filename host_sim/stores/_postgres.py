@@ -1,13 +1,14 @@
 """`PostgresStore`: one session graph in a PostgreSQL database, shared by several hosts.
 
-This module holds the store: its connections, writes and reads. Beside it:
-``_postgres_schema.py`` (the schema and `prepare`), ``_postgres_locks.py`` (`lock_session`),
-``_postgres_events.py`` (the event log), ``_postgres_commit.py`` (connections and
-transactions), ``_postgres_traces.py`` (the trace tables), ``_postgres_sql.py`` (what they
-all build SQL with); shared with `SqliteStore`: ``_sql_traces.py`` (the `TraceStore`
-methods) and ``_sql_jobs.py`` (the job and invocation methods both write alike), written
-once for both SQL dialects (``_sql.py``), and ``_rows.py`` (the tables,
-the checks made before each write and the rows each write needs).
+The store is the SQL store engine (``_sql_store.py``, shared with `SqliteStore`) built
+with PostgreSQL's dialect (``_postgres_sql.DIALECT``, ``_sql.py``) and driver
+(``_postgres_commit.PostgresDriver``: connections, transactions, the liveness claim,
+`lock_session` of ``_postgres_locks.py`` and the event log of ``_postgres_events.py``;
+``_postgres_schema.py`` and ``_postgres_traces.py`` make the schema). This module holds
+what only several hosts on PostgreSQL do: claiming a dead host's work, the event log's
+share of an erasure or deletion, and the reads served by PostgreSQL's copied columns.
+``_rows.py`` holds the tables, the checks made before each write and the rows each
+write needs.
 
 The tables, their columns, indexes and triggers are the statements of
 ``_postgres_schema.py`` (drawn nowhere else, so nothing drifts from them); what a store
@@ -64,26 +65,21 @@ asyncio). psycopg is imported when a store is opened, never before.
 
 from __future__ import annotations
 
-import secrets
-import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
-from typing import Any, Final, Literal, TypeVar, final
+from typing import Any, Final, TypeVar, final
 
-import anyio
-import anyio.to_thread
-
-from modular_sdk import SessionId, TurnId
+from modular_sdk import SessionId
 
 from ._records import LineageEdge, SessionNode
-from ._erasure import Erasure, statements
+from ._erasure import Erasure
 from ._errors import StoreError
-from ._records import ERASED_LABEL, interrupted
+from ._records import interrupted
 from ._shared import EventRow
 from ._protocol import INDEX_VERSION
 from . import _rows
 from ._postgres_schema import POSTGRES_SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION
-from ._postgres_schema import prepare
 from ._postgres_events import (
     ERASE_COMMAND_EVENTS,
     ERASE_COMMAND_EVENTS_OF,
@@ -91,69 +87,30 @@ from ._postgres_events import (
     ERASE_QUOTED_COMMAND_EVENTS,
     ERASE_QUOTED_TURN_EVENTS,
     LOCK_EVENTS,
-    PostgresEvents,
-    close_listener,
 )
 from ._postgres_locks import SELECT_ERASURE_GENERATION as SELECT_ERASURE_GENERATION
-from ._postgres_commit import PostgresCommit
+from ._postgres_commit import OWNER_LOCK, PostgresDriver
 from ._postgres_commit import redact as redact
-from ._postgres_locks import PostgresLocks
-from ._postgres_sql import close_quietly
-from ._sql_jobs import SqlJobs
-from ._approvals import SqlApprovals
-from ._sql_traces import SqlTraces
-from ._sql_memory import SqlMemory
+from ._sql_store import Reads, SqlStore
 from ._postgres_sql import Step as _Step
 from ._postgres_sql import DIALECT, check
 from ._postgres_sql import cols as _cols
-from ._postgres_sql import marks as _marks
-from ._records import JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+from ._records import SessionRecord, TurnRecord
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
 
-_OWNER_LOCK: Final = 0x48530002  # advisory lock class: a live store (its owner key)
+
+_OWNER_LOCK: Final = OWNER_LOCK  # advisory lock class: a live store (its owner key; the driver takes it)
 
 _R = TypeVar("_R")
 
-_JOB_TAGS: Final = (
-    "INSERT INTO host_sim.job_tags (key, value, seq, job_id) SELECT t.key, t.value, j.seq, j.id "
-    "FROM host_sim.jobs j JOIN host_sim.session_tags t ON t.session_id = j.session_id WHERE j.id = %s "
-    "ON CONFLICT DO NOTHING"
-)
 
 
 _NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
 
 
-_INSERT_SESSION: Final = (
-    f"INSERT INTO host_sim.sessions ({_cols(_rows.SESSIONS)}, parent_session_id) VALUES ({_marks(len(_rows.SESSIONS.columns) + 1)})"
-)
-_INSERT_TURN: Final = f"INSERT INTO host_sim.turns ({_cols(_rows.TURNS)}, owner) VALUES ({_marks(len(_rows.TURNS.columns) + 1)})"
-_NODE_UPDATES: Final = ", ".join(f"{c} = excluded.{c}" for c in _rows.NODES.columns if c != "session_id")
-_UPSERT_NODE: Final = (
-    f"INSERT INTO host_sim.nodes ({_cols(_rows.NODES)}) VALUES ({_marks(len(_rows.NODES.columns))}) "
-    f"ON CONFLICT (session_id) DO UPDATE SET {_NODE_UPDATES}"
-)
-_EDGE_COLUMNS: Final = f"{_cols(_rows.EDGES)}, artifact_type, artifact_source_id"
-_EDGE_UPDATES: Final = ", ".join(
-    f"{c} = excluded.{c}"
-    for c in (*_rows.EDGES.columns, "artifact_type", "artifact_source_id")
-    if c not in ("from_session_id", "to_session_id")
-)
-_UPSERT_EDGE: Final = (
-    f"INSERT INTO host_sim.edges ({_EDGE_COLUMNS}) VALUES ({_marks(len(_rows.EDGES.columns) + 2)}) "
-    f"ON CONFLICT (from_session_id, to_session_id) DO UPDATE SET {_EDGE_UPDATES}"
-)
-_TURN_KEY: Final = " AND ".join(f"{c} = %s" for c in _rows.TURN_KEY)
-_FINISH_TURN: Final = (
-    f"UPDATE host_sim.turns SET {', '.join(f'{c} = %s' for c in _rows.TURN_FINISHED)}, owner = NULL "
-    f"WHERE {_TURN_KEY} AND status = 'running'"
-)
-_ERASE_TURN: Final = (
-    f"UPDATE host_sim.turns SET {', '.join(f'{c} = %s' for c in _rows.TURN_ERASED)}, "
-    "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE %s END "
-    f"WHERE {_TURN_KEY} AND status <> 'running' AND erased_at IS NULL"
-)
+_UPSERT_NODE: Final = DIALECT.upsert(_rows.NODES)
+_UPSERT_EDGE: Final = DIALECT.upsert(_rows.EDGES)
 _BUMP_ERASURE_GENERATION: Final = (  # in the transaction of every erasure and deletion
     "INSERT INTO host_sim.meta (key, value) VALUES ('erasure_generation', '1') "
     "ON CONFLICT (key) DO UPDATE SET value = (host_sim.meta.value::bigint + 1)::text"
@@ -163,16 +120,20 @@ _SET_INDEX_VERSION: Final = (
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
 
-# Reads (each served by an index; see tests/host/test_postgres_store.py, which EXPLAINs them).
-SELECT_SESSION: Final = f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE id = %s"
-SELECT_TURNS: Final = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE session_id = %s ORDER BY ordinal"
-SELECT_TURNS_SINCE: Final = (
-    f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE session_id = %s AND ordinal >= %s ORDER BY ordinal"
-)
-SELECT_TURN: Final = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE id = %s"
-SELECT_TURN_BY_MESSAGE: Final = (
-    f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE message_id = %s ORDER BY seq LIMIT 1"
-)
+# Reads (each served by an index; see tests/host/test_postgres_store.py, which EXPLAINs them):
+# those the engine makes (`_sql_store.Reads`, spelled for PostgreSQL), and PostgreSQL's own.
+_READS: Final = Reads.of(DIALECT)
+SELECT_SESSION: Final = DIALECT.select(_rows.SESSIONS, _READS.session)
+SELECT_TURNS: Final = DIALECT.select(_rows.TURNS, _READS.turns)
+SELECT_TURNS_SINCE: Final = DIALECT.select(_rows.TURNS, _READS.turns_since)
+SELECT_TURN: Final = DIALECT.select(_rows.TURNS, _READS.turn)
+SELECT_TURN_BY_MESSAGE: Final = DIALECT.select(_rows.TURNS, _READS.turn_by_message)
+SELECT_SPAWNED_DURING: Final = DIALECT.select(_rows.SESSIONS, _READS.spawned_during)
+SELECT_ALL_SESSIONS: Final = DIALECT.select(_rows.SESSIONS, _READS.all_sessions)
+SELECT_NODES: Final = DIALECT.select(_rows.NODES, f"WHERE {DIALECT.any_of('session_id', ())[0]}")
+SELECT_EDGES_OUT: Final = DIALECT.select(_rows.EDGES, f"WHERE {DIALECT.any_of('from_session_id', ())[0]} ORDER BY seq")
+SELECT_EDGES_IN: Final = DIALECT.select(_rows.EDGES, f"WHERE {DIALECT.any_of('to_session_id', ())[0]} ORDER BY seq")
+SELECT_INDEX_VERSION: Final = _READS.index_version
 _OWNER_HELD: Final = (  # the owner lock of host {owner} is held: that host is alive
     "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
     "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
@@ -202,23 +163,13 @@ _INTERRUPT_DEAD_JOBS: Final = (
 SELECT_CHILDREN: Final = (
     f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE parent_session_id = %s ORDER BY seq"
 )
-SELECT_SPAWNED_DURING: Final = (
-    f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE trigger_turn_id = %s ORDER BY seq"
-)
-SELECT_ALL_SESSIONS: Final = f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions ORDER BY seq"
-SELECT_NODES: Final = f"SELECT {_cols(_rows.NODES)} FROM host_sim.nodes WHERE session_id = ANY(%s)"
-SELECT_EDGES_OUT: Final = (
-    f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE from_session_id = ANY(%s) ORDER BY seq"
-)
-SELECT_EDGES_IN: Final = f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE to_session_id = ANY(%s) ORDER BY seq"
 SELECT_EDGES_BY_ARTIFACT: Final = (
     f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE artifact_type = %s AND artifact_source_id = %s ORDER BY seq"
 )
 _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'host_sim'"
-SELECT_INDEX_VERSION: Final = "SELECT value FROM host_sim.meta WHERE key = 'index_version'"
 
 @final
-class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, PostgresEvents, PostgresCommit):
+class PostgresStore(SqlStore):
     """A durable store in a PostgreSQL database that several hosts share (one session graph).
 
     ``dsn`` is a libpq connection string (``postgresql://user@host:5432/dbname`` or
@@ -241,23 +192,9 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
     >>> async with Host(store=PostgresStore("postgresql://app@db/chats")) as host: ...  # doctest: +SKIP
     """
 
-    __slots__ = (
-        "_connections",
-        "_create",
-        "_dsn",
-        "_event_retention",
-        "_listener",
-        "_listening",
-        "_idle",
-        "_idle_locks",
-        "_lock",
-        "_owner",
-        "_owner_conn",
-        "_psycopg",
-        "_slots",
-    )
+    __slots__ = ()
 
-    _dialect = DIALECT
+    _driver: PostgresDriver
 
     def __init__(
         self, dsn: str, *, create: bool = True, connections: int = 8, event_retention: timedelta = timedelta(hours=24)
@@ -278,149 +215,19 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
                 "timedelta(hours=24) (how long event rows are kept for subscribe(after=...))",
                 path=redact(dsn),
             )
-        self._event_retention = event_retention
-        self._listener: Any = None
-        self._listening = threading.Lock()  # held by the thread waiting on the listener
-        self._dsn = dsn
-        self._create = create
-        self._connections = connections
-        self._psycopg: Any = None
-        self._lock: anyio.Lock | None = None
-        self._slots: anyio.Semaphore | None = None
-        self._idle: list[Any] = []
-        self._idle_locks: list[Any] = []
-        self._owner_conn: Any = None
-        self._owner = 0
+        driver = PostgresDriver(dsn, create=create, connections=connections, event_retention=event_retention)
+        super().__init__(DIALECT, driver)
 
     def __repr__(self) -> str:
-        state = "open" if self._owner_conn is not None else "closed"
+        state = "open" if self._driver.is_open else "closed"
         return f"<PostgresStore {self.path!r} ({state})>"
 
     @property
     def path(self) -> str:
         """The DSN without its password: what messages and `StoreError.path` name."""
-        return redact(self._dsn)
-
-    # -- lifecycle -----------------------------------------------------------------------
-
-    async def open(self) -> None:
-        """Connect, check (or create) the schema and announce this host as live; reads no records.
-
-        Opening an open store does nothing. Raises `StoreError` naming the DSN (see the
-        class docstring).
-        """
-        if self._lock is None:
-            self._lock = anyio.Lock()
-        async with self._lock:
-            if self._owner_conn is None:
-                conn, owner = await anyio.to_thread.run_sync(self._connect_owner)
-                self._owner_conn, self._owner = conn, owner
-                self._slots = anyio.Semaphore(self._connections)
-
-    async def close(self) -> None:
-        """Close every connection (this host's locks go with them). Idempotent; may be opened again."""
-        lock = self._lock
-        if lock is None:
-            return
-        with anyio.CancelScope(shield=True):
-            async with lock:
-                conns = [self._owner_conn, *self._idle, *self._idle_locks]
-                self._owner_conn, self._idle, self._idle_locks = None, [], []
-                listener, self._listener = self._listener, None
-                if listener is not None:  # woken (a NOTIFY), then closed once no thread waits on it
-                    await anyio.to_thread.run_sync(close_listener, listener, self._listening, conns[0])
-                self._lock = self._slots = None
-                for conn in conns:
-                    if conn is not None:  # this host's locks go first, so other hosts see it gone at once
-                        await anyio.to_thread.run_sync(close_quietly, conn, True)
+        return self._driver.path
 
     # -- writes ---------------------------------------------------------------------------
-
-    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
-        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
-        await self._transact(self._session_steps(record, node, edge))
-
-    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[_Step]:
-        parent = None if record.lineage.kind == "root" else record.lineage.parent_session_id
-        steps = [
-            _Step(
-                _INSERT_SESSION,
-                (*self._row(_rows.SESSIONS, record), parent),
-                _rows.session_taken(record.id),
-            ),
-            _Step(_UPSERT_NODE, self._row(_rows.NODES, node), f"cannot write the node of session {record.id!r}"),
-        ]
-        if edge is not None:
-            steps.append(
-                _Step(_UPSERT_EDGE, self._edge_row(edge), f"cannot write the edge into session {record.id!r}")
-            )
-        steps += [
-            _Step(
-                "INSERT INTO host_sim.session_tags (key, value, seq, session_id) "
-                "SELECT %s, %s, seq, id FROM host_sim.sessions WHERE id = %s",
-                (key, value, record.id),
-                f"cannot index tag {key!r} of session {record.id!r}",
-            )
-            for key, value in record.tags.items()
-        ]
-        return steps
-
-    async def begin_turn(self, record: TurnRecord) -> None:
-        """Write a turn that starts (status ``running``), owned by this host; refuses a taken id or ordinal."""
-        _rows.check_begin_turn(record, self._refuse)
-        row = (*self._row(_rows.TURNS, record), self._owner)
-        await self._transact(
-            [
-                check(_rows.session_of_turn(record)),
-                _Step(_INSERT_TURN, row, _rows.turn_taken(record)),
-            ]
-        )
-
-    async def finish_turn(self, record: TurnRecord) -> None:
-        """Replace a running turn by its finished record; refuses any turn that is not running."""
-        _rows.check_finish_turn(record, self._refuse)
-        params = _rows.TURNS.pick(self._row(_rows.TURNS, record), (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
-        await self._transact([_Step(_FINISH_TURN, params, _rows.turn_not_running(record.id), "change")])
-
-    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
-        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
-        before keeps its first reason)."""
-        await self._transact(
-            [
-                check(_rows.finished_turn_stored(turn_id)),
-                _Step(
-                    "UPDATE host_sim.turns SET retracted_at = %s, retraction_reason = %s "
-                    "WHERE id = %s AND status <> 'running' AND retracted_at IS NULL",
-                    (at.isoformat(), reason, turn_id),
-                    f"cannot retract turn {turn_id!r}",
-                ),
-            ]
-        )
-        found = await self.find_turn(turn_id)
-        if found is None:
-            raise self._fail(f"lost turn {turn_id!r} while retracting it", "run host-sim fsck on the store")
-        return found
-
-    async def save_node(self, node: SessionNode) -> None:
-        """Replace the node of a stored session."""
-        await self._transact(
-            [
-                check(_rows.session_stored(node.session_id, "a node belongs to a stored session")),
-                _Step(_UPSERT_NODE, self._row(_rows.NODES, node), f"cannot write the node of session {node.session_id!r}"),
-            ]
-        )
-
-    async def save_edge(self, edge: LineageEdge) -> None:
-        """Write a lineage edge between two stored sessions (same pair: replaced)."""
-        await self._transact(self._edge_steps(edge))
-
-    def _edge_steps(self, edge: LineageEdge) -> list[_Step]:
-        """Write ``edge`` once both its sessions are found stored."""
-        pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
-        return [
-            *(check(need) for need in _rows.ends_stored(edge)),
-            _Step(_UPSERT_EDGE, self._edge_row(edge), f"cannot write the edge {pair}"),
-        ]
 
     async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
         """Replace every node and edge and record `INDEX_VERSION`, in one transaction.
@@ -442,8 +249,8 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
             _Step("DELETE FROM host_sim.nodes", (), ""),
             _Step("DELETE FROM host_sim.edges", (), ""),
         ]
-        steps += [_Step(_UPSERT_NODE, self._row(_rows.NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
-        steps += [_Step(_UPSERT_EDGE, self._edge_row(e), "cannot write an edge") for e in edges]
+        steps += [_Step(_UPSERT_NODE, self._full_row(_rows.NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [_Step(_UPSERT_EDGE, self._full_row(_rows.EDGES, e), "cannot write an edge") for e in edges]
         steps += [
             _Step("DELETE FROM host_sim.session_tags", (), ""),
             _Step(
@@ -468,31 +275,12 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         tables rewrites their files without it (docs/embedding.md, "Several hosts:
         PostgresStore", Limits).
         """
-        steps: list[_Step] = [_Step(LOCK_EVENTS, (), "cannot lock the event log")]
-        for turn in erasure.turns:
-            _rows.check_erase_turn(turn, self._refuse)
-            row = self._row(_rows.TURNS, turn)
-            steps.append(
-                _Step(
-                    _ERASE_TURN,
-                    (*_rows.TURNS.pick(row, _rows.TURN_ERASED), ERASED_LABEL, *_rows.TURNS.pick(row, _rows.TURN_KEY)),
-                    _rows.turn_not_erasable(turn.id),
-                    "change",
-                )
-            )
+        def events_of(turn: TurnRecord, row: tuple[object, ...]) -> list[_Step]:
             (message,) = _rows.TURNS.pick(row, ("message",))
-            steps.append(_Step(ERASE_EVENTS, (message, turn.id), f"cannot erase the events of turn {turn.id!r}"))
-        steps += [step for e in erasure.edges for step in self._edge_steps(e)]
-        steps += [
-            check(_rows.no_running_turn(turn_id))
-            for table, turn_id in sorted(erasure.errors)
-            if table == "turns"
-        ]
+            return [_Step(ERASE_EVENTS, (message, turn.id), f"cannot erase the events of turn {turn.id!r}")]
+
         tables = [str(name) for (name,) in await self._query(_SELECT_TABLES, ())]
-        steps += [
-            _Step(sql, params, "cannot erase the text of a record")
-            for sql, params in statements(erasure, tables=tables, mark="%s", prefix="host_sim.", encode=_rows.erased_value)
-        ]
+        steps = [_Step(LOCK_EVENTS, (), "cannot lock the event log"), *self._erasure_steps(erasure, tables, events_of)]
         touched = sorted({session for session, _ in erasure.positions} | set(erasure.sessions))
         steps.append(_Step(ERASE_COMMAND_EVENTS_OF, (touched,), "cannot erase the events of erased commands"))
         quoted = {table: sorted(i for t, i in erasure.errors if t == table) for table in ("turns", "invocations")}
@@ -509,91 +297,6 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
 
     # -- the integrator's log (LogStore) --------------------------------------------------
     # (invocations, get_job, list_jobs, job_turn_began, request_job_cancel: SqlJobs)
-
-    async def save_job(self, record: JobRecord) -> None:
-        """Write a job; a running one is owned by this host (like its turns), so that only a
-        job whose host is gone is ever marked interrupted by another."""
-        updates = ", ".join(f"{c} = excluded.{c}" for c in (*_rows.JOBS.columns, "owner") if c != "id")
-        owner = self._owner if record.status == "running" else None
-        insert = f"INSERT INTO host_sim.jobs ({_cols(_rows.JOBS)}, owner) VALUES ({_marks(len(_rows.JOBS.columns) + 1)})"
-        steps = [
-            _Step(  # a start inserts (its id taken: refused, atomically); an end replaces
-                insert if record.status == "running" else f"{insert} ON CONFLICT (id) DO UPDATE SET {updates}",
-                (*self._row(_rows.JOBS, record), owner),
-                _rows.job_taken(record.id) if record.status == "running" else f"cannot write job {record.id!r}",
-            )
-        ]
-        if record.status == "running":  # it starts: index it by its session's tags
-            steps.append(_Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
-        await self._transact(steps)
-
-    async def page_jobs(
-        self,
-        session_id: SessionId | None,
-        status: JobStatus | None,
-        tags: Mapping[str, str],
-        limit: int,
-        before: int | None,
-    ) -> tuple[Sequence[JobRecord], int | None]:
-        where = ""
-        params: tuple[object, ...] = ()
-        if session_id is not None:
-            where += " AND j.session_id = %s"
-            params += (session_id,)
-        if status is not None:
-            where += " AND j.status = %s"
-            params += (status,)
-        return await self._tag_page(
-            _rows.JOBS, JobRecord, "host_sim.jobs j", "host_sim.job_tags", "j.seq = t.seq", where, params, tags, limit, before
-        )
-
-    async def _tag_page(
-        self,
-        table: _rows.Table,
-        record: type[_R],
-        source: str,
-        tag_table: str,
-        join: str,
-        where: str,
-        where_params: tuple[object, ...],
-        tags: Mapping[str, str],
-        limit: int,
-        before: int | None,
-    ) -> tuple[Sequence[_R], int | None]:
-        """A page of ``source`` (``"host_sim.jobs j"``: its alias qualifies ``where``), newest
-        first, older than ``before``: through the tag index ``tag_table`` when ``tags`` are given
-        (its rows ``t`` joined by ``join``; a page costs what it returns), else by the table's seq."""
-        bound = (1 << 62) if before is None else before
-        alias = source.rsplit(" ", 1)[1]
-        columns = _cols(table, f"{alias}.")
-        pairs = list(tags.items())
-        if pairs:
-            (key, value), rest = pairs[0], pairs[1:]
-            also = "".join(
-                f" AND EXISTS (SELECT 1 FROM {tag_table} o WHERE o.key = %s AND o.value = %s AND o.seq = t.seq)"
-                for _ in rest
-            )
-            sql = (
-                f"SELECT {columns}, t.seq FROM {tag_table} t JOIN {source} ON {join} "
-                f"WHERE t.key = %s AND t.value = %s AND t.seq < %s{also}{where} ORDER BY t.seq DESC LIMIT %s"
-            )
-            params = (key, value, bound, *(x for pair in rest for x in pair), *where_params, limit + 1)
-        else:
-            sql = f"SELECT {columns}, {alias}.seq FROM {source} WHERE {alias}.seq < %s{where} ORDER BY {alias}.seq DESC LIMIT %s"
-            params = (bound, *where_params, limit + 1)
-        rows = await self._query(sql, params)
-        records = [self._decode(table, record, row[:-1]) for row in rows[:limit]]
-        last = rows[limit - 1][-1] if len(rows) > limit else None
-        return tuple(records), int(last) if last is not None else None
-
-    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
-        if not job_ids:
-            return ()
-        rows = await self._query(
-            "SELECT id FROM host_sim.jobs WHERE id = ANY(%s) AND status = 'running' AND cancel_requested_at IS NOT NULL",
-            (list(job_ids),),
-        )
-        return tuple(str(r[0]) for r in rows)
 
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any
@@ -612,18 +315,6 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         )
         return tuple(str(r[0]) for r in rows)
 
-    async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
-        await self._transact(
-            [
-                check(_rows.turn_stored(turn_id, "mark a stored notification read")),
-                _Step(
-                    "INSERT INTO host_sim.reads (turn_id, read_at) VALUES (%s, %s) ON CONFLICT (turn_id) DO NOTHING",
-                    (turn_id, at.isoformat()),
-                    f"cannot mark turn {turn_id!r} read",
-                ),
-            ]
-        )
-
     async def notification_turns(
         self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
     ) -> Sequence[TurnRecord]:
@@ -637,17 +328,15 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
             params += (key, value)
         if unread_only:
             sql += " AND id NOT IN (SELECT turn_id FROM host_sim.reads)"
-        return await self._records(_rows.TURNS, TurnRecord, sql + " ORDER BY seq", params)
+        return await self._select(_rows.TURNS, TurnRecord, sql + " ORDER BY seq", params)
 
     async def page_sessions(
         self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
     ) -> tuple[Sequence[SessionRecord], int | None]:
         roots = " AND s.parent_session_id IS NULL" if roots_only else ""
         live = " AND s.id NOT IN (SELECT session_id FROM host_sim.deletions)"
-        return await self._tag_page(
-            _rows.SESSIONS, SessionRecord, "host_sim.sessions s", "host_sim.session_tags", "s.id = t.session_id",
-            roots + live, (), tags, limit, before,
-        )  # fmt: skip
+        join = "s.id = t.session_id"
+        return await self._page(_rows.SESSIONS, SessionRecord, "s", "session_tags", join, roots + live, (), tags, limit, before)
 
     async def delete_session(self, session_id: SessionId, at: datetime) -> None:
         stamp = at.isoformat()
@@ -687,32 +376,6 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
             )
         return when
 
-    async def index_version(self) -> int | None:
-        """The `INDEX_VERSION` the index was built with, or ``None``."""
-        rows = await self._query(SELECT_INDEX_VERSION, ())
-        raw = rows[0][0] if rows else None
-        return int(raw) if isinstance(raw, str) and raw.isdigit() else None
-
-    async def get_session(self, session_id: SessionId) -> SessionRecord | None:
-        found = await self._records(_rows.SESSIONS, SessionRecord, SELECT_SESSION, (session_id,))
-        return found[0] if found else None
-
-    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
-        return await self._records(_rows.TURNS, TurnRecord, SELECT_TURNS, (session_id,))
-
-    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
-        """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
-        return await self._records(_rows.TURNS, TurnRecord, SELECT_TURNS_SINCE, (session_id, ordinal))
-
-    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
-        found = await self._records(_rows.TURNS, TurnRecord, SELECT_TURN, (turn_or_message_id,))
-        if not found:
-            found = await self._records(_rows.TURNS, TurnRecord, SELECT_TURN_BY_MESSAGE, (turn_or_message_id,))
-        return found[0] if found else None
-
-    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
-        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_SPAWNED_DURING, (turn_id,))
-
     async def running_turns(self) -> Sequence[TurnRecord]:
         """Turns left running by a host that is gone (its connection closed or was lost), handed to this host.
 
@@ -721,7 +384,7 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         statement claims them, so two hosts never both get one): finish them (a host
         fails them as interrupted), or they are handed on again once this host is gone.
         """
-        rows = await self._query(CLAIM_ORPHANED_TURNS, (self._owner,))
+        rows = await self._query(CLAIM_ORPHANED_TURNS, (self._driver.owner,))
         return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
 
     async def dead_turns(self, host_ids: Sequence[str]) -> Sequence[TurnRecord]:
@@ -731,48 +394,14 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         owners = [int(h.removeprefix("pg-")) for h in host_ids if h.startswith("pg-") and h[3:].isdigit()]
         if not owners:
             return ()
-        return await self._records(_rows.TURNS, TurnRecord, _DEAD_TURNS.removesuffix(" FOR UPDATE"), (owners,))
+        return await self._select(_rows.TURNS, TurnRecord, _DEAD_TURNS.removesuffix(" FOR UPDATE"), (owners,))
 
     # -- liveness: a claim that survives faults (docs/embedding.md) ----------------------
 
     async def keep_claim(self) -> bool:
         """Make sure this host's liveness claim (the owner lock) is held; whether it had to be
-        taken again. After a server restart or a killed connection the claim is gone with the
-        connection that held it: a fresh connection takes the same key back, so the turns and
-        jobs this host owns stay its own. Raises a retryable `StoreError` while the server is away."""
-        if self._owner_conn is None:
-            raise self._closed_error()
-        return await anyio.to_thread.run_sync(self._keep_claim)
-
-    def _keep_claim(self) -> bool:
-        conn = self._owner_conn
-        if conn is None:
-            raise self._closed_error()
-        psycopg = self._psycopg
-        if not conn.closed and not conn.broken:
-            try:
-                conn.execute("SELECT 1", ())
-                return False
-            except psycopg.Error:
-                pass
-        fresh = self._connect()  # retryable StoreError while the server is away
-        try:
-            while True:
-                taken = fresh.execute("SELECT pg_try_advisory_lock(%s, %s)", (_OWNER_LOCK, self._owner)).fetchone()[0]
-                if taken:
-                    break
-                # Another store took this key while the server had forgotten this one (a one
-                # in two billion chance): this host goes on under a new key.
-                self._owner = secrets.randbelow(2**31 - 2) + 1
-        except psycopg.Error as exc:
-            close_quietly(fresh)
-            raise self._database_error(exc, "could not take back its liveness claim") from exc
-        if self._owner_conn is None:  # closed meanwhile
-            close_quietly(fresh)
-            raise self._closed_error()
-        old, self._owner_conn = self._owner_conn, fresh
-        close_quietly(old)
-        return True
+        taken again (see `PostgresDriver.keep_claim`)."""
+        return await self._driver.keep_claim()
 
     async def absent_hosts(self) -> set[str]:
         """The hosts that left turns or jobs running and hold no claim now (dead, or away for a moment)."""
@@ -790,6 +419,7 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
         owners = [int(h.removeprefix("pg-")) for h in host_ids if h.startswith("pg-") and h[3:].isdigit()]
         if not owners:
             return (), ()
+        finish = self._finish_turn_sql()
 
         def run(conn: Any) -> tuple[Sequence[TurnRecord], Sequence[str]]:
             try:
@@ -799,83 +429,59 @@ class PostgresStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory, PostgresLocks, 
                     turns = tuple(interrupted(self._decode(_rows.TURNS, TurnRecord, row), at) for row in rows)
                     for turn in turns:
                         params = _rows.TURNS.pick(self._row(_rows.TURNS, turn), (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
-                        conn.execute(_FINISH_TURN, params)
+                        conn.execute(finish, params)
                     jobs = tuple(str(r[0]) for r in conn.execute(_INTERRUPT_DEAD_JOBS, (at.isoformat(), owners)).fetchall())
                     events = announce(turns, jobs) if turns or jobs else ()
                     if events:
-                        self._check_event_rows(events)
-                        self._insert_events(conn, events)
+                        self._driver.check_event_rows(events)
+                        self._driver.insert_events(conn, events)
                     return turns, jobs
-            except self._psycopg.Error as exc:
-                raise self._database_error(exc, "could not fail the turns of a dead host") from exc
+            except self._driver.psycopg.Error as exc:
+                raise self._driver.database_error(exc, "could not fail the turns of a dead host") from exc
 
-        return await self._with_connection(run)
+        return await self._driver.with_connection(run)
 
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
-        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))
-
-    async def list_sessions(self) -> Sequence[SessionRecord]:
-        return await self._records(_rows.SESSIONS, SessionRecord, SELECT_ALL_SESSIONS, ())
-
-    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
-        found = {
-            n.session_id: n
-            for n in await self._records(_rows.NODES, SessionNode, SELECT_NODES, (list(dict.fromkeys(session_ids)),))
-        }
-        return tuple(found[s] for s in session_ids if s in found)
-
-    async def get_edges(
-        self, session_ids: Sequence[SessionId], direction: Literal["out", "in"]
-    ) -> Sequence[LineageEdge]:
-        sql = SELECT_EDGES_OUT if direction == "out" else SELECT_EDGES_IN
-        by_session: dict[str, list[LineageEdge]] = {}
-        for edge in await self._records(_rows.EDGES, LineageEdge, sql, (list(dict.fromkeys(session_ids)),)):
-            key = edge.from_session_id if direction == "out" else edge.to_session_id
-            by_session.setdefault(key, []).append(edge)
-        return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
+        return await self._select(_rows.SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))
 
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
-        return await self._records(_rows.EDGES, LineageEdge, SELECT_EDGES_BY_ARTIFACT, (artifact_type, source_id))
+        return await self._select(_rows.EDGES, LineageEdge, SELECT_EDGES_BY_ARTIFACT, (artifact_type, source_id))
 
-    async def read_all(self) -> StoredState:
-        """Every record and index row, in writing order, from one consistent snapshot."""
+    # -- several hosts: the driver's lock_session and event log (`_shared.SharedStore`) ---
 
-        def read(conn: Any) -> StoredState:
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
-                return StoredState(
-                    sessions=self._decode_all(conn, _rows.SESSIONS, SessionRecord),
-                    turns=self._decode_all(conn, _rows.TURNS, TurnRecord),
-                    nodes=self._decode_all(conn, _rows.NODES, SessionNode),
-                    edges=self._decode_all(conn, _rows.EDGES, LineageEdge),
-                )
+    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[int]:
+        """Hold session ``session_id``'s turn lock across every host of this database (`PostgresLocks`)."""
+        return self._driver.lock_session(session_id)
 
-        return await self._with_connection(read)
+    @property
+    def host_id(self) -> str:
+        """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
+        return self._driver.host_id
 
-    # -- several hosts: lock_session (PostgresLocks), the event log (PostgresEvents) ----------
+    async def append_events(self, rows: Sequence[EventRow]) -> None:
+        """Write event rows (in order) in one transaction and wake every listening host."""
+        await self._driver.append_events(rows)
 
-    # -- connections and transactions: PostgresCommit; opening ------------------------------
+    async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
+        """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
+        return await self._driver.events_after(seq, limit)
 
-    def _connect_owner(self) -> tuple[Any, int]:
-        """In a worker thread: the first connection, the schema checked or created, and this store's owner key."""
-        conn = self._connect()
-        try:
-            self._prepare(conn)
-            while True:  # a key no live store holds
-                owner = secrets.randbelow(2**31 - 2) + 1
-                if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_OWNER_LOCK, owner)).fetchone()[0]:
-                    return conn, owner
-        except BaseException:
-            close_quietly(conn)
-            raise
+    async def trimmed_events(self) -> int:
+        """The newest seq retention deleted (0: none)."""
+        return await self._driver.trimmed_events()
 
-    def _prepare(self, conn: Any) -> None:
-        """In a worker thread: check the schema of the database, or create it (see `_postgres_schema.prepare`)."""
-        prepare(
-            conn,
-            create=self._create,
-            psycopg=self._psycopg,
-            fail=self._fail,
-            database_error=self._database_error,
-            scrub=self._scrub,
-        )
+    async def last_event_seq(self) -> int:
+        """The newest event row's seq (0: none): where a host that opens starts reading."""
+        return await self._driver.last_event_seq()
+
+    async def wait_for_events(self, timeout: float) -> list[str]:
+        """Wait until a host wrote event rows or ``timeout`` seconds passed; the reply_delta payloads meanwhile."""
+        return await self._driver.wait_for_events(timeout)
+
+    async def send_delta(self, payload: str) -> None:
+        """Hand a reply_delta to the other hosts' listeners (best-effort)."""
+        await self._driver.send_delta(payload)
+
+    async def trim_events(self) -> int:
+        """Delete event rows older than ``event_retention``; returns how many."""
+        return await self._driver.trim_events()

@@ -1,7 +1,9 @@
-"""How a `PostgresStore` talks to its database: a small pool of connections, one
-transaction per store call (`Step`s, refused as a whole), decoding rows into records, and
-the errors every failure becomes (naming the DSN, never its password). Inherited by
-`PostgresStore`.
+"""How a `PostgresStore` talks to its database, the driver below the SQL store engine
+(`_sql_store`): a small pool of connections, one transaction per store call (`Step`s,
+refused as a whole, with the event rows the task staged), decoding rows into records, the
+errors every failure becomes (naming the DSN, never its password), this host's liveness
+claim (the owner lock), and what only PostgreSQL's connections give several hosts:
+`lock_session` (`_postgres_locks`) and the event log's LISTEN/NOTIFY (`_postgres_events`).
 
 All database work runs in worker threads (``anyio.to_thread``) with psycopg 3's blocking
 API; psycopg is imported when a store is opened, never before.
@@ -10,19 +12,27 @@ API; psycopg is imported when a store is opened, never before.
 from __future__ import annotations
 
 import re
+import secrets
+import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from datetime import timedelta
+from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.to_thread
 
 from . import _rows
 from ._errors import StoreError
+from ._postgres_events import PostgresEvents, close_listener
+from ._postgres_locks import PostgresLocks
+from ._postgres_schema import prepare
 from ._postgres_sql import Refused, Step, close_quietly, cols, diagnosis
-from ._records import LineageEdge
-from ._shared import EventRow, staged_rows
+from ._records import LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
+from ._shared import staged_rows
 
-__all__ = ["PostgresCommit", "redact"]
+__all__ = ["OWNER_LOCK", "PostgresDriver", "redact"]
+
+OWNER_LOCK: Final = 0x48530002  # advisory lock class: a live store (its owner key)
 
 _R = TypeVar("_R")
 
@@ -46,27 +56,168 @@ def _password_of(dsn: str) -> str | None:
     return None
 
 
-class PostgresCommit:
-    """Connections, transactions and errors of `PostgresStore` (see the module docstring)."""
+class PostgresDriver(PostgresLocks, PostgresEvents):
+    """One PostgreSQL database, opened for `PostgresStore` (see the module docstring)."""
 
-    __slots__ = ()
+    __slots__ = (
+        "_connections",
+        "_create",
+        "_dsn",
+        "_event_retention",
+        "_listener",
+        "_listening",
+        "_idle",
+        "_idle_locks",
+        "_lock",
+        "_owner",
+        "_owner_conn",
+        "_psycopg",
+        "_slots",
+    )
 
-    if TYPE_CHECKING:  # supplied by PostgresStore
-        _dsn: str
-        _psycopg: Any
-        _slots: anyio.Semaphore | None
-        _owner_conn: Any
-        _idle: list[Any]
+    def __init__(self, dsn: str, *, create: bool, connections: int, event_retention: timedelta) -> None:
+        self._event_retention = event_retention
+        self._listener: Any = None
+        self._listening = threading.Lock()  # held by the thread waiting on the listener
+        self._dsn = dsn
+        self._create = create
+        self._connections = connections
+        self._psycopg: Any = None
+        self._lock: anyio.Lock | None = None
+        self._slots: anyio.Semaphore | None = None
+        self._idle: list[Any] = []
+        self._idle_locks: list[Any] = []
+        self._owner_conn: Any = None
+        self._owner = 0
 
-        @property
-        def path(self) -> str: ...
-        def _check_event_rows(self, rows: Sequence[EventRow]) -> None: ...
-        def _insert_events(self, conn: Any, rows: Sequence[EventRow]) -> int: ...
+    @property
+    def path(self) -> str:
+        """The DSN without its password: what messages and `StoreError.path` name."""
+        return redact(self._dsn)
 
-    def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
+    @property
+    def is_open(self) -> bool:
+        return self._owner_conn is not None
+
+    @property
+    def owner(self) -> int | None:
+        """This open store's owner key (the liveness claim it holds, written into the work it runs)."""
+        return self._owner
+
+    @property
+    def psycopg(self) -> Any:
+        """The psycopg module (imported when the store was opened)."""
+        return self._psycopg
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if self._owner_conn is None:
+                conn, owner = await anyio.to_thread.run_sync(self._connect_owner)
+                self._owner_conn, self._owner = conn, owner
+                self._slots = anyio.Semaphore(self._connections)
+
+    async def close(self) -> None:
+        lock = self._lock
+        if lock is None:
+            return
+        with anyio.CancelScope(shield=True):
+            async with lock:
+                conns = [self._owner_conn, *self._idle, *self._idle_locks]
+                self._owner_conn, self._idle, self._idle_locks = None, [], []
+                listener, self._listener = self._listener, None
+                if listener is not None:  # woken (a NOTIFY), then closed once no thread waits on it
+                    await anyio.to_thread.run_sync(close_listener, listener, self._listening, conns[0])
+                self._lock = self._slots = None
+                for conn in conns:
+                    if conn is not None:  # this host's locks go first, so other hosts see it gone at once
+                        await anyio.to_thread.run_sync(close_quietly, conn, True)
+
+    def _connect_owner(self) -> tuple[Any, int]:
+        """In a worker thread: the first connection, the schema checked or created, and this store's owner key."""
+        conn = self.connect()
+        try:
+            self._prepare(conn)
+            while True:  # a key no live store holds
+                owner = secrets.randbelow(2**31 - 2) + 1
+                if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (OWNER_LOCK, owner)).fetchone()[0]:
+                    return conn, owner
+        except BaseException:
+            close_quietly(conn)
+            raise
+
+    def _prepare(self, conn: Any) -> None:
+        """In a worker thread: check the schema of the database, or create it (see `_postgres_schema.prepare`)."""
+        prepare(
+            conn,
+            create=self._create,
+            psycopg=self._psycopg,
+            fail=self.fail,
+            database_error=self.database_error,
+            scrub=self.scrub,
+        )
+
+    async def keep_claim(self) -> bool:
+        """Make sure this host's liveness claim (the owner lock) is held; whether it had to be
+        taken again. After a server restart or a killed connection the claim is gone with the
+        connection that held it: a fresh connection takes the same key back, so the turns and
+        jobs this host owns stay its own. Raises a retryable `StoreError` while the server is away."""
+        if self._owner_conn is None:
+            raise self.closed_error()
+        return await anyio.to_thread.run_sync(self._keep_claim)
+
+    def _keep_claim(self) -> bool:
+        conn = self._owner_conn
+        if conn is None:
+            raise self.closed_error()
+        psycopg = self._psycopg
+        if not conn.closed and not conn.broken:
+            try:
+                conn.execute("SELECT 1", ())
+                return False
+            except psycopg.Error:
+                pass
+        fresh = self.connect()  # retryable StoreError while the server is away
+        try:
+            while True:
+                taken = fresh.execute("SELECT pg_try_advisory_lock(%s, %s)", (OWNER_LOCK, self._owner)).fetchone()[0]
+                if taken:
+                    break
+                # Another store took this key while the server had forgotten this one (a one
+                # in two billion chance): this host goes on under a new key.
+                self._owner = secrets.randbelow(2**31 - 2) + 1
+        except psycopg.Error as exc:
+            close_quietly(fresh)
+            raise self.database_error(exc, "could not take back its liveness claim") from exc
+        if self._owner_conn is None:  # closed meanwhile
+            close_quietly(fresh)
+            raise self.closed_error()
+        old, self._owner_conn = self._owner_conn, fresh
+        close_quietly(old)
+        return True
+
+    async def read_all(self) -> StoredState:
+        def read(conn: Any) -> StoredState:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
+                return StoredState(
+                    sessions=self._decode_all(conn, _rows.SESSIONS, SessionRecord),
+                    turns=self._decode_all(conn, _rows.TURNS, TurnRecord),
+                    nodes=self._decode_all(conn, _rows.NODES, SessionNode),
+                    edges=self._decode_all(conn, _rows.EDGES, LineageEdge),
+                )
+
+        return await self.with_connection(read)
+
+    # -- the driver's calls (`_sql.Driver`) ----------------------------------------------
+
+    def row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
         row = table.row(record)
         if self._psycopg is None:  # checked here too, so a closed store says so first
-            raise self._closed_error()
+            raise self.closed_error()
         for column, value in zip(table.columns, row, strict=True):
             if isinstance(value, str) and "\x00" in value:
                 key = ", ".join(f"{k}={getattr(record, k, '?')!r}" for k in table.key)
@@ -78,18 +229,10 @@ class PostgresCommit:
                 )
         return row
 
-    def _edge_row(self, edge: LineageEdge) -> tuple[object, ...]:
-        artifact = edge.artifact
-        return (
-            *self._row(_rows.EDGES, edge),
-            None if artifact is None else artifact.type,
-            None if artifact is None else artifact.source_id,
-        )
-
-    async def _with_connection(self, work: Callable[[Any], _R]) -> _R:
+    async def with_connection(self, work: Callable[[Any], _R]) -> _R:
         slots = self._slots
         if slots is None or self._owner_conn is None:
-            raise self._closed_error()
+            raise self.closed_error()
         async with slots:
             # The idle connection is taken in the worker thread: a task cancelled before the
             # thread starts must not drop one it took (it would be left open, unowned).
@@ -107,7 +250,7 @@ class PostgresCommit:
         except IndexError:
             conn = None
         if conn is None or conn.closed or conn.broken:
-            conn = self._connect()
+            conn = self.connect()
         try:
             return conn, work(conn)
         except BaseException as exc:
@@ -121,62 +264,51 @@ class PostgresCommit:
                 self._idle.append(conn)
             raise
 
-    async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
+    async def query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         def run(conn: Any) -> list[tuple[Any, ...]]:
             try:
                 rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
                 return rows
             except self._psycopg.Error as exc:
-                raise self._database_error(exc, "cannot be read") from exc
+                raise self.database_error(exc, "cannot be read") from exc
 
         try:
-            return await self._with_connection(run)
+            return await self.with_connection(run)
         except StoreError as exc:
             if not exc.retryable:
                 raise
             # An idle connection the server ended (a restart, pg_terminate_backend) fails its
             # first use; a read is tried once more on a fresh one (a write is the caller's to retry).
-            return await self._with_connection(run)
+            return await self.with_connection(run)
 
-    def _traces_present(self) -> bool:
-        return True  # made with the store, or given to it when a host opened it
+    def columns(self, table: _rows.Table, alias: str = "") -> str:
+        return cols(table, alias)
 
-    def _approvals_present(self) -> bool:
-        return True  # made with the store, or given to it when a host opened it
-
-    def _lacks(self, column: str) -> bool:
+    def lacks(self, column: str) -> bool:
         return False  # a database is brought up to date when a host opens it
 
-    async def _records_where(
-        self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
-    ) -> tuple[_R, ...]:
-        return await self._records(table, record, f"SELECT {cols(table)} FROM host_sim.{table.name} {where}", params)
-
-    async def _records(
-        self, table: _rows.Table, record: type[_R], sql: str, params: tuple[object, ...]
-    ) -> tuple[_R, ...]:
-        rows = await self._query(sql, params)
-        return tuple(self._decode(table, record, row) for row in rows)
+    def has_table(self, table: str) -> bool:
+        return True  # made with the store, or given to it when a host opened it
 
     def _decode_all(self, conn: Any, table: _rows.Table, record: type[_R]) -> tuple[_R, ...]:
         try:
             rows = conn.execute(f"SELECT {cols(table)} FROM host_sim.{table.name} ORDER BY seq", ()).fetchall()
         except self._psycopg.Error as exc:
-            raise self._database_error(exc, "cannot be read") from exc
-        return tuple(self._decode(table, record, row) for row in rows)
+            raise self.database_error(exc, "cannot be read") from exc
+        return tuple(self.decode(table, record, row) for row in rows)
 
-    def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
+    def decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
         return _rows.decode(table, record, row, self._damaged)
 
     def _damaged(self, problem: str) -> StoreError:
-        return self._fail(problem, "the row was edited by hand; run 'host-sim fsck --store DSN' on it")
+        return self.fail(problem, "the row was edited by hand; run 'host-sim fsck --store DSN' on it")
 
-    async def _transact(self, steps: list[Step]) -> None:
+    async def transact(self, steps: list[Step]) -> None:
         """Run ``steps`` in one transaction, with the event rows the calling task staged for it
         (`staged`, a transactional outbox): the rows commit with the change or not at all."""
         events = staged_rows()
         if events is not None:
-            self._check_event_rows(events.rows)
+            self.check_event_rows(events.rows)
         first: list[int] = []
 
         def run(conn: Any) -> None:
@@ -191,33 +323,33 @@ class PostgresCommit:
                         if step.expect != "any" and cursor.rowcount < 1:  # changed, or found, no row
                             raise Refused(step.refusal)
                     if events is not None:
-                        first.append(self._insert_events(conn, events.rows))
+                        first.append(self.insert_events(conn, events.rows))
             except Refused as refused:
-                raise self._refuse(str(refused)) from None
+                raise self.refuse(str(refused)) from None
             except psycopg.Error as exc:
-                raise self._database_error(exc, "could not be written") from exc
+                raise self.database_error(exc, "could not be written") from exc
 
-        await self._with_connection(run)
+        await self.with_connection(run)
         if events is not None and first:
             events.written(first[0])
 
-    def _closed_error(self) -> StoreError:
+    def closed_error(self) -> StoreError:
         return StoreError(
             f"the PostgreSQL store {self.path!r} is not open; a Host opens its store when "
             "entered (async with Host(store=...)), or call 'await store.open()' first",
             path=self.path,
         )
 
-    def _fail(self, problem: str, remedy: str) -> StoreError:
+    def fail(self, problem: str, remedy: str) -> StoreError:
         return StoreError(f"the PostgreSQL store {self.path!r} {problem}; {remedy}", path=self.path)
 
-    def _refuse(self, problem: str) -> StoreError:
+    def refuse(self, problem: str) -> StoreError:
         """A write this store refuses (a rule of `_rows`, or a constraint the database holds)."""
-        return self._fail(f"refused a write: {problem}", "records never change")
+        return self.fail(f"refused a write: {problem}", "records never change")
 
-    def _database_error(self, exc: BaseException, doing: str) -> StoreError:
+    def database_error(self, exc: BaseException, doing: str) -> StoreError:
         psycopg = self._psycopg
-        text = self._scrub(diagnosis(exc))
+        text = self.scrub(diagnosis(exc))
         if psycopg is not None and isinstance(exc, psycopg.OperationalError):
             return StoreError(
                 f"the PostgreSQL store {self.path!r} {doing}: the connection to the server failed ({text}); "
@@ -227,12 +359,12 @@ class PostgresCommit:
                 retryable=True,
             )
         if psycopg is not None and isinstance(exc, psycopg.errors.InsufficientPrivilege):
-            return self._fail(f"{doing}: permission denied ({text})", "grant the role access to schema host_sim")
+            return self.fail(f"{doing}: permission denied ({text})", "grant the role access to schema host_sim")
         if psycopg is not None and isinstance(exc, psycopg.errors.UndefinedTable):
-            return self._fail(f"{doing}: its tables are gone ({text})", "the schema host_sim was dropped; restore it")
-        return self._fail(f"{doing} ({text})", "see the server's log")
+            return self.fail(f"{doing}: its tables are gone ({text})", "the schema host_sim was dropped; restore it")
+        return self.fail(f"{doing} ({text})", "see the server's log")
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
         password = _password_of(self._dsn)
         return text.replace(password, "***") if password else text
 
@@ -249,13 +381,13 @@ class PostgresCommit:
             self._psycopg = psycopg
         return self._psycopg
 
-    def _connect(self) -> Any:
+    def connect(self) -> Any:
         psycopg = self._import()
         try:
             params = psycopg.conninfo.conninfo_to_dict(self._dsn)
         except psycopg.ProgrammingError as exc:
             raise StoreError(
-                f"{self.path!r} is not a PostgreSQL connection string ({self._scrub(diagnosis(exc))}); pass "
+                f"{self.path!r} is not a PostgreSQL connection string ({self.scrub(diagnosis(exc))}); pass "
                 "'postgresql://user@host:5432/dbname' or 'host=... port=... dbname=...'",
                 path=self.path,
             ) from None
@@ -272,7 +404,7 @@ class PostgresCommit:
             raise self._connect_error(exc) from None
 
     def _connect_error(self, exc: BaseException) -> StoreError:
-        text = self._scrub(diagnosis(exc))
+        text = self.scrub(diagnosis(exc))
         low = text.lower()
         if "does not exist" in low and "database" in low:
             remedy = "create it first (createdb NAME, or CREATE DATABASE NAME), or pass the DSN of an existing database"

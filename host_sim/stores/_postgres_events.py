@@ -1,5 +1,5 @@
-"""The event log of hosts sharing a `PostgresStore` (docs/embedding.md), inherited by
-`PostgresStore` (see its module docstring, "The event log"): rows of ``host_sim.events``
+"""The event log of hosts sharing a `PostgresStore` (docs/embedding.md), part of
+`PostgresDriver` (see the `PostgresStore` module docstring, "The event log"): rows of ``host_sim.events``
 written in seq order, a NOTIFY that wakes the other hosts, reply_delta payloads sent
 best-effort, retention; and the statements with which an erasure takes the text of its
 turns and commands out of the rows written before and after it.
@@ -107,7 +107,7 @@ class PostgresEvents:
 
     __slots__ = ()
 
-    if TYPE_CHECKING:  # supplied by PostgresStore
+    if TYPE_CHECKING:  # supplied by PostgresDriver
         _owner: int
         _owner_conn: Any
         _listener: Any
@@ -115,12 +115,12 @@ class PostgresEvents:
         _event_retention: timedelta
         _psycopg: Any
 
-        def _connect(self) -> Any: ...
-        def _closed_error(self) -> StoreError: ...
-        def _fail(self, problem: str, remedy: str) -> StoreError: ...
-        def _database_error(self, exc: BaseException, doing: str) -> StoreError: ...
-        async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]: ...
-        async def _with_connection(self, work: Callable[[Any], _R]) -> _R: ...
+        def connect(self) -> Any: ...
+        def closed_error(self) -> StoreError: ...
+        def fail(self, problem: str, remedy: str) -> StoreError: ...
+        def database_error(self, exc: BaseException, doing: str) -> StoreError: ...
+        async def query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]: ...
+        async def with_connection(self, work: Callable[[Any], _R]) -> _R: ...
 
     # -- the event log (docs/embedding.md) ------------------------------------------------
 
@@ -138,23 +138,23 @@ class PostgresEvents:
         """
         if not rows:
             return
-        self._check_event_rows(rows)
+        self.check_event_rows(rows)
 
         def run(conn: Any) -> None:
             try:
                 with conn.transaction():
-                    self._insert_events(conn, rows)
+                    self.insert_events(conn, rows)
             except self._psycopg.Error as exc:
-                raise self._database_error(exc, "could not write events") from exc
+                raise self.database_error(exc, "could not write events") from exc
 
-        await self._with_connection(run)
+        await self.with_connection(run)
 
-    def _check_event_rows(self, rows: Sequence[EventRow]) -> None:
+    def check_event_rows(self, rows: Sequence[EventRow]) -> None:
         for r in rows:
             if "\x00" in r.event:
-                raise self._fail(f"cannot store a {r.kind} event holding a NUL character", "remove it where the text enters")
+                raise self.fail(f"cannot store a {r.kind} event holding a NUL character", "remove it where the text enters")
 
-    def _insert_events(self, conn: Any, rows: Sequence[EventRow]) -> int:
+    def insert_events(self, conn: Any, rows: Sequence[EventRow]) -> int:
         """In a worker thread, inside a transaction (the one of the change they report, or
         their own): insert ``rows`` numbered in commit order and wake the listening hosts; the
         first row's seq. The lock is taken last, so that it is held only while the rows are
@@ -178,26 +178,26 @@ class PostgresEvents:
 
     async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
         """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
-        rows = await self._query(
+        rows = await self.query(
             "SELECT seq, host_id, event FROM host_sim.events WHERE seq > %s ORDER BY seq LIMIT %s", (seq, limit)
         )
         return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     async def trimmed_events(self) -> int:
         """The newest seq retention deleted (0: none)."""
-        rows = await self._query("SELECT value FROM host_sim.meta WHERE key = 'events_trimmed'", ())
+        rows = await self.query("SELECT value FROM host_sim.meta WHERE key = 'events_trimmed'", ())
         return int(rows[0][0]) if rows else 0
 
     async def last_event_seq(self) -> int:
         """The newest event row's seq (0: none): where a host that opens starts reading."""
-        rows = await self._query("SELECT max(seq) FROM host_sim.events", ())
+        rows = await self.query("SELECT max(seq) FROM host_sim.events", ())
         return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
     async def wait_for_events(self, timeout: float) -> list[str]:
         """Wait until a host wrote event rows (a NOTIFY) or ``timeout`` seconds passed; returns
         the reply_delta payloads that arrived meanwhile. A wake-up, never the truth: the rows are."""
         if self._owner_conn is None:
-            raise self._closed_error()
+            raise self.closed_error()
         if self._listener is None or self._listener.closed:  # first use, or lost (the server restarted)
             await anyio.to_thread.run_sync(self._listen)  # the store holds it even if this task is cancelled
         listener, listening = self._listener, self._listening
@@ -213,7 +213,7 @@ class PostgresEvents:
                             deltas.append(note.payload)
                 except self._psycopg.Error as exc:
                     close_quietly(listener)
-                    raise self._database_error(exc, "lost its event listener") from exc
+                    raise self.database_error(exc, "lost its event listener") from exc
                 return deltas
 
         return await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
@@ -221,13 +221,13 @@ class PostgresEvents:
     def _listen(self) -> None:
         if self._listener is not None:
             close_listener(self._listener, self._listening, None)
-        conn = self._connect()
+        conn = self.connect()
         try:
             conn.execute(f"LISTEN {_EVENTS_CHANNEL}", ())
             conn.execute(f"LISTEN {_DELTAS_CHANNEL}", ())
         except self._psycopg.Error as exc:  # the connection died at once: the reader retries
             close_quietly(conn)
-            raise self._database_error(exc, "could not listen for events") from exc
+            raise self.database_error(exc, "could not listen for events") from exc
         except BaseException:
             close_quietly(conn)
             raise
@@ -237,7 +237,7 @@ class PostgresEvents:
         """Hand a reply_delta to the other hosts' listeners (best-effort: dropped when too large)."""
         if len(payload.encode("utf-8")) > _MAX_NOTIFY_PAYLOAD or "\x00" in payload:
             return
-        await self._query(f"SELECT pg_notify('{_DELTAS_CHANNEL}', %s)", (payload,))
+        await self.query(f"SELECT pg_notify('{_DELTAS_CHANNEL}', %s)", (payload,))
 
     async def trim_events(self) -> int:
         """Delete event rows older than ``event_retention``; returns how many."""
@@ -260,9 +260,9 @@ class PostgresEvents:
                         )
                     return len(row)
             except self._psycopg.Error as exc:
-                raise self._database_error(exc, "could not delete old events") from exc
+                raise self.database_error(exc, "could not delete old events") from exc
 
-        return await self._with_connection(run)
+        return await self.with_connection(run)
 
 
 def close_listener(conn: Any, listening: threading.Lock, waker: Any) -> None:

@@ -1,5 +1,5 @@
 """How hosts sharing a `PostgresStore` run one session's turns one at a time: `lock_session`
-(see the `PostgresStore` module docstring, "Several hosts"), inherited by `PostgresStore`.
+(see the `PostgresStore` module docstring, "Several hosts"), part of `PostgresDriver`.
 
 A turn of session S runs while its host holds the session-level advisory lock
 ``(SESSION_LOCK, hashtext(S))`` on a connection of its own; PostgreSQL grants it to waiting
@@ -34,14 +34,14 @@ class PostgresLocks:
 
     __slots__ = ()
 
-    if TYPE_CHECKING:  # supplied by PostgresStore
+    if TYPE_CHECKING:  # supplied by PostgresDriver
         _owner_conn: Any
         _idle_locks: list[Any]
         _psycopg: Any
 
-        def _connect(self) -> Any: ...
-        def _closed_error(self) -> StoreError: ...
-        def _database_error(self, exc: BaseException, doing: str) -> StoreError: ...
+        def connect(self) -> Any: ...
+        def closed_error(self) -> StoreError: ...
+        def database_error(self, exc: BaseException, doing: str) -> StoreError: ...
 
     @contextlib.asynccontextmanager
     async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
@@ -81,14 +81,14 @@ class PostgresLocks:
 
     async def _lock_connection(self) -> Any:
         if self._owner_conn is None:
-            raise self._closed_error()
+            raise self.closed_error()
         while self._idle_locks:
             conn = self._idle_locks.pop()
             if not conn.closed and not conn.broken:
                 return conn
         made: list[Any] = []
         try:
-            await anyio.to_thread.run_sync(lambda: made.append(self._connect()))
+            await anyio.to_thread.run_sync(lambda: made.append(self.connect()))
         except BaseException:
             for conn in made:  # connected, but the caller was cancelled meanwhile
                 close_quietly(conn)
@@ -141,11 +141,11 @@ class PostgresLocks:
             raise
         if failure:
             close_quietly(conn)
-            raise self._database_error(failure[0], f"cannot lock session {session_id!r}")
+            raise self.database_error(failure[0], f"cannot lock session {session_id!r}")
         return generation[0]
 
     def _unlock_session(self, conn: Any, session_id: SessionId) -> None:
         try:
             conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (SESSION_LOCK, session_id))
         except self._psycopg.Error as exc:
-            raise self._database_error(exc, f"cannot unlock session {session_id!r}") from exc
+            raise self.database_error(exc, f"cannot unlock session {session_id!r}") from exc

@@ -10,7 +10,21 @@ from ._sql import Dialect, Step
 
 __all__ = ["DIALECT", "Refused", "Step", "check", "close_quietly", "cols", "diagnosis", "marks"]
 
-DIALECT: Final = Dialect(mark="%s", schema="host_sim.", order="seq", or_ignore=False)
+DIALECT: Final = Dialect(
+    mark="%s",
+    schema="host_sim.",
+    order="seq",
+    or_ignore=False,
+    tag_position="seq",
+    extra_columns={
+        "sessions": ("parent_session_id",),
+        "turns": ("owner",),
+        "edges": ("artifact_type", "artifact_source_id"),
+        "jobs": ("owner",),
+    },
+    several_writers=True,
+    array_parameters=True,
+)
 """How PostgreSQL spells what both SQL stores write (`_sql.Dialect`)."""
 
 

@@ -1,20 +1,19 @@
 """The `LogStore` and job methods both SQL stores write alike (docs/embedding.md), written once.
 
 An invocation begun and finished, a store's invocations of a session, a job read by id or
-all of them, a job's turn noted and its cancel asked for. `SqliteStore` and `PostgresStore`
-inherit `SqlJobs` beside `_sql_traces.SqlTraces` and supply the same dialect
-(`_sql.Dialect`), transactions and reads, and `_lacks` (a column an older SQLite file has
-not: nothing is read from it). What differs between the databases stays in each store:
-writing a job (PostgreSQL notes its owner), paging, cancel requests (``IN`` against
-``ANY``), interrupting jobs (PostgreSQL only those of hosts gone, in one ``RETURNING``
-statement), the inbox and deletions.
+all of them, a job's turn noted, its cancel asked for and the cancels asked. Part of the
+SQL store engine (`_sql_store.SqlStore`), which supplies the dialect (`_sql.Dialect`),
+transactions and reads, and `_lacks` (a column an older SQLite file has not: nothing is
+read from it). What differs between the databases stays in each store: writing a job
+(PostgreSQL notes its owner), paging, interrupting jobs (PostgreSQL only those of hosts
+gone, in one ``RETURNING`` statement), the inbox and deletions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from modular_sdk import SessionId, TurnId
 
@@ -33,14 +32,15 @@ class SqlJobs:
 
     __slots__ = ()
 
-    _dialect: ClassVar[Dialect]
+    _dialect: Dialect
 
-    if TYPE_CHECKING:  # supplied by the store
+    if TYPE_CHECKING:  # supplied by SqlStore (`_sql_store`), the engine this is part of
 
         def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]: ...
         def _refuse(self, problem: str) -> StoreError: ...
         def _lacks(self, column: str) -> bool: ...
         async def _transact(self, steps: list[Step]) -> None: ...
+        async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]: ...
         async def _records_where(
             self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
         ) -> tuple[_R, ...]: ...
@@ -93,3 +93,14 @@ class SqlJobs:
             f"WHERE id = {m} AND status = 'running' AND cancel_requested_at IS NULL"
         )
         await self._transact([Step(sql, (at.isoformat(), job_id), "")])
+
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
+        if not job_ids or self._lacks("jobs.id"):
+            return ()
+        d = self._dialect
+        where, params = d.any_of("id", job_ids)
+        rows = await self._query(
+            f"SELECT id FROM {d.table('jobs')} WHERE {where} AND status = 'running' AND cancel_requested_at IS NOT NULL",
+            params,
+        )
+        return tuple(str(r[0]) for r in rows)

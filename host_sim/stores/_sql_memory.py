@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from modular_sdk import MemoryRecord, RecordId, SessionId, TurnId
 
@@ -112,13 +112,13 @@ HAS_MEMORY_RULES_POSTGRES: Final = (
 
 
 class SqlMemory:
-    """The `RecordStore` methods of `SqliteStore` and `PostgresStore` (see the module docstring)."""
+    """The `RecordStore` methods of the SQL store engine, `_sql_store.SqlStore` (see the module docstring)."""
 
     __slots__ = ()
 
-    _dialect: ClassVar[Dialect]
+    _dialect: Dialect
 
-    if TYPE_CHECKING:  # supplied by the store
+    if TYPE_CHECKING:  # supplied by SqlStore (`_sql_store`), the engine this is part of
 
         def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]: ...
         def _refuse(self, problem: str) -> StoreError: ...

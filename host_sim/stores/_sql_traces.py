@@ -1,9 +1,9 @@
 """The `TraceStore` methods of both SQL stores (docs/traces.md, stores/_traces.py), written once.
 
 Traces, their tasks, links and outputs, recorded commits, the derived trace index, proposed
-actions and their one decision, and applied spool events. `SqliteStore` and `PostgresStore`
-inherit `SqlTraces` and supply its SQL dialect (`_sql.Dialect`), their transactions and
-connections; the tables are `_rows`' (made by ``_sqlite_schema.py`` and
+actions and their one decision, and applied spool events. Part of the SQL store engine
+(`_sql_store.SqlStore`), which supplies its SQL dialect (`_sql.Dialect`), transactions and
+reads; the tables are `_rows`' (made by ``_sqlite_schema.py`` and
 ``_postgres_traces.py``). Each write is one transaction; a SQLite reader of a store made
 before traces finds none (``_traces_present``).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from modular_sdk import SessionId, TurnId
 
@@ -48,9 +48,9 @@ class SqlTraces:
 
     __slots__ = ()
 
-    _dialect: ClassVar[Dialect]
+    _dialect: Dialect
 
-    if TYPE_CHECKING:  # supplied by the store
+    if TYPE_CHECKING:  # supplied by SqlStore (`_sql_store`), the engine this is part of
 
         def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]: ...
         def _refuse(self, problem: str) -> StoreError: ...

@@ -1,12 +1,13 @@
 """`SqliteStore`: a durable store in one SQLite file (stdlib ``sqlite3``).
 
-This module holds the store: opening the file (its lock), writes and reads. Beside it:
-``_sqlite_schema.py`` (the statements that make and upgrade a file, and `prepare`, which
-runs them), ``_sqlite_commit.py`` (the group commit); shared with `PostgresStore`:
-``_sql_traces.py`` and ``_sql_jobs.py`` (the `TraceStore` methods and the job and
-invocation methods both write alike, written once for both SQL dialects,
-``_sql.py``) and ``_rows.py`` (the tables, the checks made before each write and the
-rows each write needs).
+The store is the SQL store engine (``_sql_store.py``, shared with `PostgresStore`) built
+with SQLite's dialect (``_sqlite_commit.DIALECT``, ``_sql.py``) and driver (`SqliteDriver`,
+below: the file, its lock and the group commit of ``_sqlite_commit.py``;
+``_sqlite_schema.py`` makes and upgrades a file). Beside the driver, this module holds
+what only SQLite does: its JSON reads, the inbox, paging by ``rowid`` and readers of
+older files.
+``_rows.py`` holds the tables, the checks made before each write and the rows each
+write needs.
 
 The tables, their columns, indexes and triggers are the statements of ``_sqlite_schema.py``
 (drawn nowhere else, so nothing drifts from them); what a store keeps and guarantees is
@@ -45,73 +46,49 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Final, Literal, TypeVar, final
+from typing import IO, Final, TypeVar, final
 from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
 import attrs
 
-from modular_sdk import InvalidArgumentError, SerializationError, SessionId, TurnId
+from modular_sdk import InvalidArgumentError, SerializationError, SessionId
 from modular_sdk._rules import show
 
 from ._records import LineageEdge, SessionNode
-from ._erasure import Erasure, statements
+from ._erasure import Erasure
 from ._errors import StoreError, StoreLockedError
-from ._records import ERASED_LABEL
 from ._protocol import INDEX_VERSION
 from . import _rows
 from . import _sqlite_schema as _schema
+from ._errors import StoreError, StoreLockedError
 from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, upsert
-from ._sql_jobs import SqlJobs
-from ._approvals import SqlApprovals
-from ._sql_traces import SqlTraces
-from ._sql_memory import SqlMemory
+from ._sql_store import SqlStore
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
-from ._records import JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+from ._records import JobRecord, SessionRecord, StoredState, TurnRecord
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 _R = TypeVar("_R")
 
-_JOB_TAGS: Final = (
-    "INSERT OR IGNORE INTO job_tags (key, value, position, job_id) SELECT t.key, t.value, j.rowid, j.id "
-    "FROM jobs j JOIN session_tags t ON t.session_id = j.session_id WHERE j.id = ?"
-)
 
-_RETRACT_TURN: Final = (
-    "UPDATE turns SET retracted_at = ?, retraction_reason = ? "
-    "WHERE id = ? AND status != 'running' AND retracted_at IS NULL"
-)
 
 
 
 _SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
 
-_TAG_ROW: Final = (
-    "INSERT INTO session_tags (session_id, key, value, position) "
-    "VALUES (?, ?, ?, (SELECT rowid FROM sessions WHERE id = ?))"
-)
 _REBUILD_TAGS: Final = (
     "INSERT INTO session_tags (session_id, key, value, position) "
     "SELECT s.id, j.key, j.value, s.rowid FROM sessions s, json_each(s.tags) j WHERE s.tags IS NOT NULL"
 )
 _LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
-_TURN_KEY: Final = " AND ".join(f"{c} = ?" for c in _rows.TURN_KEY)
-_ERASE_TURN: Final = (
-    f"UPDATE turns SET {', '.join(f'{c} = ?' for c in _rows.TURN_ERASED)}, "
-    "retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE ? END "
-    f"WHERE {_TURN_KEY} AND status != 'running' AND erased_at IS NULL"
-)
 
-_FINISH_TURN: Final = (
-    f"UPDATE turns SET {', '.join(f'{c} = ?' for c in _rows.TURN_FINISHED)} WHERE {_TURN_KEY} AND status = 'running'"
-)
 
 
 @final
-class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
+class SqliteStore(SqlStore):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write.
 
     ``path`` (and its folder) is created with its schema when missing, unless
@@ -127,6 +104,151 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
 
     >>> async with Host(store=SqliteStore("chats.sqlite")) as host: ...  # doctest: +SKIP
     """
+
+    __slots__ = ()
+
+    _driver: SqliteDriver
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None:
+        super().__init__(DIALECT, SqliteDriver(_store_path(path), create=create, read_only=read_only))
+
+    def __repr__(self) -> str:
+        state = "open" if self._driver.is_open else "closed"
+        mode = ", read-only" if self.read_only else ""
+        return f"<SqliteStore {str(self.path)!r} ({state}{mode})>"
+
+    @property
+    def path(self) -> Path:
+        """The store's file."""
+        return self._driver.path
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store only reads (and takes no lock)."""
+        return self._driver.read_only
+
+    async def _records(
+        self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
+    ) -> tuple[_R, ...]:
+        return await self._records_where(table, record, where, params)
+
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
+        steps = [Step("DELETE FROM nodes", (), ""), Step("DELETE FROM edges", (), "")]
+        steps += [Step(insert(_rows.NODES), _rows.NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [Step(insert(_rows.EDGES), _rows.EDGES.row(e), "cannot write an edge") for e in edges]
+        steps += [Step("DELETE FROM session_tags", (), ""), Step(_REBUILD_TAGS, (), "cannot index tags")]
+        steps.append(Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
+        await self._transact(steps)
+
+    async def erase(self, erasure: Erasure) -> None:
+        """Carry out an erasure over every place that keeps text, in one transaction.
+
+        The places are ``PLACES``; then the WAL is checkpointed so no erased text is left in
+        it (free pages are zeroed: ``secure_delete`` is on)."""
+        steps = self._erasure_steps(erasure, self._driver.tables)
+        if (erasure.records or erasure.sessions) and "memory_fts" in self._driver.tables:
+            # The FTS5 triggers took the erased text out; merging drops it from every segment.
+            steps.append(Step("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')", (), "cannot merge the memory index"))
+        await self._transact(steps)
+        await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
+
+    # -- the integrator's log (LogStore) --------------------------------------------------
+    # (invocations, get_job, list_jobs, job_turn_began, request_job_cancel: SqlJobs)
+
+    async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
+        running = await self._records(_rows.JOBS, JobRecord, "WHERE status = 'running' ORDER BY rowid", ())
+        if running:
+            at = now()
+            await self._transact(
+                [
+                    Step(
+                        upsert(_rows.JOBS),
+                        _rows.JOBS.row(
+                            attrs.evolve(
+                                job,
+                                status="interrupted",
+                                finished_at=at,
+                                error="the host closed before the job finished",
+                                error_kind="interrupted",
+                            )
+                        ),
+                        f"cannot write job {job.id!r}",
+                    )
+                    for job in running
+                ]
+            )
+        return len(running)
+
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
+        where = "WHERE json_extract(message, '$.type') = 'notification'"
+        params: tuple[object, ...] = ()
+        if session_id is not None:
+            where += " AND session_id = ?"
+            params = (session_id,)
+        for key, value in tags.items():
+            where += " AND session_id IN (SELECT session_id FROM session_tags WHERE key = ? AND value = ?)"
+            params += (key, value)
+        if unread_only and not self._driver.absent("reads"):
+            where += " AND id NOT IN (SELECT turn_id FROM reads)"
+        order = " ORDER BY ordinal" if session_id is not None else " ORDER BY rowid"
+        return await self._records(_rows.TURNS, TurnRecord, where + order, params)
+
+    async def page_sessions(
+        self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
+    ) -> tuple[Sequence[SessionRecord], int | None]:
+        roots = " AND json_extract(s.lineage, '$.kind') = 'root'" if roots_only else ""
+        live = "" if self._driver.absent("deletions") else f" AND {_LIVE}"
+        join = "s.rowid = t.position"
+        return await self._page(_rows.SESSIONS, SessionRecord, "s", "session_tags", join, roots + live, (), tags, limit, before)
+
+    async def delete_session(self, session_id: SessionId, at: datetime) -> None:
+        stamp = at.isoformat()
+        await self._transact(
+            [
+                check(_rows.session_stored(session_id, "delete a stored session")),
+                Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
+            ]
+        )
+
+    async def deleted_at(self, session_id: SessionId) -> datetime | None:
+        if self._driver.absent("deletions"):
+            return None
+        rows = await self._query("SELECT deleted_at FROM deletions WHERE session_id = ?", (session_id,))
+        try:
+            return _rows.time_of(rows[0][0]) if rows else None
+        except SerializationError as exc:
+            raise self._fail(
+                f"holds an unreadable deletions row ({session_id!r}): {exc}",
+                "the file is damaged or was edited by hand; run host-sim fsck on it",
+            ) from None
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def running_turns(self) -> Sequence[TurnRecord]:
+        return await self._records(_rows.TURNS, TurnRecord, "WHERE status = 'running' ORDER BY rowid", ())
+
+    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
+        return await self._records(
+            _rows.SESSIONS,
+            SessionRecord,
+            "WHERE json_extract(lineage, '$.parent_session_id') = ? ORDER BY rowid",
+            (session_id,),
+        )
+
+    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
+        return await self._records(
+            _rows.EDGES,
+            LineageEdge,
+            "WHERE artifact IS NOT NULL AND json_extract(artifact, '$.type') = ? "
+            "AND json_extract(artifact, '$.source_id') = ? ORDER BY rowid",
+            (artifact_type, source_id),
+        )
+
+class SqliteDriver:
+    """One SQLite file, opened for `SqliteStore` (see the module docstring)."""
 
     __slots__ = (
         "_batch",
@@ -144,10 +266,8 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
         "_has_traces",
     )
 
-    _dialect = DIALECT
-
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False) -> None:
-        self._path = _store_path(path)
+    def __init__(self, path: Path, *, create: bool, read_only: bool) -> None:
+        self._path = path
         self._create = create and not read_only
         self._read_only = read_only
         self._conn: sqlite3.Connection | None = None
@@ -161,20 +281,39 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
         self._absent_tables: frozenset[str] = frozenset()
         self._tables: frozenset[str] = frozenset()  # every table the file has (erasure reaches those)
 
-    def __repr__(self) -> str:
-        state = "open" if self._conn is not None else "closed"
-        mode = ", read-only" if self._read_only else ""
-        return f"<SqliteStore {str(self._path)!r} ({state}{mode})>"
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
 
     @property
     def path(self) -> Path:
-        """The store's file."""
         return self._path
 
     @property
     def read_only(self) -> bool:
-        """Whether this store only reads (and takes no lock)."""
         return self._read_only
+
+    @property
+    def owner(self) -> None:
+        return None  # one writer: the running work is this host's
+
+    @property
+    def tables(self) -> frozenset[str]:
+        """Every table the file has (an erasure reaches those)."""
+        return self._tables
+
+    def lacks(self, column: str) -> bool:
+        """Whether the file lacks ``table.column`` (an older schema, opened by a reader)."""
+        return column in self._missing
+
+    def absent(self, table: str) -> bool:
+        """Whether an older schema lacks the table ``table`` (a reader never upgrades)."""
+        return table in self._absent_tables
+
+    def has_table(self, table: str) -> bool:
+        if table == "traces":
+            return self._has_traces
+        return table in self._tables
 
     async def open(self) -> None:
         """Open (or create) the file, checking that it is a host-sim store; reads no records.
@@ -206,417 +345,45 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
                     await anyio.to_thread.run_sync(self._close_connection, conn)
                 self._unlock()
 
-    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
-        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
-        await self._transact(self._session_steps(record, node, edge))
-
-    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[Step]:
-        """The statements that write a session, its node and its edge (and what joins them)."""
-        steps = [
-            Step(insert(_rows.SESSIONS), _rows.SESSIONS.row(record), _rows.session_taken(record.id)),
-            Step(upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {record.id!r}"),
-        ]
-        if edge is not None:
-            steps.append(Step(upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge into session {record.id!r}"))
-        steps += [
-            Step(_TAG_ROW, (record.id, key, value, record.id), f"cannot index tag {key!r} of session {record.id!r}")
-            for key, value in record.tags.items()
-        ]
-        return steps
-
-    async def begin_turn(self, record: TurnRecord) -> None:
-        """Write a turn that starts (status ``running``); refuses a taken id or ordinal."""
-        _rows.check_begin_turn(record, self._refuse)
-        await self._transact(
-            [
-                check(_rows.session_of_turn(record)),
-                Step(insert(_rows.TURNS), _rows.TURNS.row(record), _rows.turn_taken(record)),
-            ]
-        )
-
-    async def finish_turn(self, record: TurnRecord) -> None:
-        """Replace a running turn by its finished record; refuses any turn that is not running."""
-        _rows.check_finish_turn(record, self._refuse)
-        row = _rows.TURNS.row(record)
-        params = _rows.TURNS.pick(row, (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
-        await self._transact([Step(_FINISH_TURN, params, _rows.turn_not_running(record.id), "change")])
-
-    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
-        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
-        before keeps its first reason)."""
-        await self._transact(
-            [
-                check(_rows.finished_turn_stored(turn_id)),
-                Step(_RETRACT_TURN, (at.isoformat(), reason, turn_id), f"cannot retract turn {turn_id!r}"),
-            ]
-        )
-        (record,) = await self._records(_rows.TURNS, TurnRecord, "WHERE id = ?", (turn_id,))
-        return record
-
-    async def save_node(self, node: SessionNode) -> None:
-        """Replace the node of a stored session."""
-        await self._transact(
-            [
-                check(_rows.session_stored(node.session_id, "a node belongs to a stored session")),
-                Step(upsert(_rows.NODES), _rows.NODES.row(node), f"cannot write the node of session {node.session_id!r}"),
-            ]
-        )
-
-    async def save_edge(self, edge: LineageEdge) -> None:
-        """Write a lineage edge between two stored sessions (same pair: replaced)."""
-        await self._transact(self._edge_steps(edge))
-
-    @staticmethod
-    def _edge_steps(edge: LineageEdge) -> list[Step]:
-        """Write ``edge`` once both its sessions are found stored."""
-        return [
-            *(check(need) for need in _rows.ends_stored(edge)),
-            Step(upsert(_rows.EDGES), _rows.EDGES.row(edge), f"cannot write the edge {edge.from_session_id!r} -> {edge.to_session_id!r}"),
-        ]
-
-    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
-        """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
-        steps = [Step("DELETE FROM nodes", (), ""), Step("DELETE FROM edges", (), "")]
-        steps += [Step(insert(_rows.NODES), _rows.NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
-        steps += [Step(insert(_rows.EDGES), _rows.EDGES.row(e), "cannot write an edge") for e in edges]
-        steps += [Step("DELETE FROM session_tags", (), ""), Step(_REBUILD_TAGS, (), "cannot index tags")]
-        steps.append(Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
-        await self._transact(steps)
-
-    async def erase(self, erasure: Erasure) -> None:
-        """Carry out an erasure over every place that keeps text, in one transaction.
-
-        The places are ``PLACES``; then the WAL is checkpointed so no erased text is left in
-        it (free pages are zeroed: ``secure_delete`` is on)."""
-        steps: list[Step] = []
-        for turn in erasure.turns:
-            _rows.check_erase_turn(turn, self._refuse)
-            row = _rows.TURNS.row(turn)
-            steps.append(
-                Step(
-                    _ERASE_TURN,
-                    (*_rows.TURNS.pick(row, _rows.TURN_ERASED), ERASED_LABEL, *_rows.TURNS.pick(row, _rows.TURN_KEY)),
-                    _rows.turn_not_erasable(turn.id),
-                    "change",
-                )
-            )
-        steps += [step for e in erasure.edges for step in self._edge_steps(e)]
-        steps += [
-            check(_rows.no_running_turn(turn_id))
-            for table, turn_id in sorted(erasure.errors)
-            if table == "turns"
-        ]
-        steps += [
-            Step(sql, params, "cannot erase the text of a record")
-            for sql, params in statements(erasure, tables=self._tables, mark="?", encode=_rows.erased_value)
-        ]
-        if (erasure.records or erasure.sessions) and "memory_fts" in self._tables:
-            # The FTS5 triggers took the erased text out; merging drops it from every segment.
-            steps.append(Step("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')", (), "cannot merge the memory index"))
-        await self._transact(steps)
-        await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
-
-    # -- the integrator's log (LogStore) --------------------------------------------------
-    # (invocations, get_job, list_jobs, job_turn_began, request_job_cancel: SqlJobs)
-
-    async def save_job(self, record: JobRecord) -> None:
-        if record.status == "running":  # a start inserts (its id taken: refused, atomically)
-            steps = [Step(insert(_rows.JOBS), _rows.JOBS.row(record), _rows.job_taken(record.id))]
-        else:  # an end replaces
-            steps = [Step(upsert(_rows.JOBS), _rows.JOBS.row(record), f"cannot write job {record.id!r}")]
-        if record.status == "running":  # it starts: index it by its session's tags
-            steps.append(Step(_JOB_TAGS, (record.id,), f"cannot index job {record.id!r}"))
-        await self._transact(steps)
-
-    async def page_jobs(
-        self,
-        session_id: SessionId | None,
-        status: JobStatus | None,
-        tags: Mapping[str, str],
-        limit: int,
-        before: int | None,
-    ) -> tuple[Sequence[JobRecord], int | None]:
-        if "jobs.id" in self._missing:
-            return (), None
-        bound = (1 << 62) if before is None else before
-        columns = ", ".join(f"NULL AS {c}" if f"jobs.{c}" in self._missing else f"j.{c}" for c in _rows.JOBS.columns)
-        where = ""
-        params: tuple[object, ...] = ()
-        if session_id is not None:
-            where += " AND j.session_id = ?"
-            params += (session_id,)
-        if status is not None:
-            where += " AND j.status = ?"
-            params += (status,)
-        pairs = list(tags.items())
-        if pairs and "job_tags" not in self._absent_tables:
-            (key, value), rest = pairs[0], pairs[1:]
-            also = "".join(
-                " AND EXISTS (SELECT 1 FROM job_tags o WHERE o.key = ? AND o.value = ? AND o.position = t.position)"
-                for _ in rest
-            )
-            sql = (
-                f"SELECT {columns}, t.position FROM job_tags t JOIN jobs j ON j.rowid = t.position "
-                f"WHERE t.key = ? AND t.value = ? AND t.position < ?{also}{where} ORDER BY t.position DESC LIMIT ?"
-            )
-            params = (key, value, bound, *(x for pair in rest for x in pair), *params, limit + 1)
-        else:  # (a reader of a store made before job_tags filters by its sessions' tags)
-            also = "".join(
-                " AND EXISTS (SELECT 1 FROM session_tags o WHERE o.session_id = j.session_id AND o.key = ? AND o.value = ?)"
-                for _ in pairs
-            )
-            sql = f"SELECT {columns}, j.rowid FROM jobs j WHERE j.rowid < ?{where}{also} ORDER BY j.rowid DESC LIMIT ?"
-            params = (bound, *params, *(x for pair in pairs for x in pair), limit + 1)
-        rows = await self._query(sql, params)
-        records = [self._decode(_rows.JOBS, JobRecord, row[:-1]) for row in rows[:limit]]
-        last = rows[limit - 1][-1] if len(rows) > limit else None
-        return tuple(records), last if isinstance(last, int) else None
-
-    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
-        if not job_ids or "jobs.id" in self._missing:
-            return ()
-        rows = await self._query(
-            f"SELECT id FROM jobs WHERE id IN ({', '.join('?' for _ in job_ids)}) "
-            "AND status = 'running' AND cancel_requested_at IS NOT NULL",
-            tuple(job_ids),
-        )
-        return tuple(str(r[0]) for r in rows)
-
-    async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
-        running = await self._records(_rows.JOBS, JobRecord, "WHERE status = 'running' ORDER BY rowid", ())
-        if running:
-            at = now()
-            await self._transact(
-                [
-                    Step(
-                        upsert(_rows.JOBS),
-                        _rows.JOBS.row(
-                            attrs.evolve(
-                                job,
-                                status="interrupted",
-                                finished_at=at,
-                                error="the host closed before the job finished",
-                                error_kind="interrupted",
-                            )
-                        ),
-                        f"cannot write job {job.id!r}",
-                    )
-                    for job in running
-                ]
-            )
-        return len(running)
-
-    async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
-        await self._transact(
-            [
-                check(_rows.turn_stored(turn_id, "mark a stored notification read")),
-                Step("INSERT OR IGNORE INTO reads (turn_id, read_at) VALUES (?, ?)", (turn_id, at.isoformat()), ""),
-            ]
-        )
-
-    async def notification_turns(
-        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
-    ) -> Sequence[TurnRecord]:
-        where = "WHERE json_extract(message, '$.type') = 'notification'"
-        params: tuple[object, ...] = ()
-        if session_id is not None:
-            where += " AND session_id = ?"
-            params = (session_id,)
-        for key, value in tags.items():
-            where += " AND session_id IN (SELECT session_id FROM session_tags WHERE key = ? AND value = ?)"
-            params += (key, value)
-        if unread_only and "reads" not in self._absent_tables:
-            where += " AND id NOT IN (SELECT turn_id FROM reads)"
-        order = " ORDER BY ordinal" if session_id is not None else " ORDER BY rowid"
-        return await self._records(_rows.TURNS, TurnRecord, where + order, params)
-
-    async def page_sessions(
-        self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
-    ) -> tuple[Sequence[SessionRecord], int | None]:
-        bound = (1 << 62) if before is None else before
-        columns = ", ".join(f"NULL AS {c}" if f"sessions.{c}" in self._missing else f"s.{c}" for c in _rows.SESSIONS.columns)
-        roots = " AND json_extract(s.lineage, '$.kind') = 'root'" if roots_only else ""
-        live = "" if "deletions" in self._absent_tables else f" AND {_LIVE}"
-        pairs = list(tags.items())
-        if pairs:
-            (key, value), rest = pairs[0], pairs[1:]
-            also = "".join(
-                " AND EXISTS (SELECT 1 FROM session_tags o WHERE o.key = ? AND o.value = ? AND o.position = t.position)"
-                for _ in rest
-            )
-            sql = (
-                f"SELECT {columns}, t.position FROM session_tags t JOIN sessions s ON s.rowid = t.position "
-                f"WHERE t.key = ? AND t.value = ? AND t.position < ?{also}{roots}{live} "
-                "ORDER BY t.position DESC LIMIT ?"
-            )
-            params: tuple[object, ...] = (key, value, bound, *(x for pair in rest for x in pair), limit + 1)
-        else:
-            sql = (
-                f"SELECT {columns}, s.rowid FROM sessions s WHERE s.rowid < ?{roots}{live} "
-                "ORDER BY s.rowid DESC LIMIT ?"
-            )
-            params = (bound, limit + 1)
-        rows = await self._query(sql, params)
-        records = [self._decode(_rows.SESSIONS, SessionRecord, row[:-1]) for row in rows[:limit]]
-        last = rows[limit - 1][-1] if len(rows) > limit else None
-        return tuple(records), last if isinstance(last, int) else None
-
-    async def delete_session(self, session_id: SessionId, at: datetime) -> None:
-        stamp = at.isoformat()
-        await self._transact(
-            [
-                check(_rows.session_stored(session_id, "delete a stored session")),
-                Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
-            ]
-        )
-
-    async def deleted_at(self, session_id: SessionId) -> datetime | None:
-        if "deletions" in self._absent_tables:
-            return None
-        rows = await self._query("SELECT deleted_at FROM deletions WHERE session_id = ?", (session_id,))
-        try:
-            return _rows.time_of(rows[0][0]) if rows else None
-        except SerializationError as exc:
-            raise self._fail(
-                f"holds an unreadable deletions row ({session_id!r}): {exc}",
-                "the file is damaged or was edited by hand; run host-sim fsck on it",
-            ) from None
-
-    # -- reads ----------------------------------------------------------------------------
-
-    async def index_version(self) -> int | None:
-        """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
-        rows = await self._query("SELECT value FROM meta WHERE key = 'index_version'", ())
-        if not rows:
-            return None
-        raw = rows[0][0]
-        return int(raw) if isinstance(raw, str) and raw.isdigit() else None
-
-    async def get_session(self, session_id: SessionId) -> SessionRecord | None:
-        found = await self._records(_rows.SESSIONS, SessionRecord, "WHERE id = ?", (session_id,))
-        return found[0] if found else None
-
-    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
-        return await self._records(_rows.TURNS, TurnRecord, "WHERE session_id = ? ORDER BY ordinal", (session_id,))
-
-    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
-        return await self._records(
-            _rows.TURNS, TurnRecord, "WHERE session_id = ? AND ordinal >= ? ORDER BY ordinal", (session_id, ordinal)
-        )
-
-    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
-        found = await self._records(_rows.TURNS, TurnRecord, "WHERE id = ?", (turn_or_message_id,))
-        if not found:
-            found = await self._records(
-                _rows.TURNS, TurnRecord, "WHERE message_id = ? ORDER BY rowid LIMIT 1", (turn_or_message_id,)
-            )
-        return found[0] if found else None
-
-    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
-        if "sessions.trigger_turn_id" in self._missing:
-            return ()  # a store older than the column: no spawn recorded its turn
-        return await self._records(
-            _rows.SESSIONS, SessionRecord, "WHERE trigger_turn_id = ? ORDER BY rowid", (turn_id,)
-        )
-
-    async def running_turns(self) -> Sequence[TurnRecord]:
-        return await self._records(_rows.TURNS, TurnRecord, "WHERE status = 'running' ORDER BY rowid", ())
-
-    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
-        return await self._records(
-            _rows.SESSIONS,
-            SessionRecord,
-            "WHERE json_extract(lineage, '$.parent_session_id') = ? ORDER BY rowid",
-            (session_id,),
-        )
-
-    async def list_sessions(self) -> Sequence[SessionRecord]:
-        return await self._records(_rows.SESSIONS, SessionRecord, "ORDER BY rowid", ())
-
-    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
-        found: dict[str, SessionNode] = {}
-        for chunk in _chunks(session_ids):
-            marks = ", ".join("?" for _ in chunk)
-            for node in await self._records(_rows.NODES, SessionNode, f"WHERE session_id IN ({marks})", tuple(chunk)):
-                found[node.session_id] = node
-        return tuple(found[s] for s in session_ids if s in found)
-
-    async def get_edges(
-        self, session_ids: Sequence[SessionId], direction: Literal["out", "in"]
-    ) -> Sequence[LineageEdge]:
-        column = "from_session_id" if direction == "out" else "to_session_id"
-        by_session: dict[str, list[LineageEdge]] = {}
-        for chunk in _chunks(session_ids):
-            marks = ", ".join("?" for _ in chunk)
-            for edge in await self._records(
-                _rows.EDGES, LineageEdge, f"WHERE {column} IN ({marks}) ORDER BY rowid", tuple(chunk)
-            ):
-                key = edge.from_session_id if direction == "out" else edge.to_session_id
-                by_session.setdefault(key, []).append(edge)
-        return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
-
-    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
-        return await self._records(
-            _rows.EDGES,
-            LineageEdge,
-            "WHERE artifact IS NOT NULL AND json_extract(artifact, '$.type') = ? "
-            "AND json_extract(artifact, '$.source_id') = ? ORDER BY rowid",
-            (artifact_type, source_id),
-        )
-
     async def read_all(self) -> StoredState:
         """Every record and index row, in writing order (a check or a repair reads it all)."""
         lock, conn = self._lock, self._conn
         if lock is None or conn is None:
-            raise self._closed_error()
+            raise self.closed_error()
         async with lock:
             return await anyio.to_thread.run_sync(self._read_all, conn)
 
-    # -- internals -----------------------------------------------------------------------
+    # -- the driver's calls (`_sql.Driver`) -----------------------------------------------------------------------
 
-    async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
+    async def query(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
         lock, conn = self._lock, self._conn
         if lock is None or conn is None:
-            raise self._closed_error()
+            raise self.closed_error()
         async with lock:  # one call at a time on the one connection, between commits
 
             def run() -> list[tuple[object, ...]]:
                 try:
                     return conn.execute(sql, params).fetchall()
                 except sqlite3.Error as exc:
-                    raise self._fail(f"cannot be read ({exc})", "the file is damaged; run host-sim fsck on it") from exc
+                    raise self.fail(f"cannot be read ({exc})", "the file is damaged; run host-sim fsck on it") from exc
 
             return await anyio.to_thread.run_sync(run)
 
-    def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
+    def row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
         return table.row(record)
 
-    def _traces_present(self) -> bool:
-        return self._has_traces
+    def columns(self, table: _rows.Table, alias: str = "") -> str:
+        """The table's columns; one an older schema lacks reads as NULL (a reader never upgrades)."""
+        return ", ".join(
+            f"NULL AS {c}" if f"{table.name}.{c}" in self._missing else f"{alias}{c}" for c in table.columns
+        )
 
-    def _approvals_present(self) -> bool:
-        return "approval_rules" in self._tables
-
-    def _lacks(self, column: str) -> bool:
-        return column in self._missing
-
-    async def _records_where(
-        self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
-    ) -> tuple[_R, ...]:
-        return await self._records(table, record, where, params)
-
-    async def _records(
-        self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
-    ) -> tuple[_R, ...]:
-        rows = await self._query(f"SELECT {self._select_list(table)} FROM {table.name} {where}", params)
-        return tuple(self._decode(table, record, row) for row in rows)
-
-    async def _transact(self, steps: list[Step]) -> None:
+    async def transact(self, steps: list[Step]) -> None:
         lock = self._lock
         if lock is None or self._conn is None:
-            raise self._closed_error()
+            raise self.closed_error()
         if self._read_only:
-            raise self._fail(
+            raise self.fail(
                 "is open read-only", "open it with SqliteStore(path) (no read_only) in the one host that writes it"
             )
         # Group commit: a call queues its transaction in the open batch; whoever holds the
@@ -638,38 +405,38 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
         try:
             if conn is None:
                 for txn in batch.txns:
-                    txn.error = self._closed_error()
+                    txn.error = self.closed_error()
             elif batch.txns:
                 with anyio.CancelScope(shield=True):  # a started write always finishes
                     await anyio.to_thread.run_sync(self._commit, conn, batch.txns)
         finally:
             batch.done = True
 
-    def _closed_error(self) -> StoreError:
+    def closed_error(self) -> StoreError:
         return StoreError(
             f"the SQLite store {str(self._path)!r} is not open; a Host opens its store when "
             "entered (async with Host(store=...)), or call 'await store.open()' first",
             path=str(self._path),
         )
 
-    def _fail(self, problem: str, remedy: str) -> StoreError:
+    def fail(self, problem: str, remedy: str) -> StoreError:
         return StoreError(f"{str(self._path)!r} {problem}; {remedy}", path=str(self._path))
 
-    def _refuse(self, problem: str) -> StoreError:
+    def refuse(self, problem: str) -> StoreError:
         """A write this store refuses (a rule of `_rows`, or a constraint the database holds)."""
-        return self._fail(f"refused a write: {problem}", "records never change")
+        return self.fail(f"refused a write: {problem}", "records never change")
 
     def _commit(self, conn: sqlite3.Connection, txns: list[Txn]) -> None:
         """Run every transaction of a batch, each in its own savepoint, and commit once."""
-        commit(conn, txns, refuse=self._refuse, write_error=self._write_error)
+        commit(conn, txns, refuse=self.refuse, write_error=self._write_error)
 
     def _write_error(self, exc: sqlite3.Error) -> StoreError:
         if isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc):
-            return self._fail(
+            return self.fail(
                 f"is read-only ({exc})",
                 "give this process write permission, or open it with read_only=True to read it",
             )
-        return self._fail(f"could not be written ({exc})", "check the disk and the file's permissions")
+        return self.fail(f"could not be written ({exc})", "check the disk and the file's permissions")
 
     def _close_connection(self, conn: sqlite3.Connection) -> None:
         if not self._read_only:
@@ -708,7 +475,7 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
         try:
             handle = open(lock_path, "a+", encoding="ascii")  # noqa: SIM115 (held while open)
         except OSError as exc:
-            raise self._fail(f"cannot be locked: {lock_path} cannot be opened ({exc})", "check the folder's permissions") from exc
+            raise self.fail(f"cannot be locked: {lock_path} cannot be opened ({exc})", "check the folder's permissions") from exc
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -738,17 +505,17 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
     def _connect(self) -> sqlite3.Connection:
         path = self._path
         if not self._create and not path.exists():
-            raise self._fail("does not exist", "pass the path of a store a host wrote (--store PATH)")
+            raise self.fail("does not exist", "pass the path of a store a host wrote (--store PATH)")
         if path.is_dir():
-            raise self._fail("is a directory", "pass a file path for the SQLite store")
+            raise self.fail("is a directory", "pass a file path for the SQLite store")
         if not self._read_only:
             if not path.parent.is_dir():
-                raise self._fail(
+                raise self.fail(
                     f"cannot be created: its folder {str(path.parent)!r} does not exist",
                     "create the folder first, or pass a path in an existing folder",
                 )
             if path.exists() and not os.access(path, os.W_OK):
-                raise self._fail(
+                raise self.fail(
                     "is read-only (this process may not write it)",
                     "give it write permission, or open it with read_only=True to read it",
                 )
@@ -773,7 +540,7 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
                 conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             self._unlock(refused=True)
-            raise self._fail(f"cannot be opened ({exc})", "check the path") from exc
+            raise self.fail(f"cannot be opened ({exc})", "check the path") from exc
         try:
             self._prepare(conn)
         except BaseException:
@@ -786,16 +553,10 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
         stat = self._path.stat()
         return stat.st_mtime_ns, stat.st_size
 
-    def _select_list(self, table: _rows.Table) -> str:
-        """The table's columns; one an older schema lacks reads as NULL (a reader never upgrades)."""
-        return ", ".join(
-            f"NULL AS {c}" if f"{table.name}.{c}" in self._missing else c for c in table.columns
-        )
-
     def _prepare(self, conn: sqlite3.Connection) -> None:
         """Check the file's schema (a writer brings an older one up to date) and note what it has."""
         found = _schema.prepare(
-            conn, create=self._create, read_only=self._read_only, fail=self._fail, write_error=self._write_error
+            conn, create=self._create, read_only=self._read_only, fail=self.fail, write_error=self._write_error
         )
         self._missing, self._tables = found.missing, found.tables
         self._absent_tables, self._has_traces = found.absent_tables, found.has_traces
@@ -808,30 +569,24 @@ class SqliteStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
             edges=self._read(conn, _rows.EDGES, LineageEdge),
         )
         if self._immutable_stat is not None and self._immutable_stat != self._stat():
-            raise self._fail("changed while it was read (a host opened and wrote it)", "read it again")
+            raise self.fail("changed while it was read (a host opened and wrote it)", "read it again")
         return state
 
     def _read(self, conn: sqlite3.Connection, table: _rows.Table, record: type[_R]) -> tuple[_R, ...]:
         out: list[_R] = []
         try:
-            rows = conn.execute(f"SELECT {self._select_list(table)} FROM {table.name} ORDER BY rowid").fetchall()
+            rows = conn.execute(f"SELECT {self.columns(table)} FROM {table.name} ORDER BY rowid").fetchall()
         except sqlite3.Error as exc:
-            raise self._fail(f"cannot be read ({exc})", "the file is damaged; run host-sim fsck on it") from exc
+            raise self.fail(f"cannot be read ({exc})", "the file is damaged; run host-sim fsck on it") from exc
         for row in rows:
-            out.append(self._decode(table, record, row))
+            out.append(self.decode(table, record, row))
         return tuple(out)
 
-    def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
+    def decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
         return _rows.decode(table, record, row, self._damaged)
 
     def _damaged(self, problem: str) -> StoreError:
-        return self._fail(problem, "the file is damaged or was edited by hand; run host-sim fsck on it")
-
-
-def _chunks(ids: Sequence[SessionId], size: int = 500) -> list[Sequence[SessionId]]:
-    """Ids in groups small enough for one ``IN (...)`` (SQLite limits bound parameters)."""
-    unique = list(dict.fromkeys(ids))
-    return [unique[i : i + size] for i in range(0, len(unique), size)]
+        return self.fail(problem, "the file is damaged or was edited by hand; run host-sim fsck on it")
 
 
 def _store_path(path: object) -> Path:

@@ -20,7 +20,7 @@ from ._sql import Dialect, Step
 
 __all__ = ["DIALECT", "Batch", "Refused", "Step", "Txn", "check", "commit", "insert", "run", "upsert"]
 
-DIALECT: Final = Dialect(mark="?", schema="", order="rowid", or_ignore=True)
+DIALECT: Final = Dialect(mark="?", schema="", order="rowid", or_ignore=True, tag_position="position")
 """How SQLite spells what both SQL stores write (`_sql.Dialect`)."""
 
 

@@ -1,0 +1,474 @@
+"""The SQL store engine: what `SqliteStore` and `PostgresStore` are, written once.
+
+SQLAlchemy's shape: an engine that does the work, over a `Dialect` that says how one
+database spells it (parameters, upserts, ordering, the copied columns PostgreSQL indexes)
+and a `Driver` below that runs it (sqlite3's file and group commit, psycopg's pool and
+transactions). The engine holds the statements, the checks made before each write
+(`_rows`), the step lists of each write and the erasure steps; a public store is this
+engine built with its dialect and driver, plus what only its database can do (PostgreSQL:
+several hosts, `_shared.SharedStore`).
+
+Every read goes through `SqlStore._query` and every write through `SqlStore._transact`:
+one place where a statement meets the driver. The engine's methods are grouped by family
+(`_sql_jobs`, `_sql_traces`, `_approvals`, `_sql_memory`): parts of this one class, not of
+the public stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final, Literal, TypeVar
+
+import attrs
+
+from modular_sdk import SessionId, TurnId
+
+from . import _rows
+from ._erasure import Erasure, statements
+from ._errors import StoreError
+from ._records import ERASED_LABEL
+from ._protocol import INDEX_VERSION
+from ._records import JobRecord, JobStatus, LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
+from ._approvals import SqlApprovals
+from ._sql import Dialect, Driver, Step
+from ._sql_jobs import SqlJobs
+from ._sql_memory import SqlMemory
+from ._sql_traces import SqlTraces
+
+__all__ = ["Reads", "SqlStore"]
+
+_R = TypeVar("_R")
+
+
+def _parent(record: object) -> object:
+    lineage = record.lineage if isinstance(record, SessionRecord) else None
+    return None if lineage is None or lineage.kind == "root" else lineage.parent_session_id
+
+
+def _artifact_type(record: object) -> object:
+    artifact = record.artifact if isinstance(record, LineageEdge) else None
+    return None if artifact is None else artifact.type
+
+
+def _artifact_source(record: object) -> object:
+    artifact = record.artifact if isinstance(record, LineageEdge) else None
+    return None if artifact is None else artifact.source_id
+
+
+_COPIED: Final[Mapping[str, Callable[[object], object]]] = {
+    "parent_session_id": _parent,
+    "artifact_type": _artifact_type,
+    "artifact_source_id": _artifact_source,
+}
+"""The values of the columns a dialect copies out of a record's JSON (`Dialect.extra_columns`)."""
+
+
+@attrs.frozen
+class Reads:
+    """What picks the rows of each read the engine makes by key, in one dialect's spelling
+    (each served by an index: tests/host/test_postgres_store.py EXPLAINs PostgreSQL's)."""
+
+    session: str
+    turns: str
+    turns_since: str
+    turn: str
+    turn_by_message: str
+    spawned_during: str
+    all_sessions: str
+    index_version: str
+
+    @classmethod
+    def of(cls, d: Dialect) -> Reads:
+        m, order = d.mark, d.order
+        return cls(
+            session=f"WHERE id = {m}",
+            turns=f"WHERE session_id = {m} ORDER BY ordinal",
+            turns_since=f"WHERE session_id = {m} AND ordinal >= {m} ORDER BY ordinal",
+            turn=f"WHERE id = {m}",
+            turn_by_message=f"WHERE message_id = {m} ORDER BY {order} LIMIT 1",
+            spawned_during=f"WHERE trigger_turn_id = {m} ORDER BY {order}",
+            all_sessions=f"ORDER BY {order}",
+            index_version=f"SELECT value FROM {d.table('meta')} WHERE key = 'index_version'",
+        )
+
+
+class SqlStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
+    """The engine both SQL stores are built on (see the module docstring): a `Dialect` and a
+    `Driver`. Its methods are grouped by what they keep: sessions, turns and lineage here,
+    jobs (`SqlJobs`), traces and actions (`SqlTraces`), approval rules (`SqlApprovals`) and
+    memory records (`SqlMemory`) in modules of their own, each reaching the database only
+    through this class's `_query` and `_transact`."""
+
+    __slots__ = ("_dialect", "_driver", "_reads")
+
+    def __init__(self, dialect: Dialect, driver: Driver) -> None:
+        self._dialect = dialect
+        self._driver = driver
+        self._reads = Reads.of(dialect)
+
+    async def open(self) -> None:
+        """Open the store (connect, check or create its schema); reads no records. Opening an open store does nothing."""
+        await self._driver.open()
+
+    async def close(self) -> None:
+        """Close the store; everything acknowledged is durable. Idempotent; it may be opened again."""
+        await self._driver.close()
+
+    async def read_all(self) -> StoredState:
+        """Every record and index row, in writing order, from one consistent snapshot."""
+        return await self._driver.read_all()
+
+    # -- writes (`Store`) ------------------------------------------------------------------
+
+    async def create_session(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> None:
+        """Write a session, its node and its edge in one transaction; refuses an id already stored."""
+        await self._transact(self._session_steps(record, node, edge))
+
+    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[Step]:
+        """The statements that write a session, its node, its edge and its tag rows."""
+        d = self._dialect
+        steps = [
+            Step(d.insert(_rows.SESSIONS), self._full_row(_rows.SESSIONS, record), _rows.session_taken(record.id)),
+            Step(d.upsert(_rows.NODES), self._full_row(_rows.NODES, node), f"cannot write the node of session {record.id!r}"),
+        ]
+        if edge is not None:
+            steps.append(
+                Step(d.upsert(_rows.EDGES), self._full_row(_rows.EDGES, edge), f"cannot write the edge into session {record.id!r}")
+            )
+        tag = (
+            f"INSERT INTO {d.table('session_tags')} (key, value, {d.tag_position}, session_id) "
+            f"SELECT {d.mark}, {d.mark}, {d.order}, id FROM {d.table('sessions')} WHERE id = {d.mark}"
+        )
+        steps += [
+            Step(tag, (key, value, record.id), f"cannot index tag {key!r} of session {record.id!r}")
+            for key, value in record.tags.items()
+        ]
+        return steps
+
+    async def begin_turn(self, record: TurnRecord) -> None:
+        """Write a turn that starts (status ``running``, owned by this host where several write); refuses a taken id or ordinal."""
+        _rows.check_begin_turn(record, self._refuse)
+        d = self._dialect
+        await self._transact(
+            [
+                d.check(_rows.session_of_turn(record)),
+                Step(d.insert(_rows.TURNS), self._full_row(_rows.TURNS, record), _rows.turn_taken(record)),
+            ]
+        )
+
+    async def finish_turn(self, record: TurnRecord) -> None:
+        """Replace a running turn by its finished record; refuses any turn that is not running."""
+        _rows.check_finish_turn(record, self._refuse)
+        params = _rows.TURNS.pick(self._row(_rows.TURNS, record), (*_rows.TURN_FINISHED, *_rows.TURN_KEY))
+        await self._transact([Step(self._finish_turn_sql(), params, _rows.turn_not_running(record.id), "change")])
+
+    def _finish_turn_sql(self) -> str:
+        """The statement that finishes a running turn (params: `TURN_FINISHED`, then `TURN_KEY`)."""
+        d = self._dialect
+        sets = [f"{c} = {d.mark}" for c in _rows.TURN_FINISHED] + [f"{c} = NULL" for c in d.extra(_rows.TURNS)]
+        key = " AND ".join(f"{c} = {d.mark}" for c in _rows.TURN_KEY)
+        return f"UPDATE {d.table('turns')} SET {', '.join(sets)} WHERE {key} AND status = 'running'"
+
+    async def retract_turn(self, turn_id: TurnId, at: datetime, reason: str) -> TurnRecord:
+        """Mark a finished turn retracted, once; returns its record as stored (a turn retracted
+        before keeps its first reason)."""
+        d, m = self._dialect, self._dialect.mark
+        await self._transact(
+            [
+                d.check(_rows.finished_turn_stored(turn_id)),
+                Step(
+                    f"UPDATE {d.table('turns')} SET retracted_at = {m}, retraction_reason = {m} "
+                    f"WHERE id = {m} AND status <> 'running' AND retracted_at IS NULL",
+                    (at.isoformat(), reason, turn_id),
+                    f"cannot retract turn {turn_id!r}",
+                ),
+            ]
+        )
+        found = await self._records_where(_rows.TURNS, TurnRecord, f"WHERE id = {m}", (turn_id,))
+        if not found:
+            raise self._fail(f"lost turn {turn_id!r} while retracting it", "run host-sim fsck on the store")
+        return found[0]
+
+    async def save_node(self, node: SessionNode) -> None:
+        """Replace the node of a stored session."""
+        d = self._dialect
+        await self._transact(
+            [
+                d.check(_rows.session_stored(node.session_id, "a node belongs to a stored session")),
+                Step(d.upsert(_rows.NODES), self._full_row(_rows.NODES, node), f"cannot write the node of session {node.session_id!r}"),
+            ]
+        )
+
+    async def save_edge(self, edge: LineageEdge) -> None:
+        """Write a lineage edge between two stored sessions (same pair: replaced)."""
+        await self._transact(self._edge_steps(edge))
+
+    def _edge_steps(self, edge: LineageEdge) -> list[Step]:
+        """Write ``edge`` once both its sessions are found stored."""
+        d = self._dialect
+        pair = f"{edge.from_session_id!r} -> {edge.to_session_id!r}"
+        return [
+            *(d.check(need) for need in _rows.ends_stored(edge)),
+            Step(d.upsert(_rows.EDGES), self._full_row(_rows.EDGES, edge), f"cannot write the edge {pair}"),
+        ]
+
+    def _erasure_steps(
+        self,
+        erasure: Erasure,
+        tables: Iterable[str],
+        with_turn: Callable[[TurnRecord, tuple[object, ...]], Sequence[Step]] = lambda turn, row: (),
+    ) -> list[Step]:
+        """The statements every SQL store carries an erasure out with, over the places among
+        ``tables`` (the tables the database has): its turns forgotten (each followed by
+        ``with_turn`` of it and its erased row: what else the database keeps of it), its
+        edges rewritten, no turn it quotes still running, the text of every keyed place erased."""
+        d = self._dialect
+        key = " AND ".join(f"{c} = {d.mark}" for c in _rows.TURN_KEY)
+        erase_turn = (
+            f"UPDATE {d.table('turns')} SET {', '.join(f'{c} = {d.mark}' for c in _rows.TURN_ERASED)}, "
+            f"retraction_reason = CASE WHEN retraction_reason IS NULL THEN NULL ELSE {d.mark} END "
+            f"WHERE {key} AND status <> 'running' AND erased_at IS NULL"
+        )
+        steps: list[Step] = []
+        for turn in erasure.turns:
+            _rows.check_erase_turn(turn, self._refuse)
+            row = self._row(_rows.TURNS, turn)
+            steps.append(
+                Step(
+                    erase_turn,
+                    (*_rows.TURNS.pick(row, _rows.TURN_ERASED), ERASED_LABEL, *_rows.TURNS.pick(row, _rows.TURN_KEY)),
+                    _rows.turn_not_erasable(turn.id),
+                    "change",
+                )
+            )
+            steps += with_turn(turn, row)
+        steps += [step for e in erasure.edges for step in self._edge_steps(e)]
+        steps += [d.check(_rows.no_running_turn(turn_id)) for table, turn_id in sorted(erasure.errors) if table == "turns"]
+        steps += [
+            Step(sql, params, "cannot erase the text of a record")
+            for sql, params in statements(
+                erasure, tables=tables, mark=d.mark, prefix=d.schema, encode=_rows.erased_value
+            )
+        ]
+        return steps
+
+    async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
+        d = self._dialect
+        await self._transact(
+            [
+                d.check(_rows.turn_stored(turn_id, "mark a stored notification read")),
+                Step(
+                    d.insert_ignoring("reads", "turn_id, read_at", f"VALUES ({d.marks(2)})", "turn_id"),
+                    (turn_id, at.isoformat()),
+                    f"cannot mark turn {turn_id!r} read",
+                ),
+            ]
+        )
+
+    # -- reads (`Store`) -------------------------------------------------------------------
+
+    async def index_version(self) -> int | None:
+        """The `INDEX_VERSION` the index was built with, or ``None`` (built by an older host)."""
+        rows = await self._query(self._reads.index_version, ())
+        raw = rows[0][0] if rows else None
+        return int(raw) if isinstance(raw, str) and raw.isdigit() else None
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord | None:
+        found = await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.session, (session_id,))
+        return found[0] if found else None
+
+    async def get_turns(self, session_id: SessionId) -> Sequence[TurnRecord]:
+        return await self._records_where(_rows.TURNS, TurnRecord, self._reads.turns, (session_id,))
+
+    async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:
+        """A session's own turns from ``ordinal`` on, in ordinal order (what other hosts added)."""
+        return await self._records_where(_rows.TURNS, TurnRecord, self._reads.turns_since, (session_id, ordinal))
+
+    async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
+        found = await self._records_where(_rows.TURNS, TurnRecord, self._reads.turn, (turn_or_message_id,))
+        if not found:
+            found = await self._records_where(_rows.TURNS, TurnRecord, self._reads.turn_by_message, (turn_or_message_id,))
+        return found[0] if found else None
+
+    async def spawned_during(self, turn_id: str) -> Sequence[SessionRecord]:
+        if self._lacks("sessions.trigger_turn_id"):
+            return ()  # a store older than the column: no spawn recorded its turn
+        return await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.spawned_during, (turn_id,))
+
+    async def list_sessions(self) -> Sequence[SessionRecord]:
+        return await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.all_sessions, ())
+
+    async def get_nodes(self, session_ids: Sequence[SessionId]) -> Sequence[SessionNode]:
+        found: dict[str, SessionNode] = {}
+        for chunk in self._chunks(session_ids):
+            where, params = self._dialect.any_of("session_id", chunk)
+            for node in await self._records_where(_rows.NODES, SessionNode, f"WHERE {where}", params):
+                found[node.session_id] = node
+        return tuple(found[s] for s in session_ids if s in found)
+
+    async def get_edges(self, session_ids: Sequence[SessionId], direction: Literal["out", "in"]) -> Sequence[LineageEdge]:
+        column = "from_session_id" if direction == "out" else "to_session_id"
+        by_session: dict[str, list[LineageEdge]] = {}
+        for chunk in self._chunks(session_ids):
+            where, params = self._dialect.any_of(column, chunk)
+            for edge in await self._records_where(
+                _rows.EDGES, LineageEdge, f"WHERE {where} ORDER BY {self._dialect.order}", params
+            ):
+                key = edge.from_session_id if direction == "out" else edge.to_session_id
+                by_session.setdefault(key, []).append(edge)
+        return tuple(e for s in dict.fromkeys(session_ids) for e in by_session.get(s, ()))
+
+    async def save_job(self, record: JobRecord) -> None:
+        """Write a job record: a start (``running``) inserts it, refused when its id is taken
+        (in the same atomic write: a start's request id keys its job), and indexes it by its
+        session's tags; its end replaces it. Where several hosts write, a running job is
+        owned by this host (like its turns), so that only a job whose host is gone is ever
+        marked interrupted by another."""
+        d = self._dialect
+        row = self._full_row(_rows.JOBS, record)
+        if record.status != "running":
+            await self._transact([Step(d.upsert(_rows.JOBS), row, f"cannot write job {record.id!r}")])
+            return
+        position = d.tag_position
+        tags = d.insert_ignoring(
+            "job_tags",
+            f"key, value, {position}, job_id",
+            f"SELECT t.key, t.value, j.{d.order}, j.id FROM {d.table('jobs')} j "
+            f"JOIN {d.table('session_tags')} t ON t.session_id = j.session_id WHERE j.id = {d.mark}",
+            "",
+        )
+        await self._transact(
+            [
+                Step(d.insert(_rows.JOBS), row, _rows.job_taken(record.id)),
+                Step(tags, (record.id,), f"cannot index job {record.id!r}"),
+            ]
+        )
+
+    async def page_jobs(
+        self,
+        session_id: SessionId | None,
+        status: JobStatus | None,
+        tags: Mapping[str, str],
+        limit: int,
+        before: int | None,
+    ) -> tuple[Sequence[JobRecord], int | None]:
+        if self._lacks("jobs.id"):
+            return (), None
+        d = self._dialect
+        where = ""
+        params: tuple[object, ...] = ()
+        if session_id is not None:
+            where += f" AND j.session_id = {d.mark}"
+            params += (session_id,)
+        if status is not None:
+            where += f" AND j.status = {d.mark}"
+            params += (status,)
+        join = f"j.{d.order} = t.{d.tag_position}"
+        return await self._page(_rows.JOBS, JobRecord, "j", "job_tags", join, where, params, tags, limit, before)
+
+    async def _page(
+        self,
+        table: _rows.Table,
+        record: type[_R],
+        alias: str,
+        tag_table: str,
+        join: str,
+        where: str,
+        where_params: tuple[object, ...],
+        tags: Mapping[str, str],
+        limit: int,
+        before: int | None,
+    ) -> tuple[Sequence[_R], int | None]:
+        """A page of ``table`` (as ``alias``, which qualifies ``where``), newest first, older
+        than ``before``: through the tag index ``tag_table`` when ``tags`` are given (its rows
+        ``t`` joined by ``join``; a page costs what it returns), else in writing order (a
+        reader of a SQLite store made before ``tag_table`` filters by the sessions' tags)."""
+        d, m = self._dialect, self._dialect.mark
+        bound = (1 << 62) if before is None else before
+        columns = self._driver.columns(table, f"{alias}.")
+        source, tagged, position = f"{d.table(table.name)} {alias}", d.table(tag_table), d.tag_position
+        pairs = list(tags.items())
+        if pairs and self._driver.has_table(tag_table):
+            (key, value), rest = pairs[0], pairs[1:]
+            also = "".join(
+                f" AND EXISTS (SELECT 1 FROM {tagged} o WHERE o.key = {m} AND o.value = {m} AND o.{position} = t.{position})"
+                for _ in rest
+            )
+            sql = (
+                f"SELECT {columns}, t.{position} FROM {tagged} t JOIN {source} ON {join} "
+                f"WHERE t.key = {m} AND t.value = {m} AND t.{position} < {m}{also}{where} "
+                f"ORDER BY t.{position} DESC LIMIT {m}"
+            )
+            params = (key, value, bound, *(x for pair in rest for x in pair), *where_params, limit + 1)
+        else:
+            also = "".join(
+                f" AND EXISTS (SELECT 1 FROM {d.table('session_tags')} o "
+                f"WHERE o.session_id = {alias}.session_id AND o.key = {m} AND o.value = {m})"
+                for _ in pairs
+            )
+            order = f"{alias}.{d.order}"
+            sql = f"SELECT {columns}, {order} FROM {source} WHERE {order} < {m}{where}{also} ORDER BY {order} DESC LIMIT {m}"
+            params = (bound, *where_params, *(x for pair in pairs for x in pair), limit + 1)
+        rows = await self._query(sql, params)
+        records = [self._decode(table, record, row[:-1]) for row in rows[:limit]]
+        last = rows[limit - 1][-1] if len(rows) > limit else None
+        return tuple(records), None if last is None else int(last)
+
+    def _chunks(self, ids: Sequence[SessionId], size: int = 500) -> list[Sequence[SessionId]]:
+        """Ids without repeats, in groups small enough for one ``IN (...)`` (SQLite limits
+        bound parameters); one group where the ids go as one list parameter."""
+        unique = list(dict.fromkeys(ids))
+        if self._dialect.array_parameters:
+            return [unique]
+        return [unique[i : i + size] for i in range(0, len(unique), size)]
+
+    # -- where a statement meets the driver --------------------------------------------
+
+    async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
+        return await self._driver.query(sql, params)
+
+    async def _transact(self, steps: list[Step]) -> None:
+        await self._driver.transact(steps)
+
+    async def _select(self, table: _rows.Table, record: type[_R], sql: str, params: tuple[object, ...]) -> tuple[_R, ...]:
+        """The records of ``table`` a whole statement ``sql`` reads."""
+        rows = await self._query(sql, params)
+        return tuple(self._driver.decode(table, record, row) for row in rows)
+
+    async def _records_where(
+        self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
+    ) -> tuple[_R, ...]:
+        """The records of ``table`` that ``where`` (and what follows it: order, limit) picks."""
+        sql = self._dialect.select(table, where, self._driver.columns(table))
+        return await self._select(table, record, sql, params)
+
+    def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
+        return self._driver.row(table, record)
+
+    def _full_row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
+        """The row of ``record`` with the values of the table's extra columns (`Dialect.extra`) after it."""
+        return (*self._row(table, record), *(self._extra_value(c, record) for c in self._dialect.extra(table)))
+
+    def _extra_value(self, column: str, record: object) -> object:
+        if column == "owner":  # the host running a turn or job
+            return self._driver.owner if getattr(record, "status", None) == "running" else None
+        return _COPIED[column](record)
+
+    def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
+        return self._driver.decode(table, record, row)
+
+    def _refuse(self, problem: str) -> StoreError:
+        return self._driver.refuse(problem)
+
+    def _fail(self, problem: str, remedy: str) -> StoreError:
+        return self._driver.fail(problem, remedy)
+
+    def _lacks(self, column: str) -> bool:
+        return self._driver.lacks(column)
+
+    def _traces_present(self) -> bool:
+        return self._driver.has_table("traces")
+
+    def _approvals_present(self) -> bool:
+        return self._driver.has_table("approval_rules")
