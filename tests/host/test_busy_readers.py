@@ -12,22 +12,18 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from types import FrameType
 
 import anyio
 import pytest
 
-from host_sim import Host, MemoryStore, SqliteStore, Store
+from host_sim import Host, MemoryStore
 from modular_sdk import AiPromptMessage, AiTurnHandle
+
+from .conftest import StoreFactory
 
 pytestmark = pytest.mark.anyio
 
-SINGLE_HOST_STORES = ("memory", "sqlite")  # a read touches no store: what it costs is the host's alone
-
-
-def open_store(kind: str, folder: Path) -> Store:
-    return MemoryStore() if kind == "memory" else SqliteStore(folder / "chat.sqlite")
 
 
 async def python_calls(read: Callable[[], Awaitable[list[AiTurnHandle]]]) -> int:
@@ -52,11 +48,10 @@ async def python_calls(read: Callable[[], Awaitable[list[AiTurnHandle]]]) -> int
     return calls
 
 
-@pytest.mark.parametrize("kind", SINGLE_HOST_STORES)
 async def test_a_reader_polling_turns_pays_for_the_turns_added_since_its_last_read_not_the_whole_history(
-    kind: str, tmp_path: Path
+    any_store: StoreFactory,
 ) -> None:
-    async with Host(store=open_store(kind, tmp_path)) as host:
+    async with Host(store=any_store()) as host:
         chat = await host.sessions.create()
         reader = await host.sessions.get(chat.id)  # a dashboard's handle, polling
 
@@ -75,11 +70,10 @@ async def test_a_reader_polling_turns_pays_for_the_turns_added_since_its_last_re
         assert [t.id for t in turns] == [t.id for t in await (await host.sessions.get(chat.id)).turns()]
 
 
-@pytest.mark.parametrize("kind", SINGLE_HOST_STORES)
 async def test_a_handle_that_read_turns_before_a_forget_shows_the_turn_erased_on_its_next_read(
-    kind: str, tmp_path: Path
+    any_store: StoreFactory,
 ) -> None:
-    async with Host(store=open_store(kind, tmp_path)) as host:
+    async with Host(store=any_store()) as host:
         chat = await host.sessions.create()
         first = await chat.send(AiPromptMessage(text="my card is 4111"))
         await chat.send(AiPromptMessage(text="and my name"))
