@@ -54,6 +54,7 @@ from pathlib import Path
 
 import anyio
 
+import fork_cost
 from host_sim import (
     EchoModel,
     Host,
@@ -65,8 +66,6 @@ from host_sim import (
     SqliteStore,
 )
 from modular_sdk import AiPromptMessage, AiRunnerId, ForkLineage, RootLineage, SessionId
-
-import fork_cost
 
 ROWS = ("turn", "fork-read", "open", "open-chain", "add-edge", "lineage", "fork")
 

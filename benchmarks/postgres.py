@@ -55,7 +55,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from host.postgres_server import MISSING, PostgresServer, find_binaries  # noqa: E402
-
 from host_sim import Host, PostgresStore, SqliteStore, Store  # noqa: E402
 
 FORKS = 100

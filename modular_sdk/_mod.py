@@ -17,8 +17,8 @@ from typing_extensions import Never
 from ._actions import ActionEvent, HookDecision
 from ._errors import SerializationError
 from ._frozen import FrozenJsonObject, freeze_object
-from ._mcp import McpServer
 from ._ids import HOST_ACTIONS
+from ._mcp import McpServer
 from ._protocols import (
     ActionContext,
     CommandContext,

@@ -23,8 +23,8 @@ import anyio
 from modular_sdk import UnknownRecordError, UnknownTurnError
 
 from ..lineage._as_json import origin_data, plan_data, provenance_data
-from ..lineage._provenance import ErasurePlan, Provenance, RecordRef, TurnOrigin, TurnRef, backward, forget, forward
 from ..lineage._facts import NoHost
+from ..lineage._provenance import ErasurePlan, Provenance, RecordRef, TurnOrigin, TurnRef, backward, forget, forward
 from ..lineage._types import LineageEdge
 from ..stores._errors import StoreError, StoreLockedError
 from ..stores._protocol import Store

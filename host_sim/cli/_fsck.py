@@ -26,7 +26,8 @@ import anyio
 import attrs
 
 from ..stores._errors import StoreError, StoreLockedError
-from ..stores._invariants import Violation, check, repair as repair_store
+from ..stores._invariants import Violation, check
+from ..stores._invariants import repair as repair_store
 from ..stores._postgres import PostgresStore
 from ..stores._protocol import Store
 from ..stores._records import StoredState

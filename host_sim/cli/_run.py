@@ -16,8 +16,8 @@ import shlex
 import sys
 import time
 import typing
-from pathlib import Path
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Literal, TextIO, TypeVar
 
 import anyio

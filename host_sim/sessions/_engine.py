@@ -39,9 +39,9 @@ from modular_sdk import (
     ReentrantTurnError,
     RootLineage,
     SessionId,
-    SpawnTrigger,
     SpawnContextError,
     SpawnLineage,
+    SpawnTrigger,
     ToolContext,
     TurnFailedError,
     TurnId,
@@ -56,9 +56,9 @@ from ..lineage._types import LineageEdge, SessionNode
 from ..memory._compaction import Compactor
 from ..models._protocol import Model
 from ..observability import Telemetry
-from ..stores._protocol import LogStore, Store
-from ..stores._invariants import fork_artifact
 from ..stores._errors import StoreError
+from ..stores._invariants import fork_artifact
+from ..stores._protocol import LogStore, Store
 from ..stores._records import SessionRecord
 from ._cache import SessionCache
 from ._events import EventHub, SessionCreated

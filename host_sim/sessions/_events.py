@@ -41,10 +41,9 @@ from modular_sdk import (
     TurnId,
     TurnStatus,
 )
+from modular_sdk._json import unstructure
 from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject
-
-from modular_sdk._json import unstructure
 
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError

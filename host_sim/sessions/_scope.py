@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, final
 import attrs
 
 from modular_sdk import ActionStateError, InvalidArgumentError, SessionId, UnknownSessionError, UnknownTurnError
-
 from modular_sdk._rules import show, unstorable_text
 
 from ..lineage._provenance import find_turn

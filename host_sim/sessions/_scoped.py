@@ -17,20 +17,19 @@ import attrs
 from modular_sdk import HostAuthor, InvalidArgumentError, SessionId, UnknownSessionError
 from modular_sdk._rules import show, unstorable_text
 
-from ..memory._book import Memory
+from .._host_made import NoPublicConstructor
 from ..lineage._graph import LineageGraph, _chain_records
 from ..lineage._html import DEFAULT_TITLE, render_lineage_html
 from ..lineage._provenance import ErasurePlan, Provenance, TurnOrigin
 from ..lineage._tree import LineageTree
 from ..lineage._types import LineageArtifact, LineageChain, LineageEdge, LineageRelation, SessionMetrics, SessionNode
+from ..memory._book import Memory
 from ..stores._records import Invocation, JobStatus
 from ..traces._errors import UnknownTraceError
 from ..traces._service import Traces
 from ..traces._types import ActionRecord, ActionStatus, PendingAction, TaskRef, Trace
-from ._events import EventStream, HostEvent, Lagged
-from ._scope_seq import ScopeNumbers
-from .._host_made import NoPublicConstructor
 from ._approvals import Approvals
+from ._events import EventStream, HostEvent, Lagged
 from ._handles import AiSessionsImpl, SessionHandle, TurnHandle
 from ._jobs import Job, JobPage
 from ._scope import (
@@ -41,6 +40,7 @@ from ._scope import (
     session_state,
     turn_record,
 )
+from ._scope_seq import ScopeNumbers
 from ._submission import Submission
 
 if TYPE_CHECKING:

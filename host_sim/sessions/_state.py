@@ -18,7 +18,17 @@ from typing import overload
 import anyio
 import attrs
 
-from modular_sdk import AiMessage, AiNotificationMessage, AiRunnerId, Author, SessionId, TurnId, TurnStatus, Usage, WidgetPlacement
+from modular_sdk import (
+    AiMessage,
+    AiNotificationMessage,
+    AiRunnerId,
+    Author,
+    SessionId,
+    TurnId,
+    TurnStatus,
+    Usage,
+    WidgetPlacement,
+)
 
 from ..lineage._types import LineageArtifact
 from ..models._protocol import HistoryEntry

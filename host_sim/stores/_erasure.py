@@ -24,16 +24,14 @@ from typing import Final, Literal, TypeAlias, TypeVar
 
 import attrs
 
-from modular_sdk import SessionId, TurnId
+from modular_sdk import MemoryRecord, RecordId, SessionId, TurnId
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 
 from ._approvals import ApprovalRuleRecord
-from ._records import LineageEdge, SessionNode
 from ._invariants import ERASED_LABEL
-from ._records import Invocation, JobRecord, TurnRecord
-from ._traces import ActionOutcomeRecord, ProposedActionRecord, TraceOutputRecord
 from ._memory_records import ERASED_TEXT
-from modular_sdk import MemoryRecord, RecordId
+from ._records import Invocation, JobRecord, LineageEdge, SessionNode, TurnRecord
+from ._traces import ActionOutcomeRecord, ProposedActionRecord, TraceOutputRecord
 
 __all__ = ["ERASED_BY_STORE", "ERASED_LABEL", "KEPT", "PLACES", "STORE_COLUMNS", "Erasure", "Key", "Place", "erase_record", "erase_rows", "statements"]
 

@@ -20,11 +20,10 @@ import attrs
 
 from modular_sdk import AiMessage, AiNotificationMessage, AiPromptMessage, SessionId, WidgetPlacement
 
-from ._records import LineageArtifact, LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION, Store
+from ._records import LineageArtifact, LineageEdge, SessionNode, SessionRecord, StoredState, ToolCallRecord, TurnRecord
 from ._shared import SharedStore
-from ._records import SessionRecord, StoredState, ToolCallRecord, TurnRecord
 
 __all__ = [
     "ERASED_LABEL",

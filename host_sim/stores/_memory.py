@@ -12,20 +12,19 @@ import attrs
 
 from modular_sdk import MemoryRecord, RecordId, SessionId, TurnId
 
+from . import _rows
 from ._approvals import ApprovalRuleRecord, MemoryApprovals
-from ._records import LineageEdge, SessionNode
 from ._erasure import PLACES, Erasure, Place, erase_record, erase_rows
 from ._errors import StoreError
 from ._invariants import erased_call, erased_widget
-from ._protocol import INDEX_VERSION
-from . import _rows
-from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._memory_records import RecordsKept
+from ._protocol import INDEX_VERSION
+from ._records import Invocation, JobRecord, JobStatus, LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
 from ._traces import (
     INDEX_ORDER,
     TRACE_INDEX_VERSION,
-    IndexKind,
     ActionOutcomeRecord,
+    IndexKind,
     ProposedActionRecord,
     TraceCommitRecord,
     TraceIndexEntry,

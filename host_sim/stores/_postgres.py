@@ -89,15 +89,13 @@ import anyio.to_thread
 
 from modular_sdk import SessionId, TurnId
 
-from ._records import LineageEdge, SessionNode
+from . import _rows
+from ._approvals import SqlApprovals
 from ._erasure import Erasure, statements
 from ._errors import StoreError
 from ._invariants import ERASED_LABEL, interrupted
-from ._shared import EventRow
-from ._protocol import INDEX_VERSION
-from . import _rows
-from ._postgres_schema import POSTGRES_SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION
-from ._postgres_schema import prepare
+from ._postgres_commit import PostgresCommit
+from ._postgres_commit import redact as redact
 from ._postgres_events import (
     ERASE_COMMAND_EVENTS,
     ERASE_COMMAND_EVENTS_OF,
@@ -109,19 +107,19 @@ from ._postgres_events import (
     close_listener,
 )
 from ._postgres_locks import SELECT_ERASURE_GENERATION as SELECT_ERASURE_GENERATION
-from ._postgres_commit import PostgresCommit
-from ._postgres_commit import redact as redact
 from ._postgres_locks import PostgresLocks
-from ._postgres_sql import close_quietly
-from ._sql_jobs import SqlJobs
-from ._approvals import SqlApprovals
-from ._sql_traces import SqlTraces
-from ._sql_memory import SqlMemory
+from ._postgres_schema import POSTGRES_SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION
+from ._postgres_schema import prepare
+from ._postgres_sql import DIALECT, check, close_quietly
 from ._postgres_sql import Step as _Step
-from ._postgres_sql import DIALECT, check
 from ._postgres_sql import cols as _cols
 from ._postgres_sql import marks as _marks
-from ._records import JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+from ._protocol import INDEX_VERSION
+from ._records import JobRecord, JobStatus, LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
+from ._shared import EventRow
+from ._sql_jobs import SqlJobs
+from ._sql_memory import SqlMemory
+from ._sql_traces import SqlTraces
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
 

@@ -15,8 +15,8 @@ from ._errors import StoreError
 from ._invariants import ERASED_LABEL
 from ._postgres_sql import diagnosis
 from ._postgres_traces import TRACE_TABLES_SCHEMA
-from ._sql_memory import MEMORY_POSTGRES
 from ._protocol import INDEX_VERSION
+from ._sql_memory import MEMORY_POSTGRES
 
 __all__ = [
     "APPLICATION",

@@ -65,20 +65,19 @@ import attrs
 from modular_sdk import InvalidArgumentError, SerializationError, SessionId, TurnId
 from modular_sdk._rules import show
 
-from ._records import LineageEdge, SessionNode
+from . import _rows
+from . import _sqlite_schema as _schema
+from ._approvals import SqlApprovals
 from ._erasure import Erasure, statements
 from ._errors import StoreError, StoreLockedError
 from ._invariants import ERASED_LABEL
 from ._protocol import INDEX_VERSION
-from . import _rows
-from . import _sqlite_schema as _schema
-from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, upsert
+from ._records import JobRecord, JobStatus, LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
 from ._sql_jobs import SqlJobs
-from ._approvals import SqlApprovals
-from ._sql_traces import SqlTraces
 from ._sql_memory import SqlMemory
+from ._sql_traces import SqlTraces
+from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, upsert
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
-from ._records import JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 

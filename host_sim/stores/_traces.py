@@ -29,9 +29,8 @@ import attrs
 from modular_sdk import SessionId, TurnId
 from modular_sdk._frozen import FrozenJsonObject
 
-from ._records import LineageEdge, SessionNode
 from ._invariants import Violation
-from ._records import SessionRecord
+from ._records import LineageEdge, SessionNode, SessionRecord
 
 if TYPE_CHECKING:
     from ._erasure import Erasure

@@ -19,19 +19,20 @@ from modular_sdk import InvalidArgumentError, ModDefinitionError, SerializationE
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 from modular_sdk._rules import show, unstorable_text
 
-from ..stores._records import LineageEdge, SessionNode
 from .._host_made import NoPublicConstructor
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
-from ..stores._records import SessionRecord
+from ..stores._records import LineageEdge, SessionNode, SessionRecord
 from ..stores._traces import (
     TraceCommitRecord,
     TraceRecord,
     TraceRecords,
     TraceStore,
     TraceTaskRecord,
+    namespace,
+    scoped_key,
+    shown_key,
 )
-from ..stores._traces import namespace, scoped_key, shown_key
 from ._errors import TraceError, UnknownTraceError
 from ._types import TaskRef, Trace, TraceLink, TraceOutput, TraceTask
 from ._visible import admits, check_key, output_space, visible_trace

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from host_sim.stores._records import SessionRecord, TurnRecord
 from modular_sdk import (
     AiPromptMessage,
     AiRunnerId,
@@ -16,8 +17,6 @@ from modular_sdk import (
     TurnId,
     UserAuthor,
 )
-
-from host_sim.stores._records import SessionRecord, TurnRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 RUNNER = AiRunnerId("runner")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from selenium import webdriver
 
 from host_sim.lineage._html import render_lineage_html

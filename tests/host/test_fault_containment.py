@@ -18,7 +18,6 @@ import attrs
 import pytest
 
 from host_sim import Host, ModelRequest, ScriptedModel, SessionHandle, ToolCall
-from modular_sdk._schema import JsonValue
 from modular_sdk import (
     ActionEvent,
     AiContributions,
@@ -34,6 +33,7 @@ from modular_sdk import (
     slash_command,
     tool,
 )
+from modular_sdk._schema import JsonValue
 
 
 class Escape(BaseException):

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host_sim.examples import background_tasks
 from host_sim import (
     Host,
     HostEvent,
@@ -27,6 +26,7 @@ from host_sim import (
     ToolCall,
     TurnHandle,
 )
+from host_sim.examples import background_tasks
 from modular_sdk import (
     ActionEvent,
     AiPromptMessage,
@@ -40,7 +40,6 @@ from modular_sdk import (
 )
 
 from .conftest import StoreFactory
-
 
 # -- events -----------------------------------------------------------------------------------
 

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host_sim.examples import background_tasks
 from host_sim import (
     CommandFinished,
     Host,
@@ -27,14 +26,14 @@ from host_sim import (
     ModelRequest,
     PostgresStore,
     ScriptedModel,
-
     TurnFinished,
     TurnStarted,
     UnknownJobError,
 )
+from host_sim.examples import background_tasks
+from host_sim.lineage._types import SessionNode
 from host_sim.stores._protocol import LogStore
 from host_sim.stores._records import JobRecord, JobStatus, SessionRecord
-from host_sim.lineage._types import SessionNode
 from modular_sdk import AiRunnerId, InvalidArgumentError, RootLineage, SessionId
 
 from .conftest import StoreFactory

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from host_sim.examples import background_tasks, delegate, reviewers
 from host_sim import Host, LineageArtifact, LineageEdge, SessionMetrics
+from host_sim.examples import background_tasks, delegate, reviewers
 from modular_sdk import AiPromptMessage, ForkLineage, SessionId, SpawnLineage
 
 

@@ -15,10 +15,20 @@ import anyio
 import attrs
 import pytest
 
-from host_sim import Host, HostEvent, ModelRequest, ScriptedModel, SqliteStore, ToolCall, ToolCalled, ToolFinished, build_manifest
-from modular_sdk._schema import JsonValue
+from host_sim import (
+    Host,
+    HostEvent,
+    ModelRequest,
+    ScriptedModel,
+    SqliteStore,
+    ToolCall,
+    ToolCalled,
+    ToolFinished,
+    build_manifest,
+)
 from host_sim.pytest_plugin import ModHost
 from modular_sdk import ActionStateError, AiContributions, Mod, ModMetadata, ToolContext, define_mod, mcp_server, tool
+from modular_sdk._schema import JsonValue
 
 pytestmark = pytest.mark.anyio
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-from importlib import metadata
 import sys
 from collections.abc import Iterator, Sequence
+from importlib import metadata
 
 import attrs
 import pytest
@@ -20,7 +20,6 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from host_sim import Host, ModelRequest, Reply, ScriptedModel, ToolCall, Usage
 from host_sim.observability import CAPTURE_CONTENT_ENV
-from ._otlp_receiver import OtlpReceiver
 from modular_sdk import (
     AiContributions,
     AiSessionDisplayMetadata,
@@ -32,6 +31,8 @@ from modular_sdk import (
     slash_command,
     tool,
 )
+
+from ._otlp_receiver import OtlpReceiver
 
 
 @attrs.frozen

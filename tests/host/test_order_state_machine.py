@@ -41,6 +41,7 @@ from modular_sdk import (
     define_mod,
     slash_command,
 )
+
 from ._stores import read_back
 
 Backend = Literal["asyncio", "trio"]

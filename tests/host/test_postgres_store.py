@@ -27,8 +27,7 @@ import pytest
 from host_sim import Host, PostgresStore, Store, StoredState, StoreError
 from host_sim._cli import main as host_sim_main
 from host_sim.lineage import SessionNode
-from host_sim.stores import SessionRecord, TurnRecord
-from host_sim.stores import _postgres
+from host_sim.stores import SessionRecord, TurnRecord, _postgres
 from host_sim.stores._invariants import INTERRUPTED, check
 from modular_sdk import AiPromptMessage, AiRunnerId, RootLineage, SessionId, TurnId, UserAuthor
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host_sim.examples import background_tasks, delegate
 from host_sim import Host, ModelRequest, ScriptedModel, SessionMetrics, SqliteStore, StoreError
+from host_sim.examples import background_tasks, delegate
 from modular_sdk import (
     AiPromptMessage,
     AiSessionDisplayMetadata,

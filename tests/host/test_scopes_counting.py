@@ -9,8 +9,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from host_sim import EchoModel, Host, HostEvent, MemoryStore
-from host_sim import Lagged
+from host_sim import EchoModel, Host, HostEvent, Lagged, MemoryStore
 
 from .conftest import StoreFactory
 

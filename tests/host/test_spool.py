@@ -13,7 +13,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from host_sim import Host, MemoryStore, SqliteStore, TaskRef, UnknownTraceError, write_event
 from host_sim.stores._errors import StoreError

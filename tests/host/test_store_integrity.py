@@ -20,9 +20,9 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-from functools import partial
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -43,10 +43,9 @@ from modular_sdk import (
     TurnId,
     UserAuthor,
 )
+
 from ._stores import T0, node, session
 from ._stores import read_back as read_all_of
-
-
 
 
 def running_turn(tid: str, sid: str, ordinal: int, text: str = "hello") -> TurnRecord:

@@ -36,6 +36,7 @@ from modular_sdk import (
     TurnId,
     UserAuthor,
 )
+
 from ._stores import read_back
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from host_sim.examples import background_tasks
 from host_sim import Completion, Host
+from host_sim.examples import background_tasks
 from modular_sdk import ModMetadata, SlashCommandContext, UnknownSessionError, define_mod, slash_command
 
 received: list[str | None] = []

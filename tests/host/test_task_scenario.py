@@ -9,7 +9,6 @@ from typing import Literal
 import anyio
 import pytest
 
-from host_sim.examples import background_tasks
 from host_sim import (
     Erasure,
     Host,
@@ -23,6 +22,7 @@ from host_sim import (
     StoredState,
     TurnRecord,
 )
+from host_sim.examples import background_tasks
 from modular_sdk import (
     AiNotificationMessage,
     AiPromptMessage,

@@ -31,8 +31,8 @@ from host_sim.stores._invariants import ERASED_LABEL
 from host_sim.stores._sqlite_schema import ERASURE_RULES as _ERASURE_RULES
 from modular_sdk import (
     ActionContext,
-    AiTurnHandle,
     AiContributions,
+    AiTurnHandle,
     InvalidArgumentError,
     ModMetadata,
     SlashCommandContext,

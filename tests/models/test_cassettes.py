@@ -10,7 +10,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host_sim.examples import background_tasks
 from host_sim import (
     EchoModel,
     Host,
@@ -22,6 +21,7 @@ from host_sim import (
     SessionHandle,
     ToolCall,
 )
+from host_sim.examples import background_tasks
 from host_sim.models import ModelReply
 from host_sim.models._errors import CassetteMismatchError, ModelError
 from host_sim.sessions import _ids

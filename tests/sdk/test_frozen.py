@@ -14,11 +14,11 @@ import pytest
 
 from modular_sdk import (
     ActionEvent,
-    Allow,
     AiContributions,
     AiNotificationMessage,
     AiPromptMessage,
     AiSessionDisplayMetadata,
+    Allow,
     CommandContext,
     CommandTrigger,
     Deny,
