@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -297,7 +297,7 @@ async def edge_row(sizes: Sizes, report: Report) -> None:
 
 # -- lineage ------------------------------------------------------------------------------
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RUNNER = AiRunnerId("echo")
 
 

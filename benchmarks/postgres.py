@@ -45,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -226,7 +226,7 @@ async def event_latency(dsn: str, turns: int) -> tuple[float, float]:
             with anyio.fail_after(600):
                 async for event in events:
                     if event.kind == "turn_finished":
-                        latencies.append((datetime.now(timezone.utc) - event.at).total_seconds() * 1000)
+                        latencies.append((datetime.now(UTC) - event.at).total_seconds() * 1000)
                         if len(latencies) == turns:
                             break
     finally:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, Literal, TypeVar, final
+from typing import Any, Generic, Literal, Never, TypeVar, final
 
 import attrs
-from typing_extensions import Never
 
 from ._actions import ActionEvent, HookDecision
 from ._errors import SerializationError

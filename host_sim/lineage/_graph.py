@@ -10,7 +10,7 @@ goes through to it. A query costs what it returns, never the size of a hub or of
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, final, overload
 
 import attrs
@@ -46,7 +46,7 @@ _HOST_ONLY: Final = frozenset({"branched_from", "spawned_by"})
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @final

@@ -29,7 +29,6 @@ from ..stores._errors import StoreError
 from ._scope import Scope, session_state
 
 if TYPE_CHECKING:
-    from ..stores._protocol import Store
     from ._engine import Engine
     from ._handles import SessionHandle
 

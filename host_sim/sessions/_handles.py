@@ -14,7 +14,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar, final, overload
+from typing import TYPE_CHECKING, TypeVar, final, overload
 
 import attrs
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, final
@@ -22,7 +22,6 @@ from modular_sdk import (
     MemoryAuthor,
     Mod,
     ModularError,
-    RecordId,
     SessionDeletedError,
     SessionId,
 )
@@ -98,7 +97,7 @@ class EffectStatus:
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @final

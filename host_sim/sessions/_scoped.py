@@ -25,7 +25,6 @@ from ..lineage._tree import LineageTree
 from ..lineage._types import LineageArtifact, LineageChain, LineageEdge, LineageRelation, SessionMetrics, SessionNode
 from ..memory._book import Memory
 from ..stores._records import Invocation, JobStatus
-from ..traces._errors import UnknownTraceError
 from ..traces._service import Traces
 from ..traces._types import ActionRecord, ActionStatus, PendingAction, TaskRef, Trace
 from ._approvals import Approvals

@@ -31,7 +31,7 @@ from typing import Literal
 import anyio
 import attrs
 
-from host_sim import Host, ModelRequest, ScriptedModel, SessionHandle, SqliteStore, TurnHandle
+from host_sim import Host, ModelRequest, ScriptedModel, SessionHandle, SqliteStore
 from host_sim.stores._invariants import Violation, check
 from host_sim.stores._records import SessionRecord, StoredState, TurnRecord
 from modular_sdk import (

@@ -7,7 +7,7 @@ store's one invariant checker. ``benchmarks/crash.py`` runs the same harness for
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from host_sim.lineage import SessionNode
@@ -44,7 +44,7 @@ def test_killed_writers_lose_no_acknowledged_write_tear_no_session_and_always_re
     assert violations_after_recovery(store) == []  # a host opening it marks the interrupted turns failed
 
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _state_with_one_root_and_one_running_turn() -> StoredState:

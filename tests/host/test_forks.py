@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import cast
 
 import anyio
@@ -19,7 +19,7 @@ from modular_sdk import (
     TurnFailedError,
 )
 
-NOW = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
 
 class Gate:

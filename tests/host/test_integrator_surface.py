@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -17,12 +17,10 @@ from host_sim import (
     HostEvent,
     Invocation,
     Lagged,
-    MemoryStore,
     ModelRequest,
     PostgresStore,
     ScriptedModel,
     SqliteStore,
-    Store,
     ToolCall,
     TurnHandle,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -29,7 +29,7 @@ from modular_sdk import (
     UserAuthor,
 )
 
-T0 = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 RUNNER = AiRunnerId("echo-1")
 
 

@@ -6,7 +6,7 @@ import gc
 import tracemalloc
 from collections import deque
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import attrs
 import pytest
@@ -28,7 +28,7 @@ from modular_sdk import AiRunnerId, ForkLineage, RootLineage, SessionId, Unknown
 
 from ._stores import read_back
 
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 RUNNER = AiRunnerId("echo:r")
 
 

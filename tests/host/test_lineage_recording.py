@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -15,7 +15,7 @@ class TickingClock:
     """One second later at every call."""
 
     def __init__(self) -> None:
-        self.now = datetime(2025, 1, 1, tzinfo=timezone.utc)
+        self.now = datetime(2025, 1, 1, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         self.now += timedelta(seconds=1)

@@ -8,7 +8,7 @@ recursive renderer.
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -19,7 +19,7 @@ from host_sim.lineage import LineageArtifact, LineageEdge, SessionNode, render_l
 from host_sim.stores import SessionRecord, SqliteStore
 from modular_sdk import AiRunnerId, ForkLineage, RootLineage, SessionId
 
-T0 = datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 RUNNER = AiRunnerId("echo-1")
 
 

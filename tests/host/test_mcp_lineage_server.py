@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, cast
 
@@ -36,7 +36,7 @@ from .postgres_server import PostgresServer
 from .test_lazy_open import OPENING_READS, CountingStore
 
 HOST_SCRIPT = Path(__file__).with_name("postgres_host.py")
-T0 = datetime(2026, 5, 6, 7, 8, 9, tzinfo=timezone.utc)
+T0 = datetime(2026, 5, 6, 7, 8, 9, tzinfo=UTC)
 
 
 def session(sid: str) -> SessionRecord:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -92,7 +92,7 @@ def make_model(world: World) -> ScriptedModel:
 
 
 def clock() -> Callable[[], datetime]:
-    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
 
     def tick() -> datetime:
         now[0] += timedelta(seconds=1)

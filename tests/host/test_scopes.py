@@ -33,7 +33,6 @@ from host_sim import (
 )
 from modular_sdk import (
     ActionContext,
-    ActionStateError,
     AiContributions,
     CommandContext,
     InvalidArgumentError,

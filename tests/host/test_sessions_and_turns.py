@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -267,7 +267,7 @@ async def test_a_naive_clock_is_refused_with_a_clear_message() -> None:
 
 @pytest.mark.anyio
 async def test_created_at_comes_from_the_injected_clock() -> None:
-    now = datetime(2024, 12, 31, 23, 59, tzinfo=timezone.utc)
+    now = datetime(2024, 12, 31, 23, 59, tzinfo=UTC)
     async with Host(clock=lambda: now) as host:
         chat = await host.sessions.create()
 

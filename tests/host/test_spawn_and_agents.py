@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import anyio
 import attrs
@@ -33,7 +33,7 @@ from modular_sdk import (
     tool,
 )
 
-NOW = datetime(2025, 2, 3, 4, 5, 6, tzinfo=timezone.utc)
+NOW = datetime(2025, 2, 3, 4, 5, 6, tzinfo=UTC)
 
 
 @attrs.frozen

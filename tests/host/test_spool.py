@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -392,7 +392,7 @@ def test_no_entry_stops_a_scan_or_is_left_half_handled(entries: dict[bytes, byte
     async def one_scan() -> int:
         store = MemoryStore()
         await store.open()
-        now = lambda: datetime.now(timezone.utc)  # noqa: E731
+        now = lambda: datetime.now(UTC)  # noqa: E731
         consumer = SpoolConsumer(spool, store, TraceLinker(store, now), now, max_event_bytes=1 << 20)
         with anyio.fail_after(20):
             return await consumer.scan()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 
-from host_sim import SqliteStore, StoreLockedError
+from host_sim import SqliteStore
 
 
 def test_a_clean_close_leaves_only_the_store(tmp_path: Path) -> None:

@@ -10,14 +10,14 @@ is a `StoreError` and leaves what was stored as it was.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import attrs
 import pytest
 
 from host_sim import StoreError
-from host_sim.lineage import LineageEdge, SessionNode
-from host_sim.stores import Invocation, LogStore, SessionRecord, Store, TurnRecord
+from host_sim.lineage import LineageEdge
+from host_sim.stores import Invocation, LogStore, Store, TurnRecord
 from host_sim.stores._erasure import Erasure
 from host_sim.stores._invariants import erased
 from host_sim.stores._traces import (
@@ -28,7 +28,7 @@ from host_sim.stores._traces import (
     TraceStore,
     TraceTaskRecord,
 )
-from modular_sdk import AiPromptMessage, AiRunnerId, RootLineage, SessionId, TurnId, UserAuthor
+from modular_sdk import AiPromptMessage, AiRunnerId, SessionId, TurnId, UserAuthor
 
 from ._stores import T0, node, session
 from .conftest import StoreFactory

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -32,13 +32,12 @@ import pytest
 
 from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel, SqliteStore, StoreError, StoreLockedError
 from host_sim._cli import main as host_sim_main
-from host_sim.lineage import SessionMetrics, SessionNode
-from host_sim.stores import SCHEMA_VERSION, MemoryStore, SessionRecord, Store, StoredState, TurnRecord
+from host_sim.lineage import SessionMetrics
+from host_sim.stores import SCHEMA_VERSION, MemoryStore, Store, StoredState, TurnRecord
 from host_sim.stores._invariants import INTERRUPTED, check
 from modular_sdk import (
     AiPromptMessage,
     AiRunnerId,
-    RootLineage,
     SessionId,
     TurnId,
     UserAuthor,

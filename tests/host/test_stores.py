@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import attrs
@@ -39,7 +39,7 @@ from modular_sdk import (
 
 from ._stores import read_back
 
-T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 PARIS = timezone(timedelta(hours=1))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Literal
 
 import anyio
@@ -34,7 +34,7 @@ from modular_sdk import (
     UserAuthor,
 )
 
-NOW = datetime(2025, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
+NOW = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
 SUMMARY_PROMPT = "Summarize the completed work, including files, commands, and results."
 
 

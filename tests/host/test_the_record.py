@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -469,7 +469,7 @@ class Ticking:
     """A host clock that moves one minute per reading."""
 
     def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc)
+        self.now = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         self.now += timedelta(minutes=1)

@@ -6,7 +6,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import attrs
@@ -78,7 +78,7 @@ def respond(request: ModelRequest) -> str | ToolCall:
 
 class Clock:
     def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         self.now += timedelta(seconds=1)
@@ -389,7 +389,7 @@ def test_a_trace_round_trips_through_the_one_converter(
 ) -> None:
     from host_sim import TraceLink, TraceOutput, TraceTask
 
-    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
     trace = Trace(
         id="trc_1",
         origin="task" if origin == "task" else "chat",

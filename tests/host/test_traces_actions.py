@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host_sim import Host, MemoryStore, ModelRequest, ScriptedModel, SqliteStore, Store
+from host_sim import Host, ModelRequest, ScriptedModel, Store
 from modular_sdk import (
     ActionContext,
     ActionStateError,

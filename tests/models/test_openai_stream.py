@@ -14,7 +14,7 @@ from host_sim.models._errors import ModelError
 from modular_sdk import AiPromptMessage, TurnFailedError
 from modular_sdk._schema import JsonObject, JsonValue
 
-from ._fake_openai import Answer, FakeOpenAI, error, events, reply, streamed_reply, streamed_tool_call
+from ._fake_openai import FakeOpenAI, error, events, reply, streamed_reply, streamed_tool_call
 
 KEY = "sk-proj-SECRET0123456789abcdefXYZ"
 

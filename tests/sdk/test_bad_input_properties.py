@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import attrs
@@ -151,7 +151,7 @@ scalars = st.one_of(
     st.sampled_from([int, str, list, dict, SearchInput, Mod, type(None)]),
     st.sampled_from([len, print, lambda: None, lambda a, b, c: None]),
     st.just(datetime(2025, 1, 1)),
-    st.just(datetime(2025, 1, 1, tzinfo=timezone.utc)),
+    st.just(datetime(2025, 1, 1, tzinfo=UTC)),
     st.just(UserAuthor()),
 )
 containers = st.recursive(
