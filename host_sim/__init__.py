@@ -13,7 +13,7 @@ _quiet_start()  # before the imports below: Ctrl-C while the host-sim command st
 from modular_sdk import HostAuthor as HostAuthor
 from modular_sdk import MemoryRecord as MemoryRecord
 from modular_sdk import RecordId as RecordId
-from modular_sdk import ToolCallRecord as ToolCallRecord  # noqa: E402
+from modular_sdk import ToolCallRecord as ToolCallRecord
 from modular_sdk import UnknownRecordError as UnknownRecordError
 from modular_sdk import UnknownTurnError as UnknownTurnError
 from modular_sdk import Usage as Usage

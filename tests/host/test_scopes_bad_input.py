@@ -94,6 +94,6 @@ async def call_with(name: str, value: object, store_kind: str, dsn: str) -> None
 @junk_settings
 @given(value=junk, store_kind=store_kinds, backend=st.sampled_from(["asyncio", "trio"]))
 def test_junk_in_any_scoped_argument_raises_only_a_modular_error(
-    name: str, value: object, store_kind: str, backend: str, junk_database: str
+    name: str, value: object, store_kind: str, backend: str, junk_database: str  # noqa: F811 - the fixture
 ) -> None:
     anyio.run(call_with, name, value, store_kind, junk_database, backend=backend)

@@ -312,7 +312,7 @@ async def test_a_tool_sending_to_its_own_session_raises_reentrant_turn(how: str)
     async with Host(mods=[mod], model=one_call("self_talk", {"pattern": how}, seen), handler_timeout=2) as host:
         chat = await host.sessions.create()
 
-        with pytest.raises(TurnFailedError, match="would wait for itself") as info:
+        with pytest.raises(TurnFailedError, match="would wait for itself"):
             await chat.run("go")
 
         (error,) = reentrant
