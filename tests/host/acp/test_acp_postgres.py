@@ -18,7 +18,7 @@ from acp.stdio import spawn_agent_process
 from cli.test_acp import MOD, Editor
 from host_sim import Host, PostgresStore
 
-from .postgres_server import PostgresServer
+from ..postgres_server import PostgresServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 

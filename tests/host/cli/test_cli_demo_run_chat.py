@@ -11,9 +11,9 @@ import pytest
 from host_sim._cli import main
 from host_sim.cli._chat import run_chat
 
-from .postgres_server import PostgresServer
+from ..postgres_server import PostgresServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TASK = str(ROOT / "host_sim" / "examples" / "background_tasks.py")
 
 

@@ -17,7 +17,7 @@ from starlette.types import Message
 from host_sim import ModelRequest, PostgresStore, ScriptedModel, SqliteStore, Store, ToolCall
 from host_sim.examples.integration import create_app
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class Typist:
@@ -398,7 +398,7 @@ async def test_with_an_otlp_endpoint_set_the_example_sends_its_spans_there(tmp_p
 
     from host_sim.examples.integration import app, from_environment
 
-    from ._otlp_receiver import OtlpReceiver
+    from .._otlp_receiver import OtlpReceiver
 
     made: list[TracerProvider] = []
     make = app.otlp_tracer_provider

@@ -10,7 +10,7 @@ from starlette.types import Message
 
 from host_sim import PostgresStore
 
-from .postgres_server import PostgresServer
+from ..postgres_server import PostgresServer
 
 
 async def _start_and_stop(app: Starlette) -> None:

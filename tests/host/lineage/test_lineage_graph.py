@@ -26,7 +26,7 @@ from host_sim.lineage import (
 from host_sim.stores import MemoryStore, SessionRecord
 from modular_sdk import AiRunnerId, ForkLineage, RootLineage, SessionId, UnknownSessionError
 
-from ._stores import read_back
+from .._stores import read_back
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 RUNNER = AiRunnerId("echo:r")

@@ -15,7 +15,7 @@ import pytest
 from host_sim import Host, MemoryStore, PostgresStore, SqliteStore, Store
 from modular_sdk import AiSessionDisplayMetadata, InvalidArgumentError, UnknownSessionError
 
-from .postgres_server import PostgresServer
+from ..postgres_server import PostgresServer
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SERVERS = str(Path(__file__).resolve().parents[1] / "cli" / "fixtures" / "servers.py")
+SERVERS = str(Path(__file__).resolve().parents[2] / "cli" / "fixtures" / "servers.py")
 
 
 def check(*args: str) -> subprocess.CompletedProcess[str]:

@@ -25,7 +25,7 @@ from host_sim import Host, ModelRequest, ScriptedModel, SqliteStore, ToolCall
 from host_sim.models._secrets import KeyScrubber
 from modular_sdk import AiContributions, Mod, ModDefinitionError, ModMetadata, define_mod, mcp_server
 
-from .secret_forms import FORMS, KEY, assert_no_key
+from ..secret_forms import FORMS, KEY, assert_no_key
 
 pytestmark = pytest.mark.anyio
 

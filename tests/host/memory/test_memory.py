@@ -41,7 +41,7 @@ from modular_sdk import (
     tool,
 )
 
-from .conftest import StoreFactory
+from ..conftest import StoreFactory
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,7 @@ from host_sim import (
 )
 from modular_sdk import AiPromptMessage, AiSessionHandle, AiTurnHandle, InvalidArgumentError
 
-from .conftest import StoreFactory
+from ..conftest import StoreFactory
 
 pytestmark = pytest.mark.anyio
 

@@ -28,7 +28,7 @@ from host_sim.observability import CAPTURE_CONTENT_ENV
 from models._fake_openai import FakeOpenAI, error_raw, reply_raw, tool_call
 from modular_sdk import AiContributions, Mod, ModMetadata, ToolContext, define_mod, tool
 
-from .secret_forms import FORMS, KEY, assert_no_key, b64, holds_key, html_named, interleaved, percent
+from ..secret_forms import FORMS, KEY, assert_no_key, b64, holds_key, html_named, interleaved, percent
 
 pytestmark = pytest.mark.anyio
 

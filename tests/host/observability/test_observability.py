@@ -32,7 +32,7 @@ from modular_sdk import (
     tool,
 )
 
-from ._otlp_receiver import OtlpReceiver
+from .._otlp_receiver import OtlpReceiver
 
 
 @attrs.frozen

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from host_sim import Host, PostgresStore, SqliteStore, Store
 from modular_sdk import ActionStateError, InvalidArgumentError, ModularError
 
-from .postgres_server import PostgresServer
+from ..postgres_server import PostgresServer
 
 junk_settings = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

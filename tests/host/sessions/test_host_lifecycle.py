@@ -81,7 +81,7 @@ def _mod(name: str, command: str) -> Mod:
 good = _mod("Good", "hello")
 rival = _mod("Rival", "hello")  # declares the command good already declared
 other = _mod("Other", "bye")
-impure = str(Path(__file__).parents[1] / "fold" / "fixtures" / "fx_os_system.py")  # its build refuses it
+impure = str(Path(__file__).parents[2] / "fold" / "fixtures" / "fx_os_system.py")  # its build refuses it
 
 
 @pytest.mark.anyio

@@ -44,7 +44,7 @@ from host_sim.stores._invariants import INTERRUPTED
 from host_sim.stores._shared import EventRow
 from modular_sdk import SessionDeletedError
 
-HOST_SCRIPT = Path(__file__).with_name("postgres_host.py")
+HOST_SCRIPT = Path(__file__).parents[1] / "postgres_host.py"
 
 
 class OtherHost:

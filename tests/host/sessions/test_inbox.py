@@ -8,7 +8,7 @@ import pytest
 from host_sim import Host
 from modular_sdk import AiPromptMessage, InvalidArgumentError
 
-from .conftest import StoreFactory
+from ..conftest import StoreFactory
 
 pytestmark = pytest.mark.anyio
 

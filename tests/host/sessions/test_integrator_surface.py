@@ -37,7 +37,7 @@ from modular_sdk import (
     to_json,
 )
 
-from .conftest import StoreFactory
+from ..conftest import StoreFactory
 
 # -- events -----------------------------------------------------------------------------------
 

@@ -36,11 +36,11 @@ from host_sim.stores._protocol import LogStore
 from host_sim.stores._records import JobRecord, JobStatus, SessionRecord
 from modular_sdk import AiRunnerId, InvalidArgumentError, RootLineage, SessionId
 
-from .conftest import StoreFactory
+from ..conftest import StoreFactory
 
 pytestmark = pytest.mark.anyio
 
-HOST_SCRIPT = Path(__file__).with_name("postgres_host.py")
+HOST_SCRIPT = Path(__file__).parents[1] / "postgres_host.py"
 
 
 class Gate:

@@ -16,7 +16,7 @@ import pytest
 from host_sim import EchoModel, Host, ModelRequest, ScriptedModel, SqliteStore, WidgetPlacement
 from modular_sdk import ModDefinitionError, ModMetadata, SerializationError, define_mod, widget
 
-from .conftest import StoreFactory
+from ..conftest import StoreFactory
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ from host_sim import Host, ModelRequest, ScriptedModel, StoreError
 from host_sim.stores._records import TurnRecord
 from modular_sdk import AiPromptMessage, InvalidArgumentError, TurnFailedError
 
-from .conftest import StoreFactory
+from ..conftest import StoreFactory
 
 pytestmark = pytest.mark.anyio
 

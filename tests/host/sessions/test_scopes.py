@@ -50,7 +50,7 @@ from modular_sdk import (
     tool,
 )
 
-from .conftest import StoreFactory
+from ..conftest import StoreFactory
 
 
 @attrs.frozen

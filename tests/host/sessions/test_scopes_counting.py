@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from host_sim import EchoModel, Host, HostEvent, Lagged, MemoryStore
 
-from .conftest import StoreFactory
+from ..conftest import StoreFactory
 
 A = {"org": "a"}
 B = {"org": "b"}

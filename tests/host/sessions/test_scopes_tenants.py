@@ -26,7 +26,7 @@ from modular_sdk import (
     slash_command,
 )
 
-from .conftest import StoreFactory
+from ..conftest import StoreFactory
 
 
 async def report(argument: str | None, ctx: SlashCommandContext) -> str:
@@ -160,7 +160,7 @@ async def scenario(make_store: StoreFactory, program: list[Op]) -> None:
             assert found.id in theirs.traces and {link.session_id for link in found.links} <= set(theirs.sessions)
 
 
-# No shrink phase: a failing program is reported as drawn (as tests/host/test_scopes.py).
+# No shrink phase: a failing program is reported as drawn (as tests/host/sessions/test_scopes.py).
 @settings(
     max_examples=8,
     deadline=None,

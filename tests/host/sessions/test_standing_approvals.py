@@ -25,7 +25,7 @@ from host_sim import (
 )
 from modular_sdk import ActionContext, InvalidArgumentError, ModMetadata, UnknownSessionError, action, define_mod
 
-from .test_mcp_servers import SERVER, calls, notes_mod
+from ..mcp.test_mcp_servers import SERVER, calls, notes_mod
 
 pytestmark = pytest.mark.anyio
 

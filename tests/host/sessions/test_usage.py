@@ -24,7 +24,7 @@ from host_sim import (
 )
 from modular_sdk import AiContributions, ModDefinitionError, ModMetadata, ToolContext, define_mod, tool
 
-from .conftest import StoreFactory
+from ..conftest import StoreFactory
 
 pytestmark = pytest.mark.anyio
 

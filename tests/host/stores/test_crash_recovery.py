@@ -14,7 +14,7 @@ from host_sim.lineage import SessionNode
 from host_sim.stores._records import SessionRecord, StoredState, TurnRecord
 from modular_sdk import AiPromptMessage, AiRunnerId, RootLineage, SessionId, TurnId, UserAuthor
 
-from .crash_writer import (
+from ..crash_writer import (
     Ack,
     AckedSession,
     AckedTurn,

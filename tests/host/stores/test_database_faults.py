@@ -26,9 +26,9 @@ import pytest
 from host_sim.sessions._across_hosts import DEAD_HOST_GRACE
 from host_sim.stores._invariants import INTERRUPTED
 
-from .postgres_server import PostgresServer, find_binaries
+from ..postgres_server import PostgresServer, find_binaries
 
-HOST_SCRIPT = Path(__file__).with_name("postgres_host.py")
+HOST_SCRIPT = Path(__file__).parents[1] / "postgres_host.py"
 OWNER_LOCK = 0x48530002  # the advisory lock class of a host's liveness claim (PostgresStore)
 RETAKE_WITHIN = 10.0  # seconds: API.md section 23
 

@@ -38,9 +38,9 @@ from modular_sdk import (
     slash_command,
 )
 
-from .conftest import STORE_KINDS
+from ..conftest import STORE_KINDS
+from ..sessions.test_hosts_are_one_host import HOST_SCRIPT, OtherHost
 from .test_erasure import _strings, postgres_survivors, sqlite_survivors
-from .test_hosts_are_one_host import HOST_SCRIPT, OtherHost
 
 BACKENDS = ("asyncio", "trio")
 RACERS = ("send", "fork", "spawn", "job", "delete fork", "delete")

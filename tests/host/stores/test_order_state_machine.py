@@ -42,7 +42,7 @@ from modular_sdk import (
     slash_command,
 )
 
-from ._stores import read_back
+from .._stores import read_back
 
 Backend = Literal["asyncio", "trio"]
 StoreKind = Literal["memory", "sqlite"]

@@ -31,9 +31,9 @@ from host_sim.stores import SessionRecord, TurnRecord, _postgres
 from host_sim.stores._invariants import INTERRUPTED, check
 from modular_sdk import AiPromptMessage, AiRunnerId, RootLineage, SessionId, TurnId, UserAuthor
 
-from ._stores import read_back
-from .postgres_server import PostgresServer
-from .test_lazy_open import OPENING_READS, CountingStore
+from .._stores import read_back
+from ..postgres_server import PostgresServer
+from ..sessions.test_lazy_open import OPENING_READS, CountingStore
 
 HOST_SCRIPT = Path(__file__).with_name("postgres_host.py")
 T0 = datetime(2026, 5, 6, 7, 8, 9, tzinfo=UTC)

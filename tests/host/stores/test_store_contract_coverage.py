@@ -11,15 +11,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .conftest import STORE_KINDS
+from ..conftest import STORE_KINDS
 
 HERE = Path(__file__).resolve().parent
-TESTS = HERE.parent
+TESTS = HERE.parents[1]
 
 # A model-based test of one host's turn ordering against a model kept beside the store
 # (it reopens SQLite read-only between steps); ordering across hosts on PostgreSQL is what
 # test_postgres_store.py checks. Adding a module here needs a reason like this one.
-SINGLE_HOST_MODELS = {"tests/host/test_order_state_machine.py"}
+SINGLE_HOST_MODELS = {"tests/host/stores/test_order_state_machine.py"}
 
 
 def _store_kind_lists(tree: ast.AST) -> list[tuple[int, list[str]]]:

@@ -30,8 +30,8 @@ from host_sim.stores._traces import (
 )
 from modular_sdk import AiPromptMessage, AiRunnerId, SessionId, TurnId, UserAuthor
 
-from ._stores import T0, node, session
-from .conftest import StoreFactory
+from .._stores import T0, node, session
+from ..conftest import StoreFactory
 
 pytestmark = pytest.mark.anyio
 

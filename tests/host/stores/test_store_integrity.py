@@ -43,8 +43,8 @@ from modular_sdk import (
     UserAuthor,
 )
 
-from ._stores import T0, node, session
-from ._stores import read_back as read_all_of
+from .._stores import T0, node, session
+from .._stores import read_back as read_all_of
 
 
 def running_turn(tid: str, sid: str, ordinal: int, text: str = "hello") -> TurnRecord:

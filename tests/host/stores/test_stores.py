@@ -37,7 +37,7 @@ from modular_sdk import (
     UserAuthor,
 )
 
-from ._stores import read_back
+from .._stores import read_back
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 PARIS = timezone(timedelta(hours=1))
