@@ -8,7 +8,7 @@ keys that say which of its rows an erasure reaches, and what each field becomes.
 
 Every table a store keeps is either a place or listed in `KEPT` with the reason it holds no
 such text, and every field of a place's record (every column of its table) is either
-erased or declared kept; tests/host/test_erasure.py reads every table and column from each
+erased or declared kept; tests/host/stores/test_erasure.py reads every table and column from each
 store's schema, and every record's fields, and fails on one nobody decided about, so a new
 table or field cannot be forgotten. Registering one is a line here.
 

@@ -175,7 +175,7 @@ _SET_INDEX_VERSION: Final = (
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
 
-# Reads (each served by an index; see tests/host/test_postgres_store.py, which EXPLAINs them).
+# Reads (each served by an index; see tests/host/stores/test_postgres_store.py, which EXPLAINs them).
 SELECT_SESSION: Final = f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE id = %s"
 SELECT_TURNS: Final = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE session_id = %s ORDER BY ordinal"
 SELECT_TURNS_SINCE: Final = (
