@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from host_sim.stores._records import SessionRecord, TurnRecord
+from host_sim.stores import SessionRecord, TurnRecord
 from modular_sdk import (
     AiPromptMessage,
     AiRunnerId,

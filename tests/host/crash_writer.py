@@ -32,8 +32,8 @@ import anyio
 import attrs
 
 from host_sim import Host, ModelRequest, ScriptedModel, SessionHandle, SqliteStore
+from host_sim.stores import SessionRecord, StoredState, TurnRecord
 from host_sim.stores._invariants import Violation, check
-from host_sim.stores._records import SessionRecord, StoredState, TurnRecord
 from modular_sdk import (
     AiPromptMessage,
     AiSessionHandle,

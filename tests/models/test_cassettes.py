@@ -22,8 +22,7 @@ from host_sim import (
     ToolCall,
 )
 from host_sim.examples import background_tasks
-from host_sim.models import ModelReply
-from host_sim.models._errors import CassetteMismatchError, ModelError
+from host_sim.models import CassetteMismatchError, ModelError, ModelReply
 from host_sim.sessions import _ids
 from modular_sdk import AiPromptMessage, InvalidArgumentError, SerializationError, TurnFailedError
 

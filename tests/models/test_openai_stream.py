@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from host_sim import Host, HostEvent, ModelRequest, OpenAIModel, RecordingModel, ReplayModel, ToolCall, Usage
-from host_sim.models._errors import ModelError
+from host_sim.models import ModelError
 from modular_sdk import AiPromptMessage, TurnFailedError
 from modular_sdk._schema import JsonObject, JsonValue
 

@@ -31,9 +31,9 @@ from host_sim import (
     UnknownJobError,
 )
 from host_sim.examples import background_tasks
-from host_sim.lineage._types import SessionNode
-from host_sim.stores._protocol import LogStore
-from host_sim.stores._records import JobRecord, JobStatus, SessionRecord
+from host_sim.lineage import SessionNode
+from host_sim.stores import JobRecord, LogStore, SessionRecord
+from host_sim.stores._records import JobStatus
 from modular_sdk import AiRunnerId, InvalidArgumentError, RootLineage, SessionId
 
 from ..conftest import StoreFactory

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from host_sim import Host, ModelRequest, ScriptedModel, StoreError
-from host_sim.stores._records import TurnRecord
+from host_sim.stores import TurnRecord
 from modular_sdk import AiPromptMessage, InvalidArgumentError, TurnFailedError
 
 from ..conftest import StoreFactory

@@ -728,8 +728,8 @@ async def test_on_postgresql_an_event_row_written_after_an_erasure_holds_none_of
     """A host writes its event rows from an outbox: a row made before an erasure may be
     written after it, and then erases itself in its own transaction (an erased command's
     text, a quoted error)."""
+    from host_sim import CommandFinished, HostEvent, TurnFinished
     from host_sim.sessions._across_hosts import event_row
-    from host_sim.sessions._events import CommandFinished, HostEvent, TurnFinished
 
     dsn: str = request.getfixturevalue("postgres_dsn")
     marker = f"mk{secrets.token_hex(8)}"

@@ -15,17 +15,15 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from host_sim import StoreError
+from host_sim import Erasure, StoreError, TraceStore
 from host_sim.lineage import LineageEdge
 from host_sim.stores import Invocation, LogStore, Store, TurnRecord
-from host_sim.stores._erasure import Erasure
 from host_sim.stores._invariants import erased
 from host_sim.stores._traces import (
     ActionOutcomeRecord,
     ProposedActionRecord,
     TraceCommitRecord,
     TraceRecord,
-    TraceStore,
     TraceTaskRecord,
 )
 from modular_sdk import AiPromptMessage, AiRunnerId, SessionId, TurnId, UserAuthor

@@ -865,7 +865,7 @@ async def test_a_session_whose_lineage_rows_were_lost_is_healed_when_read_never_
 
 @pytest.mark.anyio
 async def test_a_lost_lineage_node_on_a_read_only_store_names_the_repair_command(tmp_path: Path) -> None:
-    from host_sim.lineage._graph import LineageGraph
+    from host_sim.lineage import LineageGraph
 
     path = tmp_path / "store.sqlite"
     async with Host(store=SqliteStore(path)) as host:

@@ -16,9 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host_sim import Host, MemoryStore, SqliteStore, TaskRef, UnknownTraceError, write_event
-from host_sim.stores._errors import StoreError
-from host_sim.stores._traces import TraceStore
+from host_sim import Host, MemoryStore, SqliteStore, TaskRef, TraceStore, UnknownTraceError, write_event
+from host_sim.stores import StoreError
 from host_sim.traces._service import TraceLinker
 from host_sim.traces._spool import SpoolConsumer
 from modular_sdk import InvalidArgumentError
