@@ -35,7 +35,7 @@ from .._stores import read_back
 from ..postgres_server import PostgresServer
 from ..sessions.test_lazy_open import OPENING_READS, CountingStore
 
-HOST_SCRIPT = Path(__file__).with_name("postgres_host.py")
+HOST_SCRIPT = Path(__file__).parents[1] / "postgres_host.py"
 T0 = datetime(2026, 5, 6, 7, 8, 9, tzinfo=UTC)
 
 
