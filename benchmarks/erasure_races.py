@@ -35,7 +35,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from host.postgres_server import MISSING, PostgresServer, find_binaries  # noqa: E402
-
 from host_sim import Host, MemoryStore, ModelRequest, PostgresStore, SqliteStore, Store, TurnRunningError  # noqa: E402
 from modular_sdk import ModularError  # noqa: E402
 
@@ -187,14 +186,20 @@ async def _measure(kind: str, rounds: int, hosts: int, server: PostgresServer | 
             for index in range(rounds):
                 if kind == "memory":
                     memory = MemoryStore()
-                    make: Callable[[], Store] = lambda: memory
                     where = ""
+
+                    def make() -> Store:
+                        return memory
                 elif kind == "sqlite":
                     where = str(Path(folder) / f"{race}-{index}.sqlite")
-                    make = lambda: SqliteStore(where)
+
+                    def make() -> Store:
+                        return SqliteStore(where)
                 else:
                     where = dsn
-                    make = lambda: PostgresStore(where)
+
+                    def make() -> Store:
+                        return PostgresStore(where)
                 second = _REMOTE if hosts == 2 else None
                 counts[await _round(kind, race, make, where, index, second)] += 1
             figures[race] = counts

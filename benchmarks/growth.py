@@ -49,11 +49,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 
+import fork_cost
 from host_sim import (
     EchoModel,
     Host,
@@ -65,8 +66,6 @@ from host_sim import (
     SqliteStore,
 )
 from modular_sdk import AiPromptMessage, AiRunnerId, ForkLineage, RootLineage, SessionId
-
-import fork_cost
 
 ROWS = ("turn", "fork-read", "open", "open-chain", "add-edge", "lineage", "fork")
 
@@ -298,7 +297,7 @@ async def edge_row(sizes: Sizes, report: Report) -> None:
 
 # -- lineage ------------------------------------------------------------------------------
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RUNNER = AiRunnerId("echo")
 
 

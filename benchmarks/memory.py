@@ -19,7 +19,7 @@ import argparse
 import statistics
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -35,7 +35,7 @@ _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hote
 async def _fill(store: SqliteStore, session_id: SessionId, turn_ids: list[TurnId], count: int, start: int) -> None:
     """``count`` records citing the turns round-robin, written 500 at a time (concurrent
     writers share one commit: filling is not what is measured)."""
-    at = datetime.now(timezone.utc)
+    at = datetime.now(UTC)
     for base in range(start, start + count, 500):
         async with anyio.create_task_group() as tg:
             for i in range(base, min(base + 500, start + count)):

@@ -52,10 +52,9 @@ from typing import Annotated, Any, TypedDict
 
 import anyio
 
+import fork_cost
 from host_sim import EchoModel, Host, MemoryStore, SqliteStore
 from modular_sdk import AiPromptMessage
-
-import fork_cost
 
 MEASURES = ("fork", "read-back", "turn", "durable", "startup")
 PEERS = ("langgraph", "pydantic-ai", "openai-agents")

@@ -45,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -58,7 +58,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.append(str(ROOT / "benchmarks"))
 
 from host.postgres_server import MISSING, PostgresServer, find_binaries  # noqa: E402
-
 from host_sim import Host, PostgresStore, SqliteStore, Store  # noqa: E402
 
 FORKS = 100
@@ -230,7 +229,7 @@ async def event_latency(dsn: str, turns: int) -> tuple[float, float]:
             with anyio.fail_after(600):
                 async for event in events:
                     if event.kind == "turn_finished":
-                        latencies.append((datetime.now(timezone.utc) - event.at).total_seconds() * 1000)
+                        latencies.append((datetime.now(UTC) - event.at).total_seconds() * 1000)
                         if len(latencies) == turns:
                             break
     finally:

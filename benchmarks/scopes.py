@@ -35,7 +35,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from host.postgres_server import MISSING, PostgresServer, find_binaries  # noqa: E402
-
 from host_sim import Host, MemoryStore, PostgresStore, SqliteStore, Store  # noqa: E402
 from modular_sdk import UnknownSessionError  # noqa: E402
 

@@ -44,10 +44,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypedDict, final
 
-from typing_extensions import Unpack
-
 import attrs
 import pytest
+from typing_extensions import Unpack
 
 from modular_sdk import (
     AiNotificationMessage,

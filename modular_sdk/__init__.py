@@ -22,9 +22,9 @@ from ._errors import SerializationError as SerializationError
 from ._errors import SessionDeletedError as SessionDeletedError
 from ._errors import SpawnContextError as SpawnContextError
 from ._errors import TurnFailedError as TurnFailedError
+from ._errors import UnknownRecordError as UnknownRecordError
 from ._errors import UnknownSessionError as UnknownSessionError
 from ._errors import UnknownTurnError as UnknownTurnError
-from ._errors import UnknownRecordError as UnknownRecordError
 from ._ids import HOST_ACTIONS as HOST_ACTIONS
 from ._ids import AiRunnerId as AiRunnerId
 from ._ids import HostAction as HostAction
@@ -32,12 +32,6 @@ from ._ids import SessionId as SessionId
 from ._ids import TurnId as TurnId
 from ._ids import TurnStatus as TurnStatus
 from ._json import from_json as from_json
-from ._memory import AiMemory as AiMemory
-from ._memory import HostAuthor as HostAuthor
-from ._memory import MemoryAuthor as MemoryAuthor
-from ._memory import MemoryRecord as MemoryRecord
-from ._memory import RecordId as RecordId
-from ._memory import Window as Window
 from ._json import to_json as to_json
 from ._lineage import AiSessionLineage as AiSessionLineage
 from ._lineage import CommandTrigger as CommandTrigger
@@ -46,6 +40,14 @@ from ._lineage import RootLineage as RootLineage
 from ._lineage import SpawnLineage as SpawnLineage
 from ._lineage import SpawnTrigger as SpawnTrigger
 from ._lineage import ToolTrigger as ToolTrigger
+from ._mcp import McpServer as McpServer
+from ._mcp import mcp_server as mcp_server
+from ._memory import AiMemory as AiMemory
+from ._memory import HostAuthor as HostAuthor
+from ._memory import MemoryAuthor as MemoryAuthor
+from ._memory import MemoryRecord as MemoryRecord
+from ._memory import RecordId as RecordId
+from ._memory import Window as Window
 from ._messages import AiMessage as AiMessage
 from ._messages import AiNotificationMessage as AiNotificationMessage
 from ._messages import AiPromptMessage as AiPromptMessage
@@ -64,8 +66,6 @@ from ._mod import ModMetadata as ModMetadata
 from ._mod import PaletteCommand as PaletteCommand
 from ._mod import SlashCommand as SlashCommand
 from ._mod import Tool as Tool
-from ._mcp import McpServer as McpServer
-from ._mcp import mcp_server as mcp_server
 from ._mod import View as View
 from ._mod import Widget as Widget
 from ._mod import action as action
@@ -87,13 +87,13 @@ from ._protocols import AiSessionHandle as AiSessionHandle
 from ._protocols import AiSessions as AiSessions
 from ._protocols import AiTurnHandle as AiTurnHandle
 from ._protocols import CommandContext as CommandContext
-from ._protocols import EffectContext as EffectContext
 from ._protocols import CompletionContext as CompletionContext
+from ._protocols import EffectContext as EffectContext
+from ._protocols import SlashCommandContext as SlashCommandContext
+from ._protocols import ToolContext as ToolContext
 from ._records import ToolCallRecord as ToolCallRecord
 from ._records import Usage as Usage
 from ._records import WidgetPlacement as WidgetPlacement
-from ._protocols import SlashCommandContext as SlashCommandContext
-from ._protocols import ToolContext as ToolContext
 
 __all__ = [
     "HOST_ACTIONS",

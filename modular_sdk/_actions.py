@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeAlias
 
 import attrs
-from typing_extensions import TypeAlias
 
 from ._errors import ModDefinitionError
 from ._ids import SessionId, TurnId

@@ -12,9 +12,7 @@ from __future__ import annotations
 import math
 import types
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Union
-
-from typing_extensions import TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from ._errors import SerializationError
 from ._rules import MAX_DEPTH, check_json_data, show

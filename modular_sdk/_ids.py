@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, NewType
-
-from typing_extensions import TypeAlias
+from typing import Literal, NewType, TypeAlias
 
 __all__ = ["HOST_ACTIONS", "AiRunnerId", "HostAction", "SessionId", "TurnId", "TurnStatus"]
 

@@ -7,10 +7,9 @@ anchor, and the command or tool that created a spawn.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import attrs
-from typing_extensions import TypeAlias
 
 from ._errors import ModDefinitionError
 from ._ids import AiRunnerId, SessionId

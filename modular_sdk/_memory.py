@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal, NewType, Protocol
+from typing import Literal, NewType, Protocol, TypeAlias
 
 import attrs
-from typing_extensions import TypeAlias
 
 from ._frozen import FrozenJsonValue, JsonValue, freeze
 from ._ids import SessionId, TurnId

@@ -7,10 +7,9 @@ or holding a lone surrogate (which cannot be stored).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeAlias
 
 import attrs
-from typing_extensions import TypeAlias
 
 from ._rules import text_validator
 

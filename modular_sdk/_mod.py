@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, Literal, TypeVar, final
+from typing import Any, Generic, Literal, Never, TypeVar, final
 
 import attrs
-from typing_extensions import Never
 
 from ._actions import ActionEvent, HookDecision
 from ._errors import SerializationError
 from ._frozen import FrozenJsonObject, freeze_object
-from ._mcp import McpServer
 from ._ids import HOST_ACTIONS
+from ._mcp import McpServer
 from ._protocols import (
     ActionContext,
     CommandContext,

@@ -13,9 +13,9 @@ import attrs
 
 from ._ids import AiRunnerId, SessionId, TurnId, TurnStatus
 from ._lineage import AiSessionLineage
+from ._memory import AiMemory
 from ._messages import AiMessage, AiSessionDisplayMetadata, Author
 from ._records import ToolCallRecord, Usage, WidgetPlacement
-from ._memory import AiMemory
 
 __all__ = [
     "ActionContext",

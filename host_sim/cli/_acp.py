@@ -124,8 +124,8 @@ async def serve(args: argparse.Namespace) -> None:
     from acp import run_agent, stdio_streams
     from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 
-    from ._version import version
     from ..acp._agent import HostAgent
+    from ._version import version
 
     with _stdout_kept_for_the_protocol() as protocol_out:
         with contextlib.redirect_stdout(protocol_out):  # what the SDK connects its writer to

@@ -28,8 +28,8 @@ from modular_sdk._schema import JsonObject
 from ..models._protocol import ToolResult
 from ..sessions._events import Lagged, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished
 from ..sessions._host import Completion, Host
-from ._observe import describe
 from ._model_option import add_model_options, chosen_model
+from ._observe import describe
 from ._options import add_backend, add_store, add_timeout, open_store
 from ._session_io import format_submission, make_host, misplaced_palette, report_error
 

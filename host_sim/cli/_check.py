@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import anyio
 import attrs
@@ -98,7 +98,7 @@ async def mcp_servers(mod: Mod, *, timeout: float) -> tuple[tuple[tuple[str, tup
             tg.start_soon(run)
 
         servers = McpTools(
-            declared, store=MemoryStore(), clock=lambda: datetime.now(timezone.utc), timeout=timeout, start=start
+            declared, store=MemoryStore(), clock=lambda: datetime.now(UTC), timeout=timeout, start=start
         )
         specs = await servers.specs()
         failures = servers.failures()

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TypeVar
 
 import anyio
@@ -23,6 +23,7 @@ import anyio
 from modular_sdk import UnknownRecordError, UnknownTurnError
 
 from ..lineage._as_json import origin_data, plan_data, provenance_data, record_origin_data
+from ..lineage._facts import NoHost
 from ..lineage._provenance import (
     ErasurePlan,
     Provenance,
@@ -36,7 +37,6 @@ from ..lineage._provenance import (
     forward,
     is_record_id,
 )
-from ..lineage._facts import NoHost
 from ..lineage._types import LineageEdge
 from ..stores._errors import StoreError, StoreLockedError
 from ..stores._protocol import Store
@@ -72,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _open(path: str, *, write: bool, use: Callable[[Store], Awaitable[_T]]) -> _T:

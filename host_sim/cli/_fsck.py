@@ -20,18 +20,18 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import anyio
 import attrs
 
 from ..sessions._across_hosts import announce_claimed, dead_hosts
 from ..stores._errors import StoreError, StoreLockedError
-from ..stores._invariants import check, repair as repair_store
-from ..stores._records import Violation
+from ..stores._invariants import check
+from ..stores._invariants import repair as repair_store
 from ..stores._postgres import PostgresStore
 from ..stores._protocol import Store
-from ..stores._records import StoredState
+from ..stores._records import StoredState, Violation
 from ..stores._sqlite import SqliteStore
 from ..stores._traces import TraceStore, check_traces, derive_trace_index
 from ._lineage import DEFAULT_STORE
@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 

@@ -18,9 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
-from typing_extensions import assert_never
 
-from modular_sdk import ForkLineage, RootLineage, SessionId, SpawnLineage, UnknownSessionError
+from modular_sdk import SessionId, UnknownSessionError
 from modular_sdk._json import unstructure
 
 from ..lineage._graph import LineageGraph

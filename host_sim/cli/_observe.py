@@ -15,7 +15,7 @@ import attrs
 
 from modular_sdk import AiMessage
 
-from ..models._protocol import Model, ModelReply, ModelRequest, ToolCall, ToolResult
+from ..models._protocol import Model, ModelReply, ModelRequest, ToolResult
 
 __all__ = ["Notified", "ObservedModel", "Observation", "ToolReturned", "describe"]
 

@@ -14,8 +14,8 @@ import json
 import shlex
 import sys
 import time
-from pathlib import Path
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Literal, TextIO, TypeVar
 
 import anyio

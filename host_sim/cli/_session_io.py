@@ -11,8 +11,8 @@ from modular_sdk import Mod, ModularError, PaletteCommand, SlashCommand
 from ..models._echo import EchoModel
 from ..models._protocol import Model
 from ..sessions._host import Host, Submission
-from ..stores._protocol import Store
 from ..stores._errors import StoreLockedError
+from ..stores._protocol import Store
 from ._endings import early_ending
 from ._options import held_store_advice
 

@@ -12,6 +12,7 @@ from ._fold import check_drift as check_drift
 from ._fold import load_verified as load_verified
 from ._fold import manifest_differences as manifest_differences
 from ._manifest import MANIFEST_VERSION as MANIFEST_VERSION
+from ._manifest import ActionEntry as ActionEntry
 from ._manifest import AgentEntry as AgentEntry
 from ._manifest import CommandEntry as CommandEntry
 from ._manifest import EffectEntry as EffectEntry
@@ -21,7 +22,6 @@ from ._manifest import ManifestMetadata as ManifestMetadata
 from ._manifest import PaletteCommandEntry as PaletteCommandEntry
 from ._manifest import SlashCommandEntry as SlashCommandEntry
 from ._manifest import ToolEntry as ToolEntry
-from ._manifest import ActionEntry as ActionEntry
 from ._manifest import ViewEntry as ViewEntry
 from ._manifest import WidgetEntry as WidgetEntry
 from ._manifest import manifest_from_mod as manifest_from_mod

@@ -178,7 +178,6 @@ def scope_dirs(module: str, mod_file: str | None, path: list[str]) -> tuple[tupl
     top-level module, the files beside it.
     """
     import sysconfig
-
     from importlib.machinery import PathFinder
 
     local: list[str] = []

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Literal, cast
 
 import attrs
-from modular_sdk import ModDefinitionError, Mod, PaletteCommand, SerializationError, SlashCommand
+
+from modular_sdk import Mod, ModDefinitionError, PaletteCommand, SerializationError, SlashCommand
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 from modular_sdk._json import converter, load_json, register_tagged, structure
 from modular_sdk._rules import show

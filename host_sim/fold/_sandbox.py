@@ -25,6 +25,7 @@ from typing import IO
 
 import anyio
 import attrs
+
 from modular_sdk import InvalidArgumentError, ManifestBuildError, SerializationError
 
 from ._importing import display_path, expected_file, scope_dirs

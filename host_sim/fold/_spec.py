@@ -9,6 +9,7 @@ from importlib.metadata import entry_points
 from typing import TypeVar
 
 import attrs
+
 from modular_sdk import ManifestBuildError, Mod
 
 from ._guard import Scope, run_guarded

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ._ext_host import HandlerFailed, call_handler
-
 from modular_sdk import SerializationError
 from modular_sdk._json import structure
+
+from ._ext_host import HandlerFailed, call_handler
 
 if TYPE_CHECKING:
     from modular_sdk import View, Widget

@@ -24,7 +24,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 # anyio marks its own asyncio worker threads with this (private, but the only way to give a
-# thread of ours the same standing); tests/host/test_handler_isolation.py fails if it changes.
+# thread of ours the same standing); tests/host/lanes/test_handler_isolation.py fails if it changes.
 from anyio._core._eventloop import claim_worker_thread
 
 __all__ = ["run_in_daemon_thread"]

@@ -10,7 +10,7 @@ goes through to it. A query costs what it returns, never the size of a hub or of
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, final, overload
 
 import attrs
@@ -18,14 +18,14 @@ import attrs
 from modular_sdk import InvalidArgumentError, MemoryRecord, RecordId, SessionId, UnknownSessionError
 from modular_sdk._rules import show, unstorable_text
 
+from ..stores._invariants import heal_index
+from ..stores._memory_records import RecordStore
 from . import _provenance
 from ._errors import LineageEdgeError, TurnRunningError
 from ._facts import LineageFacts, NoHost
 from ._html import DEFAULT_TITLE, render_lineage_html
 from ._provenance import ErasurePlan, Provenance, RecordOrigin, TurnOrigin
 from ._tree import LineageTree, build_tree
-from ..stores._invariants import heal_index
-from ..stores._memory_records import RecordStore
 from ._types import (
     HOST_RELATIONS,
     LineageArtifact,
@@ -55,7 +55,7 @@ _HOST_ONLY: Final = frozenset({"branched_from", "spawned_by"})
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @final

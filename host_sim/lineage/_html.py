@@ -25,9 +25,7 @@ import html
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Final
-
-from typing_extensions import assert_never
+from typing import Final, assert_never
 
 from modular_sdk import (
     AiNotificationMessage,

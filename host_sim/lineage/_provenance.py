@@ -31,16 +31,15 @@ from modular_sdk import (
 )
 from modular_sdk._rules import show, unstorable_text
 
-from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
-
-from ..stores._records import ERASED_LABEL, erased
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
 from ..stores._memory_records import RecordStore
 from ..stores._protocol import LogStore
+from ..stores._records import ERASED_LABEL, erased
 from ..stores._shared import SharedStore
 from ._errors import TurnRunningError
 from ._facts import LineageFacts
+from ._types import HOST_RELATIONS, LineageArtifact, LineageEdge
 
 if TYPE_CHECKING:
     from ..stores._protocol import Store

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final, Literal
+from typing import Final, Literal, assert_never
 
 import attrs
-from typing_extensions import assert_never
 
 from modular_sdk import (
     Author,

@@ -36,9 +36,9 @@ from modular_sdk._frozen import freeze_object, thaw_object
 from modular_sdk._mcp import McpServer
 
 from ..models._protocol import ToolCall, ToolResult, ToolSpec
+from ..stores._approvals import ApprovalStore, confirmed_by, rule_for
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
-from ..stores._approvals import ApprovalStore, confirmed_by, rule_for
 from ..stores._trace_records import ProposedActionRecord
 from ..stores._traces import TraceStore
 from ..traces._types import PendingAction

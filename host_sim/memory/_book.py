@@ -9,8 +9,8 @@ turns included), a window runs forward, every record it was derived from is held
 
 from __future__ import annotations
 
-import secrets
 import contextlib
+import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime

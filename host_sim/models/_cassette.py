@@ -29,13 +29,13 @@ from typing import final
 import attrs
 
 from modular_sdk import InvalidArgumentError, SerializationError
-from modular_sdk._schema import JsonObject, JsonValue
 from modular_sdk._json import parse_json_text
+from modular_sdk._schema import JsonObject, JsonValue
 
 from ..lanes._ext_host import describe_exception
 from ._errors import CassetteMismatchError, ModelError
-from ._secrets import scrubber_of
 from ._protocol import HistoryEntry, Model, ModelReply, ModelRequest, Reply, ToolCall, Usage
+from ._secrets import scrubber_of
 
 __all__ = ["RecordingModel", "ReplayModel", "request_data"]
 

@@ -29,8 +29,8 @@ from modular_sdk._json import parse_json_text
 from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject, JsonValue
 
-from ._propagation import inject_trace_headers
 from ._errors import ModelError
+from ._propagation import inject_trace_headers
 from ._protocol import ModelRequest, Reply, ToolCall, Usage
 from ._secrets import KeyFilter, KeyScrubber
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeAlias
 
 import attrs
-from typing_extensions import TypeAlias
 
 from modular_sdk import AiMessage, ModDefinitionError, Usage
 from modular_sdk._frozen import thaw_object

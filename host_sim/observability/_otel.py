@@ -14,8 +14,8 @@ import functools
 import json
 import os
 import time
-from contextvars import Token
 from collections.abc import Mapping
+from contextvars import Token
 from importlib import metadata
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from modular_sdk import Usage
-
     from modular_sdk._frozen import FrozenJsonObject
 
     from ..models._protocol import Model, ModelRequest, ToolResult

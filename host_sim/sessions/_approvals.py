@@ -25,12 +25,11 @@ from modular_sdk._rules import show, unstorable_text
 
 from .._host_made import NoPublicConstructor
 from ..stores._approvals import ApprovalStore
-from ..stores._trace_records import ApprovalRuleRecord
 from ..stores._errors import StoreError
+from ..stores._trace_records import ApprovalRuleRecord
 from ._scope import Scope, session_state
 
 if TYPE_CHECKING:
-    from ..stores._protocol import Store
     from ._engine import Engine
     from ._handles import SessionHandle
 

@@ -18,18 +18,33 @@ from datetime import datetime
 
 import anyio
 
-from modular_sdk import InvalidArgumentError, MemoryRecord, RecordId, SessionDeletedError, SessionId, UnknownSessionError
+from modular_sdk import (
+    InvalidArgumentError,
+    MemoryRecord,
+    RecordId,
+    SessionDeletedError,
+    SessionId,
+    UnknownSessionError,
+)
 from modular_sdk._rules import show, unstorable_text
 
 from ..lineage._facts import LineageFacts
 from ..lineage._provenance import find_turn, unknown_session
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
-from ..stores._records import ERASED_LABEL
 from ..stores._protocol import LogStore, Store
-from ..stores._records import SessionRecord, TurnRecord
+from ..stores._records import ERASED_LABEL, SessionRecord, TurnRecord
 from ..stores._shared import SharedStore
-from ._events import EventHub, HostEvent, MemoryErased, MemoryRetracted, SessionDeleted, TurnErased, TurnFinished, TurnRetracted
+from ._events import (
+    EventHub,
+    HostEvent,
+    MemoryErased,
+    MemoryRetracted,
+    SessionDeleted,
+    TurnErased,
+    TurnFinished,
+    TurnRetracted,
+)
 from ._state import SessionState, TurnState, apply_erasure, apply_retraction, turn_at
 
 __all__ = ["SessionCache", "damaged", "turn_finished"]

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, final
 from modular_sdk import HostClosedError, InvalidArgumentError, MemoryAuthor, SessionId
 from modular_sdk._rules import show
 
-from ..memory._book import Memory
 from ..lineage._graph import LineageGraph
+from ..memory._book import Memory
 from ..stores._records import Invocation, JobStatus
 from ..traces._service import Traces, require_traces
 from ..traces._types import ActionRecord, ActionStatus, PendingAction

@@ -39,9 +39,9 @@ from modular_sdk import (
     ReentrantTurnError,
     RootLineage,
     SessionId,
-    SpawnTrigger,
     SpawnContextError,
     SpawnLineage,
+    SpawnTrigger,
     ToolContext,
     TurnFailedError,
     TurnId,
@@ -56,10 +56,9 @@ from ..lineage._types import LineageEdge, SessionNode
 from ..memory._compaction import Compactor
 from ..models._protocol import Model
 from ..observability import Telemetry
-from ..stores._protocol import LogStore, Store
-from ..stores._records import fork_artifact
 from ..stores._errors import StoreError
-from ..stores._records import SessionRecord
+from ..stores._protocol import LogStore, Store
+from ..stores._records import SessionRecord, fork_artifact
 from ._cache import SessionCache
 from ._events import EventHub, SessionCreated
 from ._explain import turn_failed
@@ -70,8 +69,8 @@ from ._turns import JobCall, TurnRunner, running_sessions, running_turns
 
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
-    from ..traces._service import TraceLinker
     from ..mcp._client import McpTools
+    from ..traces._service import TraceLinker
 
 __all__ = ["Engine", "Limits"]
 

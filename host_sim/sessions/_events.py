@@ -41,15 +41,13 @@ from modular_sdk import (
     TurnId,
     TurnStatus,
 )
+from modular_sdk._json import unstructure
 from modular_sdk._rules import show
 from modular_sdk._schema import JsonObject
 
-from modular_sdk._json import unstructure
-
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
-from ..stores._records import ERASED_LABEL
-from ..stores._records import ErrorKind, JobStatus, TurnRecord
+from ..stores._records import ERASED_LABEL, ErrorKind, JobStatus, TurnRecord
 from ..stores._shared import EventRow, staged
 
 __all__ = [

@@ -14,15 +14,11 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar, final, overload
+from typing import TYPE_CHECKING, TypeVar, final, overload
 
 import attrs
 
 from modular_sdk import (
-    HostAuthor,
-    MemoryAuthor,
-    InvalidArgumentError,
-    ModularError,
     Agent,
     AgentHandle,
     AiMessage,
@@ -34,6 +30,10 @@ from modular_sdk import (
     AiSessionLineage,
     AiTurnHandle,
     Author,
+    HostAuthor,
+    InvalidArgumentError,
+    MemoryAuthor,
+    ModularError,
     SessionId,
     TurnId,
     TurnStatus,
@@ -45,11 +45,11 @@ from modular_sdk._rules import show, unstorable_text
 from .._host_made import NoPublicConstructor
 from ..lanes._calling import Actor, HandlerFrame
 from ..memory._book import Memory
-from ._memory_events import MemoryEvents
 from ..stores._records import ToolCallRecord
 from ..traces._errors import TraceError
 from ..traces._service import unknown_trace
 from ._explain import close_names, turn_failed
+from ._memory_events import MemoryEvents
 from ._scope import Scope, check_trace, scope_of, session_state, turn_record
 from ._state import SessionState, TurnState, turn_at
 from ._turns import output_schema, parse_reply

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from datetime import datetime, timezone
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import TYPE_CHECKING, Literal, final
 
 import anyio
@@ -16,7 +16,6 @@ import anyio.to_thread
 import attrs
 
 from modular_sdk import (
-    RecordId,
     HostAuthor,
     HostClosedError,
     InvalidArgumentError,
@@ -28,13 +27,13 @@ from modular_sdk import (
 from modular_sdk._rules import show
 
 from ..lanes._calling import HandlerFrame
-from ..memory._book import Memory
-from ..memory._compaction import Compactor
-from ..memory._policy import ContextPolicy
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..lanes._renderer import ViewResult, render, render_widget
 from ..lineage._graph import LineageGraph
 from ..mcp._client import McpTools
+from ..memory._book import Memory
+from ..memory._compaction import Compactor
+from ..memory._policy import ContextPolicy
 from ..models._echo import EchoModel
 from ..models._protocol import Model
 from ..models._secrets import scrubber_of
@@ -42,30 +41,22 @@ from ..observability import Telemetry, telemetry_for
 from ..stores._invariants import recover
 from ..stores._memory import MemoryStore
 from ..stores._protocol import Store
+from ..stores._records import Invocation, JobStatus
 from ..stores._shared import SharedStore
 from ..stores._traces import TraceStore, recover_traces
 from ..traces._lineage_tool import BUILTIN_TOOLS, builtin_mod
 from ..traces._service import CommitResolver, TraceLinker, Traces, require_traces
 from ..traces._spool import SpoolConsumer, prepare_spool
 from ..traces._types import ActionRecord, ActionStatus, PendingAction
-from ..stores._records import Invocation, JobStatus
 from ._across_hosts import HostsLink, Outbox, replay_of
 from ._actions import ActionBook
 from ._approvals import Approvals
 from ._cache import SessionCache
 from ._commands import Commands
-from ._core import HostCore
 from ._completions import Completion, Completions
+from ._core import HostCore
 from ._engine import Engine, Limits, checked_now
 from ._events import EventHub, EventStream
-from ._memory_events import MemoryEvents
-from ._scope_seq import ScopeNumbers
-from ._ids import new_host_id
-from ._integrator import log_of
-from ._scope import Scope
-from ._scoped import ScopedHost
-from ._jobs import Job, JobBook, JobPage
-from ._host_arguments import check_host_arguments
 from ._handles import (
     AiSessionsImpl,
     EffectContextImpl,
@@ -73,9 +64,17 @@ from ._handles import (
     TurnHandle,
     tool_context,
 )
+from ._host_arguments import check_host_arguments
+from ._ids import new_host_id
+from ._integrator import log_of
+from ._jobs import Job, JobBook, JobPage
+from ._memory_events import MemoryEvents
+from ._scope import Scope
+from ._scope_seq import ScopeNumbers
+from ._scoped import ScopedHost
 from ._state import SessionState, TurnState
-from ._tables import ModTables
 from ._submission import Submission
+from ._tables import ModTables
 from ._turns import JobCall
 
 if TYPE_CHECKING:
@@ -96,7 +95,7 @@ class EffectStatus:
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @final

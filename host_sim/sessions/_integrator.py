@@ -14,8 +14,8 @@ from modular_sdk import SessionId, TurnId
 from ..stores._erasure import PLACES, Erasure, erase_rows
 from ..stores._errors import StoreError
 from ..stores._protocol import LogStore, Store
-from ..stores._rows import job_taken
 from ..stores._records import Invocation, JobRecord, JobStatus, SessionRecord, TurnRecord
+from ..stores._rows import job_taken
 
 __all__ = ["MemoryLog", "log_of"]
 

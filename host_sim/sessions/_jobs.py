@@ -30,14 +30,14 @@ import attrs
 from modular_sdk import InvalidArgumentError, SessionId, TurnId
 from modular_sdk._rules import show, unstorable_text
 
+from .._host_made import NoPublicConstructor
 from ..stores._errors import StoreError
 from ..stores._protocol import LogStore
 from ..stores._records import ErrorKind, JobRecord, JobStatus
-from ._job_errors import unknown_job
 from ._events import EventHub, JobFinished, JobStarted
-from .._host_made import NoPublicConstructor
 from ._handles import check_list_tags
 from ._ids import job_id_for, new_job_id
+from ._job_errors import unknown_job
 from ._submission import Submission
 
 __all__ = ["Job", "JobBook", "JobPage", "ended"]

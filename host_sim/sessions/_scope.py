@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, final
 import attrs
 
 from modular_sdk import InvalidArgumentError, SessionId
-
 from modular_sdk._rules import show, unstorable_text
 
 from ..lineage._provenance import find_record, find_turn, unknown_record, unknown_session, unknown_turn
@@ -24,9 +23,9 @@ from ..traces._visible import admits
 from ._job_errors import unknown_job
 
 if TYPE_CHECKING:
-    from ..stores._protocol import LogStore, Store
     from modular_sdk import MemoryRecord
 
+    from ..stores._protocol import LogStore, Store
     from ..stores._records import JobRecord, SessionRecord, TurnRecord
     from ..stores._traces import TraceStore
     from ._engine import Engine

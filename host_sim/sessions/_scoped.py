@@ -19,24 +19,23 @@ import attrs
 from modular_sdk import HostAuthor, InvalidArgumentError, RecordId, SessionId
 from modular_sdk._rules import show, unstorable_text
 
-from ..memory._book import Memory
+from .._host_made import NoPublicConstructor
 from ..lineage._graph import LineageGraph, _chain_records, unknown_session_named
 from ..lineage._html import DEFAULT_TITLE, render_lineage_html
 from ..lineage._provenance import ErasurePlan, Provenance, RecordOrigin, TurnOrigin, is_record_id
 from ..lineage._tree import LineageTree
 from ..lineage._types import LineageArtifact, LineageChain, LineageEdge, LineageRelation, SessionMetrics, SessionNode
+from ..memory._book import Memory
 from ..stores._records import Invocation, JobStatus
-from ..traces._errors import UnknownTraceError
 from ..traces._service import Traces
 from ..traces._types import ActionRecord, ActionStatus, PendingAction, TaskRef, Trace
+from ._approvals import Approvals
 from ._completions import Completion
 from ._events import EventStream, HostEvent, Lagged
-from ._scope_seq import ScopeNumbers
-from .._host_made import NoPublicConstructor
-from ._approvals import Approvals
 from ._handles import AiSessionsImpl, SessionHandle, TurnHandle
 from ._jobs import Job, JobPage
 from ._scope import Scope, memory_record, session_record, turn_record
+from ._scope_seq import ScopeNumbers
 from ._submission import Submission
 
 if TYPE_CHECKING:

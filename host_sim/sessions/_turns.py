@@ -38,13 +38,32 @@ from modular_sdk._schema import JsonValue, SchemaError, json_schema
 from ..lanes._calling import Actor, HandlerFrame, running_turns_var
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..memory._compaction import CompactionError, Compactor
-from ..models._protocol import HistoryEntry, Model, ModelRequest, Reply, ToolCall, ToolResult, ToolSpec, Usage, add_usage
+from ..models._protocol import (
+    HistoryEntry,
+    Model,
+    ModelRequest,
+    Reply,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+    add_usage,
+)
 from ..models._secrets import KeyFilter, scrub_data, scrubber_of
 from ..observability import Telemetry
-from ..stores._protocol import Store
 from ..stores._errors import StoreError
+from ..stores._protocol import Store
 from ..stores._records import ToolCallRecord, TurnRecord
-from ._events import EventHub, HostEvent, NotificationEvent, ReplyDelta, ToolCalled, ToolFinished, TurnFinished, TurnStarted
+from ._events import (
+    EventHub,
+    HostEvent,
+    NotificationEvent,
+    ReplyDelta,
+    ToolCalled,
+    ToolFinished,
+    TurnFinished,
+    TurnStarted,
+)
 from ._ids import new_call_id, new_message_id, new_turn_id
 from ._state import HistoryView, SessionState, TurnState, completed_turn_at, history_chain, history_view
 from ._widget_tags import place_widgets

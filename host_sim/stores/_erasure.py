@@ -8,7 +8,7 @@ keys that say which of its rows an erasure reaches, and what each field becomes.
 
 Every table a store keeps is either a place or listed in `KEPT` with the reason it holds no
 such text, and every field of a place's record (every column of its table) is either
-erased or declared kept; tests/host/test_erasure.py reads every table and column from each
+erased or declared kept; tests/host/stores/test_erasure.py reads every table and column from each
 store's schema, and every record's fields, and fails on one nobody decided about, so a new
 table or field cannot be forgotten. Registering one is a line here.
 
@@ -24,14 +24,12 @@ from typing import Final, Literal, TypeAlias, TypeVar
 
 import attrs
 
-from modular_sdk import SessionId, TurnId
+from modular_sdk import MemoryRecord, RecordId, SessionId, TurnId
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 
-from ._records import LineageEdge, SessionNode
-from ._records import ERASED_LABEL, Invocation, JobRecord, TurnRecord
-from ._trace_records import ActionOutcomeRecord, ApprovalRuleRecord, ProposedActionRecord, TraceOutputRecord
 from ._memory_records import ERASED_TEXT
-from modular_sdk import MemoryRecord, RecordId
+from ._records import ERASED_LABEL, Invocation, JobRecord, LineageEdge, SessionNode, TurnRecord
+from ._trace_records import ActionOutcomeRecord, ApprovalRuleRecord, ProposedActionRecord, TraceOutputRecord
 
 __all__ = ["ERASED_BY_STORE", "ERASED_LABEL", "KEPT", "PLACES", "STORE_COLUMNS", "Erasure", "Key", "Place", "erase_record", "erase_rows", "statements"]
 

@@ -18,15 +18,26 @@ from typing import Final
 
 from modular_sdk import SessionId
 
-from ._records import LineageEdge, SessionNode
 from ._errors import StoreError
 from ._protocol import INDEX_VERSION, Store
-from ._shared import SharedStore
-from ._records import SessionRecord, StoredState, TurnRecord, ViolationCode, fork_artifact, interrupted
 
 # The record algebra (erased, interrupted, Violation ...) lives in ``_records``, the bottom
 # floor; these names stay importable from here for the tests that read them here.
-from ._records import ERASED_LABEL, INTERRUPTED, Violation, erased
+from ._records import (
+    ERASED_LABEL,
+    INTERRUPTED,
+    LineageEdge,
+    SessionNode,
+    SessionRecord,
+    StoredState,
+    TurnRecord,
+    Violation,
+    ViolationCode,
+    erased,
+    fork_artifact,
+    interrupted,
+)
+from ._shared import SharedStore
 
 __all__ = [
     "ERASED_LABEL",

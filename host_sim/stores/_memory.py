@@ -12,15 +12,24 @@ import attrs
 
 from modular_sdk import MemoryRecord, RecordId, SessionId, TurnId
 
+from . import _rows
 from ._approvals import MemoryApprovals
-from ._records import LineageEdge, SessionNode
 from ._erasure import PLACES, Erasure, Place, erase_record, erase_rows
 from ._errors import StoreError
-from ._records import erased_call, erased_widget
-from ._protocol import INDEX_VERSION
-from . import _rows
-from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
 from ._memory_records import RecordsKept
+from ._protocol import INDEX_VERSION
+from ._records import (
+    Invocation,
+    JobRecord,
+    JobStatus,
+    LineageEdge,
+    SessionNode,
+    SessionRecord,
+    StoredState,
+    TurnRecord,
+    erased_call,
+    erased_widget,
+)
 from ._trace_records import (
     ActionOutcomeRecord,
     ApprovalRuleRecord,

@@ -72,14 +72,11 @@ from typing import Any, Final, TypeVar, final
 
 from modular_sdk import SessionId
 
-from ._records import LineageEdge, SessionNode
+from . import _rows
 from ._erasure import Erasure
 from ._errors import StoreError
-from ._records import interrupted
-from ._shared import EventRow
-from ._protocol import INDEX_VERSION
-from . import _rows
-from ._postgres_schema import POSTGRES_SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION
+from ._postgres_commit import OWNER_LOCK, PostgresDriver
+from ._postgres_commit import redact as redact
 from ._postgres_events import (
     ERASE_COMMAND_EVENTS,
     ERASE_COMMAND_EVENTS_OF,
@@ -89,13 +86,14 @@ from ._postgres_events import (
     LOCK_EVENTS,
 )
 from ._postgres_locks import SELECT_ERASURE_GENERATION as SELECT_ERASURE_GENERATION
-from ._postgres_commit import OWNER_LOCK, PostgresDriver
-from ._postgres_commit import redact as redact
-from ._sql_store import Reads, SqlStore
-from ._postgres_sql import Step as _Step
+from ._postgres_schema import POSTGRES_SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION
 from ._postgres_sql import DIALECT, check
+from ._postgres_sql import Step as _Step
 from ._postgres_sql import cols as _cols
-from ._records import SessionRecord, TurnRecord
+from ._protocol import INDEX_VERSION
+from ._records import LineageEdge, SessionNode, SessionRecord, TurnRecord, interrupted
+from ._shared import EventRow
+from ._sql_store import Reads, SqlStore
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
 
@@ -120,7 +118,7 @@ _SET_INDEX_VERSION: Final = (
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
 
-# Reads (each served by an index; see tests/host/test_postgres_store.py, which EXPLAINs them):
+# Reads (each served by an index; see tests/host/stores/test_postgres_store.py, which EXPLAINs them):
 # those the engine makes (`_sql_store.Reads`, spelled for PostgreSQL), and PostgreSQL's own.
 _READS: Final = Reads.of(DIALECT)
 SELECT_SESSION: Final = DIALECT.select(_rows.SESSIONS, _READS.session)

@@ -16,8 +16,8 @@ import anyio
 import anyio.to_thread
 
 from ._errors import StoreError
-from ._records import ERASED_LABEL
 from ._postgres_sql import close_quietly
+from ._records import ERASED_LABEL
 from ._shared import EventRow
 
 __all__ = [

@@ -12,11 +12,11 @@ from typing import Any, Final
 
 from ._approvals import POSTGRES_APPROVALS
 from ._errors import StoreError
-from ._records import ERASED_LABEL
 from ._postgres_sql import diagnosis
 from ._postgres_traces import TRACE_TABLES_SCHEMA
-from ._sql_memory import HAS_MEMORY_RULES_POSTGRES, MEMORY_POSTGRES, MEMORY_RULES_POSTGRES
 from ._protocol import INDEX_VERSION
+from ._records import ERASED_LABEL
+from ._sql_memory import HAS_MEMORY_RULES_POSTGRES, MEMORY_POSTGRES, MEMORY_RULES_POSTGRES
 
 __all__ = [
     "APPLICATION",

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol, runtime_checkable
 
 from modular_sdk import SessionId, TurnId
 
-from ._records import LineageEdge, SessionNode
-from ._records import Invocation, JobRecord, JobStatus, SessionRecord, StoredState, TurnRecord
+from ._records import Invocation, JobRecord, JobStatus, LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
 
 if TYPE_CHECKING:
     from ._erasure import Erasure

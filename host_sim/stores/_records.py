@@ -35,11 +35,12 @@ from modular_sdk import (
     InvalidArgumentError,
     ModDefinitionError,
     SessionId,
+    ToolCallRecord,
     TurnId,
     TurnStatus,
+    Usage,
+    WidgetPlacement,
 )
-
-from modular_sdk import ToolCallRecord, Usage, WidgetPlacement
 from modular_sdk._json import _json_object_only, converter
 from modular_sdk._lineage import aware_datetime, non_negative_int
 

@@ -28,12 +28,12 @@ from typing import Final, TypeAlias, TypeVar
 import attrs
 
 from modular_sdk import (
-    MemoryRecord,
     AiMessage,
     AiNotificationMessage,
     AiPromptMessage,
     AiRunnerId,
     Author,
+    MemoryRecord,
     SerializationError,
     SessionId,
     ToolCallRecord,

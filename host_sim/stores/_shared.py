@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from datetime import datetime
-from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 import attrs

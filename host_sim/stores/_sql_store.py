@@ -25,12 +25,19 @@ import attrs
 from modular_sdk import SessionId, TurnId
 
 from . import _rows
+from ._approvals import SqlApprovals
 from ._erasure import Erasure, statements
 from ._errors import StoreError
-from ._records import ERASED_LABEL
-from ._protocol import INDEX_VERSION
-from ._records import JobRecord, JobStatus, LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
-from ._approvals import SqlApprovals
+from ._records import (
+    ERASED_LABEL,
+    JobRecord,
+    JobStatus,
+    LineageEdge,
+    SessionNode,
+    SessionRecord,
+    StoredState,
+    TurnRecord,
+)
 from ._sql import Dialect, Driver, Step
 from ._sql_jobs import SqlJobs
 from ._sql_memory import SqlMemory
@@ -67,7 +74,7 @@ _COPIED: Final[Mapping[str, Callable[[object], object]]] = {
 @attrs.frozen
 class Reads:
     """What picks the rows of each read the engine makes by key, in one dialect's spelling
-    (each served by an index: tests/host/test_postgres_store.py EXPLAINs PostgreSQL's)."""
+    (each served by an index: tests/host/stores/test_postgres_store.py EXPLAINs PostgreSQL's)."""
 
     session: str
     turns: str

@@ -56,17 +56,15 @@ import attrs
 from modular_sdk import InvalidArgumentError, SerializationError, SessionId
 from modular_sdk._rules import show
 
-from ._records import LineageEdge, SessionNode
+from . import _rows
+from . import _sqlite_schema as _schema
 from ._erasure import Erasure
 from ._errors import StoreError, StoreLockedError
 from ._protocol import INDEX_VERSION
-from . import _rows
-from . import _sqlite_schema as _schema
-from ._errors import StoreError, StoreLockedError
-from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, upsert
+from ._records import JobRecord, LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
 from ._sql_store import SqlStore
+from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, upsert
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
-from ._records import JobRecord, SessionRecord, StoredState, TurnRecord
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 

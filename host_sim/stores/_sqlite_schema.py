@@ -16,10 +16,10 @@ import attrs
 
 from . import _rows
 from ._approvals import SQLITE_APPROVALS
-from ._sql_memory import MEMORY_SQLITE
 from ._errors import StoreError
-from ._records import ERASED_LABEL
 from ._protocol import INDEX_VERSION
+from ._records import ERASED_LABEL
+from ._sql_memory import MEMORY_SQLITE
 
 __all__ = [
     "Found",

@@ -26,20 +26,22 @@ from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from modular_sdk import SessionId, TurnId
 
-from ._records import LineageEdge, SessionNode
-from ._records import SessionRecord, Violation
-from ._trace_records import (
-    IndexKind,
-    TraceIndexEntry,
-    TraceLinkRecord,
-    TraceOutputRecord,
-    TraceRecords,
-    TraceState,
-)
+from ._records import LineageEdge, SessionNode, SessionRecord, Violation
 
 # The trace records live in ``_trace_records``, below every store module; these names stay
 # importable from here for the tests that read them here.
-from ._trace_records import ActionOutcomeRecord, ProposedActionRecord, TraceCommitRecord, TraceRecord, TraceTaskRecord
+from ._trace_records import (
+    ActionOutcomeRecord,
+    IndexKind,
+    ProposedActionRecord,
+    TraceCommitRecord,
+    TraceIndexEntry,
+    TraceOutputRecord,
+    TraceRecord,
+    TraceRecords,
+    TraceState,
+    TraceTaskRecord,
+)
 
 if TYPE_CHECKING:
     from ._erasure import Erasure

@@ -12,7 +12,7 @@ from typing import Final
 
 import attrs
 
-from modular_sdk import AiContributions, Mod, SessionId, ModMetadata, ToolContext, define_mod, tool
+from modular_sdk import AiContributions, Mod, ModMetadata, SessionId, ToolContext, define_mod, tool
 from modular_sdk._frozen import thaw_object
 
 from ..stores._protocol import Store

@@ -15,15 +15,21 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Final, final
 
-from modular_sdk import ActionStateError, InvalidArgumentError, ModDefinitionError, SerializationError, SessionId, TurnId
+from modular_sdk import (
+    ActionStateError,
+    InvalidArgumentError,
+    ModDefinitionError,
+    SerializationError,
+    SessionId,
+    TurnId,
+)
 from modular_sdk._frozen import FrozenJsonObject, freeze_object
 from modular_sdk._rules import show, unstorable_text
 
-from ..stores._records import LineageEdge, SessionNode
 from .._host_made import NoPublicConstructor
 from ..stores._errors import StoreError
 from ..stores._protocol import Store
-from ..stores._records import SessionRecord
+from ..stores._records import LineageEdge, SessionNode, SessionRecord
 from ..stores._trace_records import TraceCommitRecord, TraceRecord, TraceRecords, TraceTaskRecord
 from ..stores._traces import TraceStore, namespace, scoped_key, shown_key
 from ._errors import TraceError, UnknownTraceError

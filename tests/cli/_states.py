@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
+from host_sim.stores import SessionRecord, TurnRecord
 from modular_sdk import (
     AiPromptMessage,
     AiRunnerId,
@@ -17,9 +18,7 @@ from modular_sdk import (
     UserAuthor,
 )
 
-from host_sim.stores._records import SessionRecord, TurnRecord
-
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RUNNER = AiRunnerId("runner")
 
 

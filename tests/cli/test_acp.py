@@ -46,7 +46,7 @@ from acp.schema import (
 from acp.stdio import spawn_agent_process
 
 from host_sim import Host, SqliteStore
-from models._fake_openai import Answer, FakeOpenAI, events, streamed_reply, streamed_tool_call
+from models._fake_openai import Answer, FakeOpenAI, streamed_reply, streamed_tool_call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 

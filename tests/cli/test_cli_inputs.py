@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modular_sdk import ModMetadata, SerializationError, define_mod, view
-
 from host_sim.cli._run import view_data
+from modular_sdk import ModMetadata, SerializationError, define_mod, view
 
 from ._support import ROOT, Installed, host_sim, no_traceback
 

@@ -13,7 +13,7 @@ import pytest
 
 from host_sim import SqliteStore
 from host_sim.cli import _options
-from host_sim.stores._errors import StoreError
+from host_sim.stores import StoreError
 
 from ._support import FIXTURES, Installed, host_sim, no_traceback
 

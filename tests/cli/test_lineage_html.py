@@ -15,7 +15,7 @@ from host_sim import Host, ModelRequest, ScriptedModel, SqliteStore, ToolCall
 from host_sim.lineage._html import layout, render_lineage_html
 
 from ._browser import chromium
-from ._states import fork_chain, forest, turn
+from ._states import forest, fork_chain, turn
 from ._support import ROOT, Installed, host_sim
 
 SCREENSHOT = ROOT / "docs" / "images" / "lineage-html.png"

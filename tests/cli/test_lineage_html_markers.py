@@ -7,9 +7,8 @@ from pathlib import Path
 
 from selenium.webdriver.common.by import By
 
-from modular_sdk import CommandTrigger, RootLineage, SessionId, SpawnLineage
-
 from host_sim.lineage._html import render_lineage_html
+from modular_sdk import CommandTrigger, RootLineage, SessionId, SpawnLineage
 
 from ._browser import chromium
 from ._states import T0, session, turn

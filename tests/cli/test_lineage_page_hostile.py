@@ -10,11 +10,12 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from selenium import webdriver
 
 from host_sim.lineage._html import render_lineage_html
-from host_sim.stores._records import SessionRecord, TurnRecord
+from host_sim.stores import SessionRecord, TurnRecord
 from modular_sdk import AiPromptMessage, AiSessionDisplayMetadata, ForkLineage, RootLineage, SessionId
 
 from ._browser import chromium

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from host_sim.fold import Manifest, build_manifest
 from host_sim.cli import _check, _manifest
+from host_sim.fold import Manifest, build_manifest
 
 from ._support import FIXTURES, fixture, where
 

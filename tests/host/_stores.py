@@ -3,14 +3,14 @@ check or a repair reads it."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from host_sim import Store, StoredState
 from host_sim.lineage import SessionNode
 from host_sim.stores import SessionRecord
 from modular_sdk import AiRunnerId, RootLineage, SessionId
 
-T0 = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 """When the records these helpers make were created."""
 
 

@@ -42,7 +42,7 @@ def postgres_dsn(postgres: PostgresServer) -> str:
 
 
 STORE_KINDS: Final = ("memory", "sqlite", "postgres")
-"""Every store host_sim ships; a store contract suite runs on each (tests/host/test_store_contract_coverage.py)."""
+"""Every store host_sim ships; a store contract suite runs on each (tests/host/stores/test_store_contract_coverage.py)."""
 
 StoreFactory: TypeAlias = Callable[[], Store]
 

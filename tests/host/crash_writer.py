@@ -8,7 +8,7 @@ await returns it prints one acknowledgement line (JSON) carrying the ids it prod
 
     python tests/host/crash_writer.py PATH --backend trio --seed 7
 
-Imported, it is the *harness* (`run_crashes`) that ``tests/host/test_crash_recovery.py``
+Imported, it is the *harness* (`run_crashes`) that ``tests/host/stores/test_crash_recovery.py``
 and ``benchmarks/crash.py`` share: start a writer on a file, ``kill -9`` it at a random
 moment, open the file read-only, run the store's one invariant checker
 (``host_sim.stores._invariants.check``) and compare what the store holds with every
@@ -34,9 +34,9 @@ from urllib.parse import quote
 import anyio
 import attrs
 
-from host_sim import Host, ModelRequest, ScriptedModel, SessionHandle, SqliteStore, TurnHandle
+from host_sim import Host, ModelRequest, ScriptedModel, SessionHandle, SqliteStore
+from host_sim.stores import SessionRecord, StoredState, TurnRecord
 from host_sim.stores._invariants import Violation, check
-from host_sim.stores._records import SessionRecord, StoredState, TurnRecord
 from modular_sdk import (
     AiPromptMessage,
     AiSessionHandle,

@@ -179,7 +179,7 @@ def streamed_raw(*contents: str) -> Answer:
 
 def error_raw(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> Answer:
     """An OpenAI-style error body whose message is the JSON string literal ``message``."""
-    body = '{"error": {"message": %s, "type": "invalid_request_error", "code": null}}' % message
+    body = f'{{"error": {{"message": {message}, "type": "invalid_request_error", "code": null}}}}'
     return Answer(status=status, body=body.encode(), headers={"Content-Type": "application/json", **(headers or {})})
 
 

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host_sim.examples import background_tasks
 from host_sim import (
     EchoModel,
     Host,
@@ -22,8 +21,8 @@ from host_sim import (
     SessionHandle,
     ToolCall,
 )
-from host_sim.models import ModelReply
-from host_sim.models._errors import CassetteMismatchError, ModelError
+from host_sim.examples import background_tasks
+from host_sim.models import CassetteMismatchError, ModelError, ModelReply
 from host_sim.sessions import _ids
 from modular_sdk import AiPromptMessage, InvalidArgumentError, SerializationError, TurnFailedError
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from host_sim.examples import background_tasks
 from host_sim import EchoModel, RecordingModel, ReplayModel
+from host_sim.examples import background_tasks
 from host_sim.pytest_plugin import ModHost
 from modular_sdk import InvalidArgumentError
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from host_sim import Host, ModelRequest, OpenAIModel, RecordingModel
-from host_sim.models._errors import ModelError
+from host_sim.models import ModelError
 from host_sim.models._openai import _retry_after
 from modular_sdk import AiPromptMessage, InvalidArgumentError, TurnFailedError
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 import subprocess
 import sys
+from typing import Any
 
 import attrs
 import pytest
@@ -19,6 +19,7 @@ from host_sim import (
     ToolResult,
     ToolSpec,
 )
+from host_sim.models._openai import wire_names
 from modular_sdk import (
     AiContributions,
     AiPromptMessage,
@@ -30,11 +31,8 @@ from modular_sdk import (
     slash_command,
     tool,
 )
-
 from modular_sdk._frozen import thaw_object
 from modular_sdk._schema import JsonObject, json_schema
-
-from host_sim.models._openai import wire_names
 
 from ._fake_openai import FakeOpenAI, reply, streamed_reply, streamed_tool_call, tool_call
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from host_sim import Host, ModelRequest, OpenAIModel, RecordingModel, SqliteStore
-from host_sim.models._errors import ModelError
+from host_sim.models import ModelError
 from modular_sdk import AiPromptMessage
 
 from ._fake_openai import FakeOpenAI, error_raw, reply_raw, streamed_raw, streamed_tool_call

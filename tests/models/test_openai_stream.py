@@ -10,11 +10,11 @@ import anyio
 import pytest
 
 from host_sim import Host, HostEvent, ModelRequest, OpenAIModel, RecordingModel, ReplayModel, ToolCall, Usage
-from host_sim.models._errors import ModelError
+from host_sim.models import ModelError
 from modular_sdk import AiPromptMessage, TurnFailedError
 from modular_sdk._schema import JsonObject, JsonValue
 
-from ._fake_openai import Answer, FakeOpenAI, error, events, reply, streamed_reply, streamed_tool_call
+from ._fake_openai import FakeOpenAI, error, events, reply, streamed_reply, streamed_tool_call
 
 KEY = "sk-proj-SECRET0123456789abcdefXYZ"
 

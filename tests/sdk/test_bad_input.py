@@ -14,13 +14,13 @@ import attrs
 import pytest
 
 from modular_sdk import (
-    Allow,
     ActionEvent,
     AiContributions,
     AiNotificationMessage,
     AiPromptMessage,
     AiSessionDisplayMetadata,
     AiSessionLineage,
+    Allow,
     CommandContext,
     CommandTrigger,
     Deny,

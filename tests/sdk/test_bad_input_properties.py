@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import attrs
@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 import modular_sdk
 from modular_sdk import (
     ActionContext,
-    Allow,
     ActionEvent,
     AiContributions,
     AiNotificationMessage,
@@ -34,6 +33,7 @@ from modular_sdk import (
     AiRunnerId,
     AiRunResult,
     AiSessionDisplayMetadata,
+    Allow,
     CommandContext,
     CommandTrigger,
     Deny,
@@ -41,14 +41,14 @@ from modular_sdk import (
     ForkLineage,
     Mod,
     ModAuthor,
-    ModMetadata,
     ModDefinitionError,
+    ModMetadata,
     ModularError,
     SessionId,
     SlashCommandContext,
     SpawnLineage,
-    ToolContext,
     ToolCallRecord,
+    ToolContext,
     ToolTrigger,
     Usage,
     UserAuthor,
@@ -60,10 +60,10 @@ from modular_sdk import (
     define_mod,
     effect,
     from_json,
+    mcp_server,
     slash_command,
     to_json,
     tool,
-    mcp_server,
     view,
     widget,
 )
@@ -151,7 +151,7 @@ scalars = st.one_of(
     st.sampled_from([int, str, list, dict, SearchInput, Mod, type(None)]),
     st.sampled_from([len, print, lambda: None, lambda a, b, c: None]),
     st.just(datetime(2025, 1, 1)),
-    st.just(datetime(2025, 1, 1, tzinfo=timezone.utc)),
+    st.just(datetime(2025, 1, 1, tzinfo=UTC)),
     st.just(UserAuthor()),
 )
 containers = st.recursive(

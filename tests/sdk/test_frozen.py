@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import types
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Literal
 
@@ -14,11 +14,11 @@ import pytest
 
 from modular_sdk import (
     ActionEvent,
-    Allow,
     AiContributions,
     AiNotificationMessage,
     AiPromptMessage,
     AiSessionDisplayMetadata,
+    Allow,
     CommandContext,
     CommandTrigger,
     Deny,
@@ -112,7 +112,7 @@ MOD = define_mod(
     effects=[effect(id="watch", activate=watch)],
     views=[view(id="plans", title="Plans", render=render)],
 )
-NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 VALUES: list[object] = [
     MOD,
     AiPromptMessage(text="hi"),

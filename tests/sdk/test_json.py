@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import attrs
@@ -183,7 +183,7 @@ def test_the_json_of_a_fork_lineage_is_flat_and_tagged() -> None:
         parent_turn_ordinal=2,
         parent_runner_id=AiRunnerId("echo"),
         depth=1,
-        forked_at=datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
+        forked_at=datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC),
     )
     assert json.loads(to_json(lineage)) == {
         "kind": "fork",

@@ -11,7 +11,7 @@ import enum
 import json
 import re
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, Generic, Literal, NewType, Optional, TypeVar, cast
 
 import attrs
@@ -118,7 +118,7 @@ class WithFactories:
     items: list[int] = attrs.Factory(list)
     step: Step = attrs.Factory(lambda: Step(title="first"))
     options: Options = attrs.Factory(Options)
-    stamp: str = attrs.Factory(lambda: datetime.now(timezone.utc).isoformat())
+    stamp: str = attrs.Factory(lambda: datetime.now(UTC).isoformat())
     copy: str = attrs.Factory(lambda self: "x", takes_self=True)
     computed: str = attrs.field(init=False, default="never read")
 
@@ -318,7 +318,7 @@ PLAN = Plan(
     span=(3, 4),
     notes={"why": "because"},
     owner=Label("ada"),
-    due=datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
+    due=datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC),
     session=SessionId("s-1"),
     size=12,
 )
@@ -385,7 +385,7 @@ def test_an_int_is_a_valid_float() -> None:
 # -- hypothesis: generated instances validate against their schema ------------------------
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
-aware = st.datetimes(timezones=st.just(timezone.utc))
+aware = st.datetimes(timezones=st.just(UTC))
 steps = st.builds(Step, title=st.text(max_size=10), done=st.booleans())
 plans = st.builds(
     Plan,

@@ -6,10 +6,9 @@ Checked by mypy (with the ``modular_sdk.mypy_plugin`` plugin), never run.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, assert_type
 
 import attrs
-from typing_extensions import assert_type
 
 from modular_sdk import (
     ActionEvent,

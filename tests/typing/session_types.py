@@ -6,10 +6,9 @@ Checked by mypy, never run.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, assert_never, assert_type
 
 import attrs
-from typing_extensions import assert_never, assert_type
 
 from modular_sdk import (
     AiMessage,

@@ -62,7 +62,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from host_sim.examples import background_tasks
 from host_sim import (
     CommandFinished,
     Host,
@@ -77,15 +76,15 @@ from host_sim import (
     MemoryRecorded,
     MemoryRetracted,
     Model,
-    ScopedHost,
-    SessionCompacted,
     NotificationEvent,
     OpenAIModel,
+    PostgresStore,
     ReplyDelta,
+    ScopedHost,
+    SessionCompacted,
     SessionCreated,
     SessionDeleted,
     SessionHandle,
-    PostgresStore,
     SqliteStore,
     Store,
     Submission,
@@ -99,6 +98,7 @@ from host_sim import (
     UnknownJobError,
     agui_app,
 )
+from host_sim.examples import background_tasks
 from modular_sdk import (
     AiMessage,
     AiNotificationMessage,
