@@ -16,7 +16,7 @@ import attrs
 
 from modular_sdk import Author, CommandTrigger, ModAuthor, SessionId, SpawnTrigger, ToolTrigger, TurnId, UserAuthor
 
-__all__ = ["USER", "Actor", "HandlerFrame", "author_of", "running_turns_var"]
+__all__ = ["USER", "Actor", "HandlerFrame", "author_of", "sessions_in_turn_var"]
 
 
 @attrs.frozen(kw_only=True)
@@ -31,8 +31,8 @@ class HandlerFrame:
     turn_id: TurnId | None = None  # a tool's: the turn whose model called it
     session_id: SessionId | None = None  # the session a slash command or tool runs in
     position: int | None = None  # a slash command's: its session's next ordinal when it was run
-    running_sessions: frozenset[SessionId] = frozenset()  # turns this handler runs inside
-    running_turns: frozenset[TurnId] = frozenset()
+    enclosing_sessions: frozenset[SessionId] = frozenset()  # the sessions and turns this handler
+    enclosing_turns: frozenset[TurnId] = frozenset()  # runs inside (awaiting one would deadlock)
 
     @property
     def author(self) -> ModAuthor:
@@ -48,9 +48,11 @@ class HandlerFrame:
         return None
 
 
-running_turns_var: ContextVar[frozenset[SessionId]] = ContextVar(
-    "modular_running_turns", default=frozenset()
+sessions_in_turn_var: ContextVar[frozenset[SessionId]] = ContextVar(
+    "modular_sessions_in_turn", default=frozenset()
 )
+"""The sessions whose turn the current context runs inside: a turn it awaited in one of them
+would wait for itself."""
 USER: Final = UserAuthor()
 
 Actor: TypeAlias = "HandlerFrame | None"

@@ -49,7 +49,7 @@ from modular_sdk import (
 from modular_sdk._rules import show, unstorable_text
 from modular_sdk._schema import JsonValue
 
-from ..lanes._calling import Actor, HandlerFrame, author_of, running_turns_var
+from ..lanes._calling import Actor, HandlerFrame, author_of, sessions_in_turn_var
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..lineage._provenance import delete_session
 from ..lineage._types import LineageEdge, SessionNode
@@ -65,7 +65,7 @@ from ._explain import turn_failed
 from ._ids import checked_request_id, new_session_id, turn_id_for
 from ._state import SessionState, TurnState
 from ._tables import ModTables
-from ._turns import JobCall, TurnRunner, running_sessions, running_turns
+from ._turns import JobCall, TurnRunner, enclosing_sessions, enclosing_turns
 
 if TYPE_CHECKING:
     from ..lineage._graph import LineageGraph
@@ -455,7 +455,7 @@ class Engine:
         """
         done = turn.done
         if done is not None and not done.is_set():  # running, or completed but not yet durable
-            if turn.id in running_turns(actor) or turn.session_id in running_turns_var.get():
+            if turn.id in enclosing_turns(actor) or turn.session_id in sessions_in_turn_var.get():
                 raise ReentrantTurnError(
                     f"a handler running inside turn {turn.ordinal} ({turn.id!r}) of session "
                     f"{turn.session_id!r} tried to fork that same turn, which would wait for itself "
@@ -506,7 +506,7 @@ class Engine:
                 argument="message",
                 value=message,
             )
-        if session.id in running_sessions(actor) or session.id in running_turns_var.get():
+        if session.id in enclosing_sessions(actor) or session.id in sessions_in_turn_var.get():
             raise ReentrantTurnError(
                 f"a handler running inside a turn of session {session.id!r} tried to send to that "
                 "same session, which would wait for itself; send to another session (fork or "

@@ -35,7 +35,7 @@ from modular_sdk._messages import text_of
 from modular_sdk._rules import MAX_DEPTH, unstorable_text
 from modular_sdk._schema import JsonValue, SchemaError, json_schema
 
-from ..lanes._calling import Actor, HandlerFrame, running_turns_var
+from ..lanes._calling import Actor, HandlerFrame, sessions_in_turn_var
 from ..lanes._ext_host import HandlerFailed, call_handler
 from ..memory._compaction import CompactionError, Compactor
 from ..models._protocol import (
@@ -78,8 +78,8 @@ __all__ = [
     "TurnRunner",
     "output_schema",
     "parse_reply",
-    "running_sessions",
-    "running_turns",
+    "enclosing_sessions",
+    "enclosing_turns",
     "storable",
 ]
 
@@ -285,10 +285,10 @@ class TurnRunner:
     async def _run_turn(
         self, session: SessionState, turn: TurnState, actor: Actor, output_schema: JsonValue, seen: HistoryView
     ) -> None:
-        token = running_turns_var.set(running_turns_var.get() | {session.id})
+        token = sessions_in_turn_var.set(sessions_in_turn_var.get() | {session.id})
         inside = (
-            running_sessions(actor) | {session.id},
-            running_turns(actor) | {turn.id},
+            enclosing_sessions(actor) | {session.id},
+            enclosing_turns(actor) | {turn.id},
         )
         try:
             message = turn.message
@@ -358,7 +358,7 @@ class TurnRunner:
                 turn.widgets, turn.widget_errors = place_widgets(reply, self._tables.widgets)  # kept with the record
                 return
         finally:
-            running_turns_var.reset(token)
+            sessions_in_turn_var.reset(token)
 
     async def _history(
         self, session: SessionState, turn: TurnState, message: AiMessage, view: HistoryView
@@ -604,8 +604,8 @@ class TurnRunner:
             call_id=call_id,
             turn_id=turn.id,
             session_id=session.id,
-            running_sessions=inside[0],
-            running_turns=inside[1],
+            enclosing_sessions=inside[0],
+            enclosing_turns=inside[1],
         )
         ctx = self._tool_context(session, frame)
         output = await self._outside(f"tool {declared.name!r} of mod {mod.id!r}", declared.run, (value, ctx), self._handler_timeout)
@@ -674,14 +674,14 @@ def utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-def running_sessions(actor: Actor) -> frozenset[SessionId]:
+def enclosing_sessions(actor: Actor) -> frozenset[SessionId]:
     """The sessions whose turns ``actor`` (a handler) runs inside: none for the user."""
-    return frozenset() if actor is None else actor.running_sessions
+    return frozenset() if actor is None else actor.enclosing_sessions
 
 
-def running_turns(actor: Actor) -> frozenset[TurnId]:
+def enclosing_turns(actor: Actor) -> frozenset[TurnId]:
     """The turns ``actor`` (a handler) runs inside: none for the user."""
-    return frozenset() if actor is None else actor.running_turns
+    return frozenset() if actor is None else actor.enclosing_turns
 
 
 def storable(text: str) -> str:
