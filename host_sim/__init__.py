@@ -47,7 +47,7 @@ from .lineage._types import LineageEdge as LineageEdge
 from .lineage._types import LineageRelation as LineageRelation
 from .lineage._types import SessionMetrics as SessionMetrics
 from .lineage._types import SessionNode as SessionNode
-from .mcp._server import lineage_mcp_server as lineage_mcp_server
+from .lineage_mcp._server import lineage_mcp_server as lineage_mcp_server
 from .memory._book import Memory as Memory
 from .memory._book import MemoryPage as MemoryPage
 from .memory._policy import ContextPolicy as ContextPolicy

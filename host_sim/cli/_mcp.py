@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ..lineage_mcp._server import StoreReader, lineage_server
 from ..mcp._extra import McpUnavailableError, require_mcp
-from ..mcp._server import StoreReader, lineage_server
 from ..stores._errors import StoreError
 from ..stores._postgres import PostgresStore
 from ..stores._protocol import Store

@@ -1,5 +1,6 @@
-"""MCP, both ways (docs/mcp.md, extra ``mcp``): the lineage served over MCP
-(`lineage_mcp_server`, ``host-sim mcp``), and mods using MCP servers' tools.
+"""MCP servers' tools for mods (docs/mcp.md, extra ``mcp``): starting a server, listing
+and calling its tools, trust and process cleanup. The lineage served over MCP is
+``host_sim.lineage_mcp`` (it serves a host, so it sits above `sessions`; this sits below).
 
 Nothing here imports the ``mcp`` package at import time: each module imports it where it
 is used, so ``import host_sim`` works without the extra.

@@ -273,7 +273,7 @@ def test_host_sim_mcp_refuses_a_missing_store_and_creates_nothing(tmp_path: Path
 
 def test_importing_host_sim_and_modular_sdk_imports_nothing_of_mcp() -> None:
     code = (
-        "import sys, host_sim, modular_sdk, host_sim.mcp._server, host_sim.cli._mcp\n"
+        "import sys, host_sim, modular_sdk, host_sim.lineage_mcp._server, host_sim.cli._mcp\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

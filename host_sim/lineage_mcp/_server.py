@@ -22,12 +22,12 @@ from modular_sdk._json import unstructure
 
 from ..lineage._as_json import origin_data, provenance_data, record_origin_data
 from ..lineage._provenance import Provenance, RecordOrigin, TurnOrigin, backward, backward_record, forward, is_record_id
+from ..mcp._extra import require_mcp
 from ..sessions._transcript import render_transcript
 from ..stores._memory_records import RecordStore
 from ..stores._protocol import LogStore, Store
 from ..stores._records import Invocation, TurnRecord
 from ..traces._lineage_tool import lookup
-from ._extra import require_mcp
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
