@@ -49,17 +49,26 @@ CREATE TRIGGER IF NOT EXISTS memory_fts_update AFTER UPDATE OF text ON memory_re
     INSERT INTO memory_fts (memory_fts, rowid, text) VALUES ('delete', OLD.rowid, OLD.text);
     INSERT INTO memory_fts (rowid, text) VALUES (NEW.rowid, NEW.text);
 END;
-CREATE TRIGGER IF NOT EXISTS memory_records_never_change BEFORE UPDATE ON memory_records
+DROP TRIGGER IF EXISTS memory_records_never_change;
+CREATE TRIGGER memory_records_never_change BEFORE UPDATE ON memory_records
 WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.kind IS NOT OLD.kind
     OR NEW.read_from IS NOT OLD.read_from OR NEW.cites IS NOT OLD.cites OR NEW.derived_from IS NOT OLD.derived_from
     OR NEW.made_by IS NOT OLD.made_by OR NEW.created_at IS NOT OLD.created_at
     OR (OLD.retracted_at IS NOT NULL AND NEW.retracted_at IS NOT OLD.retracted_at)
+    OR (NEW.retraction_reason IS NOT OLD.retraction_reason
+        AND NOT (OLD.retracted_at IS NULL AND NEW.retracted_at IS NOT NULL)
+        AND NOT (OLD.erased_at IS NULL AND NEW.erased_at IS NOT NULL))
+    OR (OLD.erased_at IS NOT NULL AND (NEW.erased_at IS NOT OLD.erased_at
+        OR NEW.text IS NOT OLD.text OR NEW.data IS NOT OLD.data))
     OR (NEW.erased_at IS NULL AND (NEW.text IS NOT OLD.text OR NEW.data IS NOT OLD.data))
 BEGIN SELECT RAISE(ABORT, 'a memory record never changes, except by its retraction and erasure'); END;
 CREATE TRIGGER IF NOT EXISTS memory_records_are_kept BEFORE DELETE ON memory_records
 BEGIN SELECT RAISE(ABORT, 'a memory record is never deleted'); END;
 """
-"""The memory tables of a `SqliteStore` (made when a writer opens the store)."""
+"""The memory tables of a `SqliteStore` (made when a writer opens the store). The rule
+trigger is made again at every writer's open, so a file made under a looser rule gets this
+one: a record changes only by its first retraction and its first erasure (PostgreSQL's
+``MEMORY_RULES_POSTGRES`` says the same)."""
 
 MEMORY_POSTGRES: Final = """
 CREATE TABLE IF NOT EXISTS host_sim.memory_records (
@@ -101,8 +110,9 @@ CREATE OR REPLACE TRIGGER memory_records_are_kept BEFORE DELETE ON host_sim.memo
 CREATE OR REPLACE TRIGGER memory_records_are_never_truncated BEFORE TRUNCATE ON host_sim.memory_records
     FOR EACH STATEMENT EXECUTE FUNCTION host_sim.refuse('memory records are never deleted');
 """
-"""SQLite's ``memory_records_never_change`` and ``memory_records_are_kept`` for PostgreSQL: a
-record changes only by its retraction (once) and its erasure (once), and is never deleted."""
+"""SQLite's ``memory_records_never_change`` and ``memory_records_are_kept`` for PostgreSQL (the
+same rule): a record changes only by its retraction (once) and its erasure (once), and is
+never deleted or truncated."""
 
 HAS_MEMORY_RULES_POSTGRES: Final = (
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "

@@ -77,6 +77,10 @@ def refuses(run: Run, sql: str, params: tuple[object, ...]) -> bool:
 
 def check_every_change(run: Run, live: str, retracted: str, erased: str) -> None:
     update = "UPDATE host_sim.memory_records SET {column} = %s WHERE id = %s"
+    # an erased record is erased for good, and a reason is given once, with its retraction
+    for column in (*WORDS, "erased_at", "retraction_reason"):
+        assert refuses(run, update.format(column=column), ("changed", erased)), column
+    assert refuses(run, update.format(column="retraction_reason"), ("another reason", retracted))
     for record_id in (live, retracted, erased):
         for column in FIXED:
             assert refuses(run, update.format(column=column), ("changed", record_id)), (column, record_id)
@@ -106,12 +110,6 @@ async def test_a_postgres_store_refuses_a_raw_sql_change_to_a_memory_record(post
     ids = await three_records(PostgresStore(postgres_dsn))
     with postgres_sql(postgres_dsn) as run:
         check_every_change(run, *ids)
-        live, retracted, erased = ids
-        # stricter than SQLite's: an erased record is erased for good, and a reason is given once
-        update = "UPDATE host_sim.memory_records SET {column} = %s WHERE id = %s"
-        for column in (*WORDS, "erased_at", "retraction_reason"):
-            assert refuses(run, update.format(column=column), ("changed", erased)), column
-        assert refuses(run, update.format(column="retraction_reason"), ("another reason", retracted))
         assert refuses(run, "TRUNCATE host_sim.memory_records CASCADE", ())
 
 
@@ -126,3 +124,21 @@ async def test_a_postgres_store_made_before_the_guard_gets_it_when_a_host_opens_
     with postgres_sql(postgres_dsn) as run:
         assert refuses(run, "UPDATE host_sim.memory_records SET kind = %s WHERE id = %s", ("changed", live))
         assert refuses(run, "DELETE FROM host_sim.memory_records WHERE id = %s", (live,))
+
+
+async def test_a_sqlite_store_made_under_the_looser_rule_gets_the_strict_one_when_a_host_opens_it(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite"
+    _, retracted, erased = await three_records(SqliteStore(path))
+    with sqlite_sql(path) as run:  # the rule a store got before: an erased record's words could change
+        run("DROP TRIGGER memory_records_never_change", ())
+        run(
+            "CREATE TRIGGER memory_records_never_change BEFORE UPDATE ON memory_records "
+            "WHEN NEW.id IS NOT OLD.id BEGIN SELECT RAISE(ABORT, 'a memory record never changes'); END",
+            (),
+        )
+        assert not refuses(run, "UPDATE host_sim.memory_records SET text = %s WHERE id = %s", ("(erased)", erased))
+    async with Host(store=SqliteStore(path)):
+        pass
+    with sqlite_sql(path) as run:
+        assert refuses(run, "UPDATE host_sim.memory_records SET text = %s WHERE id = %s", ("changed", erased))
+        assert refuses(run, "UPDATE host_sim.memory_records SET retraction_reason = %s WHERE id = %s", ("other", retracted))
