@@ -39,9 +39,10 @@ from ..lineage._provenance import (
 )
 from ..lineage._types import LineageEdge
 from ..stores._errors import StoreError, StoreLockedError
+from ..stores._postgres import PostgresStore, redact
 from ..stores._protocol import Store
 from ..stores._sqlite import SqliteStore
-from ._options import DEFAULT_STORE, check_writable, default_store_path, held_store_advice
+from ._options import DEFAULT_STORE, check_writable, default_store_path, held_store_advice, is_store_url
 
 __all__ = ["print_provenance", "register"]
 
@@ -76,8 +77,14 @@ def _utc_now() -> datetime:
 
 
 def _open(path: str, *, write: bool, use: Callable[[Store], Awaitable[_T]]) -> _T:
+    """Run ``use`` over the store at ``path`` (a SQLite file; for reading, also a
+    ``postgresql://`` URL, as ``host-sim lineage --store`` takes), then close it."""
+
     async def go() -> _T:
-        store = SqliteStore(path, create=False, read_only=not write)
+        store: Store = (
+            PostgresStore(path, create=False) if not write and is_store_url(path)
+            else SqliteStore(path, create=False, read_only=not write)
+        )
         await store.open()
         try:
             return await use(store)
@@ -150,7 +157,7 @@ def print_provenance(path: str, *, forward_id: str | None, backward_id: str | No
     try:
         result = _open(path, write=False, use=ask)
     except (UnknownTurnError, UnknownRecordError) as exc:
-        return _fail(prog, f"{exc} (in {path!r})")
+        return _fail(prog, f"{exc} (in {redact(path) if is_store_url(path) else path!r})")
     except StoreError as exc:
         return _fail(prog, str(exc))
     if isinstance(result, Provenance):

@@ -11,6 +11,7 @@ import anyio
 import attrs
 import pytest
 
+from host_sim import Host, PostgresStore
 from host_sim.cli._lineage import register, turn_counts
 from host_sim.lineage import LineageArtifact, LineageEdge, SessionNode, render_lineage_tree
 from host_sim.stores import SessionRecord, SqliteStore, StoredState, TurnRecord
@@ -28,6 +29,8 @@ from modular_sdk import (
     UnknownSessionError,
     UserAuthor,
 )
+
+from ..postgres_server import PostgresServer
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 RUNNER = AiRunnerId("echo-1")
@@ -267,3 +270,28 @@ def test_store_defaults_to_the_environment(store_path: Path, monkeypatch: pytest
     monkeypatch.setenv("HOST_SIM_STORE", str(store_path))
     assert run("s-6") == 0
     assert capsys.readouterr().out == 's-5  root  0 turns\n└── s-6  spawn via tool search:find (call c-1)  "say \\"hi\\""  1 turn\n'
+
+
+def test_forward_and_backward_read_a_postgres_store_named_by_its_url(
+    postgres: PostgresServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    postgres_dsn = postgres.database()
+    url = postgres.url(postgres_dsn.rsplit("dbname=", 1)[1])
+
+    async def write() -> tuple[str, str]:
+        async with Host(store=PostgresStore(postgres_dsn)) as host:
+            chat = await host.sessions.create()
+            turn = await chat.send(AiPromptMessage(text="Alice lives in Lisbon"))
+            record = await host.memory.record(chat, "Alice lives in Lisbon", kind="fact", cites=(turn.id,))
+            return turn.id, record.id
+
+    turn_id, record_id = anyio.run(write)
+
+    assert run("--store", url, "--forward", turn_id, "--json") == 0
+    forward = json.loads(capsys.readouterr().out)
+    assert record_id in json.dumps(forward)
+    assert run("--store", url, "--backward", record_id) == 0
+    assert turn_id in capsys.readouterr().out
+    assert run("--store", url, "--backward", "turn_nope") == 1
+    err = capsys.readouterr().err
+    assert "turn_nope" in err and "postgresql://" in err
