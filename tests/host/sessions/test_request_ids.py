@@ -207,7 +207,7 @@ async def test_concurrent_sends_and_submits_with_one_request_id_store_the_messag
         assert len(await chat.turns()) == 2
 
 
-HOST_SCRIPT = Path(__file__).with_name("postgres_host.py")
+HOST_SCRIPT = Path(__file__).parents[1] / "postgres_host.py"
 
 
 async def test_two_host_processes_starting_and_sending_with_one_request_id_store_it_once(
