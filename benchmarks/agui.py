@@ -10,9 +10,8 @@
    rates, the CPU time this process spent per run (``time.process_time``): on a shared,
    loaded machine the wall clock also counts other processes' time, the CPU time less so.
 
-    python -P benchmarks/agui.py [--runs 200] [--concurrency 50] [--rounds 4] [--backend asyncio|trio]
+    python benchmarks/agui.py [--runs 200] [--concurrency 50] [--rounds 4] [--backend asyncio|trio]
 
-(``-P``: this folder holds a ``secrets.py`` benchmark, which would shadow the standard library's.)
 """
 
 from __future__ import annotations

@@ -51,11 +51,7 @@ from pathlib import Path
 import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
-# benchmarks/ (this script's folder, sys.path[0]) holds secrets.py, which would shadow the
-# standard library's secrets module that host_sim imports: keep it, but last.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks"]
 sys.path.insert(0, str(ROOT / "tests"))
-sys.path.append(str(ROOT / "benchmarks"))
 
 from host.postgres_server import MISSING, PostgresServer, find_binaries  # noqa: E402
 from host_sim import Host, PostgresStore, SqliteStore, Store  # noqa: E402

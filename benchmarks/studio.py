@@ -29,7 +29,7 @@ from pathlib import Path
 
 import anyio
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # not benchmarks/ itself: its secrets.py would hide the standard library's
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from host_sim import Host, SqliteStore  # noqa: E402
 from modular_sdk import AiPromptMessage, AiSessionDisplayMetadata  # noqa: E402
