@@ -416,3 +416,33 @@ def test_handles_have_no_public_constructor() -> None:
         with pytest.raises(TypeError, match="has no public constructor"):
             construct()
         assert getattr(cls, "__final__", False) is True
+
+
+# host_sim.stores: the store protocols an integrator implements, and their records
+STORES_PINNED = sorted(
+    [
+        "INDEX_VERSION", "SCHEMA_VERSION", "IntegratorStore", "Invocation", "JobRecord", "MemoryStore",
+        "PostgresStore", "SessionRecord", "SqliteStore", "Store", "StoreError", "StoreLockedError",
+        "StoredState", "TurnRecord",
+    ]
+)  # fmt: skip
+
+
+def test_host_sim_stores_all_is_pinned() -> None:
+    import host_sim.stores
+
+    assert sorted(host_sim.stores.__all__) == STORES_PINNED
+    assert all(hasattr(host_sim.stores, name) for name in STORES_PINNED)
+
+
+def test_a_renamed_store_name_still_imports_for_one_release_and_warns_with_its_new_name() -> None:
+    import host_sim.stores
+
+    with pytest.warns(DeprecationWarning, match=r"host_sim\.stores\.LogStore is renamed IntegratorStore") as caught:
+        from host_sim.stores import LogStore
+    assert LogStore is host_sim.stores.IntegratorStore
+    assert isinstance(host_sim.stores.MemoryStore(), LogStore)
+    assert {w.filename for w in caught} == {__file__}  # at the import that used the old name
+    assert "LogStore" not in host_sim.stores.__all__  # not advertised: `import *` never warns
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchStore'"):
+        host_sim.stores.NoSuchStore  # type: ignore[attr-defined]  # noqa: B018

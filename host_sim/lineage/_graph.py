@@ -37,7 +37,7 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from ..stores._protocol import LogStore, Store
+    from ..stores._protocol import IntegratorStore, Store
     from ..stores._records import SessionRecord, TurnRecord
 
 __all__ = ["LineageGraph", "unknown_session_named"]
@@ -72,24 +72,24 @@ class LineageGraph:
     ['s-1']
     """
 
-    __slots__ = ("_clock", "_facts", "_log", "_store")
+    __slots__ = ("_clock", "_facts", "_integrator_store", "_store")
 
     def __init__(
         self,
         store: Store,
         *,
         clock: Callable[[], datetime] = _utc_now,
-        log: LogStore | None = None,
+        integrator_store: IntegratorStore | None = None,
         facts: LineageFacts | None = None,
     ) -> None:
-        """Internal: the host builds its graph over its (open) store and log; users get ``host.lineage``.
+        """Internal: the host builds its graph over its (open) store and integrator store; users get ``host.lineage``.
 
         ``facts`` is who the graph tells of the erasures and retractions it makes (the
         host's cache of the store, see `LineageFacts`); none for a graph no host serves.
         """
         self._store = store
         self._clock = clock
-        self._log = log
+        self._integrator_store = integrator_store
         self._facts: LineageFacts = NoHost() if facts is None else facts
 
     async def tree(self, root_id: str) -> LineageTree:
@@ -186,7 +186,7 @@ class LineageGraph:
                 argument="dry_run",
                 value=dry_run,
             )
-        plan = await _provenance.forget(self._store, turn_id, dry_run=dry_run, now=self._now, facts=self._facts, log=self._log)
+        plan = await _provenance.forget(self._store, turn_id, dry_run=dry_run, now=self._now, facts=self._facts, integrator_store=self._integrator_store)
         await self._facts.written()
         return plan
 

@@ -34,7 +34,7 @@ from modular_sdk._rules import show, unstorable_text
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
 from ..stores._memory_records import RecordStore
-from ..stores._protocol import LogStore
+from ..stores._protocol import IntegratorStore
 from ..stores._records import ERASED_LABEL, erased
 from ..stores._shared import SharedStore
 from ._errors import TurnRunningError
@@ -360,19 +360,19 @@ def _typed(invocation: Invocation) -> str:
     return f"/{invocation.command_id}" + ("" if invocation.argument is None else f" {invocation.argument}")
 
 
-async def _running_job(log: LogStore | None, sessions: Iterable[SessionId]) -> JobRecord | None:
+async def _running_job(integrator_store: IntegratorStore | None, sessions: Iterable[SessionId]) -> JobRecord | None:
     """A job of one of ``sessions`` still running (its record is written when it ends), or ``None``."""
-    if log is None:
+    if integrator_store is None:
         return None
     for session_id in dict.fromkeys(sessions):
-        jobs, _ = await log.page_jobs(session_id, "running", {}, 1, None)  # served by an index
+        jobs, _ = await integrator_store.page_jobs(session_id, "running", {}, 1, None)  # served by an index
         if jobs:
             return jobs[0]
     return None
 
 
 async def _refuse_running(
-    log: LogStore | None, running: Iterable[TurnRecord], sessions: Iterable[SessionId], what: str
+    integrator_store: IntegratorStore | None, running: Iterable[TurnRecord], sessions: Iterable[SessionId], what: str
 ) -> None:
     """Raise `TurnRunningError` for a turn still running that rests on what is erased (its
     reply would keep the text), or a job of an affected session still running (its record
@@ -385,7 +385,7 @@ async def _refuse_running(
             session_id=busy.session_id,
             running_id=busy.id,
         )
-    job = await _running_job(log, sessions)
+    job = await _running_job(integrator_store, sessions)
     if job is not None:
         raise TurnRunningError(
             f"job {job.id!r} of session {job.session_id!r} is still running, and {what} reaches that "
@@ -412,7 +412,7 @@ def _texts(turn: TurnRecord) -> list[str]:
 
 async def _quoting(
     store: Store,
-    log: LogStore | None,
+    integrator_store: IntegratorStore | None,
     planned: Sequence[TurnRecord],
     failed: Iterable[TurnRecord],
     sessions: Iterable[SessionId],
@@ -431,13 +431,13 @@ async def _quoting(
     for session_id in dict.fromkeys(sessions):
         if texts:
             found.update(("turns", t.id) for t in await store.get_turns(session_id) if t.id not in skip and quotes(t.error))
-        if log is None:
+        if integrator_store is None:
             continue
         if texts:
-            found.update(("invocations", i.id) for i in await log.invocations_of(session_id) if quotes(i.error))
+            found.update(("invocations", i.id) for i in await integrator_store.invocations_of(session_id) if quotes(i.error))
         before: int | None = None
         while True:  # the session's jobs, newest first, a page at a time
-            jobs, before = await log.page_jobs(session_id, None, {}, 500, before)
+            jobs, before = await integrator_store.page_jobs(session_id, None, {}, 500, before)
             found.update(
                 ("jobs", j.id)
                 for j in jobs
@@ -450,7 +450,7 @@ async def _quoting(
 
 async def _erase(
     store: Store,
-    log: LogStore | None,
+    integrator_store: IntegratorStore | None,
     turns: Iterable[TurnRecord],
     edges: Iterable[LineageEdge],
     *,
@@ -477,7 +477,7 @@ async def _erase(
     at = now()
     planned = list(turns)
     failed = list(failed)
-    errors = await _quoting(store, log, planned, failed, sessions)
+    errors = await _quoting(store, integrator_store, planned, failed, sessions)
     records = tuple(erased(t, at) for t in planned if t.erased_at is None)
     citing = {(e.from_session_id, e.to_session_id): e for e in edges}
     for record in records:  # a fork anchored at a resting turn cites it: its label is derived from it
@@ -489,11 +489,11 @@ async def _erase(
     )
     positions = frozenset((t.session_id, t.ordinal) for t in planned)
     commands: set[tuple[SessionId, str]] = set()
-    if log is not None:
+    if integrator_store is not None:
         for session_id in dict.fromkeys(t.session_id for t in planned):
             commands.update(
                 (session_id, _typed(i))
-                for i in await log.invocations_of(session_id)
+                for i in await integrator_store.invocations_of(session_id)
                 if (session_id, i.position) in positions and i.erased_at is None
             )
     erasure = Erasure(
@@ -515,8 +515,8 @@ async def _erase(
                 fresh.append(found_record)
     with facts.erasure(records, memory):  # its turn_erased events commit with it (docs/embedding.md)
         await store.erase(erasure)
-        if log is not None and not isinstance(store, LogStore):  # a log kept apart from the store (MemoryLog)
-            await log.erase(erasure)
+        if integrator_store is not None and not isinstance(store, IntegratorStore):  # kept apart from the store (MemoryIntegratorStore)
+            await integrator_store.erase(erasure)
         erased_ids = {t.id for t in records}
         quoted: list[TurnRecord] = []
         for table, row_id in sorted(errors):
@@ -602,16 +602,16 @@ async def _session_plan(store: Store, session_id: SessionId) -> _Plan:
 
 
 async def _carry_out(
-    store: Store, log: LogStore | None, plan: _Plan, what: str, now: Callable[[], datetime], facts: LineageFacts
+    store: Store, integrator_store: IntegratorStore | None, plan: _Plan, what: str, now: Callable[[], datetime], facts: LineageFacts
 ) -> None:
     """Refuse while a turn or job runs in what ``plan`` reaches, else erase it.
 
     On a shared store another host's erasure of the same turns may commit first; the store
     then refuses this one (a turn is erased once) and `_latecomers` erases what is left."""
-    await _refuse_running(log, plan.running, plan.holders, what)
+    await _refuse_running(integrator_store, plan.running, plan.holders, what)
     try:
         await _erase(
-            store, log, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders, deleted=plan.deleted,
+            store, integrator_store, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders, deleted=plan.deleted,
             memory=plan.records, now=now, facts=facts,
         )
     except StoreError:
@@ -626,7 +626,7 @@ _RETRIES: Final = 3  # erasures refused because another host's erased the same t
 
 async def _latecomers(
     store: Store,
-    log: LogStore | None,
+    integrator_store: IntegratorStore | None,
     replan: Callable[[], Awaitable[_Plan]],
     what: str,
     now: Callable[[], datetime],
@@ -669,13 +669,13 @@ async def _latecomers(
             plan = await replan()
             if not set(plan.holders) <= locked:
                 continue  # forked meanwhile: lock it first
-            job = await _writing_job(log, plan)
+            job = await _writing_job(integrator_store, plan)
             if job is None:
                 if plan.done():
                     return
                 try:
                     await _erase(
-                        store, log, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders,
+                        store, integrator_store, plan.planned, plan.edges, failed=plan.failed, sessions=plan.holders,
                         deleted=plan.deleted, memory=plan.records, now=now, facts=facts,
                     )
                 except StoreError:  # another host erased some of it first: read the plan again
@@ -695,16 +695,16 @@ async def _latecomers(
         waited += 0.05
 
 
-async def _writing_job(log: LogStore | None, plan: _Plan) -> JobRecord | None:
+async def _writing_job(integrator_store: IntegratorStore | None, plan: _Plan) -> JobRecord | None:
     """A job still running whose turn is one ``plan`` erases: its record (its result: the
     turn's reply) is written once it ends, and must be erased then."""
-    if log is None:
+    if integrator_store is None:
         return None
     planned = {t.id for t in plan.planned}
     for session_id in dict.fromkeys(t.session_id for t in plan.planned):
         before: int | None = None
         while True:
-            jobs, before = await log.page_jobs(session_id, "running", {}, 500, before)
+            jobs, before = await integrator_store.page_jobs(session_id, "running", {}, 500, before)
             found = next((j for j in jobs if j.turn_id in planned), None)
             if found is not None or before is None:
                 break
@@ -715,7 +715,7 @@ async def _writing_job(log: LogStore | None, plan: _Plan) -> JobRecord | None:
 
 async def delete_session(
     store: Store,
-    log: LogStore | None,
+    integrator_store: IntegratorStore | None,
     session_id: SessionId,
     *,
     now: Callable[[], datetime],
@@ -729,9 +729,9 @@ async def delete_session(
     `TurnRunningError` while an affected session runs a turn."""
     what = f"deleting session {session_id!r}"
     async with facts.erasing():
-        await _carry_out(store, log, await _session_plan(store, session_id), what, now, facts)
+        await _carry_out(store, integrator_store, await _session_plan(store, session_id), what, now, facts)
         await hide()
-    await _latecomers(store, log, lambda: _session_plan(store, session_id), what, now, facts)
+    await _latecomers(store, integrator_store, lambda: _session_plan(store, session_id), what, now, facts)
 
 
 async def forget(
@@ -741,17 +741,17 @@ async def forget(
     dry_run: bool,
     now: Callable[[], datetime],
     facts: LineageFacts,
-    log: LogStore | None = None,
+    integrator_store: IntegratorStore | None = None,
 ) -> ErasurePlan:
     """The erasure plan of a turn; with ``dry_run=False`` also carry it out, in one transaction.
 
     ``facts`` is told the erased records once they are durable (the host updates what it
-    holds in memory) and holds its gate while the erasure runs; ``log`` is where
-    invocations and jobs are kept (the store itself when it is a `LogStore`). Raises
+    holds in memory) and holds its gate while the erasure runs; ``integrator_store`` is where
+    invocations and jobs are kept (the store itself when it is an `IntegratorStore`). Raises
     `TurnRunningError` while a session the plan reaches runs a turn or a job.
     """
-    if log is None and isinstance(store, LogStore):
-        log = store
+    if integrator_store is None and isinstance(store, IntegratorStore):
+        integrator_store = store
     if not isinstance(dry_run, bool):
         raise InvalidArgumentError(f"dry_run must be True or False, got {dry_run!r}", argument="dry_run", value=dry_run)
     if is_record_id(turn_or_message_id):  # a record and what rests on it, never the turns it was read from
@@ -760,7 +760,7 @@ async def forget(
         listed = (record_ref(record), *forward_of.records)
         if not dry_run:
             async with facts.erasing():  # erased and told while no turn of this host begins
-                await _erase(store, log, (), (), memory=(r.record_id for r in listed), now=now, facts=facts)
+                await _erase(store, integrator_store, (), (), memory=(r.record_id for r in listed), now=now, facts=facts)
         return ErasurePlan(of=forward_of.of, turns=(), sessions=(), spawns=(), edges=(), erased=not dry_run, records=listed)
     turn = await find_turn(store, turn_or_message_id)
     if dry_run:
@@ -769,11 +769,11 @@ async def forget(
     async with facts.erasing():  # planned, erased and told while no turn of this host begins
         turn = await find_turn(store, turn.id)  # as it is now: another erasure may have run meanwhile
         plan, provenance = await _turn_plan(store, turn)
-        await _carry_out(store, log, plan, what, now, facts)
+        await _carry_out(store, integrator_store, plan, what, now, facts)
     async def replan() -> _Plan:
         return (await _turn_plan(store, await find_turn(store, turn.id)))[0]
 
-    await _latecomers(store, log, replan, what, now, facts)
+    await _latecomers(store, integrator_store, replan, what, now, facts)
     shown = _plan_shown(plan, provenance, erased=True)
     return attrs.evolve(shown, edges=tuple(await store.find_edges("turn", turn.id)))
 

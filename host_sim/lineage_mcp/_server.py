@@ -25,7 +25,7 @@ from ..lineage._provenance import Provenance, RecordOrigin, TurnOrigin, backward
 from ..mcp._extra import require_mcp
 from ..sessions._transcript import render_transcript
 from ..stores._memory_records import RecordStore
-from ..stores._protocol import LogStore, Store
+from ..stores._protocol import IntegratorStore, Store
 from ..stores._records import Invocation, TurnRecord
 from ..traces._lineage_tool import lookup
 
@@ -173,7 +173,7 @@ async def stored_transcript(store: Store, session_id: str) -> str:
         current = parent
     turns.sort(key=lambda t: t.ordinal)
     invocations: list[Invocation] = []
-    if isinstance(store, LogStore):
+    if isinstance(store, IntegratorStore):
         invocations = sorted(await store.invocations_of(record.id), key=lambda i: i.position)
     items: list[TurnRecord | Invocation] = []
     index = 0

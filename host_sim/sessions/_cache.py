@@ -32,7 +32,7 @@ from ..lineage._facts import LineageFacts
 from ..lineage._provenance import find_turn, unknown_session
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
-from ..stores._protocol import LogStore, Store
+from ..stores._protocol import IntegratorStore, Store
 from ..stores._records import ERASED_LABEL, SessionRecord, TurnRecord
 from ..stores._shared import SharedStore
 from ._events import (
@@ -96,13 +96,13 @@ class SessionCache(LineageFacts):
         self,
         *,
         store: Store,
-        log: LogStore,
+        integrator_store: IntegratorStore,
         events: EventHub,
         now: Callable[[], datetime],
         generation: int = 0,
     ) -> None:
         self.store = store
-        self.log = log
+        self.integrator_store = integrator_store
         # Asked once: a runtime Protocol check walks every member of SharedStore (about
         # 10 us), and forks and sends ask on every call.
         self.shared: SharedStore | None = store if isinstance(store, SharedStore) else None
@@ -188,8 +188,8 @@ class SessionCache(LineageFacts):
                         f"{parent.id!r}, which is {'missing' if anchor is None else anchor.status}",
                     )
         state = SessionState(record=record, parent=parent, anchor=anchor)
-        state.deleted_at = await self.log.deleted_at(record.id)
-        invoked = [i.started_at for i in await self.log.invocations_of(record.id)]
+        state.deleted_at = await self.integrator_store.deleted_at(record.id)
+        invoked = [i.started_at for i in await self.integrator_store.invocations_of(record.id)]
         state.last_invocation_at = max(invoked, default=None)
         for turn_record in await self.store.get_turns(record.id):
             if turn_record.status == "running" and self.shared is not None:
@@ -225,7 +225,7 @@ class SessionCache(LineageFacts):
         """Raise `SessionDeletedError` when ``session`` was deleted, on this host or (a shared
         store: one indexed read) on another: exact."""
         if session.deleted_at is None and self.shared is not None:
-            session.deleted_at = await self.log.deleted_at(session.id)
+            session.deleted_at = await self.integrator_store.deleted_at(session.id)
         if session.deleted_at is not None:
             raise SessionDeletedError(
                 f"cannot {what} session {session.id!r}: it was deleted at {session.deleted_at.isoformat()}; "
@@ -384,7 +384,7 @@ class SessionCache(LineageFacts):
                 for record in await self.store.get_turns(current.id):
                     if record.erased_at is not None or record.error == ERASED_LABEL:  # erased, or lost a quoted error
                         apply_erasure(current, record)
-                current.deleted_at = current.deleted_at or await self.log.deleted_at(current.id)
+                current.deleted_at = current.deleted_at or await self.integrator_store.deleted_at(current.id)
                 current.erasure_generation = generation
             current = current.parent
 

@@ -36,7 +36,7 @@ from ._submission import Submission
 from ._turns import JobCall
 
 if TYPE_CHECKING:
-    from ..stores._protocol import LogStore
+    from ..stores._protocol import IntegratorStore
     from ._engine import Engine
     from ._events import EventHub
     from ._tables import ModTables
@@ -54,7 +54,7 @@ class Commands:
         *,
         engine: Engine,
         tables: ModTables,
-        log: LogStore,
+        integrator_store: IntegratorStore,
         events: EventHub,
         actions: ActionBook,
         telemetry: Telemetry,
@@ -62,7 +62,7 @@ class Commands:
     ) -> None:
         self._engine = engine
         self._tables = tables  # the mods' slash and palette commands
-        self._log = log  # the command invocations' records
+        self._integrator_store = integrator_store  # the command invocations' records
         self._events = events
         self._actions = actions
         self._telemetry = telemetry
@@ -176,7 +176,7 @@ class Commands:
         )
         with engine.tracked():  # the host waits for this command's record before closing its store
             with anyio.CancelScope(shield=True):  # a started write always finishes
-                await self._log.begin_invocation(invocation)
+                await self._integrator_store.begin_invocation(invocation)
             if state is not None:
                 state.last_invocation_at = invocation.started_at
             submission = Submission(kind="command", text="", error="cancelled before it finished", error_kind="handler_failed")
@@ -197,7 +197,7 @@ class Commands:
                     error_kind=submission.error_kind,
                 )
                 with anyio.CancelScope(shield=True):
-                    await self._log.finish_invocation(done)
+                    await self._integrator_store.finish_invocation(done)
                 self._events.publish(
                     lambda seq, at: CommandFinished(
                         seq=seq,

@@ -36,7 +36,7 @@ from ._submission import Submission
 from ._transcript import render_transcript
 
 if TYPE_CHECKING:
-    from ..stores._protocol import LogStore
+    from ..stores._protocol import IntegratorStore
     from ._engine import Engine
 
 __all__ = ["HostCore"]
@@ -56,7 +56,7 @@ class HostCore:
         actions: ActionBook,
         commands: Commands,
         jobs: JobBook,
-        log: LogStore,
+        integrator_store: IntegratorStore,
         traces: Traces | None,
         numbers: ScopeNumbers,
         declared: Callable[[], frozenset[str]],
@@ -72,7 +72,7 @@ class HostCore:
         self._actions = actions
         self._commands = commands
         self._jobs = jobs
-        self._log = log  # read marks, invocations, notifications
+        self._integrator_store = integrator_store  # read marks, invocations, notifications
         self._traces = traces
         self._declared = declared  # the actions the mods declare (what a rule may allow)
         self._now = now
@@ -183,7 +183,7 @@ class HostCore:
 
     async def _interleaved(self, state: SessionState) -> list[TurnState | Invocation]:
         """A session's turns (inherited ones included) and invocations, in the order they started."""
-        invocations = sorted(await self._log.invocations_of(state.id), key=lambda i: i.position)
+        invocations = sorted(await self._integrator_store.invocations_of(state.id), key=lambda i: i.position)
         out: list[TurnState | Invocation] = []
         index = 0
         for turn in history(state):
@@ -197,7 +197,7 @@ class HostCore:
     async def _check_job(self, job_id: str, scope: Scope | None) -> None:
         engine = self.opened()
         if scope is not None:
-            await job_record(engine.log, engine.store, scope, job_id)
+            await job_record(engine.integrator_store, engine.store, scope, job_id)
 
     async def job(self, job_id: str, scope: Scope | None) -> Job:
         await self._check_job(job_id, scope)
@@ -235,7 +235,7 @@ class HostCore:
             )
         session_id = None if session is None else (await self.state(session, scope)).id
         handles: list[TurnHandle] = []
-        for record in await self._log.notification_turns(session_id, unread_only, checked):
+        for record in await self._integrator_store.notification_turns(session_id, unread_only, checked):
             state, turn = await engine.load_turn(record.id)
             handles.append(TurnHandle._create(engine, state, turn, None))
         return handles
@@ -245,7 +245,7 @@ class HostCore:
         if scope is not None:
             await turn_record(engine.store, scope, turn_id)
         _, turn = await engine.load_turn(turn_id)
-        await self._log.mark_read(turn.id, engine.now())
+        await self._integrator_store.mark_read(turn.id, engine.now())
 
     # -- actions -------------------------------------------------------------------------------
     async def pending_actions(self, session: SessionHandle | SessionId | str, scope: Scope | None) -> list[PendingAction]:

@@ -57,7 +57,7 @@ from ..memory._compaction import Compactor
 from ..models._protocol import Model
 from ..observability import Telemetry
 from ..stores._errors import StoreError
-from ..stores._protocol import LogStore, Store
+from ..stores._protocol import IntegratorStore, Store
 from ..stores._records import SessionRecord, fork_artifact
 from ._cache import SessionCache
 from ._events import EventHub, SessionCreated
@@ -105,7 +105,7 @@ class Engine:
         limits: Limits,
         cwd: str,
         tool_context: Callable[[Engine, SessionState, HandlerFrame], ToolContext],
-        log: LogStore,
+        integrator_store: IntegratorStore,
         events: EventHub,
         cache: SessionCache,
         mcp: McpTools | None = None,
@@ -124,7 +124,7 @@ class Engine:
         self.telemetry = telemetry if telemetry is not None else Telemetry()  # OpenTelemetry (docs/observability.md)
         self.cache = cache  # what this host keeps of the store: every read and fact goes through it
         self.events = events
-        self.log = log  # the integrator's records: the store itself, or a MemoryLog over it
+        self.integrator_store = integrator_store  # the integrator's records: the store itself, or a MemoryIntegratorStore over it
         self._inflight: set[anyio.CancelScope] = set()  # turns running in callers' tasks
         self._idle: anyio.Event | None = None
         self._closed = False
@@ -220,15 +220,15 @@ class Engine:
 
     async def delete(self, state: SessionState) -> None:
         """Delete a session: erase it through the one erasure walk (its own turns as forget
-        does, and all it holds), then hide it (`LogStore`), holding the erasure gate."""
+        does, and all it holds), then hide it (`IntegratorStore`), holding the erasure gate."""
 
         async def hide() -> None:
             at = self.now()
             with self.cache.deleting(state):  # its session_deleted commits with the deletion (API §23)
-                await self.log.delete_session(state.id, at)
+                await self.integrator_store.delete_session(state.id, at)
             self.cache.deleted(state, at)
 
-        await delete_session(self.store, self.log, state.id, now=self.now, facts=self.cache, hide=hide)
+        await delete_session(self.store, self.integrator_store, state.id, now=self.now, facts=self.cache, hide=hide)
         await self.events.written()  # its turn_erased and session_deleted, before the caller goes on
 
     async def refuse_deleted(self, session: SessionState, what: str) -> None:

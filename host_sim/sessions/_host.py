@@ -66,7 +66,7 @@ from ._handles import (
 )
 from ._host_arguments import check_host_arguments
 from ._ids import new_host_id
-from ._integrator import log_of
+from ._integrator import integrator_store_of
 from ._jobs import Job, JobBook, JobPage
 from ._memory_events import MemoryEvents
 from ._scope import Scope
@@ -246,13 +246,13 @@ class Host:
         if self._spool is not None:  # a path that is not a folder fails here, not in the consumer
             await anyio.to_thread.run_sync(prepare_spool, self._spool)
         await self._store.open()
-        log = log_of(self._store)
+        integrator_store = integrator_store_of(self._store)
         try:
             await recover(self._store, self._now)
             if isinstance(self._store, TraceStore):
                 await recover_traces(self._store)  # the trace index, when missing or stale
             if not isinstance(self._store, SharedStore):  # several hosts: the link does it, after a grace
-                await log.interrupt_jobs(self._now)  # jobs a crash left running
+                await integrator_store.interrupt_jobs(self._now)  # jobs a crash left running
             # What this host loads from now on is at least this fresh (several hosts).
             generation = await self._store.erasure_generation() if isinstance(self._store, SharedStore) else 0
         except BaseException:
@@ -272,8 +272,8 @@ class Host:
         )
         # What this host keeps of the store: the engine acts through it, the graph reports its
         # erasures and retractions to it, the event link feeds it other hosts' facts.
-        cache = SessionCache(store=self._store, log=log, events=events, now=self._now, generation=generation)
-        graph = LineageGraph(self._store, clock=self._clock, log=log, facts=cache)
+        cache = SessionCache(store=self._store, integrator_store=integrator_store, events=events, now=self._now, generation=generation)
+        graph = LineageGraph(self._store, clock=self._clock, integrator_store=integrator_store, facts=cache)
         linker = TraceLinker(self._store, self._now)
         actions: ActionBook | None = None  # made below, over the engine
 
@@ -302,7 +302,7 @@ class Host:
             ),
             cwd=self._cwd,
             tool_context=tool_context,
-            log=log,
+            integrator_store=integrator_store,
             mcp=mcp if mcp.declared else None,
             events=events,
             cache=cache,
@@ -337,7 +337,7 @@ class Host:
             mcp=mcp if mcp.declared else None, start=self._start_owned,
         )
         self._commands = commands = Commands(
-            engine=engine, tables=tables, log=log, events=events, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
+            engine=engine, tables=tables, integrator_store=integrator_store, events=events, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
         )
         traces = (
             Traces._create(self._store, self._now, self._commit_resolver, self._store)
@@ -350,14 +350,14 @@ class Host:
             )
         task_group = await self._exits.enter_async_context(anyio.create_task_group())
         self._task_group = task_group
-        jobs = JobBook(log=log, events=events, now=engine.now, task_group=task_group, submit=self._submit_in_job)
+        jobs = JobBook(integrator_store=integrator_store, events=events, now=engine.now, task_group=task_group, submit=self._submit_in_job)
         self._core = HostCore(
             engine=engine,
             graph=graph,
             actions=actions,
             commands=commands,
             jobs=jobs,
-            log=log,
+            integrator_store=integrator_store,
             traces=traces,
             numbers=numbers,
             declared=lambda: frozenset(actions.declared),

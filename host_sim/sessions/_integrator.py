@@ -1,5 +1,5 @@
 """Where a host keeps the integrator's records (docs/embedding.md): its store when that is
-a `LogStore` (every store of host_sim), else `MemoryLog`, this host's memory. Jobs
+an `IntegratorStore` (every store of host_sim), else `MemoryIntegratorStore`, this host's memory. Jobs
 themselves are in _jobs.py."""
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from modular_sdk import SessionId, TurnId
 
 from ..stores._erasure import PLACES, Erasure, erase_rows
 from ..stores._errors import StoreError
-from ..stores._protocol import LogStore, Store
+from ..stores._protocol import IntegratorStore, Store
 from ..stores._records import Invocation, JobRecord, JobStatus, SessionRecord, TurnRecord
 from ..stores._rows import job_taken
 
-__all__ = ["MemoryLog", "log_of"]
+__all__ = ["MemoryIntegratorStore", "integrator_store_of"]
 
 
-class MemoryLog:
-    """The integrator's log for a store of your own without `LogStore`: kept in this host's
+class MemoryIntegratorStore:
+    """The integrator's records for a store of your own without `IntegratorStore`: kept in this host's
     memory, lost when it closes; listing scans the store's sessions."""
 
     def __init__(self, store: Store) -> None:
@@ -150,6 +150,6 @@ class MemoryLog:
                 erase_rows(self._jobs, place, erasure)
 
 
-def log_of(store: Store) -> LogStore:
-    """Where a host keeps the integrator's records: the store itself when it is a `LogStore`."""
-    return store if isinstance(store, LogStore) else MemoryLog(store)
+def integrator_store_of(store: Store) -> IntegratorStore:
+    """Where a host keeps the integrator's records: the store itself when it is an `IntegratorStore`."""
+    return store if isinstance(store, IntegratorStore) else MemoryIntegratorStore(store)

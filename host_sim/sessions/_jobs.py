@@ -32,7 +32,7 @@ from modular_sdk._rules import show, unstorable_text
 
 from .._host_made import NoPublicConstructor
 from ..stores._errors import StoreError
-from ..stores._protocol import LogStore
+from ..stores._protocol import IntegratorStore
 from ..stores._records import ErrorKind, JobRecord, JobStatus
 from ._events import EventHub, JobFinished, JobStarted
 from ._handles import check_list_tags
@@ -164,13 +164,13 @@ class JobBook:
     def __init__(
         self,
         *,
-        log: LogStore,
+        integrator_store: IntegratorStore,
         events: EventHub,
         now: Callable[[], datetime],
         task_group: anyio.abc.TaskGroup,
         submit: Submit,
     ) -> None:
-        self._log = log
+        self._integrator_store = integrator_store
         self._events = events
         self._now = now
         self._task_group = task_group
@@ -195,16 +195,16 @@ class JobBook:
         """Start a job; its submission runs inside ``within`` (the caller's tracing context).
         With ``request_id`` its id derives from the key: a job stored with it is returned."""
         job_id = new_job_id() if request_id is None else job_id_for(session_id, request_id)
-        if request_id is not None and await self._log.get_job(job_id) is not None:
+        if request_id is not None and await self._integrator_store.get_job(job_id) is not None:
             return await self.job(job_id)  # a retry: the first attempt was stored
         record = JobRecord(id=job_id, session_id=session_id, text=text, status="running", created_at=self._now())
         try:
             with self._events.committing(  # its job_started commits with it (docs/embedding.md)
                 lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=session_id)
             ):
-                await self._log.save_job(record)  # refused when its id is taken: check and write are one step
+                await self._integrator_store.save_job(record)  # refused when its id is taken: check and write are one step
         except StoreError as exc:
-            if not exc.retryable and request_id is not None and await self._log.get_job(job_id) is not None:
+            if not exc.retryable and request_id is not None and await self._integrator_store.get_job(job_id) is not None:
                 return await self.job(job_id)  # the same request, started meanwhile (here, or by another host)
             raise
         job = Job._create(record, None, self)
@@ -225,7 +225,7 @@ class JobBook:
                 await anyio.lowlevel.checkpoint_if_cancelled()  # cancelled before it began: nothing runs
                 try:
                     with within:
-                        submission = await self._submit(record.session_id, record.text, _Call(job, self._log))
+                        submission = await self._submit(record.session_id, record.text, _Call(job, self._integrator_store))
                 except Exception as exc:  # submit never raises for a bad reply; a bug fails this job, not the host
                     message = f"the job failed inside the host ({show(exc)}); please report it"
                     submission = Submission(kind="prompt", text=message, error=message, error_kind="model_failed")
@@ -247,11 +247,11 @@ class JobBook:
         stored = False
         try:
             with anyio.CancelScope(shield=True), self._events.committing(finished):  # also as the host closes
-                await self._log.save_job(record)
+                await self._integrator_store.save_job(record)
             stored = True
         finally:
             if not stored:  # the store was away: written, with its job_finished, once it is back
-                self._events.retry(lambda: self._log.save_job(record), finished)
+                self._events.retry(lambda: self._integrator_store.save_job(record), finished)
             try:
                 await self._events.written()  # numbered before a waiter (a client, another host) goes on
             finally:
@@ -265,7 +265,7 @@ class JobBook:
                 f"a job id is a str (Job.id, like 'job_3f2a9c1e0b4d'), got {show(job_id)}", argument="job_id", value=job_id
             )
         # an id no store could hold (a lone surrogate) is an unknown id, never an encoding error
-        record = None if unstorable_text(job_id) else await self._log.get_job(job_id)
+        record = None if unstorable_text(job_id) else await self._integrator_store.get_job(job_id)
         if record is None:
             raise unknown_job(job_id)
         return record
@@ -285,7 +285,7 @@ class JobBook:
             return
         record = await self.read(job_id)
         if record.status == "running":  # another host runs it: it reads the request within CANCEL_POLL
-            await self._log.request_job_cancel(job_id, self._now())
+            await self._integrator_store.request_job_cancel(job_id, self._now())
 
     async def page(
         self,
@@ -306,7 +306,7 @@ class JobBook:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise InvalidArgumentError(f"limit must be an int from 1 to 10000, got {show(limit)}", argument="limit", value=limit)
         before = None if after is None else _decode_cursor(after)
-        records, last = await self._log.page_jobs(session_id, found, checked, limit, before)
+        records, last = await self._integrator_store.page_jobs(session_id, found, checked, limit, before)
         jobs = tuple(self._live.get(r.id) or Job._create(r, None, self) for r in records)
         return JobPage(jobs=jobs, next=None if last is None else f"j{last}")
 
@@ -321,7 +321,7 @@ class JobBook:
             if not running:
                 continue
             try:
-                requested = await self._log.cancel_requests(running)
+                requested = await self._integrator_store.cancel_requests(running)
             except StoreError:  # the store failed this read: the next tick reads again; the jobs run on
                 continue
             for job_id in requested:
@@ -333,17 +333,17 @@ class JobBook:
 class _Call:
     """A job as its submission carries it down (`JobCall`): its id, and where its turn is noted."""
 
-    __slots__ = ("_job", "_log")
+    __slots__ = ("_integrator_store", "_job")
 
-    def __init__(self, job: Job, log: LogStore) -> None:
-        self._job, self._log = job, log
+    def __init__(self, job: Job, integrator_store: IntegratorStore) -> None:
+        self._job, self._integrator_store = job, integrator_store
 
     @property
     def id(self) -> str:
         return self._job.id
 
     async def turn_began(self, turn_id: TurnId) -> None:
-        await self._log.job_turn_began(self._job.id, turn_id)
+        await self._integrator_store.job_turn_began(self._job.id, turn_id)
         self._job._seen(attrs.evolve(self._job._record, turn_id=turn_id))
 
 

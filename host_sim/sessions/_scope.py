@@ -25,7 +25,7 @@ from ._job_errors import unknown_job
 if TYPE_CHECKING:
     from modular_sdk import MemoryRecord
 
-    from ..stores._protocol import LogStore, Store
+    from ..stores._protocol import IntegratorStore, Store
     from ..stores._records import JobRecord, SessionRecord, TurnRecord
     from ..stores._traces import TraceStore
     from ._engine import Engine
@@ -160,13 +160,13 @@ async def memory_record(store: Store, scope: Scope, record_id: object) -> Memory
     return record
 
 
-async def job_record(log: LogStore, store: Store, scope: Scope, job_id: object) -> JobRecord:
+async def job_record(integrator_store: IntegratorStore, store: Store, scope: Scope, job_id: object) -> JobRecord:
     """A job of a session the scope sees (one read by key each); `UnknownJobError` otherwise."""
     if not isinstance(job_id, str):
         raise InvalidArgumentError(
             f"a job id is a str (Job.id, like 'job_3f2a9c1e0b4d'), got {show(job_id)}", argument="job_id", value=job_id
         )
-    record = None if unstorable_text(job_id) else await log.get_job(job_id)
+    record = None if unstorable_text(job_id) else await integrator_store.get_job(job_id)
     session = None if record is None else await store.get_session(record.session_id)
     if record is None or session is None or not scope.admits(session.tags):
         raise unknown_job(job_id)

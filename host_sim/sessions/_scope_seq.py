@@ -77,7 +77,7 @@ class Membership:
             if known is None:
                 if len(self._jobs) >= _CACHED:
                     self._jobs.clear()
-                record = await self._engine.log.get_job(job_id)
+                record = await self._engine.integrator_store.get_job(job_id)
                 known = self._jobs[job_id] = record is not None and await self._inside(record.session_id)
             return known
         return False

@@ -39,7 +39,7 @@ from ._scope_seq import ScopeNumbers
 from ._submission import Submission
 
 if TYPE_CHECKING:
-    from ..stores._protocol import LogStore, Store
+    from ..stores._protocol import IntegratorStore, Store
     from ..stores._records import SessionRecord
     from ._core import HostCore
     from ._engine import Engine
@@ -70,7 +70,7 @@ class ScopedHost(metaclass=NoPublicConstructor):
         self._core = core  # the host's surface, each method asked with this scope
         self._scope = scope
         self._sessions = core.sessions(scope)
-        self._lineage = ScopedLineage._create(core.graph, engine.store, engine.log, scope)
+        self._lineage = ScopedLineage._create(core.graph, engine.store, engine.integrator_store, scope)
 
     @property
     def tags(self) -> Mapping[str, str]:
@@ -302,12 +302,12 @@ class ScopedLineage(metaclass=NoPublicConstructor):
     Obtain it as ``host.scoped(tags).lineage``.
     """
 
-    __slots__ = ("_graph", "_log", "_scope", "_store")
+    __slots__ = ("_graph", "_integrator_store", "_scope", "_store")
 
-    def __init__(self, graph: LineageGraph, store: Store, log: LogStore, scope: Scope) -> None:
+    def __init__(self, graph: LineageGraph, store: Store, integrator_store: IntegratorStore, scope: Scope) -> None:
         self._graph = graph
         self._store = store
-        self._log = log
+        self._integrator_store = integrator_store
         self._scope = scope
 
     async def _check(self, session_id: object) -> SessionId:
@@ -401,7 +401,7 @@ class ScopedLineage(metaclass=NoPublicConstructor):
             records: list[SessionRecord] = []
             before: int | None = None
             while True:  # the scope's sessions, by the tag index, a page at a time
-                page, last = await self._log.page_sessions(self._scope.tags, False, 1000, before)
+                page, last = await self._integrator_store.page_sessions(self._scope.tags, False, 1000, before)
                 records += page
                 if last is None:
                     break

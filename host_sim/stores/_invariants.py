@@ -37,6 +37,7 @@ from ._records import (
     fork_artifact,
     interrupted,
 )
+from ._renamed import turns_left_running
 from ._shared import SharedStore
 
 __all__ = [
@@ -369,7 +370,7 @@ async def recover(store: Store, clock: Callable[[], datetime]) -> None:
     records themselves cannot be repaired: it raises `StoreError`, listing it.
     """
     if not isinstance(store, SharedStore):  # several hosts: a live host's link claims them after a grace
-        for turn in await store.running_turns():  # (their host may only be reconnecting, docs/embedding.md)
+        for turn in await turns_left_running(store):  # (their host may only be reconnecting, docs/embedding.md)
             await store.finish_turn(interrupted(turn, clock()))
     if await store.index_version() == INDEX_VERSION:
         return

@@ -30,6 +30,7 @@ from ._records import (
     erased_call,
     erased_widget,
 )
+from ._renamed import warn_renamed
 from ._trace_records import (
     ActionOutcomeRecord,
     ApprovalRuleRecord,
@@ -384,7 +385,7 @@ class MemoryStore:
         self._check_open()
         return self._mem.search(query, self._tagged(tags), limit)
 
-    # -- the integrator's log (LogStore) --------------------------------------------------
+    # -- the integrator's records (IntegratorStore) ----------------------------------------
 
     async def begin_invocation(self, record: Invocation) -> None:
         self._check_open()
@@ -595,9 +596,14 @@ class MemoryStore:
         self._check_open()
         return tuple(self._sessions[s] for s in self._spawned_during.get(TurnId(turn_id), ()))
 
-    async def running_turns(self) -> Sequence[TurnRecord]:
+    async def turns_left_running(self) -> Sequence[TurnRecord]:
         self._check_open()
         return tuple(self._turns[t] for t in self._running)
+
+    async def running_turns(self) -> Sequence[TurnRecord]:
+        """Deprecated: renamed `turns_left_running` (this name warns, and goes in the next release)."""
+        warn_renamed(f"{type(self).__name__}.running_turns", "turns_left_running")
+        return await self.turns_left_running()
 
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
         self._check_open()

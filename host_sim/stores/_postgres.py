@@ -43,7 +43,7 @@ a fresh connection. `absent_hosts` names the owners of running work that hold no
 the link declares one dead only after seeing it absent for a grace period, and then
 `claim_dead` fails its turns and interrupts its jobs in one transaction with their event
 rows (the turns are locked ``FOR UPDATE`` and checked again, so two hosts never both claim
-one). `running_turns` (``host-sim fsck``, and a single-writer store's recovery) returns the
+one). `turns_left_running` (``host-sim fsck``, and a single-writer store's recovery) returns the
 running turns whose owner holds no lock now.
 
 The event log: a host writes the events it publishes as rows of ``events``, in the
@@ -92,6 +92,7 @@ from ._postgres_sql import Step as _Step
 from ._postgres_sql import cols as _cols
 from ._protocol import INDEX_VERSION
 from ._records import LineageEdge, SessionNode, SessionRecord, TurnRecord, interrupted
+from ._renamed import warn_renamed
 from ._shared import EventRow
 from ._sql_store import Reads, SqlStore
 
@@ -293,7 +294,7 @@ class PostgresStore(SqlStore):
 
     # -- reads ----------------------------------------------------------------------------
 
-    # -- the integrator's log (LogStore) --------------------------------------------------
+    # -- the integrator's records (IntegratorStore) ----------------------------------------
     # (invocations, get_job, list_jobs, job_turn_began, request_job_cancel: SqlJobs)
 
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
@@ -374,7 +375,7 @@ class PostgresStore(SqlStore):
             )
         return when
 
-    async def running_turns(self) -> Sequence[TurnRecord]:
+    async def turns_left_running(self) -> Sequence[TurnRecord]:
         """Turns left running by a host that is gone (its connection closed or was lost), handed to this host.
 
         A turn a live host is running is never among them, so a host opening the store
@@ -384,6 +385,11 @@ class PostgresStore(SqlStore):
         """
         rows = await self._query(CLAIM_ORPHANED_TURNS, (self._driver.owner,))
         return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
+
+    async def running_turns(self) -> Sequence[TurnRecord]:
+        """Deprecated: renamed `turns_left_running` (this name warns, and goes in the next release)."""
+        warn_renamed(f"{type(self).__name__}.running_turns", "turns_left_running")
+        return await self.turns_left_running()
 
     async def dead_turns(self, host_ids: Sequence[str]) -> Sequence[TurnRecord]:
         """The running turns of the hosts ``host_ids`` whose claim is still gone, read only.

@@ -20,7 +20,7 @@ from ._records import Invocation, JobRecord, JobStatus, LineageEdge, SessionNode
 if TYPE_CHECKING:
     from ._erasure import Erasure
 
-__all__ = ["INDEX_VERSION", "LogStore", "Store"]
+__all__ = ["INDEX_VERSION", "IntegratorStore", "Store"]
 
 INDEX_VERSION: Final = 1
 """How the derived index is built from the records; a store whose index was built another
@@ -130,7 +130,7 @@ class Store(Protocol):
         """Sessions spawned by a tool call that turn ``turn_id`` made, in creation order."""
         ...
 
-    async def running_turns(self) -> Sequence[TurnRecord]:
+    async def turns_left_running(self) -> Sequence[TurnRecord]:
         """Every turn still ``running`` (after a crash: those it interrupted)."""
         ...
 
@@ -162,7 +162,7 @@ class Store(Protocol):
 
 
 @runtime_checkable
-class LogStore(Protocol):
+class IntegratorStore(Protocol):
     """What a store keeps for an integrator beside sessions and turns (docs/embedding.md).
 
     Command invocations, host-owned jobs, notification read state, deletions, and listing

@@ -1,4 +1,4 @@
-"""The `LogStore` and job methods both SQL stores write alike (docs/embedding.md), written once.
+"""The `IntegratorStore` and job methods both SQL stores write alike (docs/embedding.md), written once.
 
 An invocation begun and finished, a store's invocations of a session, a job read by id or
 all of them, a job's turn noted, its cancel asked for and the cancels asked. Part of the

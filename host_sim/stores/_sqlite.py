@@ -62,6 +62,7 @@ from ._erasure import Erasure
 from ._errors import StoreError, StoreLockedError
 from ._protocol import INDEX_VERSION
 from ._records import JobRecord, LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
+from ._renamed import warn_renamed
 from ._sql_store import SqlStore
 from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, upsert
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
@@ -151,7 +152,7 @@ class SqliteStore(SqlStore):
         await self._transact(steps)
         await self._query("PRAGMA wal_checkpoint(TRUNCATE)", ())
 
-    # -- the integrator's log (LogStore) --------------------------------------------------
+    # -- the integrator's records (IntegratorStore) ----------------------------------------
     # (invocations, get_job, list_jobs, job_turn_began, request_job_cancel: SqlJobs)
 
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
@@ -225,8 +226,13 @@ class SqliteStore(SqlStore):
 
     # -- reads ----------------------------------------------------------------------------
 
-    async def running_turns(self) -> Sequence[TurnRecord]:
+    async def turns_left_running(self) -> Sequence[TurnRecord]:
         return await self._records(_rows.TURNS, TurnRecord, "WHERE status = 'running' ORDER BY rowid", ())
+
+    async def running_turns(self) -> Sequence[TurnRecord]:
+        """Deprecated: renamed `turns_left_running` (this name warns, and goes in the next release)."""
+        warn_renamed(f"{type(self).__name__}.running_turns", "turns_left_running")
+        return await self.turns_left_running()
 
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
         return await self._records(

@@ -32,7 +32,7 @@ from host_sim import (
 )
 from host_sim.examples import background_tasks
 from host_sim.lineage import SessionNode
-from host_sim.stores import JobRecord, LogStore, SessionRecord
+from host_sim.stores import IntegratorStore, JobRecord, SessionRecord
 from host_sim.stores._records import JobStatus
 from modular_sdk import AiRunnerId, InvalidArgumentError, RootLineage, SessionId
 
@@ -306,7 +306,7 @@ def test_walking_every_page_of_jobs_gives_exactly_the_matching_jobs_newest_first
 
     async def main() -> None:
         store = any_store()
-        assert isinstance(store, LogStore)
+        assert isinstance(store, IntegratorStore)
         await store.open()
         try:
             run = f"r{id(jobs)}-{anyio.current_time()}"  # this example's own sessions and jobs

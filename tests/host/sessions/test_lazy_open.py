@@ -17,7 +17,7 @@ from modular_sdk import AiPromptMessage, AiSessionHandle, AiTurnHandle
 
 # What a host may do to its store when it opens: look for crash leftovers (turns, jobs) and the index marker.
 OPENING_READS = {
-    "open", "running_turns", "index_version", "interrupt_jobs", "trace_index_version", "erasure_generation", "last_event_seq"
+    "open", "turns_left_running", "index_version", "interrupt_jobs", "trace_index_version", "erasure_generation", "last_event_seq"
 }  # each by an index
 
 

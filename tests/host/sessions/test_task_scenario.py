@@ -231,8 +231,8 @@ class GatedStore:
     async def find_turn(self, turn_or_message_id: str) -> TurnRecord | None:
         return await self._inner.find_turn(turn_or_message_id)
 
-    async def running_turns(self) -> Sequence[TurnRecord]:
-        return await self._inner.running_turns()
+    async def turns_left_running(self) -> Sequence[TurnRecord]:
+        return await self._inner.turns_left_running()
 
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
         return await self._inner.child_sessions(session_id)

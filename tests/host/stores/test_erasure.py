@@ -608,7 +608,7 @@ def test_forget_erases_every_copy_of_exactly_the_planned_text_in_sqlite_as_in_me
 
 
 def store_only(inner: Store) -> Store:
-    """``inner`` seen as a `Store` and nothing more: no `LogStore`, no `TraceStore` (a store
+    """``inner`` seen as a `Store` and nothing more: no `IntegratorStore`, no `TraceStore` (a store
     of an integrator's own), so the host keeps invocations and jobs in its memory."""
 
     def delegate(name: str) -> Callable[..., object]:

@@ -249,13 +249,13 @@ async def test_a_live_hosts_running_turn_is_never_handed_to_another_host(postgre
         await store.open()
     await a.create_session(session("s-1"), node("s-1"), None)
     await a.begin_turn(running_turn("t-1", "s-1", 0))
-    assert await b.running_turns() == ()  # a is alive
+    assert await b.turns_left_running() == ()  # a is alive
     await a.close()  # as a dead host: its connections (and owner lock) are gone
-    (orphan,) = await b.running_turns()
+    (orphan,) = await b.turns_left_running()
     assert orphan.id == "t-1"
-    assert await c.running_turns() == ()  # handed to b, which is alive: never to two hosts
+    assert await c.turns_left_running() == ()  # handed to b, which is alive: never to two hosts
     await b.close()
-    assert [t.id for t in await c.running_turns()] == ["t-1"]  # b died before finishing it: handed on
+    assert [t.id for t in await c.turns_left_running()] == ["t-1"]  # b died before finishing it: handed on
     await c.close()
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from host_sim import Erasure, StoreError, TraceStore
 from host_sim.lineage import LineageEdge
-from host_sim.stores import Invocation, LogStore, Store, TurnRecord
+from host_sim.stores import IntegratorStore, Invocation, Store, TurnRecord
 from host_sim.stores._invariants import erased
 from host_sim.stores._traces import (
     ActionOutcomeRecord,
@@ -95,8 +95,8 @@ def traces(store: Store) -> TraceStore:
     return store
 
 
-def log(store: Store) -> LogStore:
-    assert isinstance(store, LogStore)
+def integrator_store(store: Store) -> IntegratorStore:
+    assert isinstance(store, IntegratorStore)
     return store
 
 
@@ -241,47 +241,47 @@ async def test_the_quoted_error_of_a_running_turn_is_not_erased(store: Store) ->
 
 
 async def test_an_invocation_begins_once(store: Store) -> None:
-    await log(store).begin_invocation(invocation())
+    await integrator_store(store).begin_invocation(invocation())
     with pytest.raises(StoreError, match=r"invocation 'i-1' is already stored"):
-        await log(store).begin_invocation(attrs.evolve(invocation(), mod_id="other"))
-    assert await log(store).invocations_of(SessionId("s-1")) == (invocation(),)
+        await integrator_store(store).begin_invocation(attrs.evolve(invocation(), mod_id="other"))
+    assert await integrator_store(store).invocations_of(SessionId("s-1")) == (invocation(),)
 
 
 async def test_an_invocation_finishes_with_its_finish_time(store: Store) -> None:
-    await log(store).begin_invocation(invocation())
+    await integrator_store(store).begin_invocation(invocation())
     with pytest.raises(StoreError, match=r"cannot finish invocation 'i-1' without finished_at"):
-        await log(store).finish_invocation(attrs.evolve(invocation(), text="done"))
-    assert await log(store).invocations_of(SessionId("s-1")) == (invocation(),)
+        await integrator_store(store).finish_invocation(attrs.evolve(invocation(), text="done"))
+    assert await integrator_store(store).invocations_of(SessionId("s-1")) == (invocation(),)
 
 
 async def test_an_invocation_finishes_once(store: Store) -> None:
-    await log(store).begin_invocation(invocation())
-    await log(store).finish_invocation(attrs.evolve(invocation(), finished_at=T1, text="first"))
+    await integrator_store(store).begin_invocation(invocation())
+    await integrator_store(store).finish_invocation(attrs.evolve(invocation(), finished_at=T1, text="first"))
     with pytest.raises(StoreError, match=r"invocation 'i-1'.*finishes once"):
-        await log(store).finish_invocation(attrs.evolve(invocation(), finished_at=T1, text="second"))
-    assert [i.text for i in await log(store).invocations_of(SessionId("s-1"))] == ["first"]
+        await integrator_store(store).finish_invocation(attrs.evolve(invocation(), finished_at=T1, text="second"))
+    assert [i.text for i in await integrator_store(store).invocations_of(SessionId("s-1"))] == ["first"]
 
 
 async def test_an_unknown_invocation_cannot_finish(store: Store) -> None:
     with pytest.raises(StoreError, match=r"invocation 'i-9'"):
-        await log(store).finish_invocation(attrs.evolve(invocation("i-9"), finished_at=T1))
-    assert await log(store).invocations_of(SessionId("s-1")) == ()
+        await integrator_store(store).finish_invocation(attrs.evolve(invocation("i-9"), finished_at=T1))
+    assert await integrator_store(store).invocations_of(SessionId("s-1")) == ()
 
 
 async def test_only_a_stored_turn_is_marked_read(store: Store) -> None:
     with pytest.raises(StoreError, match=r"no turn 't-9' is stored"):
-        await log(store).mark_read(TurnId("t-9"), T1)
-    await log(store).mark_read(TurnId("t-1"), T1)
-    await log(store).mark_read(TurnId("t-1"), T1)  # again: no change
+        await integrator_store(store).mark_read(TurnId("t-9"), T1)
+    await integrator_store(store).mark_read(TurnId("t-1"), T1)
+    await integrator_store(store).mark_read(TurnId("t-1"), T1)  # again: no change
 
 
 async def test_only_a_stored_session_is_deleted(store: Store) -> None:
     with pytest.raises(StoreError, match=r"no session 'nowhere' is stored"):
-        await log(store).delete_session(SessionId("nowhere"), T1)
-    assert await log(store).deleted_at(SessionId("nowhere")) is None
-    await log(store).delete_session(SessionId("s-1"), T1)
-    await log(store).delete_session(SessionId("s-1"), T1 + timedelta(seconds=1))  # again: the first time stays
-    assert await log(store).deleted_at(SessionId("s-1")) == T1
+        await integrator_store(store).delete_session(SessionId("nowhere"), T1)
+    assert await integrator_store(store).deleted_at(SessionId("nowhere")) is None
+    await integrator_store(store).delete_session(SessionId("s-1"), T1)
+    await integrator_store(store).delete_session(SessionId("s-1"), T1 + timedelta(seconds=1))  # again: the first time stays
+    assert await integrator_store(store).deleted_at(SessionId("s-1")) == T1
 
 
 # -- traces and actions -------------------------------------------------------------------
