@@ -17,7 +17,7 @@ from ._errors import StoreError
 from ._records import StoredState
 from ._rows import Need, Table
 
-__all__ = ["Dialect", "Driver", "Step"]
+__all__ = ["Dialect", "Driver", "SqlPart", "Step"]
 
 _R = TypeVar("_R")
 
@@ -173,3 +173,48 @@ class Driver(Protocol):
     def has_table(self, table: str) -> bool:
         """Whether the database has the table ``table``."""
         ...
+
+
+class SqlPart:
+    """One part of the SQL store engine: the engine itself (`_sql_store.SqlStore`: sessions,
+    turns, lineage) and the families it is composed of (`_sql_jobs.SqlJobs`,
+    `_sql_traces.SqlTraces`, `_approvals.SqlApprovals`, `_sql_memory.SqlMemory`), each built
+    over the engine's one `Dialect` and `Driver`. A part reaches the database only through
+    its driver, by the few calls below."""
+
+    __slots__ = ("_dialect", "_driver")
+
+    def __init__(self, dialect: Dialect, driver: Driver) -> None:
+        self._dialect = dialect
+        self._driver = driver
+
+    async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
+        return await self._driver.query(sql, params)
+
+    async def _transact(self, steps: list[Step]) -> None:
+        await self._driver.transact(steps)
+
+    async def _select(self, table: Table, record: type[_R], sql: str, params: tuple[object, ...]) -> tuple[_R, ...]:
+        """The records of ``table`` a whole statement ``sql`` reads."""
+        rows = await self._query(sql, params)
+        return tuple(self._driver.decode(table, record, row) for row in rows)
+
+    async def _records_where(self, table: Table, record: type[_R], where: str, params: tuple[object, ...]) -> tuple[_R, ...]:
+        """The records of ``table`` that ``where`` (and what follows it: order, limit) picks."""
+        sql = self._dialect.select(table, where, self._driver.columns(table))
+        return await self._select(table, record, sql, params)
+
+    def _row(self, table: Table, record: object) -> tuple[object, ...]:
+        return self._driver.row(table, record)
+
+    def _decode(self, table: Table, record: type[_R], row: Sequence[object]) -> _R:
+        return self._driver.decode(table, record, row)
+
+    def _refuse(self, problem: str) -> StoreError:
+        return self._driver.refuse(problem)
+
+    def _fail(self, problem: str, remedy: str) -> StoreError:
+        return self._driver.fail(problem, remedy)
+
+    def _lacks(self, column: str) -> bool:
+        return self._driver.lacks(column)

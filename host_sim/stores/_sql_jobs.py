@@ -13,37 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from modular_sdk import SessionId, TurnId
 
 from . import _rows
-from ._errors import StoreError
 from ._records import Invocation, JobRecord
-from ._sql import Dialect, Step
+from ._sql import SqlPart, Step
 
 __all__ = ["SqlJobs"]
 
-_R = TypeVar("_R")
 
-
-class SqlJobs:
-    """The job and invocation methods of `SqliteStore` and `PostgresStore` (see the module docstring)."""
+class SqlJobs(SqlPart):
+    """The job and invocation methods of `SqliteStore` and `PostgresStore` (see the module
+    docstring): a part of the engine, over its dialect and driver."""
 
     __slots__ = ()
-
-    _dialect: Dialect
-
-    if TYPE_CHECKING:  # supplied by SqlStore (`_sql_store`), the engine this is part of
-
-        def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]: ...
-        def _refuse(self, problem: str) -> StoreError: ...
-        def _lacks(self, column: str) -> bool: ...
-        async def _transact(self, steps: list[Step]) -> None: ...
-        async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]: ...
-        async def _records_where(
-            self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
-        ) -> tuple[_R, ...]: ...
 
     async def begin_invocation(self, record: Invocation) -> None:
         d, table = self._dialect, _rows.INVOCATIONS
