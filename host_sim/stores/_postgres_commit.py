@@ -306,9 +306,9 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         return tuple(self.decode(table, record, row) for row in rows)
 
     def decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
-        return _rows.decode(table, record, row, self._damaged)
+        return _rows.decode(table, record, row, self.damaged)
 
-    def _damaged(self, problem: str) -> StoreError:
+    def damaged(self, problem: str) -> StoreError:
         return self.fail(problem, "the row was edited by hand; run 'host-sim fsck --store DSN' on it")
 
     async def transact(self, steps: list[Step]) -> None:

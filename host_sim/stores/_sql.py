@@ -47,6 +47,14 @@ class Dialect:
     or job: ``owner``); ``several_writers``: hosts write the database at once (rebuilding
     the index locks its tables and refuses when sessions appeared meanwhile);
     ``any_of``: how a column is matched against a list (``IN (?, ...)``, ``= ANY(%s)``).
+
+    Where one database reads a field out of a record's JSON and the other a column copied
+    from it (PostgreSQL, served by a B-tree index): ``parent_of``, a session row's parent
+    id; ``is_root``, a root session (its row as ``s``); ``by_artifact``, an edge made for
+    an artifact (two parameters: its type and source id); ``is_notification``, a turn whose
+    message is a notification; ``session_tag_join``, a session (``s``) joined to its tag
+    rows (``t``); ``tags_of_sessions``, the statement that derives every tag row from the
+    sessions' JSON (rebuilding the index).
     """
 
     mark: str
@@ -57,6 +65,12 @@ class Dialect:
     extra_columns: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     several_writers: bool = False
     array_parameters: bool = False
+    parent_of: str
+    is_root: str
+    by_artifact: str
+    is_notification: str
+    session_tag_join: str
+    tags_of_sessions: str
 
     def select(self, table: Table, where: str, columns: str | None = None) -> str:
         """The statement that reads ``columns`` (default: all of the record's) of the rows of ``table`` that ``where`` picks."""
@@ -158,6 +172,10 @@ class Driver(Protocol):
 
     def fail(self, problem: str, remedy: str) -> StoreError:
         """Any other failure, naming the store."""
+        ...
+
+    def damaged(self, problem: str) -> StoreError:
+        """A row that cannot be read back (edited by hand, or a damaged file), naming the store."""
         ...
 
     @property

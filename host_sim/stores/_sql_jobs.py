@@ -1,12 +1,11 @@
 """The `LogStore` and job methods both SQL stores write alike (docs/embedding.md), written once.
 
 An invocation begun and finished, a store's invocations of a session, a job read by id or
-all of them, a job's turn noted, its cancel asked for and the cancels asked. Part of the
-SQL store engine (`_sql_store.SqlStore`), which supplies the dialect (`_sql.Dialect`),
-transactions and reads, and `_lacks` (a column an older SQLite file has not: nothing is
-read from it). What differs between the databases stays in each store: writing a job
-(PostgreSQL notes its owner), paging, interrupting jobs (PostgreSQL only those of hosts
-gone, in one ``RETURNING`` statement), the inbox and deletions.
+all of them, a job's turn noted, its cancel asked for and the cancels asked. A part of
+the SQL store engine (`_sql_store.SqlStore`), over its dialect (`_sql.Dialect`) and
+driver (`_lacks`: a column an older SQLite file has not, from which nothing is read). Writing and paging jobs are the engine's own; what differs between the
+databases stays in each store: interrupting jobs (PostgreSQL only those of hosts gone,
+in one ``RETURNING`` statement).
 """
 
 from __future__ import annotations

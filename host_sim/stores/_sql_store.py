@@ -24,11 +24,12 @@ from typing import Final, Literal, TypeVar
 
 import attrs
 
-from modular_sdk import MemoryRecord, RecordId, SessionId, TurnId
+from modular_sdk import MemoryRecord, RecordId, SerializationError, SessionId, TurnId
 
 from . import _rows
 from ._approvals import SqlApprovals
 from ._erasure import Erasure, statements
+from ._protocol import INDEX_VERSION
 from ._records import (
     ERASED_LABEL,
     Invocation,
@@ -98,6 +99,8 @@ class Reads:
     spawned_during: str
     all_sessions: str
     index_version: str
+    children: str
+    edges_by_artifact: str
 
     @classmethod
     def of(cls, d: Dialect) -> Reads:
@@ -111,6 +114,8 @@ class Reads:
             spawned_during=f"WHERE trigger_turn_id = {m} ORDER BY {order}",
             all_sessions=f"ORDER BY {order}",
             index_version=f"SELECT value FROM {d.table('meta')} WHERE key = 'index_version'",
+            children=f"WHERE {d.parent_of} = {m} ORDER BY {order}",
+            edges_by_artifact=f"WHERE {d.by_artifact} ORDER BY {order}",
         )
 
 
@@ -277,6 +282,53 @@ class SqlStore(SqlPart):
         ]
         return steps
 
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        """Replace every node and edge and record `INDEX_VERSION`, in one transaction.
+
+        Where several hosts write (`Dialect.several_writers`), blocks other hosts' session
+        writes while it runs, and refuses (changing nothing) when sessions exist that
+        ``nodes`` does not cover: they were created after the records these were derived
+        from were read, so derive again.
+        """
+        d = self._dialect
+        t = d.table
+        steps: list[Step] = []
+        write = d.insert
+        if d.several_writers:
+            covered = sorted({n.session_id for n in nodes})
+            steps += [
+                Step(f"LOCK TABLE {t('sessions')}, {t('nodes')}, {t('edges')} IN SHARE ROW EXCLUSIVE MODE", (), ""),
+                Step(
+                    f"SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM {t('sessions')} WHERE NOT ({d.any_of('id', ())[0]}))",
+                    (covered,),
+                    "sessions were created while the index was being derived (another host is writing); "
+                    "read the records again and rebuild, e.g. run 'host-sim fsck --repair' again",
+                    "change",
+                ),
+            ]
+            write = d.upsert
+        steps += [Step(f"DELETE FROM {t('nodes')}", (), ""), Step(f"DELETE FROM {t('edges')}", (), "")]
+        steps += [Step(write(_rows.NODES), self._full_row(_rows.NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [Step(write(_rows.EDGES), self._full_row(_rows.EDGES, e), "cannot write an edge") for e in edges]
+        steps += [Step(f"DELETE FROM {t('session_tags')}", (), ""), Step(d.tags_of_sessions, (), "cannot index tags")]
+        steps.append(Step(d.set_meta("index_version"), (str(INDEX_VERSION),), "cannot record the index version"))
+        await self._transact(steps)
+
+    async def delete_session(self, session_id: SessionId, at: datetime) -> None:
+        await self._transact(self._deletion_steps(session_id, at))
+
+    def _deletion_steps(self, session_id: SessionId, at: datetime) -> list[Step]:
+        """Check the session is stored, then mark it deleted (once: a second deletion keeps the first time)."""
+        d = self._dialect
+        return [
+            d.check(_rows.session_stored(session_id, "delete a stored session")),
+            Step(
+                d.insert_ignoring("deletions", "session_id, deleted_at", f"VALUES ({d.marks(2)})", "session_id"),
+                (session_id, at.isoformat()),
+                f"cannot delete session {session_id!r}",
+            ),
+        ]
+
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         d = self._dialect
         await self._transact(
@@ -319,6 +371,48 @@ class SqlStore(SqlPart):
         if self._lacks("sessions.trigger_turn_id"):
             return ()  # a store older than the column: no spawn recorded its turn
         return await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.spawned_during, (turn_id,))
+
+    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
+        return await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.children, (session_id,))
+
+    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
+        return await self._records_where(_rows.EDGES, LineageEdge, self._reads.edges_by_artifact, (artifact_type, source_id))
+
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
+        d = self._dialect
+        where = f"WHERE {d.is_notification}"
+        params: tuple[object, ...] = ()
+        if session_id is not None:
+            where += f" AND session_id = {d.mark}"
+            params = (session_id,)
+        for key, value in tags.items():
+            where += f" AND session_id IN (SELECT session_id FROM {d.table('session_tags')} WHERE key = {d.mark} AND value = {d.mark})"
+            params += (key, value)
+        if unread_only and self._driver.has_table("reads"):
+            where += f" AND id NOT IN (SELECT turn_id FROM {d.table('reads')})"
+        order = " ORDER BY ordinal" if session_id is not None else f" ORDER BY {d.order}"
+        return await self._records_where(_rows.TURNS, TurnRecord, where + order, params)
+
+    async def page_sessions(
+        self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
+    ) -> tuple[Sequence[SessionRecord], int | None]:
+        d = self._dialect
+        roots = f" AND {d.is_root}" if roots_only else ""
+        live = f" AND s.id NOT IN (SELECT session_id FROM {d.table('deletions')})" if self._driver.has_table("deletions") else ""
+        join = d.session_tag_join
+        return await self._page(_rows.SESSIONS, SessionRecord, "s", "session_tags", join, roots + live, (), tags, limit, before)
+
+    async def deleted_at(self, session_id: SessionId) -> datetime | None:
+        if not self._driver.has_table("deletions"):
+            return None
+        d = self._dialect
+        rows = await self._query(f"SELECT deleted_at FROM {d.table('deletions')} WHERE session_id = {d.mark}", (session_id,))
+        try:
+            return _rows.time_of(rows[0][0]) if rows else None
+        except SerializationError as exc:
+            raise self._driver.damaged(f"holds an unreadable deletions row ({session_id!r}): {exc}") from None
 
     async def list_sessions(self) -> Sequence[SessionRecord]:
         return await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.all_sessions, ())

@@ -1,11 +1,10 @@
 """The `TraceStore` methods of both SQL stores (docs/traces.md, stores/_traces.py), written once.
 
 Traces, their tasks, links and outputs, recorded commits, the derived trace index, proposed
-actions and their one decision, and applied spool events. Part of the SQL store engine
-(`_sql_store.SqlStore`), which supplies its SQL dialect (`_sql.Dialect`), transactions and
-reads; the tables are `_rows`' (made by ``_sqlite_schema.py`` and
-``_postgres_traces.py``). Each write is one transaction; a SQLite reader of a store made
-before traces finds none (``_traces_present``).
+actions and their one decision, and applied spool events. A part of the SQL store engine
+(`_sql_store.SqlStore`), over its dialect (`_sql.Dialect`) and driver; the tables are
+`_rows`' (made by ``_sqlite_schema.py`` and ``_postgres_traces.py``). Each write is one
+transaction; a SQLite reader of a store made before traces finds none (``_traces_present``).
 """
 
 from __future__ import annotations
