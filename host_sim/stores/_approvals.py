@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Final, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 import attrs
 
 from . import _rows
 from ._errors import StoreError
 from ._records import ERASED_LABEL
-from ._sql import Dialect, Step
+from ._sql import SqlPart, Step
 from ._trace_records import ActionOutcomeRecord, ApprovalRuleRecord, ProposedActionRecord
 
 if TYPE_CHECKING:
@@ -36,8 +36,6 @@ __all__ = [
     "no_rule",
     "rule_for",
 ]
-
-_R = TypeVar("_R")
 
 APPROVAL_RULES: Final = _rows.Table("approval_rules", ApprovalRuleRecord, ("id",), frozenset({"tags"}))
 
@@ -74,21 +72,14 @@ class ApprovalStore(Protocol):
         ...
 
 
-class SqlApprovals:
-    """The `ApprovalStore` methods of the SQL store engine, `_sql_store.SqlStore`."""
+class SqlApprovals(SqlPart):
+    """The `ApprovalStore` methods of the SQL store engine, `_sql_store.SqlStore`: a part of
+    it, over its dialect and driver."""
 
     __slots__ = ()
 
-    _dialect: Dialect
-
-    if TYPE_CHECKING:  # supplied by SqlStore (`_sql_store`), the engine this is part of
-
-        def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]: ...
-        async def _transact(self, steps: list[Step]) -> None: ...
-        async def _records_where(
-            self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
-        ) -> tuple[_R, ...]: ...
-        def _approvals_present(self) -> bool: ...
+    def _approvals_present(self) -> bool:
+        return self._driver.has_table("approval_rules")
 
     async def add_approval_rule(self, rule: ApprovalRuleRecord) -> None:
         d, table = self._dialect, APPROVAL_RULES

@@ -5,21 +5,16 @@ with PostgreSQL's dialect (``_postgres_sql.DIALECT``, ``_sql.py``) and driver
 (``_postgres_commit.PostgresDriver``: connections, transactions, the liveness claim,
 `lock_session` of ``_postgres_locks.py`` and the event log of ``_postgres_events.py``;
 ``_postgres_schema.py`` and ``_postgres_traces.py`` make the schema). This module holds
-what only several hosts on PostgreSQL do: claiming a dead host's work, the event log's
-share of an erasure or deletion, and the reads served by PostgreSQL's copied columns.
-``_rows.py`` holds the tables, the checks made before each write and the rows each
-write needs.
+what only several hosts on PostgreSQL do: claiming a dead host's work, and the event
+log's share of an erasure or deletion; the reads served by PostgreSQL's copied columns
+are the engine's, spelled by the dialect. ``_rows.py`` holds the tables, the checks made
+before each write and the rows each write needs.
 
 The tables, their columns, indexes and triggers are the statements of
 ``_postgres_schema.py`` (drawn nowhere else, so nothing drifts from them); what a store
-keeps and guarantees is docs/embedding.md, "What a store guarantees".
-
-Columns hold what `SqliteStore` holds, byte for byte: JSON columns are the one converter's
-JSON as ``text``, times ISO 8601 with their offset. ``seq`` (an identity column) keeps the
-order rows were first written; ``parent_session_id`` and the ``artifact_*`` columns copy
-fields out of the JSON so that a plain B-tree index serves each read. ``owner`` names the
-host (its `PostgresStore`) that runs a ``running`` turn. Every read is by key and served
-by an index; opening reads no rows.
+keeps and guarantees is docs/embedding.md, "What a store guarantees". Columns hold what
+`SqliteStore` holds, byte for byte; every read is by key and served by an index; opening
+reads no rows.
 
 Each store call is one transaction on one connection of a small pool (``connections``);
 a commit returns once PostgreSQL has made it durable (``synchronous_commit`` as the server
@@ -65,7 +60,7 @@ asyncio). psycopg is imported when a store is opened, never before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar, final
@@ -87,11 +82,10 @@ from ._postgres_events import (
 )
 from ._postgres_locks import SELECT_ERASURE_GENERATION as SELECT_ERASURE_GENERATION
 from ._postgres_schema import POSTGRES_SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION
-from ._postgres_sql import DIALECT, check
+from ._postgres_sql import DIALECT
 from ._postgres_sql import Step as _Step
 from ._postgres_sql import cols as _cols
-from ._protocol import INDEX_VERSION
-from ._records import LineageEdge, SessionNode, SessionRecord, TurnRecord, interrupted
+from ._records import TurnRecord, interrupted
 from ._renamed import warn_renamed
 from ._shared import EventRow
 from ._sql_store import Reads, SqlStore
@@ -105,18 +99,11 @@ _R = TypeVar("_R")
 
 
 
-_NOTIFICATION_PREFIX: Final = '{"type":"notification"'  # how the one converter writes one (type first)
 
 
-_UPSERT_NODE: Final = DIALECT.upsert(_rows.NODES)
-_UPSERT_EDGE: Final = DIALECT.upsert(_rows.EDGES)
 _BUMP_ERASURE_GENERATION: Final = (  # in the transaction of every erasure and deletion
     "INSERT INTO host_sim.meta (key, value) VALUES ('erasure_generation', '1') "
     "ON CONFLICT (key) DO UPDATE SET value = (host_sim.meta.value::bigint + 1)::text"
-)
-_SET_INDEX_VERSION: Final = (
-    "INSERT INTO host_sim.meta (key, value) VALUES ('index_version', %s) "
-    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
 
 # Reads (each served by an index; see tests/host/stores/test_postgres_store.py, which EXPLAINs them):
@@ -133,6 +120,8 @@ SELECT_NODES: Final = DIALECT.select(_rows.NODES, f"WHERE {DIALECT.any_of('sessi
 SELECT_EDGES_OUT: Final = DIALECT.select(_rows.EDGES, f"WHERE {DIALECT.any_of('from_session_id', ())[0]} ORDER BY seq")
 SELECT_EDGES_IN: Final = DIALECT.select(_rows.EDGES, f"WHERE {DIALECT.any_of('to_session_id', ())[0]} ORDER BY seq")
 SELECT_INDEX_VERSION: Final = _READS.index_version
+SELECT_CHILDREN: Final = DIALECT.select(_rows.SESSIONS, _READS.children)
+SELECT_EDGES_BY_ARTIFACT: Final = DIALECT.select(_rows.EDGES, _READS.edges_by_artifact)
 _OWNER_HELD: Final = (  # the owner lock of host {owner} is held: that host is alive
     "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
     "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
@@ -158,12 +147,6 @@ _INTERRUPT_DEAD_JOBS: Final = (
     "UPDATE host_sim.jobs j SET status = 'interrupted', finished_at = %s, error_kind = 'interrupted', "
     "error = 'the host closed before the job finished', owner = NULL WHERE j.status = 'running' "
     f"AND j.owner = ANY(%s) AND NOT EXISTS ({_OWNER_HELD.format(owner='j.owner')}) RETURNING j.id"
-)
-SELECT_CHILDREN: Final = (
-    f"SELECT {_cols(_rows.SESSIONS)} FROM host_sim.sessions WHERE parent_session_id = %s ORDER BY seq"
-)
-SELECT_EDGES_BY_ARTIFACT: Final = (
-    f"SELECT {_cols(_rows.EDGES)} FROM host_sim.edges WHERE artifact_type = %s AND artifact_source_id = %s ORDER BY seq"
 )
 _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'host_sim'"
 
@@ -228,41 +211,6 @@ class PostgresStore(SqlStore):
 
     # -- writes ---------------------------------------------------------------------------
 
-    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
-        """Replace every node and edge and record `INDEX_VERSION`, in one transaction.
-
-        Blocks other hosts' session writes while it runs, and refuses (changing nothing)
-        when sessions exist that ``nodes`` does not cover: they were created after the
-        records these were derived from were read, so derive again.
-        """
-        covered = sorted({n.session_id for n in nodes})
-        steps = [
-            _Step("LOCK TABLE host_sim.sessions, host_sim.nodes, host_sim.edges IN SHARE ROW EXCLUSIVE MODE", (), ""),
-            _Step(
-                "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM host_sim.sessions WHERE NOT (id = ANY(%s)))",
-                (covered,),
-                "sessions were created while the index was being derived (another host is writing); "
-                "read the records again and rebuild, e.g. run 'host-sim fsck --repair' again",
-                "change",
-            ),
-            _Step("DELETE FROM host_sim.nodes", (), ""),
-            _Step("DELETE FROM host_sim.edges", (), ""),
-        ]
-        steps += [_Step(_UPSERT_NODE, self._full_row(_rows.NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
-        steps += [_Step(_UPSERT_EDGE, self._full_row(_rows.EDGES, e), "cannot write an edge") for e in edges]
-        steps += [
-            _Step("DELETE FROM host_sim.session_tags", (), ""),
-            _Step(
-                "INSERT INTO host_sim.session_tags (key, value, seq, session_id) "
-                "SELECT t.key, t.value, s.seq, s.id FROM host_sim.sessions s, jsonb_each_text(s.tags::jsonb) t "
-                "WHERE s.tags IS NOT NULL",
-                (),
-                "cannot index tags",
-            ),
-        ]
-        steps.append(_Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
-        await self._transact(steps)
-
     async def erase(self, erasure: Erasure) -> None:
         """Carry out an erasure over every place that keeps text, in one transaction.
 
@@ -314,41 +262,15 @@ class PostgresStore(SqlStore):
         )
         return tuple(str(r[0]) for r in rows)
 
-    async def notification_turns(
-        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
-    ) -> Sequence[TurnRecord]:
-        sql = f"SELECT {_cols(_rows.TURNS)} FROM host_sim.turns WHERE message LIKE '{_NOTIFICATION_PREFIX}%%'"
-        params: tuple[object, ...] = ()
-        if session_id is not None:
-            sql += " AND session_id = %s"
-            params = (session_id,)
-        for key, value in tags.items():
-            sql += " AND session_id IN (SELECT session_id FROM host_sim.session_tags WHERE key = %s AND value = %s)"
-            params += (key, value)
-        if unread_only:
-            sql += " AND id NOT IN (SELECT turn_id FROM host_sim.reads)"
-        return await self._select(_rows.TURNS, TurnRecord, sql + " ORDER BY seq", params)
-
-    async def page_sessions(
-        self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
-    ) -> tuple[Sequence[SessionRecord], int | None]:
-        roots = " AND s.parent_session_id IS NULL" if roots_only else ""
-        live = " AND s.id NOT IN (SELECT session_id FROM host_sim.deletions)"
-        join = "s.id = t.session_id"
-        return await self._page(_rows.SESSIONS, SessionRecord, "s", "session_tags", join, roots + live, (), tags, limit, before)
-
     async def delete_session(self, session_id: SessionId, at: datetime) -> None:
-        stamp = at.isoformat()
+        """The engine's deletion (`SqlStore._deletion_steps`) with the event log's share: the
+        log locked, the session's command events erased, the erasure generation bumped."""
+        stored, deletion = self._deletion_steps(session_id, at)
         await self._transact(
             [
-                check(_rows.session_stored(session_id, "delete a stored session")),
+                stored,
                 _Step(LOCK_EVENTS, (), "cannot lock the event log"),
-                _Step(
-                    "INSERT INTO host_sim.deletions (session_id, deleted_at) VALUES (%s, %s) "
-                    "ON CONFLICT (session_id) DO NOTHING",
-                    (session_id, stamp),
-                    f"cannot delete session {session_id!r}",
-                ),
+                deletion,
                 _Step(ERASE_COMMAND_EVENTS, (session_id,), f"cannot erase the command events of {session_id!r}"),
                 _Step(_BUMP_ERASURE_GENERATION, (), "cannot record the erasure generation"),
             ]
@@ -358,22 +280,6 @@ class PostgresStore(SqlStore):
         """The counter every `erase` and `delete_session` bumps in its transaction (0: none yet)."""
         rows = await self._query(SELECT_ERASURE_GENERATION, ())
         return int(rows[0][0]) if rows else 0
-
-    async def deleted_at(self, session_id: SessionId) -> datetime | None:
-        rows = await self._query("SELECT deleted_at FROM host_sim.deletions WHERE session_id = %s", (session_id,))
-        if not rows:
-            return None
-        try:
-            when: datetime | None = datetime.fromisoformat(str(rows[0][0]))
-        except ValueError:
-            when = None
-        if when is None or when.utcoffset() is None:
-            raise self._fail(
-                f"holds an unreadable deletions row ({session_id!r}): a time column must be ISO 8601 text "
-                f"with its offset, got {rows[0][0]!r}",
-                "the row was edited by hand; run 'host-sim fsck --store DSN' on it",
-            )
-        return when
 
     async def turns_left_running(self) -> Sequence[TurnRecord]:
         """Turns left running by a host that is gone (its connection closed or was lost), handed to this host.
@@ -444,12 +350,6 @@ class PostgresStore(SqlStore):
                 raise self._driver.database_error(exc, "could not fail the turns of a dead host") from exc
 
         return await self._driver.with_connection(run)
-
-    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
-        return await self._select(_rows.SESSIONS, SessionRecord, SELECT_CHILDREN, (session_id,))
-
-    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
-        return await self._select(_rows.EDGES, LineageEdge, SELECT_EDGES_BY_ARTIFACT, (artifact_type, source_id))
 
     # -- several hosts: the driver's lock_session and event log (`_shared.SharedStore`) ---
 

@@ -36,6 +36,11 @@ OWNER_LOCK: Final = 0x48530002  # advisory lock class: a live store (its owner k
 
 _R = TypeVar("_R")
 
+read_seen: Callable[[str, tuple[object, ...]], None] | None = None
+"""A seam declared for tests: when set, `PostgresDriver.query` hands it every read's
+statement and parameters before running it (tests/host/stores/test_postgres_sql.py
+EXPLAINs each read the store makes). ``None`` in a host."""
+
 _PASSWORD_IN_URL: Final = re.compile(r"^([a-z]+://[^:/@?#]*):[^@/?#]*@", re.IGNORECASE)
 _PASSWORD_PARAM: Final = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)
 
@@ -265,6 +270,9 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
             raise
 
     async def query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
+        if read_seen is not None:
+            read_seen(sql, params)
+
         def run(conn: Any) -> list[tuple[Any, ...]]:
             try:
                 rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
@@ -298,9 +306,9 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         return tuple(self.decode(table, record, row) for row in rows)
 
     def decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
-        return _rows.decode(table, record, row, self._damaged)
+        return _rows.decode(table, record, row, self.damaged)
 
-    def _damaged(self, problem: str) -> StoreError:
+    def damaged(self, problem: str) -> StoreError:
         return self.fail(problem, "the row was edited by hand; run 'host-sim fsck --store DSN' on it")
 
     async def transact(self, steps: list[Step]) -> None:

@@ -24,6 +24,16 @@ DIALECT: Final = Dialect(
     },
     several_writers=True,
     array_parameters=True,
+    parent_of="parent_session_id",
+    is_root="s.parent_session_id IS NULL",
+    by_artifact="artifact_type = %s AND artifact_source_id = %s",
+    is_notification="""message LIKE '{"type":"notification"%%'""",  # how the one converter writes one (type first)
+    session_tag_join="s.id = t.session_id",
+    tags_of_sessions=(
+        "INSERT INTO host_sim.session_tags (key, value, seq, session_id) "
+        "SELECT t.key, t.value, s.seq, s.id FROM host_sim.sessions s, jsonb_each_text(s.tags::jsonb) t "
+        "WHERE s.tags IS NOT NULL"
+    ),
 )
 """How PostgreSQL spells what both SQL stores write (`_sql.Dialect`)."""
 

@@ -17,7 +17,7 @@ from ._errors import StoreError
 from ._records import StoredState
 from ._rows import Need, Table
 
-__all__ = ["Dialect", "Driver", "Step"]
+__all__ = ["Dialect", "Driver", "SqlPart", "Step"]
 
 _R = TypeVar("_R")
 
@@ -47,6 +47,14 @@ class Dialect:
     or job: ``owner``); ``several_writers``: hosts write the database at once (rebuilding
     the index locks its tables and refuses when sessions appeared meanwhile);
     ``any_of``: how a column is matched against a list (``IN (?, ...)``, ``= ANY(%s)``).
+
+    Where one database reads a field out of a record's JSON and the other a column copied
+    from it (PostgreSQL, served by a B-tree index): ``parent_of``, a session row's parent
+    id; ``is_root``, a root session (its row as ``s``); ``by_artifact``, an edge made for
+    an artifact (two parameters: its type and source id); ``is_notification``, a turn whose
+    message is a notification; ``session_tag_join``, a session (``s``) joined to its tag
+    rows (``t``); ``tags_of_sessions``, the statement that derives every tag row from the
+    sessions' JSON (rebuilding the index).
     """
 
     mark: str
@@ -57,6 +65,12 @@ class Dialect:
     extra_columns: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     several_writers: bool = False
     array_parameters: bool = False
+    parent_of: str
+    is_root: str
+    by_artifact: str
+    is_notification: str
+    session_tag_join: str
+    tags_of_sessions: str
 
     def select(self, table: Table, where: str, columns: str | None = None) -> str:
         """The statement that reads ``columns`` (default: all of the record's) of the rows of ``table`` that ``where`` picks."""
@@ -160,6 +174,10 @@ class Driver(Protocol):
         """Any other failure, naming the store."""
         ...
 
+    def damaged(self, problem: str) -> StoreError:
+        """A row that cannot be read back (edited by hand, or a damaged file), naming the store."""
+        ...
+
     @property
     def owner(self) -> int | None:
         """The key written into the running turns and jobs this host begins (``owner``), or
@@ -173,3 +191,48 @@ class Driver(Protocol):
     def has_table(self, table: str) -> bool:
         """Whether the database has the table ``table``."""
         ...
+
+
+class SqlPart:
+    """One part of the SQL store engine: the engine itself (`_sql_store.SqlStore`: sessions,
+    turns, lineage) and the families it is composed of (`_sql_jobs.SqlJobs`,
+    `_sql_traces.SqlTraces`, `_approvals.SqlApprovals`, `_sql_memory.SqlMemory`), each built
+    over the engine's one `Dialect` and `Driver`. A part reaches the database only through
+    its driver, by the few calls below."""
+
+    __slots__ = ("_dialect", "_driver")
+
+    def __init__(self, dialect: Dialect, driver: Driver) -> None:
+        self._dialect = dialect
+        self._driver = driver
+
+    async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
+        return await self._driver.query(sql, params)
+
+    async def _transact(self, steps: list[Step]) -> None:
+        await self._driver.transact(steps)
+
+    async def _select(self, table: Table, record: type[_R], sql: str, params: tuple[object, ...]) -> tuple[_R, ...]:
+        """The records of ``table`` a whole statement ``sql`` reads."""
+        rows = await self._query(sql, params)
+        return tuple(self._driver.decode(table, record, row) for row in rows)
+
+    async def _records_where(self, table: Table, record: type[_R], where: str, params: tuple[object, ...]) -> tuple[_R, ...]:
+        """The records of ``table`` that ``where`` (and what follows it: order, limit) picks."""
+        sql = self._dialect.select(table, where, self._driver.columns(table))
+        return await self._select(table, record, sql, params)
+
+    def _row(self, table: Table, record: object) -> tuple[object, ...]:
+        return self._driver.row(table, record)
+
+    def _decode(self, table: Table, record: type[_R], row: Sequence[object]) -> _R:
+        return self._driver.decode(table, record, row)
+
+    def _refuse(self, problem: str) -> StoreError:
+        return self._driver.refuse(problem)
+
+    def _fail(self, problem: str, remedy: str) -> StoreError:
+        return self._driver.fail(problem, remedy)
+
+    def _lacks(self, column: str) -> bool:
+        return self._driver.lacks(column)

@@ -1,49 +1,32 @@
 """The `IntegratorStore` and job methods both SQL stores write alike (docs/embedding.md), written once.
 
 An invocation begun and finished, a store's invocations of a session, a job read by id or
-all of them, a job's turn noted, its cancel asked for and the cancels asked. Part of the
-SQL store engine (`_sql_store.SqlStore`), which supplies the dialect (`_sql.Dialect`),
-transactions and reads, and `_lacks` (a column an older SQLite file has not: nothing is
-read from it). What differs between the databases stays in each store: writing a job
-(PostgreSQL notes its owner), paging, interrupting jobs (PostgreSQL only those of hosts
-gone, in one ``RETURNING`` statement), the inbox and deletions.
+all of them, a job's turn noted, its cancel asked for and the cancels asked. A part of
+the SQL store engine (`_sql_store.SqlStore`), over its dialect (`_sql.Dialect`) and
+driver (`_lacks`: a column an older SQLite file has not, from which nothing is read). Writing and paging jobs are the engine's own; what differs between the
+databases stays in each store: interrupting jobs (PostgreSQL only those of hosts gone,
+in one ``RETURNING`` statement).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from modular_sdk import SessionId, TurnId
 
 from . import _rows
-from ._errors import StoreError
 from ._records import Invocation, JobRecord
-from ._sql import Dialect, Step
+from ._sql import SqlPart, Step
 
 __all__ = ["SqlJobs"]
 
-_R = TypeVar("_R")
 
-
-class SqlJobs:
-    """The job and invocation methods of `SqliteStore` and `PostgresStore` (see the module docstring)."""
+class SqlJobs(SqlPart):
+    """The job and invocation methods of `SqliteStore` and `PostgresStore` (see the module
+    docstring): a part of the engine, over its dialect and driver."""
 
     __slots__ = ()
-
-    _dialect: Dialect
-
-    if TYPE_CHECKING:  # supplied by SqlStore (`_sql_store`), the engine this is part of
-
-        def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]: ...
-        def _refuse(self, problem: str) -> StoreError: ...
-        def _lacks(self, column: str) -> bool: ...
-        async def _transact(self, steps: list[Step]) -> None: ...
-        async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]: ...
-        async def _records_where(
-            self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
-        ) -> tuple[_R, ...]: ...
 
     async def begin_invocation(self, record: Invocation) -> None:
         d, table = self._dialect, _rows.INVOCATIONS

@@ -14,18 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Final
 
 from modular_sdk import MemoryRecord, RecordId, SessionId, TurnId
 
 from . import _rows
-from ._errors import StoreError
 from ._memory_records import query_terms
-from ._sql import Dialect, Step
+from ._sql import SqlPart, Step
 
 __all__ = ["HAS_MEMORY_RULES_POSTGRES", "MEMORY_POSTGRES", "MEMORY_RULES_POSTGRES", "MEMORY_SQLITE", "SqlMemory"]
-
-_R = TypeVar("_R")
 
 MEMORY_SQLITE: Final = """
 CREATE TABLE IF NOT EXISTS memory_records (
@@ -121,22 +118,11 @@ HAS_MEMORY_RULES_POSTGRES: Final = (
 )
 
 
-class SqlMemory:
-    """The `RecordStore` methods of the SQL store engine, `_sql_store.SqlStore` (see the module docstring)."""
+class SqlMemory(SqlPart):
+    """The `RecordStore` methods of the SQL store engine, `_sql_store.SqlStore` (see the
+    module docstring): a part of it, over its dialect and driver."""
 
     __slots__ = ()
-
-    _dialect: Dialect
-
-    if TYPE_CHECKING:  # supplied by SqlStore (`_sql_store`), the engine this is part of
-
-        def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]: ...
-        def _refuse(self, problem: str) -> StoreError: ...
-        async def _transact(self, steps: list[Step]) -> None: ...
-        async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]: ...
-        async def _records_where(
-            self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
-        ) -> tuple[_R, ...]: ...
 
     async def add_record(self, record: MemoryRecord, rests_on: Sequence[TurnId]) -> None:
         d, table = self._dialect, _rows.MEMORY_RECORDS

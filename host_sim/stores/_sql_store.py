@@ -8,28 +8,31 @@ transactions). The engine holds the statements, the checks made before each writ
 engine built with its dialect and driver, plus what only its database can do (PostgreSQL:
 several hosts, `_shared.SharedStore`).
 
-Every read goes through `SqlStore._query` and every write through `SqlStore._transact`:
-one place where a statement meets the driver. The engine's methods are grouped by family
-(`_sql_jobs`, `_sql_traces`, `_approvals`, `_sql_memory`): parts of this one class, not of
-the public stores.
+The engine is composed of parts (`_sql.SqlPart`), each built over the same dialect and
+driver: sessions, turns and lineage are the engine's own; jobs (`_sql_jobs.SqlJobs`),
+traces and actions (`_sql_traces.SqlTraces`), approval rules (`_approvals.SqlApprovals`)
+and memory records (`_sql_memory.SqlMemory`) are objects it holds and hands each call of
+theirs to. Every read goes through a driver's ``query`` and every write through its
+``transact``: one place where a statement meets the database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Final, Literal, TypeVar
+from typing import Final, Literal, TypeVar
 
 import attrs
 
-from modular_sdk import SessionId, TurnId
+from modular_sdk import MemoryRecord, RecordId, SerializationError, SessionId, TurnId
 
 from . import _rows
 from ._approvals import SqlApprovals
 from ._erasure import Erasure, statements
-from ._errors import StoreError
+from ._protocol import INDEX_VERSION
 from ._records import (
     ERASED_LABEL,
+    Invocation,
     JobRecord,
     JobStatus,
     LineageEdge,
@@ -38,10 +41,22 @@ from ._records import (
     StoredState,
     TurnRecord,
 )
-from ._sql import Dialect, Driver, Step
+from ._sql import Dialect, Driver, SqlPart, Step
 from ._sql_jobs import SqlJobs
 from ._sql_memory import SqlMemory
 from ._sql_traces import SqlTraces
+from ._trace_records import (
+    ActionOutcomeRecord,
+    ApprovalRuleRecord,
+    ProposedActionRecord,
+    TraceCommitRecord,
+    TraceIndexEntry,
+    TraceOutputRecord,
+    TraceRecord,
+    TraceRecords,
+    TraceState,
+    TraceTaskRecord,
+)
 
 __all__ = ["Reads", "SqlStore"]
 
@@ -84,6 +99,8 @@ class Reads:
     spawned_during: str
     all_sessions: str
     index_version: str
+    children: str
+    edges_by_artifact: str
 
     @classmethod
     def of(cls, d: Dialect) -> Reads:
@@ -97,22 +114,27 @@ class Reads:
             spawned_during=f"WHERE trigger_turn_id = {m} ORDER BY {order}",
             all_sessions=f"ORDER BY {order}",
             index_version=f"SELECT value FROM {d.table('meta')} WHERE key = 'index_version'",
+            children=f"WHERE {d.parent_of} = {m} ORDER BY {order}",
+            edges_by_artifact=f"WHERE {d.by_artifact} ORDER BY {order}",
         )
 
 
-class SqlStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
+class SqlStore(SqlPart):
     """The engine both SQL stores are built on (see the module docstring): a `Dialect` and a
-    `Driver`. Its methods are grouped by what they keep: sessions, turns and lineage here,
-    jobs (`SqlJobs`), traces and actions (`SqlTraces`), approval rules (`SqlApprovals`) and
-    memory records (`SqlMemory`) in modules of their own, each reaching the database only
-    through this class's `_query` and `_transact`."""
+    `Driver`. It keeps sessions, turns and lineage itself, and is composed of the parts that
+    keep the rest, each over the same dialect and driver: jobs (`SqlJobs`), traces and
+    actions (`SqlTraces`), approval rules (`SqlApprovals`) and memory records (`SqlMemory`).
+    Their public methods are this class's, each handing the call to its part."""
 
-    __slots__ = ("_dialect", "_driver", "_reads")
+    __slots__ = ("_approvals", "_jobs", "_memory", "_reads", "_traces")
 
     def __init__(self, dialect: Dialect, driver: Driver) -> None:
-        self._dialect = dialect
-        self._driver = driver
+        super().__init__(dialect, driver)
         self._reads = Reads.of(dialect)
+        self._jobs = SqlJobs(dialect, driver)
+        self._traces = SqlTraces(dialect, driver)
+        self._approvals = SqlApprovals(dialect, driver)
+        self._memory = SqlMemory(dialect, driver)
 
     async def open(self) -> None:
         """Open the store (connect, check or create its schema); reads no records. Opening an open store does nothing."""
@@ -260,6 +282,53 @@ class SqlStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
         ]
         return steps
 
+    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
+        """Replace every node and edge and record `INDEX_VERSION`, in one transaction.
+
+        Where several hosts write (`Dialect.several_writers`), blocks other hosts' session
+        writes while it runs, and refuses (changing nothing) when sessions exist that
+        ``nodes`` does not cover: they were created after the records these were derived
+        from were read, so derive again.
+        """
+        d = self._dialect
+        t = d.table
+        steps: list[Step] = []
+        write = d.insert
+        if d.several_writers:
+            covered = sorted({n.session_id for n in nodes})
+            steps += [
+                Step(f"LOCK TABLE {t('sessions')}, {t('nodes')}, {t('edges')} IN SHARE ROW EXCLUSIVE MODE", (), ""),
+                Step(
+                    f"SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM {t('sessions')} WHERE NOT ({d.any_of('id', ())[0]}))",
+                    (covered,),
+                    "sessions were created while the index was being derived (another host is writing); "
+                    "read the records again and rebuild, e.g. run 'host-sim fsck --repair' again",
+                    "change",
+                ),
+            ]
+            write = d.upsert
+        steps += [Step(f"DELETE FROM {t('nodes')}", (), ""), Step(f"DELETE FROM {t('edges')}", (), "")]
+        steps += [Step(write(_rows.NODES), self._full_row(_rows.NODES, n), f"cannot write node {n.session_id!r}") for n in nodes]
+        steps += [Step(write(_rows.EDGES), self._full_row(_rows.EDGES, e), "cannot write an edge") for e in edges]
+        steps += [Step(f"DELETE FROM {t('session_tags')}", (), ""), Step(d.tags_of_sessions, (), "cannot index tags")]
+        steps.append(Step(d.set_meta("index_version"), (str(INDEX_VERSION),), "cannot record the index version"))
+        await self._transact(steps)
+
+    async def delete_session(self, session_id: SessionId, at: datetime) -> None:
+        await self._transact(self._deletion_steps(session_id, at))
+
+    def _deletion_steps(self, session_id: SessionId, at: datetime) -> list[Step]:
+        """Check the session is stored, then mark it deleted (once: a second deletion keeps the first time)."""
+        d = self._dialect
+        return [
+            d.check(_rows.session_stored(session_id, "delete a stored session")),
+            Step(
+                d.insert_ignoring("deletions", "session_id, deleted_at", f"VALUES ({d.marks(2)})", "session_id"),
+                (session_id, at.isoformat()),
+                f"cannot delete session {session_id!r}",
+            ),
+        ]
+
     async def mark_read(self, turn_id: TurnId, at: datetime) -> None:
         d = self._dialect
         await self._transact(
@@ -302,6 +371,48 @@ class SqlStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
         if self._lacks("sessions.trigger_turn_id"):
             return ()  # a store older than the column: no spawn recorded its turn
         return await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.spawned_during, (turn_id,))
+
+    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
+        return await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.children, (session_id,))
+
+    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
+        return await self._records_where(_rows.EDGES, LineageEdge, self._reads.edges_by_artifact, (artifact_type, source_id))
+
+    async def notification_turns(
+        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
+    ) -> Sequence[TurnRecord]:
+        d = self._dialect
+        where = f"WHERE {d.is_notification}"
+        params: tuple[object, ...] = ()
+        if session_id is not None:
+            where += f" AND session_id = {d.mark}"
+            params = (session_id,)
+        for key, value in tags.items():
+            where += f" AND session_id IN (SELECT session_id FROM {d.table('session_tags')} WHERE key = {d.mark} AND value = {d.mark})"
+            params += (key, value)
+        if unread_only and self._driver.has_table("reads"):
+            where += f" AND id NOT IN (SELECT turn_id FROM {d.table('reads')})"
+        order = " ORDER BY ordinal" if session_id is not None else f" ORDER BY {d.order}"
+        return await self._records_where(_rows.TURNS, TurnRecord, where + order, params)
+
+    async def page_sessions(
+        self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
+    ) -> tuple[Sequence[SessionRecord], int | None]:
+        d = self._dialect
+        roots = f" AND {d.is_root}" if roots_only else ""
+        live = f" AND s.id NOT IN (SELECT session_id FROM {d.table('deletions')})" if self._driver.has_table("deletions") else ""
+        join = d.session_tag_join
+        return await self._page(_rows.SESSIONS, SessionRecord, "s", "session_tags", join, roots + live, (), tags, limit, before)
+
+    async def deleted_at(self, session_id: SessionId) -> datetime | None:
+        if not self._driver.has_table("deletions"):
+            return None
+        d = self._dialect
+        rows = await self._query(f"SELECT deleted_at FROM {d.table('deletions')} WHERE session_id = {d.mark}", (session_id,))
+        try:
+            return _rows.time_of(rows[0][0]) if rows else None
+        except SerializationError as exc:
+            raise self._driver.damaged(f"holds an unreadable deletions row ({session_id!r}): {exc}") from None
 
     async def list_sessions(self) -> Sequence[SessionRecord]:
         return await self._records_where(_rows.SESSIONS, SessionRecord, self._reads.all_sessions, ())
@@ -430,28 +541,173 @@ class SqlStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
             return [unique]
         return [unique[i : i + size] for i in range(0, len(unique), size)]
 
-    # -- where a statement meets the driver --------------------------------------------
+    # -- the parts' calls: jobs (`SqlJobs`) ----------------------------------------------
 
-    async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
-        return await self._driver.query(sql, params)
+    async def begin_invocation(self, record: Invocation) -> None:
+        await self._jobs.begin_invocation(record)
 
-    async def _transact(self, steps: list[Step]) -> None:
-        await self._driver.transact(steps)
+    async def finish_invocation(self, record: Invocation) -> None:
+        await self._jobs.finish_invocation(record)
 
-    async def _select(self, table: _rows.Table, record: type[_R], sql: str, params: tuple[object, ...]) -> tuple[_R, ...]:
-        """The records of ``table`` a whole statement ``sql`` reads."""
-        rows = await self._query(sql, params)
-        return tuple(self._driver.decode(table, record, row) for row in rows)
+    async def invocations_of(self, session_id: SessionId) -> Sequence[Invocation]:
+        return await self._jobs.invocations_of(session_id)
 
-    async def _records_where(
-        self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
-    ) -> tuple[_R, ...]:
-        """The records of ``table`` that ``where`` (and what follows it: order, limit) picks."""
-        sql = self._dialect.select(table, where, self._driver.columns(table))
-        return await self._select(table, record, sql, params)
+    async def get_job(self, job_id: str) -> JobRecord | None:
+        return await self._jobs.get_job(job_id)
 
-    def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
-        return self._driver.row(table, record)
+    async def list_jobs(self) -> Sequence[JobRecord]:
+        return await self._jobs.list_jobs()
+
+    async def job_turn_began(self, job_id: str, turn_id: TurnId) -> None:
+        await self._jobs.job_turn_began(job_id, turn_id)
+
+    async def request_job_cancel(self, job_id: str, at: datetime) -> None:
+        """Ask the host running this job to cancel it: it polls `cancel_requests` for its own jobs."""
+        await self._jobs.request_job_cancel(job_id, at)
+
+    async def cancel_requests(self, job_ids: Sequence[str]) -> Sequence[str]:
+        return await self._jobs.cancel_requests(job_ids)
+
+    # -- traces (`SqlTraces`) --------------------------------------------------------------
+
+    async def create_linked_session(
+        self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None
+    ) -> None:
+        """`create_session` and the session's trace link (given, or its parent's), in one transaction."""
+        await self._traces.create_linked_session(self._session_steps(record, node, edge), record, trace_id)
+
+    async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
+        """Write a trace and its task with their index rows, in one transaction."""
+        await self._traces.create_trace(trace, task)
+
+    async def add_output(
+        self,
+        *,
+        output_id: str,
+        session_id: SessionId,
+        kind: str,
+        created_at: datetime,
+        chat_trace: TraceRecord,
+        event_id: str | None = None,
+        turn_id: TurnId | None = None,
+        position: int | None = None,
+    ) -> None:
+        """Link an output to its session's trace (a new chat trace when it has none), in one transaction."""
+        await self._traces.add_output(
+            output_id=output_id, session_id=session_id, kind=kind, created_at=created_at,
+            chat_trace=chat_trace, event_id=event_id, turn_id=turn_id, position=position,
+        )  # fmt: skip
+
+    async def record_commit(self, commit: TraceCommitRecord, *, event_id: str | None = None) -> None:
+        """Record an output's first commit (a later one is ignored), in one transaction."""
+        await self._traces.record_commit(commit, event_id=event_id)
+
+    async def attach_task(self, task: TraceTaskRecord) -> None:
+        """Give a stored trace its task, once."""
+        await self._traces.attach_task(task)
+
+    async def apply_event(self, event_id: str, at: datetime) -> None:
+        """Record a spool event applied."""
+        await self._traces.apply_event(event_id, at)
+
+    async def event_applied(self, event_id: str) -> bool:
+        return await self._traces.event_applied(event_id)
+
+    async def get_trace(self, trace_id: str) -> TraceRecords | None:
+        return await self._traces.get_trace(trace_id)
+
+    async def find_trace(self, key: str) -> str | None:
+        return await self._traces.find_trace(key)
+
+    async def trace_of_session(self, session_id: SessionId) -> str | None:
+        return await self._traces.trace_of_session(session_id)
+
+    async def get_output(self, output_id: str) -> TraceOutputRecord | None:
+        return await self._traces.get_output(output_id)
+
+    async def get_commit(self, output_id: str) -> TraceCommitRecord | None:
+        return await self._traces.get_commit(output_id)
+
+    async def propose_actions(self, actions: Sequence[ProposedActionRecord]) -> None:
+        """Write proposed actions, all or none."""
+        await self._traces.propose_actions(actions)
+
+    async def decide_action(self, outcome: ActionOutcomeRecord) -> None:
+        """Write the one decision about a pending action."""
+        await self._traces.decide_action(outcome)
+
+    async def get_action(self, action_id: str) -> tuple[ProposedActionRecord, ActionOutcomeRecord | None] | None:
+        return await self._traces.get_action(action_id)
+
+    async def pending_actions(self, session_id: SessionId) -> Sequence[ProposedActionRecord]:
+        return await self._traces.pending_actions(session_id)
+
+    async def session_actions(self, session_id: SessionId) -> Sequence[tuple[ProposedActionRecord, ActionOutcomeRecord | None]]:
+        return await self._traces.session_actions(session_id)
+
+    async def trace_index_version(self) -> int | None:
+        return await self._traces.trace_index_version()
+
+    async def read_traces(self) -> TraceState:
+        """Every trace record and index row, in writing order."""
+        return await self._traces.read_traces()
+
+    async def rebuild_trace_index(self, entries: Sequence[TraceIndexEntry]) -> None:
+        """Replace the trace index and record `TRACE_INDEX_VERSION`, in one transaction."""
+        await self._traces.rebuild_trace_index(entries)
+
+    # -- approvals (`SqlApprovals`) --------------------------------------------------------
+
+    async def add_approval_rule(self, rule: ApprovalRuleRecord) -> None:
+        await self._approvals.add_approval_rule(rule)
+
+    async def revoke_approval_rule(self, rule_id: str, at: datetime, by: str) -> None:
+        await self._approvals.revoke_approval_rule(rule_id, at, by)
+
+    async def get_approval_rule(self, rule_id: str) -> ApprovalRuleRecord | None:
+        return await self._approvals.get_approval_rule(rule_id)
+
+    async def decide_by_rule(self, outcome: ActionOutcomeRecord, rule_id: str) -> None:
+        await self._approvals.decide_by_rule(outcome, rule_id)
+
+    async def approval_rules(self, action_type: str | None = None) -> Sequence[ApprovalRuleRecord]:
+        return await self._approvals.approval_rules(action_type)
+
+    # -- memory (`SqlMemory`) --------------------------------------------------------------
+
+    async def add_record(self, record: MemoryRecord, rests_on: Sequence[TurnId]) -> None:
+        await self._memory.add_record(record, rests_on)
+
+    async def get_record(self, record_id: str) -> MemoryRecord | None:
+        return await self._memory.get_record(record_id)
+
+    async def rests_on(self, record_id: RecordId) -> Sequence[TurnId]:
+        return await self._memory.rests_on(record_id)
+
+    async def records_on_turns(self, turn_ids: Sequence[TurnId]) -> Sequence[MemoryRecord]:
+        return await self._memory.records_on_turns(turn_ids)
+
+    async def records_derived_from(self, record_ids: Sequence[RecordId]) -> Sequence[MemoryRecord]:
+        return await self._memory.records_derived_from(record_ids)
+
+    async def retract_record(self, record_id: RecordId, at: datetime, reason: str) -> MemoryRecord:
+        return await self._memory.retract_record(record_id, at, reason)
+
+    async def page_records(
+        self,
+        session_id: SessionId | None,
+        kind: str | None,
+        tags: Mapping[str, str],
+        include_retracted: bool,
+        limit: int,
+        after: int | None,
+    ) -> tuple[Sequence[MemoryRecord], int | None]:
+        return await self._memory.page_records(session_id, kind, tags, include_retracted, limit, after)
+
+    async def search_records(self, query: str, tags: Mapping[str, str], limit: int) -> Sequence[MemoryRecord]:
+        return await self._memory.search_records(query, tags, limit)
+
+    # -- the rows the engine writes ------------------------------------------------------
 
     def _full_row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
         """The row of ``record`` with the values of the table's extra columns (`Dialect.extra`) after it."""
@@ -461,21 +717,3 @@ class SqlStore(SqlJobs, SqlTraces, SqlApprovals, SqlMemory):
         if column == "owner":  # the host running a turn or job
             return self._driver.owner if getattr(record, "status", None) == "running" else None
         return _COPIED[column](record)
-
-    def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
-        return self._driver.decode(table, record, row)
-
-    def _refuse(self, problem: str) -> StoreError:
-        return self._driver.refuse(problem)
-
-    def _fail(self, problem: str, remedy: str) -> StoreError:
-        return self._driver.fail(problem, remedy)
-
-    def _lacks(self, column: str) -> bool:
-        return self._driver.lacks(column)
-
-    def _traces_present(self) -> bool:
-        return self._driver.has_table("traces")
-
-    def _approvals_present(self) -> bool:
-        return self._driver.has_table("approval_rules")

@@ -1,25 +1,22 @@
 """The `TraceStore` methods of both SQL stores (docs/traces.md, stores/_traces.py), written once.
 
 Traces, their tasks, links and outputs, recorded commits, the derived trace index, proposed
-actions and their one decision, and applied spool events. Part of the SQL store engine
-(`_sql_store.SqlStore`), which supplies its SQL dialect (`_sql.Dialect`), transactions and
-reads; the tables are `_rows`' (made by ``_sqlite_schema.py`` and
-``_postgres_traces.py``). Each write is one transaction; a SQLite reader of a store made
-before traces finds none (``_traces_present``).
+actions and their one decision, and applied spool events. A part of the SQL store engine
+(`_sql_store.SqlStore`), over its dialect (`_sql.Dialect`) and driver; the tables are
+`_rows`' (made by ``_sqlite_schema.py`` and ``_postgres_traces.py``). Each write is one
+transaction; a SQLite reader of a store made before traces finds none (``_traces_present``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from modular_sdk import SessionId, TurnId
 
 from . import _rows
-from ._errors import StoreError
-from ._records import LineageEdge, SessionNode, SessionRecord
-from ._sql import Dialect, Step
+from ._records import SessionRecord
+from ._sql import SqlPart, Step
 from ._trace_records import (
     ActionOutcomeRecord,
     ProposedActionRecord,
@@ -36,32 +33,19 @@ from ._traces import TRACE_INDEX_VERSION, namespace_of, scoped_key
 
 __all__ = ["SqlTraces"]
 
-_R = TypeVar("_R")
-
 
 def _cols(table: _rows.Table, alias: str = "") -> str:
     return ", ".join(f"{alias}{c}" for c in table.columns)
 
 
-class SqlTraces:
-    """The `TraceStore` methods of `SqliteStore` and `PostgresStore` (see the module docstring)."""
+class SqlTraces(SqlPart):
+    """The `TraceStore` methods of `SqliteStore` and `PostgresStore` (see the module
+    docstring): a part of the engine, over its dialect and driver."""
 
     __slots__ = ()
 
-    _dialect: Dialect
-
-    if TYPE_CHECKING:  # supplied by SqlStore (`_sql_store`), the engine this is part of
-
-        def _row(self, table: _rows.Table, record: object) -> tuple[object, ...]: ...
-        def _refuse(self, problem: str) -> StoreError: ...
-        def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[Step]: ...
-        def _traces_present(self) -> bool: ...
-        async def _transact(self, steps: list[Step]) -> None: ...
-        async def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]: ...
-        async def _records_where(
-            self, table: _rows.Table, record: type[_R], where: str, params: tuple[object, ...]
-        ) -> tuple[_R, ...]: ...
-        def _decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R: ...
+    def _traces_present(self) -> bool:
+        return self._driver.has_table("traces")
 
     def _insert(self, table: _rows.Table) -> str:
         d = self._dialect
@@ -93,13 +77,12 @@ class SqlTraces:
             Step(self._index(f"VALUES ('task', {m}, {m})"), (task.ref, task.trace_id), f"cannot index task {task.ref!r}"),
         ]
 
-    async def create_linked_session(
-        self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None
-    ) -> None:
-        """`create_session` and the session's trace link (given, or its parent's), in one transaction."""
+    async def create_linked_session(self, session_steps: list[Step], record: SessionRecord, trace_id: str | None) -> None:
+        """``session_steps`` (the engine's `create_session` of ``record``) and the session's
+        trace link (given, or its parent's), in one transaction."""
         d = self._dialect
         t, m = d.table, d.mark
-        steps = self._session_steps(record, node, edge)
+        steps = list(session_steps)
         at = record.created_at.isoformat()
         if trace_id is not None:
             steps += [

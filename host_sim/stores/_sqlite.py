@@ -4,23 +4,15 @@ The store is the SQL store engine (``_sql_store.py``, shared with `PostgresStore
 with SQLite's dialect (``_sqlite_commit.DIALECT``, ``_sql.py``) and driver (`SqliteDriver`,
 below: the file, its lock and the group commit of ``_sqlite_commit.py``;
 ``_sqlite_schema.py`` makes and upgrades a file). Beside the driver, this module holds
-what only SQLite does: its JSON reads, the inbox, paging by ``rowid`` and readers of
-older files.
-``_rows.py`` holds the tables, the checks made before each write and the rows each
-write needs.
+what only a SQLite store does: its erasure's last steps (the full-text index merged, the
+WAL checkpointed), interrupting the jobs its one writer left running, and reading the
+running turns. ``_rows.py`` holds the tables, the checks made before each write and the
+rows each write needs.
 
 The tables, their columns, indexes and triggers are the statements of ``_sqlite_schema.py``
 (drawn nowhere else, so nothing drifts from them); what a store keeps and guarantees is
-docs/embedding.md, "What a store guarantees".
-
-Every read is by key and served by an index: sessions by id and by parent, turns by
-session and ordinal, by message id and (running ones) by status, edges by either end and
-by artifact. Opening reads no rows; a host reads what it touches.
-
-``sessions`` and ``turns`` are the records; ``nodes`` and ``edges`` are the lineage index,
-derived from them (see ``_invariants``). JSON columns hold what the one converter
-(``modular_sdk._json``) writes, tags included; times are ISO 8601 with their offset. Rows
-are read back in the order first written.
+docs/embedding.md, "What a store guarantees". Every read is by key and served by an
+index; opening reads no rows, a host reads what it touches.
 
 Durability: WAL journal, ``synchronous = FULL``. Each store call is one transaction: when
 it returns, all of it is on disk; when it raises, none of it is. Calls made while another
@@ -43,28 +35,27 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Final, TypeVar, final
+from typing import IO, TypeVar, final
 from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
 import attrs
 
-from modular_sdk import InvalidArgumentError, SerializationError, SessionId
+from modular_sdk import InvalidArgumentError
 from modular_sdk._rules import show
 
 from . import _rows
 from . import _sqlite_schema as _schema
 from ._erasure import Erasure
 from ._errors import StoreError, StoreLockedError
-from ._protocol import INDEX_VERSION
 from ._records import JobRecord, LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
 from ._renamed import warn_renamed
 from ._sql_store import SqlStore
-from ._sqlite_commit import DIALECT, Batch, Step, Txn, check, commit, insert, upsert
+from ._sqlite_commit import DIALECT, Batch, Step, Txn, commit, upsert
 from ._sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
@@ -75,13 +66,6 @@ _R = TypeVar("_R")
 
 
 
-_SET_INDEX_VERSION: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_version', ?)"
-
-_REBUILD_TAGS: Final = (
-    "INSERT INTO session_tags (session_id, key, value, position) "
-    "SELECT s.id, j.key, j.value, s.rowid FROM sessions s, json_each(s.tags) j WHERE s.tags IS NOT NULL"
-)
-_LIVE: Final = "s.id NOT IN (SELECT session_id FROM deletions)"
 
 
 
@@ -131,15 +115,6 @@ class SqliteStore(SqlStore):
     ) -> tuple[_R, ...]:
         return await self._records_where(table, record, where, params)
 
-    async def rebuild_index(self, nodes: Sequence[SessionNode], edges: Sequence[LineageEdge]) -> None:
-        """Replace every node and edge, and record `INDEX_VERSION`, in one transaction."""
-        steps = [Step("DELETE FROM nodes", (), ""), Step("DELETE FROM edges", (), "")]
-        steps += [Step(insert(_rows.NODES), _rows.NODES.row(n), f"cannot write node {n.session_id!r}") for n in nodes]
-        steps += [Step(insert(_rows.EDGES), _rows.EDGES.row(e), "cannot write an edge") for e in edges]
-        steps += [Step("DELETE FROM session_tags", (), ""), Step(_REBUILD_TAGS, (), "cannot index tags")]
-        steps.append(Step(_SET_INDEX_VERSION, (str(INDEX_VERSION),), "cannot record the index version"))
-        await self._transact(steps)
-
     async def erase(self, erasure: Erasure) -> None:
         """Carry out an erasure over every place that keeps text, in one transaction.
 
@@ -179,51 +154,6 @@ class SqliteStore(SqlStore):
             )
         return len(running)
 
-    async def notification_turns(
-        self, session_id: SessionId | None, unread_only: bool, tags: Mapping[str, str]
-    ) -> Sequence[TurnRecord]:
-        where = "WHERE json_extract(message, '$.type') = 'notification'"
-        params: tuple[object, ...] = ()
-        if session_id is not None:
-            where += " AND session_id = ?"
-            params = (session_id,)
-        for key, value in tags.items():
-            where += " AND session_id IN (SELECT session_id FROM session_tags WHERE key = ? AND value = ?)"
-            params += (key, value)
-        if unread_only and not self._driver.absent("reads"):
-            where += " AND id NOT IN (SELECT turn_id FROM reads)"
-        order = " ORDER BY ordinal" if session_id is not None else " ORDER BY rowid"
-        return await self._records(_rows.TURNS, TurnRecord, where + order, params)
-
-    async def page_sessions(
-        self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
-    ) -> tuple[Sequence[SessionRecord], int | None]:
-        roots = " AND json_extract(s.lineage, '$.kind') = 'root'" if roots_only else ""
-        live = "" if self._driver.absent("deletions") else f" AND {_LIVE}"
-        join = "s.rowid = t.position"
-        return await self._page(_rows.SESSIONS, SessionRecord, "s", "session_tags", join, roots + live, (), tags, limit, before)
-
-    async def delete_session(self, session_id: SessionId, at: datetime) -> None:
-        stamp = at.isoformat()
-        await self._transact(
-            [
-                check(_rows.session_stored(session_id, "delete a stored session")),
-                Step("INSERT OR IGNORE INTO deletions (session_id, deleted_at) VALUES (?, ?)", (session_id, stamp), ""),
-            ]
-        )
-
-    async def deleted_at(self, session_id: SessionId) -> datetime | None:
-        if self._driver.absent("deletions"):
-            return None
-        rows = await self._query("SELECT deleted_at FROM deletions WHERE session_id = ?", (session_id,))
-        try:
-            return _rows.time_of(rows[0][0]) if rows else None
-        except SerializationError as exc:
-            raise self._fail(
-                f"holds an unreadable deletions row ({session_id!r}): {exc}",
-                "the file is damaged or was edited by hand; run host-sim fsck on it",
-            ) from None
-
     # -- reads ----------------------------------------------------------------------------
 
     async def turns_left_running(self) -> Sequence[TurnRecord]:
@@ -233,23 +163,6 @@ class SqliteStore(SqlStore):
         """Deprecated: renamed `turns_left_running` (this name warns, and goes in the next release)."""
         warn_renamed(f"{type(self).__name__}.running_turns", "turns_left_running")
         return await self.turns_left_running()
-
-    async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]:
-        return await self._records(
-            _rows.SESSIONS,
-            SessionRecord,
-            "WHERE json_extract(lineage, '$.parent_session_id') = ? ORDER BY rowid",
-            (session_id,),
-        )
-
-    async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]:
-        return await self._records(
-            _rows.EDGES,
-            LineageEdge,
-            "WHERE artifact IS NOT NULL AND json_extract(artifact, '$.type') = ? "
-            "AND json_extract(artifact, '$.source_id') = ? ORDER BY rowid",
-            (artifact_type, source_id),
-        )
 
 class SqliteDriver:
     """One SQLite file, opened for `SqliteStore` (see the module docstring)."""
@@ -587,9 +500,9 @@ class SqliteDriver:
         return tuple(out)
 
     def decode(self, table: _rows.Table, record: type[_R], row: Sequence[object]) -> _R:
-        return _rows.decode(table, record, row, self._damaged)
+        return _rows.decode(table, record, row, self.damaged)
 
-    def _damaged(self, problem: str) -> StoreError:
+    def damaged(self, problem: str) -> StoreError:
         return self.fail(problem, "the file is damaged or was edited by hand; run host-sim fsck on it")
 
 

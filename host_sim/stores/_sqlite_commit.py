@@ -20,7 +20,22 @@ from ._sql import Dialect, Step
 
 __all__ = ["DIALECT", "Batch", "Refused", "Step", "Txn", "check", "commit", "insert", "run", "upsert"]
 
-DIALECT: Final = Dialect(mark="?", schema="", order="rowid", or_ignore=True, tag_position="position")
+DIALECT: Final = Dialect(
+    mark="?",
+    schema="",
+    order="rowid",
+    or_ignore=True,
+    tag_position="position",
+    parent_of="json_extract(lineage, '$.parent_session_id')",
+    is_root="json_extract(s.lineage, '$.kind') = 'root'",
+    by_artifact="artifact IS NOT NULL AND json_extract(artifact, '$.type') = ? AND json_extract(artifact, '$.source_id') = ?",
+    is_notification="json_extract(message, '$.type') = 'notification'",
+    session_tag_join="s.rowid = t.position",
+    tags_of_sessions=(
+        "INSERT INTO session_tags (session_id, key, value, position) "
+        "SELECT s.id, j.key, j.value, s.rowid FROM sessions s, json_each(s.tags) j WHERE s.tags IS NOT NULL"
+    ),
+)
 """How SQLite spells what both SQL stores write (`_sql.Dialect`)."""
 
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import host_sim
 from host_sim import Host, PostgresStore, TaskRef
+from host_sim.stores import _postgres_commit
 
 STORES = Path(host_sim.__file__).resolve().parent / "stores"
-MODULES = sorted([*STORES.glob("_postgres*.py"), STORES / "_sql.py", STORES / "_sql_traces.py", STORES / "_sql_jobs.py"])  # the last three: SQL both stores run
+MODULES = sorted([*STORES.glob("_postgres*.py"), *STORES.glob("_sql*.py"), STORES / "_approvals.py"])  # the last two: SQL both stores run
 BARE_PERCENT = re.compile(r"%(?![s%])")
 
 
@@ -69,11 +69,9 @@ async def test_job_trace_and_action_reads_are_served_by_indexes(postgres_dsn: st
     import psycopg
 
     ran: list[tuple[str, tuple[object, ...]]] = []
-    query = PostgresStore._query
 
-    async def recording(self: PostgresStore, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
+    def recording(sql: str, params: tuple[object, ...]) -> None:
         ran.append((sql, params))
-        return await query(self, sql, params)
 
     async with Host(store=PostgresStore(postgres_dsn)) as host:
         chat = await host.sessions.create(tags={"user": "alice", "team": "core"})
@@ -81,7 +79,7 @@ async def test_job_trace_and_action_reads_are_served_by_indexes(postgres_dsn: st
         job = await host.start(chat, "hello")
         await job.wait()
         trace = await host.traces.for_task(TaskRef(source="github", id="7"))
-        monkeypatch.setattr(PostgresStore, "_query", recording)
+        monkeypatch.setattr(_postgres_commit, "read_seen", recording)  # the driver's seam for tests
         await host.job(job.id)
         for arguments in ({}, {"session": chat}, {"status": "finished"}, {"tags": {"user": "alice", "team": "core"}}):
             await host.jobs(limit=1, **arguments)
