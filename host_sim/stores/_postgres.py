@@ -262,8 +262,9 @@ class PostgresStore(SqlStore):
         return tuple(str(r[0]) for r in rows)
 
     async def delete_session(self, session_id: SessionId, at: datetime) -> None:
-        """The engine's deletion (`SqlStore._deletion_steps`) with the event log's share: the
-        log locked, the session's command events erased, the erasure generation bumped."""
+        """Mark a stored session deleted (the engine's steps), with the event log's share in
+        the same transaction: the log locked, the session's command events erased, the
+        erasure generation bumped."""
         stored, deletion = self._deletion_steps(session_id, at)
         await self._transact(
             [
