@@ -96,10 +96,6 @@ _OWNER_LOCK: Final = OWNER_LOCK  # advisory lock class: a live store (its owner 
 
 _R = TypeVar("_R")
 
-
-
-
-
 _BUMP_ERASURE_GENERATION: Final = (  # in the transaction of every erasure and deletion
     "INSERT INTO host_sim.meta (key, value) VALUES ('erasure_generation', '1') "
     "ON CONFLICT (key) DO UPDATE SET value = (host_sim.meta.value::bigint + 1)::text"
@@ -148,6 +144,7 @@ _INTERRUPT_DEAD_JOBS: Final = (
     f"AND j.owner = ANY(%s) AND NOT EXISTS ({_OWNER_HELD.format(owner='j.owner')}) RETURNING j.id"
 )
 _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'host_sim'"
+
 
 @final
 class PostgresStore(SqlStore):

@@ -62,13 +62,6 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 _R = TypeVar("_R")
 
 
-
-
-
-
-
-
-
 @final
 class SqliteStore(SqlStore):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write.
@@ -157,6 +150,7 @@ class SqliteStore(SqlStore):
 
     async def running_turns(self) -> Sequence[TurnRecord]:
         return await self._records(_rows.TURNS, TurnRecord, "WHERE status = 'running' ORDER BY rowid", ())
+
 
 class SqliteDriver:
     """One SQLite file, opened for `SqliteStore` (see the module docstring)."""
