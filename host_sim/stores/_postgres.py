@@ -97,10 +97,6 @@ _OWNER_LOCK: Final = OWNER_LOCK  # advisory lock class: a live store (its owner 
 
 _R = TypeVar("_R")
 
-
-
-
-
 _BUMP_ERASURE_GENERATION: Final = (  # in the transaction of every erasure and deletion
     "INSERT INTO host_sim.meta (key, value) VALUES ('erasure_generation', '1') "
     "ON CONFLICT (key) DO UPDATE SET value = (host_sim.meta.value::bigint + 1)::text"
@@ -149,6 +145,7 @@ _INTERRUPT_DEAD_JOBS: Final = (
     f"AND j.owner = ANY(%s) AND NOT EXISTS ({_OWNER_HELD.format(owner='j.owner')}) RETURNING j.id"
 )
 _SELECT_TABLES: Final = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'host_sim'"
+
 
 @final
 class PostgresStore(SqlStore):
@@ -263,8 +260,9 @@ class PostgresStore(SqlStore):
         return tuple(str(r[0]) for r in rows)
 
     async def delete_session(self, session_id: SessionId, at: datetime) -> None:
-        """The engine's deletion (`SqlStore._deletion_steps`) with the event log's share: the
-        log locked, the session's command events erased, the erasure generation bumped."""
+        """Mark a stored session deleted (the engine's steps), with the event log's share in
+        the same transaction: the log locked, the session's command events erased, the
+        erasure generation bumped."""
         stored, deletion = self._deletion_steps(session_id, at)
         await self._transact(
             [

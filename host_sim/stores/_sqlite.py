@@ -63,13 +63,6 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 _R = TypeVar("_R")
 
 
-
-
-
-
-
-
-
 @final
 class SqliteStore(SqlStore):
     """A durable store in one SQLite file: a reopened host sees every acknowledged write.

@@ -20,7 +20,7 @@ from host_sim import Host, PostgresStore, TaskRef
 from host_sim.stores import _postgres_commit
 
 STORES = Path(host_sim.__file__).resolve().parent / "stores"
-MODULES = sorted([*STORES.glob("_postgres*.py"), *STORES.glob("_sql*.py"), STORES / "_approvals.py"])  # the last two: SQL both stores run
+MODULES = sorted([*STORES.glob("_postgres*.py"), STORES / "_sql.py", *STORES.glob("_sql_*.py"), STORES / "_approvals.py"])  # the last three: SQL both stores run
 BARE_PERCENT = re.compile(r"%(?![s%])")
 
 
