@@ -941,7 +941,7 @@ class ReplyDelta:
 @final
 class ScopedEventStream:
     """The events of one scope: ``async for event in events``, as `EventStream`."""
-    def __init__(self, stream: EventStream, engine: Engine, scope: Scope, numbers: ScopeNumbers, last: int) -> None: ...
+    def __init__(self, stream: EventStream, scope: Scope, numbers: ScopeNumbers, last: int) -> None: ...
 
 
 @final

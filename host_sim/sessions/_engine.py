@@ -87,7 +87,6 @@ class Limits:
     max_reply_bytes: int
 
 
-
 class ProposalBook(Protocol):
     """Where what a completed turn's reply proposed is recorded, with the engine that ran the
     turn (the host's `ActionBook`: a rule-confirmed action runs through that engine)."""

@@ -261,7 +261,7 @@ class Host:
             raise
         shared = self._store if isinstance(self._store, SharedStore) else None
         outbox = None if shared is None else Outbox(shared)  # several hosts: writes the events' rows
-        numbers = ScopeNumbers(self._event_history)
+        numbers = ScopeNumbers(self._event_history, store=self._store, integrator_store=integrator_store)
         events = EventHub(
             self._now,
             observe=numbers.saw,
