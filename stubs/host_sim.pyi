@@ -38,7 +38,7 @@ class ApprovalRule:
 @final
 class Approvals:
     """Standing approvals: ``host.approvals`` (every rule) or ``view.approvals`` (a scope's)."""
-    def __init__(self, engine: Engine, declared: Callable[[], frozenset[str]], clock: Callable[[], datetime], scope: Scope | None) -> None: ...
+    def __init__(self, engine: Engine, declared: frozenset[str], clock: Callable[[], datetime], scope: Scope | None) -> None: ...
     async def allow(self, *, action_type: str, tool: str | None = None, session: SessionHandle | SessionId | str | None = None, tags: Mapping[str, str] | None = None, by: str, reason: str | None = None) -> ApprovalRule:
         """Allow actions of ``action_type`` for good: each one proposed from now on in a session"""
     async def list(self) -> list[ApprovalRule]:
@@ -938,7 +938,7 @@ class ReplyDelta:
 @final
 class ScopedEventStream:
     """The events of one scope: ``async for event in events``, as `EventStream`."""
-    def __init__(self, stream: EventStream, engine: Engine, scope: Scope, numbers: ScopeNumbers, last: int) -> None: ...
+    def __init__(self, stream: EventStream, scope: Scope, numbers: ScopeNumbers, last: int) -> None: ...
 
 
 @final

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ._cache import SessionCache
 
 __all__ = [
+    "APPLY_OTHER_HOSTS_FACTS",
     "DEAD_HOST_GRACE",
     "Absences",
     "HostsLink",
@@ -70,6 +71,12 @@ _WATCH = 1.0  # seconds between looks for dead hosts' running turns
 _KEEP = 0.5  # seconds between checks that this host's liveness claim is held
 DEAD_HOST_GRACE = 5.0  # seconds a host's claim must be seen gone on end before it is dead
 _TRIM = 60.0  # seconds between deletions of event rows older than the retention
+
+APPLY_OTHER_HOSTS_FACTS = True
+"""Whether this host's event reader applies what other hosts committed to what it holds in
+memory (`SessionCache.apply`). Always, but for tests, which set it ``False`` (the module's
+seam for them) to play a reader that is late for good: the checks a host makes itself,
+per session, must then keep an erased message from a model on their own."""
 
 
 def event_of(seq: int | None, host_id: str, text: str) -> HostEvent:
@@ -236,15 +243,11 @@ class HostsLink:
                     event = event_of(seq, host_id, text)
                 except (ValueError, TypeError, KeyError, ModularError):
                     continue  # written by a newer host (a kind this one lacks): not this host's to show
-                if host_id != self._store.host_id:
-                    await self._invalidate(event)
+                if host_id != self._store.host_id and APPLY_OTHER_HOSTS_FACTS:
+                    await self._cache.apply(event)  # what this host holds now says what another host committed
                 self._events.deliver(event)
             if len(rows) < 500:
                 return
-
-    async def _invalidate(self, event: HostEvent) -> None:
-        """Make what this host holds in memory reflect what another host committed."""
-        await self._cache.apply(event)
 
     async def _keep(self) -> None:
         """Hold this host's claim: taken back by itself once the server is back."""

@@ -134,12 +134,16 @@ class ActionContextImpl(metaclass=NoPublicConstructor):
 
 @final
 class ActionBook:
-    """Records what replies propose, lists what waits, confirms and dismisses (host side)."""
+    """Records what replies propose, lists what waits, confirms and dismisses (host side).
+
+    Made before the engine (which records each completed turn's proposals in it: it is the
+    engine's `ProposalBook`); what acts (loads a session, runs an action's handler) acts
+    through the engine it is given.
+    """
 
     def __init__(
         self,
         *,
-        engine: Engine,
         events: EventHub,
         mods: Sequence[Mod],
         store: Store,
@@ -148,7 +152,6 @@ class ActionBook:
         mcp: McpTools | None = None,
         start: Callable[[Callable[[], Coroutine[object, object, None]]], None] | None = None,
     ) -> None:
-        self._engine = engine
         self._events = events  # what a confirmed mcp.call publishes
         self._start = start  # runs what a standing approval confirmed, in the host's task group
         self._mcp = mcp  # confirms 'mcp.call' actions (a writing MCP tool the model called)
@@ -161,8 +164,13 @@ class ActionBook:
                 self.declared.setdefault(declared.type, (mod, declared))
         self._results: OrderedDict[str, tuple[tuple[PendingAction, ...], tuple[str, ...]]] = OrderedDict()
 
-    async def after_turn(self, session: SessionState, turn: TurnState) -> None:
-        """Record the actions a completed turn's reply proposed (engine hook)."""
+    @property
+    def declared_types(self) -> frozenset[str]:
+        """The action types the loaded mods declare (what a standing approval may allow)."""
+        return frozenset(self.declared)
+
+    async def after_turn(self, engine: Engine, session: SessionState, turn: TurnState) -> None:
+        """Record the actions a completed turn's reply proposed (the engine's `ProposalBook`)."""
         reply = turn.reply or ""
         called = () if self._mcp is None else self._mcp.proposed(turn.id)
         if called:
@@ -194,12 +202,12 @@ class ActionBook:
                 except StoreError as exc:
                     errors.append(f"the proposed actions could not be stored: {exc}")
                 else:
-                    pending = tuple([to_pending(r) for r in records if not await self._allowed(store, r, errors)])
+                    pending = tuple([to_pending(r) for r in records if not await self._allowed(engine, store, r, errors)])
         self._results[turn.id] = (called + pending, tuple(errors))
         while len(self._results) > _KEEP:
             self._results.popitem(last=False)
 
-    async def _allowed(self, store: TraceStore, record: ProposedActionRecord, errors: list[str]) -> bool:
+    async def _allowed(self, engine: Engine, store: TraceStore, record: ProposedActionRecord, errors: list[str]) -> bool:
         """Whether a standing approval confirmed ``record`` at once (docs/protocols.md): its
         decision is recorded now, ``decided_by`` the rule, and it runs once the turn is over."""
         try:
@@ -212,7 +220,7 @@ class ActionBook:
             return False
 
         async def run() -> None:
-            await self._run_allowed(record, rule)
+            await self._run_allowed(engine, record, rule)
 
         try:
             self._start(run)
@@ -220,10 +228,9 @@ class ActionBook:
             errors.append(f"action {record.id!r} was confirmed by approval rule {rule.id!r} but did not run: {exc}")
         return True
 
-    async def _run_allowed(self, record: ProposedActionRecord, rule: ApprovalRuleRecord) -> None:
+    async def _run_allowed(self, engine: Engine, record: ProposedActionRecord, rule: ApprovalRuleRecord) -> None:
         """Run an action a rule confirmed, as the user, and deliver what it gave to its session
         as a notification turn (nobody waits for it as a caller of ``confirm`` does)."""
-        engine = self._engine
         try:
             session = await engine.load(record.session_id)
             mod, action = self.declared[record.type]
@@ -246,11 +253,11 @@ class ActionBook:
         """What turn ``turn_id`` proposed (for its `Submission`), once."""
         return self._results.pop(turn_id, ((), ()))
 
-    async def pending(self, session_id: str) -> list[PendingAction]:
+    async def pending(self, engine: Engine, session_id: str) -> list[PendingAction]:
         store = self._traces()
-        return [to_pending(r) for r in await store.pending_actions(await self._session_id(session_id))]
+        return [to_pending(r) for r in await store.pending_actions(await self._session_id(engine, session_id))]
 
-    async def decisions(self, session_id: str, status: object) -> list[ActionRecord]:
+    async def decisions(self, engine: Engine, session_id: str, status: object) -> list[ActionRecord]:
         """Every action proposed in a session and what became of it, in the order proposed."""
         if status is not None and status not in _STATUSES:
             raise InvalidArgumentError(
@@ -259,23 +266,25 @@ class ActionBook:
                 value=status,
             )
         store = self._traces()
-        records = [to_record(a, o) for a, o in await store.session_actions(await self._session_id(session_id))]
+        records = [to_record(a, o) for a, o in await store.session_actions(await self._session_id(engine, session_id))]
         return [r for r in records if status is None or r.status == status]
 
-    async def dismiss(self, action_id: str, by: str | None = None, reason: str | None = None) -> None:
+    async def dismiss(self, engine: Engine, action_id: str, by: str | None = None, reason: str | None = None) -> None:
         _check_decision(by, reason)
         store = self._traces()
-        record = await self._pending_record(store, action_id, "dismiss")
+        record = await self._pending_record(engine, store, action_id, "dismiss")
         await self._decide(store, record, "dismissed", by, reason)
 
-    async def confirm(self, action_id: str, by: str | None = None, reason: str | None = None) -> tuple[str, str | None]:
+    async def confirm(
+        self, engine: Engine, action_id: str, by: str | None = None, reason: str | None = None
+    ) -> tuple[str, str | None]:
         """Run a pending action once, as the user: (text, error)."""
         _check_decision(by, reason)
         store = self._traces()
-        record = await self._pending_record(store, action_id, "confirm")
+        record = await self._pending_record(engine, store, action_id, "confirm")
         if record.type == "mcp.call" and self._mcp is not None:
             await self._decide(store, record, "confirmed", by, reason)  # before it runs: it runs at most once
-            return await self._confirm_mcp_call(record, self._mcp)
+            return await self._confirm_mcp_call(engine, record, self._mcp)
         entry = self.declared.get(record.type)
         if entry is None or entry[0].id != record.mod_id:
             raise ActionStateError(
@@ -294,9 +303,9 @@ class ActionBook:
                 action_id=action_id,
                 state="pending",
             ) from None
-        session = await self._engine.load(record.session_id)
+        session = await engine.load(record.session_id)
         await self._decide(store, record, "confirmed", by, reason)  # before it runs: it runs at most once
-        ctx = ActionContextImpl._create(self._engine, session, mod.id, action.type)
+        ctx = ActionContextImpl._create(engine, session, mod.id, action.type)
         try:
             value = await call_handler(
                 f"action {action.type!r} of mod {mod.id!r}", action.run, (payload, ctx), timeout=self._timeout
@@ -305,10 +314,11 @@ class ActionBook:
             return failed.reason, failed.reason
         return ("" if value is None else str(value)), None
 
-    async def _confirm_mcp_call(self, record: ProposedActionRecord, mcp: McpTools) -> tuple[str, str | None]:
+    async def _confirm_mcp_call(
+        self, engine: Engine, record: ProposedActionRecord, mcp: McpTools
+    ) -> tuple[str, str | None]:
         """Run a confirmed ``mcp.call`` (a ``tool_called``/``tool_finished`` pair) and deliver
         its result to the session it was proposed in, as a notification turn."""
-        engine = self._engine
         session = await engine.load(record.session_id)
         payload = thaw_object(record.payload)
         assert isinstance(payload, dict)
@@ -365,7 +375,9 @@ class ActionBook:
                 raise
             raise _decided(record.id, found[1]) from None
 
-    async def _pending_record(self, store: TraceStore, action_id: str, verb: str) -> ProposedActionRecord:
+    async def _pending_record(
+        self, engine: Engine, store: TraceStore, action_id: str, verb: str
+    ) -> ProposedActionRecord:
         if not isinstance(action_id, str) or unstorable_text(action_id) is not None:
             raise ActionStateError(
                 f"{verb}() takes an action id (PendingAction.id, a str of valid text), got {show(action_id)}; "
@@ -388,7 +400,7 @@ class ActionBook:
         if outcome is not None:
             raise _decided(action_id, outcome)
         if verb == "confirm":
-            session = await self._engine.load(record.session_id)
+            session = await engine.load(record.session_id)
             if session.deleted_at is not None:
                 raise ActionStateError(
                     f"action {action_id!r} was proposed in session {record.session_id!r}, which was deleted at "
@@ -399,9 +411,9 @@ class ActionBook:
                 )
         return record
 
-    async def _session_id(self, session: object) -> SessionId:
+    async def _session_id(self, engine: Engine, session: object) -> SessionId:
         from_handle = getattr(session, "id", session) if isinstance(session, SessionHandle) else session
-        state = await self._engine.load(from_handle)
+        state = await engine.load(from_handle)
         return state.id
 
     def _traces(self) -> TraceStore:

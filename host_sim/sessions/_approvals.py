@@ -101,10 +101,10 @@ class Approvals(metaclass=NoPublicConstructor):
     __slots__ = ("_clock", "_declared", "_engine", "_scope")
 
     def __init__(
-        self, engine: Engine, declared: Callable[[], frozenset[str]], clock: Callable[[], datetime], scope: Scope | None
+        self, engine: Engine, declared: frozenset[str], clock: Callable[[], datetime], scope: Scope | None
     ) -> None:
         self._engine = engine
-        self._declared = declared
+        self._declared = declared  # the action types the loaded mods declare (fixed when the host opens)
         self._clock = clock
         self._scope = scope
 
@@ -141,7 +141,7 @@ class Approvals(metaclass=NoPublicConstructor):
         (or scope) does not have.
         """
         store = self._store()
-        declared = self._declared()
+        declared = self._declared
         if not isinstance(action_type, str) or action_type not in declared | {MCP_CALL}:
             known = ", ".join(repr(t) for t in sorted(declared | {MCP_CALL}))
             raise InvalidArgumentError(

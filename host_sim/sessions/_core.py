@@ -59,7 +59,6 @@ class HostCore:
         integrator_store: IntegratorStore,
         traces: Traces | None,
         numbers: ScopeNumbers,
-        declared: Callable[[], frozenset[str]],
         now: Callable[[], datetime],
         completions: Callable[[str], Completions],
         owner: object,
@@ -74,9 +73,9 @@ class HostCore:
         self._jobs = jobs
         self._integrator_store = integrator_store  # read marks, invocations, notifications
         self._traces = traces
-        self._declared = declared  # the actions the mods declare (what a rule may allow)
+        self._declared = actions.declared_types  # the actions the mods declare (what a rule may allow)
         self._now = now
-        self._approvals = Approvals._create(engine, declared, now, None)
+        self._approvals = Approvals._create(engine, self._declared, now, None)
         self._sessions = AiSessionsImpl._create(engine, None)
         self._closed = False
 
@@ -249,12 +248,12 @@ class HostCore:
 
     # -- actions -------------------------------------------------------------------------------
     async def pending_actions(self, session: SessionHandle | SessionId | str, scope: Scope | None) -> list[PendingAction]:
-        return await self._actions.pending((await self.state(session, scope)).id)
+        return await self._actions.pending(self.engine, (await self.state(session, scope)).id)
 
     async def actions(
         self, session: SessionHandle | SessionId | str, status: ActionStatus | None, scope: Scope | None
     ) -> list[ActionRecord]:
-        return await self._actions.decisions((await self.state(session, scope)).id, status)
+        return await self._actions.decisions(self.engine, (await self.state(session, scope)).id, status)
 
     async def _check_action(self, action_id: str, verb: str, scope: Scope | None) -> str | None:
         """Refuse an action proposed outside ``scope`` as one never proposed; who decides by
@@ -267,9 +266,9 @@ class HostCore:
 
     async def confirm(self, action_id: str, by: str | None, reason: str | None, scope: Scope | None) -> Submission:
         user = await self._check_action(action_id, "confirm", scope)
-        text, error = await self._actions.confirm(action_id, user if by is None else by, reason)
+        text, error = await self._actions.confirm(self.engine, action_id, user if by is None else by, reason)
         return Submission(kind="command", text=text, error=error)
 
     async def dismiss(self, action_id: str, by: str | None, reason: str | None, scope: Scope | None) -> None:
         user = await self._check_action(action_id, "dismiss", scope)
-        await self._actions.dismiss(action_id, user if by is None else by, reason)
+        await self._actions.dismiss(self.engine, action_id, user if by is None else by, reason)

@@ -13,9 +13,9 @@ operation is one store transaction, written before the live state changes.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, final
 
 import anyio
 import attrs
@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from ..mcp._client import McpTools
     from ..traces._service import TraceLinker
 
-__all__ = ["Engine", "Limits"]
+__all__ = ["Engine", "Limits", "ProposalBook"]
 
 
 @attrs.frozen(kw_only=True)
@@ -85,6 +85,26 @@ class Limits:
     model_timeout: float | None
     max_tool_rounds: int
     max_reply_bytes: int
+
+
+class ProposalBook(Protocol):
+    """Where what a completed turn's reply proposed is recorded, with the engine that ran the
+    turn (the host's `ActionBook`: a rule-confirmed action runs through that engine)."""
+
+    async def after_turn(self, engine: Engine, session: SessionState, turn: TurnState) -> None: ...
+
+
+@final
+class _Proposals:
+    """The engine's `TurnObserver`: each completed turn, shown to the `ProposalBook` with the engine."""
+
+    __slots__ = ("_book", "_engine")
+
+    def __init__(self, engine: Engine, book: ProposalBook) -> None:
+        self._engine, self._book = engine, book
+
+    async def after_turn(self, session: SessionState, turn: TurnState) -> None:
+        await self._book.after_turn(self._engine, session, turn)
 
 
 class Engine:
@@ -110,7 +130,7 @@ class Engine:
         cache: SessionCache,
         mcp: McpTools | None = None,
         linker: TraceLinker | None = None,
-        after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None,
+        actions: ProposalBook | None = None,
         telemetry: Telemetry | None = None,
         context: Compactor | None = None,
     ) -> None:
@@ -130,7 +150,7 @@ class Engine:
         self._closed = False
         # Traces (host_sim/traces), passed by the host: the linker writes a new session and
         # its trace link in one transaction (a fork or spawn joins its parent's trace) and
-        # links what ``ctx.report_output`` reports; ``after_turn`` records what a completed
+        # links what ``ctx.report_output`` reports; ``actions`` records what a completed
         # turn's reply proposed (mod actions).
         self._linker = linker
         # What runs one turn (the model, its tools, its reply): ``send`` calls it holding the
@@ -150,7 +170,7 @@ class Engine:
             max_tool_rounds=limits.max_tool_rounds,
             max_reply_bytes=limits.max_reply_bytes,
             mcp=mcp,
-            after_turn=after_turn,
+            after_turn=None if actions is None else _Proposals(self, actions),
             context=context,
         )
 

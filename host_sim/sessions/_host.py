@@ -72,7 +72,7 @@ from ._memory_events import MemoryEvents
 from ._scope import Scope
 from ._scope_seq import ScopeNumbers
 from ._scoped import ScopedHost
-from ._state import SessionState, TurnState
+from ._state import SessionState
 from ._submission import Submission
 from ._tables import ModTables
 from ._turns import JobCall
@@ -238,7 +238,7 @@ class Host:
                 mods.append(spec)
             positions.append(index)
         if self._builtin_tools:  # the host's own tools, as the mod 'host-sim'
-            mods.append(builtin_mod(self._builtin_tools, lambda: self._store))
+            mods.append(builtin_mod(self._builtin_tools, self._store))
             positions.append(len(self._specs))
         tables, skipped = ModTables.build(mods, skip_bad=skip, positions=positions)
         bad = {**unbuilt, **dict(skipped)}
@@ -261,7 +261,7 @@ class Host:
             raise
         shared = self._store if isinstance(self._store, SharedStore) else None
         outbox = None if shared is None else Outbox(shared)  # several hosts: writes the events' rows
-        numbers = ScopeNumbers(self._event_history)
+        numbers = ScopeNumbers(self._event_history, store=self._store, integrator_store=integrator_store)
         events = EventHub(
             self._now,
             observe=numbers.saw,
@@ -275,11 +275,6 @@ class Host:
         cache = SessionCache(store=self._store, integrator_store=integrator_store, events=events, now=self._now, generation=generation)
         graph = LineageGraph(self._store, clock=self._clock, integrator_store=integrator_store, facts=cache)
         linker = TraceLinker(self._store, self._now)
-        actions: ActionBook | None = None  # made below, over the engine
-
-        async def after_turn(session: SessionState, turn: TurnState) -> None:
-            assert actions is not None  # the engine runs no turn before the host is open
-            await actions.after_turn(session, turn)
         mcp = McpTools(
             tables.mcp_servers,
             store=self._store,
@@ -287,6 +282,11 @@ class Host:
             timeout=self._handler_timeout,
             start=self._start_owned,  # servers start on first need, in the host's task group
             scrub=scrubber_of(self._model),  # what a server answers passes the model's secret filter
+        )
+        # What replies propose: the engine records each completed turn's proposals in it.
+        actions = ActionBook(
+            events=events, mods=tables.mods, store=self._store, clock=self._now, handler_timeout=self._handler_timeout,
+            mcp=mcp if mcp.declared else None, start=self._start_owned,
         )
         engine = Engine(
             tables=tables,
@@ -307,7 +307,7 @@ class Host:
             events=events,
             cache=cache,
             linker=linker,
-            after_turn=after_turn,
+            actions=actions,
             telemetry=self._telemetry,
             context=None
             if self._context is None
@@ -332,10 +332,6 @@ class Host:
                     await self._store.close()
                 raise
         self._engine = engine
-        actions = ActionBook(
-            engine=engine, events=events, mods=tables.mods, store=self._store, clock=self._now, handler_timeout=self._handler_timeout,
-            mcp=mcp if mcp.declared else None, start=self._start_owned,
-        )
         self._commands = commands = Commands(
             engine=engine, tables=tables, integrator_store=integrator_store, events=events, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
         )
@@ -360,7 +356,6 @@ class Host:
             integrator_store=integrator_store,
             traces=traces,
             numbers=numbers,
-            declared=lambda: frozenset(actions.declared),
             now=self._now,
             completions=self.completions,
             owner=self,

@@ -29,7 +29,7 @@ from modular_sdk import SessionId
 from ._events import HostEvent, Lagged
 
 if TYPE_CHECKING:
-    from ._engine import Engine
+    from ..stores._protocol import IntegratorStore, Store
     from ._scope import Scope
 
 __all__ = ["Membership", "ScopeNumbers"]
@@ -42,10 +42,11 @@ _CACHED: Final = 4096
 class Membership:
     """Whether an event belongs to a scope: by the tags of its session (read once per session)."""
 
-    __slots__ = ("_engine", "_jobs", "_scope", "_visible")
+    __slots__ = ("_integrator_store", "_jobs", "_scope", "_store", "_visible")
 
-    def __init__(self, engine: Engine, scope: Scope) -> None:
-        self._engine = engine
+    def __init__(self, store: Store, integrator_store: IntegratorStore, scope: Scope) -> None:
+        self._store = store  # the sessions' records: their tags
+        self._integrator_store = integrator_store  # the jobs' records: their sessions
         self._scope = scope
         self._visible: dict[str, bool] = {}  # session id -> inside (tags never change)
         self._jobs: dict[str, bool] = {}  # job id -> inside
@@ -55,7 +56,7 @@ class Membership:
         if known is None:
             if len(self._visible) >= _CACHED:  # a host-lived cache stays bounded: start again
                 self._visible.clear()
-            record = await self._engine.store.get_session(SessionId(session_id))
+            record = await self._store.get_session(SessionId(session_id))
             known = self._visible[session_id] = record is not None and self._scope.admits(record.tags)
         return known
 
@@ -77,7 +78,7 @@ class Membership:
             if known is None:
                 if len(self._jobs) >= _CACHED:
                     self._jobs.clear()
-                record = await self._engine.integrator_store.get_job(job_id)
+                record = await self._integrator_store.get_job(job_id)
                 known = self._jobs[job_id] = record is not None and await self._inside(record.session_id)
             return known
         return False
@@ -120,9 +121,11 @@ class _Count:
 class ScopeNumbers:
     """The host's per-scope numbering of its events (see the module docstring). One per host."""
 
-    __slots__ = ("_counts", "_end", "_events", "_newest", "keep")
+    __slots__ = ("_counts", "_end", "_events", "_integrator_store", "_newest", "_store", "keep")
 
-    def __init__(self, keep: int) -> None:
+    def __init__(self, keep: int, *, store: Store, integrator_store: IntegratorStore) -> None:
+        self._store = store  # what a scope's membership reads: the sessions' tags
+        self._integrator_store = integrator_store  # and the jobs' sessions
         self.keep = keep  # grown by a subscriber's larger buffer (ScopedHost.subscribe)
         self._events: deque[HostEvent] = deque()  # the numbered (seq) events kept, oldest first
         self._end = 0  # the position after the newest event (events ever kept)
@@ -139,11 +142,11 @@ class ScopeNumbers:
         while len(self._events) > self.keep:
             self._events.popleft()
 
-    def _count(self, engine: Engine, scope: Scope) -> _Count:
+    def _count(self, scope: Scope) -> _Count:
         key = frozenset(scope.tags.items())
         count = self._counts.get(key)
         if count is None:
-            count = self._counts[key] = _Count(Membership(engine, scope), self._end - len(self._events))
+            count = self._counts[key] = _Count(Membership(self._store, self._integrator_store, scope), self._end - len(self._events))
         return count
 
     async def _advance(self, count: _Count) -> None:
@@ -153,9 +156,9 @@ class ScopeNumbers:
         """Keep as many events as a subscriber's ``buffer`` (its lag is counted in them)."""
         self.keep = max(self.keep, buffer)
 
-    async def number(self, engine: Engine, scope: Scope, event: HostEvent) -> int | None:
+    async def number(self, scope: Scope, event: HostEvent) -> int | None:
         """The scope's seq of ``event`` (one the hub delivered), or ``None`` when it is not the scope's."""
-        count = self._count(engine, scope)
+        count = self._count(scope)
         if event.seq is None:
             return None
         self.saw(event)  # several hosts: a stream catching up from the store's rows may read it before the ring
@@ -163,16 +166,16 @@ class ScopeNumbers:
             await self._advance(count)
         return count.numbered.get(event.seq)
 
-    async def upto(self, engine: Engine, scope: Scope, host_seq: int) -> int:
+    async def upto(self, scope: Scope, host_seq: int) -> int:
         """The scope's seq of its newest event at or before ``host_seq`` (0: none numbered)."""
-        count = self._count(engine, scope)
+        count = self._count(scope)
         await self._advance(count)
         return max((n for s, n in count.numbered.items() if s <= host_seq), default=0)
 
-    async def host_seq(self, engine: Engine, scope: Scope, after: int) -> int | None:
+    async def host_seq(self, scope: Scope, after: int) -> int | None:
         """The host seq to resume after, for a scope's ``after`` (``None``: a seq the scope was
         never given here, so only what is new follows)."""
-        count = self._count(engine, scope)
+        count = self._count(scope)
         await self._advance(count)
         if after == 0:
             return 0
@@ -184,6 +187,6 @@ class ScopeNumbers:
         later = [s for s, n in count.numbered.items() if n > after]
         return min(later) - 1 if later else None  # numbered, then dropped: the gap is a lagged event
 
-    async def passes(self, engine: Engine, scope: Scope, event: HostEvent) -> bool:
+    async def passes(self, scope: Scope, event: HostEvent) -> bool:
         """Whether an unnumbered event (a reply delta) is the scope's."""
-        return await self._count(engine, scope).membership.passes(event)
+        return await self._count(scope).membership.passes(event)

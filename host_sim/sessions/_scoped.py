@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from ..stores._protocol import IntegratorStore, Store
     from ..stores._records import SessionRecord
     from ._core import HostCore
-    from ._engine import Engine
 
 __all__ = ["ScopedEventStream", "ScopedHost", "ScopedLineage", "ScopedTraces"]
 
@@ -221,15 +220,15 @@ class ScopedHost(metaclass=NoPublicConstructor):
         elif after is None:
             resume = None
         else:
-            resume = await numbers.host_seq(engine, self._scope, after)
+            resume = await numbers.host_seq(self._scope, after)
             if resume is None:  # a seq this scope was never given here: what is new follows
                 after = None
         if isinstance(buffer, int) and not isinstance(buffer, bool):
             numbers.keep_at_least(buffer)
         async with engine.events.subscribe(buffer, resume) as stream:
             if after is None:  # the scope's seq of the last event before the stream starts
-                after = await numbers.upto(engine, self._scope, stream.after)
-            yield ScopedEventStream._create(stream, engine, self._scope, numbers, after)
+                after = await numbers.upto(self._scope, stream.after)
+            yield ScopedEventStream._create(stream, self._scope, numbers, after)
 
     def __repr__(self) -> str:
         return f"<ScopedHost {dict(self._scope.tags)!r}>"
@@ -245,11 +244,10 @@ class ScopedEventStream(metaclass=NoPublicConstructor):
     `Host.scoped`), and a ``lagged`` event counts the scope's events this subscriber missed.
     """
 
-    __slots__ = ("_engine", "_last", "_numbers", "_owed", "_scope", "_stream")
+    __slots__ = ("_last", "_numbers", "_owed", "_scope", "_stream")
 
-    def __init__(self, stream: EventStream, engine: Engine, scope: Scope, numbers: ScopeNumbers, last: int) -> None:
+    def __init__(self, stream: EventStream, scope: Scope, numbers: ScopeNumbers, last: int) -> None:
         self._stream = stream
-        self._engine = engine
         self._scope = scope
         self._numbers = numbers
         self._last = last  # the scope seq of the last event handed out, or started after
@@ -264,16 +262,16 @@ class ScopedEventStream(metaclass=NoPublicConstructor):
             return owed
         async for event in self._stream:
             if isinstance(event, Lagged):  # the host's events through event.seq were dropped: how many were ours
-                through = await self._numbers.upto(self._engine, self._scope, event.seq)
+                through = await self._numbers.upto(self._scope, event.seq)
                 if through > self._last:  # its seq: the scope's last missed one, as for Host.subscribe
                     missed, self._last = through - self._last, through
                     return Lagged(seq=through, at=event.at, host_id=event.host_id, missed=missed)
                 continue
             if event.seq is None:  # a reply delta: live only, never numbered
-                if await self._numbers.passes(self._engine, self._scope, event):
+                if await self._numbers.passes(self._scope, event):
                     return event
                 continue
-            seq = await self._numbers.number(self._engine, self._scope, event)
+            seq = await self._numbers.number(self._scope, event)
             if seq is None or seq <= self._last:
                 continue
             shown = attrs.evolve(event, seq=seq)

@@ -75,6 +75,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JobCall",
+    "TurnObserver",
     "TurnRunner",
     "output_schema",
     "parse_reply",
@@ -95,6 +96,13 @@ class JobCall(Protocol):
     async def turn_began(self, turn_id: TurnId) -> None:
         """The job's turn is durable and about to call its model."""
         ...
+
+
+class TurnObserver(Protocol):
+    """What a completed turn is shown to before its session's next turn starts (the engine's
+    proposals: what the reply proposed is recorded by the host's action book)."""
+
+    async def after_turn(self, session: SessionState, turn: TurnState) -> None: ...
 
 
 class TurnRunner:
@@ -124,7 +132,7 @@ class TurnRunner:
         max_reply_bytes: int,
         cache: SessionCache,
         mcp: McpTools | None = None,
-        after_turn: Callable[[SessionState, TurnState], Awaitable[None]] | None = None,
+        after_turn: TurnObserver | None = None,
         context: Compactor | None = None,
     ) -> None:
         self._tables = tables
@@ -261,7 +269,7 @@ class TurnRunner:
                 assert turn.done is not None
                 turn.done.set()
         if turn.status == "completed" and self._after_turn is not None:
-            await self._after_turn(session, turn)  # proposed actions, before the next turn
+            await self._after_turn.after_turn(session, turn)  # proposed actions, before the next turn
         return turn
 
     async def _settle_in_doubt(self, session: SessionState, began: TurnRecord) -> None:

@@ -7,7 +7,6 @@ nothing and never calls the host's commit resolver.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Final
 
 import attrs
@@ -86,16 +85,15 @@ async def lookup(store: Store, key: str, scope: Tags = None) -> dict[str, object
     }
 
 
-def builtin_mod(names: tuple[str, ...], store: Callable[[], Store]) -> Mod:
+def builtin_mod(names: tuple[str, ...], store: Store) -> Mod:
     """The host's own tools, as the mod ``host-sim``."""
     tools = []
     if "lineage" in names:
 
         async def lineage_lookup(query: LineageLookup, ctx: ToolContext) -> dict[str, object]:
             # the session the model runs in decides what it sees: its tags are its scope (docs/embedding.md)
-            kept = store()
-            record = await kept.get_session(SessionId(ctx.session.id))
-            return await lookup(kept, query.id, None if record is None else record.tags)
+            record = await store.get_session(SessionId(ctx.session.id))
+            return await lookup(store, query.id, None if record is None else record.tags)
 
         tools.append(
             tool(

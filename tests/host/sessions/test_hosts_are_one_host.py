@@ -130,12 +130,9 @@ async def test_a_forgotten_message_never_reaches_a_model_even_after_another_sess
 ) -> None:
     """The synchronous check is kept per session: a send to another session after the
     erasure must not mark this one as up to date while this host's event reader is late."""
-    from host_sim.sessions._across_hosts import HostsLink
+    from host_sim.sessions import _across_hosts
 
-    async def late(self: HostsLink, event: HostEvent) -> None:  # this host's reader has not got there yet
-        return None
-
-    monkeypatch.setattr(HostsLink, "_invalidate", late)
+    monkeypatch.setattr(_across_hosts, "APPLY_OTHER_HOSTS_FACTS", False)  # this host's reader has not got there yet
     seen: list[list[tuple[str, str, bool]]] = []
     async with Host(model=recording_model(seen), store=PostgresStore(postgres_dsn)) as here:
         chat, other = await here.sessions.create(), await here.sessions.create()
