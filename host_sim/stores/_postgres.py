@@ -65,8 +65,8 @@ asyncio). psycopg is imported when a store is opened, never before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar, final
 
@@ -92,7 +92,7 @@ from ._postgres_sql import Step as _Step
 from ._postgres_sql import cols as _cols
 from ._protocol import INDEX_VERSION
 from ._records import LineageEdge, SessionNode, SessionRecord, TurnRecord, interrupted
-from ._shared import EventRow
+from ._shared import EventRow, Locked
 from ._sql_store import Reads, SqlStore
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
@@ -447,9 +447,15 @@ class PostgresStore(SqlStore):
 
     # -- several hosts: the driver's lock_session and event log (`_shared.SharedStore`) ---
 
-    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[int]:
-        """Hold session ``session_id``'s turn lock across every host of this database (`PostgresLocks`)."""
-        return self._driver.lock_session(session_id)
+    @contextlib.asynccontextmanager
+    async def lock_session(self, session_id: SessionId, since: int | None = None) -> AsyncIterator[Locked]:
+        """Hold session ``session_id``'s turn lock across every host of this database (`PostgresLocks`);
+        the erasure generation and (``since`` given) the session's turns from ``since`` on are
+        read in the lock's round trip, once it is granted."""
+        read = None if since is None else (SELECT_TURNS_SINCE, (session_id, since))
+        async with self._driver.lock_session(session_id, read) as (generation, rows):
+            turns = None if rows is None else tuple(self._driver.decode(_rows.TURNS, TurnRecord, r) for r in rows)
+            yield Locked(generation=generation, turns=turns)
 
     @property
     def host_id(self) -> str:

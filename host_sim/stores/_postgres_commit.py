@@ -385,15 +385,16 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         if not checked:
             statements.append("COMMIT")
         try:
-            cursor.execute("; ".join(statements))
+            # None, not (): the statements hold their parameters already, a percent is a percent
+            cursor.execute("; ".join(statements), None)
         except (psycopg.IntegrityError, psycopg.errors.RaiseException, psycopg.errors.InvalidTextRepresentation):
             if not conn.broken and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK", ())
             return False
         except BaseException:
             if not conn.broken and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 with contextlib.suppress(psycopg.Error):
-                    conn.execute("ROLLBACK")
+                    conn.execute("ROLLBACK", ())
             raise
         rowcounts: list[int] = []
         seqs: list[int] = []
@@ -405,9 +406,9 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                 break
         if checked:
             if any(rowcounts[i] < 1 for i, _ in checked):
-                conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK", ())
                 return False
-            conn.execute("COMMIT")
+            conn.execute("COMMIT", ())
         first.extend(seqs)
         return True
 
