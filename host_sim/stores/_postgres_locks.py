@@ -120,7 +120,7 @@ class PostgresLocks:
                 with conn.pipeline():
                     conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (SESSION_LOCK, session_id))
                     counter = conn.execute(SELECT_ERASURE_GENERATION, ())
-                    more = None if read is None else conn.execute(*read)
+                    more = None if read is None else conn.execute(read[0], read[1])
                 row = counter.fetchone()
                 generation.append(int(row[0]) if row is not None else 0)
                 if more is not None:
