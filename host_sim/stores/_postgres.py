@@ -21,8 +21,9 @@ fields out of the JSON so that a plain B-tree index serves each read. ``owner`` 
 host (its `PostgresStore`) that runs a ``running`` turn. Every read is by key and served
 by an index; opening reads no rows.
 
-Each store call is one transaction on one connection of a small pool (``connections``);
-a commit returns once PostgreSQL has made it durable (``synchronous_commit`` as the server
+Each store call is one transaction on one connection of a small pool (``connections``),
+sent as one round trip (``BEGIN``, its statements, its event rows and ``COMMIT`` in one
+simple query, `PostgresDriver.transact`); a commit returns once PostgreSQL has made it durable (``synchronous_commit`` as the server
 sets it: on by default). Calls of one host run concurrently on different connections, and
 PostgreSQL's own group commit shares fsyncs between them.
 
@@ -31,7 +32,7 @@ session-level advisory lock ``(class 0x48530001, hashtext(S))`` on a connection 
 from before the turn is begun to after it is finished. PostgreSQL grants the lock to
 waiting hosts in the order they asked, so turns of one session run one at a time in arrival
 order across hosts; the host holding it first reads the turns other hosts added
-(`turns_since`), so the ordinal it writes is the next one, and ``UNIQUE (session_id,
+(`turns_since`, in the lock's round trip), so the ordinal it writes is the next one, and ``UNIQUE (session_id,
 ordinal)`` refuses anything else. A host that dies loses its connections, and with them its
 locks: the next host goes on.
 
