@@ -772,8 +772,8 @@ class PostgresStore(SqlStore):
         """Fail as interrupted the running turns, and interrupt the running jobs, of the hosts"""
     async def child_sessions(self, session_id: SessionId) -> Sequence[SessionRecord]: ...
     async def find_edges(self, artifact_type: str, source_id: str) -> Sequence[LineageEdge]: ...
-    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[int]:
-        """Hold session ``session_id``'s turn lock across every host of this database (`PostgresLocks`)."""
+    def lock_session(self, session_id: SessionId, since: int | None = None) -> AbstractAsyncContextManager[Locked]:
+        """Hold session ``session_id``'s turn lock across every host of this database (`PostgresLocks`);"""
     @property
     def host_id(self) -> str:
         """This open store's owner key as text: the ``host_id`` of the events its host publishes."""

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar, final
 
@@ -448,11 +449,14 @@ class PostgresStore(SqlStore):
 
     # -- several hosts: the driver's lock_session and event log (`_shared.SharedStore`) ---
 
-    @contextlib.asynccontextmanager
-    async def lock_session(self, session_id: SessionId, since: int | None = None) -> AsyncIterator[Locked]:
+    def lock_session(self, session_id: SessionId, since: int | None = None) -> AbstractAsyncContextManager[Locked]:
         """Hold session ``session_id``'s turn lock across every host of this database (`PostgresLocks`);
         the erasure generation and (``since`` given) the session's turns from ``since`` on are
         read in the lock's round trip, once it is granted."""
+        return self._locked(session_id, since)
+
+    @contextlib.asynccontextmanager
+    async def _locked(self, session_id: SessionId, since: int | None) -> AsyncIterator[Locked]:
         read = None if since is None else (SELECT_TURNS_SINCE, (session_id, since))
         async with self._driver.lock_session(session_id, read) as (generation, rows):
             turns = None if rows is None else tuple(self._driver.decode(_rows.TURNS, TurnRecord, r) for r in rows)
