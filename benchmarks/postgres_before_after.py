@@ -9,7 +9,10 @@ take turns, pass after pass, so that a machine whose load changes meanwhile weig
 alike. Prints the median of the passes and the after/before ratios, and the load average
 (``os.getloadavg``) when it began and ended.
 
-    python benchmarks/postgres_before_after.py BEFORE_TREE [--passes 3] [--turns 100]
+    python benchmarks/postgres_before_after.py BEFORE [--passes 3] [--turns 100]
+
+BEFORE is a tree of the project, or a commit of this repository (``main``, ``57568c5``),
+which is then extracted (``git archive``) to a temporary folder for the run.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,7 +67,14 @@ def main() -> int:
     if binaries is None:
         print(f"benchmarks/postgres_before_after.py: {MISSING}", file=sys.stderr)
         return 1
-    trees = {"before": str(Path(args.before).resolve()), "after": str(ROOT)}
+    if Path(args.before).is_dir():
+        before = str(Path(args.before).resolve())
+    else:  # a commit: its tree, extracted for this run
+        extracted = tempfile.mkdtemp(prefix="host-sim-before-")
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", extracted], input=archive, check=True)
+        before = extracted
+    trees = {"before": before, "after": str(ROOT)}
     figures: dict[tuple[str, str], list[list[float]]] = {}
     began = os.getloadavg()
     server = PostgresServer(binaries, durable=True)

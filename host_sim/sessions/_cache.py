@@ -247,9 +247,9 @@ class SessionCache(LineageFacts):
         if store is None:
             yield
             return
-        async with store.lock_session(session.id) as generation:
-            await self._erased_elsewhere(session, generation)
-            await self._catch_up(store, session, locked=True)
+        async with store.lock_session(session.id, since=session.next_ordinal) as locked:
+            await self._erased_elsewhere(session, locked.generation)
+            await self._catch_up(store, session, locked=True, read=locked.turns)
             try:
                 yield
             finally:  # the next host to take the lock numbers its events after this turn's
@@ -388,7 +388,9 @@ class SessionCache(LineageFacts):
                 current.erasure_generation = generation
             current = current.parent
 
-    async def _catch_up(self, store: SharedStore, session: SessionState, *, locked: bool) -> None:
+    async def _catch_up(
+        self, store: SharedStore, session: SessionState, *, locked: bool, read: Sequence[TurnRecord] | None = None
+    ) -> None:
         """Add to ``session`` the turns other hosts finished since this host last looked.
 
         With ``locked`` (this host holds the session's lock), a ``running`` turn is one whose
@@ -396,7 +398,9 @@ class SessionCache(LineageFacts):
         finished, by its host or, once that host is found dead, by a live host's link
         (`HostsLink`, after a grace period). It is never failed from here.
         """
-        records = await store.turns_since(session.id, session.next_ordinal)
+        # ``read``: the same read, made in the lock's round trip (a turn of this host may have
+        # caught up since: the turns below next_ordinal are skipped below)
+        records = read if read is not None else await store.turns_since(session.id, session.next_ordinal)
         waited = 0.0
         while locked and any(r.status == "running" for r in records):
             if waited >= _RUNNING_ELSEWHERE_WAIT:

@@ -16,8 +16,9 @@ keeps and guarantees is docs/embedding.md, "What a store guarantees". Columns ho
 `SqliteStore` holds, byte for byte; every read is by key and served by an index; opening
 reads no rows.
 
-Each store call is one transaction on one connection of a small pool (``connections``);
-a commit returns once PostgreSQL has made it durable (``synchronous_commit`` as the server
+Each store call is one transaction on one connection of a small pool (``connections``),
+sent as one round trip (``BEGIN``, its statements, its event rows and ``COMMIT`` in one
+simple query, `PostgresDriver.transact`); a commit returns once PostgreSQL has made it durable (``synchronous_commit`` as the server
 sets it: on by default). Calls of one host run concurrently on different connections, and
 PostgreSQL's own group commit shares fsyncs between them.
 
@@ -26,7 +27,7 @@ session-level advisory lock ``(class 0x48530001, hashtext(S))`` on a connection 
 from before the turn is begun to after it is finished. PostgreSQL grants the lock to
 waiting hosts in the order they asked, so turns of one session run one at a time in arrival
 order across hosts; the host holding it first reads the turns other hosts added
-(`turns_since`), so the ordinal it writes is the next one, and ``UNIQUE (session_id,
+(`turns_since`, in the lock's round trip), so the ordinal it writes is the next one, and ``UNIQUE (session_id,
 ordinal)`` refuses anything else. A host that dies loses its connections, and with them its
 locks: the next host goes on.
 
@@ -60,7 +61,8 @@ asyncio). psycopg is imported when a store is opened, never before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar, final
@@ -87,7 +89,7 @@ from ._postgres_sql import Step as _Step
 from ._postgres_sql import cols as _cols
 from ._records import TurnRecord, interrupted
 from ._renamed import warn_renamed
-from ._shared import EventRow
+from ._shared import EventRow, Locked
 from ._sql_store import Reads, SqlStore
 
 __all__ = ["POSTGRES_SCHEMA_VERSION", "PostgresStore", "redact"]
@@ -351,9 +353,18 @@ class PostgresStore(SqlStore):
 
     # -- several hosts: the driver's lock_session and event log (`_shared.SharedStore`) ---
 
-    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[int]:
-        """Hold session ``session_id``'s turn lock across every host of this database (`PostgresLocks`)."""
-        return self._driver.lock_session(session_id)
+    def lock_session(self, session_id: SessionId, since: int | None = None) -> AbstractAsyncContextManager[Locked]:
+        """Hold session ``session_id``'s turn lock across every host of this database (`PostgresLocks`);
+        the erasure generation and (``since`` given) the session's turns from ``since`` on are
+        read in the lock's round trip, once it is granted."""
+        return self._locked(session_id, since)
+
+    @contextlib.asynccontextmanager
+    async def _locked(self, session_id: SessionId, since: int | None) -> AsyncIterator[Locked]:
+        read = None if since is None else (SELECT_TURNS_SINCE, (session_id, since))
+        async with self._driver.lock_session(session_id, read) as (generation, rows):
+            turns = None if rows is None else tuple(self._driver.decode(_rows.TURNS, TurnRecord, r) for r in rows)
+            yield Locked(generation=generation, turns=turns)
 
     @property
     def host_id(self) -> str:

@@ -11,6 +11,7 @@ API; psycopg is imported when a store is opened, never before.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import threading
@@ -23,12 +24,12 @@ import anyio.to_thread
 
 from . import _rows
 from ._errors import StoreError
-from ._postgres_events import PostgresEvents, close_listener
+from ._postgres_events import INSERTED_AT, PostgresEvents, close_listener
 from ._postgres_locks import PostgresLocks
 from ._postgres_schema import prepare
 from ._postgres_sql import Refused, Step, close_quietly, cols, diagnosis
 from ._records import LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
-from ._shared import staged_rows
+from ._shared import EventRow, staged_rows
 
 __all__ = ["OWNER_LOCK", "PostgresDriver", "redact"]
 
@@ -43,6 +44,24 @@ EXPLAINs each read the store makes). ``None`` in a host."""
 
 _PASSWORD_IN_URL: Final = re.compile(r"^([a-z]+://[^:/@?#]*):[^@/?#]*@", re.IGNORECASE)
 _PASSWORD_PARAM: Final = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)", re.IGNORECASE)
+
+
+_GUARD_MARK: Final = " rows: host-sim found no row the write expects"
+
+
+def _guarded(statement: str) -> str | None:
+    """``statement`` (with its parameters bound) as one that raises (invalid input for an
+    integer) when it finds or changes no row, so that its transaction never reaches COMMIT;
+    ``None`` when it cannot be wrapped so (a CTE or a RETURNING of its own)."""
+    head = statement.lstrip()[:7].upper()
+    if " RETURNING " in statement.upper() or head.startswith("WITH"):
+        return None
+    refuse = f"SELECT (c.n || '{_GUARD_MARK}')::int FROM (SELECT count(*) AS n FROM s) c WHERE c.n = 0"
+    if head.startswith("SELECT"):
+        return f"WITH s AS ({statement}) {refuse}"
+    if head.startswith(("UPDATE", "DELETE", "INSERT")):
+        return f"WITH s AS ({statement} RETURNING 1) {refuse}"
+    return None
 
 
 def redact(dsn: str) -> str:
@@ -322,6 +341,11 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         def run(conn: Any) -> None:
             psycopg = self._psycopg
             try:
+                if self._batched(conn, steps, events.rows if events is not None else None, first):
+                    return
+            except psycopg.Error as exc:
+                raise self.database_error(exc, "could not be written") from exc
+            try:  # refused, or a statement raised: again one statement at a time, for the exact refusal
                 with conn.transaction():
                     for step in steps:
                         try:
@@ -340,6 +364,61 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         await self.with_connection(run)
         if events is not None and first:
             events.written(first[0])
+
+    def _batched(self, conn: Any, steps: list[Step], events: Sequence[EventRow] | None, first: list[int]) -> bool:
+        """In a worker thread: the transaction of `transact` in one round trip (two when a step's
+        expectation cannot be checked by the server); ``False``, rolled back, when a step broke
+        a constraint or its expectation (the caller runs it again step by step, which names
+        the refusal). The statements go as one simple query, their parameters bound by
+        psycopg's client-side binding (`ClientCursor`, which quotes as the server would): a
+        turn's write was a round trip per statement, BEGIN and COMMIT included."""
+        psycopg = self._psycopg
+        cursor = psycopg.ClientCursor(conn)
+        statements = ["BEGIN"]
+        checked: list[tuple[int, Step]] = []  # expectations checked here, before COMMIT
+        for step in steps:
+            text = cursor.mogrify(step.sql, step.params)
+            if step.expect != "any":
+                guarded = _guarded(text)
+                if guarded is None:
+                    checked.append((len(statements), step))
+                else:
+                    text = guarded
+            statements.append(text)
+        inserted = -1
+        for i, (sql, params) in enumerate(self.event_statements(events) if events else ()):
+            if i == INSERTED_AT:
+                inserted = len(statements)
+            statements.append(cursor.mogrify(sql, params))
+        if not checked:
+            statements.append("COMMIT")
+        try:
+            # None, not (): the statements hold their parameters already, a percent is a percent
+            cursor.execute("; ".join(statements), None)
+        except (psycopg.IntegrityError, psycopg.errors.RaiseException, psycopg.errors.InvalidTextRepresentation):
+            if not conn.broken and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK", ())
+            return False
+        except BaseException:
+            if not conn.broken and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK", ())
+            raise
+        rowcounts: list[int] = []
+        seqs: list[int] = []
+        while True:
+            rowcounts.append(cursor.rowcount)
+            if len(rowcounts) - 1 == inserted:
+                seqs.append(int(cursor.fetchone()[0]))
+            if not cursor.nextset():
+                break
+        if checked:
+            if any(rowcounts[i] < 1 for i, _ in checked):
+                conn.execute("ROLLBACK", ())
+                return False
+            conn.execute("COMMIT", ())
+        first.extend(seqs)
+        return True
 
     def closed_error(self) -> StoreError:
         return StoreError(

@@ -26,6 +26,7 @@ __all__ = [
     "ERASE_EVENTS",
     "ERASE_QUOTED_COMMAND_EVENTS",
     "ERASE_QUOTED_TURN_EVENTS",
+    "INSERTED_AT",
     "LOCK_EVENTS",
     "PostgresEvents",
     "close_listener",
@@ -95,6 +96,7 @@ ERASE_QUOTED_COMMAND_EVENTS: Final = (  # the command_finished rows of commands 
     f"'error', {_BLANK.format('error')}))::text WHERE e.kind = 'command_finished' "
     "AND e.event::jsonb->>'invocation_id' = ANY(%s) AND e.event::jsonb->>'error' IS NOT NULL"
 )
+INSERTED_AT: Final = 1  # of `PostgresEvents.event_statements`: the insert, which returns the seqs
 LOCK_EVENTS: Final = f"SELECT pg_advisory_xact_lock({_EVENT_LOCK}, 0)"  # appends and erasures, one at a time
 ERASE_COMMAND_EVENTS: Final = (  # a deleted session's command_finished events lose their text
     "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
@@ -159,22 +161,28 @@ class PostgresEvents:
         their own): insert ``rows`` numbered in commit order and wake the listening hosts; the
         first row's seq. The lock is taken last, so that it is held only while the rows are
         numbered and the transaction commits (a NOTIFY serializes commits anyway)."""
-        values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
-        params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
         # One round trip: the erasure statements find the rows just written through the
         # sequence's value in this session (the rows' seqs are contiguous: the lock is held).
-        first = f"(currval(pg_get_serial_sequence('host_sim.events', 'seq')) - {len(rows) - 1})"
         with conn.pipeline():
-            conn.execute(LOCK_EVENTS, ())
-            inserted = conn.execute(
-                f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} RETURNING seq",
-                params,
-            )
-            for statement in (_ERASE_NEW_EVENTS, _ERASE_NEW_COMMAND_EVENTS, _ERASE_NEW_QUOTED_EVENTS, _ERASE_NEW_ERASED_COMMAND_EVENTS):
-                conn.execute(statement.replace("%s", first), ())  # an erasure never leaves text behind in a row
-            conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
-        first_seq = int(inserted.fetchone()[0])
+            cursors = [conn.execute(sql, params) for sql, params in self.event_statements(rows)]
+        first_seq = int(cursors[INSERTED_AT].fetchone()[0])
         return first_seq
+
+    def event_statements(self, rows: Sequence[EventRow]) -> list[tuple[str, tuple[object, ...]]]:
+        """The statements that insert ``rows`` in a transaction (see `insert_events`), in order;
+        the one at `INSERTED_AT` returns the rows' seqs."""
+        values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
+        params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
+        first = f"(currval(pg_get_serial_sequence('host_sim.events', 'seq')) - {len(rows) - 1})"
+        return [
+            (LOCK_EVENTS, ()),
+            (f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} RETURNING seq", params),
+            *(  # an erasure never leaves text behind in a row
+                (statement.replace("%s", first), ())
+                for statement in (_ERASE_NEW_EVENTS, _ERASE_NEW_COMMAND_EVENTS, _ERASE_NEW_QUOTED_EVENTS, _ERASE_NEW_ERASED_COMMAND_EVENTS)
+            ),
+            (f"NOTIFY {_EVENTS_CHANNEL}", ()),
+        ]
 
     async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
         """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""

@@ -44,9 +44,12 @@ class PostgresLocks:
         def database_error(self, exc: BaseException, doing: str) -> StoreError: ...
 
     @contextlib.asynccontextmanager
-    async def lock_session(self, session_id: SessionId) -> AsyncIterator[int]:
+    async def lock_session(
+        self, session_id: SessionId, read: tuple[str, tuple[object, ...]] | None = None
+    ) -> AsyncIterator[tuple[int, list[tuple[Any, ...]] | None]]:
         """Hold session ``session_id``'s turn lock across every host of this database; yields
-        the erasure generation, read once the lock is granted (in the same round trip).
+        the erasure generation and the rows of ``read`` (a statement and its parameters;
+        ``None``: nothing more), both read once the lock is granted, in the lock's round trip.
 
         Waits (cancellably) until no other host holds it; hosts get it in the order they
         asked. The lock is held on a connection of its own until the block ends, or until
@@ -54,7 +57,7 @@ class PostgresLocks:
         """
         conn = await self._lock_connection()
         try:
-            generation = await self._wait_for_lock(conn, session_id)
+            granted = await self._wait_for_lock(conn, session_id, read)
         except StoreError as exc:  # closed by _wait_for_lock
             if not exc.retryable:
                 raise
@@ -64,9 +67,9 @@ class PostgresLocks:
             for old in stale:
                 await anyio.to_thread.run_sync(close_quietly, old)
             conn = await self._lock_connection()
-            generation = await self._wait_for_lock(conn, session_id)
+            granted = await self._wait_for_lock(conn, session_id, read)
         try:
-            yield generation
+            yield granted
         finally:
             with anyio.CancelScope(shield=True):
                 try:
@@ -95,12 +98,15 @@ class PostgresLocks:
             raise
         return made[0]
 
-    async def _wait_for_lock(self, conn: Any, session_id: SessionId) -> int:
+    async def _wait_for_lock(
+        self, conn: Any, session_id: SessionId, read: tuple[str, tuple[object, ...]] | None
+    ) -> tuple[int, list[tuple[Any, ...]] | None]:
         done = threading.Event()
         state = threading.Lock()  # guards ``phase``: whether the waiting thread began, or was called off
         phase = ["new"]
         failure: list[BaseException] = []
         generation: list[int] = []
+        rows: list[list[tuple[Any, ...]]] = []
 
         def wait() -> None:
             with state:
@@ -109,13 +115,16 @@ class PostgresLocks:
                     return
                 phase[0] = "asking"
             try:
-                # Two statements in one round trip: the second reads the generation with a
-                # snapshot taken once the lock is granted (never one from before the wait).
+                # Statements in one round trip: the reads after the lock take their snapshot
+                # once the lock is granted (never one from before the wait).
                 with conn.pipeline():
                     conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (SESSION_LOCK, session_id))
-                    read = conn.execute(SELECT_ERASURE_GENERATION, ())
-                row = read.fetchone()
+                    counter = conn.execute(SELECT_ERASURE_GENERATION, ())
+                    more = None if read is None else conn.execute(read[0], read[1])
+                row = counter.fetchone()
                 generation.append(int(row[0]) if row is not None else 0)
+                if more is not None:
+                    rows.append(more.fetchall())
             except BaseException as exc:  # reported below, in the caller's task
                 failure.append(exc)
             finally:
@@ -142,7 +151,7 @@ class PostgresLocks:
         if failure:
             close_quietly(conn)
             raise self.database_error(failure[0], f"cannot lock session {session_id!r}")
-        return generation[0]
+        return generation[0], (rows[0] if rows else None)
 
     def _unlock_session(self, conn: Any, session_id: SessionId) -> None:
         try:

@@ -11,7 +11,7 @@ and, when it has it:
   up with ``turns_since(id, next_ordinal)``, so the turn's ordinal is the next one;
 - catches up (without the lock) when it reads a session's history or forks it;
 - reads the erasure generation once it holds the lock (``lock_session`` yields it, read
-  in the same round trip as the lock): when it moved, another host
+  in the same round trip as the lock, with the turns since ``next_ordinal``): when it moved, another host
   erased or deleted something, and the session's chain is read again before the model
   is called (a forgotten message never reaches a model on any host).
 """
@@ -78,13 +78,22 @@ def staged_rows() -> Staged | None:
     return batch if batch is not None and batch.first_seq is None and batch.rows else None
 
 
+@attrs.frozen
+class Locked:
+    """What `SharedStore.lock_session` read once the lock was granted (one round trip with it)."""
+
+    generation: int  # the erasure generation
+    turns: Sequence[TurnRecord] | None = None  # the session's turns from ``since`` on (``None``: not asked)
+
+
 @runtime_checkable
 class SharedStore(Protocol):
     """A store several hosts write at once (see the module docstring)."""
 
-    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[int]:
+    def lock_session(self, session_id: SessionId, since: int | None = None) -> AbstractAsyncContextManager[Locked]:
         """Hold the session's turn lock across hosts for the ``async with`` block (waits,
-        cancellably); yields the erasure generation read once the lock was granted."""
+        cancellably); yields what was read once the lock was granted, in the lock's round
+        trip: the erasure generation and (``since`` given) ``turns_since(session_id, since)``."""
         ...
 
     async def turns_since(self, session_id: SessionId, ordinal: int) -> Sequence[TurnRecord]:

@@ -30,6 +30,7 @@ from host_sim.lineage import SessionNode
 from host_sim.sessions._across_hosts import DEAD_HOST_GRACE
 from host_sim.stores import SessionRecord, TurnRecord, _postgres
 from host_sim.stores._invariants import INTERRUPTED, check
+from host_sim.stores._shared import Locked
 from modular_sdk import AiPromptMessage, AiRunnerId, RootLineage, SessionId, TurnId, UserAuthor
 
 from .._stores import read_back
@@ -432,9 +433,9 @@ class CountingSharedStore(CountingStore):
         super().__init__(inner)
         self._postgres = inner
 
-    def lock_session(self, session_id: SessionId) -> AbstractAsyncContextManager[int]:
+    def lock_session(self, session_id: SessionId, since: int | None = None) -> AbstractAsyncContextManager[Locked]:
         self.calls.append(("lock_session", session_id))
-        return self._postgres.lock_session(session_id)
+        return self._postgres.lock_session(session_id, since)
 
     @property
     def host_id(self) -> str:

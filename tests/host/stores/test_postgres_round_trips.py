@@ -1,0 +1,186 @@
+"""What a warm turn and a fork cost a `PostgresStore` in round trips to the server, counted
+at the driver (libpq's trace of every connection the store opens: a round trip is a
+``Query`` or a ``Sync`` the client sends), so that a change that adds one fails here, not
+only in benchmarks/postgres.py's figures.
+
+A warm turn of a held session is four: the session lock with the erasure generation and the
+turns other hosts added (one pipeline), the turn's begin (one transaction with its event
+row), its finish (likewise), and the unlock. A fork is two: the exact read of whether the
+parent was deleted (API.md section 13), and the fork's transaction. The host's link to the
+other hosts (reading event rows, keeping its claim, looking for dead hosts) runs meanwhile
+on its own schedule; its statements are not the turn's and are left out by their text.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import psycopg
+import pytest
+from psycopg import pq
+
+from host_sim import Host, PostgresStore, StoreError
+from host_sim.stores._postgres_commit import PostgresDriver
+
+# The link's own statements (sessions/_across_hosts.py), which run beside a turn, not in it.
+_LINK = re.compile(
+    r"FROM host_sim\.events WHERE seq >|^SELECT 1$|SELECT DISTINCT o\.owner|events_trimmed|max\(seq\)|^LISTEN |"
+    r"DELETE FROM host_sim\.events|pg_try_advisory_lock"
+)
+
+
+class Traced:
+    """libpq's trace of every connection `PostgresDriver.connect` makes, one file each."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._files: list[IO[bytes]] = []
+        self._seen: list[int] = []
+
+    def connect(self, original: Any) -> Any:
+        def connect(driver: PostgresDriver) -> Any:
+            conn = original(driver)
+            trace = tempfile.TemporaryFile(dir=self._folder)
+            conn.pgconn.trace(trace.fileno())
+            conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+            self._files.append(trace)
+            self._seen.append(0)
+            return conn
+
+        return connect
+
+    def mark(self) -> None:
+        """From here on: what `round_trips` counts."""
+        for i, trace in enumerate(self._files):
+            trace.seek(0, 2)
+            self._seen[i] = trace.tell()
+
+    def round_trips(self) -> list[list[str]]:
+        """The round trips since `mark` (each the statements it carried), the link's left out
+        (a transaction of the link's, BEGIN and COMMIT included)."""
+        kept: list[list[str]] = []
+        for i, trace in enumerate(self._files):
+            trace.seek(self._seen[i])
+            trips: list[list[str]] = []
+            pending: list[str] = []
+            for line in trace.read().decode(errors="replace").splitlines():
+                fields = line.split("\t")
+                if len(fields) < 3 or fields[0] != "F":
+                    continue
+                kind, rest = fields[2], "\t".join(fields[3:])
+                if kind == "Parse":
+                    pending.append(rest.split('"')[3])
+                elif kind == "Query":
+                    trips.append([rest.strip()[1:-1]])
+                elif kind == "Sync":
+                    trips.append(pending)
+                    pending = []
+            group: list[list[str]] = []  # the trips of a transaction begun with a BEGIN of its own
+            for trip in trips:
+                if trip == ["BEGIN"] or group:
+                    group.append(trip)
+                    if trip in (["COMMIT"], ["ROLLBACK"]):
+                        if not all(_LINK.search(s) for t in group[1:-1] for s in t):
+                            kept += group
+                        group = []
+                elif not all(_LINK.search(statement) for statement in trip):
+                    kept.append(trip)
+            kept += group
+        return kept
+
+    def close(self) -> None:
+        for trace in self._files:
+            trace.close()
+
+
+@pytest.fixture
+def traced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Traced]:
+    traced = Traced(tmp_path)
+    monkeypatch.setattr(PostgresDriver, "connect", traced.connect(PostgresDriver.connect))
+    try:
+        yield traced
+    finally:
+        traced.close()
+
+
+async def _settled() -> None:
+    await anyio.sleep(0.3)  # the link read the rows this host's last write woke it for
+
+
+@pytest.mark.anyio
+async def test_a_warm_turn_is_four_round_trips_and_a_fork_two_at_any_length_of_history(
+    traced: Traced, postgres_dsn: str
+) -> None:
+    async with Host(store=PostgresStore(postgres_dsn)) as host:
+        chat = await host.sessions.create()
+        for i in range(3):
+            await chat.run(f"warm {i}")
+        middle = (await chat.turns())[1]
+        await middle.fork()
+        for length in (3, 30):
+            while len(await chat.turns()) < length:
+                await chat.run("more history")
+            await chat.run("warm again")
+            await _settled()
+
+            traced.mark()
+            await chat.run("the measured turn")
+            turn = traced.round_trips()
+            await _settled()
+            traced.mark()
+            await middle.fork()
+            fork = traced.round_trips()
+
+            assert len(turn) == 4, f"a warm turn at {length} turns took {len(turn)} round trips: {turn}"
+            (lock,) = [t for t in turn if "pg_advisory_lock(" in t[0]]
+            assert len(lock) == 3, lock  # the lock, the erasure generation, the turns other hosts added
+            assert len([t for t in turn if _transaction(t)]) == 2, turn  # the begin and the finish
+            assert any("pg_advisory_unlock(" in t[0] for t in turn), turn
+            assert len(fork) == 2, f"a fork at {length} turns took {len(fork)} round trips: {fork}"
+            assert len([t for t in fork if _transaction(t)]) == 1, fork
+
+
+def _transaction(trip: list[str]) -> bool:
+    """Whether ``trip`` carried a whole write transaction, BEGIN to COMMIT."""
+    return len(trip) == 1 and trip[0].startswith("BEGIN;") and trip[0].endswith("; COMMIT")
+
+
+@pytest.mark.anyio
+async def test_a_write_whose_expectation_fails_is_refused_whole_with_its_own_words(postgres_dsn: str) -> None:
+    """A turn finished twice (a dead host's turn claimed meanwhile, say): the second finish
+    changes no row, the server refuses it inside the one round trip, nothing of it commits,
+    and the refusal names the turn, as when each statement was its own round trip."""
+    store = PostgresStore(postgres_dsn)
+    async with Host(store=store) as host:
+        chat = await host.sessions.create()
+        await chat.run("first")
+        record = (await store.get_turns(chat.id))[0]
+        with pytest.raises(StoreError, match=re.escape(record.id)) as refused:
+            await store.finish_turn(record)
+        assert "refused a write" in str(refused.value)
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM host_sim.turns").fetchone() == (1,)
+        assert conn.execute("SELECT status FROM host_sim.turns").fetchone() == ("completed",)
+
+
+@pytest.mark.anyio
+async def test_text_with_percents_quotes_and_backslashes_is_stored_as_sent(postgres_dsn: str) -> None:
+    """The statements of a transaction travel with their parameters bound by the driver:
+    what a user types is stored byte for byte, whatever it quotes."""
+    tricky = "100% of %s and %(name)s, it's \\'; DROP TABLE x; -- \u00e9\U0001f600 $1 ?"
+    store = PostgresStore(postgres_dsn)
+    async with Host(store=store) as host:
+        chat = await host.sessions.create(tags={"user": tricky})
+        answer = await chat.run(tricky)
+        (record,) = await store.get_turns(chat.id)
+    assert answer.text == f"echo: {tricky}"
+    assert record.reply == f"echo: {tricky}"
+    async with Host(store=PostgresStore(postgres_dsn)) as again:
+        reread = await again.sessions.get(chat.id)
+        assert [t.reply for t in await reread.turns()] == [f"echo: {tricky}"]
+        assert reread.tags == {"user": tricky}
