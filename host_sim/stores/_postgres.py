@@ -65,6 +65,7 @@ asyncio). psycopg is imported when a store is opened, never before.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
@@ -421,7 +422,7 @@ class PostgresStore(SqlStore):
 
         def run(conn: Any) -> tuple[Sequence[TurnRecord], Sequence[str]]:
             try:
-                with conn.transaction():
+                with contextlib.ExitStack() as tail, conn.transaction():  # COMMIT ends tail's pipeline
                     rows = conn.execute(_DEAD_TURNS, (owners,)).fetchall()
                     at = now()
                     turns = tuple(interrupted(self._decode(_rows.TURNS, TurnRecord, row), at) for row in rows)
@@ -432,7 +433,7 @@ class PostgresStore(SqlStore):
                     events = announce(turns, jobs) if turns or jobs else ()
                     if events:
                         self._driver.check_event_rows(events)
-                        self._driver.insert_events(conn, events)
+                        self._driver.insert_events(conn, events, tail)
                     return turns, jobs
             except self._driver.psycopg.Error as exc:
                 raise self._driver.database_error(exc, "could not fail the turns of a dead host") from exc

@@ -11,6 +11,7 @@ API; psycopg is imported when a store is opened, never before.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import threading
@@ -314,7 +315,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         def run(conn: Any) -> None:
             psycopg = self._psycopg
             try:
-                with conn.transaction():
+                with contextlib.ExitStack() as tail, conn.transaction():  # COMMIT ends tail's pipeline
                     for step in steps:
                         try:
                             cursor = conn.execute(step.sql, step.params)
@@ -323,7 +324,9 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                         if step.expect != "any" and cursor.rowcount < 1:  # changed, or found, no row
                             raise Refused(step.refusal)
                     if events is not None:
-                        first.append(self.insert_events(conn, events.rows))
+                        seq_of = self.insert_events(conn, events.rows, tail)
+                if events is not None:
+                    first.append(seq_of())  # (read here: the connection goes back to the pool next)
             except Refused as refused:
                 raise self.refuse(str(refused)) from None
             except psycopg.Error as exc:

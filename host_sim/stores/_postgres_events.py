@@ -7,6 +7,7 @@ turns and commands out of the rows written before and after it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -142,8 +143,8 @@ class PostgresEvents:
 
         def run(conn: Any) -> None:
             try:
-                with conn.transaction():
-                    self.insert_events(conn, rows)
+                with contextlib.ExitStack() as tail, conn.transaction():  # COMMIT ends tail's pipeline
+                    self.insert_events(conn, rows, tail)
             except self._psycopg.Error as exc:
                 raise self.database_error(exc, "could not write events") from exc
 
@@ -154,27 +155,30 @@ class PostgresEvents:
             if "\x00" in r.event:
                 raise self.fail(f"cannot store a {r.kind} event holding a NUL character", "remove it where the text enters")
 
-    def insert_events(self, conn: Any, rows: Sequence[EventRow]) -> int:
+    def insert_events(self, conn: Any, rows: Sequence[EventRow], tail: contextlib.ExitStack) -> Callable[[], int]:
         """In a worker thread, inside a transaction (the one of the change they report, or
-        their own): insert ``rows`` numbered in commit order and wake the listening hosts; the
-        first row's seq. The lock is taken last, so that it is held only while the rows are
-        numbered and the transaction commits (a NOTIFY serializes commits anyway)."""
+        their own): queue ``rows`` numbered in commit order, and the NOTIFY that wakes the
+        listening hosts, in a pipeline ``tail`` ends; returns what gives the first row's seq
+        once it has. The caller ends its transaction block inside ``tail``, so its COMMIT
+        rides in the same round trip: the event lock (taken last) and PostgreSQL's own
+        NOTIFY lock are held only while the server numbers the rows and commits, never while
+        this host's thread waits to be scheduled (on a loaded machine, what made two hosts
+        slower than one)."""
         values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
         params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
         # One round trip: the erasure statements find the rows just written through the
         # sequence's value in this session (the rows' seqs are contiguous: the lock is held).
         first = f"(currval(pg_get_serial_sequence('host_sim.events', 'seq')) - {len(rows) - 1})"
-        with conn.pipeline():
-            conn.execute(LOCK_EVENTS, ())
-            inserted = conn.execute(
-                f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} RETURNING seq",
-                params,
-            )
-            for statement in (_ERASE_NEW_EVENTS, _ERASE_NEW_COMMAND_EVENTS, _ERASE_NEW_QUOTED_EVENTS, _ERASE_NEW_ERASED_COMMAND_EVENTS):
-                conn.execute(statement.replace("%s", first), ())  # an erasure never leaves text behind in a row
-            conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
-        first_seq = int(inserted.fetchone()[0])
-        return first_seq
+        tail.enter_context(conn.pipeline())
+        conn.execute(LOCK_EVENTS, ())
+        inserted = conn.execute(
+            f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} RETURNING seq",
+            params,
+        )
+        for statement in (_ERASE_NEW_EVENTS, _ERASE_NEW_COMMAND_EVENTS, _ERASE_NEW_QUOTED_EVENTS, _ERASE_NEW_ERASED_COMMAND_EVENTS):
+            conn.execute(statement.replace("%s", first), ())  # an erasure never leaves text behind in a row
+        conn.execute(f"NOTIFY {_EVENTS_CHANNEL}", ())
+        return lambda: int(inserted.fetchone()[0])
 
     async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
         """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
