@@ -761,7 +761,7 @@ class PostgresStore(SqlStore):
         """The counter every `erase` and `delete_session` bumps in its transaction (0: none yet)."""
     async def deleted_at(self, session_id: SessionId) -> datetime | None: ...
     async def running_turns(self) -> Sequence[TurnRecord]:
-        """Turns left running by a host that is gone (its connection closed or was lost), handed to this host."""
+        """The running turns whose host holds no claim at this moment, read only."""
     async def dead_turns(self, host_ids: Sequence[str]) -> Sequence[TurnRecord]:
         """The running turns of the hosts ``host_ids`` whose claim is still gone, read only."""
     async def keep_claim(self) -> bool:

@@ -116,7 +116,13 @@ class Job(metaclass=NoPublicConstructor):
 
     async def wait(self) -> Submission:
         """Wait until the job ends, on whichever host it runs; its `Submission` (never raises for a failed job)."""
-        while not self._done.is_set() and not self._book.runs(self.id):
+        while not self._done.is_set():
+            live = self._book.live(self.id)
+            if live is self:
+                break
+            if live is not None:  # this host runs it now (a start in doubt, found stored): its object ends
+                self._end(live._record, await live.wait())
+                break
             record = await self._book.read(self.id)
             if record.status != "running":
                 self._end(record, None)
@@ -177,12 +183,15 @@ class JobBook:
         self._submit = submit
         self._live: dict[str, Job] = {}  # jobs this host runs (their objects update themselves)
         self._running: dict[str, anyio.CancelScope] = {}  # ... and of those, the ones still running
+        # Starts whose write raised a retryable StoreError: maybe committed (the store was away
+        # as it committed), so maybe a job no host runs; this host runs each it finds stored, once.
+        self._in_doubt: dict[str, tuple[JobRecord, AbstractContextManager[object]]] = {}
         self._wake = anyio.Event()  # set when a job starts: the cancel watch has work
         self._watching = False  # the cancel watch starts with this host's first job
 
-    def runs(self, job_id: str) -> bool:
-        """Whether this host runs the job now."""
-        return job_id in self._running
+    def live(self, job_id: str) -> Job | None:
+        """The object of a job this host runs (until it ended), or ``None``."""
+        return self._live.get(job_id)
 
     async def start(
         self,
@@ -195,8 +204,8 @@ class JobBook:
         """Start a job; its submission runs inside ``within`` (the caller's tracing context).
         With ``request_id`` its id derives from the key: a job stored with it is returned."""
         job_id = new_job_id() if request_id is None else job_id_for(session_id, request_id)
-        if request_id is not None and await self._integrator_store.get_job(job_id) is not None:
-            return await self.job(job_id)  # a retry: the first attempt was stored
+        if request_id is not None and (stored := await self._integrator_store.get_job(job_id)) is not None:
+            return await self._found(stored)  # a retry: the first attempt was stored
         record = JobRecord(id=job_id, session_id=session_id, text=text, status="running", created_at=self._now())
         try:
             with self._events.committing(  # its job_started commits with it (docs/embedding.md)
@@ -204,19 +213,39 @@ class JobBook:
             ):
                 await self._integrator_store.save_job(record)  # refused when its id is taken: check and write are one step
         except StoreError as exc:
-            if not exc.retryable and request_id is not None and await self._integrator_store.get_job(job_id) is not None:
-                return await self.job(job_id)  # the same request, started meanwhile (here, or by another host)
+            if exc.retryable:  # perhaps committed all the same: run it once it is seen stored
+                self._in_doubt[record.id] = (record, within or nullcontext())
+                self._watch()
+            elif request_id is not None and (stored := await self._integrator_store.get_job(job_id)) is not None:
+                return await self._found(stored)  # the same request, started meanwhile (here, or by another host)
             raise
+        return await self._begin(record, within or nullcontext(), published=True)
+
+    async def _found(self, record: JobRecord) -> Job:
+        """A stored job found by its key: this host's start in doubt is run now (it was stored)."""
+        doubt = self._in_doubt.pop(record.id, None)
+        if doubt is not None and record.status == "running":
+            return await self._begin(doubt[0], doubt[1], published=False)
+        return await self.job(record.id)
+
+    async def _begin(self, record: JobRecord, within: AbstractContextManager[object], *, published: bool) -> Job:
+        """Run a stored job in the host's task group (``published``: its job_started was
+        published; else it committed unseen: a shared store has its row, one host publishes it now)."""
         job = Job._create(record, None, self)
         self._live[record.id] = job
         scope = self._running[record.id] = anyio.CancelScope()
+        self._watch()
+        if not published and self._events.replay is None:
+            self._events.publish(lambda seq, at: JobStarted(seq=seq, at=at, job_id=record.id, session_id=record.session_id))
+        await self._events.written()  # numbered before the caller (and so other hosts) can act on it
+        self._task_group.start_soon(self._run, job, record, scope, within)
+        return job  # no checkpoint since start_soon: a job cancelled at once never runs its text
+
+    def _watch(self) -> None:
         if not self._watching:  # a host that runs no job runs no watch either
             self._watching = True
             self._task_group.start_soon(self._watch_cancel_requests)
         self._wake.set()
-        await self._events.written()  # numbered before the caller (and so other hosts) can act on it
-        self._task_group.start_soon(self._run, job, record, scope, within or nullcontext())
-        return job  # no checkpoint since start_soon: a job cancelled at once never runs its text
 
     async def _run(self, job: Job, record: JobRecord, scope: anyio.CancelScope, within: AbstractContextManager[object]) -> None:
         submission: Submission | None = None
@@ -311,12 +340,14 @@ class JobBook:
         return JobPage(jobs=jobs, next=None if last is None else f"j{last}")
 
     async def _watch_cancel_requests(self) -> None:
-        """The host's task: while this host runs jobs, read once a second which were asked to cancel."""
+        """The host's task: while this host runs jobs, read once a second which were asked to
+        cancel; and run the starts in doubt that turn out stored (`_settle_doubts`)."""
         while True:
-            if not self._running:
+            if not self._running and not self._in_doubt:
                 self._wake = anyio.Event()
                 await self._wake.wait()
             await anyio.sleep(CANCEL_POLL)
+            await self._settle_doubts()
             running = tuple(self._running)
             if not running:
                 continue
@@ -328,6 +359,23 @@ class JobBook:
                 scope = self._running.get(job_id)
                 if scope is not None:
                     scope.cancel()
+
+
+    async def _settle_doubts(self) -> None:
+        """Each start in doubt, once the store answers: stored and still running, this host runs
+        it (no other does: it is this host's, and this host is alive); else it is forgotten."""
+        for job_id in list(self._in_doubt):
+            try:
+                stored = await self._integrator_store.get_job(job_id)
+            except StoreError:  # still away: the next tick asks again
+                return
+            if job_id not in self._in_doubt:
+                continue  # a retry took it meanwhile
+            if stored is not None and stored.status == "running":
+                record, within = self._in_doubt.pop(job_id)
+                await self._begin(record, within, published=False)
+            else:
+                del self._in_doubt[job_id]
 
 
 class _Call:

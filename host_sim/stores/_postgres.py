@@ -39,8 +39,8 @@ a fresh connection. `absent_hosts` names the owners of running work that hold no
 the link declares one dead only after seeing it absent for a grace period, and then
 `claim_dead` fails its turns and interrupts its jobs in one transaction with their event
 rows (the turns are locked ``FOR UPDATE`` and checked again, so two hosts never both claim
-one). `turns_left_running` (``host-sim fsck``, and a single-writer store's recovery) returns the
-running turns whose owner holds no lock now.
+one). `turns_left_running` returns, read only, the running turns whose owner holds no lock now
+(nothing on PostgreSQL fails them from it: that is `claim_dead`'s, after the grace).
 
 The event log: a host writes the events it publishes as rows of ``events``, in the
 transaction of the change they report when there is one (a transactional outbox: the task
@@ -125,12 +125,9 @@ _OWNER_HELD: Final = (  # the owner lock of host {owner} is held: that host is a
     "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
     f"AND l.classid = {_OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = {{owner}}::bigint::oid"
 )
-CLAIM_ORPHANED_TURNS: Final = (
-    "UPDATE host_sim.turns t SET owner = %s WHERE t.status = 'running' AND NOT EXISTS ("
-    "SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
-    "AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) "
-    f"AND l.classid = {_OWNER_LOCK}::oid AND l.objsubid = 2 AND l.objid = t.owner::bigint::oid"
-    f") RETURNING t.seq, {_cols(_rows.TURNS, 't.')}"
+SELECT_ORPHANED_TURNS: Final = (  # running turns whose host holds no claim at this moment (read only)
+    f"SELECT t.seq, {_cols(_rows.TURNS, 't.')} FROM host_sim.turns t WHERE t.status = 'running' "
+    f"AND NOT EXISTS ({_OWNER_HELD.format(owner='t.owner')}) ORDER BY t.seq"
 )
 _ABSENT_OWNERS: Final = (  # hosts that left work running and hold no claim now
     "SELECT DISTINCT o.owner FROM (SELECT owner FROM host_sim.turns WHERE status = 'running' "
@@ -282,15 +279,16 @@ class PostgresStore(SqlStore):
         return int(rows[0][0]) if rows else 0
 
     async def turns_left_running(self) -> Sequence[TurnRecord]:
-        """Turns left running by a host that is gone (its connection closed or was lost), handed to this host.
+        """The running turns whose host holds no claim at this moment, read only.
 
-        A turn a live host is running is never among them, so a host opening the store
-        never fails another host's turn. The turns returned become this host's (one
-        statement claims them, so two hosts never both get one): finish them (a host
-        fails them as interrupted), or they are handed on again once this host is gone.
+        A turn a live host is running is never among them. Nothing is claimed and no host is
+        judged dead here: a host whose connection only blinked is among them until it takes
+        its claim back (within a second). Which hosts are dead is one rule, `Absences`'
+        (its claim seen gone for `DEAD_HOST_GRACE` seconds on end): a live host's link then
+        fails their turns with `claim_dead`, and ``host-sim fsck`` names them with `dead_turns`.
         """
-        rows = await self._query(CLAIM_ORPHANED_TURNS, (self._driver.owner,))
-        return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in sorted(rows, key=lambda r: int(r[0])))
+        rows = await self._query(SELECT_ORPHANED_TURNS, ())
+        return tuple(self._decode(_rows.TURNS, TurnRecord, row[1:]) for row in rows)
 
     async def running_turns(self) -> Sequence[TurnRecord]:
         """Deprecated: renamed `turns_left_running` (this name warns, and goes in the next release)."""
@@ -333,7 +331,7 @@ class PostgresStore(SqlStore):
 
         def run(conn: Any) -> tuple[Sequence[TurnRecord], Sequence[str]]:
             try:
-                with conn.transaction():
+                with contextlib.ExitStack() as tail, conn.transaction():  # COMMIT ends tail's pipeline
                     rows = conn.execute(_DEAD_TURNS, (owners,)).fetchall()
                     at = now()
                     turns = tuple(interrupted(self._decode(_rows.TURNS, TurnRecord, row), at) for row in rows)
@@ -344,7 +342,7 @@ class PostgresStore(SqlStore):
                     events = announce(turns, jobs) if turns or jobs else ()
                     if events:
                         self._driver.check_event_rows(events)
-                        self._driver.insert_events(conn, events)
+                        self._driver.insert_events(conn, events, tail)
                     return turns, jobs
             except self._driver.psycopg.Error as exc:
                 raise self._driver.database_error(exc, "could not fail the turns of a dead host") from exc

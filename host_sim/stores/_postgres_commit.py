@@ -346,7 +346,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
             except psycopg.Error as exc:
                 raise self.database_error(exc, "could not be written") from exc
             try:  # refused, or a statement raised: again one statement at a time, for the exact refusal
-                with conn.transaction():
+                with contextlib.ExitStack() as tail, conn.transaction():  # COMMIT ends tail's pipeline
                     for step in steps:
                         try:
                             cursor = conn.execute(step.sql, step.params)
@@ -355,7 +355,9 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                         if step.expect != "any" and cursor.rowcount < 1:  # changed, or found, no row
                             raise Refused(step.refusal)
                     if events is not None:
-                        first.append(self.insert_events(conn, events.rows))
+                        seq_of = self.insert_events(conn, events.rows, tail)
+                if events is not None:
+                    first.append(seq_of())  # (read here: the connection goes back to the pool next)
             except Refused as refused:
                 raise self.refuse(str(refused)) from None
             except psycopg.Error as exc:

@@ -7,6 +7,7 @@ turns and commands out of the rows written before and after it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -144,8 +145,8 @@ class PostgresEvents:
 
         def run(conn: Any) -> None:
             try:
-                with conn.transaction():
-                    self.insert_events(conn, rows)
+                with contextlib.ExitStack() as tail, conn.transaction():  # COMMIT ends tail's pipeline
+                    self.insert_events(conn, rows, tail)
             except self._psycopg.Error as exc:
                 raise self.database_error(exc, "could not write events") from exc
 
@@ -156,17 +157,20 @@ class PostgresEvents:
             if "\x00" in r.event:
                 raise self.fail(f"cannot store a {r.kind} event holding a NUL character", "remove it where the text enters")
 
-    def insert_events(self, conn: Any, rows: Sequence[EventRow]) -> int:
+    def insert_events(self, conn: Any, rows: Sequence[EventRow], tail: contextlib.ExitStack) -> Callable[[], int]:
         """In a worker thread, inside a transaction (the one of the change they report, or
-        their own): insert ``rows`` numbered in commit order and wake the listening hosts; the
-        first row's seq. The lock is taken last, so that it is held only while the rows are
-        numbered and the transaction commits (a NOTIFY serializes commits anyway)."""
-        # One round trip: the erasure statements find the rows just written through the
-        # sequence's value in this session (the rows' seqs are contiguous: the lock is held).
-        with conn.pipeline():
-            cursors = [conn.execute(sql, params) for sql, params in self.event_statements(rows)]
-        first_seq = int(cursors[INSERTED_AT].fetchone()[0])
-        return first_seq
+        their own): queue ``rows`` numbered in commit order, and the NOTIFY that wakes the
+        listening hosts, in a pipeline ``tail`` ends; returns what gives the first row's seq
+        once it has. The caller ends its transaction block inside ``tail``, so its COMMIT
+        rides in the same round trip: the event lock (taken last) and PostgreSQL's own
+        NOTIFY lock are held only while the server numbers the rows and commits, never while
+        this host's thread waits to be scheduled (on a loaded machine, what made two hosts
+        slower than one). `PostgresDriver.transact` sends the same `event_statements` in its
+        one simple query instead."""
+        tail.enter_context(conn.pipeline())
+        cursors = [conn.execute(sql, params) for sql, params in self.event_statements(rows)]
+        inserted = cursors[INSERTED_AT]
+        return lambda: int(inserted.fetchone()[0])
 
     def event_statements(self, rows: Sequence[EventRow]) -> list[tuple[str, tuple[object, ...]]]:
         """The statements that insert ``rows`` in a transaction (see `insert_events`), in order;

@@ -16,7 +16,8 @@ import anyio.to_thread
 import pytest
 
 from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel, StoreError
-from host_sim.stores._records import TurnRecord
+from host_sim.stores import LogStore
+from host_sim.stores._records import JobRecord, TurnRecord
 from modular_sdk import AiPromptMessage, InvalidArgumentError, TurnFailedError
 
 from ..conftest import StoreFactory
@@ -142,6 +143,67 @@ async def test_a_begin_that_was_committed_though_it_raised_is_stored_once_and_fi
             if event.kind == "turn_finished" and event.turn_id == later.id:
                 break
         assert finished == [failures[0], later.id]  # one turn_finished per turn
+
+
+def _start_committed_then_raise(original: Callable[..., Awaitable[None]], failures: list[str]) -> Callable[..., Awaitable[None]]:
+    async def save_job(self: object, record: JobRecord) -> None:
+        await original(self, record)
+        if record.status == "running" and not failures:  # the first start: committed, reported lost
+            failures.append(record.id)
+            raise StoreError("the connection to the server failed (simulated); the call is retryable", retryable=True)
+
+    return save_job
+
+
+async def test_a_start_committed_though_it_raised_is_run_once_by_its_host_when_retried(
+    any_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client heard the start fail (the store was away as it committed) and retries with its
+    key: the retry returns the stored job, and that job runs, once; it used to be returned
+    running and run by no host, so wait() never returned."""
+    model = CountingModel()
+    store = any_store()
+    assert isinstance(store, LogStore)
+    failures: list[str] = []
+    monkeypatch.setattr(type(store), "save_job", _start_committed_then_raise(type(store).save_job, failures))
+    async with Host(model=model.model(), store=store) as host:
+        chat = await host.sessions.create()
+        with pytest.raises(StoreError, match="retryable"):
+            await host.start(chat, "send the invoices", request_id="invoices-1")
+        job = await host.start(chat, "send the invoices", request_id="invoices-1")
+        assert job.id == failures[0]
+        with anyio.fail_after(20):
+            assert (await job.wait()).text == "reply to send the invoices"
+        again = await host.start(chat, "send the invoices", request_id="invoices-1")
+        assert again.id == job.id and again.status == "finished"
+        assert model.prompts == ["send the invoices"]  # run once
+        stored = await store.get_job(job.id)
+        assert stored is not None and stored.status == "finished"
+
+
+async def test_a_start_committed_though_it_raised_is_run_by_its_host_even_if_never_retried(
+    any_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nobody retries (the client gave up, or its retry went to another host): the job the store
+    holds is still run by the host that wrote it, once, so whoever waits for it sees it end."""
+    model = CountingModel()
+    store = any_store()
+    assert isinstance(store, LogStore)
+    failures: list[str] = []
+    monkeypatch.setattr(type(store), "save_job", _start_committed_then_raise(type(store).save_job, failures))
+    async with Host(model=model.model(), store=store) as host:
+        chat = await host.sessions.create()
+        with pytest.raises(StoreError, match="retryable"):
+            await host.start(chat, "close the books")
+        (listed,) = (await host.jobs(session=chat.id)).jobs
+        assert listed.id == failures[0]
+        with anyio.fail_after(20):
+            assert (await listed.wait()).text == "reply to close the books"
+        assert model.prompts == ["close the books"]
+        later = await host.start(chat, "close the books again")
+        with anyio.fail_after(20):
+            await later.wait()
+        assert model.prompts == ["close the books", "close the books again"]  # the first ran once
 
 
 # -- racing retries: the key is checked and written in one step ------------------------------------

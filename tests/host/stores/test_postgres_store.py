@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +30,7 @@ from host_sim.lineage import SessionNode
 from host_sim.sessions._across_hosts import DEAD_HOST_GRACE
 from host_sim.stores import SessionRecord, TurnRecord, _postgres
 from host_sim.stores._invariants import INTERRUPTED, check
+from host_sim.stores._postgres_commit import OWNER_LOCK
 from host_sim.stores._shared import Locked
 from modular_sdk import AiPromptMessage, AiRunnerId, RootLineage, SessionId, TurnId, UserAuthor
 
@@ -133,7 +134,7 @@ async def test_the_schema_is_versioned_and_its_triggers_keep_records_as_written(
         sql(postgres_dsn, "UPDATE host_sim.turns SET status = 'running' WHERE id = 't-2'")
 
 
-READS = [name for name in dir(_postgres) if name.startswith(("SELECT_", "CLAIM_"))]
+READS = [name for name in dir(_postgres) if name.startswith("SELECT_")]
 
 
 @pytest.mark.parametrize("name", READS)
@@ -143,8 +144,6 @@ def test_every_read_is_served_by_an_index(postgres_dsn: str, name: str) -> None:
     params: list[object] = [["s-1"] if part.endswith("ANY(") else "x" for part in statement.split("%s")[:-1]]
     if name == "SELECT_TURNS_SINCE":
         params = ["s-1", 3]
-    if name == "CLAIM_ORPHANED_TURNS":
-        params = [7]
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         conn.execute("SET enable_seqscan = off")  # a table scan is then chosen only when no index can serve
         plan = "\n".join(row[0] for row in conn.execute(f"EXPLAIN {statement}".encode(), params).fetchall())
@@ -244,19 +243,43 @@ async def test_text_postgresql_cannot_hold_is_refused_naming_the_column(postgres
 
 
 @pytest.mark.anyio
-async def test_a_live_hosts_running_turn_is_never_handed_to_another_host(postgres_dsn: str) -> None:
+async def test_listing_running_turns_hands_none_to_the_lister_so_a_host_whose_claim_blinked_keeps_its_turn(
+    postgres_dsn: str,
+) -> None:
+    """`running_turns` is a read: it judges no host dead and takes no turn (which host is dead
+    is `Absences`' one rule: its claim seen gone for DEAD_HOST_GRACE seconds on end). It used
+    to make the lister the turns' owner at once, so a host whose connection had only blinked
+    lost its running turn to whoever listed, and once the lister closed, a third host failed
+    that live host's turn as a dead host's."""
     a, b, c = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
     for store in (a, b, c):
         await store.open()
     await a.create_session(session("s-1"), node("s-1"), None)
     await a.begin_turn(running_turn("t-1", "s-1", 0))
-    assert await b.turns_left_running() == ()  # a is alive
-    await a.close()  # as a dead host: its connections (and owner lock) are gone
-    (orphan,) = await b.turns_left_running()
-    assert orphan.id == "t-1"
-    assert await c.turns_left_running() == ()  # handed to b, which is alive: never to two hosts
+    assert await b.turns_left_running() == ()  # a is alive: its turn is not listed
+    owner = int(a.host_id.removeprefix("pg-"))
+    (ended,) = sql(
+        postgres_dsn,
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+        f"AND classid = {OWNER_LOCK} AND objsubid = 2 AND objid = %s::bigint::oid",
+        (owner,),
+    )
+    assert ended == (True,)  # a's claim blinks: the server ended the connection holding it
+    listed: Sequence[TurnRecord] = ()
+    for _ in range(100):  # (the server drops the lock once the backend has exited)
+        if listed := await b.turns_left_running():
+            break
+        await anyio.sleep(0.05)
+    assert [t.id for t in listed] == ["t-1"]  # no claim now: listed
+    assert [t.id for t in await b.turns_left_running()] == ["t-1"]  # ... and not taken: listed again
+    assert await a.keep_claim()  # a takes its claim back by itself
     await b.close()
-    assert [t.id for t in await c.turns_left_running()] == ["t-1"]  # b died before finishing it: handed on
+    assert await c.absent_hosts() == set()  # the turn is still a's, and a is alive
+    assert await c.claim_dead([a.host_id, b.host_id], lambda: T0, lambda turns, jobs: ()) == ((), ())
+    kept = await a.find_turn("t-1")
+    assert kept is not None and kept.status == "running"
+    await a.finish_turn(attrs.evolve(running_turn("t-1", "s-1", 0), status="completed", reply="ok", finished_at=T0))
+    await a.close()
     await c.close()
 
 
