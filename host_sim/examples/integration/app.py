@@ -325,10 +325,7 @@ def create_app(
         Route("/events", backend.events, methods=["GET"]),
     ]
     handlers: Mapping[type[Exception], Callable[[Request, Exception], Coroutine[object, object, Response]]] = {
-        HTTPException: http_error,
-        InvalidArgumentError: invalid_argument,
-        HostClosedError: host_closed,
-        SessionDeletedError: session_deleted,  # deleted by another instance after this one looked
+        error: refused for error in (HTTPException, InvalidArgumentError, HostClosedError, SessionDeletedError)
     }
     return Starlette(routes=routes, lifespan=backend.lifespan, exception_handlers=handlers)
 
@@ -424,23 +421,15 @@ def bool_param(request: Request, name: str, *, default: bool = False) -> bool:
     raise HTTPException(422, f"{name} must be true or false, got {raw!r}")
 
 
-async def http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
-
-
-async def invalid_argument(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, InvalidArgumentError)
-    return JSONResponse({"error": str(exc), "argument": exc.argument}, status_code=422)
-
-
-async def session_deleted(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, SessionDeletedError)
-    return JSONResponse({"error": str(exc), "session_id": exc.session_id}, status_code=410)
-
-
-async def host_closed(request: Request, exc: Exception) -> Response:
-    return JSONResponse({"error": str(exc)}, status_code=503)
+async def refused(request: Request, exc: Exception) -> Response:
+    """A refused request: the status its error calls for, and the message naming the value."""
+    if isinstance(exc, HTTPException):
+        return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+    if isinstance(exc, InvalidArgumentError):
+        return JSONResponse({"error": str(exc), "argument": exc.argument}, status_code=422)
+    if isinstance(exc, SessionDeletedError):  # deleted by another instance after this one looked
+        return JSONResponse({"error": str(exc), "session_id": exc.session_id}, status_code=410)
+    return JSONResponse({"error": str(exc)}, status_code=503)  # HostClosedError: the app is shutting down
 
 
 # -- JSON: the SDK's own form of each typed value, and the few fields of the host's handles ---
