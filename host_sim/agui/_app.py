@@ -4,9 +4,11 @@ Plain ASGI (no framework): ``POST {path}`` with a ``RunAgentInput`` answers an S
 AG-UI events (``text/event-stream``, the protocol's own encoder); a body that is not one
 answers 422 with a JSON error; another method 405, another path 404. The lifespan protocol
 is answered (the host's own lifetime is the caller's). A client that goes away ends its
-stream (noticed from ``WATCH_AFTER`` into the run, at the latest with the next event after
-it: a shorter run just finishes); the run itself is a host-owned job and finishes. The mapping is `_run`'s, imported
-with ``ag_ui`` at the first request: ``import host_sim`` imports neither.
+stream, noticed from the first batch of events that came ``WATCH_AFTER`` or more after the
+one before it (the host was waiting: for a model, a tool), or ``WATCH_LONG`` into the run; a
+run whose events keep coming just finishes. The run itself is a host-owned job and finishes.
+The mapping is `_run`'s, imported with ``ag_ui`` at the first request: ``import host_sim``
+imports neither.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ Receive: TypeAlias = Callable[[], Awaitable[Mapping[str, object]]]
 Send: TypeAlias = Callable[[dict[str, object]], Awaitable[None]]
 
 MAX_BODY: Final = 16 * 1024 * 1024  # a RunAgentInput carries the conversation: generous, not unbounded
-WATCH_AFTER: Final = 0.2  # seconds a run streams before the app watches for the client going away
+WATCH_AFTER: Final = 0.5  # seconds a run waits for the host's next event before the app watches its client
+WATCH_LONG: Final = 5.0  # seconds a run streams before the app watches its client (its events never paused)
 
 
 class AguiUnavailableError(ModularError, ImportError):
@@ -124,13 +127,17 @@ class AguiApp(metaclass=NoPublicConstructor):
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         events = run_events(self._view, run, runs)
         try:
-            # A short run streams without a watcher: a task per run costs more than the run
-            # adds to the host's own turn; its job is host-owned and ends by itself anyway.
-            since = anyio.current_time()
+            # A run whose events keep coming streams without a watcher: a task per run costs
+            # a quarter of the host's own turn, and its job is host-owned and ends by itself.
+            # One that waited WATCH_AFTER for the host (a model thinking, a tool working), or
+            # has streamed for WATCH_LONG, is watched from its next batch on.
+            since = last = anyio.current_time()
             async for batch in events:
                 await send({"type": "http.response.body", "body": encode(batch), "more_body": True})
-                if anyio.current_time() - since >= WATCH_AFTER:
+                now = anyio.current_time()
+                if now - last >= WATCH_AFTER or now - since >= WATCH_LONG:
                     break
+                last = now
             else:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return

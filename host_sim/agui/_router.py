@@ -16,16 +16,20 @@ import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import final
+from typing import Final, final
 
 import anyio
 
 from modular_sdk import SpawnLineage
 
-from ..sessions._events import HostEvent, JobFinished, JobStarted, SessionCreated
+from ..sessions._events import HostEvent, JobFinished, JobStarted, SessionCreated, TurnStarted
 from ..sessions._host import Host
 
-__all__ = ["Router", "Watch"]
+__all__ = ["QUIET", "Router", "Watch"]
+
+QUIET: Final = (JobStarted, TurnStarted)
+"""Events a run sends nothing for (it only notes them): routed without waking the run, which
+reads them, in order, with the next event that wakes it (a wake-up costs a task switch)."""
 
 
 @final
@@ -43,10 +47,12 @@ class Watch:
         self._ready = anyio.Event()
         self._closed = False
 
-    def put(self, event: HostEvent) -> None:
+    def put(self, event: HostEvent, *, wake: bool = True) -> None:
+        """Queue ``event``; ``wake=False`` leaves the run asleep (it takes it with the next batch)."""
         if not self._closed:
             self._queue.append(event)
-            self._ready.set()
+            if wake:
+                self._ready.set()
 
     def close(self) -> None:
         self._closed = True
@@ -118,5 +124,6 @@ class Router:
         else:
             session_id = getattr(event, "session_id", None)
         if isinstance(session_id, str):
+            wake = not isinstance(event, QUIET)
             for watch in self._watching.get(session_id, ()):
-                watch.put(event)
+                watch.put(event, wake=wake)

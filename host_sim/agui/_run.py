@@ -40,25 +40,14 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Final, TypeAlias
 
 from ag_ui.core import (
-    BaseEvent,
     CustomEvent,
     Interrupt,
     ResumeEntry,
     RunAgentInput,
-    RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
-    RunStartedEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-    ToolCallArgsEvent,
-    ToolCallEndEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
     UserMessage,
 )
-from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
 
 from modular_sdk import (
@@ -90,6 +79,7 @@ from ..sessions._host import Host, host_of
 from ..sessions._jobs import Job
 from ..sessions._scoped import ScopedHost
 from ..traces._types import ActionRecord, PendingAction
+from . import _wire as wire
 from ._router import Router
 
 __all__ = ["BadRunInput", "RunIds", "THREAD_TAG", "parse", "run_events"]
@@ -330,29 +320,30 @@ class _Stream:
         self.sent_text = False
         self.finished: list[str] = []
 
-    def _start(self, turn_id: str) -> list[BaseEvent]:
+    def _start(self, turn_id: str) -> list[str]:
         if turn_id in self.open:
             return []
         n = self.parts.get(turn_id, 0)
         self.parts[turn_id] = n + 1
         message_id = turn_id if n == 0 else f"{turn_id}.{n}"
         self.open[turn_id] = message_id
-        return [TextMessageStartEvent(message_id=message_id, role="assistant")]
+        return [wire.text_start(message_id)]
 
-    def _end(self, turn_id: str) -> list[BaseEvent]:
+    def _end(self, turn_id: str) -> list[str]:
         message_id = self.open.pop(turn_id, None)
-        return [] if message_id is None else [TextMessageEndEvent(message_id=message_id)]
+        return [] if message_id is None else [wire.text_end(message_id)]
 
-    def _text(self, turn_id: str, text: str) -> list[BaseEvent]:
+    def _text(self, turn_id: str, text: str) -> list[str]:
         if not text or turn_id in self.erased:
             return []
         out = self._start(turn_id)
         self.turns[turn_id] = self.turns.get(turn_id, "") + text
         self.sent_text = True
-        return [*out, TextMessageContentEvent(message_id=self.open[turn_id], delta=text)]
+        out.append(wire.text_content(self.open[turn_id], text))
+        return out
 
-    def events(self, event: HostEvent) -> tuple[list[BaseEvent], bool]:
-        """The AG-UI events ``event`` gives, and whether the job ended."""
+    def events(self, event: HostEvent) -> tuple[list[str], bool]:
+        """The AG-UI events ``event`` gives (their SSE text), and whether the job ended."""
         if isinstance(event, TurnStarted):
             if event.job_id == self.job.id:
                 self.turns[event.turn_id] = ""
@@ -363,22 +354,18 @@ class _Stream:
             self.calls.add(event.call_id)
             return [
                 *self._end(event.turn_id),
-                ToolCallStartEvent(tool_call_id=event.call_id, tool_call_name=event.tool_name),
-                ToolCallArgsEvent(tool_call_id=event.call_id, delta=json.dumps(thaw_object(event.input), ensure_ascii=False)),
-                ToolCallEndEvent(tool_call_id=event.call_id),
+                wire.tool_start(event.call_id, event.tool_name),
+                wire.tool_args(event.call_id, json.dumps(thaw_object(event.input), ensure_ascii=False)),
+                wire.tool_end(event.call_id),
             ], False
         if isinstance(event, ToolFinished) and event.call_id in self.calls:
             content = event.output if event.error is None else event.error
-            return [
-                ToolCallResultEvent(
-                    message_id=f"{event.call_id}.result", tool_call_id=event.call_id, content=content or "", role="tool"
-                )
-            ], False
+            return [wire.tool_result(f"{event.call_id}.result", event.call_id, content or "")], False
         if isinstance(event, TurnErased) and event.turn_id in self.turns:
             self.erased.add(event.turn_id)
             return self._end(event.turn_id), False
         if isinstance(event, TurnFinished) and event.turn_id in self.turns:
-            out: list[BaseEvent] = []
+            out: list[str] = []
             sent = self.turns[event.turn_id]
             reply = event.reply or ""
             if event.status == "completed" and reply.startswith(sent):  # a model that does not stream
@@ -390,53 +377,45 @@ class _Stream:
         if isinstance(event, CommandFinished) and event.job_id == self.job.id:
             if event.error is None and event.text:
                 self.sent_text = True
-                return [
-                    TextMessageStartEvent(message_id=event.invocation_id, role="assistant"),
-                    TextMessageContentEvent(message_id=event.invocation_id, delta=event.text),
-                    TextMessageEndEvent(message_id=event.invocation_id),
-                ], False
+                return _message(event.invocation_id, event.text), False
             return [], False
         if isinstance(event, SessionCreated) and isinstance(event.lineage, SpawnLineage):
             if event.lineage.parent_session_id == self.session_id:
                 value = {"sessionId": event.session_id, "parentSessionId": self.session_id}
-                return [CustomEvent(name="host_sim.spawn", value=value)], False
+                return [wire.of_model(CustomEvent(name="host_sim.spawn", value=value))], False
             return [], False
         if isinstance(event, JobFinished) and event.job_id == self.job.id:
-            closing: list[BaseEvent] = []
+            closing: list[str] = []
             for turn_id in list(self.open):
                 closing += self._end(turn_id)
             return closing, True
         return [], False
 
 
-async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGenerator[list[BaseEvent]]:
-    """The AG-UI events of one run, ``RUN_STARTED`` to ``RUN_FINISHED`` or ``RUN_ERROR``, in batches:
-    each batch is what the host's events so far gave (the app sends a batch at once)."""
+async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGenerator[list[str]]:
+    """The AG-UI events of one run, ``RUN_STARTED`` to ``RUN_FINISHED`` or ``RUN_ERROR``, as SSE text in
+    batches: each batch is what the host's events so far gave (the app sends a batch at once)."""
     users = [m for m in run.messages if isinstance(m, UserMessage)]
     typed = _text_of(users[-1]) if users else None
     try:
         branch = await _branch(view, run, runs, typed)
         session = branch.session
         thread = run.thread_id if branch.parent_run is None else session.id
-        metadata: dict[str, object] = {"host_sim": {"sessionId": session.id}}
         answered: list[tuple[str, str]] = []
         if run.resume:
             answered = await _answer(view, session, run.resume)
         if not branch.fresh or typed is None:
             yield [
-                RunStartedEvent(thread_id=thread, run_id=run.run_id, parent_run_id=branch.parent_run, metadata=metadata),
+                wire.run_started(thread, run.run_id, branch.parent_run, {"host_sim": {"sessionId": session.id}}),
                 *_results(answered),
-                RunFinishedEvent(thread_id=thread, run_id=run.run_id, result={"sessionId": session.id, "turnId": None}),
+                wire.run_finished(thread, run.run_id, {"sessionId": session.id, "turnId": None}),
             ]
             return
         host = host_of(view)
         async with Router.of(host).watch(session.id) as host_events:
             job = await view.start(session, typed)
             metadata = {"host_sim": {"sessionId": session.id, "jobId": job.id}}
-            yield [
-                RunStartedEvent(thread_id=thread, run_id=run.run_id, parent_run_id=branch.parent_run, metadata=metadata),
-                *_results(answered),
-            ]
+            yield [wire.run_started(thread, run.run_id, branch.parent_run, metadata), *_results(answered)]
             stream = _Stream(session.id, job)
             ended = False
             while not ended:
@@ -444,7 +423,7 @@ async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGener
                 if not batch:  # the host closed
                     break
                 stream.erased.update(e.turn_id for e in batch if isinstance(e, TurnErased))
-                out: list[BaseEvent] = []  # (a turn erased later in the batch sends none of its text)
+                out: list[str] = []  # (a turn erased later in the batch sends none of its text)
                 for event in batch:
                     given, ended = stream.events(event)
                     out += given
@@ -460,46 +439,42 @@ async def run_events(view: View, run: RunAgentInput, runs: RunIds) -> AsyncGener
         for turn in stream.turns:
             runs.made(turn, run.run_id)
         if submission.error is not None:
-            yield [RunErrorEvent(message=submission.error, code=submission.error_kind)]
+            yield [wire.run_error(submission.error, submission.error_kind)]
             return
-        last: list[BaseEvent] = []
+        last: list[str] = []
         if not stream.sent_text and submission.text and turn_id not in stream.erased:
-            message_id = turn_id or job.id
-            last += [
-                TextMessageStartEvent(message_id=message_id, role="assistant"),
-                TextMessageContentEvent(message_id=message_id, delta=submission.text),
-                TextMessageEndEvent(message_id=message_id),
-            ]
+            last += _message(turn_id or job.id, submission.text)
         result = {"sessionId": session.id, "turnId": turn_id, "jobId": job.id, "kind": submission.kind}
         waiting = submission.actions  # what the turn proposed that waits (a standing approval's are not)
         if waiting:
             outcome = RunFinishedInterruptOutcome(interrupts=[_interrupt(a) for a in waiting])
-            last.append(RunFinishedEvent(thread_id=thread, run_id=run.run_id, result=result, outcome=outcome))
+            last.append(wire.of_model(RunFinishedEvent(thread_id=thread, run_id=run.run_id, result=result, outcome=outcome)))
         else:
-            last.append(RunFinishedEvent(thread_id=thread, run_id=run.run_id, result=result))
+            last.append(wire.run_finished(thread, run.run_id, result))
         yield last
     except RunError as failed:
-        yield [RunErrorEvent(message=failed.message, code=failed.code)]
+        yield [wire.run_error(failed.message, failed.code)]
     except ModularError as failed:
-        yield [RunErrorEvent(message=str(failed), code=type(failed).__name__)]
+        yield [wire.run_error(str(failed), type(failed).__name__)]
 
 
-def _results(answered: Sequence[tuple[str, str]]) -> list[BaseEvent]:
+def _message(message_id: str, text: str) -> list[str]:
+    """A whole text message: start, its one delta, end."""
+    return [wire.text_start(message_id), wire.text_content(message_id, text), wire.text_end(message_id)]
+
+
+def _results(answered: Sequence[tuple[str, str]]) -> list[str]:
     """What the actions a resume confirmed gave, each as a text message."""
-    out: list[BaseEvent] = []
+    out: list[str] = []
     for action_id, text in answered:
         if text:
-            out += [
-                TextMessageStartEvent(message_id=f"{action_id}.result", role="assistant"),
-                TextMessageContentEvent(message_id=f"{action_id}.result", delta=text),
-                TextMessageEndEvent(message_id=f"{action_id}.result"),
-            ]
+            out += _message(f"{action_id}.result", text)
     return out
 
 
-async def _widgets(view: View, turn_id: str) -> list[BaseEvent]:
+async def _widgets(view: View, turn_id: str) -> list[str]:
     turn = await view.sessions.turn(turn_id)
-    out: list[BaseEvent] = []
+    out: list[str] = []
     for placed in turn.widgets:
         value: dict[str, object] = {
             "sessionId": turn.session_id,
@@ -511,7 +486,7 @@ async def _widgets(view: View, turn_id: str) -> list[BaseEvent]:
         if isinstance(view, Host):
             shown = await view.render_widget(placed.widget_id, turn.session_id, placed.data)
             value["text"] = shown.text if shown.error is None else None
-        out.append(CustomEvent(name="host_sim.widget", value=value))
+        out.append(wire.of_model(CustomEvent(name="host_sim.widget", value=value)))
     return out
 
 
@@ -533,10 +508,6 @@ def _interrupt(action: PendingAction) -> Interrupt:
     )
 
 
-def encode(events: Sequence[BaseEvent], encoder: EventEncoder | None = None) -> bytes:
-    """The SSE bytes of ``events``, each encoded by the protocol's encoder."""
-    coder = encoder or _ENCODER
-    return "".join(coder.encode(event) for event in events).encode("utf-8")
-
-
-_ENCODER: Final = EventEncoder()
+def encode(batch: Sequence[str]) -> bytes:
+    """The bytes of a batch of events' SSE text (`_wire`)."""
+    return "".join(batch).encode("utf-8")

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from host_sim import Host, ModelRequest, ToolCall, agui_app
-from host_sim.agui._app import WATCH_AFTER
+from host_sim.agui._app import WATCH_AFTER, WATCH_LONG
 from modular_sdk import InvalidArgumentError
 
 pytestmark = pytest.mark.anyio
@@ -179,6 +179,59 @@ async def test_a_client_that_goes_away_during_a_long_run_ends_its_stream_and_the
             model.release.set()
             done = await job.wait()
         assert done.error is None and done.text == "first second"
+
+
+class Chatty:
+    """A streaming model that never pauses long: a word every 50 ms until ``release``."""
+
+    name = "chatty"
+
+    def __init__(self) -> None:
+        self.release = anyio.Event()
+
+    async def respond(self, request: ModelRequest) -> str | ToolCall:
+        return "word"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolCall]:
+        while not self.release.is_set():
+            yield "word "
+            await anyio.sleep(0.05)
+
+
+async def test_a_client_that_goes_away_during_a_run_that_never_pauses_ends_its_stream_once_it_streamed_long() -> None:
+    model = Chatty()  # its words never leave WATCH_AFTER between them: only the run's length starts the watch
+    async with Host(model=model) as host:
+        app = agui_app(host)
+        chat = await host.sessions.create()
+        body = json.dumps({"threadId": chat.id, "runId": "r", "messages": [{"id": "m", "role": "user", "content": "hi"}]})
+        gone = anyio.Event()
+        requested = False
+        sent: list[bytes] = []
+
+        async def receive() -> dict[str, object]:
+            nonlocal requested
+            if not requested:
+                requested = True
+                return {"type": "http.request", "body": body.encode(), "more_body": False}
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, object]) -> None:
+            chunk = message.get("body", b"")
+            if isinstance(chunk, bytes) and chunk:
+                sent.append(chunk)
+
+        scope = {"type": "http", "method": "POST", "path": "/", "root_path": "", "headers": []}
+        with anyio.fail_after(WATCH_LONG + 20):
+            async with anyio.create_task_group() as group:
+                group.start_soon(app, scope, receive, send)
+                await anyio.sleep(WATCH_LONG + 1)  # past WATCH_LONG, and a word after it: watched
+                gone.set()  # the tab closes while the model still talks
+            (job,) = (await host.jobs(session=chat.id)).jobs
+            assert job.status == "running" and b"RUN_FINISHED" not in b"".join(sent)
+            model.release.set()
+            done = await job.wait()
+        assert done.error is None and done.text.startswith("word word")
 
 
 async def test_closing_the_host_ends_a_run_that_waits_for_its_model() -> None:

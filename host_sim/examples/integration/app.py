@@ -39,6 +39,8 @@ Run it (``pip install 'modular-chat-sdk[examples]' uvicorn``)::
 
 With ``OPENAI_MODEL`` set (and ``OPENAI_BASE_URL`` for a local server) replies come from a
 real model and stream as ``reply_delta`` events; otherwise `EchoModel` answers.
+Every event and record goes out in the SDK's own JSON form (``modular_sdk.to_json``: the
+fields of the typed value, with its ``kind``), so the app writes no serializer of its own.
 With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set (``pip install opentelemetry-sdk
 opentelemetry-exporter-otlp-proto-http``) the host's spans go to that OTLP/HTTP collector
 (docs/observability.md); otherwise nothing is traced.
@@ -51,7 +53,7 @@ import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeAlias, assert_never, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import anyio
 import anyio.to_thread
@@ -63,7 +65,6 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from host_sim import (
-    CommandFinished,
     Host,
     HostEvent,
     Invocation,
@@ -71,52 +72,27 @@ from host_sim import (
     JobFinished,
     JobStarted,
     Lagged,
-    LineageTree,
-    MemoryErased,
-    MemoryRecorded,
-    MemoryRetracted,
     Model,
-    NotificationEvent,
     OpenAIModel,
     PostgresStore,
-    ReplyDelta,
     ScopedHost,
-    SessionCompacted,
-    SessionCreated,
-    SessionDeleted,
     SessionHandle,
     SqliteStore,
     Store,
-    Submission,
-    ToolCalled,
-    ToolFinished,
-    TurnErased,
-    TurnFinished,
     TurnHandle,
-    TurnRetracted,
-    TurnStarted,
     UnknownJobError,
     agui_app,
 )
 from host_sim.examples import background_tasks
 from modular_sdk import (
-    AiMessage,
-    AiNotificationMessage,
-    AiPromptMessage,
     AiSessionDisplayMetadata,
-    AiSessionLineage,
-    Author,
-    ForkLineage,
     HostClosedError,
     InvalidArgumentError,
     Mod,
-    ModAuthor,
-    RootLineage,
     SessionDeletedError,
-    SpawnLineage,
     UnknownSessionError,
     UnknownTurnError,
-    UserAuthor,
+    to_json,
 )
 
 if TYPE_CHECKING:
@@ -176,8 +152,7 @@ class ChatBackend:
     # -- sessions -------------------------------------------------------------------------
 
     async def create_session(self, request: Request) -> Response:
-        body = await body_of(request)
-        label = body.get("label")
+        label = (await body_of(request)).get("label")
         if label is not None and (not isinstance(label, str) or not label.strip()):
             raise HTTPException(422, f"label must be a non-empty string or absent, got {label!r}")
         metadata = AiSessionDisplayMetadata(label=label) if isinstance(label, str) else None
@@ -185,7 +160,7 @@ class ChatBackend:
         return JSONResponse(session_json(session), status_code=201)
 
     async def list_sessions(self, request: Request) -> Response:
-        limit = int_param(request, "limit", default=20, low=1, high=200) or 20
+        limit = int(number_param(request, "limit", default=20, low=1, high=200))
         roots_only = bool_param(request, "roots_only")
         after = request.query_params.get("after")
         page = await self.view(request).sessions.list(roots_only=roots_only, limit=limit, after=after)
@@ -203,14 +178,13 @@ class ChatBackend:
 
     async def tree(self, request: Request) -> Response:
         session = await self.owned(request, request.path_params["session_id"])
-        return JSONResponse(tree_json(await self.view(request).lineage.tree(session.id)))
+        return JSONResponse(data(await self.view(request).lineage.tree(session.id)))
 
     # -- messages and jobs ----------------------------------------------------------------
 
     async def post_message(self, request: Request) -> Response:
         session = await self.owned(request, request.path_params["session_id"])
-        body = await body_of(request)
-        text = body.get("text")
+        text = (await body_of(request)).get("text")
         if not isinstance(text, str):
             raise HTTPException(422, f'send {{"text": "..."}} with the message as a string, got text={text!r}')
         job = await self.view(request).start(session, text)  # runs in the host's task group, not this request's
@@ -226,7 +200,7 @@ class ChatBackend:
 
     async def get_job(self, request: Request) -> Response:
         job = await self.owned_job(request)
-        wait = float_param(request, "wait", default=0.0, low=0.0, high=MAX_WAIT)
+        wait = number_param(request, "wait", default=0.0, low=0.0, high=MAX_WAIT)
         if wait and job.status == "running":
             with anyio.move_on_after(wait):
                 await job.wait()
@@ -263,7 +237,7 @@ class ChatBackend:
         only = request.query_params.get("session")
         if only is not None:
             await self.owned(request, only)
-        limit = int_param(request, "limit", default=None, low=1, high=1_000_000)
+        limit = int(number_param(request, "limit", default=0, low=1, high=1_000_000)) or None
         last_id = request.headers.get("last-event-id", "")  # a reconnecting EventSource resumes after it
         after = int(last_id) if last_id.isdigit() and len(last_id) <= 18 else None
         job_sessions: dict[str, str] = {}  # a job_finished names its job; job_started, its session
@@ -291,9 +265,8 @@ class ChatBackend:
                         yield ": keep-alive\n\n"
                     elif visible(event):
                         sent += 1
-                        data = json.dumps(event_json(event), ensure_ascii=False)
                         seen = "" if event.seq is None else f"id: {event.seq}\n"  # a delta is live only
-                        yield f"{seen}event: {event.kind}\ndata: {data}\n\n"
+                        yield f"{seen}event: {event.kind}\ndata: {to_json(event)}\n\n"
 
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
@@ -312,11 +285,8 @@ class ChatBackend:
 
 
 class AguiPerUser:
-    """``POST /agui``: the requesting user's AG-UI agent, `host_sim.agui_app` over their view.
-
-    Plain ASGI (the run is a stream): the user comes from the request as for every route; a
-    thread is one of their sessions (its id), or a new one tagged with their id.
-    """
+    """``POST /agui``: `host_sim.agui_app` over the requesting user's view (plain ASGI: the run is
+    a stream). A thread is one of their sessions (its id), or a new one tagged with their id."""
 
     def __init__(self, backend: ChatBackend) -> None:
         self._backend = backend
@@ -355,10 +325,7 @@ def create_app(
         Route("/events", backend.events, methods=["GET"]),
     ]
     handlers: Mapping[type[Exception], Callable[[Request, Exception], Coroutine[object, object, Response]]] = {
-        HTTPException: http_error,
-        InvalidArgumentError: invalid_argument,
-        HostClosedError: host_closed,
-        SessionDeletedError: session_deleted,  # deleted by another instance after this one looked
+        error: refused for error in (HTTPException, InvalidArgumentError, HostClosedError, SessionDeletedError)
     }
     return Starlette(routes=routes, lifespan=backend.lifespan, exception_handlers=handlers)
 
@@ -427,29 +394,19 @@ async def body_of(request: Request) -> dict[str, object]:
     return {str(k): v for k, v in cast("dict[object, object]", data).items()}
 
 
-def int_param(request: Request, name: str, *, default: int | None, low: int, high: int) -> int | None:
+def number_param(request: Request, name: str, *, default: float, low: float, high: float) -> float:
+    """A query parameter from ``low`` to ``high``: an integer when ``default`` is one, else seconds."""
     raw = request.query_params.get(name)
     if raw is None:
         return default
+    whole = isinstance(default, int)
     try:
-        value = int(raw)
+        value: float = int(raw) if whole else float(raw)
     except ValueError:
         value = low - 1
     if not low <= value <= high:
-        raise HTTPException(422, f"{name} must be an integer from {low} to {high}, got {raw!r}")
-    return value
-
-
-def float_param(request: Request, name: str, *, default: float, low: float, high: float) -> float:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = low - 1
-    if not low <= value <= high:
-        raise HTTPException(422, f"{name} must be a number of seconds from {low:g} to {high:g}, got {raw!r}")
+        what = f"an integer from {low:g} to {high:g}" if whole else f"a number of seconds from {low:g} to {high:g}"
+        raise HTTPException(422, f"{name} must be {what}, got {raw!r}")
     return value
 
 
@@ -464,26 +421,23 @@ def bool_param(request: Request, name: str, *, default: bool = False) -> bool:
     raise HTTPException(422, f"{name} must be true or false, got {raw!r}")
 
 
-async def http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+async def refused(request: Request, exc: Exception) -> Response:
+    """A refused request: the status its error calls for, and the message naming the value."""
+    if isinstance(exc, HTTPException):
+        return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+    if isinstance(exc, InvalidArgumentError):
+        return JSONResponse({"error": str(exc), "argument": exc.argument}, status_code=422)
+    if isinstance(exc, SessionDeletedError):  # deleted by another instance after this one looked
+        return JSONResponse({"error": str(exc), "session_id": exc.session_id}, status_code=410)
+    return JSONResponse({"error": str(exc)}, status_code=503)  # HostClosedError: the app is shutting down
 
 
-async def invalid_argument(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, InvalidArgumentError)
-    return JSONResponse({"error": str(exc), "argument": exc.argument}, status_code=422)
+# -- JSON: the SDK's own form of each typed value, and the few fields of the host's handles ---
 
 
-async def session_deleted(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, SessionDeletedError)
-    return JSONResponse({"error": str(exc), "session_id": exc.session_id}, status_code=410)
-
-
-async def host_closed(request: Request, exc: Exception) -> Response:
-    return JSONResponse({"error": str(exc)}, status_code=503)
-
-
-# -- JSON -----------------------------------------------------------------------------------
+def data(value: object) -> JSON:
+    """A message, author, lineage, tree, command or event as JSON data (``to_json``'s form)."""
+    return cast("JSON", json.loads(to_json(value)))
 
 
 def when(moment: datetime | None) -> str | None:
@@ -494,42 +448,10 @@ def session_json(session: SessionHandle) -> dict[str, JSON]:
     return {
         "id": session.id,
         "label": None if session.metadata is None else session.metadata.label,
-        "lineage": lineage_json(session.lineage),
+        "lineage": data(session.lineage),
         "tags": dict(session.tags),
         "deleted_at": when(session.deleted_at),
     }
-
-
-def lineage_json(lineage: AiSessionLineage) -> dict[str, JSON]:
-    match lineage:
-        case RootLineage():
-            return {"kind": "root"}
-        case ForkLineage():
-            return {"kind": "fork", "parent": lineage.parent_session_id, "ordinal": lineage.parent_turn_ordinal}
-        case SpawnLineage():
-            return {"kind": "spawn", "parent": lineage.parent_session_id}
-        case _:
-            assert_never(lineage)
-
-
-def author_json(author: Author) -> dict[str, JSON]:
-    match author:
-        case UserAuthor():
-            return {"kind": "user"}
-        case ModAuthor():
-            return {"kind": "mod", "mod_id": author.mod_id, "command_id": author.command_id, "tool_name": author.tool_name}
-        case _:
-            assert_never(author)
-
-
-def message_json(message: AiMessage) -> dict[str, JSON]:
-    match message:
-        case AiPromptMessage():
-            return {"type": "prompt", "text": message.text}
-        case AiNotificationMessage():
-            return {"type": "notification", "title": message.title, "body": message.body}
-        case _:
-            assert_never(message)
 
 
 def turn_json(turn: TurnHandle) -> dict[str, JSON]:
@@ -538,8 +460,8 @@ def turn_json(turn: TurnHandle) -> dict[str, JSON]:
         "id": turn.id,
         "session_id": turn.session_id,
         "ordinal": turn.ordinal,
-        "author": author_json(turn.author),
-        "message": message_json(turn.message),
+        "author": data(turn.author),
+        "message": data(turn.message),
         "status": turn.status,
         "reply": turn.reply,
         "error": turn.error,
@@ -548,34 +470,12 @@ def turn_json(turn: TurnHandle) -> dict[str, JSON]:
     }
 
 
-def log_json(entry: TurnHandle | Invocation) -> dict[str, JSON]:
-    if isinstance(entry, TurnHandle):
-        return turn_json(entry)
-    return {
-        "type": "command",
-        "id": entry.id,
-        "command_id": entry.command_id,
-        "argument": entry.argument,
-        "author": author_json(entry.author),
-        "text": entry.text,
-        "error": entry.error,
-        "error_kind": entry.error_kind,
-        "started_at": when(entry.started_at),
-        "finished_at": when(entry.finished_at),
-    }
-
-
-def submission_json(submission: Submission) -> dict[str, JSON]:
-    return {
-        "kind": submission.kind,
-        "text": submission.text,
-        "turn_id": None if submission.turn is None else submission.turn.id,
-        "error": submission.error,
-        "error_kind": submission.error_kind,  # branch on this, never on the message
-    }
+def log_json(entry: TurnHandle | Invocation) -> JSON:
+    return turn_json(entry) if isinstance(entry, TurnHandle) else {"type": "command", **cast("dict[str, JSON]", data(entry))}
 
 
 def job_json(job: Job) -> dict[str, JSON]:
+    done = job.submission
     return {
         "id": job.id,
         "session_id": job.session_id,
@@ -583,96 +483,13 @@ def job_json(job: Job) -> dict[str, JSON]:
         "status": job.status,
         "created_at": when(job.created_at),
         "finished_at": when(job.finished_at),
-        "submission": None if job.submission is None else submission_json(job.submission),
+        "submission": None
+        if done is None
+        else {
+            "kind": done.kind,
+            "text": done.text,
+            "turn_id": None if done.turn is None else done.turn.id,
+            "error": done.error,
+            "error_kind": done.error_kind,  # branch on this, never on the message
+        },
     }
-
-
-def tree_json(tree: LineageTree) -> dict[str, JSON]:
-    return {
-        "session_id": tree.session_id,
-        "label": tree.label,
-        "kind": tree.kind,
-        "anchor_ordinal": tree.anchor_ordinal,
-        "tags": dict(tree.tags),
-        "children": [tree_json(child) for child in tree.children],
-    }
-
-
-def plain(value: object) -> JSON:
-    """JSON data as it is (a tool's input is a JSON object); anything else as its text."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in cast("Mapping[object, object]", value).items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in cast("Sequence[object]", value)]
-    return str(value)
-
-
-def event_json(event: HostEvent) -> dict[str, JSON]:
-    """One event as JSON; the ``match`` is exhaustive over the closed `HostEvent` union."""
-    data: dict[str, JSON] = {"kind": event.kind, "seq": event.seq, "at": event.at.isoformat()}
-    match event:
-        case SessionCreated():
-            data |= {"session_id": event.session_id, "lineage": lineage_json(event.lineage), "tags": dict(event.tags)}
-        case TurnStarted():
-            data |= {
-                "session_id": event.session_id,
-                "turn_id": event.turn_id,
-                "ordinal": event.ordinal,
-                "author": author_json(event.author),
-                "message": message_json(event.message),
-                "job_id": event.job_id,
-            }
-        case ReplyDelta():
-            data |= {"session_id": event.session_id, "turn_id": event.turn_id, "text": event.text}
-        case ToolCalled():
-            data |= {
-                "session_id": event.session_id,
-                "turn_id": event.turn_id,
-                "call_id": event.call_id,
-                "tool_name": event.tool_name,
-                "input": plain(event.input),
-            }
-        case ToolFinished():
-            data |= {"session_id": event.session_id, "call_id": event.call_id, "output": event.output, "error": event.error}
-        case TurnFinished():
-            data |= {
-                "session_id": event.session_id,
-                "turn_id": event.turn_id,
-                "status": event.status,
-                "reply": event.reply,
-                "error": event.error,
-            }
-        case CommandFinished():
-            data |= {
-                "session_id": event.session_id,
-                "invocation_id": event.invocation_id,
-                "command_id": event.command_id,
-                "text": event.text,
-                "error": event.error,
-                "job_id": event.job_id,
-            }
-        case JobStarted():
-            data |= {"job_id": event.job_id, "session_id": event.session_id}
-        case JobFinished():
-            data |= {"job_id": event.job_id, "status": event.status, "error_kind": event.error_kind}
-        case NotificationEvent():
-            data |= {"session_id": event.session_id, "turn_id": event.turn_id, "title": event.title, "body": event.body}
-        case SessionDeleted():
-            data |= {"session_id": event.session_id}
-        case TurnErased():
-            data |= {"session_id": event.session_id, "turn_id": event.turn_id, "records": list(event.records)}
-        case Lagged():
-            data |= {"missed": event.missed}
-        case TurnRetracted():
-            data |= {"session_id": event.session_id, "turn_id": event.turn_id, "reason": event.reason}
-        case MemoryRecorded():
-            data |= {"session_id": event.session_id, "record_id": event.record_id, "record_kind": event.record_kind}
-        case MemoryRetracted() | MemoryErased():
-            data |= {"session_id": event.session_id, "record_id": event.record_id}
-        case SessionCompacted():
-            data |= {"session_id": event.session_id, "record_id": event.record_id, "first": event.first, "last": event.last}
-        case _:
-            assert_never(event)
-    return data

@@ -171,8 +171,9 @@ async def test_two_users_chat_stream_run_a_task_fork_list_delete_and_find_it_all
         fork_id = started["threadId"]
         assert fork_id != first and finished["type"] == "RUN_FINISHED" and finished["result"]["sessionId"] == fork_id
         fork = (await client.get(f"/sessions/{fork_id}", headers=as_("alice"))).json()
-        anchor = fork["lineage"]["ordinal"]
-        assert fork["lineage"]["kind"] == "fork" and fork["lineage"]["parent"] == first and fork["tags"] == {"user": "alice"}
+        anchor = fork["lineage"]["parent_turn_ordinal"]  # the lineage in the SDK's JSON form (to_json)
+        assert fork["lineage"]["kind"] == "fork" and fork["lineage"]["parent_session_id"] == first
+        assert fork["tags"] == {"user": "alice"}
         log = fork["log"]
         assert [e["message"]["text"] for e in log if e["type"] == "turn" and e["author"]["kind"] == "user"] == ["hello", "try another way"]
         assert log[-1]["reply"] == "you said: try another way" and log[-1]["ordinal"] == anchor + 1
