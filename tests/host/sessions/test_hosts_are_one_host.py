@@ -40,8 +40,7 @@ from host_sim import (
     TurnFinished,
     TurnStarted,
 )
-from host_sim.stores._invariants import INTERRUPTED
-from host_sim.stores._shared import EventRow
+from host_sim.testing import INTERRUPTED, EventRow
 from modular_sdk import SessionDeletedError
 
 HOST_SCRIPT = Path(__file__).parents[1] / "postgres_host.py"
@@ -130,7 +129,7 @@ async def test_a_forgotten_message_never_reaches_a_model_even_after_another_sess
 ) -> None:
     """The synchronous check is kept per session: a send to another session after the
     erasure must not mark this one as up to date while this host's event reader is late."""
-    from host_sim.sessions._across_hosts import HostsLink
+    from host_sim.testing import HostsLink
 
     async def late(self: HostsLink, event: HostEvent) -> None:  # this host's reader has not got there yet
         return None

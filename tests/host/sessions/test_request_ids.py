@@ -16,7 +16,7 @@ import anyio.to_thread
 import pytest
 
 from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel, StoreError
-from host_sim.stores._records import TurnRecord
+from host_sim.stores import TurnRecord
 from modular_sdk import AiPromptMessage, InvalidArgumentError, TurnFailedError
 
 from ..conftest import StoreFactory
