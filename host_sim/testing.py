@@ -8,7 +8,7 @@ Each name is here because a test needs the host's own value or seam, not a copy 
 - values a test must agree with to the byte: what a crash or an erasure leaves
   (`INTERRUPTED`, `ERASED_LABEL`, `erased`), the erasure walk's catalogue (`PLACES`, ...),
   the schemas' erasure rules, the instruction a summary is asked with;
-- clocks and limits a test waits on (`DEAD_HOST_GRACE`, `WATCH_AFTER`);
+- clocks and limits a test waits on (`DEAD_HOST_GRACE`);
 - fault injection points, patched by tests: modules whose globals a test replaces
   (`ids.secrets` for repeatable ids, `mod_specs.entry_points` for installed mods,
   `erasure._CHUNK` for statements that span several chunks, `spool`'s file steps for a
@@ -32,7 +32,6 @@ from __future__ import annotations
 from modular_sdk._frozen import thaw_object
 from modular_sdk._schema import JsonObject, JsonValue, json_schema
 
-from .agui._app import WATCH_AFTER
 from .fold import _spec as mod_specs
 from .fold._guard import BLOCKED as GUARD_BLOCKED
 from .fold._guard import Scope as GuardScope
@@ -86,7 +85,6 @@ __all__ = [
     "SQLITE_ERASURE_RULES",
     "STORE_COLUMNS",
     "SUMMARY_INSTRUCTION",
-    "WATCH_AFTER",
     "ActionOutcomeRecord",
     "EventRow",
     "GuardScope",
