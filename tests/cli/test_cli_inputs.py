@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host_sim.cli._run import view_data
+from host_sim.testing import view_data
 from modular_sdk import ModMetadata, SerializationError, define_mod, view
 
 from ._support import ROOT, Installed, host_sim, no_traceback

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from host_sim import SqliteStore
-from host_sim.cli import _options
+from host_sim.cli.testing import check_writable
 from host_sim.stores import StoreError
 
 from ._support import FIXTURES, Installed, host_sim, no_traceback
@@ -172,7 +172,7 @@ def test_a_read_only_store_gets_shell_advice(monkeypatch: pytest.MonkeyPatch, tm
     path.write_bytes(b"")
     monkeypatch.setattr(os, "access", lambda p, mode: False)
     with pytest.raises(StoreError, match=r"the store '.*kept.sqlite' is read-only \(this process may not write it\)") as caught:
-        _options.check_writable(str(path))
+        check_writable(str(path))
     message = str(caught.value)
     assert f"chmod u+w {path}" in message and f"host-sim lineage --store {path} reads it as it is" in message
     assert "read_only=True" not in message

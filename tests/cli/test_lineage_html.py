@@ -12,7 +12,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from host_sim import Host, ModelRequest, ScriptedModel, SqliteStore, ToolCall
-from host_sim.lineage._html import layout, render_lineage_html
+from host_sim.testing import layout, render_lineage_html
 
 from ._browser import chromium
 from ._states import forest, fork_chain, turn

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from selenium.webdriver.common.by import By
 
-from host_sim.lineage._html import render_lineage_html
+from host_sim.testing import render_lineage_html
 from modular_sdk import CommandTrigger, RootLineage, SessionId, SpawnLineage
 
 from ._browser import chromium

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from selenium import webdriver
 
-from host_sim.lineage._html import render_lineage_html
 from host_sim.stores import SessionRecord, TurnRecord
+from host_sim.testing import render_lineage_html
 from modular_sdk import AiPromptMessage, AiSessionDisplayMetadata, ForkLineage, RootLineage, SessionId
 
 from ._browser import chromium

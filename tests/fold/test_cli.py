@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from host_sim.cli import _check, _manifest
+from host_sim.cli.testing import register_check, register_manifest
 from host_sim.fold import Manifest, build_manifest
 
 from ._support import FIXTURES, fixture, where
@@ -18,8 +18,8 @@ from ._support import FIXTURES, fixture, where
 def _run(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="host-sim")
     sub = parser.add_subparsers(dest="command", required=True)
-    _manifest.register(sub)
-    _check.register(sub)
+    register_manifest(sub)
+    register_check(sub)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     return handler(args)

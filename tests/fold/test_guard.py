@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from host_sim.fold import load_mod
-from host_sim.fold._guard import BLOCKED, Scope, run_guarded
-from host_sim.fold._importing import BLOCKED as IMPORTING_BLOCKED
+from host_sim.testing import GUARD_BLOCKED as BLOCKED
+from host_sim.testing import IMPORT_GUARD_BLOCKED as IMPORTING_BLOCKED
+from host_sim.testing import GuardScope as Scope
+from host_sim.testing import run_guarded
 from modular_sdk import ManifestBuildError
 
 MOD = "from modular_sdk import ModMetadata, define_mod\n" "mod = define_mod(metadata=ModMetadata(display_name='M', description='d'))\n"

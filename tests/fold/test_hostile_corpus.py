@@ -223,7 +223,7 @@ async def test_a_mod_that_detects_the_sandbox_gains_nothing_in_a_host(tmp_path: 
 @pytest.mark.anyio
 @pytest.mark.usefixtures("isolated_imports")
 async def test_a_mod_that_patches_the_host_is_refused_and_the_host_restored(tmp_path: Path) -> None:
-    import host_sim.fold._spec as spec_module
+    from host_sim.testing import mod_specs as spec_module
 
     original = spec_module.load_mod
     spec = _plant(tmp_path, "patches_host")

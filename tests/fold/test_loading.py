@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import host_sim.fold._spec as spec_module
 from host_sim.fold import build_manifest, discover_mods, load_mod
+from host_sim.testing import mod_specs as spec_module
 from modular_sdk import ManifestBuildError, Mod
 
 from ._support import FIXTURES, fixture, shown

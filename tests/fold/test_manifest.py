@@ -100,7 +100,7 @@ def test_from_json_refuses_text_that_is_not_json() -> None:
 
 
 def test_mcp_servers_are_listed_by_id_description_transport_and_declared_trust_never_more() -> None:
-    from host_sim.fold._manifest import McpServerEntry
+    from host_sim.testing import McpServerEntry
     from modular_sdk import AiContributions, ModMetadata, define_mod, mcp_server
 
     mod = define_mod(

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from host_sim import ToolSpec
 from host_sim.fold import Manifest, ManifestMetadata, ToolEntry, load_mod, manifest_from_mod
+from host_sim.testing import JsonObject
 from modular_sdk import (
     AiContributions,
     ModDefinitionError,
@@ -23,7 +24,6 @@ from modular_sdk import (
     define_mod,
     tool,
 )
-from modular_sdk._schema import JsonObject
 
 from ._support import fixture
 

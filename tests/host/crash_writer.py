@@ -36,7 +36,7 @@ import attrs
 
 from host_sim import Host, ModelRequest, ScriptedModel, SessionHandle, SqliteStore
 from host_sim.stores import SessionRecord, StoredState, TurnRecord
-from host_sim.stores._invariants import Violation, check
+from host_sim.testing import Violation, check
 from modular_sdk import (
     AiPromptMessage,
     AiSessionHandle,

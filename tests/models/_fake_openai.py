@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import attrs
 
-from modular_sdk._schema import JsonObject, JsonValue
+from host_sim.testing import JsonObject, JsonValue
 
 __all__ = [
     "Answer",

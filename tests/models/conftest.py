@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from host_sim.sessions import _ids
+from host_sim.testing import ids as _ids
 
 from ._fake_openai import FakeOpenAI
 

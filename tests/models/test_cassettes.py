@@ -23,7 +23,7 @@ from host_sim import (
 )
 from host_sim.examples import background_tasks
 from host_sim.models import CassetteMismatchError, ModelError, ModelReply
-from host_sim.sessions import _ids
+from host_sim.testing import ids as _ids
 from modular_sdk import AiPromptMessage, InvalidArgumentError, SerializationError, TurnFailedError
 
 from ._fake_openai import FakeOpenAI, reply

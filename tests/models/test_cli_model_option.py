@@ -11,8 +11,7 @@ import pytest
 
 from host_sim import EchoModel, OpenAIModel, ReplayModel
 from host_sim._cli import build_parser, main
-from host_sim.cli._chat import run_chat
-from host_sim.cli._model_option import model_spec
+from host_sim.cli.testing import model_spec, run_chat
 
 from ._fake_openai import FakeOpenAI, error, reply, streamed_reply
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from host_sim import Host, ModelRequest, OpenAIModel, RecordingModel
 from host_sim.models import ModelError
-from host_sim.models._openai import _retry_after
+from host_sim.testing import retry_after as _retry_after
 from modular_sdk import AiPromptMessage, InvalidArgumentError, TurnFailedError
 
 from ._fake_openai import Answer, FakeOpenAI, error, reply

@@ -19,7 +19,7 @@ from host_sim import (
     ToolResult,
     ToolSpec,
 )
-from host_sim.models._openai import wire_names
+from host_sim.testing import JsonObject, json_schema, thaw_object, wire_names
 from modular_sdk import (
     AiContributions,
     AiPromptMessage,
@@ -31,8 +31,6 @@ from modular_sdk import (
     slash_command,
     tool,
 )
-from modular_sdk._frozen import thaw_object
-from modular_sdk._schema import JsonObject, json_schema
 
 from ._fake_openai import FakeOpenAI, reply, streamed_reply, streamed_tool_call, tool_call
 

@@ -11,8 +11,8 @@ import pytest
 
 from host_sim import Host, HostEvent, ModelRequest, OpenAIModel, RecordingModel, ReplayModel, ToolCall, Usage
 from host_sim.models import ModelError
+from host_sim.testing import JsonObject, JsonValue
 from modular_sdk import AiPromptMessage, TurnFailedError
-from modular_sdk._schema import JsonObject, JsonValue
 
 from ._fake_openai import FakeOpenAI, error, events, reply, streamed_reply, streamed_tool_call
 

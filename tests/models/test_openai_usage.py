@@ -8,8 +8,8 @@ import attrs
 import pytest
 
 from host_sim import Host, ModelRequest, OpenAIModel, Reply, ToolCall, Usage
+from host_sim.testing import JsonObject
 from modular_sdk import AiContributions, AiPromptMessage, ModMetadata, ToolContext, define_mod, tool
-from modular_sdk._schema import JsonObject
 
 from ._fake_openai import FakeOpenAI, events, reply, streamed_reply, streamed_tool_call, tool_call, usage_chunk
 

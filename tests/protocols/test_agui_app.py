@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from host_sim import Host, ModelRequest, ToolCall, agui_app
-from host_sim.agui._app import WATCH_AFTER, WATCH_LONG
+from host_sim.testing import WATCH_AFTER, WATCH_LONG
 from modular_sdk import InvalidArgumentError
 
 pytestmark = pytest.mark.anyio

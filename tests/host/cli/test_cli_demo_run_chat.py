@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from host_sim._cli import main
-from host_sim.cli._chat import run_chat
+from host_sim.cli.testing import run_chat
 
 from ..postgres_server import PostgresServer
 

@@ -12,7 +12,8 @@ import attrs
 import pytest
 
 from host_sim import Host, PostgresStore
-from host_sim.cli._lineage import register, turn_counts
+from host_sim.cli.testing import register_lineage as register
+from host_sim.cli.testing import turn_counts
 from host_sim.lineage import LineageArtifact, LineageEdge, SessionNode, render_lineage_tree
 from host_sim.stores import SessionRecord, SqliteStore, StoredState, TurnRecord
 from modular_sdk import (

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host_sim.cli._lineage import register
+from host_sim.cli.testing import register_lineage as register
 from host_sim.lineage import LineageArtifact, LineageEdge, SessionNode, render_lineage_tree
 from host_sim.stores import SessionRecord, SqliteStore
 from modular_sdk import AiRunnerId, ForkLineage, RootLineage, SessionId

@@ -19,7 +19,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
 from host_sim import Host, ModelRequest, ScriptedModel, SqliteStore, TaskRef, ToolCall, lineage_mcp_server
-from host_sim.traces._lineage_tool import lookup
+from host_sim.testing import lineage_lookup as lookup
 from modular_sdk import AiContributions, HostClosedError, ModMetadata, ToolContext, define_mod, tool
 
 pytestmark = pytest.mark.anyio

@@ -27,8 +27,8 @@ from host_sim import (
     build_manifest,
 )
 from host_sim.pytest_plugin import ModHost
+from host_sim.testing import JsonValue
 from modular_sdk import ActionStateError, AiContributions, Mod, ModMetadata, ToolContext, define_mod, mcp_server, tool
-from modular_sdk._schema import JsonValue
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 from host_sim import Host, ModelRequest, ScriptedModel, SqliteStore, ToolCall
-from host_sim.models._secrets import KeyScrubber
+from host_sim.testing import KeyScrubber
 from modular_sdk import AiContributions, Mod, ModDefinitionError, ModMetadata, define_mod, mcp_server
 
 from ..secret_forms import FORMS, KEY, assert_no_key

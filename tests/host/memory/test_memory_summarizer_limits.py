@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from host_sim import ContextPolicy, EchoModel, HistoryEntry, Host, ModelRequest
-from host_sim.memory._compaction import SUMMARY_INSTRUCTION
+from host_sim.testing import SUMMARY_INSTRUCTION
 from modular_sdk import AiPromptMessage, AiSessionHandle, AiTurnHandle
 
 from ..conftest import StoreFactory

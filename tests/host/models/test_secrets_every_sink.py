@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from host_sim import Host, OpenAIModel, PostgresStore, RecordingModel, SqliteStore
-from host_sim.models._secrets import KeyFilter, KeyScrubber
 from host_sim.observability import CAPTURE_CONTENT_ENV
+from host_sim.testing import KeyFilter, KeyScrubber
 from models._fake_openai import FakeOpenAI, error_raw, reply_raw, tool_call
 from modular_sdk import AiContributions, Mod, ModMetadata, ToolContext, define_mod, tool
 

@@ -235,7 +235,7 @@ async def test_closing_a_host_right_after_start_is_quick_and_raises_nothing(make
 @pytest.mark.anyio
 async def test_every_event_a_host_publishes_survives_its_row_unchanged_but_for_seq_and_host() -> None:
     """What a shared store writes of an event (`event_row`) reads back (`event_of`) equal."""
-    from host_sim.sessions._across_hosts import event_of, event_row
+    from host_sim.testing import event_of, event_row
 
     seen: list[HostEvent] = []
     async with Host(mods=[spawner]) as host:

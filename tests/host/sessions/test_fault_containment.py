@@ -18,6 +18,7 @@ import attrs
 import pytest
 
 from host_sim import Host, ModelRequest, ScriptedModel, SessionHandle, ToolCall
+from host_sim.testing import JsonValue
 from modular_sdk import (
     ActionEvent,
     AiContributions,
@@ -33,7 +34,6 @@ from modular_sdk import (
     slash_command,
     tool,
 )
-from modular_sdk._schema import JsonValue
 
 
 class Escape(BaseException):

@@ -16,8 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from host_sim import Host, MemoryStore, ModelRequest, ReplayModel, ScriptedModel, ToolCall
-from host_sim.sessions._actions import parse_actions
-from host_sim.sessions._reply_tags import ReplyTag, scan_tags
+from host_sim.testing import ReplyTag, parse_actions, scan_tags
 from modular_sdk import (
     ActionContext,
     InvalidArgumentError,

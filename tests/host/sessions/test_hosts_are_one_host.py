@@ -40,8 +40,7 @@ from host_sim import (
     TurnFinished,
     TurnStarted,
 )
-from host_sim.stores._invariants import INTERRUPTED
-from host_sim.stores._shared import EventRow
+from host_sim.testing import INTERRUPTED, EventRow
 from modular_sdk import SessionDeletedError
 
 HOST_SCRIPT = Path(__file__).parents[1] / "postgres_host.py"
@@ -130,9 +129,9 @@ async def test_a_forgotten_message_never_reaches_a_model_even_after_another_sess
 ) -> None:
     """The synchronous check is kept per session: a send to another session after the
     erasure must not mark this one as up to date while this host's event reader is late."""
-    from host_sim.sessions import _across_hosts
+    from host_sim.testing import across_hosts
 
-    monkeypatch.setattr(_across_hosts, "APPLY_OTHER_HOSTS_FACTS", False)  # this host's reader has not got there yet
+    monkeypatch.setattr(across_hosts, "APPLY_OTHER_HOSTS_FACTS", False)  # this host's reader has not got there yet
     seen: list[list[tuple[str, str, bool]]] = []
     async with Host(model=recording_model(seen), store=PostgresStore(postgres_dsn)) as here:
         chat, other = await here.sessions.create(), await here.sessions.create()

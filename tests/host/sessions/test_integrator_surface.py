@@ -465,7 +465,7 @@ async def test_on_postgresql_live_hosts_interrupt_only_jobs_whose_host_is_gone_o
     (API.md section 23: the host may only be reconnecting), never at once; a live host's job never."""
     import psycopg
 
-    from host_sim.sessions._across_hosts import DEAD_HOST_GRACE
+    from host_sim.testing import DEAD_HOST_GRACE
 
     started = anyio.Event()
 

@@ -33,7 +33,7 @@ from host_sim import (
 from host_sim.examples import background_tasks
 from host_sim.lineage import SessionNode
 from host_sim.stores import IntegratorStore, JobRecord, SessionRecord
-from host_sim.stores._records import JobStatus
+from host_sim.testing import JobStatus
 from modular_sdk import AiRunnerId, InvalidArgumentError, RootLineage, SessionId
 
 from ..conftest import StoreFactory

@@ -16,8 +16,7 @@ import anyio.to_thread
 import pytest
 
 from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel, StoreError
-from host_sim.stores import LogStore
-from host_sim.stores._records import JobRecord, TurnRecord
+from host_sim.stores import IntegratorStore, JobRecord, TurnRecord
 from modular_sdk import AiPromptMessage, InvalidArgumentError, TurnFailedError
 
 from ..conftest import StoreFactory
@@ -163,7 +162,7 @@ async def test_a_start_committed_though_it_raised_is_run_once_by_its_host_when_r
     running and run by no host, so wait() never returned."""
     model = CountingModel()
     store = any_store()
-    assert isinstance(store, LogStore)
+    assert isinstance(store, IntegratorStore)
     failures: list[str] = []
     monkeypatch.setattr(type(store), "save_job", _start_committed_then_raise(type(store).save_job, failures))
     async with Host(model=model.model(), store=store) as host:
@@ -188,7 +187,7 @@ async def test_a_start_committed_though_it_raised_is_run_by_its_host_even_if_nev
     holds is still run by the host that wrote it, once, so whoever waits for it sees it end."""
     model = CountingModel()
     store = any_store()
-    assert isinstance(store, LogStore)
+    assert isinstance(store, IntegratorStore)
     failures: list[str] = []
     monkeypatch.setattr(type(store), "save_job", _start_committed_then_raise(type(store).save_job, failures))
     async with Host(model=model.model(), store=store) as host:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from host_sim.lineage import SessionNode
-from host_sim.stores._records import SessionRecord, StoredState, TurnRecord
+from host_sim.stores import SessionRecord, StoredState, TurnRecord
 from modular_sdk import AiPromptMessage, AiRunnerId, RootLineage, SessionId, TurnId, UserAuthor
 
 from ..crash_writer import (

@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from host_sim.sessions._across_hosts import DEAD_HOST_GRACE
-from host_sim.stores._invariants import INTERRUPTED
+from host_sim.testing import DEAD_HOST_GRACE, INTERRUPTED
 
 from ..postgres_server import PostgresServer, find_binaries
 

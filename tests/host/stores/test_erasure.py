@@ -40,10 +40,8 @@ from host_sim import (
     Window,
     write_event,
 )
-from host_sim.stores import _erasure
-from host_sim.stores._erasure import ERASED_BY_STORE, KEPT, PLACES, STORE_COLUMNS, Place
-from host_sim.stores._invariants import check
-from host_sim.stores._memory_records import RecordStore
+from host_sim.testing import ERASED_BY_STORE, KEPT, PLACES, STORE_COLUMNS, Place, RecordStore, check
+from host_sim.testing import erasure as _erasure
 from modular_sdk import (
     ActionContext,
     ActionStateError,
@@ -729,7 +727,7 @@ async def test_on_postgresql_an_event_row_written_after_an_erasure_holds_none_of
     written after it, and then erases itself in its own transaction (an erased command's
     text, a quoted error)."""
     from host_sim import CommandFinished, HostEvent, TurnFinished
-    from host_sim.sessions._across_hosts import event_row
+    from host_sim.testing import event_row
 
     dsn: str = request.getfixturevalue("postgres_dsn")
     marker = f"mk{secrets.token_hex(8)}"

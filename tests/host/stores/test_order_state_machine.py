@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from host_sim import Host, MemoryStore, ModelRequest, ScriptedModel, SessionHandle, SqliteStore, Store
-from host_sim.stores._invariants import check
+from host_sim.testing import check
 from modular_sdk import (
     AiNotificationMessage,
     AiPromptMessage,

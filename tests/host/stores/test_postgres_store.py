@@ -27,11 +27,9 @@ import pytest
 from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel, Store, StoredState, StoreError
 from host_sim._cli import main as host_sim_main
 from host_sim.lineage import SessionNode
-from host_sim.sessions._across_hosts import DEAD_HOST_GRACE
-from host_sim.stores import SessionRecord, TurnRecord, _postgres
-from host_sim.stores._invariants import INTERRUPTED, check
-from host_sim.stores._postgres_commit import OWNER_LOCK
-from host_sim.stores._shared import Locked
+from host_sim.stores import SessionRecord, TurnRecord
+from host_sim.testing import DEAD_HOST_GRACE, INTERRUPTED, OWNER_LOCK, Locked, check
+from host_sim.testing import postgres_statements as _postgres
 from modular_sdk import AiPromptMessage, AiRunnerId, RootLineage, SessionId, TurnId, UserAuthor
 
 from .._stores import read_back

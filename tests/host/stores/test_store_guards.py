@@ -18,13 +18,13 @@ import pytest
 from host_sim import Erasure, StoreError, TraceStore
 from host_sim.lineage import LineageEdge
 from host_sim.stores import IntegratorStore, Invocation, Store, TurnRecord
-from host_sim.stores._invariants import erased
-from host_sim.stores._traces import (
+from host_sim.testing import (
     ActionOutcomeRecord,
     ProposedActionRecord,
     TraceCommitRecord,
     TraceRecord,
     TraceTaskRecord,
+    erased,
 )
 from modular_sdk import AiPromptMessage, AiRunnerId, SessionId, TurnId, UserAuthor
 

@@ -34,7 +34,7 @@ from host_sim import Host, ModelRequest, PostgresStore, ScriptedModel, SqliteSto
 from host_sim._cli import main as host_sim_main
 from host_sim.lineage import SessionMetrics
 from host_sim.stores import SCHEMA_VERSION, MemoryStore, Store, StoredState, TurnRecord
-from host_sim.stores._invariants import INTERRUPTED, check
+from host_sim.testing import INTERRUPTED, check
 from modular_sdk import (
     AiPromptMessage,
     AiRunnerId,

@@ -27,8 +27,8 @@ from host_sim import (
     TurnRetracted,
     TurnRunningError,
 )
-from host_sim.stores._invariants import ERASED_LABEL
-from host_sim.stores._sqlite_schema import ERASURE_RULES as _ERASURE_RULES
+from host_sim.testing import ERASED_LABEL
+from host_sim.testing import SQLITE_ERASURE_RULES as _ERASURE_RULES
 from modular_sdk import (
     ActionContext,
     AiContributions,
@@ -549,7 +549,7 @@ async def test_a_postgresql_store_made_before_the_record_was_complete_gets_it_wh
     import psycopg
 
     from host_sim import PostgresStore
-    from host_sim.stores._postgres_schema import ERASURE_RULES as _POSTGRES_ERASURE_RULES
+    from host_sim.testing import POSTGRES_ERASURE_RULES as _POSTGRES_ERASURE_RULES
 
     dsn: str = request.getfixturevalue("postgres_dsn")
     async with Host(mods=[DICTIONARY, BILLING], model=lookups(), store=PostgresStore(dsn)) as host:

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 from host_sim import Host, MemoryStore, SqliteStore, TaskRef, TraceStore, UnknownTraceError, write_event
 from host_sim.stores import StoreError
-from host_sim.traces._service import TraceLinker
-from host_sim.traces._spool import SpoolConsumer
+from host_sim.testing import SpoolConsumer, TraceLinker
 from modular_sdk import InvalidArgumentError
 
 pytestmark = pytest.mark.anyio
@@ -28,7 +27,7 @@ pytestmark = pytest.mark.anyio
 WRITER = textwrap.dedent(
     """
     import os, sys
-    from host_sim.traces import _spool
+    from host_sim.testing import spool as _spool
     point = sys.argv[2]
     if point == "before-rename":
         _spool.os.replace = lambda *a: os._exit(9)
@@ -42,7 +41,7 @@ CONSUMER = textwrap.dedent(
     import os, sys, anyio
     from pathlib import Path
     from host_sim import Host, SqliteStore
-    from host_sim.traces import _spool
+    from host_sim.testing import spool as _spool
     def die(self, folder, name):
         os._exit(9)
     _spool.SpoolConsumer._delete = die

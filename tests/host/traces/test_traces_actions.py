@@ -223,7 +223,7 @@ def test_the_manifest_lists_declared_actions_with_their_payload_schema() -> None
     )
 )
 def test_parsing_any_reply_never_raises_and_keeps_only_declared_exact_payloads(chunks: list[str]) -> None:
-    from host_sim.sessions._actions import parse_actions
+    from host_sim.testing import parse_actions
 
     reply = " ".join(chunks)
     found, errors = parse_actions(reply, {"task.create": (MOD, MOD.actions[0])})
