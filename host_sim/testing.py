@@ -17,7 +17,8 @@ Each name is here because a test needs the host's own value or seam, not a copy 
   applying other hosts' facts a test turns off to make this host's reader late;
 - the PostgreSQL store's statements, which a test has the server EXPLAIN one by one, and
   its advisory lock ids (`postgres_statements`, `OWNER_LOCK`), and what its session lock
-  reads (`Locked`);
+  reads (`Locked`); its driver, whose connections a test traces (`PostgresDriver`) and
+  whose statement hook a test records (`postgres_driver.read_seen`);
 - parsers of hostile input and renderers that the tests drive with generated input
   (`parse_actions`, `scan_tags`, `render_lineage_html`, ...), faster and wider than a whole
   host per example allows;
@@ -55,10 +56,11 @@ from .sessions._reply_tags import ReplyTag, scan_tags
 from .sessions._view_data import view_data
 from .stores import _erasure as erasure
 from .stores import _postgres as postgres_statements
+from .stores import _postgres_commit as postgres_driver
 from .stores._erasure import ERASED_BY_STORE, KEPT, PLACES, STORE_COLUMNS, Place
 from .stores._invariants import check
 from .stores._memory_records import RecordStore
-from .stores._postgres_commit import OWNER_LOCK
+from .stores._postgres_commit import OWNER_LOCK, PostgresDriver
 from .stores._postgres_schema import ERASURE_RULES as POSTGRES_ERASURE_RULES
 from .stores._records import ERASED_LABEL, INTERRUPTED, JobStatus, Violation, erased
 from .stores._shared import EventRow, Locked
@@ -97,7 +99,9 @@ __all__ = [
     "OWNER_LOCK",
     "WATCH_AFTER",
     "WATCH_LONG",
+    "PostgresDriver",
     "across_hosts",
+    "postgres_driver",
     "JobStatus",
     "KeyFilter",
     "KeyScrubber",

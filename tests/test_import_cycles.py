@@ -166,7 +166,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcp": frozenset({"stores", "lineage", "traces", "models", "lanes"}),
     "sessions": _SESSIONS_AND_BELOW - {"sessions"},
     "pytest_plugin": _SESSIONS_AND_BELOW,
-    "testing": _SESSIONS_AND_BELOW,
+    "testing": _SESSIONS_AND_BELOW | {"agui"},
     "acp": _SESSIONS_AND_BELOW,
     "agui": _SESSIONS_AND_BELOW,
     "lineage_mcp": _SESSIONS_AND_BELOW,

@@ -30,6 +30,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     "the guard must refuse (tests/fold/test_hostile_corpus.py)",
     ("host_sim.fold._guard", "fold/test_guard.py"): "the source of a hostile mod that opens a guarded region of its own: "
     "reaching the guard's private module is the attack the guard must refuse",
+    ("host_sim.agui._wire", "protocols/test_agui_wire.py"): "the AG-UI app's SSE templates import the optional "
+    "`ag_ui` package at import time, so host_sim.testing cannot re-export them without loading it for every test; "
+    "the test compares their bytes with the protocol's own encoder",
     ("host_sim.lineage_mcp._server", "host/mcp/test_mcp_lineage_server.py"): "a subprocess imports the modules that serve MCP "
     "to check that importing them loads no `mcp`: the modules are what the test checks",
     ("host_sim.cli._mcp", "host/mcp/test_mcp_lineage_server.py"): "as above: `host-sim mcp`'s module must load no `mcp` on import",

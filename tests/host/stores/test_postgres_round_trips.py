@@ -25,7 +25,7 @@ import pytest
 from psycopg import pq
 
 from host_sim import Host, PostgresStore, StoreError
-from host_sim.stores._postgres_commit import PostgresDriver
+from host_sim.testing import PostgresDriver
 
 # The link's own statements (sessions/_across_hosts.py), which run beside a turn, not in it.
 _LINK = re.compile(

@@ -17,7 +17,7 @@ import pytest
 
 import host_sim
 from host_sim import Host, PostgresStore, TaskRef
-from host_sim.stores import _postgres_commit
+from host_sim.testing import postgres_driver as _postgres_commit
 
 STORES = Path(host_sim.__file__).resolve().parent / "stores"
 MODULES = sorted([*STORES.glob("_postgres*.py"), STORES / "_sql.py", *STORES.glob("_sql_*.py"), STORES / "_approvals.py"])  # the last three: SQL both stores run

@@ -12,7 +12,7 @@ import pytest
 
 from host_sim import Host, MemoryStore, SqliteStore, Store
 from host_sim.stores import TurnRecord
-from host_sim.stores._records import INTERRUPTED
+from host_sim.testing import INTERRUPTED
 from modular_sdk import AiPromptMessage, AiRunnerId, SessionId, TurnId, UserAuthor
 
 from .._stores import T0, node, read_back, session
