@@ -223,7 +223,7 @@ class Approvals(metaclass=NoPublicConstructor):
             return True
         if rule.session_id is None:
             return False
-        record = await self._engine.store.get_session(rule.session_id)
+        record = await self._engine.session_record(rule.session_id)
         return record is not None and scope.admits(record.tags)
 
     async def _session_id(self, session: object) -> SessionId:

@@ -159,7 +159,7 @@ class HostCore:
         return await self._jobs.start(
             state.id,
             text,
-            within=engine.telemetry.carried(),
+            within=engine.carried(),
             request_id=None if request_id is None else checked_request_id(request_id),
         )
 

@@ -13,7 +13,7 @@ operation is one store transaction, written before the live state changes.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, final
 
@@ -60,7 +60,7 @@ from ..stores._errors import StoreError
 from ..stores._protocol import IntegratorStore, Store
 from ..stores._records import SessionRecord, fork_artifact
 from ._cache import SessionCache
-from ._events import EventHub, SessionCreated
+from ._events import EventHub, EventStream, SessionCreated
 from ._explain import turn_failed
 from ._ids import checked_request_id, new_session_id, turn_id_for
 from ._state import SessionState, TurnState
@@ -222,6 +222,32 @@ class Engine:
         return checked_now(self.clock)
 
     # -- lookup (lazy: a session is read from the store the first time it is touched) ----
+    def agent(self, agent_id: str) -> tuple[Mod, Agent] | None:
+        """The agent ``agent_id`` a loaded mod declares, with its mod (None: none declares it)."""
+        return self.tables.agents.get(agent_id)
+
+    def agent_ids(self) -> list[str]:
+        """The ids of the agents the loaded mods declare, in load order."""
+        return list(self.tables.agents)
+
+    def carried(self) -> contextlib.AbstractContextManager[object]:
+        """The caller's tracing context, to carry into work that runs in another task (a job)."""
+        return self.telemetry.carried()
+
+    def subscribe(self, buffer: int, after: int | None) -> contextlib.AbstractAsyncContextManager[EventStream]:
+        """The host's event stream (`EventHub.subscribe`), for a scope's view of it."""
+        return self.events.subscribe(buffer, after)
+
+    async def page_sessions(
+        self, tags: Mapping[str, str], roots_only: bool, limit: int, before: int | None
+    ) -> tuple[Sequence[SessionRecord], int | None]:
+        """One page of live sessions from the integrator's records (`IntegratorStore.page_sessions`)."""
+        return await self.integrator_store.page_sessions(tags, roots_only, limit, before)
+
+    async def session_record(self, session_id: SessionId) -> SessionRecord | None:
+        """Session ``session_id`` as stored (None: not stored), read from the store, not the cache."""
+        return await self.store.get_session(session_id)
+
     async def load(self, session_id: object) -> SessionState:
         """The session (`SessionCache.load`: read from the store on first use)."""
         return await self.cache.load(session_id)

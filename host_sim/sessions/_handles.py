@@ -487,7 +487,7 @@ class AiSessionsImpl(metaclass=NoPublicConstructor):
         if not isinstance(roots_only, bool):
             raise InvalidArgumentError(f"roots_only must be True or False, got {show(roots_only)}", argument="roots_only", value=roots_only)
         before = None if after is None else decode_cursor(after)
-        records, last = await engine.integrator_store.page_sessions(checked, roots_only, limit, before)
+        records, last = await engine.page_sessions(checked, roots_only, limit, before)
         sessions = tuple([SessionHandle._create(engine, await engine.load(r.id), self._actor) for r in records])
         return SessionPage(sessions=sessions, next=None if last is None else encode_cursor(last))
 
@@ -559,9 +559,9 @@ class AiAgentsImpl(metaclass=NoPublicConstructor):
         self._scope = scope
 
     def get(self, agent_id: str) -> AgentHandle:
-        entry = self._engine.tables.agents.get(agent_id)
+        entry = self._engine.agent(agent_id)
         if entry is None:
-            known = list(self._engine.tables.agents)
+            known = self._engine.agent_ids()
             close = close_names(agent_id, known)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UnknownAgentError(

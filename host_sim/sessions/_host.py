@@ -205,6 +205,8 @@ class Host:
         self._builtin_tools = builtin_names
         self._spool_consumer: SpoolConsumer | None = None
         self._engine: Engine | None = None
+        self._tables: ModTables | None = None  # the loaded mods' declarations, built when the host opens
+        self._events: EventHub | None = None  # the host's event hub, closed last
         self._core: HostCore | None = None  # what opening builds: the surface Host and ScopedHost share
         self._task_group: anyio.abc.TaskGroup | None = None
         self._exits = AsyncExitStack()  # what __aenter__ entered (the task group), closed by __aexit__
@@ -331,7 +333,7 @@ class Host:
                 with anyio.CancelScope(shield=True):
                     await self._store.close()
                 raise
-        self._engine = engine
+        self._engine, self._tables, self._events = engine, tables, events
         self._commands = commands = Commands(
             engine=engine, tables=tables, integrator_store=integrator_store, events=events, actions=actions, telemetry=self._telemetry, handler_timeout=self._handler_timeout
         )
@@ -393,7 +395,8 @@ class Host:
                     await self._engine.close()
                     if self._link is not None:
                         await self._link.flush()  # the turns close() failed: other hosts learn of it
-                    self._engine.events.close()  # subscribers read what is left, then stop
+                    if self._events is not None:
+                        self._events.close()  # subscribers read what is left, then stop
                 await self._store.close()
         return None
 
@@ -432,6 +435,12 @@ class Host:
             )
         return self._engine
 
+    def _tables_open(self) -> ModTables:
+        """The loaded mods' declarations of the open host; `HostClosedError` otherwise."""
+        self._open()
+        assert self._tables is not None
+        return self._tables
+
     def _commands_open(self) -> Commands:
         """The command path (`Commands`) of the open host; `HostClosedError` otherwise."""
         self._open()
@@ -465,7 +474,7 @@ class Host:
     @property
     def mods(self) -> tuple[Mod, ...]:
         """The mods loaded, in the order given."""
-        return self._open().tables.mods
+        return self._tables_open().mods
 
     @property
     def model(self) -> Model:
@@ -531,10 +540,10 @@ class Host:
 
     async def render_view(self, view_id: str, data: object) -> ViewResult:
         """Render a view in the renderer lane (pure data in, text out, no session access)."""
-        engine = self._open()
-        entry = engine.tables.views.get(view_id) if isinstance(view_id, str) else None
+        tables = self._tables_open()
+        entry = tables.views.get(view_id) if isinstance(view_id, str) else None
         if entry is None:
-            known = sorted(engine.tables.views)
+            known = sorted(tables.views)
             message = f"unknown view {show(view_id)} (views: {', '.join(map(repr, known)) or 'none loaded'})"
             return ViewResult(text=message, error=message)
         mod, declared = entry
@@ -548,11 +557,11 @@ class Host:
         Raises `modular_sdk.UnknownSessionError` for an unknown session; an unknown widget,
         data that does not fit, or a failing ``render`` give a `ViewResult` with ``error``.
         """
-        engine = self._open()
+        tables = self._tables_open()
         await self._session(session)  # the chat it is shown in must exist
-        entry = engine.tables.widgets.get(widget_id) if isinstance(widget_id, str) else None
+        entry = tables.widgets.get(widget_id) if isinstance(widget_id, str) else None
         if entry is None:
-            known = sorted(engine.tables.widgets)
+            known = sorted(tables.widgets)
             message = f"unknown widget {widget_id!r} (widgets: {', '.join(map(repr, known)) or 'none loaded'})"
             return ViewResult(text=message, error=message)
         mod, declared = entry

@@ -225,7 +225,7 @@ class ScopedHost(metaclass=NoPublicConstructor):
                 after = None
         if isinstance(buffer, int) and not isinstance(buffer, bool):
             numbers.keep_at_least(buffer)
-        async with engine.events.subscribe(buffer, resume) as stream:
+        async with engine.subscribe(buffer, resume) as stream:
             if after is None:  # the scope's seq of the last event before the stream starts
                 after = await numbers.upto(self._scope, stream.after)
             yield ScopedEventStream._create(stream, self._scope, numbers, after)
