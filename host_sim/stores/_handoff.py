@@ -13,8 +13,9 @@ readers").
 So the task that awaits a call here hands the GIL over: it blocks the loop's thread on the
 call's result for at most one switch interval at a time (the wait lets go of the GIL, so
 the connection's thread takes it as soon as it needs it), then lets every other ready task
-run once, and waits again. A call costs the loop what the call takes, in slices between
-which its other tasks run, instead of an unbounded wait for the GIL.
+run once, and waits again; when the call is done they run once more, so a task calling the
+store in a loop never keeps the loop to itself. A call costs the loop what the call takes,
+in slices between which its other tasks run, instead of an unbounded wait for the GIL.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar, final
 
 import anyio
+import anyio.lowlevel
 
 __all__ = ["ConnectionThread"]
 
@@ -42,15 +44,20 @@ class ConnectionThread:
         self._executor: ThreadPoolExecutor | None = None
 
     async def run(self, fn: Callable[..., _R], *args: object) -> _R:
-        """``fn(*args)`` in the thread, its result or its exception; once started it always
-        finishes (a cancelled caller is cancelled after it, as ``anyio.to_thread``)."""
+        """``fn(*args)`` in the thread, its result or its exception. Like
+        ``anyio.to_thread.run_sync``: a checkpoint (a caller already cancelled raises before
+        the call starts; the loop's other tasks run at least once), and once started the
+        call always finishes (a caller cancelled meanwhile is cancelled at its next checkpoint)."""
+        await anyio.lowlevel.checkpoint_if_cancelled()
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name)
         future = self._executor.submit(fn, *args)
         with anyio.CancelScope(shield=True):
-            # wait() blocks this thread without the GIL: the connection's thread takes it at once
-            while future not in wait((future,), timeout=sys.getswitchinterval()).done:
-                await anyio.sleep(0)  # the loop's other tasks run once, then wait again
+            finished = False
+            while not finished:
+                # wait() blocks this thread without the GIL: the connection's thread takes it at once
+                finished = future in wait((future,), timeout=sys.getswitchinterval()).done
+                await anyio.sleep(0)  # the loop's other tasks run once (shielded: never raises)
         return future.result()
 
     def stop(self) -> None:
