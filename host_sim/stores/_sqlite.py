@@ -26,8 +26,10 @@ holds the writer's pid); a second writer gets `StoreLockedError`. The kernel dro
 when the process dies, so a crashed host never blocks the next one. Readers
 (``read_only=True``) take no lock and never write.
 
-All database work runs in a worker thread (``anyio.to_thread``) on one connection, one
-call at a time, so the store works the same under asyncio and trio.
+All database work runs in one thread of the store's (``_handoff.ConnectionThread``) on one
+connection, one call at a time, so the store works the same under asyncio and trio; the
+task awaiting a call hands that thread the GIL, so a loop that never idles does not starve
+a commit.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ from typing import IO, TypeVar, final
 from urllib.parse import quote
 
 import anyio
-import anyio.to_thread
 import attrs
 
 from modular_sdk import InvalidArgumentError
@@ -52,6 +53,7 @@ from . import _rows
 from . import _sqlite_schema as _schema
 from ._erasure import Erasure
 from ._errors import StoreError, StoreLockedError
+from ._handoff import ConnectionThread
 from ._records import JobRecord, LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
 from ._renamed import warn_renamed
 from ._sql_store import SqlStore
@@ -170,6 +172,7 @@ class SqliteDriver:
         "_lock_made",
         "_absent_tables",
         "_tables",
+        "_thread",
         "_missing",
         "_path",
         "_read_only",
@@ -186,6 +189,7 @@ class SqliteDriver:
         self._lock_made = False  # this open made the -lock file (removed again if the open fails)
         self._immutable_stat: tuple[int, int] | None = None  # a closed file read without its -shm
         self._batch = Batch()
+        self._thread = ConnectionThread(f"host-sim-sqlite {path.name}")
         self._missing: frozenset[str] = frozenset()  # "table.column"s an older schema lacks (readers)
         self._has_traces = False  # TraceStore: the trace tables exist (a reader may find them absent)
         self._absent_tables: frozenset[str] = frozenset()
@@ -235,7 +239,11 @@ class SqliteDriver:
             self._lock = anyio.Lock()
         async with self._lock:
             if self._conn is None:
-                self._conn = await anyio.to_thread.run_sync(self._connect)
+                try:
+                    self._conn = await self._thread.run(self._connect)
+                except BaseException:
+                    self._thread.stop()
+                    raise
 
     async def close(self) -> None:
         """Close the connection and release the file; everything acknowledged is on disk. Idempotent.
@@ -251,8 +259,11 @@ class SqliteDriver:
                     await self._flush(self._batch)  # calls of writers cancelled while queued
                 conn, self._conn = self._conn, None
                 self._lock = None  # made again by the next open(), in whatever event loop runs it
-                if conn is not None:
-                    await anyio.to_thread.run_sync(self._close_connection, conn)
+                try:
+                    if conn is not None:
+                        await self._thread.run(self._close_connection, conn)
+                finally:
+                    self._thread.stop()
                 self._unlock()
 
     async def read_all(self) -> StoredState:
@@ -261,7 +272,7 @@ class SqliteDriver:
         if lock is None or conn is None:
             raise self.closed_error()
         async with lock:
-            return await anyio.to_thread.run_sync(self._read_all, conn)
+            return await self._thread.run(self._read_all, conn)
 
     # -- the driver's calls (`_sql.Driver`) -----------------------------------------------------------------------
 
@@ -277,7 +288,7 @@ class SqliteDriver:
                 except sqlite3.Error as exc:
                     raise self.fail(f"cannot be read ({exc})", "the file is damaged; run host-sim fsck on it") from exc
 
-            return await anyio.to_thread.run_sync(run)
+            return await self._thread.run(run)
 
     def row(self, table: _rows.Table, record: object) -> tuple[object, ...]:
         return table.row(record)
@@ -318,7 +329,7 @@ class SqliteDriver:
                     txn.error = self.closed_error()
             elif batch.txns:
                 with anyio.CancelScope(shield=True):  # a started write always finishes
-                    await anyio.to_thread.run_sync(self._commit, conn, batch.txns)
+                    await self._thread.run(self._commit, conn, batch.txns)
         finally:
             batch.done = True
 

@@ -170,8 +170,8 @@ class _Writer:
         )[0]
         if not self.sessions:
             op = "create"
-        if op in ("fork", "turn.fork") and not self.completed:
-            op = "send"
+        if (op == "fork" and not self.forkable) or (op == "turn.fork" and not self.completed):
+            op = "send"  # (turns of earlier runs can be completed while none of their sessions is forkable)
         if op == "create":
             session = await self.host.sessions.create()
             self.sessions.append(session)
