@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Final
 
 import pytest
 
@@ -225,13 +226,18 @@ def _interrupted(result: Result, command: str) -> None:
     assert result.err.strip() == f"host-sim {command}: interrupted", result.err
 
 
+PYTHONS_OWN_START: Final = "Fatal Python error: init_import_site: Failed to import the site module"
+"""What the interpreter prints when a Ctrl-C lands while it imports ``site``, before any script runs."""
+
+
 def _in_the_launcher_before_our_code(err: str) -> bool:
-    """A traceback of Python's own ``KeyboardInterrupt`` raised in the launcher's standard
-    library imports, before any module of host_sim or modular_sdk ran."""
+    """A traceback of Python's own ``KeyboardInterrupt`` raised in the interpreter's start
+    (``site``) or the launcher's standard library imports, before any module of host_sim
+    or modular_sdk ran."""
     lines = err.strip().splitlines()
     return (
         bool(lines)
-        and lines[0] == "Traceback (most recent call last):"
+        and lines[0] in ("Traceback (most recent call last):", PYTHONS_OWN_START)
         and lines[-1] == "KeyboardInterrupt"
         and "host_sim" not in err
         and "modular_sdk" not in err
@@ -247,15 +253,22 @@ def test_the_launcher_window_is_told_from_a_traceback_of_ours() -> None:
     assert _in_the_launcher_before_our_code(launcher)
     assert not _in_the_launcher_before_our_code(ours)
     assert not _in_the_launcher_before_our_code(launcher.replace("KeyboardInterrupt", "ValueError: boom"))
+    site = (
+        f"{PYTHONS_OWN_START}\nPython runtime state: initialized\nTraceback (most recent call last):\n"
+        '  File "<frozen site>", line 73, in <module>\n  File "<frozen abc>", line 105, in __new__\nKeyboardInterrupt\n'
+    )
+    assert _in_the_launcher_before_our_code(site)
+    assert not _in_the_launcher_before_our_code(site.replace("<frozen abc>", "/venv/lib/python3.11/site-packages/host_sim/_startup.py"))
 
 
 def test_the_startup_guard_is_installed_before_any_slow_import() -> None:
     """The SIGINT handler goes in before the package imports anything that takes time: a
     Ctrl-C 100 ms after the start once landed in ``import threading`` inside the guard's own
     module, before the guard was installed, and printed a traceback through this package."""
-    import host_sim._startup as startup
+    import host_sim
 
-    tree = ast.parse(Path(startup.__file__).read_text(encoding="utf-8"))
+    guard = Path(host_sim.__file__).parent / "_startup.py"  # read, not imported: the file is what is checked
+    tree = ast.parse(guard.read_text(encoding="utf-8"))
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported <= {"__future__", "os", "signal", "sys"}, imported  # os and sys: loaded when Python starts
@@ -275,8 +288,8 @@ def test_ctrl_c_while_the_command_is_still_starting_ends_in_one_line(installed: 
     time.sleep(delay)
     started.ctrl_c()
     result = started.finish()
-    if result.code == -signal.SIGINT and _in_the_launcher_before_our_code(result.err):
-        return
+    if result.code != 0 and _in_the_launcher_before_our_code(result.err):
+        return  # the signal, or the interpreter's own fatal error while it imported site
     no_traceback(result)
     if result.code == -signal.SIGINT:  # ended by the signal before Python took it over
         assert result.err == "", result
