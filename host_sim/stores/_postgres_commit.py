@@ -49,12 +49,13 @@ _PASSWORD_PARAM: Final = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]
 _GUARD_MARK: Final = " rows: host-sim found no row the write expects"
 
 
-def _guarded(statement: str) -> str | None:
-    """``statement`` (with its parameters bound) as one that raises (invalid input for an
-    integer) when it finds or changes no row, so that its transaction never reaches COMMIT;
-    ``None`` when it cannot be wrapped so (a CTE or a RETURNING of its own)."""
-    head = statement.lstrip()[:7].upper()
-    if " RETURNING " in statement.upper() or head.startswith("WITH"):
+def _guarded(statement: str, template: str) -> str | None:
+    """``statement`` (``template`` with its parameters bound) as one that raises (invalid
+    input for an integer) when it finds or changes no row, so that its transaction never
+    reaches COMMIT; ``None`` when it cannot be wrapped so (a CTE or a RETURNING of its own).
+    The template decides: the bound text holds the caller's data, which may say anything."""
+    head = template.lstrip()[:7].upper()
+    if " RETURNING " in template.upper() or head.startswith("WITH"):
         return None
     refuse = f"SELECT (c.n || '{_GUARD_MARK}')::int FROM (SELECT count(*) AS n FROM s) c WHERE c.n = 0"
     if head.startswith("SELECT"):
@@ -381,7 +382,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         for step in steps:
             text = cursor.mogrify(step.sql, step.params)
             if step.expect != "any":
-                guarded = _guarded(text)
+                guarded = _guarded(text, step.sql)
                 if guarded is None:
                     checked.append((len(statements), step))
                 else:
