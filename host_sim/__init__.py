@@ -6,9 +6,32 @@ modules are implementation.
 
 from __future__ import annotations
 
-from ._startup import quiet_start as _quiet_start
+# Ctrl-C while the ``host-sim`` command is still starting ends as Ctrl-C later does: one line
+# and status 130, not a traceback through the imports below (a few tenths of a second). The
+# guard goes in before anything of Python runs that a signal could land in: ``_signal`` (the C
+# half of ``signal``; importing ``signal`` itself runs its enum conversion, where a Ctrl-C once
+# printed a traceback), ``os`` and ``sys`` are loaded with the interpreter, so these lines are
+# the whole window. ``host_sim._cli.main`` puts Python's own handler back first thing (from then
+# on Ctrl-C cancels the command's work and main reports it). A program that imports host_sim
+# (any other script name) is left alone.
+import _signal  # type: ignore[import-not-found]  # (no stub: the C module behind signal)
+import os as _os
+import sys as _sys
 
-_quiet_start()  # before the imports below: Ctrl-C while the host-sim command starts ends quietly
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    """SIGINT before ``main`` runs: one line, status 130, nothing else to clean up yet."""
+    try:
+        _os.write(2, b"\nhost-sim: interrupted\n")
+    finally:
+        _os._exit(130)
+
+
+if _sys.argv and _sys.argv[0] and _os.path.basename(_sys.argv[0]) == "host-sim":
+    try:
+        _signal.signal(_signal.SIGINT, _interrupted_while_starting)
+    except ValueError:  # not the main thread (an embedding that runs the script so): left alone
+        pass
 
 from modular_sdk import HostAuthor as HostAuthor
 from modular_sdk import MemoryRecord as MemoryRecord

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn, cast
 
-from ._startup import interrupted_while_starting
+from . import _interrupted_while_starting
 from .cli._endings import early_ending, path_failure, quiet_stdout, say_interrupted, say_path_failure
 from .cli._version import DISTRIBUTION as DISTRIBUTION  # where the tests read it
 from .cli._version import version
@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     does; Ctrl-C ends with one line on standard error and status 130 (128 + SIGINT).
     """
     command = "host-sim"
-    if signal.getsignal(signal.SIGINT) is interrupted_while_starting:  # from here on, main reports it
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:  # from here on, main reports it
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         parser = build_parser()

@@ -157,7 +157,6 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "stores": frozenset(),
     "lanes": frozenset(),
     "fold": frozenset(),
-    "_startup": frozenset(),
     "models": frozenset({"lanes"}),
     "lineage": frozenset({"stores"}),
     "traces": frozenset({"stores"}),
@@ -171,10 +170,10 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "agui": _SESSIONS_AND_BELOW,
     "lineage_mcp": _SESSIONS_AND_BELOW,
     "studio": _SESSIONS_AND_BELOW | {"agui"},
-    "host_sim": _SESSIONS_AND_BELOW | {"agui", "lineage_mcp", "_startup"},
+    "host_sim": _SESSIONS_AND_BELOW | {"agui", "lineage_mcp"},
     "examples": frozenset({"host_sim"}),
     "cli": _SESSIONS_AND_BELOW | {"acp", "agui", "lineage_mcp", "studio", "examples", "host_sim"},
-    "_cli": frozenset({"cli", "_startup"}),
+    "_cli": frozenset({"cli", "host_sim"}),  # host_sim: the start guard it takes back
     "__main__": frozenset({"_cli"}),
 }
 """For each folder of host_sim (``host_sim`` itself: the package's public door, its

@@ -11,12 +11,17 @@ blocking portal); the terminal, readline and Ctrl-C stay on the main thread.
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
+import functools
+import os
+import select
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from typing import TextIO
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import Future
+from typing import Final, TextIO, TypeVar, cast, overload
 
 import anyio
 import anyio.abc
@@ -50,6 +55,42 @@ When standard input is not a terminal, its lines run one after another.
 """
 
 _PROMPT = "> "
+
+_T = TypeVar("_T")
+
+WAKE_EVERY: Final = 0.1
+"""The longest the main thread sleeps in one wait (seconds), so that a Ctrl-C is never lost.
+
+Python runs its SIGINT handler, which raises `KeyboardInterrupt`, in the main thread between
+two steps of Python code. A blocking system call (a read of standard input, a wait on a lock)
+ends early when the signal arrives during it, but a signal that arrives just before it starts
+is only noted, and the call then sleeps on until its own ending: a piped chat, whose writer
+stays open, slept forever on the second Ctrl-C. Every wait of the main thread is therefore cut
+into slices this long, between which the noted signal is raised."""
+
+
+def _result(future: Future[_T]) -> _T:
+    """``future.result()`` in slices of `WAKE_EVERY` (a Ctrl-C raises in between)."""
+    while True:
+        try:
+            return future.result(timeout=WAKE_EVERY)
+        except TimeoutError:
+            if future.done():  # the call itself raised TimeoutError
+                raise
+
+
+@overload
+def _call(portal: anyio.from_thread.BlockingPortal, func: Callable[[], Awaitable[_T]]) -> _T: ...
+@overload
+def _call(portal: anyio.from_thread.BlockingPortal, func: Callable[[], _T]) -> _T: ...
+def _call(portal: anyio.from_thread.BlockingPortal, func: Callable[[], Awaitable[_T]] | Callable[[], _T]) -> _T:
+    """``portal.call(func)``, waited for in slices (`WAKE_EVERY`)."""
+    return cast(_T, _result(portal.start_task_soon(func)))  # (as portal.call does: its overloads name _T)
+
+
+def _wait(event: threading.Event) -> None:
+    while not event.wait(WAKE_EVERY):
+        pass
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -307,9 +348,9 @@ def _one_line(chat: Chat, portal: anyio.from_thread.BlockingPortal, read: Callab
     elif (advice := misplaced_palette(host, stripped)) is not None:
         chat.show(f"error: {advice}")
     elif interactive:
-        portal.call(chat.submit, text)
+        _call(portal, functools.partial(chat.submit, text))
     else:  # a script's lines run one after another, as it was written
-        portal.call(chat.submit_and_wait, text)
+        _call(portal, functools.partial(chat.submit_and_wait, text))
     return True
 
 
@@ -330,22 +371,61 @@ def converse(chat: Chat, portal: anyio.from_thread.BlockingPortal, read: Callabl
             if interactive:  # a script's lines do not take back a Ctrl-C
                 interrupts = 0
         except KeyboardInterrupt:
-            running = portal.call(chat.running)
+            running = _call(portal, chat.running)
             interrupts = 1 if running and interactive else interrupts + 1
             if interrupts >= 2:
-                portal.call(chat.cancel_running)
+                _call(portal, chat.cancel_running)
                 return True
             if running:
                 # Said before cancelling, so it comes before what the cancelled commands print.
                 print(f"^C cancelling {running} running command{'s' if running != 1 else ''}", flush=True)
-                portal.call(chat.cancel_running)
+                _call(portal, chat.cancel_running)
                 interrupts = 0 if interactive else interrupts
                 continue
             print("^C (Ctrl-C again or Ctrl-D to leave)", flush=True)
-    waiting = portal.call(chat.running)
+    waiting = _call(portal, chat.running)
     if waiting and interactive:
         chat.show(f"waiting for {waiting} running command{'s' if waiting != 1 else ''} (Ctrl-C cancels)")
     return False
+
+
+class _ScriptLines:
+    """Standard input's lines when it is not a terminal, read so that a Ctrl-C is never lost.
+
+    ``sys.stdin.readline()`` blocks in one read; a Ctrl-C that arrives just before it starts
+    is noted and left waiting until the script's next line, which may never come (see
+    `WAKE_EVERY`). This waits for input in slices with ``select`` and reads what is there.
+    """
+
+    def __init__(self, fd: int, encoding: str, errors: str) -> None:
+        self._fd = fd
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors)
+        self._text = ""
+        self._ended = False
+
+    def __call__(self, prompt: str) -> str:
+        """The next line, with its newline (the last one may have none); EOFError at the end."""
+        while "\n" not in self._text and not self._ended:
+            ready, _, _ = select.select([self._fd], [], [], WAKE_EVERY)
+            if ready:
+                chunk = os.read(self._fd, 65536)
+                self._ended = not chunk
+                self._text += self._decoder.decode(chunk, final=self._ended)
+        if not self._text:
+            raise EOFError
+        line, newline, self._text = self._text.partition("\n")
+        return line + newline
+
+
+def _script_lines() -> Callable[[str], str]:
+    """Standard input's reader for a script: `_ScriptLines` where ``select`` takes its file."""
+    stdin = sys.stdin
+    try:
+        fd = stdin.fileno()
+        select.select([fd], [], [], 0)
+    except (AttributeError, OSError, ValueError):  # no file behind it, or not selectable (Windows)
+        return _read_line
+    return _ScriptLines(fd, stdin.encoding or "utf-8", stdin.errors or "strict")
 
 
 def _read_line(prompt: str) -> str:
@@ -379,11 +459,11 @@ def run_chat(args: argparse.Namespace, read: Callable[[str], str] | None = None)
     ``host-sim``'s one line and status 130.
     """
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    reader: Callable[[str], str] = read if read is not None else (input if interactive else _read_line)
+    reader: Callable[[str], str] = read if read is not None else (input if interactive else _script_lines())
     chat = Chat(args, sys.stdout, interactive and read is None)
     with _loop_thread(args.backend) as portal:
         served = portal.start_task_soon(chat.serve)
-        chat.ready.wait()
+        _wait(chat.ready)
         if chat.host is None:  # the host did not open: serve's error follows
             return report_error("chat", served.exception() or RuntimeError("the host did not open"))
         if interactive and read is None:
@@ -392,13 +472,13 @@ def run_chat(args: argparse.Namespace, read: Callable[[str], str] | None = None)
             try:
                 left_by_ctrl_c = converse(chat, portal, reader, interactive and read is None)
             finally:
-                portal.call(chat.finish)
-            served.result()
+                _call(portal, chat.finish)
+            _result(served)
         except KeyboardInterrupt:  # while the running commands finished: cancel them, close
             left_by_ctrl_c = True
-            portal.call(chat.cancel_running)
+            _call(portal, chat.cancel_running)
             try:
-                served.result()
+                _result(served)
             except BaseException as exc:  # noqa: BLE001 - report_error re-raises what it does not own
                 return report_error("chat", exc)
         except BaseException as exc:  # noqa: BLE001 - report_error re-raises what it does not own

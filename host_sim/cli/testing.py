@@ -9,7 +9,9 @@ pyproject.toml declares for ``host-sim``.
 
 from __future__ import annotations
 
-from ._chat import run_chat
+from ._chat import WAKE_EVERY, run_chat
+from ._chat import _result as main_thread_result
+from ._chat import _ScriptLines as ScriptLines
 from ._check import register as register_check
 from ._lineage import register as register_lineage
 from ._lineage import turn_counts
@@ -17,4 +19,15 @@ from ._manifest import register as register_manifest
 from ._model_option import model_spec
 from ._options import check_writable
 
-__all__ = ["check_writable", "model_spec", "register_check", "register_lineage", "register_manifest", "run_chat", "turn_counts"]
+__all__ = [
+    "WAKE_EVERY",
+    "ScriptLines",
+    "check_writable",
+    "main_thread_result",
+    "model_spec",
+    "register_check",
+    "register_lineage",
+    "register_manifest",
+    "run_chat",
+    "turn_counts",
+]

@@ -216,7 +216,14 @@ class _Started:
         os.killpg(self.proc.pid, signal.SIGINT)
 
     def finish(self, timeout: float = 30) -> Result:
-        out, err = self.proc.communicate(timeout=timeout)
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # (and its pipes read and closed: nothing left for a later test to trip on)
+            out, err = self.proc.communicate()
+            raise AssertionError(
+                f"still running {timeout} s after the last step; out {(self._out + out).decode()!r}, err {err.decode()!r}"
+            ) from None
         return Result(code=self.proc.returncode, out=(self._out + out).decode(), err=err.decode())
 
 
@@ -232,15 +239,16 @@ PYTHONS_OWN_START: Final = "Fatal Python error: init_import_site: Failed to impo
 
 def _in_the_launcher_before_our_code(err: str) -> bool:
     """A traceback of Python's own ``KeyboardInterrupt`` raised in the interpreter's start
-    (``site``) or the launcher's standard library imports, before any module of host_sim
-    or modular_sdk ran."""
+    (``site``) or the launcher's imports, before any module of host_sim or modular_sdk ran:
+    no frame in a file of ours (the launcher's own line ``from host_sim._cli import main``
+    names the package, and a Ctrl-C while Python's import machinery looks for it is Python's)."""
     lines = err.strip().splitlines()
+    frames = [line for line in lines if line.lstrip().startswith('File "')]
     return (
         bool(lines)
         and lines[0] in ("Traceback (most recent call last):", PYTHONS_OWN_START)
         and lines[-1] == "KeyboardInterrupt"
-        and "host_sim" not in err
-        and "modular_sdk" not in err
+        and not any("/host_sim/" in frame or "/modular_sdk/" in frame for frame in frames)
     )
 
 
@@ -253,25 +261,50 @@ def test_the_launcher_window_is_told_from_a_traceback_of_ours() -> None:
     assert _in_the_launcher_before_our_code(launcher)
     assert not _in_the_launcher_before_our_code(ours)
     assert not _in_the_launcher_before_our_code(launcher.replace("KeyboardInterrupt", "ValueError: boom"))
+    finding_the_package = (
+        'Traceback (most recent call last):\n  File "/venv/bin/host-sim", line 5, in <module>\n'
+        "    from host_sim._cli import main\n"
+        '  File "<frozen importlib._bootstrap>", line 1176, in _find_and_load\nKeyboardInterrupt\n'
+    )
+    assert _in_the_launcher_before_our_code(finding_the_package)
+    in_our_package = finding_the_package.replace(
+        "KeyboardInterrupt", '  File "/venv/lib/python3.11/site-packages/host_sim/__init__.py", line 9, in <module>\nKeyboardInterrupt'
+    )
+    assert not _in_the_launcher_before_our_code(in_our_package)
     site = (
         f"{PYTHONS_OWN_START}\nPython runtime state: initialized\nTraceback (most recent call last):\n"
         '  File "<frozen site>", line 73, in <module>\n  File "<frozen abc>", line 105, in __new__\nKeyboardInterrupt\n'
     )
     assert _in_the_launcher_before_our_code(site)
-    assert not _in_the_launcher_before_our_code(site.replace("<frozen abc>", "/venv/lib/python3.11/site-packages/host_sim/_startup.py"))
+    assert not _in_the_launcher_before_our_code(site.replace("<frozen abc>", "/venv/lib/python3.11/site-packages/host_sim/__init__.py"))
 
 
-def test_the_startup_guard_is_installed_before_any_slow_import() -> None:
-    """The SIGINT handler goes in before the package imports anything that takes time: a
-    Ctrl-C 100 ms after the start once landed in ``import threading`` inside the guard's own
-    module, before the guard was installed, and printed a traceback through this package."""
+GUARD_MAY_RUN_AFTER: Final = {"__future__", "_signal", "os", "sys"}
+"""Modules loaded with the interpreter (or compile-time only): importing them runs no Python code."""
+
+
+def test_the_startup_guard_is_installed_before_anything_a_signal_could_land_in() -> None:
+    """The SIGINT handler goes in before the package runs anything that takes time: a Ctrl-C
+    100 ms after the start once landed in ``import threading``, and at 50 ms in ``import
+    signal`` (its enum conversion), before the guard was installed, and printed a traceback
+    through this package. Everything above the guard's installation imports only modules the
+    interpreter has loaded already."""
     import host_sim
 
-    guard = Path(host_sim.__file__).parent / "_startup.py"  # read, not imported: the file is what is checked
-    tree = ast.parse(guard.read_text(encoding="utf-8"))
-    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"__future__", "os", "signal", "sys"}, imported  # os and sys: loaded when Python starts
+    door = Path(host_sim.__file__)  # read, not imported: the file is what is checked
+    tree = ast.parse(door.read_text(encoding="utf-8"))
+    installs = [
+        index for index, node in enumerate(tree.body)
+        if "_signal.signal(_signal.SIGINT" in ast.unparse(node)
+    ]  # fmt: skip
+    assert installs, "the start guard is gone from host_sim/__init__.py"
+    before = tree.body[: installs[0]]
+    imported = {alias.name for node in before if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in before if isinstance(node, ast.ImportFrom)}
+    assert imported <= GUARD_MAY_RUN_AFTER, imported
+    assert all(isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.Expr) for node in before), [
+        ast.unparse(node) for node in before
+    ]
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.2])
