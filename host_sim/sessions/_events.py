@@ -647,6 +647,10 @@ class EventHub:
 
         self._ring = deque(blank(e) for e in self._ring)
 
+    def closed(self) -> bool:
+        """Whether the host has closed (a call, not an attribute: it changes across an ``await``)."""
+        return self._closed
+
     def close(self) -> None:
         """The host closed: every stream ends once it has read what is left."""
         self._closed = True
@@ -749,6 +753,12 @@ class EventStream:
             return
         if after > hub._last_seq:  # a seq this host never published (it restarted): all it has is new
             self._after = 0
+        self._from_the_ring()
+
+    def _from_the_ring(self) -> None:
+        """Read on from the ring's first event after ``_after``; a `Lagged` first for the
+        events between that were dropped from the ring (numbered, then let go)."""
+        hub = self._hub
         oldest = hub._end - len(hub._ring)
         position = hub._end
         for index in range(len(hub._ring) - 1, -1, -1):
@@ -803,8 +813,18 @@ class EventStream:
         """The next row after ``_after`` (a shared store), or ``None`` once caught up with it."""
         hub = self._hub
         if not self._page:
-            assert hub.replay is not None
-            events, trimmed = await hub.replay(self._after, _REPLAY_PAGE)
+            replay = hub.replay
+            assert replay is not None
+            if hub.closed():  # the store closes with the host: its rows are out of reach now
+                self._leave_the_store()
+                return None
+            try:
+                events, trimmed = await replay(self._after, _REPLAY_PAGE)
+            except StoreError:
+                if not hub.closed():
+                    raise
+                self._leave_the_store()  # the host closed while this page was read
+                return None
             self._page.extend(events)
             if trimmed > self._after:  # retention deleted rows this subscriber never read
                 self._missed, self._after = trimmed - self._after, trimmed
@@ -817,6 +837,14 @@ class EventStream:
         assert event.seq is not None
         self._after = event.seq
         return event
+
+    def _leave_the_store(self) -> None:
+        """The host closed while this stream was behind its ring: what the ring still holds
+        follows a `Lagged` for the rows only the (closed) store had, and then the stream ends,
+        as on a store of one host. Seqs of a shared store are one count across hosts, so the
+        number missed is the gap between them."""
+        self._catching_up = False
+        self._from_the_ring()
 
     def _seq_before(self, index: int) -> int:
         """The seq just before the ring event at ``index`` (what a lagged event reports)."""

@@ -14,10 +14,14 @@ thread that sleeps, exactly as when it lands in the gap before the read.
 from __future__ import annotations
 
 import os
+import platform
 import signal
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
+from typing import Final
 
 import pytest
 from hypothesis import given
@@ -51,6 +55,33 @@ _SCRIPT = textwrap.dedent(
 )
 
 
+WAITING_SYSCALLS: Final = {0, 7, 23, 202, 270, 271}
+"""x86-64 numbers of the system calls the script's main thread waits in: read, poll, select,
+futex, pselect6, ppoll."""
+
+
+def _asleep_in_its_wait(pid: int) -> None:
+    """Until the main thread of ``pid`` sleeps in a system call that waits (``/proc``'s view):
+    the Ctrl-C must arrive while the script waits, not while it still runs Python code up to
+    the wait (there it is raised at once, and proves nothing)."""
+    deadline = time.monotonic() + 30
+    state = Path(f"/proc/{pid}/task/{pid}")
+    while time.monotonic() < deadline:
+        try:
+            call = (state / "syscall").read_text().split()
+            sleeping = (state / "stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
+        except OSError:  # no /proc, or not allowed to read it: a pause does nearly as well
+            time.sleep(0.5)
+            return
+        if platform.machine() != "x86_64":
+            time.sleep(0.5)
+            return
+        if sleeping and call and call[0].isdigit() and int(call[0]) in WAITING_SYSCALLS:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never waited")
+
+
 def _ctrl_c_while_waiting_for(what: str, timeout: float) -> str | None:
     """What the script printed after a Ctrl-C; None when it was still waiting ``timeout`` later."""
     proc = subprocess.Popen(
@@ -59,6 +90,7 @@ def _ctrl_c_while_waiting_for(what: str, timeout: float) -> str | None:
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline() == "first line\n"
+        _asleep_in_its_wait(proc.pid)
         os.kill(proc.pid, signal.SIGINT)
         try:
             out, err = proc.communicate(timeout=timeout)

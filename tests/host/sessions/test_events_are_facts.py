@@ -8,6 +8,7 @@ forked or spawned from a deleted chat.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -164,6 +165,33 @@ async def test_a_client_resumes_after_the_last_seq_it_saw_even_with_nobody_subsc
         assert [e.kind for e in rest] == ["turn_started", "turn_finished"] * 2
         assert [getattr(e, "reply", None) for e in rest if isinstance(e, TurnFinished)] == ["echo: two", "echo: three"]
         assert rest[0].seq is not None and rest[0].seq > last
+
+
+@pytest.mark.anyio
+async def test_a_subscriber_behind_its_buffer_when_the_host_closes_gets_what_is_left_and_a_lagged_then_ends(
+    make_store: StoreFactory,
+) -> None:
+    """A dashboard that stopped reading while the host ran on: once the host has closed, its
+    store with it, the stream still ends cleanly (it once raised "store is not open" on a
+    shared store, reading the rows it had fallen behind on from the closed store): what the
+    host still holds in memory, a `Lagged` for what only the store had, nothing twice."""
+    async with contextlib.AsyncExitStack() as outlives_the_host:
+        async with Host(store=make_store(), event_history=4) as host:
+            chat = await host.sessions.create()
+            events = await outlives_the_host.enter_async_context(host.subscribe(buffer=2))
+            for i in range(5):  # 10 events: turn_started and turn_finished of each
+                await chat.run(f"m{i}")
+        got: list[HostEvent] = []
+        with anyio.fail_after(10):
+            async for event in events:
+                got.append(event)
+    lagged = [e for e in got if isinstance(e, Lagged)]
+    rest = [e for e in got if not isinstance(e, Lagged)]
+    assert len(lagged) == 1 and got[0] is lagged[0], got
+    assert lagged[0].missed + len(rest) == 10, got
+    seqs = [e.seq for e in rest if e.seq is not None]
+    assert len(seqs) == len(rest) and seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs
+    assert isinstance(rest[-1], TurnFinished) and rest[-1].reply == "echo: m4"
 
 
 @pytest.mark.anyio
