@@ -790,7 +790,10 @@ class EventStream:
                 floor = max(oldest, hub._end - self.buffer)
                 if self._next < floor:
                     if hub.replay is not None:  # behind the ring: the store still has the rows
-                        self._catching_up = True
+                        if hub.closed():  # (had: it closed with the host)
+                            self._leave_the_store()
+                        else:
+                            self._catching_up = True
                         continue
                     missed = floor - self._next
                     self._next = floor
@@ -845,6 +848,15 @@ class EventStream:
         number missed is the gap between them."""
         self._catching_up = False
         self._from_the_ring()
+        hub = self._hub
+        oldest = hub._end - len(hub._ring)
+        floor = max(oldest, hub._end - self.buffer)
+        if self._next < floor:  # what the ring holds beyond this stream's buffer is dropped too
+            self._next = floor
+            first = next((e.seq for e in list(hub._ring)[floor - oldest :] if e.seq is not None), None)
+            if first is not None and first - 1 > self._after:
+                self._missed += first - 1 - self._after
+                self._after = first - 1
 
     def _seq_before(self, index: int) -> int:
         """The seq just before the ring event at ``index`` (what a lagged event reports)."""

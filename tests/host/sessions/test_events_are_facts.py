@@ -194,6 +194,42 @@ async def test_a_subscriber_behind_its_buffer_when_the_host_closes_gets_what_is_
     assert isinstance(rest[-1], TurnFinished) and rest[-1].reply == "echo: m4"
 
 
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(
+    buffer=st.integers(1, 8),
+    history=st.integers(0, 8),
+    turns=st.integers(1, 6),
+    backend=st.sampled_from(["asyncio", "trio"]),
+)
+def test_a_stream_read_after_its_host_closed_counts_every_event_it_does_not_deliver(
+    make_store: StoreFactory, buffer: int, history: int, turns: int, backend: str
+) -> None:
+    """Whatever the stream's buffer and the host's history: read after the host (and its
+    store) closed, a stream delivers the events it still can, in order and once each, after
+    at most one `Lagged` that counts every other one, and ends."""
+
+    async def story() -> None:
+        async with contextlib.AsyncExitStack() as outlives_the_host:
+            async with Host(store=make_store(), event_history=history) as host:
+                chat = await host.sessions.create()
+                events = await outlives_the_host.enter_async_context(host.subscribe(buffer=buffer))
+                for i in range(turns):
+                    await chat.run(f"m{i}")
+            got: list[HostEvent] = []
+            with anyio.fail_after(10):
+                async for event in events:
+                    got.append(event)
+        lagged = [e for e in got if isinstance(e, Lagged)]
+        rest = [e for e in got if not isinstance(e, Lagged)]
+        assert len(lagged) <= 1 and (not lagged or got[0] is lagged[0]), got
+        assert sum(e.missed for e in lagged) + len(rest) == 2 * turns, got
+        seqs = [e.seq for e in rest if e.seq is not None]
+        assert len(seqs) == len(rest) and all(a < b for a, b in zip(seqs, seqs[1:], strict=False)), seqs
+        assert isinstance(rest[-1], TurnFinished) and rest[-1].reply == f"echo: m{turns - 1}", got
+
+    anyio.run(story, backend=backend)
+
+
 @pytest.mark.anyio
 async def test_resuming_from_events_the_host_no_longer_keeps_starts_with_lagged() -> None:
     async with Host(event_history=4) as host:
