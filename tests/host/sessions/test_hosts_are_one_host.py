@@ -186,6 +186,37 @@ async def test_a_session_deleted_on_one_host_refuses_sends_on_both(postgres_dsn:
 
 
 @pytest.mark.anyio
+async def test_a_fork_of_a_session_another_host_deleted_is_refused_by_its_own_write(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork reads no deletion before it writes: its transaction checks the parent is not
+    deleted once it holds the event log's lock (which a deletion holds until it commits).
+    This host's reader is late for good here, so only that check can refuse the fork."""
+    from host_sim.testing import across_hosts
+
+    monkeypatch.setattr(across_hosts, "APPLY_OTHER_HOSTS_FACTS", False)  # this host's reader has not got there yet
+    async with Host(store=PostgresStore(postgres_dsn)) as here:
+        chat = await here.sessions.create()
+        first = await chat.run("hello")
+        kept = await chat.fork()  # made before the deletion: it keeps working
+        async with other_host(postgres_dsn, "serve") as there:
+            assert await there.call(op="delete", session=chat.id) == {"done": True}
+            for fork in (chat.fork, first.turn.fork):
+                with pytest.raises(SessionDeletedError, match=rf"cannot fork session {chat.id!r}: it was deleted") as caught:
+                    await fork()
+                assert caught.value.session_id == chat.id
+        assert (await kept.run("still here")).text == "echo: still here"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        children = conn.execute("SELECT id FROM host_sim.sessions WHERE parent_session_id = %s", (chat.id,)).fetchall()
+        created = conn.execute(
+            "SELECT count(*) FROM host_sim.events WHERE kind = 'session_created' AND event::jsonb->'lineage'->>'parent_session_id' = %s",
+            (chat.id,),
+        ).fetchone()
+    assert children == [(kept.id,)]
+    assert created == (1,)
+
+
+@pytest.mark.anyio
 async def test_what_another_host_finishes_and_forgets_shows_here_within_a_second(postgres_dsn: str) -> None:
     async with Host(store=PostgresStore(postgres_dsn)) as here:
         chat = await here.sessions.create()
