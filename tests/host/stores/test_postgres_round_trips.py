@@ -82,6 +82,8 @@ class Traced:
                     pending = []
             group: list[list[str]] = []  # the trips of a transaction begun with a BEGIN of its own
             for trip in trips:
+                if not group and trip in (["COMMIT"], ["ROLLBACK"]):
+                    continue  # ends a transaction begun before `mark` (the link's): not what is measured
                 if trip == ["BEGIN"] or group:
                     group.append(trip)
                     if trip in (["COMMIT"], ["ROLLBACK"]):
