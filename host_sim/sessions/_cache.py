@@ -226,6 +226,26 @@ class SessionCache(LineageFacts):
         store: one indexed read) on another: exact."""
         if session.deleted_at is None and self.shared is not None:
             session.deleted_at = await self.integrator_store.deleted_at(session.id)
+        self.refuse_known_deleted(session, what)
+
+    @contextlib.asynccontextmanager
+    async def child_of(self, parent: SessionState, what: str) -> AsyncIterator[None]:
+        """Write a fork or spawn of ``parent`` in the block, refused (`SessionDeletedError`)
+        when ``parent`` is deleted: exact, and no read. A deletion this host knows of refuses
+        at once; one another host made is refused by the write itself, a shared store
+        checking it in the child's transaction in order with deletions (`SharedStore`), and
+        only then read back (one indexed read) to say so."""
+        self.refuse_known_deleted(parent, what)
+        try:
+            yield
+        except StoreError as exc:
+            if self.shared is None or exc.retryable:
+                raise
+            await self.refuse_deleted(parent, what)  # deleted: SessionDeletedError; else the refusal
+            raise
+
+    def refuse_known_deleted(self, session: SessionState, what: str) -> None:
+        """Raise `SessionDeletedError` when this host knows ``session`` deleted (no read)."""
         if session.deleted_at is not None:
             raise SessionDeletedError(
                 f"cannot {what} session {session.id!r}: it was deleted at {session.deleted_at.isoformat()}; "

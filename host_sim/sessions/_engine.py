@@ -416,7 +416,7 @@ class Engine:
         """Fork ``parent`` after ``anchor`` (default: its last completed turn)."""
         _check_metadata(metadata)
         self.check_open(f"fork session {parent.id!r}")
-        await self.refuse_deleted(parent, "fork")
+        self.cache.refuse_known_deleted(parent, "fork")  # exact: the fork's transaction checks it (`child_of`)
         if anchor is None:
             await self.cache.finished(parent)  # several hosts: the last turn any finished
             anchor = parent.last_completed
@@ -453,14 +453,15 @@ class Engine:
             from_session_id=parent.id, to_session_id=session_id, relation="branched_from", created_at=now, artifact=anchor.artifact
         )
         state = SessionState(record=record, parent=parent, anchor=anchor)
-        made = await self._add_session(state, edge)
+        async with self.cache.child_of(parent, "fork"):
+            made = await self._add_session(state, edge)
         self.telemetry.session_made("fork", made.id, anchor.id)
         return made
 
     async def spawn(self, parent: SessionState, metadata: AiSessionDisplayMetadata | None, actor: Actor) -> SessionState:
         _check_metadata(metadata)
         self.check_open(f"spawn from session {parent.id!r}")
-        await self.refuse_deleted(parent, "spawn from")
+        self.cache.refuse_known_deleted(parent, "spawn from")  # exact: the spawn's transaction checks it (`child_of`)
         trigger = actor.trigger if actor is not None else None
         if trigger is None:
             where = "outside any mod handler (on a handle acting as the user)" if actor is None else f"in {_article(actor.kind)} {actor.kind} of mod {actor.mod_id!r}"
@@ -490,7 +491,8 @@ class Engine:
             tags=parent.record.tags,
         )
         edge = LineageEdge(from_session_id=parent.id, to_session_id=session_id, relation="spawned_by", created_at=now)
-        made = await self._add_session(SessionState(record=record, parent=parent), edge)
+        async with self.cache.child_of(parent, "spawn from"):
+            made = await self._add_session(SessionState(record=record, parent=parent), edge)
         self.telemetry.session_made("spawn", made.id, actor.turn_id if actor is not None else None)
         return made
 

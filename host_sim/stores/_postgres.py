@@ -87,7 +87,7 @@ from ._postgres_schema import POSTGRES_SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION
 from ._postgres_sql import DIALECT
 from ._postgres_sql import Step as _Step
 from ._postgres_sql import cols as _cols
-from ._records import TurnRecord, interrupted
+from ._records import LineageEdge, SessionNode, SessionRecord, TurnRecord, interrupted
 from ._renamed import warn_renamed
 from ._shared import EventRow, Locked
 from ._sql_store import Reads, SqlStore
@@ -240,6 +240,25 @@ class PostgresStore(SqlStore):
 
     # -- the integrator's records (IntegratorStore) ----------------------------------------
     # (invocations, get_job, list_jobs, job_turn_began, request_job_cancel: SqlJobs)
+
+    def _session_steps(self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None) -> list[_Step]:
+        """The engine's steps, and for a fork or spawn first the check that its parent is not
+        deleted (`SharedStore`), made once the event log's lock is held, which a deletion
+        holds until it commits: a deletion committed before this write is seen by it, and
+        one that commits after it waited for it (the host reads no deletion first)."""
+        steps = super()._session_steps(record, node, edge)
+        lineage = record.lineage
+        if lineage.kind == "root":
+            return steps
+        parent = lineage.parent_session_id
+        deleted = _rows.Need(
+            table="deletions",
+            column="session_id",
+            value=parent,
+            refusal=f"session {parent!r} is deleted: no fork or spawn of it is stored",
+            absent=True,
+        )
+        return [_Step(LOCK_EVENTS, (), "cannot lock the event log"), DIALECT.check(deleted), *steps]
 
     async def interrupt_jobs(self, now: Callable[[], datetime]) -> int:
         """Mark ``interrupted`` the running jobs whose host is gone (it holds no owner lock any

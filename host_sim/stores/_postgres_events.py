@@ -62,31 +62,41 @@ def _erased_event(message: str) -> str:
 ERASE_EVENTS: Final = (  # what the event rows of an erased turn said goes with it (the kinds that hold text)
     f"UPDATE host_sim.events e SET event = {_erased_event('%s::jsonb')} WHERE e.turn_id = %s"
 )
-_ERASE_NEW_EVENTS: Final = (  # rows just written about a turn erased meanwhile (made before, written after)
-    f"UPDATE host_sim.events e SET event = {_erased_event('t.message::jsonb')} FROM host_sim.turns t "
-    "WHERE e.seq >= %s AND e.turn_id = t.id AND t.erased_at IS NOT NULL"
-)
 ERASE_COMMAND_EVENTS_OF: Final = (  # the command_finished rows of the commands an erasure erased
     "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
     f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = ANY(%s) AND e.kind = 'command_finished' "
     "AND EXISTS (SELECT 1 FROM host_sim.invocations i WHERE i.id = e.event::jsonb->>'invocation_id' "
     "AND i.erased_at IS NOT NULL)"
 )
-_ERASE_NEW_COMMAND_EVENTS: Final = (
+# Rows just written that an erasure committed before them would have erased (made before it,
+# written after): each statement is sent only when the batch holds rows of the kinds it erases,
+# and is driven by the batch's own turns or sessions (``%s``: their ids) and seqs (``FIRST_SEQ``:
+# the batch's first, an InitPlan evaluated once), so it reads a few rows by key whatever the
+# size of the tables (a filter on every erased turn and a volatile seq bound per row cost a
+# turn more than its commit's fsync).
+_ERASE_NEW_EVENTS: Final = (  # rows about a turn erased meanwhile
+    f"UPDATE host_sim.events e SET event = {_erased_event('t.message::jsonb')} FROM host_sim.turns t "
+    "WHERE t.id = ANY(%s) AND t.erased_at IS NOT NULL AND e.turn_id = t.id AND e.seq >= FIRST_SEQ"
+)
+_ERASE_NEW_COMMAND_EVENTS: Final = (  # command_finished rows of a session deleted meanwhile
     "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
     f"'error', {_BLANK.format('error')}))::text FROM host_sim.deletions d "
-    "WHERE e.seq >= %s AND e.kind = 'command_finished' AND e.session_id = d.session_id"
+    "WHERE d.session_id = ANY(%s) AND e.session_id = d.session_id AND e.seq >= FIRST_SEQ "
+    "AND e.kind = 'command_finished'"
 )
-_ERASE_NEW_QUOTED_EVENTS: Final = (  # rows just written about a turn that lost a quoted error meanwhile
+_ERASE_NEW_QUOTED_EVENTS: Final = (  # rows about a turn that lost a quoted error meanwhile
     f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
-    "FROM host_sim.turns t WHERE e.seq >= %s AND e.kind = 'turn_finished' AND e.turn_id = t.id "
-    f"AND t.erased_at IS NULL AND t.error = '{ERASED_LABEL}' AND e.event::jsonb->>'error' IS NOT NULL"
+    f"FROM host_sim.turns t WHERE t.id = ANY(%s) AND t.erased_at IS NULL AND t.error = '{ERASED_LABEL}' "
+    "AND e.turn_id = t.id AND e.seq >= FIRST_SEQ AND e.kind = 'turn_finished' AND e.event::jsonb->>'error' IS NOT NULL"
 )
-_ERASE_NEW_ERASED_COMMAND_EVENTS: Final = (  # rows just written about a command erased meanwhile (forget, a quoted error)
+_ERASE_NEW_ERASED_COMMAND_EVENTS: Final = (  # rows about a command erased meanwhile (forget, a quoted error)
     "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
     f"'error', {_BLANK.format('error')}))::text FROM host_sim.invocations i "
-    "WHERE e.seq >= %s AND e.kind = 'command_finished' AND i.id = e.event::jsonb->>'invocation_id' "
+    "WHERE e.seq >= FIRST_SEQ AND e.kind = 'command_finished' AND i.id = e.event::jsonb->>'invocation_id' "
     "AND (i.erased_at IS NOT NULL OR i.error = '')"
+)
+_TURN_TEXT_KINDS: Final = frozenset(  # the kinds whose text `_erased_event` takes out
+    {"turn_started", "turn_finished", "tool_called", "tool_finished", "notification", "turn_retracted"}
 )
 ERASE_QUOTED_TURN_EVENTS: Final = (  # the turn_finished rows of turns whose error quoted erased text
     f"UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('error', '{ERASED_LABEL}'))::text "
@@ -177,14 +187,23 @@ class PostgresEvents:
         the one at `INSERTED_AT` returns the rows' seqs."""
         values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
         params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
-        first = f"(currval(pg_get_serial_sequence('host_sim.events', 'seq')) - {len(rows) - 1})"
+        first = f"(SELECT currval(pg_get_serial_sequence('host_sim.events', 'seq')) - {len(rows) - 1})"
+        turns = sorted({r.turn_id for r in rows if r.turn_id is not None and r.kind in _TURN_TEXT_KINDS})
+        finished = sorted({r.turn_id for r in rows if r.turn_id is not None and r.kind == "turn_finished"})
+        commands = sorted({r.session_id for r in rows if r.session_id is not None and r.kind == "command_finished"})
+        erase_new: list[tuple[str, tuple[object, ...]]] = []  # an erasure never leaves text behind in a row
+        if turns:
+            erase_new.append((_ERASE_NEW_EVENTS.replace("FIRST_SEQ", first), (turns,)))
+        if commands:
+            erase_new.append((_ERASE_NEW_COMMAND_EVENTS.replace("FIRST_SEQ", first), (commands,)))
+        if finished:
+            erase_new.append((_ERASE_NEW_QUOTED_EVENTS.replace("FIRST_SEQ", first), (finished,)))
+        if any(r.kind == "command_finished" for r in rows):
+            erase_new.append((_ERASE_NEW_ERASED_COMMAND_EVENTS.replace("FIRST_SEQ", first), ()))
         return [
             (LOCK_EVENTS, ()),
             (f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} RETURNING seq", params),
-            *(  # an erasure never leaves text behind in a row
-                (statement.replace("%s", first), ())
-                for statement in (_ERASE_NEW_EVENTS, _ERASE_NEW_COMMAND_EVENTS, _ERASE_NEW_QUOTED_EVENTS, _ERASE_NEW_ERASED_COMMAND_EVENTS)
-            ),
+            *erase_new,
             (f"NOTIFY {_EVENTS_CHANNEL}", ()),
         ]
 

@@ -88,7 +88,10 @@ class Locked:
 
 @runtime_checkable
 class SharedStore(Protocol):
-    """A store several hosts write at once (see the module docstring)."""
+    """A store several hosts write at once (see the module docstring).
+
+    Its write of a session whose parent (a fork's, a spawn's) is deleted is refused, checked
+    in the write's own transaction in order with deletions (the host reads no deletion first)."""
 
     def lock_session(self, session_id: SessionId, since: int | None = None) -> AbstractAsyncContextManager[Locked]:
         """Hold the session's turn lock across hosts for the ``async with`` block (waits,

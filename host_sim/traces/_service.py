@@ -401,21 +401,24 @@ async def record_commit(
 class TraceLinker:
     """What the host wires into its engine: links sessions and outputs to traces."""
 
-    __slots__ = ("_clock", "_store")
+    __slots__ = ("_clock", "_store", "_traces")
 
     def __init__(self, store: Store, clock: Callable[[], datetime]) -> None:
         self._store = store
         self._clock = clock
+        # Asked once: a runtime Protocol check walks every member of TraceStore, and every
+        # session created (a fork, a spawn) asked it again.
+        self._traces: TraceStore | None = store if isinstance(store, TraceStore) else None
 
     async def link_session(
         self, record: SessionRecord, node: SessionNode, edge: LineageEdge | None, trace_id: str | None
     ) -> None:
         """Create the session and its trace link in one store transaction."""
-        store = self._store
-        if not isinstance(store, TraceStore):
+        store = self._traces
+        if store is None:
             if trace_id is not None:
-                require_traces(store)
-            await store.create_session(record, node, edge)
+                require_traces(self._store)
+            await self._store.create_session(record, node, edge)
             return
         if trace_id is not None and await store.get_trace(trace_id) is None:
             raise unknown_trace(trace_id)

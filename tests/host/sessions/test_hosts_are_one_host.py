@@ -186,6 +186,88 @@ async def test_a_session_deleted_on_one_host_refuses_sends_on_both(postgres_dsn:
 
 
 @pytest.mark.anyio
+async def test_a_fork_of_a_session_another_host_deleted_is_refused_by_its_own_write(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork reads no deletion before it writes: its transaction checks the parent is not
+    deleted once it holds the event log's lock (which a deletion holds until it commits).
+    This host's reader is late for good here, so only that check can refuse the fork."""
+    from host_sim.testing import across_hosts
+
+    monkeypatch.setattr(across_hosts, "APPLY_OTHER_HOSTS_FACTS", False)  # this host's reader has not got there yet
+    async with Host(store=PostgresStore(postgres_dsn)) as here:
+        chat = await here.sessions.create()
+        first = await chat.run("hello")
+        kept = await chat.fork()  # made before the deletion: it keeps working
+        async with other_host(postgres_dsn, "serve") as there:
+            assert await there.call(op="delete", session=chat.id) == {"done": True}
+            for fork in (chat.fork, first.turn.fork):
+                with pytest.raises(SessionDeletedError, match=rf"cannot fork session {chat.id!r}: it was deleted") as caught:
+                    await fork()
+                assert caught.value.session_id == chat.id
+        assert (await kept.run("still here")).text == "echo: still here"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        children = conn.execute("SELECT id FROM host_sim.sessions WHERE parent_session_id = %s", (chat.id,)).fetchall()
+        created = conn.execute(
+            "SELECT count(*) FROM host_sim.events WHERE kind = 'session_created' AND event::jsonb->'lineage'->>'parent_session_id' = %s",
+            (chat.id,),
+        ).fetchone()
+    assert children == [(kept.id,)]
+    assert created == (1,)
+
+
+@pytest.mark.anyio
+async def test_forks_racing_a_deletion_on_another_host_are_stored_before_it_or_refused(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forks run back to back while another host deletes their parent: each fork either
+    committed before the deletion (its ``session_created`` row is numbered before the
+    parent's ``session_deleted``) or is refused; none is stored after the deletion. A
+    check read before the fork's write let one through when the deletion committed in
+    between; the check in the write's transaction, behind the event log's lock, cannot."""
+    from host_sim.testing import across_hosts
+
+    monkeypatch.setattr(across_hosts, "APPLY_OTHER_HOSTS_FACTS", False)  # only the forks' own writes can refuse them
+    rounds: list[tuple[str, list[str]]] = []
+    async with Host(store=PostgresStore(postgres_dsn)) as here, other_host(postgres_dsn, "serve") as there:
+        for _ in range(4):
+            chat = await here.sessions.create()
+            await chat.run("hello")
+            made: list[str] = []
+            refused: list[SessionDeletedError] = []
+
+            async def fork_until_refused() -> None:
+                while True:
+                    try:
+                        made.append((await chat.fork()).id)  # noqa: B023 (awaited within the round)
+                    except SessionDeletedError as exc:
+                        refused.append(exc)  # noqa: B023
+                        return
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(3):
+                    tg.start_soon(fork_until_refused)
+                await anyio.sleep(0.05)
+                assert await there.call(op="delete", session=chat.id) == {"done": True}
+            assert len(refused) == 3 and all(e.session_id == chat.id for e in refused)
+            rounds.append((chat.id, made))
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        for parent, made in rounds:
+            (deleted,) = conn.execute(
+                "SELECT seq FROM host_sim.events WHERE kind = 'session_deleted' AND session_id = %s", (parent,)
+            ).fetchone() or (None,)
+            created = conn.execute(
+                "SELECT session_id, seq FROM host_sim.events WHERE kind = 'session_created' AND session_id = ANY(%s)",
+                (made,),
+            ).fetchall()
+            stored = conn.execute("SELECT id FROM host_sim.sessions WHERE parent_session_id = %s", (parent,)).fetchall()
+            assert deleted is not None and made
+            assert sorted(s for (s,) in stored) == sorted(made)
+            late = [(session, seq) for session, seq in created if seq > deleted]
+            assert not late, f"forks of {parent} stored after its deletion (seq {deleted}): {late}"
+
+
+@pytest.mark.anyio
 async def test_what_another_host_finishes_and_forgets_shows_here_within_a_second(postgres_dsn: str) -> None:
     async with Host(store=PostgresStore(postgres_dsn)) as here:
         chat = await here.sessions.create()
