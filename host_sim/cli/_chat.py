@@ -19,6 +19,7 @@ import select
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Future
 from typing import Final, TextIO, TypeVar, cast, overload
@@ -400,21 +401,24 @@ class _ScriptLines:
     def __init__(self, fd: int, encoding: str, errors: str) -> None:
         self._fd = fd
         self._decoder = codecs.getincrementaldecoder(encoding)(errors)
-        self._text = ""
+        self._lines: deque[str] = deque()  # whole lines read and not yet returned
+        self._partial = ""  # the text after the last newline read
         self._ended = False
 
     def __call__(self, prompt: str) -> str:
         """The next line, with its newline (the last one may have none); EOFError at the end."""
-        while "\n" not in self._text and not self._ended:
+        while not self._lines and not self._ended:
             ready, _, _ = select.select([self._fd], [], [], WAKE_EVERY)
             if ready:
                 chunk = os.read(self._fd, 65536)
                 self._ended = not chunk
-                self._text += self._decoder.decode(chunk, final=self._ended)
-        if not self._text:
+                *whole, self._partial = (self._partial + self._decoder.decode(chunk, final=self._ended)).split("\n")
+                self._lines.extend(line + "\n" for line in whole)
+                if self._ended and self._partial:
+                    self._lines.append(self._partial)
+        if not self._lines:
             raise EOFError
-        line, newline, self._text = self._text.partition("\n")
-        return line + newline
+        return self._lines.popleft()
 
 
 def _script_lines() -> Callable[[str], str]:
