@@ -786,8 +786,7 @@ class EventStream:
                     return event
                 continue
             if self._next < hub._end:
-                oldest = hub._end - len(hub._ring)
-                floor = max(oldest, hub._end - self.buffer)
+                oldest, floor = self._window()
                 if self._next < floor:
                     if hub.replay is not None:  # behind the ring: the store still has the rows
                         if hub.closed():  # (had: it closed with the host)
@@ -834,12 +833,18 @@ class EventStream:
                 return None
             if not events:
                 self._catching_up = False
-                self._next = max(self._next, hub._end - len(hub._ring), hub._end - self.buffer)
+                self._next = max(self._next, self._window()[1])
                 return None
         event = self._page.popleft()
         assert event.seq is not None
         self._after = event.seq
         return event
+
+    def _window(self) -> tuple[int, int]:
+        """The ring positions of its oldest event and of the oldest this stream's buffer keeps."""
+        hub = self._hub
+        oldest = hub._end - len(hub._ring)
+        return oldest, max(oldest, hub._end - self.buffer)
 
     def _leave_the_store(self) -> None:
         """The host closed while this stream was behind its ring: what the ring still holds
@@ -848,12 +853,10 @@ class EventStream:
         number missed is the gap between them."""
         self._catching_up = False
         self._from_the_ring()
-        hub = self._hub
-        oldest = hub._end - len(hub._ring)
-        floor = max(oldest, hub._end - self.buffer)
+        oldest, floor = self._window()
         if self._next < floor:  # what the ring holds beyond this stream's buffer is dropped too
             self._next = floor
-            first = next((e.seq for e in list(hub._ring)[floor - oldest :] if e.seq is not None), None)
+            first = next((e.seq for e in list(self._hub._ring)[floor - oldest :] if e.seq is not None), None)
             if first is not None and first - 1 > self._after:
                 self._missed += first - 1 - self._after
                 self._after = first - 1
