@@ -128,10 +128,12 @@ class Outbox:
             while batch := hub.take_outbox():
                 try:
                     with anyio.CancelScope(shield=True):  # a started write finishes
-                        await self._store.append_events([event_row(e) for e in batch])
+                        first, rewritten = await self._store.append_events([event_row(e) for e in batch])
                 except StoreError:
                     hub.put_back(batch)  # kept, in order, for the next try
+                    hub.want_read()  # (written, perhaps, before the connection failed)
                     raise
+                hub.written_own(first, batch, rewritten=rewritten)
 
     async def written(self, hub: EventHub) -> None:
         """Write the outbox now, after any batch being written (`EventHub.written`); when the
@@ -176,12 +178,12 @@ class HostsLink:
         self._cache = cache  # what this host keeps of the store: fed every other host's facts
         self._now = now
         self._store = store
-        self._read_up_to = 0
+        self._reading = anyio.Lock()  # one read of the rows at a time (woken, asked for by the hub, closing)
         self._absences = Absences()  # hosts seen without their claim, and since when
 
     async def start(self) -> None:
         """Where this host starts reading: the newest row when it opens."""
-        self._read_up_to = await self._store.last_event_seq()
+        self._events.start_reading(await self._store.last_event_seq())
 
     async def run(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -209,6 +211,8 @@ class HostsLink:
                     await self._store.send_delta(f"{self._store.host_id} {event_row(delta).event}")
             try:
                 await self._write_outbox()
+                if hub.take_read_wanted():  # rows of this host's the hub could not hand out from memory
+                    await self._catch_up()
             except StoreError:
                 hub.wake_writer()
                 await anyio.sleep(_POLL / 4)  # the server is unreachable: try again
@@ -235,19 +239,26 @@ class HostsLink:
             self._events.deliver(event)
 
     async def _catch_up(self) -> None:
-        while True:
-            rows = await self._store.events_after(self._read_up_to, 500)
-            for seq, host_id, text in rows:
-                self._read_up_to = seq
-                try:
-                    event = event_of(seq, host_id, text)
-                except (ValueError, TypeError, KeyError, ModularError):
-                    continue  # written by a newer host (a kind this one lacks): not this host's to show
-                if host_id != self._store.host_id and APPLY_OTHER_HOSTS_FACTS:
-                    await self._cache.apply(event)  # what this host holds now says what another host committed
-                self._events.deliver(event)
-            if len(rows) < 500:
-                return
+        """Hand out the rows after the last handed out, in seq order, each once: the hub hands
+        out this host's own rows from memory when it can (`EventHub.written_own`), so a row
+        read here may have been handed out meanwhile (`EventHub.deliver_row` passes it)."""
+        hub = self._events
+        async with self._reading:
+            while True:
+                rows = await self._store.events_after(hub.read_to, 500)
+                for seq, host_id, text in rows:
+                    if seq <= hub.read_to:
+                        continue  # handed out from memory while the rows were read
+                    try:
+                        event = event_of(seq, host_id, text)
+                    except (ValueError, TypeError, KeyError, ModularError):
+                        hub.deliver_row(seq, None)  # written by a newer host (a kind this one lacks): not this host's to show
+                        continue
+                    if host_id != self._store.host_id and APPLY_OTHER_HOSTS_FACTS:
+                        await self._cache.apply(event)  # what this host holds now says what another host committed
+                    hub.deliver_row(seq, event)
+                if len(rows) < 500:
+                    return
 
     async def _keep(self) -> None:
         """Hold this host's claim: taken back by itself once the server is back."""
@@ -276,9 +287,11 @@ class HostsLink:
         dead = self._absences.dead(absent, anyio.current_time())
         if not dead:
             return
-        turns, _jobs = await self._store.claim_dead(dead, self._now, announce_claimed(self._now))
+        turns, jobs = await self._store.claim_dead(dead, self._now, announce_claimed(self._now))
         self._absences.clear(dead)
         await self._cache.claimed(turns)
+        if turns or jobs:
+            self._events.want_read()  # their rows, which this host's listener lets pass
 
 
 class Absences:

@@ -420,6 +420,8 @@ class EventHub:
         "_observe",
         "_outbox",
         "_outbox_ready",
+        "_read_to",
+        "_read_wanted",
         "_ring",
         "_seq",
         "_size",
@@ -462,6 +464,8 @@ class EventHub:
         self._deltas_out: list[ReplyDelta] = []  # shared store: deltas to hand to the other hosts
         self._outbox_ready = anyio.Event()
         self._retries: list[tuple[Callable[[], Awaitable[None]], list[HostEvent]]] = []  # writes to try again
+        self._read_to = 0  # shared store: the newest row handed out or passed over (seq order, each once)
+        self._read_wanted = False  # shared store: rows of this host's wait to be read (not handed out from memory)
 
     @property
     def active(self) -> bool:
@@ -507,7 +511,8 @@ class EventHub:
 
         On a shared store their rows are staged for that write's transaction: they commit with
         the change they report, numbered, or neither does (the block raises; nothing is
-        published). With one host per store they are published once the block succeeded.
+        published), and this host hands them out as the block ends (`written_own`). With one
+        host per store they are published once the block succeeded.
         """
         if self._closed or self.replay is None:
             yield
@@ -515,11 +520,61 @@ class EventHub:
                 self.publish(make)
             return
         events = [self._made(make) for make in makes]
-        with staged([event_row(e) for e in events]) as batch:
-            yield
+        try:
+            with staged([event_row(e) for e in events]) as batch:
+                yield
+        except BaseException:
+            self.want_read()  # the write may have committed before it failed: its rows are read
+            raise
         if batch.first_seq is None:  # the block wrote nothing that carried them: the writer does
             self._outbox.extend(events)
             self._outbox_ready.set()
+        elif batch.first_seq:  # handed out as the block ends (an erasure's, once the resume history lost the text)
+            self.written_own(batch.first_seq, events, rewritten=batch.rewritten)
+
+    def written_own(self, first_seq: int, events: Sequence[HostEvent], *, rewritten: bool) -> None:
+        """This host's store wrote ``events`` as rows numbered from ``first_seq``: handed out
+        from memory, numbered, when they are next in seq order (every row before them was
+        read) and no erasure rule rewrote them, as the rows would be read; else they are left
+        to the reader (`want_read`), which reads them and what lies before them in order.
+        Either way each row is handed out once (`deliver_row`)."""
+        if self._closed or not events:
+            return
+        if rewritten or first_seq != self._read_to + 1:
+            self.want_read()
+            return
+        for offset, event in enumerate(events):
+            self.deliver(attrs.evolve(event, seq=first_seq + offset))
+        self._read_to = first_seq + len(events) - 1
+
+    @property
+    def read_to(self) -> int:
+        """Shared store: the newest row handed out or passed over; the reader reads after it."""
+        return self._read_to
+
+    def start_reading(self, after: int) -> None:
+        """Shared store: hand out the rows after ``after`` (the newest when the host opened)."""
+        self._read_to = max(self._read_to, after)
+
+    def deliver_row(self, seq: int, event: HostEvent | None) -> None:
+        """Shared store: the reader read row ``seq`` (``None``: a kind this host does not know,
+        passed over); handed out unless it was already (from memory, `written_own`)."""
+        if seq <= self._read_to:
+            return
+        self._read_to = seq
+        if event is not None:
+            self.deliver(event)
+
+    def want_read(self) -> None:
+        """Shared store: rows of this host's were not handed out from memory; the writer task
+        has the reader read them (`take_read_wanted`)."""
+        self._read_wanted = True
+        self._outbox_ready.set()
+
+    def take_read_wanted(self) -> bool:
+        """Whether a read was asked for since the last call (`want_read`)."""
+        wanted, self._read_wanted = self._read_wanted, False
+        return wanted
 
     def retry(self, write: Callable[[], Awaitable[None]], *makes: Callable[[int, datetime], HostEvent]) -> None:
         """A write that failed (the store was away), with the events that report it: on a shared
@@ -541,12 +596,15 @@ class EventHub:
                 with staged([event_row(e) for e in events]) as batch, anyio.CancelScope(shield=True):
                     await write()
             except StoreError as exc:
+                self.want_read()  # (written, perhaps, before the connection failed)
                 if exc.retryable:
                     raise
                 batch.written(0)  # refused for good: another host finished it (and said so)
             self._retries.pop(0)
             if batch.first_seq is None:
                 self._outbox.extend(events)
+            elif batch.first_seq:
+                self.written_own(batch.first_seq, events, rewritten=batch.rewritten)
 
     async def written(self) -> None:
         """Give every event published so far its seq before what it reports is seen elsewhere.

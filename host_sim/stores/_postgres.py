@@ -47,9 +47,11 @@ transaction of the change they report when there is one (a transactional outbox:
 stages them, `Staged`, and `_transact` inserts them last), else a batch per transaction;
 either way holding the transaction-level advisory lock ``(0x48530004, 0)`` while it takes
 its seqs and commits, so rows commit in seq order and a reader that read up to N never later
-finds a row below N, then ``NOTIFY host_sim_events``. Each host LISTENs on a connection of its own and
-reads the rows after the last it read when woken, and at least every second: the rows are
-the truth, the NOTIFY a hint. An erasure (`erase`, `delete_session`) takes the same lock and
+finds a row below N, then ``NOTIFY host_sim_events, '<host_id>'``. Each host LISTENs on a connection of its own and
+reads the rows after the last it read when another host woke it, and at least every second: the rows are
+the truth, the NOTIFY a hint. A host never reads its own rows back when it can help it: it
+has their events, and hands them out from memory when they are next in seq order and no
+erasure rule rewrote them (`Staged.then`), else it reads. An erasure (`erase`, `delete_session`) takes the same lock and
 erases the text of its turns' event rows in its transaction; a batch written after an
 erasure erases its own rows of erased turns. Every erasure and deletion also bumps
 ``meta.erasure_generation``, which `lock_session` reads once the lock is granted.
@@ -388,9 +390,10 @@ class PostgresStore(SqlStore):
         """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
         return self._driver.host_id
 
-    async def append_events(self, rows: Sequence[EventRow]) -> None:
-        """Write event rows (in order) in one transaction and wake every listening host."""
-        await self._driver.append_events(rows)
+    async def append_events(self, rows: Sequence[EventRow]) -> tuple[int, bool]:
+        """Write event rows (in order) in one transaction and wake every other listening host;
+        the first row's seq, and whether the transaction rewrote their text."""
+        return await self._driver.append_events(rows)
 
     async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
         """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""

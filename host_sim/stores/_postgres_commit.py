@@ -337,7 +337,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         events = staged_rows()
         if events is not None:
             self.check_event_rows(events.rows)
-        first: list[int] = []
+        first: list[tuple[int, bool]] = []  # the first row's seq, and whether the rules rewrote a row
 
         def run(conn: Any) -> None:
             psycopg = self._psycopg
@@ -366,9 +366,11 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
 
         await self.with_connection(run)
         if events is not None and first:
-            events.written(first[0])
+            events.written(first[0][0], rewritten=first[0][1])
 
-    def _batched(self, conn: Any, steps: list[Step], events: Sequence[EventRow] | None, first: list[int]) -> bool:
+    def _batched(
+        self, conn: Any, steps: list[Step], events: Sequence[EventRow] | None, first: list[tuple[int, bool]]
+    ) -> bool:
         """In a worker thread: the transaction of `transact` in one round trip (two when a step's
         expectation cannot be checked by the server); ``False``, rolled back, when a step broke
         a constraint or its expectation (the caller runs it again step by step, which names
@@ -389,10 +391,12 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                     text = guarded
             statements.append(text)
         inserted = -1
-        for i, (sql, params) in enumerate(self.event_statements(events) if events else ()):
-            if i == INSERTED_AT:
-                inserted = len(statements)
-            statements.append(cursor.mogrify(sql, params))
+        rules: range = range(0)  # the erasure rules the rows apply to themselves (`event_statements`)
+        if events:
+            made = self.event_statements(events)
+            inserted = len(statements) + INSERTED_AT
+            rules = range(inserted + 1, len(statements) + len(made) - 1)
+            statements += [cursor.mogrify(sql, params) for sql, params in made]
         if not checked:
             statements.append("COMMIT")
         try:
@@ -420,7 +424,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                 conn.execute("ROLLBACK", ())
                 return False
             conn.execute("COMMIT", ())
-        first.extend(seqs)
+        first.extend((seq, any(rowcounts[i] > 0 for i in rules)) for seq in seqs)
         return True
 
     def closed_error(self) -> StoreError:

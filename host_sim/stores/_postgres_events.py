@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -142,32 +143,36 @@ class PostgresEvents:
         """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
         return f"pg-{self._owner}"
 
-    async def append_events(self, rows: Sequence[EventRow]) -> None:
-        """Write event rows (in order) in one transaction and wake every listening host.
+    async def append_events(self, rows: Sequence[EventRow]) -> tuple[int, bool]:
+        """Write event rows (in order) in one transaction and wake every other listening host;
+        the first row's seq and whether the transaction rewrote their text (`Staged.rewritten`).
 
         The transaction holds an advisory lock while it takes its seqs, so event rows
         commit in seq order across hosts: a reader that has read up to seq N never later
         finds a row below N it has not read.
         """
         if not rows:
-            return
+            return 0, False
         self.check_event_rows(rows)
 
-        def run(conn: Any) -> None:
+        def run(conn: Any) -> tuple[int, bool]:
             try:
                 with contextlib.ExitStack() as tail, conn.transaction():  # COMMIT ends tail's pipeline
-                    self.insert_events(conn, rows, tail)
+                    written = self.insert_events(conn, rows, tail)
+                return written()
             except self._psycopg.Error as exc:
                 raise self.database_error(exc, "could not write events") from exc
 
-        await self.with_connection(run)
+        return await self.with_connection(run)
 
     def check_event_rows(self, rows: Sequence[EventRow]) -> None:
         for r in rows:
             if "\x00" in r.event:
                 raise self.fail(f"cannot store a {r.kind} event holding a NUL character", "remove it where the text enters")
 
-    def insert_events(self, conn: Any, rows: Sequence[EventRow], tail: contextlib.ExitStack) -> Callable[[], int]:
+    def insert_events(
+        self, conn: Any, rows: Sequence[EventRow], tail: contextlib.ExitStack
+    ) -> Callable[[], tuple[int, bool]]:
         """In a worker thread, inside a transaction (the one of the change they report, or
         their own): queue ``rows`` numbered in commit order, and the NOTIFY that wakes the
         listening hosts, in a pipeline ``tail`` ends; returns what gives the first row's seq
@@ -176,15 +181,19 @@ class PostgresEvents:
         NOTIFY lock are held only while the server numbers the rows and commits, never while
         this host's thread waits to be scheduled (on a loaded machine, what made two hosts
         slower than one). `PostgresDriver.transact` sends the same `event_statements` in its
-        one simple query instead."""
+        one simple query instead. What it returns gives, once the transaction committed, the
+        first row's seq and whether the erasure rules rewrote any of them (`Staged.rewritten`)."""
         tail.enter_context(conn.pipeline())
         cursors = [conn.execute(sql, params) for sql, params in self.event_statements(rows)]
-        inserted = cursors[INSERTED_AT]
-        return lambda: int(inserted.fetchone()[0])
+        inserted, rules = cursors[INSERTED_AT], cursors[INSERTED_AT + 1 : -1]
+        return lambda: (int(inserted.fetchone()[0]), any(rule.rowcount > 0 for rule in rules))
 
     def event_statements(self, rows: Sequence[EventRow]) -> list[tuple[str, tuple[object, ...]]]:
-        """The statements that insert ``rows`` in a transaction (see `insert_events`), in order;
-        the one at `INSERTED_AT` returns the rows' seqs."""
+        """The statements that insert ``rows`` in a transaction (see `insert_events`), in order:
+        the event lock; at `INSERTED_AT` the insert, which returns the rows' seqs; the erasure
+        rules the rows apply to themselves (each ``UPDATE`` changes rows only when an erasure
+        committed before them erased what they hold); last the ``NOTIFY``, whose payload names
+        this host (its own listener lets it pass: the host has the events already)."""
         values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
         params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
         first = f"(SELECT currval(pg_get_serial_sequence('host_sim.events', 'seq')) - {len(rows) - 1})"
@@ -204,7 +213,7 @@ class PostgresEvents:
             (LOCK_EVENTS, ()),
             (f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} RETURNING seq", params),
             *erase_new,
-            (f"NOTIFY {_EVENTS_CHANNEL}", ()),
+            (f"NOTIFY {_EVENTS_CHANNEL}, '{self.host_id}'", ()),
         ]
 
     async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
@@ -233,15 +242,24 @@ class PostgresEvents:
             await anyio.to_thread.run_sync(self._listen)  # the store holds it even if this task is cancelled
         listener, listening = self._listener, self._listening
 
+        own = self.host_id
+
         def wait() -> list[str]:
             with listening:
                 if listener.closed:
                     return []
                 deltas: list[str] = []
+                until = time.monotonic() + timeout
                 try:
-                    for note in listener.notifies(timeout=timeout, stop_after=1):
-                        if note.channel == _DELTAS_CHANNEL:
-                            deltas.append(note.payload)
+                    while (left := until - time.monotonic()) > 0:
+                        for note in listener.notifies(timeout=left, stop_after=1):
+                            if note.channel == _DELTAS_CHANNEL:
+                                deltas.append(note.payload)
+                            elif note.payload == own:
+                                continue  # this host's own rows: its hub hands them out (or asks for a read)
+                            return deltas
+                        if deltas:
+                            return deltas
                 except self._psycopg.Error as exc:
                     close_quietly(listener)
                     raise self.database_error(exc, "lost its event listener") from exc

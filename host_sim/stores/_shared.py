@@ -48,14 +48,19 @@ class EventRow:
 class Staged:
     """Event rows that commit with the next write of the task that staged them (a transactional
     outbox): the write's transaction inserts them, numbered, or neither commits. ``first_seq``
-    is set once they were written (the rows are numbered ``first_seq``, ``first_seq + 1``...)."""
+    is set once they were written (the rows are numbered ``first_seq``, ``first_seq + 1``...);
+    ``rewritten`` says whether the transaction changed their text after inserting them (an
+    erasure committed before them erased what they hold: the hub then reads the rows
+    rather than hand out the events it made)."""
 
     rows: Sequence[EventRow]
     first_seq: int | None = None
+    rewritten: bool = False
 
-    def written(self, first_seq: int) -> None:
+    def written(self, first_seq: int, *, rewritten: bool = False) -> None:
         """The store wrote the rows, numbered from ``first_seq`` (0: settled without them)."""
         self.first_seq = first_seq
+        self.rewritten = rewritten
 
 
 _STAGED: ContextVar[Staged | None] = ContextVar("host_sim_staged_events", default=None)
@@ -112,8 +117,10 @@ class SharedStore(Protocol):
         """Who this host is among the hosts of the store (the events it writes carry it)."""
         ...
 
-    async def append_events(self, rows: Sequence[EventRow]) -> None:
-        """Write event rows in one transaction, numbered in commit order, and wake the listeners."""
+    async def append_events(self, rows: Sequence[EventRow]) -> tuple[int, bool]:
+        """Write event rows in one transaction, numbered in commit order, and wake the other
+        hosts' listeners; the first row's seq, and whether the transaction changed their
+        text after inserting them (`Staged.rewritten`)."""
         ...
 
     async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
@@ -129,7 +136,10 @@ class SharedStore(Protocol):
         ...
 
     async def wait_for_events(self, timeout: float) -> list[str]:
-        """Wait for a wake-up (new rows) or ``timeout``; returns reply_delta payloads received."""
+        """Wait for a wake-up (another host wrote rows) or ``timeout``; returns reply_delta
+        payloads received. This host's own writes wake nothing: its hub has their events
+        (`Staged.first_seq`, `append_events`'s answer) and asks for a read when it cannot
+        hand them out in order."""
         ...
 
     async def send_delta(self, payload: str) -> None:

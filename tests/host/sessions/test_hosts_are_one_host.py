@@ -35,13 +35,14 @@ from host_sim import (
     PostgresStore,
     ScriptedModel,
     SessionCreated,
+    SessionHandle,
     StoreError,
     TurnErased,
     TurnFinished,
     TurnStarted,
 )
 from host_sim.testing import INTERRUPTED, EventRow
-from modular_sdk import SessionDeletedError
+from modular_sdk import AiNotificationMessage, SessionDeletedError
 
 HOST_SCRIPT = Path(__file__).parents[1] / "postgres_host.py"
 
@@ -457,6 +458,59 @@ async def test_hosts_writing_events_at_once_lose_none_to_a_subscriber(postgres_d
 
 
 @pytest.mark.anyio
+async def test_a_subscriber_on_each_busy_host_gets_every_row_once_in_seq_order_and_its_own_events_equal_to_their_rows(
+    postgres_dsn: str,
+) -> None:
+    """Each host hands out its own events from memory when they are next in seq order, and
+    reads every other row (and its own, when another host's rows came between): whatever the
+    interleaving of two hosts writing turns, forks and notifications of several sessions at
+    once, a subscriber on either host gets exactly the rows the table holds, in seq order,
+    each equal to what its row says."""
+    from host_sim.testing import event_of
+
+    seen: dict[str, list[HostEvent]] = {"a": [], "b": []}
+    async with (
+        Host(store=PostgresStore(postgres_dsn)) as a,
+        Host(store=PostgresStore(postgres_dsn)) as b,
+        anyio.create_task_group() as outer,
+    ):
+        for name, host in (("a", a), ("b", b)):
+            ready = anyio.Event()
+            outer.start_soon(collect, host, seen[name], ready)
+            await ready.wait()
+
+        async def talk(host: Host) -> None:
+            chats = [await host.sessions.create() for _ in range(3)]
+
+            async def story(chat: SessionHandle) -> None:
+                for i in range(5):
+                    result = await chat.run(f"m{i}")
+                    if i == 2:
+                        await result.turn.fork()
+                await chat.send(AiNotificationMessage(title="done", body=chat.id))
+
+            async with anyio.create_task_group() as tg:
+                for chat in chats:
+                    tg.start_soon(story, chat)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(talk, a)
+            tg.start_soon(talk, b)
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            rows = conn.execute("SELECT seq, host_id, event FROM host_sim.events ORDER BY seq").fetchall()
+
+        async def all_seen() -> bool:
+            return all(len(events) >= len(rows) for events in seen.values())
+
+        await within(10.0, all_seen)
+        outer.cancel_scope.cancel()
+    stored = [event_of(int(seq), str(host_id), str(text)) for seq, host_id, text in rows]
+    assert {"session_created", "turn_started", "turn_finished", "notification"} <= {e.kind for e in stored}
+    for name in ("a", "b"):
+        assert seen[name] == stored, name
+
+
+@pytest.mark.anyio
 async def test_a_host_whose_listener_connection_is_cut_still_sees_the_other_hosts_events(postgres_dsn: str) -> None:
     """NOTIFY is a hint, the rows are the truth: with the listener gone, the host reads on."""
     seen: list[HostEvent] = []
@@ -492,10 +546,10 @@ def slow_event_writes(monkeypatch: pytest.MonkeyPatch, store: PostgresStore, del
     """Make ``store``'s host write its event rows ``delay`` seconds late (a loaded machine)."""
     write = PostgresStore.append_events
 
-    async def late(self: PostgresStore, rows: Sequence[EventRow]) -> None:
+    async def late(self: PostgresStore, rows: Sequence[EventRow]) -> tuple[int, bool]:
         if self is store:
             await anyio.sleep(delay)
-        await write(self, rows)
+        return await write(self, rows)
 
     monkeypatch.setattr(PostgresStore, "append_events", late)
 

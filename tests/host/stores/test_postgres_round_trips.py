@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -24,7 +25,7 @@ import psycopg
 import pytest
 from psycopg import pq
 
-from host_sim import Host, PostgresStore, StoreError
+from host_sim import Host, HostEvent, PostgresStore, StoreError
 from host_sim.testing import PostgresDriver
 
 # The link's own statements (sessions/_across_hosts.py), which run beside a turn, not in it.
@@ -60,10 +61,8 @@ class Traced:
             trace.seek(0, 2)
             self._seen[i] = trace.tell()
 
-    def round_trips(self) -> list[list[str]]:
-        """The round trips since `mark` (each the statements it carried), the link's left out
-        (a transaction of the link's, BEGIN and COMMIT included)."""
-        kept: list[list[str]] = []
+    def _since_mark(self) -> Iterator[list[list[str]]]:
+        """Per connection, the round trips since `mark` (each the statements it carried)."""
         for i, trace in enumerate(self._files):
             trace.seek(self._seen[i])
             trips: list[list[str]] = []
@@ -80,6 +79,17 @@ class Traced:
                 elif kind == "Sync":
                     trips.append(pending)
                     pending = []
+            yield trips
+
+    def all_round_trips(self) -> list[list[str]]:
+        """The round trips since `mark`, the link's included."""
+        return [trip for trips in self._since_mark() for trip in trips]
+
+    def round_trips(self) -> list[list[str]]:
+        """The round trips since `mark` (each the statements it carried), the link's left out
+        (a transaction of the link's, BEGIN and COMMIT included)."""
+        kept: list[list[str]] = []
+        for trips in self._since_mark():
             group: list[list[str]] = []  # the trips of a transaction begun with a BEGIN of its own
             for trip in trips:
                 if not group and trip in (["COMMIT"], ["ROLLBACK"]):
@@ -146,6 +156,37 @@ async def test_a_warm_turn_is_four_round_trips_and_a_fork_one_at_any_length_of_h
             assert len(fork) == 1, f"a fork at {length} turns took {len(fork)} round trips: {fork}"
             assert _transaction(fork[0]), fork
             assert "host_sim.deletions" in fork[0][0], fork  # the parent's deletion, checked in it
+
+
+@pytest.mark.anyio
+async def test_a_host_alone_hands_out_its_own_events_without_reading_its_rows_back(
+    traced: Traced, postgres_dsn: str
+) -> None:
+    """Every event of a host alone reaches its subscriber, numbered as its row, with no read of
+    the rows it wrote (it has their events: two reads a turn, when it read them back). Only
+    the link's once-a-second look for other hosts' rows reads, whatever the number of turns."""
+    async with Host(store=PostgresStore(postgres_dsn)) as host, host.subscribe() as events:
+        chat = await host.sessions.create()
+        await chat.run("warm")
+        await _settled()
+        traced.mark()
+        began = time.monotonic()
+        for i in range(20):
+            await chat.run(f"turn {i}")
+        await (await chat.turns())[3].fork()
+        took = time.monotonic() - began
+        reads = [s for trip in traced.all_round_trips() for s in trip if "FROM host_sim.events WHERE seq >" in s]
+        seen: list[HostEvent] = []
+        with anyio.fail_after(10):
+            async for event in events:
+                seen.append(event)
+                if event.kind == "session_created" and event.session_id != chat.id:
+                    break
+    assert len(reads) <= 1 + took, f"{len(reads)} reads of the event rows in {took:.2f} s: {reads[:3]}"
+    assert [e.kind for e in seen].count("turn_finished") == 21
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        stored = [int(r[0]) for r in conn.execute("SELECT seq FROM host_sim.events ORDER BY seq").fetchall()]
+    assert [e.seq for e in seen] == stored[-len(seen) :]
 
 
 def _transaction(trip: list[str]) -> bool:
