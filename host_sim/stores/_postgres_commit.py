@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from . import _rows
 from ._errors import StoreError
-from ._postgres_events import INSERTED_AT, PostgresEvents, close_listener
+from ._postgres_events import PostgresEvents, appended, close_listener
 from ._postgres_locks import PostgresLocks
 from ._postgres_schema import prepare
 from ._postgres_sql import Refused, Step, close_quietly, cols, diagnosis
@@ -390,13 +390,10 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                 else:
                     text = guarded
             statements.append(text)
-        inserted = -1
-        rules: range = range(0)  # the erasure rules the rows apply to themselves (`event_statements`)
+        inserted = -1  # the statement that appends the event rows (`event_statement`): its answer is read
         if events:
-            made = self.event_statements(events)
-            inserted = len(statements) + INSERTED_AT
-            rules = range(inserted + 1, len(statements) + len(made) - 1)
-            statements += [cursor.mogrify(sql, params) for sql, params in made]
+            inserted = len(statements)
+            statements.append(cursor.mogrify(*self.event_statement(events)))
         if not checked:
             statements.append("COMMIT")
         try:
@@ -412,11 +409,11 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                     conn.execute("ROLLBACK", ())
             raise
         rowcounts: list[int] = []
-        seqs: list[int] = []
+        answers: list[tuple[int, bool]] = []
         while True:
             rowcounts.append(cursor.rowcount)
             if len(rowcounts) - 1 == inserted:
-                seqs.append(int(cursor.fetchone()[0]))
+                answers.append(appended(cursor.fetchone()))
             if not cursor.nextset():
                 break
         if checked:
@@ -424,7 +421,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                 conn.execute("ROLLBACK", ())
                 return False
             conn.execute("COMMIT", ())
-        first.extend((seq, any(rowcounts[i] > 0 for i in rules)) for seq in seqs)
+        first.extend(answers)
         return True
 
     def closed_error(self) -> StoreError:

@@ -23,14 +23,16 @@ from ._records import ERASED_LABEL
 from ._shared import EventRow
 
 __all__ = [
+    "APPEND_EVENTS_FUNCTION",
+    "APPEND_EVENTS_SIGNATURE",
     "ERASE_COMMAND_EVENTS",
     "ERASE_COMMAND_EVENTS_OF",
     "ERASE_EVENTS",
     "ERASE_QUOTED_COMMAND_EVENTS",
     "ERASE_QUOTED_TURN_EVENTS",
-    "INSERTED_AT",
     "LOCK_EVENTS",
     "PostgresEvents",
+    "appended",
     "close_listener",
 ]
 
@@ -108,8 +110,92 @@ ERASE_QUOTED_COMMAND_EVENTS: Final = (  # the command_finished rows of commands 
     f"'error', {_BLANK.format('error')}))::text WHERE e.kind = 'command_finished' "
     "AND e.event::jsonb->>'invocation_id' = ANY(%s) AND e.event::jsonb->>'error' IS NOT NULL"
 )
-INSERTED_AT: Final = 1  # of `PostgresEvents.event_statements`: the insert, which returns the seqs
 LOCK_EVENTS: Final = f"SELECT pg_advisory_xact_lock({_EVENT_LOCK}, 0)"  # appends and erasures, one at a time
+
+# What a batch of event rows does in its transaction, as one function of the schema: PL/pgSQL
+# plans each of its statements once per connection (a simple query's statements are planned
+# at every call: the erasure rules' UPDATEs took 0.3 to 0.7 ms of a turn's server time to plan,
+# though they change a row only in a race). Each rule's UPDATE (the statements above, run as
+# they are with EXECUTE) runs only when a check by key of the batch's own turns, sessions or
+# commands finds what it would erase: every row an UPDATE could change needs that row to
+# exist, so the checks change nothing of what is erased. Returns the first row's seq and how
+# many rows the rules rewrote.
+APPEND_EVENTS: Final = "SELECT host_sim.append_events(%s, %s, %s, %s, %s, %s, %s, %s)"
+APPEND_EVENTS_SIGNATURE: Final = "host_sim.append_events(text, text[], text[], text[], text[], text[], text[], text[])"
+APPEND_EVENTS_FUNCTION: Final = f"""
+CREATE OR REPLACE FUNCTION host_sim.append_events(
+    p_host text, p_kinds text[], p_sessions text[], p_turns text[], p_events text[],
+    p_erase_turns text[], p_erase_sessions text[], p_quoted_turns text[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $append$
+DECLARE
+    v_first bigint;
+    v_seq bigint;
+    v_changed bigint := 0;
+    v_count bigint;
+    v_key text;
+    v_hit boolean;
+BEGIN
+    PERFORM pg_advisory_xact_lock({_EVENT_LOCK}, 0);
+    FOR i IN 1 .. cardinality(p_kinds) LOOP
+        INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event)
+        VALUES (p_host, p_kinds[i], p_sessions[i], p_turns[i], p_events[i]) RETURNING seq INTO v_seq;
+        v_first := coalesce(v_first, v_seq);
+    END LOOP;
+    v_hit := false;
+    FOREACH v_key IN ARRAY p_erase_turns LOOP
+        v_hit := v_hit OR EXISTS (SELECT 1 FROM host_sim.turns WHERE id = v_key AND erased_at IS NOT NULL);
+    END LOOP;
+    IF v_hit THEN
+        EXECUTE $rule${{erase_turns}}$rule$ USING p_erase_turns, v_first;
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        v_changed := v_changed + v_count;
+    END IF;
+    v_hit := false;
+    FOREACH v_key IN ARRAY p_erase_sessions LOOP
+        v_hit := v_hit OR EXISTS (SELECT 1 FROM host_sim.deletions WHERE session_id = v_key);
+    END LOOP;
+    IF v_hit THEN
+        EXECUTE $rule${{erase_sessions}}$rule$ USING p_erase_sessions, v_first;
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        v_changed := v_changed + v_count;
+    END IF;
+    v_hit := false;
+    FOREACH v_key IN ARRAY p_quoted_turns LOOP
+        v_hit := v_hit OR EXISTS (
+            SELECT 1 FROM host_sim.turns WHERE id = v_key AND erased_at IS NULL AND error = '{ERASED_LABEL}'
+        );
+    END LOOP;
+    IF v_hit THEN
+        EXECUTE $rule${{quoted_turns}}$rule$ USING p_quoted_turns, v_first;
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        v_changed := v_changed + v_count;
+    END IF;
+    v_hit := false;
+    FOR i IN 1 .. cardinality(p_kinds) LOOP
+        IF p_kinds[i] = 'command_finished' THEN
+            v_hit := v_hit OR EXISTS (
+                SELECT 1 FROM host_sim.invocations WHERE id = p_events[i]::jsonb->>'invocation_id'
+                AND (erased_at IS NOT NULL OR error = '')
+            );
+        END IF;
+    END LOOP;
+    IF v_hit THEN
+        EXECUTE $rule${{erased_commands}}$rule$ USING v_first;
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        v_changed := v_changed + v_count;
+    END IF;
+    PERFORM pg_notify('{_EVENTS_CHANNEL}', p_host);
+    RETURN ARRAY[v_first, v_changed];
+END
+$append$
+""".format(
+    erase_turns=_ERASE_NEW_EVENTS.replace("%s", "$1").replace("FIRST_SEQ", "$2"),
+    erase_sessions=_ERASE_NEW_COMMAND_EVENTS.replace("%s", "$1").replace("FIRST_SEQ", "$2"),
+    quoted_turns=_ERASE_NEW_QUOTED_EVENTS.replace("%s", "$1").replace("FIRST_SEQ", "$2"),
+    erased_commands=_ERASE_NEW_ERASED_COMMAND_EVENTS.replace("FIRST_SEQ", "$1"),
+)
+"""`host_sim.append_events`, made (or made again) by `_postgres_schema.prepare` whenever a
+host opens a store that lacks it."""
 ERASE_COMMAND_EVENTS: Final = (  # a deleted session's command_finished events lose their text
     "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
     f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = %s AND e.kind = 'command_finished'"
@@ -175,46 +261,37 @@ class PostgresEvents:
     ) -> Callable[[], tuple[int, bool]]:
         """In a worker thread, inside a transaction (the one of the change they report, or
         their own): queue ``rows`` numbered in commit order, and the NOTIFY that wakes the
-        listening hosts, in a pipeline ``tail`` ends; returns what gives the first row's seq
-        once it has. The caller ends its transaction block inside ``tail``, so its COMMIT
-        rides in the same round trip: the event lock (taken last) and PostgreSQL's own
-        NOTIFY lock are held only while the server numbers the rows and commits, never while
-        this host's thread waits to be scheduled (on a loaded machine, what made two hosts
-        slower than one). `PostgresDriver.transact` sends the same `event_statements` in its
-        one simple query instead. What it returns gives, once the transaction committed, the
-        first row's seq and whether the erasure rules rewrote any of them (`Staged.rewritten`)."""
+        listening hosts (`event_statement`), in a pipeline ``tail`` ends. The caller ends its
+        transaction block inside ``tail``, so its COMMIT rides in the same round trip: the
+        event lock (taken last) and PostgreSQL's own NOTIFY lock are held only while the
+        server numbers the rows and commits, never while this host's thread waits to be
+        scheduled (on a loaded machine, what made two hosts slower than one).
+        `PostgresDriver.transact` sends the same statement in its one simple query instead.
+        What it returns gives, once the transaction committed, the first row's seq and whether
+        the erasure rules rewrote any of them (`Staged.rewritten`)."""
         tail.enter_context(conn.pipeline())
-        cursors = [conn.execute(sql, params) for sql, params in self.event_statements(rows)]
-        inserted, rules = cursors[INSERTED_AT], cursors[INSERTED_AT + 1 : -1]
-        return lambda: (int(inserted.fetchone()[0]), any(rule.rowcount > 0 for rule in rules))
+        cursor = conn.execute(*self.event_statement(rows))
+        return lambda: appended(cursor.fetchone())
 
-    def event_statements(self, rows: Sequence[EventRow]) -> list[tuple[str, tuple[object, ...]]]:
-        """The statements that insert ``rows`` in a transaction (see `insert_events`), in order:
-        the event lock; at `INSERTED_AT` the insert, which returns the rows' seqs; the erasure
-        rules the rows apply to themselves (each ``UPDATE`` changes rows only when an erasure
-        committed before them erased what they hold); last the ``NOTIFY``, whose payload names
-        this host (its own listener lets it pass: the host has the events already)."""
-        values = ", ".join("(%s, %s, %s, %s, %s)" for _ in rows)
-        params = tuple(x for r in rows for x in (self.host_id, r.kind, r.session_id, r.turn_id, r.event))
-        first = f"(SELECT currval(pg_get_serial_sequence('host_sim.events', 'seq')) - {len(rows) - 1})"
+    def event_statement(self, rows: Sequence[EventRow]) -> tuple[str, tuple[object, ...]]:
+        """The statement that inserts ``rows`` in a transaction (`APPEND_EVENTS`): takes the
+        event lock, numbers and inserts the rows, has them apply to themselves the erasures
+        committed before them (each rule keyed on the batch's own turns or sessions), and
+        NOTIFYs the other hosts with this host's id as payload (its own listener lets it
+        pass: the host has the events already). Its one row is `appended`'s to read."""
         turns = sorted({r.turn_id for r in rows if r.turn_id is not None and r.kind in _TURN_TEXT_KINDS})
-        finished = sorted({r.turn_id for r in rows if r.turn_id is not None and r.kind == "turn_finished"})
-        commands = sorted({r.session_id for r in rows if r.session_id is not None and r.kind == "command_finished"})
-        erase_new: list[tuple[str, tuple[object, ...]]] = []  # an erasure never leaves text behind in a row
-        if turns:
-            erase_new.append((_ERASE_NEW_EVENTS.replace("FIRST_SEQ", first), (turns,)))
-        if commands:
-            erase_new.append((_ERASE_NEW_COMMAND_EVENTS.replace("FIRST_SEQ", first), (commands,)))
-        if finished:
-            erase_new.append((_ERASE_NEW_QUOTED_EVENTS.replace("FIRST_SEQ", first), (finished,)))
-        if any(r.kind == "command_finished" for r in rows):
-            erase_new.append((_ERASE_NEW_ERASED_COMMAND_EVENTS.replace("FIRST_SEQ", first), ()))
-        return [
-            (LOCK_EVENTS, ()),
-            (f"INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event) VALUES {values} RETURNING seq", params),
-            *erase_new,
-            (f"NOTIFY {_EVENTS_CHANNEL}, '{self.host_id}'", ()),
-        ]
+        sessions = sorted({r.session_id for r in rows if r.session_id is not None and r.kind == "command_finished"})
+        quoted = sorted({r.turn_id for r in rows if r.turn_id is not None and r.kind == "turn_finished"})
+        return APPEND_EVENTS, (
+            self.host_id,
+            [r.kind for r in rows],
+            [r.session_id for r in rows],
+            [r.turn_id for r in rows],
+            [r.event for r in rows],
+            turns,
+            sessions,
+            quoted,
+        )
 
     async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
         """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
@@ -312,6 +389,14 @@ class PostgresEvents:
                 raise self.database_error(exc, "could not delete old events") from exc
 
         return await self.with_connection(run)
+
+
+def appended(row: Sequence[Any] | None) -> tuple[int, bool]:
+    """What `APPEND_EVENTS` answered: the first row's seq, and whether a rule rewrote a row."""
+    if row is None or not row[0] or row[0][0] is None:
+        raise ValueError(f"host_sim.append_events answered {row!r}, not the first seq of the rows it wrote")
+    first, changed = row[0]
+    return int(first), int(changed) > 0
 
 
 def close_listener(conn: Any, listening: threading.Lock, waker: Any) -> None:

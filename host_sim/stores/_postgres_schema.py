@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from ._approvals import POSTGRES_APPROVALS
 from ._errors import StoreError
+from ._postgres_events import APPEND_EVENTS_FUNCTION, APPEND_EVENTS_SIGNATURE
 from ._postgres_sql import diagnosis
 from ._postgres_traces import TRACE_TABLES_SCHEMA
 from ._protocol import INDEX_VERSION
@@ -379,6 +380,7 @@ def prepare(
                     + ERASURE_SCHEMA_19 + POSTGRES_APPROVALS + MEMORY_POSTGRES + MEMORY_RULES_POSTGRES
                 ):
                     conn.execute(statement, ())
+                conn.execute(APPEND_EVENTS_FUNCTION, ())
                 conn.execute(
                     "INSERT INTO host_sim.meta (key, value) VALUES ('application', %s), "
                     "('schema_version', %s), ('index_version', %s)",
@@ -420,6 +422,8 @@ def prepare(
             if create and not conn.execute(HAS_ERASURE_SCHEMA_19, ()).fetchone()[0]:
                 for statement in statements(ERASURE_SCHEMA_19):  # a store made before erasure reached outputs and quoted errors
                     conn.execute(statement, ())
+            if create and conn.execute(f"SELECT to_regprocedure('{APPEND_EVENTS_SIGNATURE}') IS NULL", ()).fetchone()[0]:
+                conn.execute(APPEND_EVENTS_FUNCTION, ())  # a store made before event rows were one function call
     except StoreError:
         raise
     except psycopg.errors.InsufficientPrivilege as exc:
