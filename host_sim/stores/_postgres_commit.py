@@ -25,7 +25,7 @@ import anyio.to_thread
 from . import _rows
 from ._errors import StoreError
 from ._postgres_events import PostgresEvents, appended, close_listener
-from ._postgres_locks import PostgresLocks
+from ._postgres_locks import PostgresLocks, Unlocker
 from ._postgres_schema import prepare
 from ._postgres_sql import Refused, Step, close_quietly, cols, diagnosis
 from ._records import LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
@@ -97,6 +97,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         "_owner",
         "_owner_conn",
         "_psycopg",
+        "_unlocker",
         "_slots",
     )
 
@@ -112,6 +113,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         self._slots: anyio.Semaphore | None = None
         self._idle: list[Any] = []
         self._idle_locks: list[Any] = []
+        self._unlocker: Unlocker | None = None  # lets session locks go (`lock_session`) while open
         self._owner_conn: Any = None
         self._owner = 0
 
@@ -144,6 +146,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                 conn, owner = await anyio.to_thread.run_sync(self._connect_owner)
                 self._owner_conn, self._owner = conn, owner
                 self._slots = anyio.Semaphore(self._connections)
+                self._unlocker = Unlocker(self._unlock_session, self.keep_lock_connection)
 
     async def close(self) -> None:
         lock = self._lock
@@ -151,6 +154,9 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
             return
         with anyio.CancelScope(shield=True):
             async with lock:
+                unlocker, self._unlocker = self._unlocker, None
+                if unlocker is not None:  # the locks handed over go first (their connections back to the idle ones)
+                    await anyio.to_thread.run_sync(unlocker.stop)
                 conns = [self._owner_conn, *self._idle, *self._idle_locks]
                 self._owner_conn, self._idle, self._idle_locks = None, [], []
                 listener, self._listener = self._listener, None

@@ -270,7 +270,8 @@ class PostgresEvents:
         What it returns gives, once the transaction committed, the first row's seq and whether
         the erasure rules rewrote any of them (`Staged.rewritten`)."""
         tail.enter_context(conn.pipeline())
-        cursor = conn.execute(*self.event_statement(rows))
+        statement, params = self.event_statement(rows)
+        cursor = conn.execute(statement, params)
         return lambda: appended(cursor.fetchone())
 
     def event_statement(self, rows: Sequence[EventRow]) -> tuple[str, tuple[object, ...]]:

@@ -4,14 +4,17 @@
 A turn of session S runs while its host holds the session-level advisory lock
 ``(SESSION_LOCK, hashtext(S))`` on a connection of its own; PostgreSQL grants it to waiting
 hosts in the order they asked. The erasure generation is read in the same round trip, once
-the lock is granted.
+the lock is granted. The lock is let go by a thread of the store's own (`Unlocker`): the
+turn's caller does not wait for that round trip; whoever asks for the lock next (on any
+host, this one's next turn included) is granted it once the server has run the unlock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -22,11 +25,43 @@ from modular_sdk import SessionId
 from ._errors import StoreError
 from ._postgres_sql import close_quietly
 
-__all__ = ["IDLE_LOCK_CONNECTIONS", "SELECT_ERASURE_GENERATION", "SESSION_LOCK", "PostgresLocks"]
+__all__ = ["IDLE_LOCK_CONNECTIONS", "SELECT_ERASURE_GENERATION", "SESSION_LOCK", "PostgresLocks", "Unlocker"]
 
 SESSION_LOCK: Final = 0x48530001  # advisory lock class: one session's turns
 IDLE_LOCK_CONNECTIONS: Final = 8
 SELECT_ERASURE_GENERATION: Final = "SELECT value FROM host_sim.meta WHERE key = 'erasure_generation'"
+
+
+class Unlocker:
+    """Lets session locks go in a thread of its own, in the order they were handed over: an
+    unlocked connection goes back to the idle ones (``keep``), one whose unlock failed is
+    closed (which lets its locks go too). `stop` runs what was handed over, then ends."""
+
+    def __init__(self, unlock: Callable[[Any, SessionId], None], keep: Callable[[Any], None]) -> None:
+        self._unlock = unlock
+        self._keep = keep
+        self._queue: queue.SimpleQueue[tuple[Any, SessionId] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="host-sim session unlocker", daemon=True)
+        self._thread.start()
+
+    def release(self, conn: Any, session_id: SessionId) -> None:
+        """Let ``session_id``'s lock on ``conn`` go, soon (never blocks)."""
+        self._queue.put((conn, session_id))
+
+    def stop(self) -> None:
+        """In a worker thread: let every lock handed over go, then end the thread."""
+        self._queue.put(None)
+        self._thread.join(60)
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            conn, session_id = item
+            try:
+                self._unlock(conn, session_id)
+            except Exception:  # noqa: BLE001 (the connection goes, and its locks with it)
+                close_quietly(conn)
+            else:
+                self._keep(conn)
 
 
 class PostgresLocks:
@@ -38,6 +73,7 @@ class PostgresLocks:
         _owner_conn: Any
         _idle_locks: list[Any]
         _psycopg: Any
+        _unlocker: Unlocker | None
 
         def connect(self) -> Any: ...
         def closed_error(self) -> StoreError: ...
@@ -71,16 +107,20 @@ class PostgresLocks:
         try:
             yield granted
         finally:
-            with anyio.CancelScope(shield=True):
-                try:
-                    await anyio.to_thread.run_sync(self._unlock_session, conn, session_id)
-                except StoreError:
+            unlocker = self._unlocker
+            if unlocker is None:  # the store closed meanwhile: closing the connection lets the lock go
+                with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(close_quietly, conn)
-                else:
-                    if len(self._idle_locks) < IDLE_LOCK_CONNECTIONS and self._owner_conn is not None:
-                        self._idle_locks.append(conn)
-                    else:
-                        await anyio.to_thread.run_sync(close_quietly, conn)
+            else:
+                unlocker.release(conn, session_id)
+
+    def keep_lock_connection(self, conn: Any) -> None:
+        """An unlocked connection: kept for the next lock while the store is open (up to
+        `IDLE_LOCK_CONNECTIONS`), else closed. Called by the `Unlocker`'s thread."""
+        if len(self._idle_locks) < IDLE_LOCK_CONNECTIONS and self._owner_conn is not None:
+            self._idle_locks.append(conn)
+        else:
+            close_quietly(conn)
 
     async def _lock_connection(self) -> Any:
         if self._owner_conn is None:

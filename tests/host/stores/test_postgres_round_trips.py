@@ -5,7 +5,8 @@ only in benchmarks/postgres.py's figures.
 
 A warm turn of a held session is four: the session lock with the erasure generation and the
 turns other hosts added (one pipeline), the turn's begin (one transaction with its event
-row), its finish (likewise), and the unlock. A fork is one: its transaction, which also
+row), its finish (likewise), and the unlock (sent by the store's unlocker thread: the
+caller does not wait for it). A fork is one: its transaction, which also
 checks that the parent is not deleted (exact, API.md section 13, with no read before it). The host's link to the
 other hosts (reading event rows, keeping its claim, looking for dead hosts) runs meanwhile
 on its own schedule; its statements are not the turn's and are left out by their text.
@@ -142,6 +143,7 @@ async def test_a_warm_turn_is_four_round_trips_and_a_fork_one_at_any_length_of_h
 
             traced.mark()
             await chat.run("the measured turn")
+            await _settled()  # the unlock, which the store's unlocker thread sends after the turn returned
             turn = traced.round_trips()
             await _settled()
             traced.mark()
