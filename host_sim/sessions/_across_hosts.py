@@ -137,7 +137,10 @@ class Outbox:
 
     async def written(self, hub: EventHub) -> None:
         """Write the outbox now, after any batch being written (`EventHub.written`); when the
-        store is unreachable the writer keeps the events and tries again."""
+        store is unreachable the writer keeps the events and tries again. Nothing to wait for
+        (most events commit with their change) returns at once."""
+        if not hub.unwritten() and not self._writing.locked():
+            return
         with contextlib.suppress(StoreError):
             await self.write(hub)
 

@@ -623,6 +623,10 @@ class EventHub:
 
     # -- the outbox, drained by the shared store's writer (HostsLink) -------------------
 
+    def unwritten(self) -> bool:
+        """Shared store: whether events wait for the store (the outbox, or writes to try again)."""
+        return bool(self._outbox or self._retries)
+
     def take_outbox(self) -> list[HostEvent]:
         """The events the store has yet to write, oldest first; the outbox is left empty."""
         batch, self._outbox = self._outbox, []

@@ -24,6 +24,7 @@ DIALECT: Final = Dialect(
     },
     several_writers=True,
     array_parameters=True,
+    writes_in_with=True,
     parent_of="parent_session_id",
     is_root="s.parent_session_id IS NULL",
     by_artifact="artifact_type = %s AND artifact_source_id = %s",

@@ -46,7 +46,10 @@ class Dialect:
     the JSON so that a B-tree index serves each read, and names the host running a turn
     or job: ``owner``); ``several_writers``: hosts write the database at once (rebuilding
     the index locks its tables and refuses when sessions appeared meanwhile);
-    ``any_of``: how a column is matched against a list (``IN (?, ...)``, ``= ANY(%s)``).
+    ``any_of``: how a column is matched against a list (``IN (?, ...)``, ``= ANY(%s)``);
+    ``writes_in_with``: a ``WITH`` may hold an ``INSERT ... RETURNING`` whose rows the rest
+    of the statement reads (PostgreSQL: two writes in one statement, one planned and run
+    where they were two).
 
     Where one database reads a field out of a record's JSON and the other a column copied
     from it (PostgreSQL, served by a B-tree index): ``parent_of``, a session row's parent
@@ -65,6 +68,7 @@ class Dialect:
     extra_columns: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     several_writers: bool = False
     array_parameters: bool = False
+    writes_in_with: bool = False
     parent_of: str
     is_root: str
     by_artifact: str

@@ -84,6 +84,7 @@ class SqlTraces(SqlPart):
         t, m = d.table, d.mark
         steps = list(session_steps)
         at = record.created_at.isoformat()
+        index = Step(self._link_index(), (record.id,), f"cannot index session {record.id!r}")
         if trace_id is not None:
             steps += [
                 d.check(_rows.trace_stored(trace_id, "a session joins a stored trace")),
@@ -92,18 +93,20 @@ class SqlTraces(SqlPart):
                     (record.id, trace_id, at),
                     f"session {record.id!r} is already in a trace",
                 ),
+                index,
             ]
-        elif record.lineage.kind != "root":
-            steps.append(
-                Step(
-                    f"INSERT INTO {t('trace_links')} (session_id, trace_id, created_at) "
-                    f"SELECT {m}, trace_id, {m} FROM {t('trace_links')} WHERE session_id = {m}",
-                    (record.id, at, record.lineage.parent_session_id),
-                    f"session {record.id!r} is already in a trace",
-                )
+        elif record.lineage.kind != "root":  # its parent's trace, if it has one
+            inherit = (
+                f"INSERT INTO {t('trace_links')} (session_id, trace_id, created_at) "
+                f"SELECT {m}, trace_id, {m} FROM {t('trace_links')} WHERE session_id = {m}"
             )
-        if trace_id is not None or record.lineage.kind != "root":
-            steps.append(Step(self._link_index(), (record.id,), f"cannot index session {record.id!r}"))
+            params = (record.id, at, record.lineage.parent_session_id)
+            refusal = f"session {record.id!r} is already in a trace"
+            if d.writes_in_with:  # the link and its index row in one statement (a fork's transaction is short)
+                indexed = self._index("SELECT 'session', session_id, trace_id FROM l")
+                steps.append(Step(f"WITH l AS ({inherit} RETURNING session_id, trace_id) {indexed}", params, refusal))
+            else:
+                steps += [Step(inherit, params, refusal), index]
         await self._transact(steps)
 
     def _event_steps(self, event_id: str | None, at: object) -> list[Step]:
