@@ -69,6 +69,7 @@ _EVENT_CLASSES: dict[str, type[HostEvent]] = {  # every kind of the union (kinds
 _POLL = 1.0  # seconds between reads of the event rows when no NOTIFY woke this host (the rows are the truth)
 _WATCH = 1.0  # seconds between looks for dead hosts' running turns
 _KEEP = 0.5  # seconds between checks that this host's liveness claim is held
+_UNWATCHED_READS = 0.1  # seconds a read waits for more rows when no subscriber waits for events (caches: 1 s bound)
 DEAD_HOST_GRACE = 5.0  # seconds a host's claim must be seen gone on end before it is dead
 _TRIM = 60.0  # seconds between deletions of event rows older than the retention
 
@@ -157,8 +158,11 @@ class HostsLink:
       stages their rows for the store write's transaction); what is left (events that report
       no write of their own) is written here, in order, batched; so are the writes the store
       was away for (`EventHub.retry`: a turn's finish, with its one ``turn_finished``).
-    - **Reading.** Reads every host's rows after the last it read, woken by NOTIFY or every
-      `_POLL` seconds (a NOTIFY is a hint; the rows are the truth), and before handing another
+    - **Reading.** Reads every host's rows after the last it read, woken by another host's
+      NOTIFY or every `_POLL` seconds (a NOTIFY is a hint; the rows are the truth); when no
+      subscriber waits for events it reads at most every `_UNWATCHED_READS` seconds (each
+      host reads every other host's rows: with several hosts busy, a read per NOTIFY made
+      each turn cost every host a read), and before handing another
       host's ``turn_finished``, ``turn_erased`` or ``session_deleted`` to subscribers has the
       cache reflect it (`SessionCache.apply`: stale by at most about a second).
     - **Liveness, a lease that survives faults.** Every `_KEEP` seconds makes sure this host's
@@ -226,6 +230,8 @@ class HostsLink:
                 deltas = await self._store.wait_for_events(_POLL)
                 for payload in deltas:
                     self._delta(payload)
+                if not self._events.watched():  # nobody waits for them: one read for what a moment brings
+                    await anyio.sleep(_UNWATCHED_READS)
                 await self._catch_up()
             except StoreError:
                 await anyio.sleep(_POLL / 4)  # the server is unreachable: try again

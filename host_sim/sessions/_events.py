@@ -472,6 +472,10 @@ class EventHub:
         """Whether anyone listens."""
         return bool(self._subscribers)
 
+    def watched(self) -> bool:
+        """Whether a subscriber or a listener (`listen`) waits for events now."""
+        return bool(self._subscribers or self._listeners)
+
     @property
     def last_seq(self) -> int:
         """The newest seq this host has seen (0: none yet)."""

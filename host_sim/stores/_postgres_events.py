@@ -329,15 +329,17 @@ class PostgresEvents:
                 deltas: list[str] = []
                 until = time.monotonic() + timeout
                 try:
-                    while (left := until - time.monotonic()) > 0:
+                    woken = False
+                    while not woken and (left := until - time.monotonic()) > 0:
                         for note in listener.notifies(timeout=left, stop_after=1):
                             if note.channel == _DELTAS_CHANNEL:
                                 deltas.append(note.payload)
-                            elif note.payload == own:
-                                continue  # this host's own rows: its hub hands them out (or asks for a read)
-                            return deltas
-                        if deltas:
-                            return deltas
+                            elif note.payload != own:  # this host's own rows: its hub hands them out (or asks for a read)
+                                woken = True
+                        woken = woken or bool(deltas)
+                    for note in listener.notifies(timeout=0):  # what came meanwhile: one read covers it
+                        if note.channel == _DELTAS_CHANNEL:
+                            deltas.append(note.payload)
                 except self._psycopg.Error as exc:
                     close_quietly(listener)
                     raise self.database_error(exc, "lost its event listener") from exc
