@@ -49,13 +49,13 @@ _PASSWORD_PARAM: Final = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]
 _GUARD_MARK: Final = " rows: host-sim found no row the write expects"
 
 
-def _guarded(statement: str, template: str) -> str | None:
-    """``statement`` (``template`` with its parameters bound) as one that raises (invalid
+def _guarded(statement: str) -> str | None:
+    """``statement`` (a template: its parameters are bound after) as one that raises (invalid
     input for an integer) when it finds or changes no row, so that its transaction never
     reaches COMMIT; ``None`` when it cannot be wrapped so (a CTE or a RETURNING of its own).
-    The template decides: the bound text holds the caller's data, which may say anything."""
-    head = template.lstrip()[:7].upper()
-    if " RETURNING " in template.upper() or head.startswith("WITH"):
+    The template decides, never bound text: the caller's data may say anything."""
+    head = statement.lstrip()[:7].upper()
+    if " RETURNING " in statement.upper() or head.startswith("WITH"):
         return None
     refuse = f"SELECT (c.n || '{_GUARD_MARK}')::int FROM (SELECT count(*) AS n FROM s) c WHERE c.n = 0"
     if head.startswith("SELECT"):
@@ -385,26 +385,30 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         turn's write was a round trip per statement, BEGIN and COMMIT included."""
         psycopg = self._psycopg
         cursor = psycopg.ClientCursor(conn)
-        statements = ["BEGIN"]
+        statements = ["BEGIN"]  # templates, bound all at once below (one pass of psycopg's binding)
+        params: list[object] = []
         checked: list[tuple[int, Step]] = []  # expectations checked here, before COMMIT
         for step in steps:
-            text = cursor.mogrify(step.sql, step.params)
+            text = step.sql
             if step.expect != "any":
-                guarded = _guarded(text, step.sql)
+                guarded = _guarded(text)
                 if guarded is None:
                     checked.append((len(statements), step))
                 else:
                     text = guarded
             statements.append(text)
+            params += step.params
         inserted = -1  # the statement that appends the event rows (`event_statement`): its answer is read
         if events:
             inserted = len(statements)
-            statements.append(cursor.mogrify(*self.event_statement(events)))
+            appending, appended_params = self.event_statement(events)
+            statements.append(appending)
+            params += appended_params
         if not checked:
             statements.append("COMMIT")
         try:
             # None, not (): the statements hold their parameters already, a percent is a percent
-            cursor.execute("; ".join(statements), None)
+            cursor.execute(cursor.mogrify("; ".join(statements), params), None)
         except (psycopg.IntegrityError, psycopg.errors.RaiseException, psycopg.errors.InvalidTextRepresentation):
             if not conn.broken and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 conn.execute("ROLLBACK", ())
