@@ -10,8 +10,10 @@ link that feeds it, designed here once:
   outbox, `EventHub.committing`) or else (`EventHub.written`) before the session lock is
   let go or the call that published it returns, so seq order is the order things happened
   across hosts;
-  each host reads every host's rows (woken by NOTIFY, and every second
-  anyway) and hands them to its subscribers, and ``subscribe(after=seq)`` reads them back;
+  each host hands its own events out from memory once their rows committed
+  (`EventHub.written_own`), reads the other hosts' rows (woken by their NOTIFY, and every
+  second anyway) and hands them to its subscribers, and ``subscribe(after=seq)`` reads
+  them back;
 - **coherent caches**: another host's ``turn_finished``, ``turn_erased``,
   ``turn_retracted`` and ``session_deleted`` rows are applied to the cache
   (`SessionCache.apply`) before subscribers see them, so reads are stale by about a second

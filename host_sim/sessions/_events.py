@@ -404,9 +404,12 @@ class EventHub:
     reconnecting with ``subscribe(after=seq)`` resumes from it); it grows to the largest
     ``buffer`` a subscriber asked for. With one host per store (``replay is None``) ``seq``
     is this host's own counter. On a shared store (``replay`` given) events are rows of the
-    store: `publish` puts them in ``outbox`` for the store to write (it assigns the seq),
-    and `deliver` puts each row read back (any host's) in the ring; a subscriber that falls
-    behind the ring, or resumes from before it, reads the rows from the store instead.
+    store: `publish` puts them in ``outbox`` for the store to write (it assigns the seq), or
+    `committing` stages them for the write they report; once written, this host's own are
+    put in the ring from memory when they are next in seq order (`written_own`), and the
+    rows the reader reads (other hosts', and this host's when they were not) through
+    `deliver_row`, each row once, in seq order; a subscriber that falls behind the ring, or
+    resumes from before it, reads the rows from the store instead.
     """
 
     __slots__ = (
