@@ -155,16 +155,22 @@ class PostgresLocks:
                     return
                 phase[0] = "asking"
             try:
-                # Statements in one round trip: the reads after the lock take their snapshot
-                # once the lock is granted (never one from before the wait).
-                with conn.pipeline():
-                    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (SESSION_LOCK, session_id))
-                    counter = conn.execute(SELECT_ERASURE_GENERATION, ())
-                    more = None if read is None else conn.execute(read[0], read[1])
-                row = counter.fetchone()
+                # Statements in one round trip, one simple query (a pipeline costs more Python
+                # per statement than the round trips it saves): the reads after the lock take
+                # their snapshot once the lock is granted (never one from before the wait).
+                cursor = self._psycopg.ClientCursor(conn)
+                statements = ["SELECT pg_advisory_lock(%s, hashtext(%s))", SELECT_ERASURE_GENERATION]
+                params: list[object] = [SESSION_LOCK, session_id]
+                if read is not None:
+                    statements.append(read[0])
+                    params += read[1]
+                cursor.execute(cursor.mogrify("; ".join(statements), params), None)
+                cursor.nextset()
+                row = cursor.fetchone()
                 generation.append(int(row[0]) if row is not None else 0)
-                if more is not None:
-                    rows.append(more.fetchall())
+                if read is not None:
+                    cursor.nextset()
+                    rows.append(cursor.fetchall())
             except BaseException as exc:  # reported below, in the caller's task
                 failure.append(exc)
             finally:
