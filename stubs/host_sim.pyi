@@ -775,8 +775,8 @@ class PostgresStore(SqlStore):
     @property
     def host_id(self) -> str:
         """This open store's owner key as text: the ``host_id`` of the events its host publishes."""
-    async def append_events(self, rows: Sequence[EventRow]) -> None:
-        """Write event rows (in order) in one transaction and wake every listening host."""
+    async def append_events(self, rows: Sequence[EventRow]) -> tuple[int, bool]:
+        """Write event rows (in order) in one transaction and wake every other listening host."""
     async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:
         """Up to ``limit`` event rows after ``seq`` as ``(seq, host_id, event)``, in seq order."""
     async def trimmed_events(self) -> int:

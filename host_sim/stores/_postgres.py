@@ -391,8 +391,10 @@ class PostgresStore(SqlStore):
         return self._driver.host_id
 
     async def append_events(self, rows: Sequence[EventRow]) -> tuple[int, bool]:
-        """Write event rows (in order) in one transaction and wake every other listening host;
-        the first row's seq, and whether the transaction rewrote their text."""
+        """Write event rows (in order) in one transaction and wake every other listening host.
+
+        Returns the first row's seq, and whether the transaction rewrote their text (an
+        erasure committed before them erased what they hold)."""
         return await self._driver.append_events(rows)
 
     async def events_after(self, seq: int, limit: int) -> Sequence[tuple[int, str, str]]:

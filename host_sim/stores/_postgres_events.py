@@ -397,7 +397,10 @@ class PostgresEvents:
 def appended(row: Sequence[Any] | None) -> tuple[int, bool]:
     """What `APPEND_EVENTS` answered: the first row's seq, and whether a rule rewrote a row."""
     if row is None or not row[0] or row[0][0] is None:
-        raise ValueError(f"host_sim.append_events answered {row!r}, not the first seq of the rows it wrote")
+        raise StoreError(
+            f"host_sim.append_events answered {row!r}, not the first seq of the rows it wrote; "
+            "the function was changed by hand: open the store with a host (create=True) to make it again"
+        )
     first, changed = row[0]
     return int(first), int(changed) > 0
 
