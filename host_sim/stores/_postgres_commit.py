@@ -461,6 +461,12 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
             )
         if psycopg is not None and isinstance(exc, psycopg.errors.InsufficientPrivilege):
             return self.fail(f"{doing}: permission denied ({text})", "grant the role access to schema host_sim")
+        if psycopg is not None and isinstance(exc, psycopg.errors.UndefinedFunction) and "append_events" in text:
+            return self.fail(
+                f"{doing}: its schema lacks the function host_sim.append_events ({text})",
+                "it was made by an older host-sim and opened since only by a role that may not create "
+                "functions in schema host_sim; open it once with a role that may (the store's owner)",
+            )
         if psycopg is not None and isinstance(exc, psycopg.errors.UndefinedTable):
             return self.fail(f"{doing}: its tables are gone ({text})", "the schema host_sim was dropped; restore it")
         return self.fail(f"{doing} ({text})", "see the server's log")

@@ -422,8 +422,12 @@ def prepare(
             if create and not conn.execute(HAS_ERASURE_SCHEMA_19, ()).fetchone()[0]:
                 for statement in statements(ERASURE_SCHEMA_19):  # a store made before erasure reached outputs and quoted errors
                     conn.execute(statement, ())
-            if create and conn.execute(f"SELECT to_regprocedure('{APPEND_EVENTS_SIGNATURE}') IS NULL", ()).fetchone()[0]:
-                conn.execute(APPEND_EVENTS_FUNCTION, ())  # a store made before event rows were one function call
+            if conn.execute(f"SELECT to_regprocedure('{APPEND_EVENTS_SIGNATURE}') IS NULL", ()).fetchone()[0]:
+                try:  # a store made before event rows were one function call (any host that writes needs it)
+                    with conn.transaction():  # a savepoint: a role that may not create it still reads the store
+                        conn.execute(APPEND_EVENTS_FUNCTION, ())
+                except psycopg.errors.InsufficientPrivilege:
+                    pass  # its writes say so (`PostgresDriver.database_error`)
     except StoreError:
         raise
     except psycopg.errors.InsufficientPrivilege as exc:

@@ -15,7 +15,7 @@ import json
 import psycopg
 import pytest
 
-from host_sim import Host, PostgresStore
+from host_sim import Host, PostgresStore, StoreError
 from host_sim.testing import EventRow
 
 
@@ -99,3 +99,26 @@ async def test_a_store_made_before_the_batch_function_gets_it_when_a_host_opens_
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         kinds = [r[0] for r in conn.execute("SELECT kind FROM host_sim.events ORDER BY seq").fetchall()]
     assert kinds[-2:] == ["turn_started", "turn_finished"]
+
+
+@pytest.mark.anyio
+async def test_a_store_without_the_batch_function_that_a_role_may_not_make_opens_and_its_writes_say_why(
+    postgres_dsn: str,
+) -> None:
+    async with Host(store=PostgresStore(postgres_dsn)) as host:
+        chat = await host.sessions.create()
+        await chat.run("before")
+    role = f"{psycopg.conninfo.conninfo_to_dict(postgres_dsn)['dbname']}_rows_only"  # roles are the server's: one per test
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:  # an older store; a role that may only read and write rows
+        conn.execute("DROP FUNCTION host_sim.append_events")
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA host_sim TO {role}")
+        conn.execute(f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA host_sim TO {role}")
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA host_sim TO {role}")
+    limited = psycopg.conninfo.make_conninfo(postgres_dsn, user=role)
+    async with Host(store=PostgresStore(limited)) as host:
+        again = await host.sessions.get(chat.id)
+        assert [t.reply for t in await again.turns()] == ["echo: before"]
+        with pytest.raises(StoreError, match="lacks the function host_sim.append_events") as refused:
+            await again.run("after")
+        assert "open it once with a role that may" in str(refused.value)
