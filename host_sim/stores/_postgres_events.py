@@ -122,6 +122,29 @@ LOCK_EVENTS: Final = f"SELECT pg_advisory_xact_lock({_EVENT_LOCK}, 0)"  # append
 # many rows the rules rewrote.
 APPEND_EVENTS: Final = "SELECT host_sim.append_events(%s, %s, %s, %s, %s, %s, %s, %s)"
 APPEND_EVENTS_SIGNATURE: Final = "host_sim.append_events(text, text[], text[], text[], text[], text[], text[], text[])"
+def _each(array: str, found: str) -> str:
+    """PL/pgSQL: ``v_hit`` true when ``found`` (a condition on ``v_key``) holds for a key of ``array``."""
+    return f"FOREACH v_key IN ARRAY {array} LOOP v_hit := v_hit OR EXISTS (SELECT 1 {found}); END LOOP;"
+
+
+def _gated(check: str, rule: str, using: str) -> str:
+    """PL/pgSQL: run ``rule`` (an erasure rule's UPDATE, through EXECUTE, bound ``using``) only
+    when ``check`` sets ``v_hit``, counting the rows it rewrote into ``v_changed``."""
+    return f"""
+    v_hit := false;
+    {check}
+    IF v_hit THEN
+        EXECUTE $rule${rule}$rule$ USING {using};
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        v_changed := v_changed + v_count;
+    END IF;"""
+
+
+_ERASED_COMMAND_IN_BATCH: Final = (  # a command_finished row of the batch whose command was erased
+    "FOR i IN 1 .. cardinality(p_kinds) LOOP IF p_kinds[i] = 'command_finished' THEN "
+    "v_hit := v_hit OR EXISTS (SELECT 1 FROM host_sim.invocations WHERE id = p_events[i]::jsonb->>'invocation_id' "
+    "AND (erased_at IS NOT NULL OR error = '')); END IF; END LOOP;"
+)
 APPEND_EVENTS_FUNCTION: Final = f"""
 CREATE OR REPLACE FUNCTION host_sim.append_events(
     p_host text, p_kinds text[], p_sessions text[], p_turns text[], p_events text[],
@@ -140,60 +163,24 @@ BEGIN
         INSERT INTO host_sim.events (host_id, kind, session_id, turn_id, event)
         VALUES (p_host, p_kinds[i], p_sessions[i], p_turns[i], p_events[i]) RETURNING seq INTO v_seq;
         v_first := coalesce(v_first, v_seq);
-    END LOOP;
-    v_hit := false;
-    FOREACH v_key IN ARRAY p_erase_turns LOOP
-        v_hit := v_hit OR EXISTS (SELECT 1 FROM host_sim.turns WHERE id = v_key AND erased_at IS NOT NULL);
-    END LOOP;
-    IF v_hit THEN
-        EXECUTE $rule${{erase_turns}}$rule$ USING p_erase_turns, v_first;
-        GET DIAGNOSTICS v_count = ROW_COUNT;
-        v_changed := v_changed + v_count;
-    END IF;
-    v_hit := false;
-    FOREACH v_key IN ARRAY p_erase_sessions LOOP
-        v_hit := v_hit OR EXISTS (SELECT 1 FROM host_sim.deletions WHERE session_id = v_key);
-    END LOOP;
-    IF v_hit THEN
-        EXECUTE $rule${{erase_sessions}}$rule$ USING p_erase_sessions, v_first;
-        GET DIAGNOSTICS v_count = ROW_COUNT;
-        v_changed := v_changed + v_count;
-    END IF;
-    v_hit := false;
-    FOREACH v_key IN ARRAY p_quoted_turns LOOP
-        v_hit := v_hit OR EXISTS (
-            SELECT 1 FROM host_sim.turns WHERE id = v_key AND erased_at IS NULL AND error = '{ERASED_LABEL}'
-        );
-    END LOOP;
-    IF v_hit THEN
-        EXECUTE $rule${{quoted_turns}}$rule$ USING p_quoted_turns, v_first;
-        GET DIAGNOSTICS v_count = ROW_COUNT;
-        v_changed := v_changed + v_count;
-    END IF;
-    v_hit := false;
-    FOR i IN 1 .. cardinality(p_kinds) LOOP
-        IF p_kinds[i] = 'command_finished' THEN
-            v_hit := v_hit OR EXISTS (
-                SELECT 1 FROM host_sim.invocations WHERE id = p_events[i]::jsonb->>'invocation_id'
-                AND (erased_at IS NOT NULL OR error = '')
-            );
-        END IF;
-    END LOOP;
-    IF v_hit THEN
-        EXECUTE $rule${{erased_commands}}$rule$ USING v_first;
-        GET DIAGNOSTICS v_count = ROW_COUNT;
-        v_changed := v_changed + v_count;
-    END IF;
+    END LOOP;{_gated(
+        _each("p_erase_turns", "FROM host_sim.turns WHERE id = v_key AND erased_at IS NOT NULL"),
+        _ERASE_NEW_EVENTS.replace("%s", "$1").replace("FIRST_SEQ", "$2"),
+        "p_erase_turns, v_first",
+    )}{_gated(
+        _each("p_erase_sessions", "FROM host_sim.deletions WHERE session_id = v_key"),
+        _ERASE_NEW_COMMAND_EVENTS.replace("%s", "$1").replace("FIRST_SEQ", "$2"),
+        "p_erase_sessions, v_first",
+    )}{_gated(
+        _each("p_quoted_turns", f"FROM host_sim.turns WHERE id = v_key AND erased_at IS NULL AND error = '{ERASED_LABEL}'"),
+        _ERASE_NEW_QUOTED_EVENTS.replace("%s", "$1").replace("FIRST_SEQ", "$2"),
+        "p_quoted_turns, v_first",
+    )}{_gated(_ERASED_COMMAND_IN_BATCH, _ERASE_NEW_ERASED_COMMAND_EVENTS.replace("FIRST_SEQ", "$1"), "v_first")}
     PERFORM pg_notify('{_EVENTS_CHANNEL}', p_host);
     RETURN ARRAY[v_first, v_changed];
 END
 $append$
-""".format(
-    erase_turns=_ERASE_NEW_EVENTS.replace("%s", "$1").replace("FIRST_SEQ", "$2"),
-    erase_sessions=_ERASE_NEW_COMMAND_EVENTS.replace("%s", "$1").replace("FIRST_SEQ", "$2"),
-    quoted_turns=_ERASE_NEW_QUOTED_EVENTS.replace("%s", "$1").replace("FIRST_SEQ", "$2"),
-    erased_commands=_ERASE_NEW_ERASED_COMMAND_EVENTS.replace("FIRST_SEQ", "$1"),
-)
+"""
 """`host_sim.append_events`, made (or made again) by `_postgres_schema.prepare` whenever a
 host opens a store that lacks it."""
 ERASE_COMMAND_EVENTS: Final = (  # a deleted session's command_finished events lose their text
