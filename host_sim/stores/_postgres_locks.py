@@ -99,7 +99,9 @@ class PostgresLocks:
                 raise
             # An idle connection the server ended (a restart, pg_terminate_backend): so were
             # the others; asked again once on a fresh one (the lock was never granted).
-            stale, self._idle_locks[:] = list(self._idle_locks), []
+            stale: list[Any] = []
+            while self._idle_locks:  # one at a time: the unlocker's thread may put one back meanwhile
+                stale.append(self._idle_locks.pop())
             for old in stale:
                 await anyio.to_thread.run_sync(close_quietly, old)
             conn = await self._lock_connection()
