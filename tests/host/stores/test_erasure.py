@@ -752,7 +752,8 @@ async def test_on_postgresql_an_event_row_written_after_an_erasure_holds_none_of
         ]  # fmt: skip
         store = host._store
         assert isinstance(store, PostgresStore)
-        await store.append_events([event_row(e) for e in late])
+        _, rewritten = await store.append_events([event_row(e) for e in late])
+        assert rewritten  # and says so: the host then reads these rows rather than hand out what it made
     assert postgres_survivors(dsn, marker) == []
 
 
