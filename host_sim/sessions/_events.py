@@ -48,7 +48,7 @@ from modular_sdk._schema import JsonObject
 from ..stores._erasure import Erasure
 from ..stores._errors import StoreError
 from ..stores._records import ERASED_LABEL, ErrorKind, JobStatus, TurnRecord
-from ..stores._shared import EventRow, staged
+from ..stores._shared import EventRow, Staged, staged
 
 __all__ = [
     "CommandFinished",
@@ -470,11 +470,6 @@ class EventHub:
         self._read_to = 0  # shared store: the newest row handed out or passed over (seq order, each once)
         self._read_wanted = False  # shared store: rows of this host's wait to be read (not handed out from memory)
 
-    @property
-    def active(self) -> bool:
-        """Whether anyone listens."""
-        return bool(self._subscribers)
-
     def watched(self) -> bool:
         """Whether a subscriber or a listener (`listen`) waits for events now."""
         return bool(self._subscribers or self._listeners)
@@ -533,10 +528,15 @@ class EventHub:
         except BaseException:
             self.want_read()  # the write may have committed before it failed: its rows are read
             raise
-        if batch.first_seq is None:  # the block wrote nothing that carried them: the writer does
+        self._settle(batch, events)  # as the block ends (an erasure's, once the resume history lost the text)
+
+    def _settle(self, batch: Staged, events: list[HostEvent]) -> None:
+        """After the write ``batch`` was staged for: its events handed out (`written_own`), or,
+        when the write carried none of them, left to the writer."""
+        if batch.first_seq is None:
             self._outbox.extend(events)
             self._outbox_ready.set()
-        elif batch.first_seq:  # handed out as the block ends (an erasure's, once the resume history lost the text)
+        elif batch.first_seq:  # (0: refused for good, another host finished it and said so)
             self.written_own(batch.first_seq, events, rewritten=batch.rewritten)
 
     def written_own(self, first_seq: int, events: Sequence[HostEvent], *, rewritten: bool) -> None:
@@ -608,10 +608,7 @@ class EventHub:
                     raise
                 batch.written(0)  # refused for good: another host finished it (and said so)
             self._retries.pop(0)
-            if batch.first_seq is None:
-                self._outbox.extend(events)
-            elif batch.first_seq:
-                self.written_own(batch.first_seq, events, rewritten=batch.rewritten)
+            self._settle(batch, events)
 
     async def written(self) -> None:
         """Give every event published so far its seq before what it reports is seen elsewhere.

@@ -51,7 +51,7 @@ finds a row below N, then ``NOTIFY host_sim_events, '<host_id>'``. Each host LIS
 reads the rows after the last it read when another host woke it, and at least every second: the rows are
 the truth, the NOTIFY a hint. A host never reads its own rows back when it can help it: it
 has their events, and hands them out from memory when they are next in seq order and no
-erasure rule rewrote them (`Staged.then`), else it reads. An erasure (`erase`, `delete_session`) takes the same lock and
+erasure rule rewrote them (`EventHub.written_own`), else it reads. An erasure (`erase`, `delete_session`) takes the same lock and
 erases the text of its turns' event rows in its transaction; a batch written after an
 erasure erases its own rows of erased turns. Every erasure and deletion also bumps
 ``meta.erasure_generation``, which `lock_session` reads once the lock is granted.

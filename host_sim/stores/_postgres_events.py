@@ -112,16 +112,6 @@ ERASE_QUOTED_COMMAND_EVENTS: Final = (  # the command_finished rows of commands 
 )
 LOCK_EVENTS: Final = f"SELECT pg_advisory_xact_lock({_EVENT_LOCK}, 0)"  # appends and erasures, one at a time
 
-# What a batch of event rows does in its transaction, as one function of the schema: PL/pgSQL
-# plans each of its statements once per connection (a simple query's statements are planned
-# at every call: the erasure rules' UPDATEs took 0.3 to 0.7 ms of a turn's server time to plan,
-# though they change a row only in a race). Each rule's UPDATE (the statements above, run as
-# they are with EXECUTE) runs only when a check by key of the batch's own turns, sessions or
-# commands finds what it would erase: every row an UPDATE could change needs that row to
-# exist, so the checks change nothing of what is erased. Returns the first row's seq and how
-# many rows the rules rewrote.
-APPEND_EVENTS: Final = "SELECT host_sim.append_events(%s, %s, %s, %s, %s, %s, %s, %s)"
-APPEND_EVENTS_SIGNATURE: Final = "host_sim.append_events(text, text[], text[], text[], text[], text[], text[], text[])"
 def _each(array: str, found: str) -> str:
     """PL/pgSQL: ``v_hit`` true when ``found`` (a condition on ``v_key``) holds for a key of ``array``."""
     return f"FOREACH v_key IN ARRAY {array} LOOP v_hit := v_hit OR EXISTS (SELECT 1 {found}); END LOOP;"
@@ -140,6 +130,26 @@ def _gated(check: str, rule: str, using: str) -> str:
     END IF;"""
 
 
+# What a batch of event rows does in its transaction, as one function of the schema: PL/pgSQL
+# plans each of its statements once per connection (a simple query's statements are planned
+# at every call: the erasure rules' UPDATEs took 0.3 to 0.7 ms of a turn's server time to plan,
+# though they change a row only in a race). Each rule's UPDATE (the statements above, run as
+# they are with EXECUTE) runs only when a check by key of the batch's own turns, sessions or
+# commands finds what it would erase: every row an UPDATE could change needs that row to
+# exist, so the checks change nothing of what is erased. Returns the first row's seq and how
+# many rows the rules rewrote. Its parameters, in `PostgresEvents.event_statement`'s order:
+_APPEND_PARAMETERS: Final = (
+    ("p_host", "text"),
+    ("p_kinds", "text[]"),
+    ("p_sessions", "text[]"),
+    ("p_turns", "text[]"),
+    ("p_events", "text[]"),
+    ("p_erase_turns", "text[]"),
+    ("p_erase_sessions", "text[]"),
+    ("p_quoted_turns", "text[]"),
+)
+APPEND_EVENTS: Final = f"SELECT host_sim.append_events({', '.join('%s' for _ in _APPEND_PARAMETERS)})"
+APPEND_EVENTS_SIGNATURE: Final = f"host_sim.append_events({', '.join(kind for _, kind in _APPEND_PARAMETERS)})"
 _ERASED_COMMAND_IN_BATCH: Final = (  # a command_finished row of the batch whose command was erased
     "FOR i IN 1 .. cardinality(p_kinds) LOOP IF p_kinds[i] = 'command_finished' THEN "
     "v_hit := v_hit OR EXISTS (SELECT 1 FROM host_sim.invocations WHERE id = p_events[i]::jsonb->>'invocation_id' "
@@ -147,8 +157,7 @@ _ERASED_COMMAND_IN_BATCH: Final = (  # a command_finished row of the batch whose
 )
 APPEND_EVENTS_FUNCTION: Final = f"""
 CREATE OR REPLACE FUNCTION host_sim.append_events(
-    p_host text, p_kinds text[], p_sessions text[], p_turns text[], p_events text[],
-    p_erase_turns text[], p_erase_sessions text[], p_quoted_turns text[]
+    {", ".join(f"{name} {kind}" for name, kind in _APPEND_PARAMETERS)}
 ) RETURNS bigint[] LANGUAGE plpgsql AS $append$
 DECLARE
     v_first bigint;
@@ -386,7 +395,8 @@ def appended(row: Sequence[Any] | None) -> tuple[int, bool]:
     if row is None or not row[0] or row[0][0] is None:
         raise StoreError(
             f"host_sim.append_events answered {row!r}, not the first seq of the rows it wrote; "
-            "the function was changed by hand: open the store with a host (create=True) to make it again"
+            "the function was changed by hand: drop it (DROP FUNCTION host_sim.append_events), and the next "
+            "host that opens the store makes it again"
         )
     first, changed = row[0]
     return int(first), int(changed) > 0

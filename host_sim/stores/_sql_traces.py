@@ -55,9 +55,12 @@ class SqlTraces(SqlPart):
         """Add rows to the trace index (derived: a row already there is kept)."""
         return self._dialect.insert_ignoring("trace_index", "kind, key, trace_id", rest, "key, kind, trace_id")
 
-    def _link_index(self) -> str:
-        t, m = self._dialect.table, self._dialect.mark
-        return self._index(f"SELECT 'session', session_id, trace_id FROM {t('trace_links')} WHERE session_id = {m}")
+    def _link_index(self, links: str = "") -> str:
+        """Index the session links in ``links`` (a CTE of ``session_id, trace_id``), by default
+        the links of one session (its id the one parameter)."""
+        if not links:
+            links = f"{self._dialect.table('trace_links')} WHERE session_id = {self._dialect.mark}"
+        return self._index(f"SELECT 'session', session_id, trace_id FROM {links}")
 
     async def create_trace(self, trace: TraceRecord, task: TraceTaskRecord | None) -> None:
         """Write a trace and its task with their index rows, in one transaction."""
@@ -77,6 +80,10 @@ class SqlTraces(SqlPart):
             Step(self._index(f"VALUES ('task', {m}, {m})"), (task.ref, task.trace_id), f"cannot index task {task.ref!r}"),
         ]
 
+    def _index_links_of(self, session_id: str) -> Step:
+        """The step that indexes the trace links of ``session_id``."""
+        return Step(self._link_index(), (session_id,), f"cannot index session {session_id!r}")
+
     async def create_linked_session(self, session_steps: list[Step], record: SessionRecord, trace_id: str | None) -> None:
         """``session_steps`` (the engine's `create_session` of ``record``) and the session's
         trace link (given, or its parent's), in one transaction."""
@@ -84,7 +91,6 @@ class SqlTraces(SqlPart):
         t, m = d.table, d.mark
         steps = list(session_steps)
         at = record.created_at.isoformat()
-        index = Step(self._link_index(), (record.id,), f"cannot index session {record.id!r}")
         if trace_id is not None:
             steps += [
                 d.check(_rows.trace_stored(trace_id, "a session joins a stored trace")),
@@ -93,7 +99,7 @@ class SqlTraces(SqlPart):
                     (record.id, trace_id, at),
                     f"session {record.id!r} is already in a trace",
                 ),
-                index,
+                self._index_links_of(record.id),
             ]
         elif record.lineage.kind != "root":  # its parent's trace, if it has one
             inherit = (
@@ -103,10 +109,10 @@ class SqlTraces(SqlPart):
             params = (record.id, at, record.lineage.parent_session_id)
             refusal = f"session {record.id!r} is already in a trace"
             if d.writes_in_with:  # the link and its index row in one statement (a fork's transaction is short)
-                indexed = self._index("SELECT 'session', session_id, trace_id FROM l")
-                steps.append(Step(f"WITH l AS ({inherit} RETURNING session_id, trace_id) {indexed}", params, refusal))
+                both = f"WITH l AS ({inherit} RETURNING session_id, trace_id) {self._link_index('l')}"
+                steps.append(Step(both, params, refusal))
             else:
-                steps += [Step(inherit, params, refusal), index]
+                steps += [Step(inherit, params, refusal), self._index_links_of(record.id)]
         await self._transact(steps)
 
     def _event_steps(self, event_id: str | None, at: object) -> list[Step]:
@@ -161,7 +167,7 @@ class SqlTraces(SqlPart):
                 (session_id, at, chat_trace.id, session_id),
                 f"cannot link session {session_id!r} to its new trace",
             ),
-            Step(self._link_index(), (session_id,), f"cannot index session {session_id!r}"),
+            self._index_links_of(session_id),
             Step(
                 f"INSERT INTO {t('trace_outputs')} (output_id, trace_id, session_id, kind, created_at, turn_id, position) "
                 f"SELECT {m}, trace_id, {d.marks(5)} FROM {t('trace_links')} WHERE session_id = {m} "
