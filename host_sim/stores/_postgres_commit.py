@@ -28,6 +28,7 @@ from ._postgres_events import PostgresEvents, appended, close_listener
 from ._postgres_locks import PostgresLocks, Unlocker
 from ._postgres_schema import prepare
 from ._postgres_sql import Refused, Step, close_quietly, cols, diagnosis
+from ._prepared import PreparedStatements
 from ._records import LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
 from ._shared import EventRow, staged_rows
 
@@ -96,6 +97,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         "_lock",
         "_owner",
         "_owner_conn",
+        "_prepared",
         "_psycopg",
         "_unlocker",
         "_slots",
@@ -109,6 +111,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         self._create = create
         self._connections = connections
         self._psycopg: Any = None
+        self._prepared: PreparedStatements | None = None
         self._lock: anyio.Lock | None = None
         self._slots: anyio.Semaphore | None = None
         self._idle: list[Any] = []
@@ -130,6 +133,13 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
     def owner(self) -> int | None:
         """This open store's owner key (the liveness claim it holds, written into the work it runs)."""
         return self._owner
+
+    @property
+    def prepared(self) -> PreparedStatements:
+        """What each connection prepared (made with the first connection)."""
+        if self._prepared is None:
+            self._prepared = PreparedStatements(self._import())
+        return self._prepared
 
     @property
     def psycopg(self) -> Any:
@@ -406,10 +416,18 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
             params += appended_params
         if not checked:
             statements.append("COMMIT")
+        statements = self.prepared.executing(conn, statements)
         try:
             # None, not (): the statements hold their parameters already, a percent is a percent
             cursor.execute(cursor.mogrify("; ".join(statements), params), None)
-        except (psycopg.IntegrityError, psycopg.errors.RaiseException, psycopg.errors.InvalidTextRepresentation):
+        except (
+            psycopg.IntegrityError,
+            psycopg.errors.RaiseException,
+            psycopg.errors.InvalidTextRepresentation,
+            psycopg.errors.InvalidSqlStatementName,  # its prepared statements are gone: run unprepared
+        ) as exc:
+            if isinstance(exc, psycopg.errors.InvalidSqlStatementName):
+                self.prepared.forget(conn)
             if not conn.broken and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 conn.execute("ROLLBACK", ())
             return False
@@ -498,8 +516,9 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                 "'postgresql://user@host:5432/dbname' or 'host=... port=... dbname=...'",
                 path=self.path,
             ) from None
-        # Never prepared: a prepared statement may switch to a generic plan, which cannot
-        # tell that one session's turns from ordinal k on are a few rows (it scans).
+        # Reads are never prepared: a prepared statement may switch to a generic plan, which
+        # cannot tell that one session's turns from ordinal k on are a few rows (it scans).
+        # A write transaction's statements are (`PreparedStatements`): they find rows by key.
         extra: dict[str, object] = {"autocommit": True, "prepare_threshold": None}
         if "application_name" not in params:
             extra["application_name"] = "host-sim"

@@ -36,6 +36,12 @@ _LINK = re.compile(
 )
 
 
+# A statement prepared on a connection, and what prepares one (`PreparedStatements`): once per
+# statement and connection, not part of what a turn costs.
+_EXECUTE = re.compile(r"EXECUTE (host_sim_[0-9a-f]+)")
+_PREPARING = re.compile(r"PREPARE host_sim_|SET plan_cache_mode")
+
+
 class Traced:
     """libpq's trace of every connection `PostgresDriver.connect` makes, one file each."""
 
@@ -63,24 +69,44 @@ class Traced:
             self._seen[i] = trace.tell()
 
     def _since_mark(self) -> Iterator[list[list[str]]]:
-        """Per connection, the round trips since `mark` (each the statements it carried)."""
+        """Per connection, the round trips since `mark` (each the statements it carried, an
+        EXECUTE of a statement the connection prepared spelled as that statement), and
+        without the round trips that prepare statements (`preparing`)."""
         for i, trace in enumerate(self._files):
-            trace.seek(self._seen[i])
+            trace.seek(0)
+            prepared: dict[str, str] = {}
             trips: list[list[str]] = []
             pending: list[str] = []
-            for line in trace.read().decode(errors="replace").splitlines():
-                fields = line.split("\t")
+            at = 0
+            for raw in trace.read().splitlines(keepends=True):
+                at += len(raw)
+                fields = raw.decode(errors="replace").rstrip("\n").split("\t")
                 if len(fields) < 3 or fields[0] != "F":
                     continue
                 kind, rest = fields[2], "\t".join(fields[3:])
+                query = rest.strip()[1:-1] if kind == "Query" else ""
+                if query.startswith("PREPARE "):
+                    name, _, body = query.removeprefix("PREPARE ").partition(" AS ")
+                    prepared[name] = body
+                if at <= self._seen[i] or _PREPARING.match(query):
+                    continue
                 if kind == "Parse":
                     pending.append(rest.split('"')[3])
                 elif kind == "Query":
-                    trips.append([rest.strip()[1:-1]])
+                    trips.append([_EXECUTE.sub(lambda m: prepared.get(m.group(1), m.group(0)), query)])
                 elif kind == "Sync":
                     trips.append(pending)
                     pending = []
             yield trips
+
+    def preparing(self) -> list[list[str]]:
+        """Per connection, the names of the statements it prepared (since it connected)."""
+        names: list[list[str]] = []
+        for trace in self._files:
+            trace.seek(0)
+            text = trace.read().decode(errors="replace")
+            names.append(re.findall(r'\tQuery\t "PREPARE (host_sim_[0-9a-f]+) AS ', text))
+        return names
 
     def all_round_trips(self) -> list[list[str]]:
         """The round trips since `mark`, the link's included."""
@@ -159,6 +185,10 @@ async def test_a_warm_turn_is_four_round_trips_and_a_fork_one_at_any_length_of_h
             assert len(fork) == 1, f"a fork at {length} turns took {len(fork)} round trips: {fork}"
             assert _transaction(fork[0]), fork
             assert "host_sim.deletions" in fork[0][0], fork  # the parent's deletion, checked in it
+        prepared = traced.preparing()
+        assert any(prepared), "the store prepared none of its statements"
+        for names in prepared:  # once per statement and connection: never again at a later turn
+            assert len(names) == len(set(names)), names
 
 
 @pytest.mark.anyio
@@ -231,3 +261,43 @@ async def test_text_with_percents_quotes_and_backslashes_is_stored_as_sent(postg
         reread = await again.sessions.get(chat.id)
         assert [t.reply for t in await reread.turns()] == [f"echo: {tricky}"]
         assert reread.tags == {"user": tricky}
+
+
+@pytest.mark.anyio
+async def test_a_host_whose_connections_lost_their_prepared_statements_keeps_writing(
+    traced: Traced, postgres_dsn: str
+) -> None:
+    """A pooler's ``DISCARD ALL`` (or a ``DEALLOCATE ALL``) between turns takes away what the
+    store's connections prepared: the next turn, lock and fork still run (unprepared, once),
+    nothing is refused or lost, and the statements are prepared again for the turns after."""
+    connections: list[Any] = []
+    original = PostgresDriver.connect
+
+    def keeping(driver: PostgresDriver) -> Any:
+        conn = original(driver)
+        connections.append(conn)
+        return conn
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(PostgresDriver, "connect", keeping)
+        async with Host(store=PostgresStore(postgres_dsn)) as host:
+            chat = await host.sessions.create()
+            await chat.run("before")
+            await _settled()
+            before = sum(len(names) for names in traced.preparing())
+            replies: list[str] = []
+            for i in range(3):  # each time on the connections as the last turn left them
+                await _settled()
+                for conn in connections:  # psycopg serializes this with the store's own use of conn
+                    if not conn.closed:
+                        conn.execute("DEALLOCATE ALL")
+                replies.append((await chat.run(f"after reset {i}")).text)
+                fork = await (await chat.turns())[0].fork()
+                replies.append((await fork.run(f"in fork {i}")).text)
+            await _settled()
+            history = [t.reply for t in await chat.turns()]
+    assert replies == [f"echo: {p} {i}" for i in range(3) for p in ("after reset", "in fork")]
+    assert history == [f"echo: {p}" for p in ("before", "after reset 0", "after reset 1", "after reset 2")]
+    assert sum(len(names) for names in traced.preparing()) > before  # prepared again
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM host_sim.turns").fetchone() == (7,)  # four in the session, one in each fork
