@@ -237,6 +237,7 @@ KEPT: Final[Mapping[str, str]] = {
     "trace_commits": "output ids and commit hashes",
     "trace_index": "derived from the trace records' ids",
     "spool_applied": "spool event ids and times",
+    "listeners": "the owner keys of the hosts that listen for event rows, and since when (PostgreSQL)",
     "memory_by_turn": "derived from memory_records: turn and record ids",
     "memory_by_record": "derived from memory_records: record ids",
 }

@@ -24,17 +24,16 @@ import anyio.to_thread
 
 from . import _rows
 from ._errors import StoreError
-from ._postgres_events import PostgresEvents, appended, close_listener
+from ._postgres_events import FORGET_GONE_LISTENERS, PostgresEvents, appended, close_listener
 from ._postgres_locks import PostgresLocks, Unlocker
 from ._postgres_schema import prepare
-from ._postgres_sql import Refused, Step, close_quietly, cols, diagnosis
+from ._postgres_sql import OWNER_LOCK, Refused, Step, close_quietly, cols, diagnosis
 from ._prepared import PreparedStatements
 from ._records import LineageEdge, SessionNode, SessionRecord, StoredState, TurnRecord
 from ._shared import EventRow, staged_rows
 
 __all__ = ["OWNER_LOCK", "PostgresDriver", "redact"]
 
-OWNER_LOCK: Final = 0x48530002  # advisory lock class: a live store (its owner key)
 
 _R = TypeVar("_R")
 
@@ -172,16 +171,28 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                 listener, self._listener = self._listener, None
                 if listener is not None:  # woken (a NOTIFY), then closed once no thread waits on it
                     await anyio.to_thread.run_sync(close_listener, listener, self._listening, conns[0])
+                    await anyio.to_thread.run_sync(self._stop_listening, conns[0])
                 self._lock = self._slots = None
                 for conn in conns:
                     if conn is not None:  # this host's locks go first, so other hosts see it gone at once
                         await anyio.to_thread.run_sync(close_quietly, conn, True)
+
+    def _stop_listening(self, conn: Any) -> None:
+        """This host listens no more: the other hosts stop NOTIFYing for it (best-effort: a
+        row left behind costs them a NOTIFY nobody hears, until a host opens the store)."""
+        try:
+            if conn is not None and not conn.closed and not conn.broken:
+                conn.execute("DELETE FROM host_sim.listeners WHERE owner = %s", (self._owner,))
+        except self._psycopg.Error:
+            pass
 
     def _connect_owner(self) -> tuple[Any, int]:
         """In a worker thread: the first connection, the schema checked or created, and this store's owner key."""
         conn = self.connect()
         try:
             self._prepare(conn)
+            with contextlib.suppress(self._psycopg.Error):  # killed hosts' rows (UndefinedTable: an old store)
+                conn.execute(FORGET_GONE_LISTENERS, ())
             while True:  # a key no live store holds
                 owner = secrets.randbelow(2**31 - 2) + 1
                 if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (OWNER_LOCK, owner)).fetchone()[0]:
@@ -238,6 +249,11 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
             raise self.closed_error()
         old, self._owner_conn = self._owner_conn, fresh
         close_quietly(old)
+        if self._listener is not None:  # a host that opened meanwhile may have taken this host's row away
+            with contextlib.suppress(psycopg.Error):
+                fresh.execute(
+                    "INSERT INTO host_sim.listeners (owner) VALUES (%s) ON CONFLICT (owner) DO NOTHING", (self._owner,)
+                )
         return True
 
     async def read_all(self) -> StoredState:

@@ -18,11 +18,14 @@ import anyio
 import anyio.to_thread
 
 from ._errors import StoreError
-from ._postgres_sql import close_quietly
+from ._postgres_sql import OWNER_LOCK, close_quietly
 from ._records import ERASED_LABEL
 from ._shared import EventRow
 
 __all__ = [
+    "FORGET_GONE_LISTENERS",
+    "LISTENERS",
+    "APPEND_EVENTS_BODY",
     "APPEND_EVENTS_FUNCTION",
     "APPEND_EVENTS_SIGNATURE",
     "ERASE_COMMAND_EVENTS",
@@ -185,13 +188,28 @@ BEGIN
         _ERASE_NEW_QUOTED_EVENTS.replace("%s", "$1").replace("FIRST_SEQ", "$2"),
         "p_quoted_turns, v_first",
     )}{_gated(_ERASED_COMMAND_IN_BATCH, _ERASE_NEW_ERASED_COMMAND_EVENTS.replace("FIRST_SEQ", "$1"), "v_first")}
-    PERFORM pg_notify('{_EVENTS_CHANNEL}', p_host);
+    IF EXISTS (SELECT 1 FROM host_sim.listeners WHERE owner <> substr(p_host, 4)::bigint) THEN
+        PERFORM pg_notify('{_EVENTS_CHANNEL}', p_host);  -- only another host listens for it
+    END IF;
     RETURN ARRAY[v_first, v_changed];
 END
 $append$
 """
+LISTENERS: Final = """
+CREATE TABLE IF NOT EXISTS host_sim.listeners (owner bigint PRIMARY KEY, since timestamptz NOT NULL DEFAULT now());
+"""
+"""The hosts that listen for event rows (their owner keys), which `APPEND_EVENTS_FUNCTION`
+NOTIFYs: a row is written before its host LISTENs and deleted when it closes; a killed
+host's row stays until a host opens the store (it costs a NOTIFY nobody hears, no more)."""
+FORGET_GONE_LISTENERS: Final = (
+    "DELETE FROM host_sim.listeners s WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l "
+    f"WHERE l.locktype = 'advisory' AND l.granted AND l.classid = {OWNER_LOCK}::oid AND l.objsubid = 2 "
+    "AND l.objid = s.owner::oid)"
+)
 """`host_sim.append_events`, made (or made again) by `_postgres_schema.prepare` whenever a
-host opens a store that lacks it."""
+host opens a store that lacks it, or holds another version of it."""
+APPEND_EVENTS_BODY: Final = APPEND_EVENTS_FUNCTION.split("$append$")[1]
+"""What ``pg_proc.prosrc`` holds for this version of the function."""
 ERASE_COMMAND_EVENTS: Final = (  # a deleted session's command_finished events lose their text
     "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
     f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = %s AND e.kind = 'command_finished'"
@@ -274,8 +292,8 @@ class PostgresEvents:
         """The statement that inserts ``rows`` in a transaction (`APPEND_EVENTS`): takes the
         event lock, numbers and inserts the rows, has them apply to themselves the erasures
         committed before them (each rule keyed on the batch's own turns or sessions), and
-        NOTIFYs the other hosts with this host's id as payload (its own listener lets it
-        pass: the host has the events already). Its one row is `appended`'s to read."""
+        NOTIFYs the other hosts, when another host's claim is held, with this host's id as
+        payload (its own listener lets it pass: the host has the events already). Its one row is `appended`'s to read."""
         turns = sorted({r.turn_id for r in rows if r.turn_id is not None and r.kind in _TURN_TEXT_KINDS})
         sessions = sorted({r.session_id for r in rows if r.session_id is not None and r.kind == "command_finished"})
         quoted = sorted({r.turn_id for r in rows if r.turn_id is not None and r.kind == "turn_finished"})
@@ -314,6 +332,7 @@ class PostgresEvents:
             raise self.closed_error()
         if self._listener is None or self._listener.closed:  # first use, or lost (the server restarted)
             await anyio.to_thread.run_sync(self._listen)  # the store holds it even if this task is cancelled
+            return []  # listening now: what was written before, the caller reads at once
         listener, listening = self._listener, self._listening
 
         own = self.host_id
@@ -348,7 +367,19 @@ class PostgresEvents:
             close_listener(self._listener, self._listening, None)
         conn = self.connect()
         try:
+            # A host NOTIFYs only while another host's row is in host_sim.listeners, which
+            # it reads under the event lock (`APPEND_EVENTS_FUNCTION`). This host's row goes
+            # in first, then it listens, then it waits once for the event lock: an append
+            # that looked before the row was there still holds that lock, so its rows are
+            # committed before the caller's read; every append after that lock NOTIFYs.
+            try:
+                conn.execute(
+                    "INSERT INTO host_sim.listeners (owner) VALUES (%s) ON CONFLICT (owner) DO NOTHING", (self._owner,)
+                )
+            except self._psycopg.errors.UndefinedTable:  # a store whose function NOTIFYs always (made
+                pass  # by an older host-sim; a role that may not create tables opened it since)
             conn.execute(f"LISTEN {_EVENTS_CHANNEL}", ())
+            conn.execute(LOCK_EVENTS, ())
             conn.execute(f"LISTEN {_DELTAS_CHANNEL}", ())
         except self._psycopg.Error as exc:  # the connection died at once: the reader retries
             close_quietly(conn)

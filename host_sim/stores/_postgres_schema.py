@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from ._approvals import POSTGRES_APPROVALS
 from ._errors import StoreError
-from ._postgres_events import APPEND_EVENTS_FUNCTION, APPEND_EVENTS_SIGNATURE
+from ._postgres_events import APPEND_EVENTS_BODY, APPEND_EVENTS_FUNCTION, APPEND_EVENTS_SIGNATURE, LISTENERS
 from ._postgres_sql import diagnosis
 from ._postgres_traces import TRACE_TABLES_SCHEMA
 from ._protocol import INDEX_VERSION
@@ -380,6 +380,7 @@ def prepare(
                     + ERASURE_SCHEMA_19 + POSTGRES_APPROVALS + MEMORY_POSTGRES + MEMORY_RULES_POSTGRES
                 ):
                     conn.execute(statement, ())
+                conn.execute(LISTENERS, ())
                 conn.execute(APPEND_EVENTS_FUNCTION, ())
                 conn.execute(
                     "INSERT INTO host_sim.meta (key, value) VALUES ('application', %s), "
@@ -422,9 +423,17 @@ def prepare(
             if create and not conn.execute(HAS_ERASURE_SCHEMA_19, ()).fetchone()[0]:
                 for statement in statements(ERASURE_SCHEMA_19):  # a store made before erasure reached outputs and quoted errors
                     conn.execute(statement, ())
-            if conn.execute(f"SELECT to_regprocedure('{APPEND_EVENTS_SIGNATURE}') IS NULL", ()).fetchone()[0]:
-                try:  # a store made before event rows were one function call (any host that writes needs it)
+            if conn.execute(
+                "SELECT (SELECT prosrc FROM pg_catalog.pg_proc WHERE oid = to_regprocedure(%s)) IS DISTINCT FROM %s "
+                "OR to_regclass('host_sim.listeners') IS NULL",
+                (APPEND_EVENTS_SIGNATURE, APPEND_EVENTS_BODY),
+            ).fetchone()[0]:
+                # A store made before event rows were one function call (or before hosts
+                # said they listen), or one whose function another version of host-sim made
+                # (every version's function writes the same rows).
+                try:
                     with conn.transaction():  # a savepoint: a role that may not create it still reads the store
+                        conn.execute(LISTENERS, ())
                         conn.execute(APPEND_EVENTS_FUNCTION, ())
                 except psycopg.errors.InsufficientPrivilege:
                     pass  # its writes say so (`PostgresDriver.database_error`)

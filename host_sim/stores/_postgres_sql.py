@@ -8,7 +8,9 @@ from typing import Any, Final
 from ._rows import Need, Table
 from ._sql import Dialect, Step
 
-__all__ = ["DIALECT", "Refused", "Step", "check", "close_quietly", "cols", "diagnosis", "marks"]
+__all__ = ["DIALECT", "OWNER_LOCK", "Refused", "Step", "check", "close_quietly", "cols", "diagnosis", "marks"]
+
+OWNER_LOCK: Final = 0x48530002  # advisory lock class: a live store (its owner key; the driver takes it)
 
 DIALECT: Final = Dialect(
     mark="%s",
