@@ -47,10 +47,11 @@ transaction of the change they report when there is one (a transactional outbox:
 stages them, `Staged`, and `_transact` inserts them last), else a batch per transaction;
 either way holding the transaction-level advisory lock ``(0x48530004, 0)`` while it takes
 its seqs and commits, so rows commit in seq order and a reader that read up to N never later
-finds a row below N, then ``NOTIFY host_sim_events, '<host_id>'`` when another host's claim
-is held (a host alone wakes nobody: its own listener would only let its NOTIFY pass). Each
-host LISTENs on a connection of its own (then waits once for the event lock, so that an
-append that looked for claims before its claim was taken has committed) and reads the rows
+finds a row below N, then ``NOTIFY host_sim_events, '<host_id>'`` when another host listens
+(its owner key in ``listeners``: a host alone wakes nobody, its own listener would only let
+its NOTIFY pass). Each host writes that row, LISTENs on a connection of its own, then waits
+once for the event lock (an append that looked before the row was there has committed by
+then), and reads the rows
 after the last it read when another host woke it, and at least every second: the rows are
 the truth, the NOTIFY a hint. A host never reads its own rows back when it can help it: it
 has their events, and hands them out from memory when they are next in seq order and no

@@ -23,8 +23,6 @@ from ._records import ERASED_LABEL
 from ._shared import EventRow
 
 __all__ = [
-    "FORGET_GONE_LISTENERS",
-    "LISTENERS",
     "APPEND_EVENTS_BODY",
     "APPEND_EVENTS_FUNCTION",
     "APPEND_EVENTS_SIGNATURE",
@@ -33,6 +31,8 @@ __all__ = [
     "ERASE_EVENTS",
     "ERASE_QUOTED_COMMAND_EVENTS",
     "ERASE_QUOTED_TURN_EVENTS",
+    "FORGET_GONE_LISTENERS",
+    "LISTENERS",
     "LOCK_EVENTS",
     "PostgresEvents",
     "appended",
@@ -292,8 +292,9 @@ class PostgresEvents:
         """The statement that inserts ``rows`` in a transaction (`APPEND_EVENTS`): takes the
         event lock, numbers and inserts the rows, has them apply to themselves the erasures
         committed before them (each rule keyed on the batch's own turns or sessions), and
-        NOTIFYs the other hosts, when another host's claim is held, with this host's id as
-        payload (its own listener lets it pass: the host has the events already). Its one row is `appended`'s to read."""
+        NOTIFYs the other hosts when one listens (its row in ``host_sim.listeners``), with
+        this host's id as payload (its own listener lets it pass: the host has the events
+        already). Its one row is `appended`'s to read."""
         turns = sorted({r.turn_id for r in rows if r.turn_id is not None and r.kind in _TURN_TEXT_KINDS})
         sessions = sorted({r.session_id for r in rows if r.session_id is not None and r.kind == "command_finished"})
         quoted = sorted({r.turn_id for r in rows if r.turn_id is not None and r.kind == "turn_finished"})

@@ -78,4 +78,3 @@ def close_quietly(conn: Any, unlock: bool = False) -> None:
 def check(need: Need) -> Step:
     """The step that checks ``need`` (a row the write needs, or must not find) in PostgreSQL."""
     return DIALECT.check(need)
-

@@ -10,6 +10,9 @@ caller does not wait for it). A fork is one: its transaction, which also
 checks that the parent is not deleted (exact, API.md section 13, with no read before it). The host's link to the
 other hosts (reading event rows, keeping its claim, looking for dead hosts) runs meanwhile
 on its own schedule; its statements are not the turn's and are left out by their text.
+A write transaction's statements go as EXECUTEs of statements the connection prepared on
+their first use there (a round trip of its own, once per statement and connection, not
+counted here; an EXECUTE is read as the statement it runs).
 """
 
 from __future__ import annotations
