@@ -25,6 +25,10 @@ durable settings: fsync on, ``synchronous_commit = on``) and measures, on this m
   turns more, one at a time; and **ms per fork at N/2**: the host forks at the turn of
   ordinal N/2, LangGraph branches from the checkpoint holding the first N/2 turns
   (``update_state`` on that checkpoint's config).
+- **the floor**: the median time of the smallest durable write transaction this server
+  commits from Python (``BEGIN; INSERT; COMMIT``, one round trip; a turn needs two), a
+  turn on `MemoryStore` (the host's own work), and what 15x LangGraph's turn at N = 1,000
+  would allow a turn beside two floors and that.
 - **the erasure check**: the one indexed read a turn makes when it takes its session lock
   (pipelined with the lock: one round trip), as the time it adds to taking the lock, and
   as a share of a whole turn's time.
@@ -41,6 +45,7 @@ import argparse
 import json
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,7 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from host.postgres_server import MISSING, PostgresServer, find_binaries  # noqa: E402
-from host_sim import Host, PostgresStore, SqliteStore, Store  # noqa: E402
+from host_sim import Host, MemoryStore, PostgresStore, SqliteStore, Store  # noqa: E402
 
 FORKS = 100
 
@@ -337,6 +342,33 @@ async def host_turns_and_fork(dsn: str, n: int, turns: int) -> tuple[float, floa
     return per_turn * 1000, per_fork * 1000
 
 
+def commit_floor(dsn: str, count: int = 300) -> float:
+    """The median ms of the smallest durable write transaction this server commits from
+    Python: ``BEGIN; INSERT one short row; COMMIT`` as one round trip (a turn needs two)."""
+    import psycopg
+
+    times: list[float] = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS floor (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, note text)")
+        for i in range(count):
+            started = time.perf_counter()
+            conn.execute(f"BEGIN; INSERT INTO floor (note) VALUES ('row {i}'); COMMIT")
+            times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+async def memory_turn(turns: int = 500) -> float:
+    """ms per turn of a host on `MemoryStore`: a turn's own work, with no store to wait for."""
+    async with Host(store=MemoryStore()) as host:
+        chat = await host.sessions.create()
+        for i in range(20):
+            await chat.run(f"warm {i}")
+        started = time.perf_counter()
+        for i in range(turns):
+            await chat.run(f"prompt {i}")
+    return (time.perf_counter() - started) / turns * 1000
+
+
 def langgraph_turns_and_fork(dsn: str, n: int, turns: int) -> tuple[float, float] | None:
     """The same with LangGraph's PostgresSaver (a one-node graph appending its reply), or
     ``None`` when the ``bench`` extra is not installed."""
@@ -389,9 +421,22 @@ def main() -> int:
             rows.append(("write transactions per turn / per fork (server-assigned transaction ids; target 2 / 1)", f"{per_turn:.2f} / {per_fork:.2f}", "-"))
             rows.append(("write transactions per `sessions.delete` of a session of one turn", f"{per_delete:.2f}", "-"))
             print(f"  write transactions: {per_turn:.2f} per turn, {per_fork:.2f} per fork, {per_delete:.2f} per delete", flush=True)
+            floor = commit_floor(server.database("floor"))
+            alone = anyio.run(memory_turn)
+            rows.append(("the floor: one durable `BEGIN; INSERT; COMMIT` round trip from Python, ms (median of 300); a turn needs two", f"{floor:.3f}", "-"))
+            rows.append(("a turn on MemoryStore, ms (the host's own work, no store)", f"{alone:.3f}", "-"))
+            print(f"  floor: {floor:.3f} ms per durable transaction; a MemoryStore turn {alone:.3f} ms", flush=True)
             for n in (10, 1_000):
                 host_ms = anyio.run(host_turns_and_fork, server.database("turns"), n, 100)
                 lg_ms = langgraph_turns_and_fork(server.database("langgraph"), n, 100)
+                if lg_ms is not None and n == 1_000:
+                    rows.append(
+                        (
+                            "ms a turn may take to be 15x LangGraph at N = 1,000 (the issue's target) / two floors and a MemoryStore turn",
+                            f"{lg_ms[0] / 15:.3f} / {2 * floor + alone:.3f}",
+                            "-",
+                        )
+                    )
                 lg_turn = "not installed" if lg_ms is None else f"{lg_ms[0]:.2f} (host {lg_ms[0] / host_ms[0]:.1f}x faster)"
                 lg_fork = "not installed" if lg_ms is None else f"{lg_ms[1]:.2f} (host {lg_ms[1] / host_ms[1]:.1f}x faster)"
                 rows.append((f"ms per turn, session of N = {n:,} turns (LangGraph PostgresSaver in the third column)", f"{host_ms[0]:.2f}", lg_turn))
