@@ -380,6 +380,7 @@ class PostgresEvents:
             except self._psycopg.errors.UndefinedTable:  # a store whose function NOTIFYs always (made
                 pass  # by an older host-sim; a role that may not create tables opened it since)
             conn.execute(f"LISTEN {_EVENTS_CHANNEL}", ())
+            conn.execute("SET lock_timeout = '10s'", ())  # a stuck appender fails this (retried), never hangs a close
             conn.execute(LOCK_EVENTS, ())
             conn.execute(f"LISTEN {_DELTAS_CHANNEL}", ())
         except self._psycopg.Error as exc:  # the connection died at once: the reader retries
