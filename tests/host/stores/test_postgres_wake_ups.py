@@ -65,8 +65,8 @@ async def test_a_host_that_joins_while_another_writes_is_woken_for_every_row_aft
     postgres_dsn: str, no_safety_net: None
 ) -> None:
     """Host A writes turns without pause while hosts join one after another; each joining
-    host's subscriber, resuming after the newest row it saw when it opened, gets A's next
-    turns promptly: never one that waits for a wake-up A did not send."""
+    host's subscriber gets A's next turns promptly: never one that waits for a wake-up A
+    did not send (A may have looked for listeners just before the joining host wrote its row)."""
     async with Host(store=PostgresStore(postgres_dsn)) as writer:
         chat = await writer.sessions.create()
         await chat.run("first")
