@@ -51,9 +51,8 @@ finds a row below N, then ``NOTIFY host_sim_events, '<host_id>'`` when another h
 (its owner key in ``listeners``: a host alone wakes nobody, its own listener would only let
 its NOTIFY pass). Each host writes that row, LISTENs on a connection of its own, then waits
 once for the event lock (an append that looked before the row was there has committed by
-then), and reads the rows
-after the last it read when another host woke it, and at least every second: the rows are
-the truth, the NOTIFY a hint. A host never reads its own rows back when it can help it: it
+then), and reads the rows after the last it read when another host woke it, and at least
+every second: the rows are the truth, the NOTIFY a hint. A host never reads its own rows back when it can help it: it
 has their events, and hands them out from memory when they are next in seq order and no
 erasure rule rewrote them (`EventHub.written_own`), else it reads. An erasure (`erase`, `delete_session`) takes the same lock and
 erases the text of its turns' event rows in its transaction; a batch written after an

@@ -171,20 +171,11 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
                 listener, self._listener = self._listener, None
                 if listener is not None:  # woken (a NOTIFY), then closed once no thread waits on it
                     await anyio.to_thread.run_sync(close_listener, listener, self._listening, conns[0])
-                    await anyio.to_thread.run_sync(self._stop_listening, conns[0])
+                    await anyio.to_thread.run_sync(self.leave_listeners, conns[0])
                 self._lock = self._slots = None
                 for conn in conns:
                     if conn is not None:  # this host's locks go first, so other hosts see it gone at once
                         await anyio.to_thread.run_sync(close_quietly, conn, True)
-
-    def _stop_listening(self, conn: Any) -> None:
-        """This host listens no more: the other hosts stop NOTIFYing for it (best-effort: a
-        row left behind costs them a NOTIFY nobody hears, until a host opens the store)."""
-        try:
-            if conn is not None and not conn.closed and not conn.broken:
-                conn.execute("DELETE FROM host_sim.listeners WHERE owner = %s", (self._owner,))
-        except self._psycopg.Error:
-            pass
 
     def _connect_owner(self) -> tuple[Any, int]:
         """In a worker thread: the first connection, the schema checked or created, and this store's owner key."""
@@ -251,9 +242,7 @@ class PostgresDriver(PostgresLocks, PostgresEvents):
         close_quietly(old)
         if self._listener is not None:  # a host that opened meanwhile may have taken this host's row away
             with contextlib.suppress(psycopg.Error):
-                fresh.execute(
-                    "INSERT INTO host_sim.listeners (owner) VALUES (%s) ON CONFLICT (owner) DO NOTHING", (self._owner,)
-                )
+                self.join_listeners(fresh)
         return True
 
     async def read_all(self) -> StoredState:

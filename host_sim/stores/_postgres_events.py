@@ -195,21 +195,23 @@ BEGIN
 END
 $append$
 """
+"""`host_sim.append_events`, made (or made again) by `_postgres_schema.prepare` whenever a
+host opens a store that lacks it, or holds another version of it."""
+APPEND_EVENTS_BODY: Final = APPEND_EVENTS_FUNCTION.split("$append$")[1]
+"""What ``pg_proc.prosrc`` holds for this version of the function."""
 LISTENERS: Final = """
 CREATE TABLE IF NOT EXISTS host_sim.listeners (owner bigint PRIMARY KEY, since timestamptz NOT NULL DEFAULT now());
 """
 """The hosts that listen for event rows (their owner keys), which `APPEND_EVENTS_FUNCTION`
 NOTIFYs: a row is written before its host LISTENs and deleted when it closes; a killed
 host's row stays until a host opens the store (it costs a NOTIFY nobody hears, no more)."""
-FORGET_GONE_LISTENERS: Final = (
+_JOIN_LISTENERS: Final = "INSERT INTO host_sim.listeners (owner) VALUES (%s) ON CONFLICT (owner) DO NOTHING"
+_LEAVE_LISTENERS: Final = "DELETE FROM host_sim.listeners WHERE owner = %s"
+FORGET_GONE_LISTENERS: Final = (  # the rows of hosts whose claim is gone (run by a host that opens)
     "DELETE FROM host_sim.listeners s WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l "
     f"WHERE l.locktype = 'advisory' AND l.granted AND l.classid = {OWNER_LOCK}::oid AND l.objsubid = 2 "
     "AND l.objid = s.owner::oid)"
 )
-"""`host_sim.append_events`, made (or made again) by `_postgres_schema.prepare` whenever a
-host opens a store that lacks it, or holds another version of it."""
-APPEND_EVENTS_BODY: Final = APPEND_EVENTS_FUNCTION.split("$append$")[1]
-"""What ``pg_proc.prosrc`` holds for this version of the function."""
 ERASE_COMMAND_EVENTS: Final = (  # a deleted session's command_finished events lose their text
     "UPDATE host_sim.events e SET event = (e.event::jsonb || jsonb_build_object('text', '', "
     f"'error', {_BLANK.format('error')}))::text WHERE e.session_id = %s AND e.kind = 'command_finished'"
@@ -374,9 +376,7 @@ class PostgresEvents:
             # that looked before the row was there still holds that lock, so its rows are
             # committed before the caller's read; every append after that lock NOTIFYs.
             try:
-                conn.execute(
-                    "INSERT INTO host_sim.listeners (owner) VALUES (%s) ON CONFLICT (owner) DO NOTHING", (self._owner,)
-                )
+                self.join_listeners(conn)
             except self._psycopg.errors.UndefinedTable:  # a store whose function NOTIFYs always (made
                 pass  # by an older host-sim; a role that may not create tables opened it since)
             conn.execute(f"LISTEN {_EVENTS_CHANNEL}", ())
@@ -390,6 +390,18 @@ class PostgresEvents:
             close_quietly(conn)
             raise
         self._listener = conn
+
+    def join_listeners(self, conn: Any) -> None:
+        """On ``conn``: this host listens (its row in ``host_sim.listeners``; kept if there)."""
+        conn.execute(_JOIN_LISTENERS, (self._owner,))
+
+    def leave_listeners(self, conn: Any) -> None:
+        """On ``conn``, best-effort: this host listens no more, so the other hosts stop
+        NOTIFYing for it (a row left behind costs them a NOTIFY nobody hears, until a host
+        opens the store and forgets it)."""
+        with contextlib.suppress(self._psycopg.Error):
+            if conn is not None and not conn.closed and not conn.broken:
+                conn.execute(_LEAVE_LISTENERS, (self._owner,))
 
     async def send_delta(self, payload: str) -> None:
         """Hand a reply_delta to the other hosts' listeners (best-effort: dropped when too large)."""
